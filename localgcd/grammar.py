@@ -1,0 +1,111 @@
+"""Lark grammar text → terminals and LALR(1) parse tables, with no silent choices.
+
+Lark's grammar front end parses the text (``%import common``, templates,
+EBNF expansion).  The LALR analysis is lark's own, run in strict mode, so a
+shift/reduce or reduce/reduce conflict is a :class:`GrammarError` naming the
+rules and the lookahead instead of being resolved behind the user's back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from lark.common import ParserConf
+from lark.exceptions import LarkError
+from lark.load_grammar import load_grammar
+from lark.parsers.lalr_analysis import LALR_Analyzer, IntParseTable, Shift
+
+from localgcd.errors import GrammarError
+from localgcd.lexer.terminals import Terminal, terminals_from_lark
+
+END = "$END"
+ERROR = -1  # action: no move
+# action[s, t] >= 0: shift to that state; action <= -2: reduce by rule (-2 - action).
+
+
+@dataclass(frozen=True)
+class ParseTables:
+    """LALR(1) tables over terminal indices (``n_terminals`` is ``$END``)."""
+
+    action: np.ndarray  # int32 [S, n_terminals + 1]
+    goto: np.ndarray  # int32 [S, n_nonterminals]
+    rule_length: np.ndarray  # int32 [R]
+    rule_lhs: np.ndarray  # int32 [R]: nonterminal index
+    start_state: int
+    end_state: int
+    rules: tuple[str, ...]  # for messages
+
+    @property
+    def n_states(self) -> int:
+        return int(self.action.shape[0])
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """Everything localgcd needs from a Lark grammar."""
+
+    terminals: tuple[Terminal, ...]  # in tie-break rank order
+    tables: ParseTables
+    source: str
+
+
+def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start") -> Grammar:
+    """Parse ``text`` with lark and build strict LALR(1) tables."""
+    try:
+        builder_grammar, _ = load_grammar(text, source, None, False)
+        term_defs, rules, ignore = builder_grammar.compile([start], set())
+    except LarkError as exc:
+        raise GrammarError(_lark_message(exc, source)) from None
+    terminals = terminals_from_lark(term_defs, ignore)
+    index = {t.name: i for i, t in enumerate(terminals)}
+    used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
+    declared = sorted(used - set(index))
+    if declared:
+        raise GrammarError(
+            f"{source}: terminal(s) {', '.join(declared)} have no pattern (%declare needs a"
+            " post-lexer, which localgcd does not support for this grammar)"
+        )
+    try:
+        analyzer = LALR_Analyzer(ParserConf(rules, {}, [start]), strict=True)
+        analyzer.compute_lalr()
+    except LarkError as exc:
+        raise GrammarError(f"{source}: LALR conflict: {_one_line(str(exc))}") from None
+    table = IntParseTable.from_ParseTable(analyzer.parse_table)
+    return Grammar(tuple(terminals), _tables(table, rules, index, start), source)
+
+
+def _tables(table: IntParseTable, rules, terminal_index: dict[str, int], start: str) -> ParseTables:
+    n_terms = len(terminal_index)
+    nonterminals = sorted({r.origin.name for r in rules})
+    nt_index = {name: i for i, name in enumerate(nonterminals)}
+    rule_index = {id(r): i for i, r in enumerate(rules)}
+    n_states = len(table.states)
+    action = np.full((n_states, n_terms + 1), ERROR, dtype=np.int32)
+    goto = np.full((n_states, len(nonterminals)), ERROR, dtype=np.int32)
+    for state, moves in table.states.items():
+        for symbol, (kind, arg) in moves.items():
+            if symbol in nt_index:
+                goto[state, nt_index[symbol]] = arg
+                continue
+            column = n_terms if symbol == END else terminal_index[symbol]
+            action[state, column] = arg if kind is Shift else -2 - rule_index[id(arg)]
+    return ParseTables(
+        action=action,
+        goto=goto,
+        rule_length=np.asarray([len(r.expansion) for r in rules], dtype=np.int32),
+        rule_lhs=np.asarray([nt_index[r.origin.name] for r in rules], dtype=np.int32),
+        start_state=table.start_states[start],
+        end_state=table.end_states[start],
+        rules=tuple(str(r) for r in rules),
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+def _lark_message(exc: LarkError, source: str) -> str:
+    line, column = getattr(exc, "line", None), getattr(exc, "column", None)
+    where = f"{source}:{line}:{column}" if isinstance(line, int) and line > 0 else source
+    return f"{where}: {_one_line(str(exc))}"

@@ -1,0 +1,188 @@
+"""Sets of Unicode code points and their exact UTF-8 byte-range encodings.
+
+A :class:`CharSet` is a sorted tuple of disjoint, non-adjacent inclusive
+intervals of code points.  :func:`utf8_sequences` turns one into byte-range
+sequences (``[(lo, hi), (lo, hi), ...]``) that together accept exactly the
+UTF-8 encodings of its code points and no other byte string — in particular no
+surrogate and no overlong encoding.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Iterable, Iterator
+
+MAX_CODE_POINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+Interval = tuple[int, int]
+ByteRanges = tuple[Interval, ...]
+
+
+class CharSet:
+    """An immutable set of code points stored as sorted disjoint intervals."""
+
+    __slots__ = ("intervals",)
+
+    def __init__(self, intervals: Iterable[Interval] = ()) -> None:
+        merged: list[list[int]] = []
+        for lo, hi in sorted(intervals):
+            if lo > hi:
+                continue
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        self.intervals: tuple[Interval, ...] = tuple((lo, hi) for lo, hi in merged)
+
+    @classmethod
+    def of(cls, *code_points: int) -> "CharSet":
+        return cls((c, c) for c in code_points)
+
+    @classmethod
+    def everything(cls) -> "CharSet":
+        return cls([(0, MAX_CODE_POINT)])
+
+    def __or__(self, other: "CharSet") -> "CharSet":
+        return CharSet(self.intervals + other.intervals)
+
+    def complement(self) -> "CharSet":
+        out: list[Interval] = []
+        nxt = 0
+        for lo, hi in self.intervals:
+            if lo > nxt:
+                out.append((nxt, lo - 1))
+            nxt = hi + 1
+        if nxt <= MAX_CODE_POINT:
+            out.append((nxt, MAX_CODE_POINT))
+        return CharSet(out)
+
+    def __sub__(self, other: "CharSet") -> "CharSet":
+        return CharSet(_intersect(self.intervals, other.complement().intervals))
+
+    def __contains__(self, cp: int) -> bool:
+        return any(lo <= cp <= hi for lo, hi in self.intervals)
+
+    def __bool__(self) -> bool:
+        return bool(self.intervals)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CharSet) and self.intervals == other.intervals
+
+    def __hash__(self) -> int:
+        return hash(self.intervals)
+
+    def __repr__(self) -> str:
+        return f"CharSet({list(self.intervals)!r})"
+
+    def size(self) -> int:
+        return sum(hi - lo + 1 for lo, hi in self.intervals)
+
+
+def _intersect(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> list[Interval]:
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+# --------------------------------------------------------------------------
+# Unicode categories (\d \w \s) and case folding, taken from Python's own `re`
+# so that localgcd's automata agree with Python regex semantics by construction.
+
+
+@lru_cache(maxsize=None)
+def _all_code_points_text() -> str:
+    return "".join(map(chr, range(SURROGATES[0]))) + "".join(
+        map(chr, range(SURROGATES[1] + 1, MAX_CODE_POINT + 1))
+    )
+
+
+@lru_cache(maxsize=None)
+def category(pattern: str) -> CharSet:
+    """The code points matched by a one-character class such as ``\\w`` or ``(?a)\\d``."""
+    text = _all_code_points_text()
+    return CharSet(
+        (ord(text[m.start()]), ord(text[m.end() - 1])) for m in re.finditer(f"(?:{pattern})+", text)
+    )
+
+
+_LAST_CASED = 0x1FFFF  # no code point above this has a case variant
+
+
+@lru_cache(maxsize=None)
+def _case_pairs() -> tuple[tuple[int, int], ...]:
+    """Pairs (a, b) of distinct code points that Python's re.IGNORECASE equates."""
+    pairs = []
+    for c in range(_LAST_CASED + 1):
+        ch = chr(c)
+        for other in (ch.lower(), ch.upper()):
+            if len(other) == 1 and other != ch and re.fullmatch(re.escape(ch), other, re.IGNORECASE):
+                pairs.append((c, ord(other)))
+                pairs.append((ord(other), c))
+    return tuple(sorted(set(pairs)))
+
+
+def case_closure(chars: CharSet) -> CharSet:
+    """Add every case variant (as Python's re.IGNORECASE sees it) of the set's members."""
+    result = chars
+    for _ in range(2):  # variants of variants (e.g. 'k' -> 'K' -> KELVIN SIGN)
+        extra = [(a, a) for a, b in _case_pairs() if b in result and a not in result]
+        if not extra:
+            break
+        result = result | CharSet(extra)
+    return result
+
+
+# --------------------------------------------------------------------------
+# UTF-8
+
+
+_UTF8_LENGTH_RANGES: tuple[Interval, ...] = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, MAX_CODE_POINT))
+
+
+def _encode(cp: int) -> bytes:
+    return chr(cp).encode("utf-8", "surrogatepass")
+
+
+def _split_same_length(lo: int, hi: int) -> Iterator[ByteRanges]:
+    """Byte-range sequences for [lo, hi], all of whose members encode to the same length."""
+    a, b = _encode(lo), _encode(hi)
+    n = len(a)
+    if n == 1:
+        yield ((a[0], b[0]),)
+        return
+    # Split so that every byte position but the first spans a full continuation range.
+    for i in range(1, n):
+        bits = 6 * (n - i)
+        mask = (1 << bits) - 1
+        if lo & ~mask != hi & ~mask:
+            if lo & mask != 0:
+                yield from _split_same_length(lo, lo | mask)
+                yield from _split_same_length((lo | mask) + 1, hi)
+                return
+            if hi & mask != mask:
+                yield from _split_same_length(lo, (hi & ~mask) - 1)
+                yield from _split_same_length(hi & ~mask, hi)
+                return
+    yield tuple((a[i], b[i]) for i in range(n))
+
+
+def utf8_sequences(chars: CharSet) -> list[ByteRanges]:
+    """Byte-range sequences accepting exactly the UTF-8 encodings of ``chars``."""
+    valid = chars - CharSet([SURROGATES])
+    out: list[ByteRanges] = []
+    for lo, hi in valid.intervals:
+        for llo, lhi in _UTF8_LENGTH_RANGES:
+            s, e = max(lo, llo), min(hi, lhi)
+            if s <= e:
+                out.extend(_split_same_length(s, e))
+    return out

@@ -1,0 +1,182 @@
+"""Python regular expressions → Thompson NFAs over bytes.
+
+Patterns are parsed with Python's own regex parser (``re._parser``), so the
+syntax is exactly Python's.  Character classes become code-point sets that are
+encoded as UTF-8 byte ranges (see :mod:`localgcd.lexer.charset`).  Constructs
+whose meaning is not a regular language over the whole lexeme — look-around,
+anchors, back-references, non-greedy or possessive quantifiers — are refused
+with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+try:  # Python ≥ 3.11
+    import re._constants as sre
+    import re._parser as sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+from localgcd.lexer.charset import CharSet, case_closure, category, utf8_sequences
+
+
+class UnsupportedRegex(ValueError):
+    """A regex construct that localgcd cannot translate exactly (message names it)."""
+
+
+_CATEGORY_PATTERNS = {
+    sre.CATEGORY_DIGIT: r"\d",
+    sre.CATEGORY_NOT_DIGIT: r"\D",
+    sre.CATEGORY_SPACE: r"\s",
+    sre.CATEGORY_NOT_SPACE: r"\S",
+    sre.CATEGORY_WORD: r"\w",
+    sre.CATEGORY_NOT_WORD: r"\W",
+}
+
+_UNSUPPORTED = {
+    sre.MIN_REPEAT: "non-greedy quantifier (localgcd lexes by longest match; drop the '?')",
+    sre.AT: "anchor (^, $, \\b, \\A, \\Z)",
+    sre.ASSERT: "look-ahead/look-behind assertion",
+    sre.ASSERT_NOT: "negative look-ahead/look-behind assertion",
+    sre.GROUPREF: "back-reference",
+    sre.GROUPREF_EXISTS: "conditional group",
+}
+for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GROUP", "atomic group")):
+    if hasattr(sre, _name):
+        _UNSUPPORTED[getattr(sre, _name)] = _why
+
+
+@dataclass
+class NFA:
+    """A byte NFA: ``edges[s]`` are (lo, hi, target) byte ranges, ``eps[s]`` ε-targets.
+
+    ``accept[s]`` is the terminal index that state ``s`` accepts, or -1.
+    """
+
+    edges: list[list[tuple[int, int, int]]] = field(default_factory=list)
+    eps: list[list[int]] = field(default_factory=list)
+    accept: list[int] = field(default_factory=list)
+
+    def new_state(self) -> int:
+        self.edges.append([])
+        self.eps.append([])
+        self.accept.append(-1)
+        return len(self.accept) - 1
+
+    def add_regex(self, pattern: str, terminal: int) -> int:
+        """Add ``pattern`` as an alternative accepting ``terminal``; return its start state."""
+        try:
+            parsed = sre_parse.parse(pattern)
+        except re.error as exc:
+            raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
+        flags = parsed.state.flags
+        if flags & sre.SRE_FLAG_LOCALE:
+            raise UnsupportedRegex("locale-dependent flag (?L)")
+        start, end = _Builder(self).sequence(parsed, flags)
+        self.accept[end] = terminal
+        return start
+
+
+class _Builder:
+    """Thompson construction of one parsed pattern into an :class:`NFA`."""
+
+    def __init__(self, nfa: NFA) -> None:
+        self.nfa = nfa
+
+    def sequence(self, items, flags: int) -> tuple[int, int]:
+        start = cur = self.nfa.new_state()
+        for op, arg in items:
+            s, e = self.node(op, arg, flags)
+            self.nfa.eps[cur].append(s)
+            cur = e
+        return start, cur
+
+    def node(self, op, arg, flags: int) -> tuple[int, int]:
+        if op in _UNSUPPORTED:
+            raise UnsupportedRegex(f"unsupported construct: {_UNSUPPORTED[op]}")
+        if op is sre.LITERAL:
+            return self.chars(self.literal_set(arg, flags))
+        if op is sre.NOT_LITERAL:
+            return self.chars(self.literal_set(arg, flags).complement())
+        if op is sre.ANY:
+            everything = CharSet.everything()
+            return self.chars(everything if flags & sre.SRE_FLAG_DOTALL else everything - CharSet.of(10))
+        if op is sre.IN:
+            return self.chars(self.class_set(arg, flags))
+        if op is sre.BRANCH:
+            start, end = self.nfa.new_state(), self.nfa.new_state()
+            for alternative in arg[1]:
+                s, e = self.sequence(alternative, flags)
+                self.nfa.eps[start].append(s)
+                self.nfa.eps[e].append(end)
+            return start, end
+        if op is sre.SUBPATTERN:
+            _group, add_flags, del_flags, sub = arg
+            if (add_flags | del_flags) & sre.SRE_FLAG_LOCALE:
+                raise UnsupportedRegex("locale-dependent flag (?L)")
+            return self.sequence(sub, (flags | add_flags) & ~del_flags)
+        if op is sre.MAX_REPEAT:
+            lo, hi, sub = arg
+            return self.repeat(lo, None if hi is sre.MAXREPEAT else hi, sub, flags)
+        raise UnsupportedRegex(f"unsupported construct: {op}")
+
+    def repeat(self, lo: int, hi: int | None, sub, flags: int) -> tuple[int, int]:
+        start = cur = self.nfa.new_state()
+        for _ in range(lo):
+            s, e = self.sequence(sub, flags)
+            self.nfa.eps[cur].append(s)
+            cur = e
+        if hi is None:
+            s, e = self.sequence(sub, flags)
+            self.nfa.eps[cur].append(s)
+            self.nfa.eps[e].append(s)
+            end = self.nfa.new_state()
+            self.nfa.eps[cur].append(end)
+            self.nfa.eps[e].append(end)
+            return start, end
+        end = self.nfa.new_state()
+        self.nfa.eps[cur].append(end)
+        for _ in range(hi - lo):
+            s, e = self.sequence(sub, flags)
+            self.nfa.eps[cur].append(s)
+            self.nfa.eps[e].append(end)
+            cur = e
+        return start, end
+
+    def chars(self, chars: CharSet) -> tuple[int, int]:
+        start, end = self.nfa.new_state(), self.nfa.new_state()
+        for ranges in utf8_sequences(chars):
+            cur = start
+            for i, (lo, hi) in enumerate(ranges):
+                nxt = end if i == len(ranges) - 1 else self.nfa.new_state()
+                self.nfa.edges[cur].append((lo, hi, nxt))
+                cur = nxt
+        return start, end
+
+    @staticmethod
+    def literal_set(code_point: int, flags: int) -> CharSet:
+        chars = CharSet.of(code_point)
+        return case_closure(chars) if flags & sre.SRE_FLAG_IGNORECASE else chars
+
+    @staticmethod
+    def class_set(items, flags: int) -> CharSet:
+        negate = False
+        chars = CharSet()
+        ascii_only = "(?a)" if flags & sre.SRE_FLAG_ASCII else ""
+        for op, arg in items:
+            if op is sre.NEGATE:
+                negate = True
+            elif op is sre.LITERAL:
+                chars = chars | CharSet.of(arg)
+            elif op is sre.RANGE:
+                chars = chars | CharSet([arg])
+            elif op is sre.CATEGORY:
+                chars = chars | category(ascii_only + _CATEGORY_PATTERNS[arg])
+            else:
+                raise UnsupportedRegex(f"unsupported construct in character class: {op}")
+        if flags & sre.SRE_FLAG_IGNORECASE:
+            chars = case_closure(chars)
+        return chars.complement() if negate else chars

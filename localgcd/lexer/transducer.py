@@ -1,0 +1,81 @@
+"""The lexing transducer (GreatGramma Alg. 2): maximal munch with 1-lookahead.
+
+From lexer state ``q`` reading byte ``b``:
+
+* if the DFA has a transition, the pending lexeme grows: ``(δ(q, b), no output)``;
+* else, if ``q`` accepts terminal ``T`` and some lexeme starts with ``b``, ``T``
+  is emitted and lexing restarts: ``(δ(0, b), T)``;
+* else the text is dead.
+
+At end of text, a pending lexeme in an accepting state emits its terminal.
+``Prod(q)`` — the terminals the pending lexeme can still become — is
+reachability to accepting states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from localgcd.lexer.dfa import DEAD, DFA
+
+NO_EMIT = -1
+
+
+@dataclass(frozen=True)
+class LexingTransducer:
+    """Byte-level transducer tables derived from a lexer :class:`DFA`."""
+
+    next_state: np.ndarray  # int32 [Q, 256]: state after the byte, DEAD if dead
+    emitted: np.ndarray  # int32 [Q, 256]: terminal emitted before the byte, NO_EMIT if none
+    accept: np.ndarray  # int32 [Q]: terminal recognized by the pending lexeme, -1 if none
+    producible: np.ndarray  # bool [Q, n_terminals]: Prod(q)
+
+    @classmethod
+    def from_dfa(cls, dfa: DFA, n_terminals: int) -> "LexingTransducer":
+        trans, accept = dfa.transitions, dfa.accept
+        restart = trans[0]  # state after byte b from the start state
+        can_emit = (accept[:, None] >= 0) & (trans == DEAD) & (restart[None, :] != DEAD)
+        next_state = np.where(trans != DEAD, trans, np.where(can_emit, restart[None, :], DEAD))
+        emitted = np.where(can_emit, accept[:, None], NO_EMIT)
+        return cls(
+            next_state=next_state.astype(np.int32),
+            emitted=emitted.astype(np.int32),
+            accept=accept,
+            producible=_producible(dfa, n_terminals),
+        )
+
+    @property
+    def n_states(self) -> int:
+        return int(self.accept.shape[0])
+
+    def feed(self, state: int, data: bytes) -> tuple[list[int], int]:
+        """Terminals emitted and the end state after ``data`` (end state DEAD if it dies)."""
+        out: list[int] = []
+        for byte in data:
+            term = int(self.emitted[state, byte])
+            state = int(self.next_state[state, byte])
+            if state == DEAD:
+                return out, DEAD
+            if term != NO_EMIT:
+                out.append(term)
+        return out, state
+
+
+def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
+    """``prod[q, T]``: some path from ``q`` reaches a state accepting ``T``."""
+    n = dfa.n_states
+    prod = np.zeros((n, n_terminals), dtype=bool)
+    accepting = np.nonzero(dfa.accept >= 0)[0]
+    prod[accepting, dfa.accept[accepting]] = True
+    trans = dfa.transitions
+    src, byte = np.nonzero(trans != DEAD)
+    dst = trans[src, byte]
+    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
+    while True:  # propagate backwards along edges to a fixpoint
+        grown = prod.copy()
+        np.logical_or.at(grown, pairs[:, 0], prod[pairs[:, 1]])
+        if np.array_equal(grown, prod):
+            return prod
+        prod = grown

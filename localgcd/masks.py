@@ -1,0 +1,212 @@
+"""Token masks (GreatGramma Alg. 5 and 6) from the token spanner and the PDA.
+
+For lexer state ``q`` and parser stack ``n`` a token is allowed iff its
+outcome ``T1 … Tk`` (end state ``q'``) is accepted by the parser from ``n`` and
+some terminal of ``Prod(q')`` can follow (an ignored one always can).
+
+Alg. 5, lazily: the first time ``(q, top state of n)`` is seen, every outcome
+of ``q``'s row is checked once and split by how deep its check read the
+stack.  Outcomes decided by the top state alone are *always accepted* or
+*always rejected* for that parser state; the rest are *context-dependent*.
+Alg. 6: a mask is the always-accepted outcomes plus the context-dependent
+ones that pass on the actual stack, turned into tokens by one gather over
+the row.  Checks are vectorized: all outcomes advance one terminal at a time,
+and only the distinct (stack, terminal) pairs of a level reach the PDA.
+
+Masks are cached on the stack suffix that their checks actually read, so a
+mask computed at one nesting depth serves every stack that agrees on that
+suffix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from localgcd.pda import ACCEPT, DEAD, PushdownAutomaton
+from localgcd.spanner import TokenSpanner
+
+
+@dataclass(frozen=True)
+class Mask:
+    """One cached token mask (read-only arrays)."""
+
+    allowed: np.ndarray  # bool [n_tokens]
+    packed: np.ndarray  # uint32 [ceil(n_tokens / 32)]: bit i % 32 of word i // 32
+    accepting: bool  # the text so far is a complete sentence
+    n_allowed: int  # text tokens allowed (end tokens not counted)
+
+
+@dataclass(frozen=True)
+class _ParserStateSplit:
+    always: np.ndarray  # outcome ids accepted whatever lies below the top state
+    dependent: np.ndarray  # outcome ids whose check reads deeper
+
+
+class MaskEngine:
+    """Computes and caches masks; shared by all matchers of one compiled grammar."""
+
+    def __init__(
+        self,
+        spanner: TokenSpanner,
+        row_outcomes: list[np.ndarray],
+        pda: PushdownAutomaton,
+        lexer_accept: np.ndarray,
+        producible: np.ndarray,
+        end_ids: np.ndarray,
+    ) -> None:
+        self.spanner = spanner
+        self.row_outcomes = row_outcomes
+        self.pda = pda
+        self.lexer_accept = lexer_accept.tolist()
+        ignored = pda.ignored
+        self._prod_ignored = (producible & ignored[None, :]).any(axis=1).tolist()
+        self._prod_terms = [np.flatnonzero(row & ~ignored).tolist() for row in producible]
+        self._ignored = ignored.tolist()
+        self.end_ids = end_ids
+        self.n_tokens = spanner.rows.shape[1]
+        self._n_terms = pda.end_terminal + 1
+        self._finals: dict[tuple[int, int], tuple[bool, int]] = {}
+        self._splits: dict[tuple[int, int], _ParserStateSplit] = {}
+        self._masks: dict[tuple[int, bool], dict[tuple[int, ...], Mask]] = {}
+        self._depths: dict[tuple[int, bool], list[int]] = {}
+
+    # -- public ---------------------------------------------------------------
+
+    def mask(self, q: int, node: int, at_start: bool) -> Mask:
+        """The mask for lexer state ``q`` and stack ``node``."""
+        key = (q, at_start)
+        cache = self._masks.setdefault(key, {})
+        for depth in self._depths.get(key, ()):
+            found = cache.get(self.pda.states_of(node, depth))
+            if found is not None:
+                return found
+        mask, depth = self._compute(q, node, at_start)
+        cache[self.pda.states_of(node, depth)] = mask
+        depths = self._depths.setdefault(key, [])
+        if depth not in depths:
+            depths.append(depth)
+            depths.sort()
+        return mask
+
+    def check_outcome(self, node: int, outcome: int) -> int:
+        """Stack after ``outcome`` if it is allowed from ``node``, else ``DEAD``."""
+        nodes, ok, _ = self._check(node, np.asarray([outcome], dtype=np.int64))
+        return int(nodes[0]) if ok[0] else DEAD
+
+    def is_accepting(self, q: int, node: int, at_start: bool) -> tuple[bool, int]:
+        """Whether the text so far is a sentence; and the lowest stack height read."""
+        pda = self.pda
+        end = pda.end_terminal
+        term = -1 if at_start else self.lexer_accept[q]
+        if at_start or (term >= 0 and self._ignored[term]):
+            result, low = pda.step(node, end)
+            return result == ACCEPT, low
+        if term < 0:
+            return False, pda.height[node]
+        after, low = pda.step(node, term)
+        if after == DEAD:
+            return False, low
+        result, low2 = pda.step(after, end)
+        return result == ACCEPT, min(low, low2)
+
+    # -- Alg. 5 / 6 -------------------------------------------------------------
+
+    def _compute(self, q: int, node: int, at_start: bool) -> tuple[Mask, int]:
+        top = self.pda.height[node]
+        split = self._split(q, node)
+        accepted = np.zeros(len(self.spanner.head) + 1, dtype=bool)  # last slot: DEAD (-1)
+        accepted[split.always] = True
+        low = top
+        if split.dependent.size:
+            _, ok, lows = self._check(node, split.dependent)
+            accepted[split.dependent[ok]] = True
+            low = min(low, int(lows.min()))
+        accepting, acc_low = self.is_accepting(q, node, at_start)
+        low = min(low, acc_low)
+        allowed = accepted[self.spanner.rows[q]]
+        n_allowed = int(np.count_nonzero(allowed))
+        if accepting:
+            allowed[self.end_ids] = True
+        packed = np.packbits(allowed, bitorder="little")
+        packed = np.pad(packed, (0, (-packed.size) % 4)).view(np.uint32)
+        allowed.flags.writeable = False
+        packed.flags.writeable = False
+        return Mask(allowed, packed, accepting, n_allowed), top - low + 1
+
+    def _split(self, q: int, node: int) -> _ParserStateSplit:
+        key = (q, self.pda.state[node])
+        split = self._splits.get(key)
+        if split is None:
+            outcomes = self.row_outcomes[q]
+            _, ok, lows = self._check(node, outcomes)
+            top_only = lows == self.pda.height[node]
+            split = _ParserStateSplit(outcomes[ok & top_only], outcomes[~top_only])
+            self._splits[key] = split
+        return split
+
+    def _check(self, node: int, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each outcome: (stack after it, allowed?, lowest height read)."""
+        head, tail = self.spanner.head, self.spanner.tail
+        n_base = self.spanner.n_base
+        pda = self.pda
+        n = outcomes.size
+        nodes = np.full(n, node, dtype=np.int64)
+        ok = np.ones(n, dtype=bool)
+        lows = np.full(n, pda.height[node], dtype=np.int64)
+        cur = outcomes.astype(np.int64)
+        n_terms = self._n_terms
+        while True:
+            idx = np.flatnonzero(ok & (cur >= n_base))
+            if not idx.size:
+                break
+            terms = head[cur[idx]].astype(np.int64)
+            keys, inverse = np.unique(nodes[idx] * n_terms + terms, return_inverse=True)
+            results = np.empty(keys.size, dtype=np.int64)
+            key_lows = np.empty(keys.size, dtype=np.int64)
+            ignored = self._ignored
+            for i, key in enumerate(keys.tolist()):
+                at, term = divmod(key, n_terms)
+                if ignored[term]:
+                    results[i], key_lows[i] = at, pda.height[at]
+                else:
+                    results[i], key_lows[i] = pda.step(at, term)
+            inverse = inverse.reshape(-1)
+            nodes[idx] = results[inverse]
+            lows[idx] = np.minimum(lows[idx], key_lows[inverse])
+            ok[idx] = results[inverse] != DEAD
+            cur[idx] = tail[cur[idx]]
+        # The pending lexeme must still be able to become a terminal the parser takes.
+        idx = np.flatnonzero(ok)
+        if idx.size:
+            n_states = n_base
+            keys, inverse = np.unique(nodes[idx] * n_states + cur[idx], return_inverse=True)
+            finals = [self._final(*divmod(key, n_states)) for key in keys.tolist()]
+            key_ok = np.fromiter((f[0] for f in finals), dtype=bool, count=len(finals))
+            key_low = np.fromiter((f[1] for f in finals), dtype=np.int64, count=len(finals))
+            inverse = inverse.reshape(-1)
+            ok[idx] = key_ok[inverse]
+            lows[idx] = np.minimum(lows[idx], key_low[inverse])
+        return nodes, ok, lows
+
+    def _final(self, node: int, lexer_state: int) -> tuple[bool, int]:
+        """Can the pending lexeme in ``lexer_state`` become a terminal accepted at ``node``?"""
+        key = (node, lexer_state)
+        found = self._finals.get(key)
+        if found is not None:
+            return found
+        pda = self.pda
+        low = pda.height[node]
+        result = False
+        if self._prod_ignored[lexer_state]:
+            result = True
+        else:
+            for term in self._prod_terms[lexer_state]:
+                after, term_low = pda.step(node, term)
+                low = min(low, term_low)
+                if after != DEAD:
+                    result = True
+                    break
+        self._finals[key] = (result, low)
+        return result, low

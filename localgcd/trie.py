@@ -1,0 +1,108 @@
+"""The vocabulary as a byte trie in flat numpy arrays.
+
+Text tokens are sorted by their bytes, so the tokens below any trie node form
+one contiguous range ``[lo, hi)`` of *positions* in that order.  Level ``d``
+holds the nodes of depth ``d + 1`` (the root, depth 0, is implicit); children
+of a node are a contiguous slice of the next level.  Everything the token
+spanner does is a breadth-first walk over these arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TrieLevel:
+    """Nodes of one depth, in position order."""
+
+    lo: np.ndarray  # int32: first position below the node
+    hi: np.ndarray  # int32: one past the last position below the node
+    byte: np.ndarray  # uint8: the edge byte from the parent
+    parent: np.ndarray  # int32: index of the parent in the previous level (0 = root at level -1)
+    token_at: np.ndarray  # int32: position of the token that ends exactly here, or -1
+    child_start: np.ndarray  # int32: first child in the next level
+    child_end: np.ndarray  # int32: one past the last child in the next level
+
+
+@dataclass(frozen=True)
+class VocabTrie:
+    """Byte trie over the text tokens of a vocabulary."""
+
+    token_ids: np.ndarray  # int32 [P]: position → token id (sorted by bytes)
+    lengths: np.ndarray  # int32 [P]
+    offsets: np.ndarray  # int64 [P + 1]: byte offsets into ``data``
+    data: np.ndarray  # uint8: all token bytes, concatenated in position order
+    levels: tuple[TrieLevel, ...]
+    root_children: tuple[int, int]  # slice of levels[0]
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.token_ids.shape[0])
+
+    @classmethod
+    def build(cls, token_bytes: tuple[bytes, ...], text_ids: np.ndarray) -> "VocabTrie":
+        """Trie over the tokens ``text_ids`` (all with non-empty bytes)."""
+        order = sorted(text_ids.tolist(), key=token_bytes.__getitem__)
+        token_ids = np.asarray(order, dtype=np.int32)
+        pieces = [token_bytes[i] for i in order]
+        lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
+        offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+
+        levels: list[TrieLevel] = []
+        active = np.arange(len(pieces), dtype=np.int64)  # positions with len > depth
+        node_of = np.zeros(len(pieces), dtype=np.int64)  # their node at the current depth
+        depth = 0
+        while active.size:
+            byte = data[offsets[active] + depth]
+            parent = node_of
+            start = np.ones(active.size, dtype=bool)
+            start[1:] = (parent[1:] != parent[:-1]) | (byte[1:] != byte[:-1])
+            node = np.cumsum(start) - 1
+            first = np.nonzero(start)[0]
+            last = np.append(first[1:], active.size) - 1
+            lo = active[first]
+            levels.append(
+                TrieLevel(
+                    lo=lo.astype(np.int32),
+                    hi=(active[last] + 1).astype(np.int32),
+                    byte=byte[first],
+                    parent=parent[first].astype(np.int32),
+                    token_at=np.where(lengths[lo] == depth + 1, lo, -1).astype(np.int32),
+                    child_start=np.empty(0, np.int32),
+                    child_end=np.empty(0, np.int32),
+                )
+            )
+            keep = lengths[active] > depth + 1
+            active, node_of = active[keep], node[keep]
+            depth += 1
+        # Link each level to its children in the next one.
+        linked = []
+        for d, level in enumerate(levels):
+            n = level.lo.size
+            if d + 1 < len(levels):
+                nxt = levels[d + 1].parent
+                cs = np.searchsorted(nxt, np.arange(n), side="left")
+                ce = np.searchsorted(nxt, np.arange(n), side="right")
+            else:
+                cs = ce = np.zeros(n, dtype=np.int64)
+            linked.append(
+                TrieLevel(level.lo, level.hi, level.byte, level.parent, level.token_at,
+                          cs.astype(np.int32), ce.astype(np.int32))
+            )
+        n_root = linked[0].lo.size if linked else 0
+        return cls(token_ids, lengths, offsets, data, tuple(linked), (0, n_root))
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All integers of the ranges ``[lo[i], hi[i])`` and, for each, its range index ``i``."""
+    counts = (hi - lo).astype(np.int64)
+    total = int(counts.sum())
+    which = np.repeat(np.arange(lo.size), counts)
+    starts = np.cumsum(counts) - counts
+    values = np.arange(total, dtype=np.int64) - np.repeat(starts - lo.astype(np.int64), counts)
+    return values, which
