@@ -30,3 +30,7 @@ class MatcherError(LocalgcdError):
 
 class ModelError(LocalgcdError):
     """A model name is unknown, or its package or file is missing."""
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was unusable (rebuilt) or the cache directory is unwritable."""

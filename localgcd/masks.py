@@ -21,11 +21,13 @@ suffix.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from localgcd.arrays import unique_inverse
 from localgcd.pda import ACCEPT, DEAD, PushdownAutomaton
-from localgcd.spanner import TokenSpanner
+from localgcd.spanner import FIRST_EMITS, Rows, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,17 @@ class Mask:
     """One cached token mask (read-only arrays)."""
 
     allowed: np.ndarray  # bool [n_tokens]
-    packed: np.ndarray  # uint32 [ceil(n_tokens / 32)]: bit i % 32 of word i // 32
+    text_allowed: np.ndarray  # bool [n_tokens]: as ``allowed`` but without the end tokens
     accepting: bool  # the text so far is a complete sentence
     n_allowed: int  # text tokens allowed (end tokens not counted)
+
+    @cached_property
+    def packed(self) -> np.ndarray:
+        """uint32 [ceil(n_tokens / 32)]: bit ``i % 32`` of word ``i // 32`` is token ``i``."""
+        packed = np.packbits(self.allowed, bitorder="little")
+        packed = np.pad(packed, (0, (-packed.size) % 4)).view(np.uint32)
+        packed.flags.writeable = False
+        return packed
 
 
 @dataclass(frozen=True)
@@ -50,14 +60,13 @@ class MaskEngine:
     def __init__(
         self,
         spanner: TokenSpanner,
-        row_outcomes: list[np.ndarray],
         pda: PushdownAutomaton,
         lexer_accept: np.ndarray,
         producible: np.ndarray,
         end_ids: np.ndarray,
     ) -> None:
         self.spanner = spanner
-        self.row_outcomes = row_outcomes
+        self.rows = Rows(spanner)
         self.pda = pda
         self.lexer_accept = lexer_accept.tolist()
         ignored = pda.ignored
@@ -65,35 +74,58 @@ class MaskEngine:
         self._prod_terms = [np.flatnonzero(row & ~ignored).tolist() for row in producible]
         self._ignored = ignored.tolist()
         self.end_ids = end_ids
-        self.n_tokens = spanner.rows.shape[1]
+        self.n_tokens = spanner.n_tokens
         self._n_terms = pda.end_terminal + 1
         self._finals: dict[tuple[int, int], tuple[bool, int]] = {}
         self._splits: dict[tuple[int, int], _ParserStateSplit] = {}
-        self._masks: dict[tuple[int, bool], dict[tuple[int, ...], Mask]] = {}
+        self._masks: dict[tuple[int, bool], dict[tuple[int, ...], tuple[Mask, int]]] = {}
         self._depths: dict[tuple[int, bool], list[int]] = {}
 
     # -- public ---------------------------------------------------------------
 
     def mask(self, q: int, node: int, at_start: bool) -> Mask:
         """The mask for lexer state ``q`` and stack ``node``."""
+        return self._mask_and_low(q, node, at_start)[0]
+
+    def advance(self, q: int, node: int, token: int) -> tuple[int, int]:
+        """(lexer state, stack) after ``token`` if it is allowed, else (DEAD, DEAD)."""
+        spanner = self.spanner
+        first = int(spanner.first_byte[token])
+        if first < 0:
+            return DEAD, DEAD
+        if self.rows.emits(q)[token]:
+            node, _ = self._after_pending(q, node)
+            q = 0
+            if node == DEAD:
+                return DEAD, DEAD
+        outcome = int(self.rows.row(q)[token])
+        if outcome == DEAD:
+            return DEAD, DEAD
+        nodes, ok, _ = self._check(node, np.asarray([outcome], dtype=np.int64))
+        return (int(spanner.end[outcome]), int(nodes[0])) if ok[0] else (DEAD, DEAD)
+
+    def _mask_and_low(self, q: int, node: int, at_start: bool) -> tuple[Mask, int]:
         key = (q, at_start)
         cache = self._masks.setdefault(key, {})
         for depth in self._depths.get(key, ()):
             found = cache.get(self.pda.states_of(node, depth))
             if found is not None:
-                return found
-        mask, depth = self._compute(q, node, at_start)
-        cache[self.pda.states_of(node, depth)] = mask
+                return found[0], self.pda.height[node] - found[1] + 1
+        mask, low = self._compute(q, node, at_start)
+        depth = self.pda.height[node] - low + 1
+        cache[self.pda.states_of(node, depth)] = (mask, depth)
         depths = self._depths.setdefault(key, [])
         if depth not in depths:
             depths.append(depth)
             depths.sort()
-        return mask
+        return mask, low
 
-    def check_outcome(self, node: int, outcome: int) -> int:
-        """Stack after ``outcome`` if it is allowed from ``node``, else ``DEAD``."""
-        nodes, ok, _ = self._check(node, np.asarray([outcome], dtype=np.int64))
-        return int(nodes[0]) if ok[0] else DEAD
+    def _after_pending(self, q: int, node: int) -> tuple[int, int]:
+        """Stack after the pending lexeme of ``q`` is emitted (ignored terminals: unchanged)."""
+        term = self.lexer_accept[q]
+        if self._ignored[term]:
+            return node, self.pda.height[node]
+        return self.pda.step(node, term)
 
     def is_accepting(self, q: int, node: int, at_start: bool) -> tuple[bool, int]:
         """Whether the text so far is a sentence; and the lowest stack height read."""
@@ -114,32 +146,44 @@ class MaskEngine:
     # -- Alg. 5 / 6 -------------------------------------------------------------
 
     def _compute(self, q: int, node: int, at_start: bool) -> tuple[Mask, int]:
-        top = self.pda.height[node]
+        """Alg. 6 for one state: the mask and the lowest stack height it read."""
+        rows = self.rows
         split = self._split(q, node)
         accepted = np.zeros(len(self.spanner.head) + 1, dtype=bool)  # last slot: DEAD (-1)
         accepted[split.always] = True
-        low = top
+        low = self.pda.height[node]
         if split.dependent.size:
             _, ok, lows = self._check(node, split.dependent)
             accepted[split.dependent[ok]] = True
             low = min(low, int(lows.min()))
+        text_allowed = accepted[rows.row(q)]
+        if (self.spanner.first_kind[q] == FIRST_EMITS).any():
+            # Tokens that end the pending lexeme: the fresh mask after emitting it.
+            after, step_low = self._after_pending(q, node)
+            low = min(low, step_low)
+            emits = rows.emits(q)
+            if after == DEAD:
+                text_allowed[emits] = False
+            else:
+                fresh, fresh_low = self._mask_and_low(0, after, False)
+                low = min(low, fresh_low)
+                text_allowed = np.where(emits, fresh.text_allowed, text_allowed)
         accepting, acc_low = self.is_accepting(q, node, at_start)
         low = min(low, acc_low)
-        allowed = accepted[self.spanner.rows[q]]
-        n_allowed = int(np.count_nonzero(allowed))
+        n_allowed = int(np.count_nonzero(text_allowed))
+        text_allowed.flags.writeable = False
+        allowed = text_allowed
         if accepting:
+            allowed = text_allowed.copy()
             allowed[self.end_ids] = True
-        packed = np.packbits(allowed, bitorder="little")
-        packed = np.pad(packed, (0, (-packed.size) % 4)).view(np.uint32)
-        allowed.flags.writeable = False
-        packed.flags.writeable = False
-        return Mask(allowed, packed, accepting, n_allowed), top - low + 1
+            allowed.flags.writeable = False
+        return Mask(allowed, text_allowed, accepting, n_allowed), low
 
     def _split(self, q: int, node: int) -> _ParserStateSplit:
         key = (q, self.pda.state[node])
         split = self._splits.get(key)
         if split is None:
-            outcomes = self.row_outcomes[q]
+            outcomes = self.rows.outcomes(q)
             _, ok, lows = self._check(node, outcomes)
             top_only = lows == self.pda.height[node]
             split = _ParserStateSplit(outcomes[ok & top_only], outcomes[~top_only])
@@ -162,7 +206,7 @@ class MaskEngine:
             if not idx.size:
                 break
             terms = head[cur[idx]].astype(np.int64)
-            keys, inverse = np.unique(nodes[idx] * n_terms + terms, return_inverse=True)
+            keys, inverse = unique_inverse(nodes[idx] * n_terms + terms)
             results = np.empty(keys.size, dtype=np.int64)
             key_lows = np.empty(keys.size, dtype=np.int64)
             ignored = self._ignored
@@ -181,7 +225,7 @@ class MaskEngine:
         idx = np.flatnonzero(ok)
         if idx.size:
             n_states = n_base
-            keys, inverse = np.unique(nodes[idx] * n_states + cur[idx], return_inverse=True)
+            keys, inverse = unique_inverse(nodes[idx] * n_states + cur[idx])
             finals = [self._final(*divmod(key, n_states)) for key in keys.tolist()]
             key_ok = np.fromiter((f[0] for f in finals), dtype=bool, count=len(finals))
             key_low = np.fromiter((f[1] for f in finals), dtype=np.int64, count=len(finals))

@@ -123,10 +123,9 @@ class Matcher:
             self._history.append(s)
             self._state = _State(s.lexer_state, s.node, s.at_start, True)
             return None
-        outcome = int(compiled.spanner.rows[s.lexer_state, token])
-        node = DEAD if outcome == DEAD else self._engine.check_outcome(s.node, outcome)
+        lexer_state, node = self._engine.advance(s.lexer_state, s.node, token)
         if node == DEAD:
             return f"token {token} ({compiled.token_bytes[token]!r}) is not allowed here"
         self._history.append(s)
-        self._state = _State(int(compiled.spanner.end[outcome]), node, False, False)
+        self._state = _State(lexer_state, node, False, False)
         return None

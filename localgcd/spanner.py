@@ -11,14 +11,22 @@ larger ids are hash-consed cons cells ``(head terminal, tail outcome)``.
 ``DEAD`` (-1) is death.  An outcome stands for the realizable sequences
 ``T1 … Tk T`` for every ``T`` in ``Prod(q')`` (Def. 3.3).
 
-Rows.  ``rows[q]`` maps each token id to its outcome from state ``q``: the
-inverse token spanner table in dual form — ``T_inv(q, α)`` is the set of
-tokens whose outcome in ``rows[q]`` realizes ``α`` — so a token mask is one
-gather ``allowed[rows[q]]`` over the outcomes allowed by the parser.
+First bytes.  A token's first byte either kills the pending lexeme of ``q``
+(*dead*), ends it (*emits*: the outcome is ``acc(q)`` followed by the token's
+outcome from the start state, i.e. the *fresh* row), or extends it
+(*continues*).  So only the continuing tokens need a per-state entry.
 
-How it is computed.  ``suffix[t, d]`` is the outcome of lexing ``t[d:]``
+Rows.  ``row(q)`` maps each continuing token to its outcome from ``q`` (-1
+elsewhere): together with the fresh row it is the inverse token spanner table
+in dual form — ``T_inv(q, α)`` is the set of tokens whose outcome realizes
+``α`` — so a token mask is a gather over the outcomes the parser allows.
+Rows are stored as sparse differences from a similar state's row (a maximum
+agreement spanning tree rooted at the start state), which makes the table a
+few megabytes even for 262K vocabularies, and materialized on first use.
+
+How rows are computed.  ``suffix[t, d]`` is the outcome of lexing ``t[d:]``
 afresh (as if a lexeme had just been emitted before byte ``d``); it is shared
-by all lexer states.  ``rows[q]`` then only needs, per token, where the first
+by all lexer states.  A row then only needs, per token, where the first
 emission happens and which terminal it is, found by walking the trie from the
 root in state ``q`` until each branch emits, dies or ends.
 """
@@ -29,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.arrays import sorted_unique
 from localgcd.lexer.dfa import DEAD
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.trie import VocabTrie, expand_ranges
@@ -57,14 +66,16 @@ class OutcomeTable:
         """Outcome ids of ``(heads[i], tails[i])``; DEAD where ``tails[i]`` is DEAD."""
         out = np.full(heads.shape, DEAD, dtype=np.int64)
         live = tails != DEAD
-        for head in np.unique(heads[live]).tolist():
+        if not live.any():
+            return out
+        for head in np.flatnonzero(np.bincount(heads[live])).tolist():
             sel = np.nonzero(live & (heads == head))[0]
             sel_tails = tails[sel]
             lookup = self._lookup(head)
             ids = lookup[sel_tails]
             missing = ids < 0
             if missing.any():
-                new_tails = np.unique(sel_tails[missing])
+                new_tails = sorted_unique(sel_tails[missing])
                 new_ids = self._append(head, new_tails)
                 lookup = self._lookup(head)
                 lookup[new_tails] = new_ids
@@ -73,10 +84,9 @@ class OutcomeTable:
         return out
 
     def _lookup(self, head: int) -> np.ndarray:
-        capacity = self._head.size
         table = self._by_head.get(head)
-        if table is None or table.size < capacity:
-            grown = np.full(capacity, -1, dtype=np.int64)
+        if table is None or table.size < self._size:
+            grown = np.full(max(2 * self._size, 4096), -1, dtype=np.int64)
             if table is not None:
                 grown[: table.size] = table
             self._by_head[head] = table = grown
@@ -113,15 +123,38 @@ def _resolve_ends(head: np.ndarray, tail: np.ndarray, n_base: int) -> np.ndarray
         ptr[deeper] = tail[ptr[deeper]]
 
 
+FIRST_DEAD, FIRST_EMITS, FIRST_CONTINUES = 0, 1, 2
+_AGREEMENT_SAMPLE = 512
+
+
 @dataclass(frozen=True)
 class TokenSpanner:
-    """Outcome of every (lexer state, token) pair, plus what is needed to read it."""
+    """The token-level lexing transducer in compact form (see module doc)."""
 
-    rows: np.ndarray  # int32 [Q, n_tokens]: outcome id or DEAD
+    first_kind: np.ndarray  # int8 [Q, 256]: FIRST_DEAD / FIRST_EMITS / FIRST_CONTINUES
+    first_byte: np.ndarray  # int16 [n_tokens]: first byte, -1 for tokens that are not text
+    parent: np.ndarray  # int32 [Q]: the state a row is stored against, -1 for none
+    diff_offsets: np.ndarray  # int64 [Q + 1]: state q's entries are [offsets[q], offsets[q+1])
+    diff_tokens: np.ndarray  # int32: token ids whose entry differs from the parent row
+    diff_outcomes: np.ndarray  # int32: their outcome from this state (-1: not continuing)
     head: np.ndarray  # int32 [n_outcomes]
     tail: np.ndarray  # int32 [n_outcomes]
     end: np.ndarray  # int32 [n_outcomes]: lexer state after the outcome
     n_base: int  # outcome ids below this are "nothing emitted, end in state id"
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.first_byte.shape[0])
+
+    @property
+    def n_states(self) -> int:
+        return int(self.parent.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.first_kind, self.first_byte, self.parent, self.diff_offsets, self.diff_tokens,
+                  self.diff_outcomes, self.head, self.tail, self.end)
+        return int(sum(a.nbytes for a in arrays))
 
     def terminals(self, outcome: int) -> list[int]:
         """The terminals an outcome emits, in order."""
@@ -132,18 +165,80 @@ class TokenSpanner:
         return out
 
 
-def build_token_spanner(
-    lexer: LexingTransducer, trie: VocabTrie, n_tokens: int
-) -> TokenSpanner:
-    """Compute every row of the token-level lexing transducer."""
+class Rows:
+    """Rows of a :class:`TokenSpanner`, materialized on first use and kept."""
+
+    def __init__(self, spanner: TokenSpanner) -> None:
+        self.spanner = spanner
+        self._rows: dict[int, np.ndarray] = {}
+        self._outcomes: dict[int, np.ndarray] = {}
+        self._emits: dict[int, np.ndarray] = {}
+
+    def row(self, q: int) -> np.ndarray:
+        """int32 [n_tokens]: outcome of each continuing token from ``q``, -1 elsewhere."""
+        row = self._rows.get(q)
+        if row is None:
+            sp = self.spanner
+            parent = int(sp.parent[q])
+            row = self.row(parent).copy() if parent >= 0 else np.full(sp.n_tokens, DEAD, np.int32)
+            lo, hi = sp.diff_offsets[q], sp.diff_offsets[q + 1]
+            row[sp.diff_tokens[lo:hi]] = sp.diff_outcomes[lo:hi]
+            row.flags.writeable = False
+            self._rows[q] = row
+        return row
+
+    def outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes in ``row(q)``."""
+        found = self._outcomes.get(q)
+        if found is None:
+            row = self.row(q)
+            present = np.bincount(row[row >= 0], minlength=len(self.spanner.head)) > 0
+            found = self._outcomes[q] = np.flatnonzero(present)
+        return found
+
+    def emits(self, q: int) -> np.ndarray:
+        """bool [n_tokens]: tokens whose first byte ends the pending lexeme of ``q``."""
+        found = self._emits.get(q)
+        if found is None:
+            sp = self.spanner
+            by_byte = np.append(sp.first_kind[q] == FIRST_EMITS, False)  # index -1: not text
+            found = self._emits[q] = by_byte[sp.first_byte]
+            found.flags.writeable = False
+        return found
+
+
+def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
+    """Compute the token spanner of ``lexer`` over the vocabulary ``trie``."""
     outcomes = OutcomeTable(lexer.n_states)
     suffix = _suffix_outcomes(lexer, trie, outcomes)
-    rows = np.full((lexer.n_states, n_tokens), DEAD, dtype=np.int32)
-    for q in range(lexer.n_states):
-        row = _row_from_state(q, lexer, trie, suffix, outcomes)
-        rows[q, trie.token_ids] = row
+    first_kind = _first_kind(lexer)
+    sparse = [_row_from_state(q, lexer, trie, suffix, outcomes) for q in range(lexer.n_states)]
+    parent = _agreement_tree(sparse)
+    diff_positions, diff_outcomes, counts = [], [], []
+    scratch_q = np.full(trie.n_positions, DEAD, dtype=np.int32)
+    scratch_p = scratch_q.copy()
+    for q, p in enumerate(parent.tolist()):
+        positions, values = _difference(sparse[q], sparse[p] if p >= 0 else _EMPTY_ROW, scratch_q, scratch_p)
+        diff_positions.append(positions)
+        diff_outcomes.append(values)
+        counts.append(positions.size)
+    offsets = np.zeros(lexer.n_states + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    first_byte = np.full(n_tokens, -1, dtype=np.int16)
+    first_byte[trie.token_ids] = trie.data[trie.offsets[:-1]]
     head, tail, end = outcomes.arrays()
-    return TokenSpanner(rows=rows, head=head, tail=tail, end=end, n_base=lexer.n_states)
+    return TokenSpanner(
+        first_kind=first_kind,
+        first_byte=first_byte,
+        parent=parent,
+        diff_offsets=offsets,
+        diff_tokens=trie.token_ids[np.concatenate(diff_positions)].astype(np.int32),
+        diff_outcomes=np.concatenate(diff_outcomes).astype(np.int32),
+        head=head,
+        tail=tail,
+        end=end,
+        n_base=lexer.n_states,
+    )
 
 
 def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
@@ -186,12 +281,71 @@ def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: Outcome
     return suffix
 
 
+def _first_kind(lexer: LexingTransducer) -> np.ndarray:
+    kind = np.full(lexer.next_state.shape, FIRST_DEAD, dtype=np.int8)
+    alive = lexer.next_state != DEAD
+    kind[alive & (lexer.emitted != NO_EMIT)] = FIRST_EMITS
+    kind[alive & (lexer.emitted == NO_EMIT)] = FIRST_CONTINUES
+    return kind
+
+
+SparseRow = tuple[np.ndarray, np.ndarray]  # (sorted trie positions, outcome ids)
+_EMPTY_ROW: SparseRow = (np.empty(0, np.int64), np.empty(0, np.int32))
+_AGREEMENT_SAMPLE = 128
+
+
+def _difference(row: SparseRow, base: SparseRow, scratch: np.ndarray, scratch_base: np.ndarray) -> SparseRow:
+    """Entries of ``row`` that differ from ``base`` (absent entries read as DEAD)."""
+    scratch[row[0]] = row[1]
+    scratch_base[base[0]] = base[1]
+    touched = sorted_unique(np.concatenate([row[0], base[0]]))
+    changed = touched[scratch[touched] != scratch_base[touched]]
+    values = scratch[changed].copy()
+    scratch[row[0]] = DEAD
+    scratch_base[base[0]] = DEAD
+    return changed, values
+
+
+def _agreement_tree(rows: list[SparseRow]) -> np.ndarray:
+    """Parent of each row in a maximum-agreement spanning tree rooted at row 0.
+
+    Agreement is estimated on a fixed sample of positions that continue in some row.
+    """
+    n = len(rows)
+    parent = np.full(n, -1, dtype=np.int32)
+    if n == 1:
+        return parent
+    candidates = sorted_unique(np.concatenate([r[0] for r in rows]))
+    rng = np.random.default_rng(0)
+    sample = np.sort(rng.choice(candidates, min(_AGREEMENT_SAMPLE, candidates.size), replace=False))
+    values = np.full((n, sample.size), DEAD, dtype=np.int32)
+    for q, (positions, outcomes) in enumerate(rows):
+        idx = np.searchsorted(positions, sample)
+        hit = idx < positions.size
+        hit[hit] = positions[idx[hit]] == sample[hit]
+        values[q, hit] = outcomes[idx[hit]]
+    in_tree = np.zeros(n, dtype=bool)
+    in_tree[0] = True
+    best = (values == values[0]).sum(axis=1)
+    best_parent = np.zeros(n, dtype=np.int32)
+    for _ in range(n - 1):
+        q = int(np.argmax(np.where(in_tree, -1, best)))
+        in_tree[q] = True
+        parent[q] = best_parent[q]
+        agreement = (values == values[q]).sum(axis=1)
+        better = ~in_tree & (agreement > best)
+        best[better] = agreement[better]
+        best_parent[better] = q
+    return parent
+
+
 def _row_from_state(
     q: int, lexer: LexingTransducer, trie: VocabTrie, suffix: np.ndarray, outcomes: OutcomeTable
-) -> np.ndarray:
-    """Outcome of every token position from lexer state ``q``."""
+) -> SparseRow:
+    """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
     next_state, emitted = lexer.next_state, lexer.emitted
-    row = np.full(trie.n_positions, DEAD, dtype=np.int64)
+    positions_out: list[np.ndarray] = []
+    values_out: list[np.ndarray] = []
     nodes = np.arange(*trie.root_children, dtype=np.int64)
     states = np.full(nodes.size, q, dtype=np.int64)
     for depth, level in enumerate(trie.levels):
@@ -202,17 +356,22 @@ def _row_from_state(
         nxt = next_state[states, byte]
         # Branches that emit here: every token below continues with suffix[·, depth].
         emit = (term != NO_EMIT) & (nxt != DEAD)
-        if emit.any():
+        if depth and emit.any():
             positions, which = expand_ranges(level.lo[nodes[emit]], level.hi[nodes[emit]])
             tails = suffix[trie.offsets[positions] + depth]
-            row[positions] = outcomes.cons(term[emit][which], tails)
+            positions_out.append(positions)
+            values_out.append(outcomes.cons(term[emit][which], tails))
         go = (term == NO_EMIT) & (nxt != DEAD)
         nodes, states = nodes[go], nxt[go]
         ends_here = level.token_at[nodes]
         has_token = ends_here >= 0
-        row[ends_here[has_token]] = states[has_token]
-        # Descend to the children of the surviving nodes.
-        child_lo, child_hi = level.child_start[nodes], level.child_end[nodes]
-        children, which = expand_ranges(child_lo, child_hi)
+        positions_out.append(ends_here[has_token].astype(np.int64))
+        values_out.append(states[has_token])
+        children, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
         nodes, states = children, states[which]
-    return row
+    if not positions_out:
+        return _EMPTY_ROW
+    dense = np.full(trie.n_positions, DEAD, dtype=np.int32)
+    dense[np.concatenate(positions_out)] = np.concatenate(values_out)
+    positions = np.flatnonzero(dense != DEAD)
+    return positions, dense[positions]

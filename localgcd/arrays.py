@@ -1,0 +1,26 @@
+"""Small numpy helpers shared by the table builders and the mask engine."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort-based: faster than numpy's hash-based unique here)."""
+    values = np.sort(values)
+    if values.size:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, inverse)`` with ``keys[inverse] == values``, keys sorted and distinct."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.empty(values.size, dtype=bool)
+    if values.size:
+        starts[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    inverse = np.empty(values.size, dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], inverse
