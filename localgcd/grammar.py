@@ -8,6 +8,7 @@ rules and the lookahead instead of being resolved behind the user's back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,7 +106,18 @@ def _one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
 
+_POSITION = re.compile(r",? at line (\d+),? col(?:umn)? (\d+)")
+
+
 def _lark_message(exc: LarkError, source: str) -> str:
+    """``file:line:col: problem`` from a lark error (its first line, without context)."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
     line, column = getattr(exc, "line", None), getattr(exc, "column", None)
-    where = f"{source}:{line}:{column}" if isinstance(line, int) and line > 0 else source
-    return f"{where}: {_one_line(str(exc))}"
+    found = _POSITION.search(text)
+    if found and not (isinstance(line, int) and line > 0):
+        line, column = int(found.group(1)), int(found.group(2))
+    first = _POSITION.sub("", first).strip()
+    if isinstance(line, int) and line > 0:
+        return f"{source}:{line}:{column}: {first}"
+    return f"{source}: {_one_line(text)}"

@@ -1,0 +1,189 @@
+"""The lexer automaton: regexes → exact UTF-8 byte DFAs, tie rules, refusals."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from localgcd.errors import GrammarError
+from localgcd.grammar import load_lark_grammar
+from localgcd.lexer.charset import CharSet, utf8_sequences
+from localgcd.lexer.dfa import DEAD
+from localgcd.lexer.terminals import Terminal, build_lexer_dfa
+from localgcd.lexer.transducer import LexingTransducer
+
+
+@lru_cache(maxsize=None)
+def single_terminal_dfa(regex: str):
+    return build_lexer_dfa([Terminal("T", regex, 0, False, False)])
+
+
+def dfa_accepts(dfa, data: bytes) -> bool:
+    state = dfa.run(data)
+    return state != DEAD and dfa.accept[state] == 0
+
+
+REGEXES = [
+    r"[a-z_][a-z0-9_]*",
+    r'"([^"\\]|\\.)*"',
+    r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+    r"(?i:select|from)",
+    r"\w+",
+    r"\d{2,4}",
+    r"[^\x00-\x7f]+",
+    r"(ab|a)(bc)?c*",
+    r"[α-ω]+é?",
+    r"\s+",
+    r".{1,3}",
+    r"(?s:.{1,3})",
+    r"[\U0001F600-\U0001F64F]x?",
+]
+ALPHABET = "abcxyz_019.-+eE\"\\ \n\tSELECTselectéαβω😀😂€ſK"
+
+
+@pytest.mark.parametrize("regex", REGEXES)
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, max_size=8))
+def test_dfa_matches_exactly_what_python_re_fullmatches(regex: str, text: str) -> None:
+    dfa = single_terminal_dfa(regex)
+    assert dfa_accepts(dfa, text.encode("utf-8")) == bool(re.fullmatch(regex, text))
+
+
+@pytest.mark.parametrize("regex", REGEXES)
+def test_every_dfa_state_can_still_reach_acceptance(regex: str) -> None:
+    dfa = single_terminal_dfa(regex)
+    lexer = LexingTransducer.from_dfa(dfa, 1)
+    assert lexer.producible.any(axis=1).all()
+
+
+@pytest.mark.parametrize(
+    "invalid",
+    [
+        b"\xc0\x80",  # overlong NUL
+        b"\xe0\x80\xaf",  # overlong '/'
+        b"\xed\xa0\x80",  # UTF-16 surrogate
+        b"\xf4\x90\x80\x80",  # above U+10FFFF
+        b"\x80",  # lone continuation byte
+        b"\xc3",  # truncated
+        b"\xff",
+    ],
+)
+def test_negated_class_accepts_no_invalid_utf8(invalid: bytes) -> None:
+    assert not dfa_accepts(single_terminal_dfa(r'[^"\\]'), invalid)
+
+
+@pytest.mark.parametrize("char", ["a", "é", "€", "😀", "\U0010FFFF", "\u0800", "\U00010000", "\x7f"])
+def test_negated_class_accepts_every_encoding_of_its_members(char: str) -> None:
+    assert dfa_accepts(single_terminal_dfa(r'[^"\\]'), char.encode("utf-8"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lo=st.integers(0, 0x10FFFF), width=st.integers(0, 70000), probe=st.integers(0, 0x10FFFF))
+def test_utf8_sequences_encode_exactly_the_set(lo: int, width: int, probe: int) -> None:
+    hi = min(lo + width, 0x10FFFF)
+    sequences = utf8_sequences(CharSet([(lo, hi)]))
+    if 0xD800 <= probe <= 0xDFFF:
+        return
+    data = chr(probe).encode("utf-8")
+    matched = any(
+        len(seq) == len(data) and all(a <= b <= z for b, (a, z) in zip(data, seq)) for seq in sequences
+    )
+    assert matched == (lo <= probe <= hi)
+
+
+def lex(grammar: str, text: bytes) -> list[str]:
+    """Terminal names emitted for a whole text (end of input flushes the last lexeme)."""
+    parsed = load_lark_grammar(grammar)
+    dfa = build_lexer_dfa(list(parsed.terminals))
+    lexer = LexingTransducer.from_dfa(dfa, len(parsed.terminals))
+    emitted, state = lexer.feed(0, text)
+    assert state != DEAD, f"{text!r} is dead"
+    names = [parsed.terminals[i].name for i in emitted]
+    if state != 0:
+        assert dfa.accept[state] >= 0, f"{text!r} ends inside a lexeme"
+        names.append(parsed.terminals[int(dfa.accept[state])].name)
+    return names
+
+
+KEYWORDS = r"""
+start: (IF | NAME | EQ | EQEQ | ARROW | GT | NUMBER)*
+IF: "if"
+NAME: /[a-z]+/
+EQ: "="
+EQEQ: "=="
+ARROW: "=>"
+GT: ">"
+NUMBER: /[0-9]+/
+SPACE: " "
+%ignore SPACE
+"""
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (b"if", ["IF"]),  # a literal beats a pattern on the same lexeme
+        (b"iff", ["NAME"]),  # the longer lexeme wins
+        (b"if x", ["IF", "SPACE", "NAME"]),  # ignored terminals are emitted as such
+        (b"===", ["EQEQ", "EQ"]),  # maximal munch, left to right
+        (b"==>", ["EQEQ", "GT"]),
+        (b"=>=", ["ARROW", "EQ"]),
+        (b"x1", ["NAME", "NUMBER"]),
+    ],
+)
+def test_maximal_munch_and_keyword_ties(text: bytes, expected: list[str]) -> None:
+    assert lex(KEYWORDS, text) == expected
+
+
+def test_priority_beats_literal_on_the_same_lexeme() -> None:
+    grammar = 'start: (KW | WORD)*\nKW: "go"\nWORD.2: /[a-z]+/\n%ignore " "'
+    with pytest.raises(GrammarError, match="KW can never be produced"):
+        lex(grammar, b"go")
+
+
+def test_case_insensitive_terminals() -> None:
+    grammar = 'start: SELECT NAME\nSELECT: "select"i\nNAME: /[a-z]+/\n%ignore " "'
+    assert lex(grammar, b"SeLeCt abc")[0] == "SELECT"
+
+
+def test_end_of_input_flushes_the_pending_lexeme() -> None:
+    assert lex(KEYWORDS, b"abc") == ["NAME"]
+
+
+@pytest.mark.parametrize(
+    "regex, construct",
+    [
+        (r"a(?=b)", "look-ahead"),
+        (r"a(?!b)", "look-ahead"),
+        (r"(?<=a)b", "look-behind"),
+        (r"(?<!a)b", "look-behind"),
+        (r"(a)\1", "back-reference"),
+        (r"a+?", "non-greedy"),
+        (r"^a", "anchor"),
+        (r"a\b", "anchor"),
+        (r"(a)?(?(1)b|c)", "conditional"),
+        (r"a*+", "possessive"),
+        (r"(?>ab)", "atomic"),
+    ],
+)
+def test_unsupported_constructs_are_refused_with_the_terminal_named(regex: str, construct: str) -> None:
+    grammar = f"start: WORD\nWORD: /{regex}/"
+    with pytest.raises(GrammarError) as error:
+        load_and_build(grammar)
+    message = str(error.value)
+    assert "WORD" in message and construct in message
+    assert "\n" not in message
+
+
+def test_a_terminal_matching_the_empty_string_is_refused() -> None:
+    with pytest.raises(GrammarError, match="empty"):
+        load_and_build("start: A B\nA: /x*/\nB: \"b\"")
+
+
+def load_and_build(grammar: str) -> None:
+    parsed = load_lark_grammar(grammar, "g.lark")
+    build_lexer_dfa(list(parsed.terminals), "g.lark")
