@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from localgcd.vocab import Vocabulary
 
 FORMAT = "localgcd-tables"
-_SPANNER_ARRAYS = ("first_kind", "first_byte", "parent", "diff_offsets", "diff_tokens",
+_SPANNER_ARRAYS = ("first_kind", "token_class", "class_first_byte", "parent", "diff_offsets", "diff_classes",
                    "diff_outcomes", "head", "tail", "end")
 _TABLE_ARRAYS = ("action", "goto", "rule_length", "rule_lhs")
 

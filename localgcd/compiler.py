@@ -28,7 +28,7 @@ from localgcd.spanner import TokenSpanner, build_token_spanner
 from localgcd.trie import VocabTrie
 from localgcd.vocab import Vocabulary
 
-TABLE_FORMAT_VERSION = 1
+TABLE_FORMAT_VERSION = 2
 FORMATS = ("lark",)
 
 
@@ -79,6 +79,7 @@ class CompiledGrammar:
             "parser_states": self.tables.n_states,
             "rules": len(self.tables.rules),
             "outcomes": int(len(self.spanner.head)),
+            "token_classes": self.spanner.n_classes,
             "vocab_size": self.n_tokens,
             "table_bytes": int(self.spanner.nbytes + self.tables.action.nbytes
                                + self.tables.goto.nbytes + self.producible.nbytes),

@@ -50,8 +50,20 @@ class Mask:
 
 @dataclass(frozen=True)
 class _ParserStateSplit:
-    always: np.ndarray  # outcome ids accepted whatever lies below the top state
+    """Alg. 5 for one (lexer state, parser state), over token classes.
+
+    ``always`` is A (as classes); ``dependent`` is D (as outcomes) with the
+    classes that realize each of them (the inverse token spanner entries).
+    """
+
+    always: np.ndarray  # bool [n_classes + 1]: accepted whatever lies below the top state
     dependent: np.ndarray  # outcome ids whose check reads deeper
+    dependent_classes: np.ndarray  # classes whose outcome is context-dependent
+    dependent_class_outcome: np.ndarray  # their outcome ids
+
+    def classes_of(self, outcomes: np.ndarray) -> np.ndarray:
+        """Classes realizing the given context-dependent outcomes."""
+        return self.dependent_classes[np.isin(self.dependent_class_outcome, outcomes)]
 
 
 class MaskEngine:
@@ -77,7 +89,9 @@ class MaskEngine:
         self.n_tokens = spanner.n_tokens
         self._n_terms = pda.end_terminal + 1
         self._finals: dict[tuple[int, int], tuple[bool, int]] = {}
+        self._final_shifts, self._final_acts = _final_tables(pda, producible)
         self._splits: dict[tuple[int, int], _ParserStateSplit] = {}
+        self._combined_cache: dict[tuple[int, int, int], np.ndarray] = {}
         self._masks: dict[tuple[int, bool], dict[tuple[int, ...], tuple[Mask, int]]] = {}
         self._depths: dict[tuple[int, bool], list[int]] = {}
 
@@ -90,15 +104,15 @@ class MaskEngine:
     def advance(self, q: int, node: int, token: int) -> tuple[int, int]:
         """(lexer state, stack) after ``token`` if it is allowed, else (DEAD, DEAD)."""
         spanner = self.spanner
-        first = int(spanner.first_byte[token])
-        if first < 0:
+        cls = int(spanner.token_class[token])
+        if cls < 0:
             return DEAD, DEAD
-        if self.rows.emits(q)[token]:
+        if self.rows.class_emits(q)[cls]:
             node, _ = self._after_pending(q, node)
             q = 0
             if node == DEAD:
                 return DEAD, DEAD
-        outcome = int(self.rows.row(q)[token])
+        outcome = int(self.rows.class_row(q)[cls])
         if outcome == DEAD:
             return DEAD, DEAD
         nodes, ok, _ = self._check(node, np.asarray([outcome], dtype=np.int64))
@@ -146,47 +160,80 @@ class MaskEngine:
     # -- Alg. 5 / 6 -------------------------------------------------------------
 
     def _compute(self, q: int, node: int, at_start: bool) -> tuple[Mask, int]:
-        """Alg. 6 for one state: the mask and the lowest stack height it read."""
-        rows = self.rows
+        """Alg. 6 for one state: the mask and the lowest stack height it read.
+
+        Continuing classes come from ``q``'s row; classes whose first byte ends
+        the pending lexeme come from the fresh row after its terminal is fed.
+        Each part is its always-accepted classes (cached per parser state) plus
+        the context-dependent outcomes that pass on this stack.  The class mask
+        is expanded to token ids by one gather.
+        """
+        pda = self.pda
         split = self._split(q, node)
-        accepted = np.zeros(len(self.spanner.head) + 1, dtype=bool)  # last slot: DEAD (-1)
-        accepted[split.always] = True
-        low = self.pda.height[node]
-        if split.dependent.size:
-            _, ok, lows = self._check(node, split.dependent)
-            accepted[split.dependent[ok]] = True
-            low = min(low, int(lows.min()))
-        text_allowed = accepted[rows.row(q)]
+        extra, low = self._dependent_classes(split, node)
+        base = split.always
         if (self.spanner.first_kind[q] == FIRST_EMITS).any():
-            # Tokens that end the pending lexeme: the fresh mask after emitting it.
             after, step_low = self._after_pending(q, node)
             low = min(low, step_low)
-            emits = rows.emits(q)
-            if after == DEAD:
-                text_allowed[emits] = False
-            else:
-                fresh, fresh_low = self._mask_and_low(0, after, False)
+            if after != DEAD:
+                fresh = self._split(0, after)
+                emits = self.rows.class_emits(q)
+                base = self._combined(q, pda.state[node], pda.state[after], split, fresh, emits)
+                fresh_extra, fresh_low = self._dependent_classes(fresh, after)
+                extra = np.concatenate([extra, fresh_extra[emits[fresh_extra]]])
                 low = min(low, fresh_low)
-                text_allowed = np.where(emits, fresh.text_allowed, text_allowed)
+        classes = base
+        if extra.size:
+            classes = base.copy()
+            classes[extra] = True
+        text_allowed = classes[self.spanner.token_class]  # class -1 (not text) reads the False slot
         accepting, acc_low = self.is_accepting(q, node, at_start)
         low = min(low, acc_low)
         n_allowed = int(np.count_nonzero(text_allowed))
-        text_allowed.flags.writeable = False
         allowed = text_allowed
         if accepting:
             allowed = text_allowed.copy()
             allowed[self.end_ids] = True
             allowed.flags.writeable = False
+        text_allowed.flags.writeable = False
         return Mask(allowed, text_allowed, accepting, n_allowed), low
 
+    def _dependent_classes(self, split: _ParserStateSplit, node: int) -> tuple[np.ndarray, int]:
+        """Classes of the context-dependent outcomes that pass on this stack; lowest height read."""
+        if not split.dependent.size:
+            return split.dependent_classes[:0], self.pda.height[node]
+        _, ok, lows = self._check(node, split.dependent)
+        return split.classes_of(split.dependent[ok]), min(self.pda.height[node], int(lows.min()))
+
+    def _combined(self, q: int, top: int, fresh_top: int, split: _ParserStateSplit,
+                  fresh: _ParserStateSplit, emits: np.ndarray) -> np.ndarray:
+        """Always-accepted classes of both parts, cached per (q, parser top, top after the lexeme)."""
+        key = (q, top, fresh_top)
+        found = self._combined_cache.get(key)
+        if found is None:
+            found = fresh.always.copy()
+            found[:-1] &= emits
+            found[:-1] |= split.always[:-1] & ~emits
+            found.flags.writeable = False
+            self._combined_cache[key] = found
+        return found
+
     def _split(self, q: int, node: int) -> _ParserStateSplit:
+        """Alg. 5, lazily: classify ``q``'s outcomes once per parser state."""
         key = (q, self.pda.state[node])
         split = self._splits.get(key)
         if split is None:
             outcomes = self.rows.outcomes(q)
             _, ok, lows = self._check(node, outcomes)
             top_only = lows == self.pda.height[node]
-            split = _ParserStateSplit(outcomes[ok & top_only], outcomes[~top_only])
+            accepted = np.zeros(len(self.spanner.head) + 1, dtype=bool)  # last slot: DEAD (-1)
+            accepted[outcomes[ok & top_only]] = True
+            row = np.append(self.rows.class_row(q), DEAD)  # extra class slot: "not text"
+            always = accepted[row]
+            always.flags.writeable = False
+            dependent = outcomes[~top_only]
+            classes = np.flatnonzero(np.isin(row, dependent)) if dependent.size else np.empty(0, np.int64)
+            split = _ParserStateSplit(always, dependent, classes, row[classes])
             self._splits[key] = split
         return split
 
@@ -224,15 +271,28 @@ class MaskEngine:
         # The pending lexeme must still be able to become a terminal the parser takes.
         idx = np.flatnonzero(ok)
         if idx.size:
-            n_states = n_base
-            keys, inverse = unique_inverse(nodes[idx] * n_states + cur[idx])
-            finals = [self._final(*divmod(key, n_states)) for key in keys.tolist()]
-            key_ok = np.fromiter((f[0] for f in finals), dtype=bool, count=len(finals))
-            key_low = np.fromiter((f[1] for f in finals), dtype=np.int64, count=len(finals))
-            inverse = inverse.reshape(-1)
+            keys, inverse = unique_inverse(nodes[idx] * n_base + cur[idx])
+            key_nodes, key_lexer = np.divmod(keys, n_base)
+            key_ok, key_low = self._finals_of(key_nodes, key_lexer)
             ok[idx] = key_ok[inverse]
             lows[idx] = np.minimum(lows[idx], key_low[inverse])
         return nodes, ok, lows
+
+    def _finals_of(self, nodes: np.ndarray, lexer_states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_final` for many pairs; the top parser state decides most of them.
+
+        If a terminal the pending lexeme can become is shifted in the top state
+        (or is ignored), the answer is yes; if none has any action there, no.
+        Only pairs where every candidate would first reduce are simulated.
+        """
+        pda = self.pda
+        tops = np.fromiter((pda.state[n] for n in nodes.tolist()), dtype=np.int64, count=nodes.size)
+        lows = np.fromiter((pda.height[n] for n in nodes.tolist()), dtype=np.int64, count=nodes.size)
+        ok = self._final_shifts[tops, lexer_states]
+        undecided = np.flatnonzero(~ok & self._final_acts[tops, lexer_states])
+        for i in undecided.tolist():
+            ok[i], lows[i] = self._final(int(nodes[i]), int(lexer_states[i]))
+        return ok, lows
 
     def _final(self, node: int, lexer_state: int) -> tuple[bool, int]:
         """Can the pending lexeme in ``lexer_state`` become a terminal accepted at ``node``?"""
@@ -254,3 +314,17 @@ class MaskEngine:
                     break
         self._finals[key] = (result, low)
         return result, low
+
+
+def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """bool [parser states, lexer states]: some producible terminal is shifted / has any action.
+
+    Ignored producible terminals count as shifted (they always fit).
+    """
+    n_terms = producible.shape[1]
+    action = pda.tables.action[:, :n_terms]
+    wanted = (producible & ~pda.ignored[None, :]).astype(np.float32)
+    shifts = ((action >= 0).astype(np.float32) @ wanted.T) > 0
+    acts = ((action != -1).astype(np.float32) @ wanted.T) > 0
+    shifts |= (producible & pda.ignored[None, :]).any(axis=1)[None, :]
+    return shifts, acts

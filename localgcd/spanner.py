@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique
+from localgcd.arrays import sorted_unique, unique_inverse
 from localgcd.lexer.dfa import DEAD
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.trie import VocabTrie, expand_ranges
@@ -124,18 +124,23 @@ def _resolve_ends(head: np.ndarray, tail: np.ndarray, n_base: int) -> np.ndarray
 
 
 FIRST_DEAD, FIRST_EMITS, FIRST_CONTINUES = 0, 1, 2
-_AGREEMENT_SAMPLE = 512
 
 
 @dataclass(frozen=True)
 class TokenSpanner:
-    """The token-level lexing transducer in compact form (see module doc)."""
+    """The token-level lexing transducer in compact form (see module doc).
+
+    Tokens with the same outcome from every lexer state (and the same first
+    byte) form one *token class*; rows are over classes, so every per-state
+    array is a few thousand entries even for a 262K vocabulary.
+    """
 
     first_kind: np.ndarray  # int8 [Q, 256]: FIRST_DEAD / FIRST_EMITS / FIRST_CONTINUES
-    first_byte: np.ndarray  # int16 [n_tokens]: first byte, -1 for tokens that are not text
+    token_class: np.ndarray  # int32 [n_tokens]: class of each token, -1 for tokens that are not text
+    class_first_byte: np.ndarray  # int16 [n_classes]
     parent: np.ndarray  # int32 [Q]: the state a row is stored against, -1 for none
     diff_offsets: np.ndarray  # int64 [Q + 1]: state q's entries are [offsets[q], offsets[q+1])
-    diff_tokens: np.ndarray  # int32: token ids whose entry differs from the parent row
+    diff_classes: np.ndarray  # int32: classes whose entry differs from the parent row
     diff_outcomes: np.ndarray  # int32: their outcome from this state (-1: not continuing)
     head: np.ndarray  # int32 [n_outcomes]
     tail: np.ndarray  # int32 [n_outcomes]
@@ -144,7 +149,11 @@ class TokenSpanner:
 
     @property
     def n_tokens(self) -> int:
-        return int(self.first_byte.shape[0])
+        return int(self.token_class.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_first_byte.shape[0])
 
     @property
     def n_states(self) -> int:
@@ -152,8 +161,8 @@ class TokenSpanner:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.first_kind, self.first_byte, self.parent, self.diff_offsets, self.diff_tokens,
-                  self.diff_outcomes, self.head, self.tail, self.end)
+        arrays = (self.first_kind, self.token_class, self.class_first_byte, self.parent, self.diff_offsets,
+                  self.diff_classes, self.diff_outcomes, self.head, self.tail, self.end)
         return int(sum(a.nbytes for a in arrays))
 
     def terminals(self, outcome: int) -> list[int]:
@@ -166,7 +175,7 @@ class TokenSpanner:
 
 
 class Rows:
-    """Rows of a :class:`TokenSpanner`, materialized on first use and kept."""
+    """Class rows of a :class:`TokenSpanner`, materialized on first use and kept."""
 
     def __init__(self, spanner: TokenSpanner) -> None:
         self.spanner = spanner
@@ -174,37 +183,43 @@ class Rows:
         self._outcomes: dict[int, np.ndarray] = {}
         self._emits: dict[int, np.ndarray] = {}
 
-    def row(self, q: int) -> np.ndarray:
-        """int32 [n_tokens]: outcome of each continuing token from ``q``, -1 elsewhere."""
+    def class_row(self, q: int) -> np.ndarray:
+        """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
         row = self._rows.get(q)
         if row is None:
             sp = self.spanner
             parent = int(sp.parent[q])
-            row = self.row(parent).copy() if parent >= 0 else np.full(sp.n_tokens, DEAD, np.int32)
+            row = self.class_row(parent).copy() if parent >= 0 else np.full(sp.n_classes, DEAD, np.int32)
             lo, hi = sp.diff_offsets[q], sp.diff_offsets[q + 1]
-            row[sp.diff_tokens[lo:hi]] = sp.diff_outcomes[lo:hi]
+            row[sp.diff_classes[lo:hi]] = sp.diff_outcomes[lo:hi]
             row.flags.writeable = False
             self._rows[q] = row
         return row
 
     def outcomes(self, q: int) -> np.ndarray:
-        """The distinct outcomes in ``row(q)``."""
+        """The distinct outcomes in ``class_row(q)``."""
         found = self._outcomes.get(q)
         if found is None:
-            row = self.row(q)
-            present = np.bincount(row[row >= 0], minlength=len(self.spanner.head)) > 0
-            found = self._outcomes[q] = np.flatnonzero(present)
+            row = self.class_row(q)
+            found = self._outcomes[q] = sorted_unique(row[row >= 0])
         return found
 
-    def emits(self, q: int) -> np.ndarray:
-        """bool [n_tokens]: tokens whose first byte ends the pending lexeme of ``q``."""
+    def class_emits(self, q: int) -> np.ndarray:
+        """bool [n_classes]: classes whose first byte ends the pending lexeme of ``q``."""
         found = self._emits.get(q)
         if found is None:
             sp = self.spanner
-            by_byte = np.append(sp.first_kind[q] == FIRST_EMITS, False)  # index -1: not text
-            found = self._emits[q] = by_byte[sp.first_byte]
+            found = self._emits[q] = (sp.first_kind[q] == FIRST_EMITS)[sp.class_first_byte]
             found.flags.writeable = False
         return found
+
+    def row(self, q: int) -> np.ndarray:
+        """Per token id (for tests and debugging): ``class_row(q)`` expanded, -1 for non-text."""
+        return np.append(self.class_row(q), DEAD)[self.spanner.token_class]
+
+    def emits(self, q: int) -> np.ndarray:
+        """Per token id (for tests and debugging): ``class_emits(q)`` expanded."""
+        return np.append(self.class_emits(q), False)[self.spanner.token_class]
 
 
 def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
@@ -212,33 +227,74 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int)
     outcomes = OutcomeTable(lexer.n_states)
     suffix = _suffix_outcomes(lexer, trie, outcomes)
     first_kind = _first_kind(lexer)
-    sparse = [_row_from_state(q, lexer, trie, suffix, outcomes) for q in range(lexer.n_states)]
-    parent = _agreement_tree(sparse)
-    diff_positions, diff_outcomes, counts = [], [], []
-    scratch_q = np.full(trie.n_positions, DEAD, dtype=np.int32)
+    by_position = [_row_from_state(q, lexer, trie, suffix, outcomes) for q in range(lexer.n_states)]
+    first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
+    class_of, class_first_byte, rows = _token_classes(by_position, first_byte)
+    parent = _agreement_tree(rows)
+    diff_classes, diff_outcomes, counts = [], [], []
+    scratch_q = np.full(class_first_byte.size, DEAD, dtype=np.int32)
     scratch_p = scratch_q.copy()
     for q, p in enumerate(parent.tolist()):
-        positions, values = _difference(sparse[q], sparse[p] if p >= 0 else _EMPTY_ROW, scratch_q, scratch_p)
-        diff_positions.append(positions)
+        classes, values = _difference(rows[q], rows[p] if p >= 0 else _EMPTY_ROW, scratch_q, scratch_p)
+        diff_classes.append(classes)
         diff_outcomes.append(values)
-        counts.append(positions.size)
+        counts.append(classes.size)
     offsets = np.zeros(lexer.n_states + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    first_byte = np.full(n_tokens, -1, dtype=np.int16)
-    first_byte[trie.token_ids] = trie.data[trie.offsets[:-1]]
+    token_class = np.full(n_tokens, -1, dtype=np.int32)
+    token_class[trie.token_ids] = class_of
     head, tail, end = outcomes.arrays()
     return TokenSpanner(
         first_kind=first_kind,
-        first_byte=first_byte,
+        token_class=token_class,
+        class_first_byte=class_first_byte,
         parent=parent,
         diff_offsets=offsets,
-        diff_tokens=trie.token_ids[np.concatenate(diff_positions)].astype(np.int32),
+        diff_classes=np.concatenate(diff_classes).astype(np.int32),
         diff_outcomes=np.concatenate(diff_outcomes).astype(np.int32),
         head=head,
         tail=tail,
         end=end,
         n_base=lexer.n_states,
     )
+
+
+def _token_classes(
+    rows: list["SparseRow"], first_byte: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list["SparseRow"]]:
+    """Group token positions that behave identically in every row.
+
+    A random linear hash of each position's outcome vector proposes the
+    classes; every row is then checked to agree on all members of every class,
+    so the grouping is exact (a collision would raise, not approximate).
+    Returns the class of each position, each class's first byte, and the rows
+    re-indexed by class.
+    """
+    rng = np.random.default_rng(0x10CA16CD)
+    signature = first_byte.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    weights = rng.integers(1, 2**63, size=len(rows), dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        for (positions, values), weight in zip(rows, weights):
+            signature[positions] += (values.astype(np.uint64) + np.uint64(2)) * weight
+    keys, class_of = unique_inverse(signature)
+    n_classes = keys.size
+    size = np.bincount(class_of, minlength=n_classes)
+    class_first_byte = np.empty(n_classes, dtype=np.int16)
+    class_first_byte[class_of] = first_byte
+    if not np.array_equal(class_first_byte[class_of], first_byte):
+        raise AssertionError("token class hash collision (first byte)")
+    class_rows: list[SparseRow] = []
+    scratch = np.full(n_classes, DEAD, dtype=np.int64)
+    for positions, values in rows:
+        classes = class_of[positions]
+        scratch[classes] = values
+        members = np.bincount(classes, minlength=n_classes)
+        touched = sorted_unique(classes)
+        if not (np.array_equal(scratch[classes], values) and np.array_equal(members[touched], size[touched])):
+            raise AssertionError("token class hash collision (row)")
+        class_rows.append((touched, scratch[touched].astype(np.int32)))
+        scratch[touched] = DEAD
+    return class_of.astype(np.int32), class_first_byte, class_rows
 
 
 def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
@@ -289,7 +345,7 @@ def _first_kind(lexer: LexingTransducer) -> np.ndarray:
     return kind
 
 
-SparseRow = tuple[np.ndarray, np.ndarray]  # (sorted trie positions, outcome ids)
+SparseRow = tuple[np.ndarray, np.ndarray]  # (sorted trie positions or classes, outcome ids)
 _EMPTY_ROW: SparseRow = (np.empty(0, np.int64), np.empty(0, np.int32))
 _AGREEMENT_SAMPLE = 128
 

@@ -1,0 +1,195 @@
+"""Benchmark: compile time, table sizes and per-token mask cost, per (grammar, vocabulary).
+
+    python bench/tables.py                          # the default matrix
+    python bench/tables.py --grammar json --vocab llama-bpe --docs 3
+
+Each (grammar, vocabulary) runs in a fresh subprocess (so peak RSS is its own):
+cold compile into an empty cache (stages timed: grammar + LALR, lexer DFA,
+vocabulary trie, token spanner), a reload from the cache, then forced decoding
+of real documents — at every token the full mask is computed and the token is
+fed — reporting p50/p99 over all tokens on the first pass (cold masks) and on
+a second pass (warm caches).  Prints one Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAMMARS = {name: ROOT / "grammars" / f"{name}.lark" for name in ("json", "java", "go", "sql_select")}
+DEFAULT_MATRIX = [
+    ("json", "llama-spm"), ("json", "smollm2"), ("json", "llama-bpe"), ("json", "qwen2"), ("json", "gemma3"),
+    ("java", "llama-spm"), ("java", "smollm2"), ("java", "llama-bpe"), ("java", "qwen2"), ("java", "gemma3"),
+]
+
+
+def json_documents() -> list[str]:
+    """Realistic JSON: nesting, escapes, unicode, numbers of every shape."""
+    docs = [
+        {"id": 1042, "name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "poetry"],
+         "notes": "First \"programmer\"; wrote on the Analytical Engine.\nLondon.",
+         "ratio": -0.00125e-3, "active": False, "spouse": None,
+         "works": [{"title": "Sketch of the Analytical Engine", "year": 1843, "pages": [1, 2, 3]}]},
+        {"type": "FeatureCollection", "features": [
+            {"type": "Feature", "geometry": {"type": "Point", "coordinates": [102.0, 0.5]},
+             "properties": {"prop0": "value0", "città": "Zürich", "emoji": "😀✓"}},
+            {"type": "Feature", "geometry": {"type": "LineString",
+             "coordinates": [[102.0, 0.0], [103.0, 1.0], [104.0, 0.0], [105.0, 1.0]]},
+             "properties": {"prop0": "value0", "prop1": 0.0}}]},
+        {"users": [{"login": f"user{i}", "id": i * 7919, "admin": i % 3 == 0,
+                    "tags": ["a", "b\\c", "\u00e9t\u00e9"][: i % 4]} for i in range(12)]},
+    ]
+    return [json.dumps(docs[0], indent=2, ensure_ascii=False), json.dumps(docs[1], ensure_ascii=False),
+            json.dumps(docs[2], indent=1)]
+
+
+def java_documents(limit: int = 3) -> list[str]:
+    """Real Java classes from the JDK's src.zip (java.base/java/util)."""
+    names = ["java.base/java/util/Objects.java", "java.base/java/util/StringJoiner.java",
+             "java.base/java/util/Optional.java", "java.base/java/util/AbstractList.java"]
+    for path in sorted(glob.glob("/usr/lib/jvm/*/lib/src.zip")):
+        try:
+            with zipfile.ZipFile(path) as z:
+                return [z.read(n).decode("utf-8") for n in names if n in z.namelist()][:limit]
+        except (OSError, zipfile.BadZipFile):
+            continue
+    return []
+
+
+DOCUMENTS = {"json": json_documents, "java": java_documents}
+
+
+def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
+    """Measure one pair in this process."""
+    import llama_cpp
+
+    import localgcd
+    from localgcd import compiler
+    from localgcd.vocab_sources import vocab_path
+
+    path = vocab_path(vocab_name)
+    vocab = localgcd.Vocabulary.from_gguf(path)
+    text = GRAMMARS[grammar].read_text()
+    with tempfile.TemporaryDirectory() as cache_dir:
+        started = time.perf_counter()
+        compiled = localgcd.compile_grammar(text, vocab, cache_dir=cache_dir)
+        cold = time.perf_counter() - started
+        compiler._TRIES.clear()
+        started = time.perf_counter()
+        reloaded = localgcd.compile_grammar(text, vocab, cache_dir=cache_dir)
+        warm = time.perf_counter() - started
+        assert "cache_load" in reloaded.timings
+    tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    first, second = [], []
+    n_tokens = 0
+    for doc in DOCUMENTS[grammar]()[:n_docs]:
+        ids = tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False)
+        for timings in (first, second):
+            m = compiled.matcher()
+            for t in ids:
+                t0 = time.perf_counter()
+                mask = m.allowed_token_mask()
+                ok = m.advance(t)
+                timings.append(time.perf_counter() - t0)
+                if not (mask[t] and ok):
+                    raise SystemExit(f"{grammar}/{vocab_name}: token {t} rejected: {m.error}")
+            assert m.is_accepting(), f"{grammar}/{vocab_name}: document not complete"
+        n_tokens += len(ids)
+    stats = compiled.stats
+    return {
+        "grammar": grammar, "vocab": vocab_name, "n_vocab": len(vocab),
+        "terminals": stats["terminals"], "lexer_states": stats["lexer_states"],
+        "parser_states": stats["parser_states"], "realizable": realizable_sequences(compiled),
+        "table_mb": stats["table_bytes"] / 1e6,
+        "t_grammar": compiled.timings["grammar"], "t_lexer": compiled.timings["lexer"],
+        "t_trie": compiled.timings["trie"], "t_spanner": compiled.timings["spanner"],
+        "t_cold": cold, "t_cache": warm, "doc_tokens": n_tokens,
+        "p50_cold_ms": 1e3 * float(np.percentile(first, 50)), "p99_cold_ms": 1e3 * float(np.percentile(first, 99)),
+        "p50_warm_ms": 1e3 * float(np.percentile(second, 50)), "p99_warm_ms": 1e3 * float(np.percentile(second, 99)),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def realizable_sequences(compiled) -> int:
+    """|Re|: distinct terminal sequences T1…Tk T realized by some (lexer state, token)."""
+    from localgcd.spanner import FIRST_EMITS, Rows
+
+    spanner = compiled.spanner
+    rows = Rows(spanner)
+    producible = [tuple(np.flatnonzero(p).tolist()) for p in compiled.producible]
+    fresh = rows.row(0)
+    seqs: set[tuple[int, ...]] = set()
+    emitted_cache: dict[int, tuple[int, ...]] = {}
+
+    def emitted(o: int) -> tuple[int, ...]:
+        found = emitted_cache.get(o)
+        if found is None:
+            found = emitted_cache[o] = tuple(spanner.terminals(o))
+        return found
+
+    for q in range(spanner.n_states):
+        prefixes = [((), o) for o in rows.outcomes(q).tolist()]
+        if (spanner.first_kind[q] == FIRST_EMITS).any():
+            live = fresh[rows.emits(q) & (fresh >= 0)]
+            head = (int(compiled.lexer_accept[q]),)
+            prefixes += [(head, o) for o in np.unique(live).tolist()]
+        for head, o in prefixes:
+            base = head + emitted(o)
+            for t in producible[int(spanner.end[o])]:
+                seqs.add(base + (t,))
+    return len(seqs)
+
+
+COLUMNS = [
+    ("grammar", "grammar", "{}"), ("vocab", "vocab", "{}"), ("|V|", "n_vocab", "{:,}"),
+    ("terms", "terminals", "{}"), ("lexer Q", "lexer_states", "{}"), ("LR states", "parser_states", "{}"),
+    ("|Re|", "realizable", "{:,}"), ("tables MB", "table_mb", "{:.1f}"),
+    ("grammar s", "t_grammar", "{:.2f}"), ("lexer DFA s", "t_lexer", "{:.2f}"), ("trie s", "t_trie", "{:.2f}"),
+    ("spanner s", "t_spanner", "{:.2f}"), ("compile cold s", "t_cold", "{:.2f}"),
+    ("from cache ms", "t_cache", "{:.0f}"), ("doc tokens", "doc_tokens", "{}"),
+    ("p50 cold ms", "p50_cold_ms", "{:.3f}"), ("p99 cold ms", "p99_cold_ms", "{:.3f}"),
+    ("p50 warm ms", "p50_warm_ms", "{:.3f}"), ("p99 warm ms", "p99_warm_ms", "{:.3f}"),
+    ("peak RSS MB", "peak_rss_mb", "{:.0f}"),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grammar", action="append", choices=sorted(GRAMMARS))
+    parser.add_argument("--vocab", action="append")
+    parser.add_argument("--docs", type=int, default=3, help="documents to force-decode per pair")
+    parser.add_argument("--one", nargs=2, metavar=("GRAMMAR", "VOCAB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.one[0], args.one[1], args.docs)))
+        return
+    matrix = [(g, v) for g, v in DEFAULT_MATRIX
+              if (not args.grammar or g in args.grammar) and (not args.vocab or v in args.vocab)]
+    if args.grammar and args.vocab:
+        matrix = [(g, v) for g in args.grammar for v in args.vocab]
+    print("| " + " | ".join(c[0] for c in COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for grammar, vocab in matrix:
+        out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"| {grammar} | {vocab} | FAILED: {out.stderr.strip().splitlines()[-1:]} |")
+            continue
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        print("| " + " | ".join(fmt.format(row[key] if key != "t_cache" else row[key] * 1e3)
+                                for _, key, fmt in COLUMNS) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
