@@ -242,7 +242,7 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int)
     offsets = np.zeros(lexer.n_states + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     token_class = np.full(n_tokens, -1, dtype=np.int32)
-    token_class[trie.token_ids] = class_of
+    token_class[trie.text_tokens] = class_of[trie.text_positions]
     head, tail, end = outcomes.arrays()
     return TokenSpanner(
         first_kind=first_kind,

@@ -31,7 +31,9 @@ class TrieLevel:
 class VocabTrie:
     """Byte trie over the text tokens of a vocabulary."""
 
-    token_ids: np.ndarray  # int32 [P]: position → token id (sorted by bytes)
+    token_ids: np.ndarray  # int32 [P]: position → a token id with these bytes (sorted by bytes)
+    text_tokens: np.ndarray  # int32: every text token id (several may share one byte string)
+    text_positions: np.ndarray  # int32: the position of each of them
     lengths: np.ndarray  # int32 [P]
     offsets: np.ndarray  # int64 [P + 1]: byte offsets into ``data``
     data: np.ndarray  # uint8: all token bytes, concatenated in position order
@@ -44,10 +46,16 @@ class VocabTrie:
 
     @classmethod
     def build(cls, token_bytes: tuple[bytes, ...], text_ids: np.ndarray) -> "VocabTrie":
-        """Trie over the tokens ``text_ids`` (all with non-empty bytes)."""
+        """Trie over the distinct byte strings of the tokens ``text_ids`` (all non-empty)."""
         order = sorted(text_ids.tolist(), key=token_bytes.__getitem__)
-        token_ids = np.asarray(order, dtype=np.int32)
-        pieces = [token_bytes[i] for i in order]
+        position_of_sorted = np.zeros(len(order), dtype=np.int32)
+        representatives: list[int] = []
+        for i, token in enumerate(order):
+            if not representatives or token_bytes[token] != token_bytes[representatives[-1]]:
+                representatives.append(token)
+            position_of_sorted[i] = len(representatives) - 1
+        token_ids = np.asarray(representatives, dtype=np.int32)
+        pieces = [token_bytes[i] for i in representatives]
         lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
         offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -95,7 +103,8 @@ class VocabTrie:
                           cs.astype(np.int32), ce.astype(np.int32))
             )
         n_root = linked[0].lo.size if linked else 0
-        return cls(token_ids, lengths, offsets, data, tuple(linked), (0, n_root))
+        return cls(token_ids, np.asarray(order, dtype=np.int32), position_of_sorted, lengths, offsets, data,
+                   tuple(linked), (0, n_root))
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

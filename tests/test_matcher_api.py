@@ -112,3 +112,14 @@ def test_masks_are_read_only(compiled) -> None:
     mask = compiled.matcher().allowed_token_mask()
     with pytest.raises(ValueError):
         mask[0] = True
+
+
+def test_tokens_that_share_their_bytes_are_treated_alike() -> None:
+    """Real vocabularies (Gemma's byte-fallback tokens) spell some strings twice."""
+    tokens = [b"[", b"1", b"]", b"1", b"[", b"</s>"]
+    vocab = localgcd.Vocabulary.from_tokens(tokens, end_ids=[5], name="dups")
+    m = localgcd.compile_grammar(GRAMMAR, vocab, cache_dir=False).matcher()
+    assert list(np.flatnonzero(m.allowed_token_mask())) == [0, 4]
+    assert m.advance(4)
+    assert list(np.flatnonzero(m.allowed_token_mask())) == [1, 2, 3]
+    assert m.advance(3) and m.advance(2) and m.advance(5)
