@@ -26,7 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import unique_inverse
-from localgcd.pda import ACCEPT, DEAD, PushdownAutomaton
+from localgcd.pda import ACCEPT, DEAD, PushdownAutomaton, SuffixCache
 from localgcd.spanner import FIRST_EMITS, Rows, TokenSpanner
 
 
@@ -92,8 +92,8 @@ class MaskEngine:
         self._final_shifts, self._final_acts = _final_tables(pda, producible)
         self._splits: dict[tuple[int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple[int, int, int], np.ndarray] = {}
-        self._masks: dict[tuple[int, bool], dict[tuple[int, ...], tuple[Mask, int]]] = {}
-        self._depths: dict[tuple[int, bool], list[int]] = {}
+        self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
+        self._final_by_suffix: SuffixCache[tuple[bool, int]] = SuffixCache(pda)
 
     # -- public ---------------------------------------------------------------
 
@@ -115,23 +115,22 @@ class MaskEngine:
         outcome = int(self.rows.class_row(q)[cls])
         if outcome == DEAD:
             return DEAD, DEAD
-        nodes, ok, _ = self._check(node, np.asarray([outcome], dtype=np.int64))
-        return (int(spanner.end[outcome]), int(nodes[0])) if ok[0] else (DEAD, DEAD)
+        for term in spanner.terminals(outcome):
+            if not self._ignored[term]:
+                node, _ = self.pda.step(node, term)
+                if node == DEAD:
+                    return DEAD, DEAD
+        end = int(spanner.end[outcome])
+        return (end, node) if self._final(node, end)[0] else (DEAD, DEAD)
 
     def _mask_and_low(self, q: int, node: int, at_start: bool) -> tuple[Mask, int]:
         key = (q, at_start)
-        cache = self._masks.setdefault(key, {})
-        for depth in self._depths.get(key, ()):
-            found = cache.get(self.pda.states_of(node, depth))
-            if found is not None:
-                return found[0], self.pda.height[node] - found[1] + 1
+        found = self._masks.get(key, node)
+        if found is not None:
+            return found[0], self.pda.height[node] - found[1] + 1
         mask, low = self._compute(q, node, at_start)
         depth = self.pda.height[node] - low + 1
-        cache[self.pda.states_of(node, depth)] = (mask, depth)
-        depths = self._depths.setdefault(key, [])
-        if depth not in depths:
-            depths.append(depth)
-            depths.sort()
+        self._masks.put(key, node, depth, (mask, depth))
         return mask, low
 
     def _after_pending(self, q: int, node: int) -> tuple[int, int]:
@@ -301,19 +300,24 @@ class MaskEngine:
         if found is not None:
             return found
         pda = self.pda
-        low = pda.height[node]
-        result = False
-        if self._prod_ignored[lexer_state]:
-            result = True
+        height = pda.height[node]
+        shared = self._final_by_suffix.get(lexer_state, node)
+        if shared is not None:
+            found = (shared[0], height - shared[1] + 1)
         else:
-            for term in self._prod_terms[lexer_state]:
-                after, term_low = pda.step(node, term)
-                low = min(low, term_low)
-                if after != DEAD:
-                    result = True
-                    break
-        self._finals[key] = (result, low)
-        return result, low
+            low = height
+            result = self._prod_ignored[lexer_state]
+            if not result:
+                for term in self._prod_terms[lexer_state]:
+                    after, term_low = pda.step(node, term)
+                    low = min(low, term_low)
+                    if after != DEAD:
+                        result = True
+                        break
+            found = (result, low)
+            self._final_by_suffix.put(lexer_state, node, height - low + 1, (result, height - low + 1))
+        self._finals[key] = found
+        return found
 
 
 def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -3,21 +3,25 @@
 A stack is a node id; node ``n`` holds a parser state and a parent node, and
 equal stacks are the same id (hash-consing), so a stack is a dictionary key.
 
-``step(n, t)`` feeds terminal ``t``: the reduction chain and the final shift,
-as Pre3's prefix-conditioned edges.  Its result is memoized per (node,
-terminal), and it reports how deep it *read* the stack: the lowest height
-whose state it looked at.  A check that read only the top state holds for
-every stack with that top (GreatGramma's stack invariance, Prop. 3.5): that
-is what makes a token "always accepted" or "always rejected" in a parser
-state; a check that read deeper is context-dependent.  The same depth keys
-the matcher's mask cache on the stack suffix actually consulted.
+``step(n, t)`` feeds terminal ``t``: the reduction chain and the final shift.
+Its result depends only on the stack states the chain *read* (the top state,
+and each state a reduction exposes), so it is stored as one of Pre3's
+prefix-conditioned edges: condition = those states, top first; effect = pop
+``k`` nodes, push these states.  Any later stack whose top suffix matches the
+condition takes the edge with table lookups, no simulation.  Steps also
+report the lowest stack height they read: a check that read only the top
+state holds for every stack with that top (GreatGramma's stack invariance,
+Prop. 3.5) — that is what makes an outcome always accepted or always rejected
+in a parser state, and it keys every cache on the stack suffix consulted.
 
-Reduction chains whose goto re-enters a state (left/right recursion, nested
-brackets) are followed at run time one table lookup per reduction, so cycles
-need no special unrolling.
+Reduction chains that revisit states (left/right recursion, nested brackets)
+are followed one table lookup per reduction while simulating, so cycles need
+no unrolling; the edge recorded is the chain actually taken.
 """
 
 from __future__ import annotations
+
+from typing import Generic, Hashable, TypeVar
 
 import numpy as np
 
@@ -26,9 +30,46 @@ from localgcd.grammar import ParseTables
 DEAD = -1
 ACCEPT = -2  # result of feeding $END to a complete sentence
 
+V = TypeVar("V")
+
+
+class SuffixCache(Generic[V]):
+    """Values that depend on a stack only through its top ``depth`` states.
+
+    ``put(key, node, depth, value)`` stores a value computed on ``node`` that
+    read its top ``depth`` states; ``get(key, node)`` finds a value stored for
+    any stack that agrees with ``node`` on the states that value read.
+    """
+
+    def __init__(self, pda: "PushdownAutomaton") -> None:
+        self._pda = pda
+        self._tables: dict[Hashable, tuple[list[int], dict[tuple[int, ...], V]]] = {}
+
+    def get(self, key: Hashable, node: int) -> V | None:
+        entry = self._tables.get(key)
+        if entry is None:
+            return None
+        depths, table = entry
+        states_of = self._pda.states_of
+        for depth in depths:
+            found = table.get(states_of(node, depth))
+            if found is not None:
+                return found
+        return None
+
+    def put(self, key: Hashable, node: int, depth: int, value: V) -> None:
+        depths, table = self._tables.setdefault(key, ([], {}))
+        table[self._pda.states_of(node, depth)] = value
+        if depth not in depths:
+            depths.append(depth)
+            depths.sort()
+
+    def __len__(self) -> int:
+        return sum(len(table) for _, table in self._tables.values())
+
 
 class PushdownAutomaton:
-    """LALR tables plus the shared store of stack nodes and memoized steps."""
+    """LALR tables plus the shared store of stack nodes, steps and edges."""
 
     def __init__(self, tables: ParseTables, ignored: np.ndarray) -> None:
         self.tables = tables
@@ -43,6 +84,7 @@ class PushdownAutomaton:
         self.height: list[int] = []
         self._nodes: dict[tuple[int, int], int] = {}
         self._steps: dict[tuple[int, int], tuple[int, int]] = {}
+        self.edges: SuffixCache[tuple[int, int, tuple[int, ...]]] = SuffixCache(self)
         self.root = self.push(DEAD, tables.start_state)
 
     def push(self, parent: int, state: int) -> int:
@@ -62,33 +104,67 @@ class PushdownAutomaton:
         key = (node, terminal)
         found = self._steps.get(key)
         if found is None:
-            found = self._steps[key] = self._simulate(node, terminal)
+            edge = self.edges.get(terminal, node)
+            if edge is None:
+                edge = self._simulate(node, terminal)
+                self.edges.put(terminal, node, edge[1] + 1, edge)
+            found = self._steps[key] = self._take(node, edge)
         return found
 
-    def _simulate(self, node: int, terminal: int) -> tuple[int, int]:
+    def _take(self, node: int, edge: tuple[int, int, tuple[int, ...]]) -> tuple[int, int]:
+        """Apply an edge (kind, pops, pushed states) to ``node``."""
+        kind, pops, pushes = edge
+        low = self.height[node] - pops
+        if kind == DEAD or kind == ACCEPT:
+            return kind, low
+        parent = self.parent
+        for _ in range(pops):
+            node = parent[node]
+        for state in pushes:
+            node = self.push(node, state)
+        return node, low
+
+    def _simulate(self, node: int, terminal: int) -> tuple[int, int, tuple[int, ...]]:
+        """Run the LR machine on ``terminal``: (kind, deepest pop read, states pushed).
+
+        ``kind`` is 0 for a shift, ``DEAD`` or ``ACCEPT``.  The stack below the
+        original top is only read where a reduction exposes it.
+        """
         action, goto, parent, state = self._action, self._goto, self.parent, self.state
-        low = self.height[node]
         is_end = terminal == self.end_terminal
+        base, pops = node, 0  # the untouched part of the real stack, and how far below the top
+        pushed: list[int] = []
         while True:
-            move = action[state[node]][terminal]
+            top = pushed[-1] if pushed else state[base]
+            move = action[top][terminal]
             if move >= 0:
-                return (DEAD, low) if is_end else (self.push(node, move), low)
+                if is_end:
+                    return DEAD, pops, ()
+                pushed.append(move)
+                return 0, pops, tuple(pushed)
             if move == -1:
-                return DEAD, low
+                return DEAD, pops, ()
             rule = -2 - move
-            for _ in range(self._rule_length[rule]):
-                node = parent[node]
-            low = min(low, self.height[node])
-            target = goto[state[node]][self._rule_lhs[rule]]
-            node = self.push(node, target)
+            length = self._rule_length[rule]
+            if length <= len(pushed):
+                del pushed[len(pushed) - length:]
+            else:
+                for _ in range(length - len(pushed)):
+                    base = parent[base]
+                    pops += 1
+                pushed.clear()
+            exposed = pushed[-1] if pushed else state[base]
+            target = goto[exposed][self._rule_lhs[rule]]
+            pushed.append(target)
             if is_end and target == self.tables.end_state:
-                return ACCEPT, low
+                return ACCEPT, pops, ()
 
     def states_of(self, node: int, depth: int) -> tuple[int, ...]:
         """The top ``depth`` states of a stack, top first."""
         out = []
+        state, parent = self.state, self.parent
         while depth and node != DEAD:
-            out.append(self.state[node])
-            node = self.parent[node]
+            out.append(state[node])
+            node = parent[node]
             depth -= 1
         return tuple(out)
