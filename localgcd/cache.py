@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from localgcd.errors import CacheWarning
-from localgcd.grammar import ParseTables
+from localgcd.grammar import IndenterSpec, ParseTables
 from localgcd.lexer.terminals import Terminal
+from localgcd.lexer.transducer import LexingTransducer
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner import TokenSpanner
 
@@ -39,6 +40,7 @@ FORMAT = "localgcd-tables"
 _SPANNER_ARRAYS = ("first_kind", "token_class", "class_first_byte", "parent", "diff_offsets", "diff_classes",
                    "diff_outcomes", "head", "tail", "end")
 _TABLE_ARRAYS = ("action", "goto", "rule_length", "rule_lhs")
+_LEXER_ARRAYS = ("next_state", "emitted", "accept", "producible")
 
 
 def tables_dir(cache_dir: str | Path | None = None) -> Path:
@@ -64,6 +66,7 @@ def save(key: str, compiled: "CompiledGrammar", cache_dir: str | Path | None = N
         "start_state": compiled.tables.start_state,
         "end_state": compiled.tables.end_state,
         "n_base": compiled.spanner.n_base,
+        "indenter": compiled.indenter.to_json() if compiled.indenter else None,
         "checksums": {name: _crc(a) for name, a in arrays.items()},
     }
     arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
@@ -107,14 +110,14 @@ def load(key: str, vocab: "Vocabulary", source: str, cache_dir: str | Path | Non
                 raise ValueError(f"checksum mismatch in {name}")
         compiled = CompiledGrammar(
             terminals=tuple(Terminal(**t) for t in header["terminals"]),
-            lexer_accept=arrays["lexer_accept"],
-            producible=arrays["producible"],
+            lexer=LexingTransducer(**{n: arrays[f"lexer_{n}"] for n in _LEXER_ARRAYS}),
             spanner=TokenSpanner(**{n: arrays[n] for n in _SPANNER_ARRAYS}, n_base=header["n_base"]),
             tables=ParseTables(**{n: arrays[n] for n in _TABLE_ARRAYS}, start_state=header["start_state"],
                                end_state=header["end_state"], rules=tuple(header["rules"])),
             token_bytes=vocab.token_bytes,
             end_ids=np.asarray(vocab.end_ids, dtype=np.int64),
             source=source,
+            indenter=IndenterSpec.from_json(header["indenter"]) if header.get("indenter") else None,
         )
     except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
         warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=3)
@@ -149,7 +152,7 @@ def _npz(handle) -> np.lib.npyio.NpzFile:
 
 
 def _arrays(compiled: "CompiledGrammar") -> dict[str, np.ndarray]:
-    arrays = {"lexer_accept": compiled.lexer_accept, "producible": compiled.producible}
+    arrays = {f"lexer_{n}": getattr(compiled.lexer, n) for n in _LEXER_ARRAYS}
     arrays.update({n: getattr(compiled.spanner, n) for n in _SPANNER_ARRAYS})
     arrays.update({n: getattr(compiled.tables, n) for n in _TABLE_ARRAYS})
     return {name: np.ascontiguousarray(a) for name, a in arrays.items()}

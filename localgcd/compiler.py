@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from localgcd.errors import GrammarError
-from localgcd.grammar import ParseTables, load_lark_grammar
+from localgcd.grammar import IndenterSpec, ParseTables, load_lark_grammar
 from localgcd.lexer.terminals import Terminal, build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.masks import Mask, MaskEngine
@@ -28,7 +28,7 @@ from localgcd.spanner import TokenSpanner, build_token_spanner
 from localgcd.trie import VocabTrie
 from localgcd.vocab import Vocabulary
 
-TABLE_FORMAT_VERSION = 2
+TABLE_FORMAT_VERSION = 3
 FORMATS = ("lark",)
 
 
@@ -37,14 +37,22 @@ class CompiledGrammar:
     """Precomputed tables for one (grammar, vocabulary) pair."""
 
     terminals: tuple[Terminal, ...]
-    lexer_accept: np.ndarray  # int32 [Q]
-    producible: np.ndarray  # bool [Q, n_terminals]
+    lexer: LexingTransducer
     spanner: TokenSpanner
     tables: ParseTables
     token_bytes: tuple[bytes, ...]
     end_ids: np.ndarray  # int64
     source: str
+    indenter: IndenterSpec | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def lexer_accept(self) -> np.ndarray:
+        return self.lexer.accept
+
+    @property
+    def producible(self) -> np.ndarray:
+        return self.lexer.producible
 
     @property
     def n_tokens(self) -> int:
@@ -58,7 +66,7 @@ class CompiledGrammar:
     def engine(self) -> MaskEngine:
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
         pda = PushdownAutomaton(self.tables, ignored)
-        return MaskEngine(self.spanner, pda, self.lexer_accept, self.producible, self.end_ids)
+        return MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter)
 
     @cached_property
     def terminated_mask(self) -> Mask:
@@ -81,8 +89,9 @@ class CompiledGrammar:
             "outcomes": int(len(self.spanner.head)),
             "token_classes": self.spanner.n_classes,
             "vocab_size": self.n_tokens,
-            "table_bytes": int(self.spanner.nbytes + self.tables.action.nbytes
-                               + self.tables.goto.nbytes + self.producible.nbytes),
+            "table_bytes": int(self.spanner.nbytes + self.tables.action.nbytes + self.tables.goto.nbytes
+                               + self.lexer.next_state.nbytes + self.lexer.emitted.nbytes
+                               + self.producible.nbytes),
         }
 
 
@@ -137,13 +146,13 @@ def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>") -> Compile
     timings.update(grammar=t1 - t0, lexer=t2 - t1, trie=t3 - t2, spanner=t4 - t3)
     return CompiledGrammar(
         terminals=parsed.terminals,
-        lexer_accept=dfa.accept,
-        producible=lexer.producible,
+        lexer=lexer,
         spanner=spanner,
         tables=parsed.tables,
         token_bytes=vocab.token_bytes,
         end_ids=np.asarray(vocab.end_ids, dtype=np.int64),
         source=source,
+        indenter=parsed.indenter,
         timings=timings,
     )
 

@@ -43,12 +43,46 @@ class ParseTables:
 
 
 @dataclass(frozen=True)
+class IndenterSpec:
+    """Lark's standard ``Indenter`` post-lexer, as parser/lexer terminal indices.
+
+    A grammar that ``%declare``s ``_INDENT`` and ``_DEDENT`` and defines
+    ``_NEWLINE`` gets it with lark's usual options: newlines inside ``( [ {``
+    are dropped; otherwise each ``_NEWLINE`` is followed by ``_INDENT`` when
+    the indentation after its last line break grows, or by one ``_DEDENT``
+    per level it returns to (it must return to an open level exactly).
+    """
+
+    newline: int  # lexer terminal index of _NEWLINE
+    indent: int  # parser column of _INDENT
+    dedent: int  # parser column of _DEDENT
+    opens: frozenset[int]  # lexer terminal indices of LPAR, LSQB, LBRACE
+    closes: frozenset[int]  # of RPAR, RSQB, RBRACE
+    tab_len: int = 8
+
+    NL_TYPE = "_NEWLINE"
+    DECLARED = ("_INDENT", "_DEDENT")
+    OPEN_TYPES = ("LPAR", "LSQB", "LBRACE")
+    CLOSE_TYPES = ("RPAR", "RSQB", "RBRACE")
+
+    def to_json(self) -> dict:
+        return {"newline": self.newline, "indent": self.indent, "dedent": self.dedent,
+                "opens": sorted(self.opens), "closes": sorted(self.closes), "tab_len": self.tab_len}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "IndenterSpec":
+        return cls(data["newline"], data["indent"], data["dedent"], frozenset(data["opens"]),
+                   frozenset(data["closes"]), data["tab_len"])
+
+
+@dataclass(frozen=True)
 class Grammar:
     """Everything localgcd needs from a Lark grammar."""
 
     terminals: tuple[Terminal, ...]  # in tie-break rank order
     tables: ParseTables
     source: str
+    indenter: IndenterSpec | None = None
 
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start") -> Grammar:
@@ -62,10 +96,19 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))
+    indenter = None
     if declared:
-        raise GrammarError(
-            f"{source}: terminal(s) {', '.join(declared)} have no pattern (%declare needs a"
-            " post-lexer, which localgcd does not support for this grammar)"
+        if set(declared) != set(IndenterSpec.DECLARED) or IndenterSpec.NL_TYPE not in index:
+            raise GrammarError(
+                f"{source}: terminal(s) {', '.join(declared)} have no pattern; localgcd supports"
+                " %declare only for _INDENT/_DEDENT with a _NEWLINE terminal (lark's Indenter)"
+            )
+        n = len(terminals)
+        index = {**index, "_INDENT": n, "_DEDENT": n + 1}
+        indenter = IndenterSpec(
+            newline=index[IndenterSpec.NL_TYPE], indent=n, dedent=n + 1,
+            opens=frozenset(index[t] for t in IndenterSpec.OPEN_TYPES if t in index),
+            closes=frozenset(index[t] for t in IndenterSpec.CLOSE_TYPES if t in index),
         )
     try:
         analyzer = LALR_Analyzer(ParserConf(rules, {}, [start]), strict=True)
@@ -73,7 +116,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     except LarkError as exc:
         raise GrammarError(f"{source}: LALR conflict: {_one_line(str(exc))}") from None
     table = IntParseTable.from_ParseTable(analyzer.parse_table)
-    return Grammar(tuple(terminals), _tables(table, rules, index, start), source)
+    return Grammar(tuple(terminals), _tables(table, rules, index, start), source, indenter)
 
 
 def _tables(table: IntParseTable, rules, terminal_index: dict[str, int], start: str) -> ParseTables:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from localgcd.errors import MatcherError
+from localgcd.layout import NO_LAYOUT, Layout
 from localgcd.pda import DEAD
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class _State:
     node: int
     at_start: bool
     terminated: bool
+    layout: Layout = NO_LAYOUT
 
 
 class Matcher:
@@ -54,7 +56,7 @@ class Matcher:
         s = self._state
         if s.terminated:
             return True
-        return self._engine.is_accepting(s.lexer_state, s.node, s.at_start)[0]
+        return self._engine.is_accepting(s.lexer_state, s.node, s.at_start, s.layout)[0]
 
     def is_terminated(self) -> bool:
         """An end token (EOS/EOT) has been accepted."""
@@ -108,7 +110,7 @@ class Matcher:
         s = self._state
         if s.terminated:
             return self._compiled.terminated_mask
-        return self._engine.mask(s.lexer_state, s.node, s.at_start)
+        return self._engine.mask(s.lexer_state, s.node, s.at_start, s.layout)
 
     def _try_advance(self, token: int) -> str | None:
         s = self._state
@@ -121,11 +123,11 @@ class Matcher:
             if not self.is_accepting():
                 return f"end token {token} before the text is a complete sentence"
             self._history.append(s)
-            self._state = _State(s.lexer_state, s.node, s.at_start, True)
+            self._state = _State(s.lexer_state, s.node, s.at_start, True, s.layout)
             return None
-        lexer_state, node = self._engine.advance(s.lexer_state, s.node, token)
+        lexer_state, node, layout = self._engine.advance(s.lexer_state, s.node, token, s.layout)
         if node == DEAD:
             return f"token {token} ({compiled.token_bytes[token]!r}) is not allowed here"
         self._history.append(s)
-        self._state = _State(lexer_state, node, False, False)
+        self._state = _State(lexer_state, node, False, False, layout)
         return None

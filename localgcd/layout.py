@@ -1,0 +1,136 @@
+"""Exact indentation (lark's ``Indenter`` post-lexer) in the online check.
+
+The Indenter turns each ``_NEWLINE`` outside brackets into ``_NEWLINE``
+followed by ``_INDENT`` (the indentation after its last line break grew) or
+by one ``_DEDENT`` per level it returns to — it must land exactly on an open
+level.  Its state — bracket depth, the stack of open levels, and the
+indentation of the pending lexeme so far — is the :class:`Layout`, part of
+every matcher state.
+
+Only newline emissions depend on the layout.  Three facts keep the rest of
+the machinery unchanged:
+
+* A token whose outcome emits no ``_NEWLINE`` is checked by the plain parser;
+  brackets only count (the grammar balances them anyway).
+* A pending newline lexeme can still reach *any* indentation (more blanks, or
+  another line break), including the current level, so "can it become an
+  acceptable terminal" is just "is ``_NEWLINE`` accepted" — or trivially yes
+  inside brackets, where the Indenter drops it.
+* A token that emits a ``_NEWLINE`` (its width read from the token's own
+  bytes, or from the pending lexeme) is checked exactly, byte by byte, with
+  :func:`scan` and :func:`feed`.  Such tokens are few.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from localgcd.grammar import IndenterSpec
+from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.pda import DEAD, PushdownAutomaton
+
+NEWLINE_BYTE, SPACE_BYTE, TAB_BYTE = 10, 32, 9
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The Indenter's state plus the pending lexeme's indentation so far."""
+
+    paren: int = 0  # open brackets
+    levels: tuple[int, ...] = (0,)  # open indentation levels
+    has_newline: bool = False  # the pending lexeme contains a line break
+    width: int = 0  # blanks after its last line break (a tab counts tab_len)
+
+
+NO_LAYOUT = Layout()
+
+
+class LayoutLexer:
+    """Byte-by-byte lexing that also measures newline lexemes."""
+
+    def __init__(self, lexer: LexingTransducer, spec: IndenterSpec) -> None:
+        self.spec = spec
+        self._next = lexer.next_state.tolist()
+        self._emitted = lexer.emitted.tolist()
+
+    def scan(self, state: int, layout: Layout, data: bytes) -> tuple[list[tuple[int, int | None]], int, Layout] | None:
+        """Terminals emitted reading ``data`` (newline widths attached), end state, new pending info.
+
+        A newline lexeme without a line break has no width (``None``): lark's
+        Indenter cannot process it, so :func:`feed` treats it as an error.
+        """
+        nl, tab = self.spec.newline, self.spec.tab_len
+        has_newline, width = layout.has_newline, layout.width
+        events: list[tuple[int, int | None]] = []
+        nxt, emitted = self._next, self._emitted
+        for byte in data:
+            term = emitted[state][byte]
+            state = nxt[state][byte]
+            if state == DEAD:
+                return None
+            if term != NO_EMIT:
+                events.append((term, (width if has_newline else None) if term == nl else None))
+                has_newline, width = False, 0
+            if byte == NEWLINE_BYTE:
+                has_newline, width = True, 0
+            elif byte == SPACE_BYTE:
+                width += 1
+            elif byte == TAB_BYTE:
+                width += tab
+        return events, state, replace(layout, has_newline=has_newline, width=width)
+
+
+def feed(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout,
+         term: int, width: int | None) -> tuple[int, Layout, int]:
+    """Feed one lexer terminal through the Indenter and the parser: (node, layout, lowest height read)."""
+    low = pda.height[node]
+    if pda.ignored[term]:
+        return node, layout, low
+    if term == spec.newline:
+        if layout.paren > 0:
+            return node, layout, low  # the Indenter drops newlines inside brackets
+        if width is None:
+            return DEAD, layout, low
+        node, low = pda.step(node, term)
+        levels = layout.levels
+        if node != DEAD and width > levels[-1]:
+            levels = levels + (width,)
+            node, step_low = pda.step(node, spec.indent)
+            low = min(low, step_low)
+        else:
+            while node != DEAD and width < levels[-1]:
+                levels = levels[:-1]
+                node, step_low = pda.step(node, spec.dedent)
+                low = min(low, step_low)
+            if width != levels[-1]:
+                node = DEAD
+        return node, replace(layout, levels=levels), low
+    paren = layout.paren + (term in spec.opens) - (term in spec.closes)
+    if paren < 0:
+        return DEAD, layout, low
+    node, low = pda.step(node, term)
+    return node, replace(layout, paren=paren) if paren != layout.paren else layout, low
+
+
+def feed_all(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout,
+             events: list[tuple[int, int | None]]) -> tuple[int, Layout, int]:
+    """:func:`feed` for a list of (terminal, width) events."""
+    low = pda.height[node]
+    for term, width in events:
+        node, layout, step_low = feed(pda, spec, node, layout, term, width)
+        low = min(low, step_low)
+        if node == DEAD:
+            break
+    return node, layout, low
+
+
+def finish(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout) -> tuple[bool, int]:
+    """End of text after the pending lexeme was fed: close every level, then ``$END``."""
+    low = pda.height[node]
+    for _ in layout.levels[1:]:
+        node, step_low = pda.step(node, spec.dedent)
+        low = min(low, step_low)
+        if node == DEAD:
+            return False, low
+    result, step_low = pda.step(node, pda.end_terminal)
+    return result == -2, min(low, step_low)

@@ -1,0 +1,142 @@
+"""Exact indentation: Python's INDENT/DEDENT (lark's Indenter) inside the masks.
+
+Checked against tests/reference/indent.py: the reference lexer, lark's own
+``Indenter.handle_NL`` and lark's parser, trying every reachable indentation
+explicitly for a pending newline.
+"""
+
+from __future__ import annotations
+
+import re
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+import regex
+
+import localgcd
+
+try:
+    from reference.indent import IndentedReferenceChecker
+except ImportError:  # pragma: no cover - when run from the repo root without tests/ on the path
+    from tests.reference.indent import IndentedReferenceChecker
+
+PYTHON = (Path(__file__).resolve().parent.parent / "grammars" / "python.lark").read_text()
+
+# Small vocabulary: every byte that occurs in the programs below plus multi-byte tokens that
+# cross line breaks and indentation the way real BPE tokens do.
+PROGRAMS = [
+    b"if x:\n    y = 1\nz = 2\n",
+    b"def f(a, b):\n    if a:\n        return [a,\n  b]\n    return b\n",
+    b"class C:\n\tdef m(self):  # tab indent\n\t\tpass\n\n\nx = (1 +\n     2)\n",
+    b"while True:\n    # comment only\n    break\nelse:\n    pass\n",
+]
+EXTRA_TOKENS = [b"    ", b"\n    ", b"\n", b":\n", b"\n\n", b"  ", b" return", b"return", b"\n        ",
+                b"\t", b"\n\t", b"):\n", b" # ", b"pass\n", b"\nx", b"x\n", b" =", b"1\n"]
+END_ID = 0
+TOKENS = [b"</s>"] + sorted({bytes([b]) for p in PROGRAMS for b in p} | set(EXTRA_TOKENS))
+VOCAB = localgcd.Vocabulary.from_tokens(TOKENS, end_ids=[END_ID], name="python-bytes")
+
+
+@pytest.fixture(scope="module")
+def compiled() -> localgcd.CompiledGrammar:
+    return localgcd.compile_grammar(PYTHON, VOCAB, source="python.lark", cache_dir=False)
+
+
+@pytest.fixture(scope="module")
+def reference() -> IndentedReferenceChecker:
+    return IndentedReferenceChecker(PYTHON)
+
+
+def mask_mismatches(m: localgcd.Matcher, prefix: bytes, reference: IndentedReferenceChecker) -> list[str]:
+    mask = m.allowed_token_mask()
+    expected = reference.allowed_many(prefix, TOKENS[1:])
+    problems = [
+        f"prefix {prefix[-30:]!r} + {tok!r}: localgcd {'allows' if got else 'masks'}, reference {'allows' if want else 'masks'}"
+        for tok, got, want in zip(TOKENS[1:], mask[1:], expected) if bool(got) != want
+    ]
+    if bool(mask[END_ID]) != reference.is_complete(prefix):
+        problems.append(f"prefix {prefix[-30:]!r}: end token {'allowed' if mask[END_ID] else 'masked'} wrongly")
+    return problems
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.split(b"\n")[0].decode() for p in PROGRAMS])
+def test_masks_equal_the_reference_at_every_byte(compiled, reference, program: bytes) -> None:
+    """Every token of the vocabulary, at every prefix of real indented programs."""
+    m = compiled.matcher()
+    problems = mask_mismatches(m, b"", reference)
+    for i in range(len(program)):
+        assert m.advance(TOKENS.index(program[i:i + 1])), m.error
+        problems += mask_mismatches(m, program[: i + 1], reference)
+    assert not problems, "\n".join(problems[:8])
+    assert m.is_accepting()
+
+
+@pytest.mark.parametrize(
+    "text, complete",
+    [
+        (b"if x:\n    y\n", True),
+        (b"if x:\n    y\n  z\n", False),  # dedent to a level that was never opened
+        (b"if x:\ny\n", False),  # a block needs an indent
+        (b"f(1,\n2)\n", True),  # newlines inside brackets are dropped
+        (b"if x:\n    if y:\n        z\nw\n", True),  # two dedents at once
+        (b"x = 1", False),  # a module ends with a newline
+    ],
+)
+def test_whole_programs(compiled, reference, text: bytes, complete: bool) -> None:
+    m = compiled.matcher()
+    ok = all(m.advance(TOKENS.index(text[i:i + 1])) for i in range(len(text)))
+    assert (ok and m.is_accepting()) == complete == reference.is_complete(text)
+
+
+def regex_module_agrees(token: bytes) -> bool:
+    """The reference matches with the ``regex`` module, whose ``\\w``/``\\d``/``\\s`` differ from
+    Python ``re`` (lark's semantics, which localgcd follows and tests/test_lexer.py checks) on some
+    characters, e.g. ``①`` (numeric: ``re`` word, ``regex`` not) or Thai vowel marks (the reverse).
+    Sampled comparisons skip tokens containing such characters."""
+    text = token.decode("utf-8", "ignore")
+    return all(
+        bool(re.fullmatch(p, ch)) == bool(regex.fullmatch(p, ch)) for ch in set(text) for p in (r"\w", r"\d", r"\s")
+    )
+
+
+def stdlib_sources(names: list[str]) -> list[tuple[str, str]]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    return [(n, (stdlib / n).read_text(encoding="utf-8")) for n in names if (stdlib / n).is_file()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "smollm2"])
+def test_forced_decoding_of_stdlib_files_with_real_vocabularies(load_vocab, vocab_name: str) -> None:
+    """Real files, real tokenizers: every next token allowed; at sampled positions the
+    mask (end token included) agrees with the reference on a token sample."""
+    import llama_cpp
+
+    from localgcd.vocab_sources import vocab_path
+
+    vocab = load_vocab(vocab_name)
+    compiled = localgcd.compile_grammar(PYTHON, vocab, cache_dir=False)
+    tokenizer = llama_cpp.Llama(model_path=str(vocab_path(vocab_name)), vocab_only=True, verbose=False)
+    reference = IndentedReferenceChecker(PYTHON)
+    rng = np.random.default_rng(7)
+    for name, source in stdlib_sources(["colorsys.py", "bisect.py"] if vocab_name == "llama-bpe" else ["bisect.py"]):
+        ids = tokenizer.tokenize(source.encode(), add_bos=False, special=False)
+        m = compiled.matcher()
+        text = b""
+        checkpoints = set(rng.choice(len(ids), size=3, replace=False).tolist()) if vocab_name == "llama-bpe" else set()
+        for i, token in enumerate(ids):
+            mask = m.allowed_token_mask()
+            assert mask[token], f"{name}: token {i} {vocab.token_bytes[token]!r} masked after {text[-40:]!r}"
+            if i in checkpoints:
+                assert bool(mask[vocab.end_ids[0]]) == reference.is_complete(text), f"{name}: end token at {i}"
+                comparable = np.fromiter((regex_module_agrees(b) for b in vocab.token_bytes), bool, len(vocab))
+                allowed, masked = np.flatnonzero(mask & comparable), np.flatnonzero(~mask & ~vocab.is_special & comparable)
+                sample = np.concatenate([rng.choice(allowed, min(40, allowed.size), replace=False),
+                                         rng.choice(masked, min(40, masked.size), replace=False)])
+                expected = reference.allowed_many(text, [vocab.token_bytes[t] for t in sample])
+                wrong = [vocab.token_bytes[t] for t, want in zip(sample, expected) if bool(mask[t]) != want]
+                assert not wrong, f"{name} at token {i}: disagreement on {wrong[:5]}"
+            assert m.advance(token), m.error
+            text += vocab.token_bytes[token]
+        assert m.is_accepting() and m.allowed_token_mask()[list(vocab.end_ids)].all()
