@@ -18,7 +18,7 @@ from grammar_support import (GRAMMAR_DIR, FORBIDDEN_REGEX_SYNTAX, accepts, asser
                              assert_no_conflicts, build_report, grammar_sizes,
                              parse_with_localgcd_semantics)
 
-ALL = ["json", "arithmetic", "csv", "sql_select", "chain_of_thought", "python", "java"]
+ALL = ["json", "arithmetic", "csv", "sql_select", "chain_of_thought", "python", "java", "go"]
 HERE = Path(__file__).parent
 
 
@@ -46,7 +46,7 @@ def test_header_comment_and_no_forbidden_regex(g):
 
 
 def test_sizes_of_the_big_grammars():
-    for g in ["python", "java"]:
+    for g in ["python", "java", "go"]:
         s = grammar_sizes(g)
         assert s["terminals"] >= 85 and s["rules"] >= 350, (g, s)
 
@@ -187,6 +187,57 @@ def test_java_language():
     assert_language("java", accepted=JAVA_OK, rejected=JAVA_BAD)
 
 
+# ------------------------------------------------------------------ go
+GO_OK = [
+    "package p",                                                    # no final newline
+    "// Copyright\n\n/* Package p\n   does things. */\npackage p\n\nimport \"fmt\"\n",
+    "package p\nimport (\n\t\"fmt\"\n\tstr \"strings\" // c\n\t. \"os\"\n\t_ `x`\n)\n",
+    "package p; import \"a\"; var x = 1; func f() { g(); h() }",
+    "package p\nfunc f(a, b int, c ...string) (n int, err error) {\n\treturn 0, nil\n}\n",
+    "package p\n\nfunc (b *Buffer) Len() int { return len(b.buf) - b.off }\n\nfunc asm(x int) int\n",
+    "package p\nfunc f() {\n\tx := []int{\n\t\t1, // one\n\t\t2,\n\t}\n\tfor i, v := range x {\n\t\t_ = i + v\n\t}\n\tfor range ch {\n\t}\n}\n",
+    "package p\nfunc f() {\n\tif v, ok := m[k]; ok {\n\t} else if x {\n\t} else {\n\t}\n}\n",
+    "package p\nfunc f() {\n\tswitch x := y.(type) {\n\tcase int, string:\n\t\tg()\n\tcase []byte, map[string]any, func() error:\n\tcase nil:\n\tdefault:\n\t}\n}\n",
+    "package p\nfunc f() {\n\tfor i := 0; i < n; i++ {\n\t\tif a &&\n\t\t\tb { // operators swallow the newline\n\t\t\tcontinue\n\t\t}\n\t}\n\tfor {\n\t\tbreak\n\t}\n}\n",
+    "package p\nfunc f() {\n\tselect {\n\tcase v, ok := <-ch:\n\t\t_ = v\n\tcase ch <- 1:\n\tdefault:\n\t}\n}\n",
+    "package p\ntype T struct {\n\ta, b int `json:\"a\"`\n\tio.Reader\n\t*U\n\tf    func(int) bool\n\tlast atomic.Pointer[File]\n}\n",
+    "package p\ntype I interface {\n\tRead(p []byte) (n int, err error)\n\tfmt.Stringer\n}\ntype A = B\ntype N interface{ ~int | ~uint8 }\n",
+    "package p\nconst (\n\tA = iota\n\tB\n\tC // c\n)\nvar (\n\tx, y int = 1, 2\n)\n",
+    "package p\nvar x = map[string]struct{}{\"a\": {}}\nvar y = [...]string{2: \"b\", 5: \"c\"}\n",
+    "package p\nfunc f() {\n\tx := T{A: 1, B: pkg.U{}}\n\ty := &T{}\n\tz := []byte(s)\n\tw := make(map[string]int, 10)\n\tc := make(chan<- int)\n\t_ = (*T)(nil)\n\t_ = interface{}(x)\n}\n",
+    "package p\nfunc f() {\n\tgo func() {\n\t\tdefer wg.Done()\n\t}()\n\tx.\n\t\tY().\n\t\tZ(a...)\n}\n",
+    "package p\nfunc f() {\nL:\n\tfor {\n\t\tbreak L\n\t}\n\tgoto L\n}\n",
+    "package p\nfunc f() { /* a\n b */ }\nvar x = 1 /* multi\nline */\nvar y = 2\n",
+    "package p\nvar r = 'a' + '\\n' + '\\x00' + '\\u1234' + '\\''\nvar f = 1.5e-3 + .5 + 1. + 0x1p-2 + 2i + 0x_1F + 0o17 + 017 + 0b1 + 1_000 + 08.5\nvar s = `raw\nstring` + \"\\\"q\\\"\\\\\"\n",
+    "package p\nfunc Map[T any, U comparable](s []T) {}\n",
+    "package p\nfunc f() {\n\tif x {\n\t}\n}\n\n// a /* b\n// the end, no final newline",
+    "package p\nfunc f() {\n\tx, y = y, x\n\tx += 1\n\tx &^= 3\n\tx <<= 2\n\ta[i:j:k], b[:] = c[1:], d[:n]\n\ti++\n}\n",
+    "package p\nfunc f() {\n\tswitch {\n\tcase x > 1:\n\t\tfallthrough\n\tcase\n\t\tx < 0:\n\t}\n\tswitch x {\n\t}\n\tif x := (T{}); x.a {\n\t}\n\tfor _, s := range []S{{1}, {2}} {\n\t}\n}\n",
+]
+GO_BAD = [
+    "",
+    "func f() {}\n",                                                 # no package clause
+    "package p\nfunc f() {\n\tx := []int{\n\t\t1,\n\t\t2\n\t}\n}\n",   # newline after 2 is ';'
+    "package p\nfunc f() {\n\tif x\n\t{\n\t}\n}\n",
+    "package p\nfunc f() {\n\tif x {\n\t}\n\telse {\n\t}\n}\n",
+    "package p\nfunc f() {\n\tif x := T{}; x.a {\n\t}\n}\n",          # bare T{} in an if header
+    "package p\nfunc f() {\n\tf(a,\n\t\tb\n\t)\n}\n",
+    "package p\nfunc f() {\n\tx := 1 +\n}\n",
+    "package p\nfunc f() { x := 1 y := 2 }\n",
+    "package p\nvar s = \"unterminated\n",
+    "package p\nvar s = \"\\'\"\n",                                   # \' is no string escape
+    "package p\nfunc f()\n{\n}\n",
+    "package p\nvar x = 1 2\n",
+    "package p\nvar x = 08\n",
+    "package p\nfunc f() {\n\treturn\n}}\n",
+    "package p\ntype T struct { a int b int }\n",
+]
+
+
+def test_go_language():
+    assert_language("go", accepted=GO_OK, rejected=GO_BAD)
+
+
 # ------------------------------------------------------------------ real code, fixed sample
 PY_SAMPLE = ["abc.py", "argparse.py", "ast.py", "bisect.py", "calendar.py", "colorsys.py", "copy.py",
              "csv.py", "dataclasses.py", "enum.py", "fractions.py", "functools.py", "heapq.py",
@@ -195,9 +246,15 @@ PY_SAMPLE = ["abc.py", "argparse.py", "ast.py", "bisect.py", "calendar.py", "col
 JAVA_SAMPLE = ["AbstractList", "ArrayDeque", "ArrayList", "Arrays", "BitSet", "Collections", "Comparator",
                "EnumMap", "HashMap", "HashSet", "LinkedList", "Map", "Objects", "Optional", "PriorityQueue",
                "Random", "Scanner", "StringJoiner", "TreeMap", "UUID"]
+GO_SAMPLE = ["bytes/buffer.go", "bytes/bytes.go", "bytes/reader.go", "encoding/json/decode.go",
+             "encoding/json/encode.go", "encoding/json/scanner.go", "encoding/json/stream.go",
+             "fmt/format.go", "fmt/print.go", "fmt/scan.go", "sort/search.go", "sort/slice.go",
+             "sort/sort.go", "sort/zsortfunc.go", "strconv/atof.go", "strconv/ftoa.go",
+             "strconv/quote.go", "strings/builder.go", "strings/replace.go", "strings/strings.go"]
 # known, documented failures in the samples (match statements; Outer<A>.Inner types)
 PY_KNOWN_BAD = {"dataclasses.py"}
 JAVA_KNOWN_BAD = {"ArrayList"}
+GO_KNOWN_BAD = set()
 
 
 def _stdlib_files():
@@ -252,4 +309,30 @@ def test_java_util_sample():
             bad.append(f"{cls}: {str(err)[:200]}")
     if n < 10:
         pytest.skip("java.util sources not in src.zip")
+    assert not bad, bad
+
+
+def _go_root():
+    for pat in ("/usr/share/go-*/src", "/usr/lib/go-*/src"):
+        for d in sorted(glob.glob(pat), reverse=True):
+            if os.path.isdir(os.path.join(d, "strings")):
+                return Path(d)
+    return None
+
+
+@pytest.mark.slow
+def test_go_stdlib_sample():
+    root = _go_root()
+    files = [(n, root / n) for n in GO_SAMPLE if root and (root / n).is_file()]
+    if len(files) < 10:
+        pytest.skip("Go sources (Debian golang-src) not installed")
+    bad = []
+    for name, path in files:
+        try:
+            parse_with_localgcd_semantics("go", path.read_text(encoding="utf-8"))
+            ok = True
+        except Exception as e:  # noqa: BLE001
+            ok, err = False, e
+        if ok == (name in GO_KNOWN_BAD):
+            bad.append(f"{name}: {'unexpectedly parses' if ok else str(err)[:200]}")
     assert not bad, bad
