@@ -27,11 +27,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-GRAMMARS = {name: ROOT / "grammars" / f"{name}.lark" for name in ("json", "java", "go", "sql_select")}
-DEFAULT_MATRIX = [
-    ("json", "llama-spm"), ("json", "smollm2"), ("json", "llama-bpe"), ("json", "qwen2"), ("json", "gemma3"),
-    ("java", "llama-spm"), ("java", "smollm2"), ("java", "llama-bpe"), ("java", "qwen2"), ("java", "gemma3"),
-]
+GRAMMARS = {name: ROOT / "grammars" / f"{name}.lark" for name in ("json", "java", "python", "go")}
+VOCABS = ("llama-spm", "smollm2", "llama-bpe", "qwen2", "gemma3")
+DEFAULT_MATRIX = [(g, v) for g in ("json", "java", "python") for v in VOCABS]
 
 
 def json_documents() -> list[str]:
@@ -67,7 +65,22 @@ def java_documents(limit: int = 3) -> list[str]:
     return []
 
 
-DOCUMENTS = {"json": json_documents, "java": java_documents}
+def python_documents(limit: int = 3) -> list[str]:
+    """Real modules from the installed CPython standard library."""
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    names = ["bisect.py", "colorsys.py", "shlex.py", "textwrap.py"]
+    return [(stdlib / n).read_text(encoding="utf-8") for n in names if (stdlib / n).is_file()][:limit]
+
+
+def go_documents(limit: int = 3) -> list[str]:
+    """Real files from Debian's golang-src (strings, sort)."""
+    found = sorted(glob.glob("/usr/share/go-*/src/strings/reader.go") + glob.glob("/usr/share/go-*/src/sort/search.go"))
+    return [Path(p).read_text(encoding="utf-8") for p in found][:limit]
+
+
+DOCUMENTS = {"json": json_documents, "java": java_documents, "python": python_documents, "go": go_documents}
 
 
 def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:

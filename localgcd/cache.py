@@ -1,7 +1,8 @@
 """The on-disk cache of compiled tables.
 
 One ``.npz`` file per (grammar text, format, vocabulary fingerprint, table
-format version) key, holding numpy arrays and one JSON header — never pickle,
+format version) key — plus one per vocabulary for its byte trie, which every
+grammar shares — holding numpy arrays and one JSON header — never pickle,
 so reading a cache file cannot execute code.  Files are written to a temporary
 name in the same directory and renamed into place, so readers see a whole
 file or none, and two processes compiling the same grammar both succeed (the
@@ -56,21 +57,47 @@ def save(key: str, compiled: "CompiledGrammar", cache_dir: str | Path | None = N
     """Write ``compiled`` under ``key`` atomically; warn and return None if impossible."""
     from localgcd.compiler import TABLE_FORMAT_VERSION
 
-    arrays = _arrays(compiled)
     header = {
-        "format": FORMAT,
-        "version": TABLE_FORMAT_VERSION,
-        "key": key,
         "terminals": [t.__dict__ for t in compiled.terminals],
         "rules": list(compiled.tables.rules),
         "start_state": compiled.tables.start_state,
         "end_state": compiled.tables.end_state,
         "n_base": compiled.spanner.n_base,
         "indenter": compiled.indenter.to_json() if compiled.indenter else None,
-        "checksums": {name: _crc(a) for name, a in arrays.items()},
     }
+    return write_entry(entry_path(key, cache_dir), key, TABLE_FORMAT_VERSION, header, _arrays(compiled))
+
+
+def load(key: str, vocab: "Vocabulary", source: str, cache_dir: str | Path | None = None) -> "CompiledGrammar | None":
+    """The cached tables for ``key``, or None if absent, stale or corrupt (then warns)."""
+    from localgcd.compiler import TABLE_FORMAT_VERSION, CompiledGrammar
+
+    started = time.perf_counter()
+    entry = read_entry(entry_path(key, cache_dir), key, TABLE_FORMAT_VERSION)
+    if entry is None:
+        return None
+    header, arrays = entry
+    compiled = CompiledGrammar(
+        terminals=tuple(Terminal(**t) for t in header["terminals"]),
+        lexer=LexingTransducer(**{n: arrays[f"lexer_{n}"] for n in _LEXER_ARRAYS}),
+        spanner=TokenSpanner(**{n: arrays[n] for n in _SPANNER_ARRAYS}, n_base=header["n_base"]),
+        tables=ParseTables(**{n: arrays[n] for n in _TABLE_ARRAYS}, start_state=header["start_state"],
+                           end_state=header["end_state"], rules=tuple(header["rules"])),
+        token_bytes=vocab.token_bytes,
+        end_ids=np.asarray(vocab.end_ids, dtype=np.int64),
+        source=source,
+        indenter=IndenterSpec.from_json(header["indenter"]) if header.get("indenter") else None,
+    )
+    compiled.timings["cache_load"] = time.perf_counter() - started
+    return compiled
+
+
+def write_entry(path: Path, key: str, version: int, header: dict, arrays: dict[str, np.ndarray]) -> Path | None:
+    """Atomically write arrays plus a JSON header (format, version, key, CRC-32 per array)."""
+    arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+    header = {**header, "format": FORMAT, "version": version, "key": key,
+              "checksums": {name: _crc(a) for name, a in arrays.items()}}
     arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
-    path = entry_path(key, cache_dir)
     tmp_name = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,52 +116,38 @@ def save(key: str, compiled: "CompiledGrammar", cache_dir: str | Path | None = N
         return None
 
 
-def load(key: str, vocab: "Vocabulary", source: str, cache_dir: str | Path | None = None) -> "CompiledGrammar | None":
-    """The cached tables for ``key``, or None if absent, stale or corrupt (then warns)."""
-    from localgcd.compiler import TABLE_FORMAT_VERSION, CompiledGrammar
-
-    path = entry_path(key, cache_dir)
+def read_entry(path: Path, key: str, version: int) -> tuple[dict, dict[str, np.ndarray]] | None:
+    """(header, arrays) of a verified entry; None if absent, or (with a warning) unusable."""
     if not path.is_file():
         return None
-    started = time.perf_counter()
     try:
         with open(path, "rb") as handle, _npz(handle) as data:
             header = json.loads(bytes(data["header"]).decode("utf-8"))
             if header.get("format") != FORMAT or header.get("key") != key:
-                raise ValueError("not a localgcd table file for this grammar")
-            if header.get("version") != TABLE_FORMAT_VERSION:
-                raise ValueError(f"table format v{header.get('version')}, expected v{TABLE_FORMAT_VERSION}")
+                raise ValueError("not a localgcd table file for this key")
+            if header.get("version") != version:
+                raise ValueError(f"table format v{header.get('version')}, expected v{version}")
             arrays = {name: data[name] for name in header["checksums"]}
         for name, crc in header["checksums"].items():
             if _crc(arrays[name]) != crc:
                 raise ValueError(f"checksum mismatch in {name}")
-        compiled = CompiledGrammar(
-            terminals=tuple(Terminal(**t) for t in header["terminals"]),
-            lexer=LexingTransducer(**{n: arrays[f"lexer_{n}"] for n in _LEXER_ARRAYS}),
-            spanner=TokenSpanner(**{n: arrays[n] for n in _SPANNER_ARRAYS}, n_base=header["n_base"]),
-            tables=ParseTables(**{n: arrays[n] for n in _TABLE_ARRAYS}, start_state=header["start_state"],
-                               end_state=header["end_state"], rules=tuple(header["rules"])),
-            token_bytes=vocab.token_bytes,
-            end_ids=np.asarray(vocab.end_ids, dtype=np.int64),
-            source=source,
-            indenter=IndenterSpec.from_json(header["indenter"]) if header.get("indenter") else None,
-        )
     except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
-        warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=3)
+        warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=4)
         return None
-    compiled.timings["cache_load"] = time.perf_counter() - started
-    return compiled
+    return header, arrays
 
 
 def info(cache_dir: str | Path | None = None) -> dict[str, object]:
     """Where the table cache is, how many entries and bytes it holds."""
     directory = tables_dir(cache_dir)
     files = sorted(directory.glob("*.npz")) if directory.is_dir() else []
-    return {"path": str(directory), "entries": len(files), "bytes": sum(f.stat().st_size for f in files)}
+    tries = [f for f in files if f.name.startswith("trie-")]
+    return {"path": str(directory), "entries": len(files) - len(tries), "vocabulary_tries": len(tries),
+            "bytes": sum(f.stat().st_size for f in files)}
 
 
 def clear(cache_dir: str | Path | None = None) -> int:
-    """Delete every cached table file; return how many were removed."""
+    """Delete every cached table and trie file; return how many were removed."""
     directory = tables_dir(cache_dir)
     removed = 0
     if directory.is_dir():
@@ -155,7 +168,7 @@ def _arrays(compiled: "CompiledGrammar") -> dict[str, np.ndarray]:
     arrays = {f"lexer_{n}": getattr(compiled.lexer, n) for n in _LEXER_ARRAYS}
     arrays.update({n: getattr(compiled.spanner, n) for n in _SPANNER_ARRAYS})
     arrays.update({n: getattr(compiled.tables, n) for n in _TABLE_ARRAYS})
-    return {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+    return arrays
 
 
 def _crc(array: np.ndarray) -> int:

@@ -25,7 +25,7 @@ from localgcd.masks import Mask, MaskEngine
 from localgcd.matcher import Matcher
 from localgcd.pda import PushdownAutomaton
 from localgcd.spanner import TokenSpanner, build_token_spanner
-from localgcd.trie import VocabTrie
+from localgcd.trie import VocabTrie, trie_from_arrays, trie_to_arrays
 from localgcd.vocab import Vocabulary
 
 TABLE_FORMAT_VERSION = 3
@@ -116,7 +116,7 @@ def compile_grammar(
         loaded = cache.load(key, vocab, source, cache_dir)
         if loaded is not None:
             return loaded
-    compiled = build(grammar, vocab, source)
+    compiled = build(grammar, vocab, source, cache_dir)
     if cache_dir is not False:
         cache.save(key, compiled, cache_dir)
     return compiled
@@ -130,8 +130,9 @@ def cache_key(grammar: str, fmt: str, vocab: Vocabulary) -> str:
     return digest.hexdigest()
 
 
-def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>") -> CompiledGrammar:
-    """Run the whole pipeline in memory (no cache)."""
+def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>",
+          cache_dir: str | Path | None | bool = False) -> CompiledGrammar:
+    """Run the whole pipeline (the vocabulary trie may come from the cache)."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     parsed = load_lark_grammar(grammar, source)
@@ -139,7 +140,7 @@ def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>") -> Compile
     dfa = build_lexer_dfa(list(parsed.terminals), source)
     lexer = LexingTransducer.from_dfa(dfa, len(parsed.terminals))
     t2 = time.perf_counter()
-    trie = vocabulary_trie(vocab)
+    trie = vocabulary_trie(vocab, cache_dir)
     t3 = time.perf_counter()
     spanner = build_token_spanner(lexer, trie, len(vocab))
     t4 = time.perf_counter()
@@ -158,14 +159,28 @@ def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>") -> Compile
 
 
 _TRIES: dict[str, VocabTrie] = {}
+TRIE_FORMAT_VERSION = 1
 
 
-def vocabulary_trie(vocab: Vocabulary) -> VocabTrie:
-    """The byte trie of a vocabulary's text tokens (memoized per fingerprint)."""
+def vocabulary_trie(vocab: Vocabulary, cache_dir: str | Path | None | bool = None) -> VocabTrie:
+    """The byte trie of a vocabulary's text tokens: memoized per fingerprint, cached on disk.
+
+    It depends on the vocabulary alone, so every grammar compiled for it shares one.
+    """
+    from localgcd import cache
+
+    use_disk = cache_dir is not False
+    path = cache.tables_dir(cache_dir or None) / f"trie-{vocab.fingerprint}.npz"
     trie = _TRIES.get(vocab.fingerprint)
+    if trie is None and use_disk:
+        entry = cache.read_entry(path, vocab.fingerprint, TRIE_FORMAT_VERSION)
+        trie = trie_from_arrays(entry[1]) if entry is not None else None
     if trie is None:
         text = np.fromiter(
             (i for i, b in enumerate(vocab.token_bytes) if b and not vocab.is_special[i]), dtype=np.int64
         )
-        trie = _TRIES[vocab.fingerprint] = VocabTrie.build(vocab.token_bytes, text)
+        trie = VocabTrie.build(vocab.token_bytes, text)
+    if use_disk and not path.exists():
+        cache.write_entry(path, vocab.fingerprint, TRIE_FORMAT_VERSION, {}, trie_to_arrays(trie))
+    _TRIES[vocab.fingerprint] = trie
     return trie

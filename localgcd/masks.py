@@ -115,8 +115,10 @@ class MaskEngine:
         self._finals: dict[tuple[int, int, bool], tuple[bool, int]] = {}
         self._final_by_suffix: SuffixCache[tuple[bool, int]] = SuffixCache(pda)
         self._final_shifts, self._final_acts = _final_tables(pda, producible)
+        self._actionable = (pda.tables.action != -1).tolist()
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
+        self._dependent_groups: dict[tuple[int, int], tuple[list[int], dict]] = {}
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self.indenter = indenter
         if indenter is not None:
@@ -276,11 +278,44 @@ class MaskEngine:
         return self._emit_pending(q, node, NO_LAYOUT)[0]
 
     def _dependent_classes(self, split: _ParserStateSplit, node: int, paren: int) -> tuple[np.ndarray, int]:
-        """Classes of the context-dependent outcomes that pass on this stack; lowest height read."""
-        if not split.dependent.size:
-            return split.dependent_classes[:0], self.pda.height[node]
-        _, ok, lows = self._check(node, split.dependent, paren)
-        return split.classes_of(split.dependent[ok]), min(self.pda.height[node], int(lows.min()))
+        """Classes of the context-dependent outcomes that pass on this stack; lowest height read.
+
+        Each outcome's verdict depends only on the stack states its check read,
+        so verdicts are cached in groups by read depth, under the stack suffix
+        of that depth: a new stack reuses every group whose suffix it shares
+        and only re-checks the rest.
+        """
+        height = self.pda.height[node]
+        dependent = split.dependent
+        if not dependent.size:
+            return split.dependent_classes[:0], height
+        groups = self._dependent_groups.setdefault((id(split), paren), ([], {}))
+        depths, table = groups
+        todo = np.ones(dependent.size, dtype=bool)
+        passed: list[np.ndarray] = []
+        low = height
+        for depth in depths:
+            hit = table.get((depth, self.pda.states_of(node, depth)))
+            if hit is not None:
+                members, accepted = hit
+                todo[members] = False
+                passed.append(accepted)
+                low = min(low, height - depth + 1)
+        pending = np.flatnonzero(todo)
+        if pending.size:
+            _, ok, lows = self._check(node, dependent[pending], paren)
+            read = height - lows + 1
+            for depth in np.unique(read).tolist():
+                in_group = read == depth
+                members, accepted = pending[in_group], dependent[pending[in_group & ok]]
+                table[(depth, self.pda.states_of(node, depth))] = (members, accepted)
+                passed.append(accepted)
+                if depth not in depths:
+                    depths.append(depth)
+                    depths.sort()
+            low = min(low, int(lows.min()))
+        accepted = np.concatenate(passed) if passed else dependent[:0]
+        return split.classes_of(accepted), low
 
     def _combined(self, q: int, split: _ParserStateSplit, fresh: _ParserStateSplit,
                   emits: np.ndarray) -> np.ndarray:
@@ -473,7 +508,10 @@ class MaskEngine:
             result = self._prod_ignored[lexer_state] or (
                 dropped and self.indenter is not None and self._prod_newline[lexer_state])
             if not result:
+                actionable = self._actionable[pda.state[node]]
                 for term in self._prod_terms[lexer_state]:
+                    if not actionable[term]:
+                        continue  # no move on it in the top state: it dies reading only the top
                     after, term_low = pda.step(node, term)
                     low = min(low, term_low)
                     if after != DEAD:

@@ -136,7 +136,18 @@ def test_two_processes_compiling_at_once_both_succeed(tmp_path) -> None:
         assert z.testzip() is None
 
 
+def test_the_vocabulary_trie_is_cached_once_for_every_grammar(tmp_path, monkeypatch) -> None:
+    from localgcd import compiler
+
+    localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
+    compiler._TRIES.clear()
+    monkeypatch.setattr(compiler.VocabTrie, "build", None)  # a rebuild would fail
+    other = localgcd.compile_grammar(JSONISH + "\n// another grammar\n", BYTES_VOCAB, cache_dir=tmp_path)
+    assert masks_along(other, DOC)[-1][261]
+
+
 def test_cache_clear_removes_entries(tmp_path) -> None:
     localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    assert cache.clear(tmp_path) == 1
+    assert cache.info(tmp_path)["vocabulary_tries"] == 1
+    assert cache.clear(tmp_path) == 2  # the grammar's tables and the vocabulary's trie
     assert cache.info(tmp_path)["entries"] == 0
