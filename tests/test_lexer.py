@@ -187,3 +187,18 @@ def test_a_terminal_matching_the_empty_string_is_refused() -> None:
 def load_and_build(grammar: str) -> None:
     parsed = load_lark_grammar(grammar, "g.lark")
     build_lexer_dfa(list(parsed.terminals), "g.lark")
+
+
+def test_case_folding_is_exactly_pythons_re_ignorecase() -> None:
+    """For cased code points (every 7th, and the known special cases), the i-flag
+    variants are exactly those re.IGNORECASE equates among all cased code points."""
+    from localgcd.lexer.charset import _case_pairs
+
+    pairs = set(_case_pairs())
+    universe = sorted({a for a, _ in pairs})
+    specials = [0x49, 0x69, 0x130, 0x131, 0x53, 0x73, 0x17F, 0x4B, 0x6B, 0x212A, 0x3A3, 0x3C2, 0x3C3, 0x345]
+    for c in sorted(set(universe[::7]) | set(specials)):
+        ch = chr(c)
+        mine = {b for a, b in pairs if a == c}
+        python = {o for o in universe if o != c and re.fullmatch(re.escape(ch), chr(o), re.IGNORECASE)}
+        assert mine == python, f"U+{c:04X}: localgcd {sorted(mine)} vs re {sorted(python)}"

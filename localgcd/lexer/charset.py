@@ -120,15 +120,28 @@ _LAST_CASED = 0x1FFFF  # no code point above this has a case variant
 
 @lru_cache(maxsize=None)
 def _case_pairs() -> tuple[tuple[int, int], ...]:
-    """Pairs (a, b) of distinct code points that Python's re.IGNORECASE equates."""
-    pairs = []
+    """Pairs (a, b) of distinct code points that Python's re.IGNORECASE equates.
+
+    ``re`` compares characters by their *simple* lower-case mapping
+    (``_sre.unicode_tolower``; e.g. U+0130 'İ' → 'i', where ``str.lower`` gives
+    two characters) and adds a few extra equivalences (``re._casefix``, e.g.
+    'ſ' with 's'); the classes are built from exactly those two sources.
+    """
+    import _sre
+    from re._casefix import _EXTRA_CASES
+
+    classes: dict[int, set[int]] = {}
     for c in range(_LAST_CASED + 1):
-        ch = chr(c)
-        for other in (ch.lower(), ch.upper()):
-            if len(other) == 1 and other != ch and re.fullmatch(re.escape(ch), other, re.IGNORECASE):
-                pairs.append((c, ord(other)))
-                pairs.append((ord(other), c))
-    return tuple(sorted(set(pairs)))
+        if not SURROGATES[0] <= c <= SURROGATES[1]:
+            classes.setdefault(_sre.unicode_tolower(c), set()).add(c)
+    for lower, extras in _EXTRA_CASES.items():
+        merged = classes.setdefault(lower, {lower})
+        for extra in extras:
+            merged |= classes.get(extra, {extra})
+        for member in list(merged):
+            classes[_sre.unicode_tolower(member)] = merged
+    pairs = {(a, b) for members in classes.values() if len(members) > 1 for a in members for b in members if a != b}
+    return tuple(sorted(pairs))
 
 
 def case_closure(chars: CharSet) -> CharSet:
