@@ -38,7 +38,6 @@ from typing import Iterable
 import lark
 import regex
 from lark import Lark, Token
-from lark.indenter import Indenter
 from lark.lexer import Lexer, PatternStr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,13 +57,10 @@ class ConflictError(Exception):
 # --------------------------------------------------------------------------
 # Python's indentation post-lexer: lark's standard Indenter with the options
 # named in the issue (tab_len=8).
-class PythonIndenter(Indenter):
-    NL_type = "_NEWLINE"
-    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
-    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
-    INDENT_type = "_INDENT"
-    DEDENT_type = "_DEDENT"
-    tab_len = 8
+try:
+    from reference.indent import StandardIndenter as PythonIndenter
+except ImportError:  # pragma: no cover - when imported as tests.grammar_support
+    from tests.reference.indent import StandardIndenter as PythonIndenter
 
 
 def _needs_indenter(text: str) -> bool:
