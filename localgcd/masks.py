@@ -118,6 +118,7 @@ class MaskEngine:
         self._actionable = (pda.tables.action != -1).tolist()
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
+        self._status: dict[tuple[int, int], np.ndarray] = {}
         self._dependent_groups: dict[tuple[int, int], tuple[list[int], dict]] = {}
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self.indenter = indenter
@@ -131,7 +132,6 @@ class MaskEngine:
             self._class_tokens = order[np.count_nonzero(spanner.token_class < 0):]
             self._class_offsets = np.concatenate(([0], np.cumsum(counts)))
             self._groups: dict[int, _LayoutGroups] = {}
-            self._status: dict[tuple[int, int], np.ndarray] = {}
             self._layout_sensitive: dict[int, bool] = {}
             self._next_state, self._emitted = lexer.next_state, lexer.emitted
             pieces = [token_bytes[t] for t in range(len(token_bytes))]
@@ -367,22 +367,30 @@ class MaskEngine:
                 allowed.append(np.asarray([token]))
         return (np.concatenate(allowed) if allowed else np.empty(0, dtype=np.int64)), low
 
-    def _check_by_status(self, node: int, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
-        """Alg. 5 per outcome: reuse each outcome's always/never status for this parser state."""
-        paren_key = min(paren, self._paren_cap)
+    def _statuses(self, node: int, outcomes: np.ndarray, paren_key: int) -> np.ndarray:
+        """Alg. 5 per outcome: always / never / context-dependent in this parser state.
+
+        Rows of different lexer states share most outcomes, so each outcome is
+        classified once per (top parser state, bracket depth) and remembered.
+        """
         key = (self.pda.state[node], paren_key)
         status = self._status.get(key)
         if status is None:
             status = self._status[key] = np.zeros(len(self.spanner.head), dtype=np.int8)
         known = status[outcomes]
-        low = self.pda.height[node]
         unknown = np.flatnonzero(known == _UNKNOWN)
         if unknown.size:
             fresh = sorted_unique(outcomes[unknown])
             _, ok, lows = self._check(node, fresh, paren_key)
-            top_only = lows == low
+            top_only = lows == self.pda.height[node]
             status[fresh] = np.where(top_only, np.where(ok, _ALWAYS, _NEVER), _DEPENDENT)
             known = status[outcomes]
+        return known
+
+    def _check_by_status(self, node: int, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
+        """Verdicts for outcomes: stored statuses, and a check on this stack for dependent ones."""
+        known = self._statuses(node, outcomes, min(paren, self._paren_cap))
+        low = self.pda.height[node]
         ok = known == _ALWAYS
         dependent = np.flatnonzero(known == _DEPENDENT)
         if dependent.size:
@@ -412,13 +420,12 @@ class MaskEngine:
                 emitting = self._emits_newline[outcomes]
                 layout_outcomes, outcomes = outcomes[emitting], outcomes[~emitting]
                 layout_classes = np.flatnonzero(np.isin(row[:-1], layout_outcomes))
-            _, ok, lows = self._check(node, outcomes, paren_key)
-            top_only = lows == self.pda.height[node]
+            status = self._statuses(node, outcomes, paren_key)
             accepted = np.zeros(len(self.spanner.head) + 1, dtype=bool)  # last slot: DEAD (-1)
-            accepted[outcomes[ok & top_only]] = True
+            accepted[outcomes[status == _ALWAYS]] = True
             always = accepted[row]
             always.flags.writeable = False
-            dependent = outcomes[~top_only]
+            dependent = outcomes[status == _DEPENDENT]
             classes = np.flatnonzero(np.isin(row, dependent)) if dependent.size else np.empty(0, np.int64)
             split = _ParserStateSplit(always, dependent, classes, row[classes], layout_classes)
             self._splits[key] = split
