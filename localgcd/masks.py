@@ -226,7 +226,6 @@ class MaskEngine:
         Each part is its always-accepted classes (cached per parser state) plus
         the context-dependent outcomes that pass on this stack.
         """
-        pda = self.pda
         split = self._split(q, node, layout.paren)
         extra, low = self._dependent_classes(split, node, layout.paren)
         tokens, token_low = self._layout_tokens(split, q, node, layout, None)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import io
 import logging
-import os
 from pathlib import Path
 from typing import Iterable
 
