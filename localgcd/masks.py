@@ -116,6 +116,8 @@ class MaskEngine:
         self._final_by_suffix: SuffixCache[tuple[bool, int]] = SuffixCache(pda)
         self._final_shifts, self._final_acts = _final_tables(pda, producible)
         self._actionable = (pda.tables.action != -1).tolist()
+        self._action_np = pda.tables.action
+        self._ignored_np = np.append(ignored, np.zeros(pda.end_terminal + 1 - ignored.size, dtype=bool))
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
         self._status: dict[tuple[int, int], np.ndarray] = {}
@@ -448,12 +450,21 @@ class MaskEngine:
                 break
             terms = head[cur[idx]].astype(np.int64)
             keys, inverse = unique_inverse(nodes[idx] * n_terms + terms)
-            results = np.empty(keys.size, dtype=np.int64)
-            key_lows = np.empty(keys.size, dtype=np.int64)
-            for i, key in enumerate(keys.tolist()):
-                at, term = divmod(key, n_terms)
+            key_nodes, key_terms = np.divmod(keys, n_terms)
+            node_list = key_nodes.tolist()
+            tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=keys.size)
+            results = np.full(keys.size, DEAD, dtype=np.int64)
+            key_lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=keys.size)
+            # The top state decides most pairs: no move there is death, a shift is a push
+            # (both read only the top); only reductions go through the PDA's edges.
+            action = self._action_np[tops, key_terms]
+            push = pda.push
+            for i in np.flatnonzero((action != -1) | self._ignored_np[key_terms]).tolist():
+                at, term = node_list[i], int(key_terms[i])
                 if ignored[term]:
-                    results[i], key_lows[i] = at, pda.height[at]
+                    results[i] = at
+                elif action[i] >= 0:
+                    results[i] = push(at, int(action[i]))
                 else:
                     results[i], key_lows[i] = pda.step(at, term)
             nodes[idx] = results[inverse]
