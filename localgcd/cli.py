@@ -97,8 +97,8 @@ def _user_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         try:
             sys.stdout.flush()
-        except Exception:
-            pass
+        except OSError:
+            pass  # stdout may already be gone; the message below still goes to stderr
         _error("interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:
@@ -642,11 +642,11 @@ def cache_clear(
 
 def _version_callback(value: bool) -> None:
     if value:
-        try:
-            from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
+        try:
             v = version("localgcd")
-        except Exception:
+        except PackageNotFoundError:
             v = "unknown"
         typer.echo(f"localgcd {v}")
         raise typer.Exit()

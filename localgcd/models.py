@@ -425,10 +425,7 @@ class _LogCollector:
         self.callback = None
 
     def __call__(self, level: int, text: bytes, user_data) -> None:  # pragma: no cover - C calls it
-        try:
-            s = text.decode("utf-8", errors="replace")
-        except Exception:
-            return
+        s = text.decode("utf-8", errors="replace")
         with self._lock:
             self.lines.append(s)
             if len(self.lines) > 200:

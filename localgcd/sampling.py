@@ -194,8 +194,8 @@ class GrammarLogitsProcessor:
                 # One finite logit so the sampler can still pick something; the
                 # caller sees self.exception and stops before using it.
                 scores[0] = 0.0
-            except Exception:
-                pass
+            except (ValueError, TypeError, IndexError):
+                pass  # an unusable scores array: the recorded exception still stops the caller
         if self.record_timings:
             self.timings_ns.append(time.perf_counter_ns() - t0)
         return scores
