@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional
 
 import typer
 
-from localgcd.errors import LocalgcdError
+from localgcd.errors import LocalgcdError, read_user_file
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1  # generation stopped before the text was complete / check: not in the language
@@ -408,15 +408,7 @@ def check(
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
             shown = "<stdin>"
         else:
-            p = Path(file)
-            try:
-                data = p.read_bytes()
-            except IsADirectoryError:
-                raise LocalgcdError(f"{file}: is a directory") from None
-            except FileNotFoundError:
-                raise LocalgcdError(f"{file}: no such file") from None
-            except OSError as exc:
-                raise LocalgcdError(f"{file}: cannot read: {exc.strerror or exc}") from None
+            data = read_user_file(Path(file), file)
             shown = file
         compiled = compile_grammar(src.text, _byte_vocabulary(), fmt=src.fmt, source=src.source)
         m = compiled.matcher()

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from localgcd.errors import GrammarError
+from localgcd.errors import GrammarError, read_user_file
 
 #: Suffix -> format name; only the formats in :data:`SUPPORTED_FORMATS` compile.
 FORMATS: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf", ".json": "json-schema"}
@@ -102,14 +102,7 @@ def _looks_like_path(spec: str) -> bool:
 
 
 def _read(path: Path, shown: str) -> str:
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise GrammarError(f"{shown}: is a directory, not a grammar file") from None
-    except FileNotFoundError:
-        raise GrammarError(f"{shown}: no such grammar file") from None
-    except OSError as exc:
-        raise GrammarError(f"{shown}: cannot read grammar file: {exc.strerror or exc}") from None
+    data = read_user_file(path, shown, GrammarError, "grammar file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
