@@ -13,8 +13,8 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(keys, inverse)`` with ``keys[inverse] == values``, keys sorted and distinct."""
+def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(keys, first, inverse)``: keys sorted and distinct, ``values[first] == keys``, ``keys[inverse] == values``."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     starts = np.empty(values.size, dtype=bool)
@@ -23,4 +23,10 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
     inverse = np.empty(values.size, dtype=np.int64)
     inverse[order] = np.cumsum(starts) - 1
-    return ordered[starts], inverse
+    return ordered[starts], order[starts], inverse
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, inverse)`` with ``keys[inverse] == values``, keys sorted and distinct."""
+    keys, _, inverse = unique_first_inverse(values)
+    return keys, inverse

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 FORMAT = "localgcd-tables"
 _SPANNER_ARRAYS = ("first_kind", "token_class", "class_first_byte", "parent", "diff_offsets", "diff_classes",
                    "diff_outcomes", "head", "tail", "end")
-_TABLE_ARRAYS = ("action", "goto", "rule_length", "rule_lhs")
+_TABLE_ARRAYS = ("action", "goto", "rule_length", "rule_lhs", "takes", "refuses")
 _LEXER_ARRAYS = ("next_state", "emitted", "accept", "producible")
 
 

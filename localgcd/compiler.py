@@ -28,7 +28,7 @@ from localgcd.spanner import TokenSpanner, build_token_spanner
 from localgcd.trie import VocabTrie, trie_from_arrays, trie_to_arrays
 from localgcd.vocab import Vocabulary
 
-TABLE_FORMAT_VERSION = 3
+TABLE_FORMAT_VERSION = 4
 FORMATS = ("lark",)
 
 

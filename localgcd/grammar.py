@@ -19,6 +19,7 @@ from lark.parsers.lalr_analysis import LALR_Analyzer, IntParseTable, Shift
 
 from localgcd.errors import GrammarError
 from localgcd.lexer.terminals import Terminal, terminals_from_lark
+from localgcd.stack_free import stack_free_moves
 
 END = "$END"
 ERROR = -1  # action: no move
@@ -33,6 +34,8 @@ class ParseTables:
     goto: np.ndarray  # int32 [S, n_nonterminals]
     rule_length: np.ndarray  # int32 [R]
     rule_lhs: np.ndarray  # int32 [R]: nonterminal index
+    takes: np.ndarray  # bool [S, n_terminals + 1]: shifted after reductions, whatever lies below the top
+    refuses: np.ndarray  # bool [S, n_terminals + 1]: refused whatever lies below the top
     start_state: int
     end_state: int
     rules: tuple[str, ...]  # for messages
@@ -134,11 +137,17 @@ def _tables(table: IntParseTable, rules, terminal_index: dict[str, int], start: 
                 continue
             column = n_terms if symbol == END else terminal_index[symbol]
             action[state, column] = arg if kind is Shift else -2 - rule_index[id(arg)]
+    rule_lhs = [nt_index[r.origin.name] for r in rules]
+    rule_rhs = [[terminal_index[s.name] if s.is_term else -1 - nt_index[s.name] for s in r.expansion]
+                for r in rules]
+    takes, refuses = stack_free_moves(action, goto, rule_lhs, rule_rhs)
     return ParseTables(
         action=action,
         goto=goto,
         rule_length=np.asarray([len(r.expansion) for r in rules], dtype=np.int32),
-        rule_lhs=np.asarray([nt_index[r.origin.name] for r in rules], dtype=np.int32),
+        rule_lhs=np.asarray(rule_lhs, dtype=np.int32),
+        takes=takes,
+        refuses=refuses,
         start_state=table.start_states[start],
         end_state=table.end_states[start],
         rules=tuple(str(r) for r in rules),

@@ -26,7 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_inverse
+from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
 from localgcd.grammar import IndenterSpec
 from localgcd.layout import NO_LAYOUT, Layout, LayoutLexer, feed, feed_all, finish
 from localgcd.lexer.transducer import LexingTransducer
@@ -53,6 +53,8 @@ class Mask:
 
 
 _UNKNOWN, _ALWAYS, _NEVER, _DEPENDENT = 0, 1, 2, 3
+_SCALAR_BELOW = 32  # checks with fewer live (stack, outcome) pairs go on in plain Python
+_TOKEN_MASK_BUDGET = 64 << 20  # bytes of memoized base token masks per engine
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,11 @@ class _ParserStateSplit:
     dependent_class_outcome: np.ndarray  # their outcome ids
     layout_classes: np.ndarray  # classes whose outcome emits a newline (exact per-token path)
 
-    def classes_of(self, outcomes: np.ndarray) -> np.ndarray:
-        """Classes realizing the given context-dependent outcomes."""
-        return self.dependent_classes[np.isin(self.dependent_class_outcome, outcomes)]
+    def classes_of(self, outcomes: np.ndarray, n_outcomes: int) -> np.ndarray:
+        """Classes realizing the given context-dependent outcomes (ids below ``n_outcomes``)."""
+        chosen = np.zeros(n_outcomes, dtype=bool)
+        chosen[outcomes] = True
+        return self.dependent_classes[chosen[self.dependent_class_outcome]]
 
 
 class MaskEngine:
@@ -105,40 +109,57 @@ class MaskEngine:
         self.lexer_accept = lexer.accept.tolist()
         ignored = pda.ignored
         producible = lexer.producible
-        self._prod_ignored = (producible & ignored[None, :]).any(axis=1).tolist()
-        self._prod_terms = [np.flatnonzero(row & ~ignored).tolist() for row in producible]
+        # Terminals the pending lexeme of each lexer state may become, as parser columns.
+        n_columns = pda.end_terminal + 1
+        self._prod_parsed = np.zeros((producible.shape[0], n_columns), dtype=bool)
+        self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
         self._ignored = ignored.tolist()
         self.end_ids = end_ids
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
+        self._token_class = spanner.token_class.astype(np.intp)  # intp: numpy gathers it 2x faster
+        order = np.argsort(spanner.token_class, kind="stable")
+        counts = np.bincount(spanner.token_class[spanner.token_class >= 0], minlength=spanner.n_classes)
+        self._class_tokens = order[np.count_nonzero(spanner.token_class < 0):]  # token ids grouped by class
+        self._class_offsets = np.concatenate(([0], np.cumsum(counts)))
+        self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._n_terms = pda.end_terminal + 1
-        self._finals: dict[tuple[int, int, bool], tuple[bool, int]] = {}
-        self._final_by_suffix: SuffixCache[tuple[bool, int]] = SuffixCache(pda)
-        self._final_shifts, self._final_acts = _final_tables(pda, producible)
-        self._actionable = (pda.tables.action != -1).tolist()
+        self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._final_sure, self._final_may = _final_tables(pda, producible)
+        self._final_sure_rows, self._final_may_rows = self._final_sure.tolist(), self._final_may.tolist()
+        self._prod_terms = [np.flatnonzero(row).tolist() for row in self._prod_parsed]
         self._action_np = pda.tables.action
+        self._refuses_np = pda.tables.refuses
+        self._takes_np = pda.tables.takes
+        open_columns = ~pda.tables.takes & ~pda.tables.refuses & self._prod_parsed.any(axis=0)[None, :]
+        self._open_terms = [np.flatnonzero(row).tolist() for row in open_columns]
         self._ignored_np = np.append(ignored, np.zeros(pda.end_terminal + 1 - ignored.size, dtype=bool))
+        self._ignored_all = self._ignored_np.tolist()
+        self._action_rows = pda.tables.action.tolist()
+        self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
-        self._status: dict[tuple[int, int], np.ndarray] = {}
-        self._dependent_groups: dict[tuple[int, int], tuple[list[int], dict]] = {}
+        self._dependent_groups: SuffixCache[tuple[int, np.ndarray, np.ndarray]] = SuffixCache(pda)
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self.indenter = indenter
+        self._paren_cap = 0
         if indenter is not None:
             self._layout_lexer = LayoutLexer(lexer, indenter)
-            self._prod_newline = producible[:, indenter.newline].tolist()
+            self._prod_newline = producible[:, indenter.newline].copy()
             self._emits_newline, self._paren_delta, closes = _outcome_layout_facts(spanner, indenter)
+            self._emits_newline_or_dead = np.append(self._emits_newline, False)
             self._paren_cap = int(closes.max(initial=0)) + 1
-            order = np.argsort(spanner.token_class, kind="stable")
-            counts = np.bincount(spanner.token_class[spanner.token_class >= 0], minlength=spanner.n_classes)
-            self._class_tokens = order[np.count_nonzero(spanner.token_class < 0):]
-            self._class_offsets = np.concatenate(([0], np.cumsum(counts)))
             self._groups: dict[int, _LayoutGroups] = {}
             self._layout_sensitive: dict[int, bool] = {}
             self._next_state, self._emitted = lexer.next_state, lexer.emitted
             pieces = [token_bytes[t] for t in range(len(token_bytes))]
             self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in pieces])))
             self._token_data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        # Alg. 5 statuses: one row per (parser state, capped bracket depth), one column per
+        # outcome (tails included).  np.zeros maps untouched rows lazily.
+        self._depth_keys = self._paren_cap + 1 if indenter is not None else 1
+        self._paren_delta_list = self._paren_delta.tolist() if indenter is not None else None
+        self._status_table = np.zeros((pda.tables.action.shape[0] * self._depth_keys, len(spanner.head)), dtype=np.int8)
 
     # -- public ---------------------------------------------------------------
 
@@ -245,11 +266,7 @@ class MaskEngine:
                 fresh_tokens, layout_low = self._layout_tokens(fresh, 0, after, after_layout, emits)
                 tokens = np.concatenate([tokens, fresh_tokens])
                 low = min(low, fresh_low, layout_low)
-        classes = base
-        if extra.size:
-            classes = base.copy()
-            classes[extra] = True
-        text_allowed = classes[self.spanner.token_class]  # class -1 (not text) reads the False slot
+        text_allowed = self._token_mask(base, extra)
         if tokens.size:
             text_allowed[tokens] = True
         accepting, acc_low = self.is_accepting(q, node, at_start, layout)
@@ -262,6 +279,32 @@ class MaskEngine:
             allowed.flags.writeable = False
         text_allowed.flags.writeable = False
         return Mask(allowed, text_allowed, accepting, n_allowed), low
+
+    def _token_mask(self, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        """Token ids allowed: the classes in ``base`` (bool) plus the ``extra`` class ids.
+
+        The base's token mask is memoized (least recently used, within a byte
+        budget), so a mask usually costs one copy plus the extra classes' tokens.
+        """
+        tokens = self._base_tokens.pop(id(base), None)
+        if tokens is None:
+            tokens = base[self._token_class]  # class -1 (not text) reads the False slot
+            tokens.flags.writeable = False
+            while self._base_tokens and (len(self._base_tokens) + 1) * tokens.nbytes > _TOKEN_MASK_BUDGET:
+                del self._base_tokens[next(iter(self._base_tokens))]
+        self._base_tokens[id(base)] = tokens  # most recently used last
+        allowed = tokens.copy()
+        if extra.size:
+            starts, ends = self._class_offsets[extra], self._class_offsets[extra + 1]
+            counts = ends - starts
+            total = int(counts.sum())
+            if 4 * total > allowed.size:
+                classes = base.copy()
+                classes[extra] = True
+                return classes[self._token_class]
+            shift = np.repeat(starts - np.cumsum(counts) + counts, counts)
+            allowed[self._class_tokens[shift + np.arange(total)]] = True
+        return allowed
 
     def _emit_pending(self, q: int, node: int, layout: Layout) -> tuple[int, Layout, int]:
         """Stack and layout after the pending lexeme of ``q`` is emitted."""
@@ -290,33 +333,26 @@ class MaskEngine:
         dependent = split.dependent
         if not dependent.size:
             return split.dependent_classes[:0], height
-        groups = self._dependent_groups.setdefault((id(split), paren), ([], {}))
-        depths, table = groups
+        key = (id(split), paren)
         todo = np.ones(dependent.size, dtype=bool)
         passed: list[np.ndarray] = []
         low = height
-        for depth in depths:
-            hit = table.get((depth, self.pda.states_of(node, depth)))
-            if hit is not None:
-                members, accepted = hit
-                todo[members] = False
-                passed.append(accepted)
-                low = min(low, height - depth + 1)
+        for depth, members, accepted in self._dependent_groups.matches(key, node):
+            todo[members] = False
+            passed.append(accepted)
+            low = min(low, height - depth + 1)
         pending = np.flatnonzero(todo)
         if pending.size:
-            _, ok, lows = self._check(node, dependent[pending], paren)
+            ok, lows = self._check(node, dependent[pending], paren)
             read = height - lows + 1
-            for depth in np.unique(read).tolist():
+            for depth in sorted_unique(read).tolist():
                 in_group = read == depth
                 members, accepted = pending[in_group], dependent[pending[in_group & ok]]
-                table[(depth, self.pda.states_of(node, depth))] = (members, accepted)
+                self._dependent_groups.put(key, node, depth, (depth, members, accepted))
                 passed.append(accepted)
-                if depth not in depths:
-                    depths.append(depth)
-                    depths.sort()
             low = min(low, int(lows.min()))
         accepted = np.concatenate(passed) if passed else dependent[:0]
-        return split.classes_of(accepted), low
+        return split.classes_of(accepted, len(self.spanner.head)), low
 
     def _combined(self, q: int, split: _ParserStateSplit, fresh: _ParserStateSplit,
                   emits: np.ndarray) -> np.ndarray:
@@ -371,21 +407,16 @@ class MaskEngine:
     def _statuses(self, node: int, outcomes: np.ndarray, paren_key: int) -> np.ndarray:
         """Alg. 5 per outcome: always / never / context-dependent in this parser state.
 
-        Rows of different lexer states share most outcomes, so each outcome is
-        classified once per (top parser state, bracket depth) and remembered.
+        Rows of different lexer states share most outcomes, and outcomes share
+        tails, so each is classified once per (top parser state, bracket
+        depth) in one status table; :meth:`_check` fills it.
         """
-        key = (self.pda.state[node], paren_key)
-        status = self._status.get(key)
-        if status is None:
-            status = self._status[key] = np.zeros(len(self.spanner.head), dtype=np.int8)
-        known = status[outcomes]
+        row = self.pda.state[node] * self._depth_keys + paren_key
+        known = self._status_table[row, outcomes]
         unknown = np.flatnonzero(known == _UNKNOWN)
         if unknown.size:
-            fresh = sorted_unique(outcomes[unknown])
-            _, ok, lows = self._check(node, fresh, paren_key)
-            top_only = lows == self.pda.height[node]
-            status[fresh] = np.where(top_only, np.where(ok, _ALWAYS, _NEVER), _DEPENDENT)
-            known = status[outcomes]
+            self._check(node, sorted_unique(outcomes[unknown]), paren_key)
+            known = self._status_table[row, outcomes]
         return known
 
     def _check_by_status(self, node: int, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
@@ -395,7 +426,7 @@ class MaskEngine:
         ok = known == _ALWAYS
         dependent = np.flatnonzero(known == _DEPENDENT)
         if dependent.size:
-            _, dep_ok, lows = self._check(node, outcomes[dependent], paren)
+            dep_ok, lows = self._check(node, outcomes[dependent], paren)
             ok[dependent] = dep_ok
             low = min(low, int(lows.min()))
         return ok, low
@@ -419,124 +450,245 @@ class MaskEngine:
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indenter is not None:
                 emitting = self._emits_newline[outcomes]
-                layout_outcomes, outcomes = outcomes[emitting], outcomes[~emitting]
-                layout_classes = np.flatnonzero(np.isin(row[:-1], layout_outcomes))
+                outcomes = outcomes[~emitting]
+                layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]] & (row[:-1] >= 0))
             status = self._statuses(node, outcomes, paren_key)
-            accepted = np.zeros(len(self.spanner.head) + 1, dtype=bool)  # last slot: DEAD (-1)
-            accepted[outcomes[status == _ALWAYS]] = True
-            always = accepted[row]
+            status_by_outcome = np.append(self._status_table[self.pda.state[node] * self._depth_keys + paren_key],
+                                          np.int8(_UNKNOWN))  # last slot: DEAD (-1)
+            if self.indenter is not None:
+                status_by_outcome[:-1][self._emits_newline] = _UNKNOWN  # those take the layout path
+            class_status = status_by_outcome[row]
+            always = class_status == _ALWAYS
             always.flags.writeable = False
             dependent = outcomes[status == _DEPENDENT]
-            classes = np.flatnonzero(np.isin(row, dependent)) if dependent.size else np.empty(0, np.int64)
+            classes = np.flatnonzero(class_status == _DEPENDENT)
             split = _ParserStateSplit(always, dependent, classes, row[classes], layout_classes)
             self._splits[key] = split
         return split
 
-    def _check(self, node: int, outcomes: np.ndarray, paren: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each outcome (emitting no newline): (stack after it, allowed?, lowest height read)."""
-        head, tail = self.spanner.head, self.spanner.tail
-        n_base = self.spanner.n_base
+    def _check(self, node: int, outcomes: np.ndarray, paren: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """For each outcome (emitting no newline) from stack ``node``: (allowed?, lowest height read).
+
+        All outcomes advance one terminal per level; only the distinct (stack,
+        terminal) pairs of a level reach the PDA.  A (stack, rest of outcome)
+        pair whose status in the stack's top state is known stops there: a
+        table lookup.  Every other pair records its status once the check is
+        done — a rest decided by reading only the top state holds for every
+        stack with that top — so the tails that outcomes share are checked
+        once per parser state and looked up afterwards.
+        """
         pda = self.pda
+        head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
         n = outcomes.size
+        ok = np.zeros(n, dtype=bool)
+        read = np.zeros(n, dtype=np.int64)  # lowest height read from the current level on
+        levels: list[tuple[np.ndarray, ...]] = []
+        idx = np.arange(n)
         nodes = np.full(n, node, dtype=np.int64)
-        ok = np.ones(n, dtype=bool)
-        lows = np.full(n, pda.height[node], dtype=np.int64)
+        tops = np.full(n, pda.state[node], dtype=np.int64)
+        heights = np.full(n, pda.height[node], dtype=np.int64)
         cur = outcomes.astype(np.int64)
-        n_terms = self._n_terms
-        ignored = self._ignored
-        while True:
-            idx = np.flatnonzero(ok & (cur >= n_base))
-            if not idx.size:
+        while idx.size:
+            if idx.size < _SCALAR_BELOW:  # a level costs more in numpy overhead than a few pairs in Python
+                depths = paren + self._paren_delta[outcomes[idx]] - self._paren_delta[cur] \
+                    if self.indenter is not None else np.zeros(idx.size, dtype=np.int64)
+                for i, at, rest, depth in zip(idx.tolist(), nodes.tolist(), cur.tolist(), depths.tolist()):
+                    ok[i], read[i] = self._check_one(at, rest, depth)
                 break
-            terms = head[cur[idx]].astype(np.int64)
-            keys, inverse = unique_inverse(nodes[idx] * n_terms + terms)
-            key_nodes, key_terms = np.divmod(keys, n_terms)
-            node_list = key_nodes.tolist()
-            tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=keys.size)
-            results = np.full(keys.size, DEAD, dtype=np.int64)
-            key_lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=keys.size)
-            # The top state decides most pairs: no move there is death, a shift is a push
-            # (both read only the top); only reductions go through the PDA's edges.
-            action = self._action_np[tops, key_terms]
-            push = pda.push
-            for i in np.flatnonzero((action != -1) | self._ignored_np[key_terms]).tolist():
-                at, term = node_list[i], int(key_terms[i])
-                if ignored[term]:
-                    results[i] = at
-                elif action[i] >= 0:
-                    results[i] = push(at, int(action[i]))
-                else:
-                    results[i], key_lows[i] = pda.step(at, term)
-            nodes[idx] = results[inverse]
-            lows[idx] = np.minimum(lows[idx], key_lows[inverse])
-            ok[idx] = results[inverse] != DEAD
-            cur[idx] = tail[cur[idx]]
-        # The pending lexeme must still be able to become a terminal the parser takes.
-        idx = np.flatnonzero(ok)
-        if idx.size:
-            dropped = np.zeros(idx.size, dtype=bool)
-            if self.indenter is not None:
-                dropped = (paren + self._paren_delta[outcomes[idx]]) > 0
-            keys, inverse = unique_inverse((nodes[idx] * n_base + cur[idx]) * 2 + dropped)
-            key_nodes, rest = np.divmod(keys, 2 * n_base)
-            key_ok, key_low = self._finals_of(key_nodes, rest // 2, rest % 2 == 1)
-            ok[idx] = key_ok[inverse]
-            lows[idx] = np.minimum(lows[idx], key_low[inverse])
-        return nodes, ok, lows
+            rows = self._status_rows(tops, paren, outcomes[idx], cur)
+            known = np.where(rows >= 0, self._status_table[np.maximum(rows, 0), cur], _UNKNOWN)
+            decided = (known == _ALWAYS) | (known == _NEVER)
+            ok[idx[decided]] = known[decided] == _ALWAYS
+            read[idx[decided]] = heights[decided]
+            final = np.flatnonzero(~decided & (cur < n_base))
+            if final.size:
+                dropped = np.zeros(final.size, dtype=bool)
+                if self.indenter is not None:
+                    dropped = (paren + self._paren_delta[outcomes[idx[final]]]) > 0
+                keys, inverse = unique_inverse((nodes[final] * n_base + cur[final]) * 2 + dropped)
+                key_nodes, rest = np.divmod(keys, 2 * n_base)
+                key_ok, key_low = self._finals_of(key_nodes, rest // 2, rest % 2 == 1)
+                ok[idx[final]] = key_ok[inverse]
+                read[idx[final]] = key_low[inverse]
+            stepping = np.flatnonzero(~decided & (cur >= n_base))
+            after, after_tops, after_heights, step_low = self._step_many(
+                nodes[stepping], tops[stepping], head[cur[stepping]].astype(np.int64))
+            dead = after == DEAD
+            read[idx[stepping[dead]]] = step_low[dead]
+            levels.append((idx, rows, cur, heights, decided, stepping, step_low))
+            alive = ~dead
+            idx, cur = idx[stepping[alive]], tail[cur[stepping[alive]]].astype(np.int64)
+            nodes, tops, heights = after[alive], after_tops[alive], after_heights[alive]
+        # Back from the deepest level: what each rest read, and its status in that top state.
+        for idx, rows, cur, heights, decided, stepping, step_low in reversed(levels):
+            at = idx[stepping]
+            read[at] = np.minimum(read[at], step_low)
+            record = ~decided & (rows >= 0)
+            verdict = np.where(ok[idx], _ALWAYS, _NEVER).astype(np.int8)
+            status = np.where(read[idx] == heights, verdict, np.int8(_DEPENDENT))
+            self._status_table[rows[record], cur[record]] = status[record]
+        return ok, read
+
+    def _check_one(self, node: int, outcome: int, depth: int) -> tuple[bool, int]:
+        """:meth:`_check` for one (stack, outcome) pair, in plain Python; same status records.
+
+        ``depth``: the bracket depth before the outcome (Indenter grammars).
+        """
+        pda, spanner = self.pda, self.spanner
+        head, tail, n_base = self._head, self._tail, spanner.n_base
+        table, keys, cap = self._status_table, self._depth_keys, self._paren_cap
+        delta = self._paren_delta_list
+        visited: list[tuple[int, int, int, int]] = []  # (status row, rest, height, height read by its step)
+        while True:
+            top, height = pda.state[node], pda.height[node]
+            row = top * keys + min(depth, cap) if depth >= 0 else -1
+            known = table[row, outcome] if row >= 0 else _UNKNOWN
+            if known == _ALWAYS or known == _NEVER:
+                ok, low = known == _ALWAYS, height
+                break
+            if outcome < n_base:
+                ok, low = self._final(node, outcome, depth > 0)
+                visited.append((row, outcome, height, low))
+                break
+            term = head[outcome]
+            after, step_low = self._step_one(node, top, term)
+            visited.append((row, outcome, height, step_low))
+            if after == DEAD:
+                ok, low = False, step_low
+                break
+            if delta is not None:
+                depth += delta[outcome] - delta[tail[outcome]]
+            node, outcome = after, tail[outcome]
+        verdict = _ALWAYS if ok else _NEVER
+        for row, rest, height, step_low in reversed(visited):
+            low = min(low, step_low)
+            if row >= 0:
+                table[row, rest] = verdict if low == height else _DEPENDENT
+        return ok, low
+
+    def _step_one(self, node: int, top: int, term: int) -> tuple[int, int]:
+        """Feed one terminal: (stack after or DEAD, lowest height read); see :meth:`_step_many`."""
+        if self._ignored_all[term]:
+            return node, self.pda.height[node]
+        move = self._action_rows[top][term]
+        if move >= 0:
+            return self.pda.push(node, move), self.pda.height[node]
+        return self.pda.step(node, term)
+
+    def _status_rows(self, tops: np.ndarray, paren: int, outcomes: np.ndarray, rests: np.ndarray) -> np.ndarray:
+        """Row of the status table for each (top state, rest of an outcome); -1: none.
+
+        With an Indenter the row also holds the bracket depth before the rest
+        (capped where it no longer matters).
+        """
+        if self.indenter is None:
+            return tops
+        depth = paren + self._paren_delta[outcomes] - self._paren_delta[rests]
+        rows = tops * self._depth_keys + np.minimum(depth, self._paren_cap)
+        return np.where(depth >= 0, rows, -1)
+
+    def _step_many(self, nodes: np.ndarray, tops: np.ndarray,
+                   terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Feed ``terms[i]`` to stack ``nodes[i]`` (top state ``tops[i]``).
+
+        Returns the stacks after (or DEAD), their top states and heights, and
+        the lowest heights read.  The top state decides most pairs (a refusal
+        is death, a shift is a push); only reductions go through the PDA's
+        edges, once per distinct pair.
+        """
+        pda = self.pda
+        n_terms = self._n_terms
+        keys, first, inverse = unique_first_inverse(nodes * n_terms + terms)
+        key_nodes, key_terms, key_tops = nodes[first], terms[first], tops[first]
+        action = self._action_np[key_tops, key_terms]
+        ignored = self._ignored_np[key_terms]
+        shifted = (action >= 0) & ~ignored
+        results = np.where(ignored, key_nodes, DEAD)
+        result_tops = np.where(ignored, key_tops, np.where(shifted, action, -1))
+        node_list = key_nodes.tolist()
+        key_heights = np.fromiter((pda.height[m] for m in node_list), dtype=np.int64, count=keys.size)
+        result_heights = key_heights + shifted
+        key_lows = key_heights.copy()
+        push = pda.push
+        for i in np.flatnonzero(shifted).tolist():
+            results[i] = push(node_list[i], int(action[i]))
+        reducing = np.flatnonzero(~shifted & ~ignored & ~self._refuses_np[key_tops, key_terms])
+        for i in reducing.tolist():
+            after, key_lows[i] = pda.step(node_list[i], int(key_terms[i]))
+            results[i] = after
+            if after != DEAD:
+                result_tops[i], result_heights[i] = pda.state[after], pda.height[after]
+        return results[inverse], result_tops[inverse], result_heights[inverse], key_lows[inverse]
 
     def _finals_of(self, nodes: np.ndarray, lexer_states: np.ndarray,
                    dropped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_final` for many pairs; the top parser state decides most of them.
+        """:meth:`_final` for many pairs at once.
 
-        If a terminal the pending lexeme can become is shifted in the top state
-        (or is ignored), the answer is yes; if none has any action there, no.
-        Only pairs where every candidate would first reduce are simulated.
+        The top parser state decides most pairs: yes if a terminal the pending
+        lexeme can become is taken whatever lies below (or is ignored), no if
+        every one is refused whatever lies below.  The rest are read off the
+        acceptance vectors of their stacks.
         """
         pda = self.pda
-        tops = np.fromiter((pda.state[n] for n in nodes.tolist()), dtype=np.int64, count=nodes.size)
-        lows = np.fromiter((pda.height[n] for n in nodes.tolist()), dtype=np.int64, count=nodes.size)
-        ok = self._final_shifts[tops, lexer_states]
-        undecided = ~ok & self._final_acts[tops, lexer_states]
+        node_list = nodes.tolist()
+        tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=nodes.size)
+        lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=nodes.size)
+        ok = self._final_sure[tops, lexer_states]
         if self.indenter is not None:
-            newline_ok = dropped & np.asarray(self._prod_newline)[lexer_states]
-            ok |= newline_ok
-            undecided &= ~newline_ok
-        for i in np.flatnonzero(undecided).tolist():
-            ok[i], lows[i] = self._final(int(nodes[i]), int(lexer_states[i]), bool(dropped[i]))
+            ok |= dropped & self._prod_newline[lexer_states]
+        open_pairs = np.flatnonzero(~ok & self._final_may[tops, lexer_states])
+        if open_pairs.size:
+            distinct, inverse = unique_inverse(nodes[open_pairs])
+            accepted, read = zip(*(self._acceptance(n) for n in distinct.tolist()))
+            wanted = self._prod_parsed[lexer_states[open_pairs]]
+            hit = np.stack(accepted)[inverse] & wanted
+            read = np.stack(read)[inverse]
+            pair_ok = hit.any(axis=1)
+            # Yes needs one accepted terminal's reads; no needs every candidate's.
+            read_ok = np.where(hit, read, np.iinfo(np.int64).min).max(axis=1)
+            read_no = np.where(wanted, read, np.iinfo(np.int64).max).min(axis=1)
+            ok[open_pairs] = pair_ok
+            lows[open_pairs] = np.where(pair_ok, read_ok, read_no)
         return ok, lows
 
     def _final(self, node: int, lexer_state: int, dropped: bool) -> tuple[bool, int]:
         """Can the pending lexeme in ``lexer_state`` become a terminal accepted at ``node``?
 
-        ``dropped``: brackets are open, so a newline would be dropped by the Indenter.
+        Also the lowest stack height that answer read.  ``dropped``: brackets
+        are open, so a newline would be dropped by the Indenter.
         """
-        key = (node, lexer_state, dropped)
-        found = self._finals.get(key)
-        if found is not None:
-            return found
         pda = self.pda
-        height = pda.height[node]
-        suffix_key = (lexer_state, dropped)
-        shared = self._final_by_suffix.get(suffix_key, node)
-        if shared is not None:
-            found = (shared[0], height - shared[1] + 1)
-        else:
-            low = height
-            result = self._prod_ignored[lexer_state] or (
-                dropped and self.indenter is not None and self._prod_newline[lexer_state])
-            if not result:
-                actionable = self._actionable[pda.state[node]]
-                for term in self._prod_terms[lexer_state]:
-                    if not actionable[term]:
-                        continue  # no move on it in the top state: it dies reading only the top
-                    after, term_low = pda.step(node, term)
-                    low = min(low, term_low)
-                    if after != DEAD:
-                        result = True
-                        break
-            found = (result, low)
-            self._final_by_suffix.put(suffix_key, node, height - low + 1, (result, height - low + 1))
-        self._finals[key] = found
+        top, height = pda.state[node], pda.height[node]
+        if self._final_sure_rows[top][lexer_state] or (dropped and self.indenter is not None
+                                                       and self._prod_newline[lexer_state]):
+            return True, height
+        if not self._final_may_rows[top][lexer_state]:
+            return False, height
+        accepted, read = self._acceptance(node)
+        low_ok, low_no = None, height
+        for term in self._prod_terms[lexer_state]:
+            if accepted[term]:
+                low_ok = max(low_ok, int(read[term])) if low_ok is not None else int(read[term])
+            else:
+                low_no = min(low_no, int(read[term]))
+        return (True, low_ok) if low_ok is not None else (False, low_no)
+
+    def _acceptance(self, node: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per parser column: is that terminal accepted at ``node``, and the lowest height read.
+
+        Terminals the top state takes or refuses whatever lies below read only
+        the top; the others are fed to the PDA (its edges are shared by every
+        stack with the suffix they read).  Memoized per stack.
+        """
+        found = self._acceptance_of.get(node)
+        if found is None:
+            pda = self.pda
+            top = pda.state[node]
+            accepted = self._takes_np[top].copy()
+            read = np.full(accepted.size, pda.height[node], dtype=np.int64)
+            for term in self._open_terms[top]:
+                accepted[term], read[term] = pda.accepts(node, term)
+            found = self._acceptance_of[node] = (accepted, read)
         return found
 
     # -- the exact byte-level path (Indenter grammars) -------------------------------
@@ -632,14 +784,14 @@ def _outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np
 
 
 def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """bool [parser states, lexer states]: some producible terminal is shifted / has any action.
+    """bool [parser states, lexer states]: the pending lexeme surely fits / may fit.
 
-    Ignored producible terminals count as shifted (they always fit).
+    Surely: some terminal it can become is taken whatever lies below the top
+    state (or is ignored).  May: some such terminal is not surely refused.
     """
     n_terms = producible.shape[1]
-    action = pda.tables.action[:, :n_terms]
     wanted = (producible & ~pda.ignored[None, :]).astype(np.float32)
-    shifts = ((action >= 0).astype(np.float32) @ wanted.T) > 0
-    acts = ((action != -1).astype(np.float32) @ wanted.T) > 0
-    shifts |= (producible & pda.ignored[None, :]).any(axis=1)[None, :]
-    return shifts, acts
+    takes = (pda.tables.takes[:, :n_terms].astype(np.float32) @ wanted.T) > 0
+    may = ((~pda.tables.refuses[:, :n_terms]).astype(np.float32) @ wanted.T) > 0
+    takes |= (producible & pda.ignored[None, :]).any(axis=1)[None, :]
+    return takes, may | takes

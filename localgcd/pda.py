@@ -39,33 +39,78 @@ class SuffixCache(Generic[V]):
     ``put(key, node, depth, value)`` stores a value computed on ``node`` that
     read its top ``depth`` states; ``get(key, node)`` finds a value stored for
     any stack that agrees with ``node`` on the states that value read.
+
+    The conditions form a trie over stack states, top first, so a lookup
+    walks down the stack once, as deep as some stored condition agrees.
     """
 
     def __init__(self, pda: "PushdownAutomaton") -> None:
         self._pda = pda
-        self._tables: dict[Hashable, tuple[list[int], dict[tuple[int, ...], V]]] = {}
+        self._roots: dict[Hashable, int] = {}
+        self._children: dict[tuple[int, int], int] = {}
+        self._values: list[V | None] = []
 
     def get(self, key: Hashable, node: int) -> V | None:
-        entry = self._tables.get(key)
-        if entry is None:
+        """The value with the shallowest condition that ``node`` meets, if any."""
+        trie = self._roots.get(key)
+        if trie is None:
             return None
-        depths, table = entry
-        states_of = self._pda.states_of
-        for depth in depths:
-            found = table.get(states_of(node, depth))
-            if found is not None:
-                return found
-        return None
+        children, values = self._children, self._values
+        state, parent = self._pda.state, self._pda.parent
+        while node != DEAD:
+            trie = children.get((trie, state[node]))
+            if trie is None:
+                return None
+            value = values[trie]
+            if value is not None:
+                return value
+            node = parent[node]
+        trie = children.get((trie, DEAD))
+        return None if trie is None else values[trie]
+
+    def matches(self, key: Hashable, node: int) -> list[V]:
+        """Every value whose condition ``node`` meets, shallowest first."""
+        return list(self._walk(key, node))
+
+    def _walk(self, key: Hashable, node: int):
+        trie = self._roots.get(key)
+        if trie is None:
+            return
+        children, values = self._children, self._values
+        state, parent = self._pda.state, self._pda.parent
+        while True:
+            trie = children.get((trie, state[node] if node != DEAD else DEAD))
+            if trie is None:
+                return
+            value = values[trie]
+            if value is not None:
+                yield value
+            if node == DEAD:
+                return
+            node = parent[node]
 
     def put(self, key: Hashable, node: int, depth: int, value: V) -> None:
-        depths, table = self._tables.setdefault(key, ([], {}))
-        table[self._pda.states_of(node, depth)] = value
-        if depth not in depths:
-            depths.append(depth)
-            depths.sort()
+        trie = self._roots.get(key)
+        if trie is None:
+            trie = self._roots[key] = self._new_trie_node()
+        children, state, parent = self._children, self._pda.state, self._pda.parent
+        for _ in range(depth):
+            at = state[node] if node != DEAD else DEAD
+            child = children.get((trie, at))
+            if child is None:
+                child = children[(trie, at)] = self._new_trie_node()
+            trie = child
+            if node == DEAD:
+                break
+            node = parent[node]
+        self._values[trie] = value
+
+    def _new_trie_node(self) -> int:
+        self._values.append(None)
+        return len(self._values) - 1
 
     def __len__(self) -> int:
-        return sum(len(table) for _, table in self._tables.values())
+        return sum(value is not None for value in self._values)
 
 
 class PushdownAutomaton:
@@ -79,6 +124,7 @@ class PushdownAutomaton:
         self._goto = tables.goto.tolist()
         self._rule_length = tables.rule_length.tolist()
         self._rule_lhs = tables.rule_lhs.tolist()
+        self._refuses = tables.refuses.tolist()
         self.state: list[int] = []
         self.parent: list[int] = []
         self.height: list[int] = []
@@ -104,12 +150,28 @@ class PushdownAutomaton:
         key = (node, terminal)
         found = self._steps.get(key)
         if found is None:
+            if self._refuses[self.state[node]][terminal]:
+                return DEAD, self.height[node]  # refused whatever lies below: reads the top only
             edge = self.edges.get(terminal, node)
             if edge is None:
                 edge = self._simulate(node, terminal)
                 self.edges.put(terminal, node, edge[1] + 1, edge)
             found = self._steps[key] = self._take(node, edge)
         return found
+
+    def accepts(self, node: int, terminal: int) -> tuple[bool, int]:
+        """Whether ``terminal`` can be fed at ``node`` (lowest height read), without building the result."""
+        found = self._steps.get((node, terminal))
+        if found is not None:
+            return found[0] != DEAD, found[1]
+        height = self.height[node]
+        if self._refuses[self.state[node]][terminal]:
+            return False, height
+        edge = self.edges.get(terminal, node)
+        if edge is None:
+            edge = self._simulate(node, terminal)
+            self.edges.put(terminal, node, edge[1] + 1, edge)
+        return edge[0] != DEAD, height - edge[1]
 
     def _take(self, node: int, edge: tuple[int, int, tuple[int, ...]]) -> tuple[int, int]:
         """Apply an edge (kind, pops, pushed states) to ``node``."""

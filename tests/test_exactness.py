@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import localgcd
-from localgcd import GrammarError
+from localgcd import GrammarError, masks
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (
@@ -224,10 +224,29 @@ def test_every_token_along_random_walks(name: str) -> None:
     with random rollbacks; the whole mask is checked at every step."""
     case = small_case(name)
     log = MismatchLog()
-    rng = random.Random(f"walks-{name}")
+    random_walks(case, log, random.Random(f"walks-{name}"), WALKS.get(name, 5))
+    assert_no_mismatch(log, f"{name}: random walks")
+
+
+@pytest.mark.parametrize("scalar_below", [0, 1 << 30], ids=["all-vectorized", "all-scalar"])
+@pytest.mark.parametrize("name", ["json", "nested", "expr", "arithmetic"])
+def test_vectorized_and_scalar_checks_are_both_exact(name: str, scalar_below: int, monkeypatch) -> None:
+    """The mask engine checks many outcomes level by level in numpy, and
+    finishes small batches in plain Python; each path alone, on a fresh engine
+    (its status table filled by that path only), matches the reference."""
+    monkeypatch.setattr(masks, "_SCALAR_BELOW", scalar_below)
+    shared = small_case(name)
+    case = Case(name, shared.grammar, shared.vocab, compile_for(shared.grammar, shared.vocab), shared.ref)
+    log = MismatchLog()
+    random_walks(case, log, random.Random(f"paths-{name}"), 3)
+    assert_no_mismatch(log, f"{name}: random walks, _SCALAR_BELOW={scalar_below}")
+
+
+def random_walks(case: Case, log: MismatchLog, rng: random.Random, walks: int) -> None:
+    """Random walks over allowed tokens, with rollbacks, checking every mask."""
     text = np.zeros(len(case.vocab), dtype=bool)
     text[case.text_ids] = True
-    for _ in range(WALKS.get(name, 5)):
+    for _ in range(walks):
         walker = Walker(case, log)
         for _step in range(16):
             mask = walker.check(rng=rng)
@@ -237,7 +256,6 @@ def test_every_token_along_random_walks(name: str) -> None:
             walker.advance(int(rng.choice(choices.tolist())))
             if len(walker.tokens) > 3 and rng.random() < 0.2:
                 walker.rollback(rng.randint(1, 3))
-    assert_no_mismatch(log, f"{name}: random walks")
 
 
 def test_a_fresh_matcher_agrees_with_one_that_rolled_back() -> None:
