@@ -87,6 +87,7 @@ def load(key: str, vocab: "Vocabulary", source: str, cache_dir: str | Path | Non
         end_ids=np.asarray(vocab.end_ids, dtype=np.int64),
         source=source,
         indenter=IndenterSpec.from_json(header["indenter"]) if header.get("indenter") else None,
+        statuses=arrays.get("statuses"),
     )
     compiled.timings["cache_load"] = time.perf_counter() - started
     return compiled
@@ -168,6 +169,8 @@ def _arrays(compiled: "CompiledGrammar") -> dict[str, np.ndarray]:
     arrays = {f"lexer_{n}": getattr(compiled.lexer, n) for n in _LEXER_ARRAYS}
     arrays.update({n: getattr(compiled.spanner, n) for n in _SPANNER_ARRAYS})
     arrays.update({n: getattr(compiled.tables, n) for n in _TABLE_ARRAYS})
+    if compiled.statuses is not None:
+        arrays["statuses"] = compiled.statuses
     return arrays
 
 

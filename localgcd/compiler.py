@@ -28,7 +28,10 @@ from localgcd.spanner import TokenSpanner, build_token_spanner
 from localgcd.trie import VocabTrie, trie_from_arrays, trie_to_arrays
 from localgcd.vocab import Vocabulary
 
-TABLE_FORMAT_VERSION = 4
+TABLE_FORMAT_VERSION = 5
+# Alg. 5 runs at compile time when parser states x outcomes is at most this (well
+# under a second, a few MB of cache); bigger grammars classify lazily while decoding.
+EAGER_STATUS_LIMIT = 2_000_000
 FORMATS = ("lark",)
 
 
@@ -44,6 +47,7 @@ class CompiledGrammar:
     end_ids: np.ndarray  # int64
     source: str
     indenter: IndenterSpec | None = None
+    statuses: np.ndarray | None = None  # Alg. 5 ahead of time (small grammars), see build()
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -66,7 +70,8 @@ class CompiledGrammar:
     def engine(self) -> MaskEngine:
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
         pda = PushdownAutomaton(self.tables, ignored)
-        return MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter)
+        return MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
+                          self.statuses)
 
     @cached_property
     def terminated_mask(self) -> Mask:
@@ -144,8 +149,7 @@ def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>",
     t3 = time.perf_counter()
     spanner = build_token_spanner(lexer, trie, len(vocab))
     t4 = time.perf_counter()
-    timings.update(grammar=t1 - t0, lexer=t2 - t1, trie=t3 - t2, spanner=t4 - t3)
-    return CompiledGrammar(
+    compiled = CompiledGrammar(
         terminals=parsed.terminals,
         lexer=lexer,
         spanner=spanner,
@@ -156,6 +160,11 @@ def build(grammar: str, vocab: Vocabulary, source: str = "<grammar>",
         indenter=parsed.indenter,
         timings=timings,
     )
+    if parsed.tables.n_states * len(spanner.head) <= EAGER_STATUS_LIMIT:
+        compiled.statuses = compiled.engine.classify_all().copy()
+    t5 = time.perf_counter()
+    timings.update(grammar=t1 - t0, lexer=t2 - t1, trie=t3 - t2, spanner=t4 - t3, statuses=t5 - t4)
+    return compiled
 
 
 _TRIES: dict[str, VocabTrie] = {}

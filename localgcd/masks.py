@@ -4,15 +4,22 @@ For lexer state ``q`` and parser stack ``n`` a token is allowed iff its
 outcome ``T1 … Tk`` (end state ``q'``) is accepted by the parser from ``n`` and
 some terminal of ``Prod(q')`` can follow (an ignored one always can).
 
-Alg. 5, lazily: the first time ``(q, top state of n)`` is seen, every outcome
-of ``q``'s row is checked once and split by how deep its check read the
-stack.  Outcomes decided by the top state alone are *always accepted* or
-*always rejected* for that parser state; the rest are *context-dependent*.
+Alg. 5: every outcome has a *status* per parser state — always accepted or
+always rejected when its check reads only the top state (whatever lies
+below; reductions the stack-free analysis of :mod:`localgcd.stack_free`
+decides count as top-only), else context-dependent.  Statuses live in one
+table [parser state × outcome]; small grammars fill it at compile time
+(:meth:`MaskEngine.classify_all`), bigger ones the first time a parser state
+is met.  Checking an outcome records the status of each of its tails in the
+states it passes through, so shared tails are looked up, not re-simulated.
+
 Alg. 6: a mask is the always-accepted classes plus the classes of the
 context-dependent outcomes that pass on the actual stack, expanded to token
-ids by one gather.  Checks are vectorized: all outcomes advance one terminal
-at a time, and only the distinct (stack, terminal) pairs of a level reach the
-PDA.  Masks are cached on the stack suffix that their checks actually read.
+ids.  Checks are vectorized (all outcomes advance one terminal per level; only
+the distinct (stack, terminal) pairs of a level reach the PDA) and finish in
+plain Python once few pairs are left.  Context-dependent verdicts are cached
+in groups under the stack suffix they read, and masks under the suffix their
+checks read.
 
 Grammars with lark's Indenter add a :class:`~localgcd.layout.Layout` to the
 state; see :mod:`localgcd.layout` for why only newline-emitting tokens need
@@ -55,6 +62,7 @@ class Mask:
 _UNKNOWN, _ALWAYS, _NEVER, _DEPENDENT = 0, 1, 2, 3
 _SCALAR_BELOW = 32  # checks with fewer live (stack, outcome) pairs go on in plain Python
 _TOKEN_MASK_BUDGET = 64 << 20  # bytes of memoized base token masks per engine
+_NO_READ = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,7 @@ class MaskEngine:
         token_bytes: tuple[bytes, ...],
         end_ids: np.ndarray,
         indenter: IndenterSpec | None = None,
+        statuses: np.ndarray | None = None,
     ) -> None:
         self.spanner = spanner
         self.rows = Rows(spanner)
@@ -159,9 +168,30 @@ class MaskEngine:
         # outcome (tails included).  np.zeros maps untouched rows lazily.
         self._depth_keys = self._paren_cap + 1 if indenter is not None else 1
         self._paren_delta_list = self._paren_delta.tolist() if indenter is not None else None
-        self._status_table = np.zeros((pda.tables.action.shape[0] * self._depth_keys, len(spanner.head)), dtype=np.int8)
+        shape = (pda.tables.action.shape[0] * self._depth_keys, len(spanner.head))
+        if statuses is not None and statuses.shape == shape:
+            self._status_table = np.array(statuses, dtype=np.int8)  # a writable copy
+        else:
+            self._status_table = np.zeros(shape, dtype=np.int8)
 
     # -- public ---------------------------------------------------------------
+
+    def classify_all(self) -> np.ndarray:
+        """Alg. 5 ahead of time: the status of every outcome in every parser state.
+
+        Each parser state is classified on a witness stack with that state on
+        top; a status reads only the top, so any such stack will do.  Returns
+        the status table (int8 [parser states x bracket depths, outcomes]),
+        which a later engine can start from (``statuses=``).
+        """
+        outcomes = sorted_unique(np.concatenate([self.rows.outcomes(q) for q in range(self.spanner.n_states)]))
+        if self.indenter is not None:
+            outcomes = outcomes[~self._emits_newline[outcomes]]
+        for node in self.pda.witness_stacks().values():
+            for paren_key in range(self._depth_keys):
+                self._statuses(node, outcomes, paren_key)
+        return self._status_table
+
 
     def mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
         """The mask for lexer state ``q``, stack ``node`` (and the Indenter's layout)."""
@@ -629,6 +659,10 @@ class MaskEngine:
         every one is refused whatever lies below.  The rest are read off the
         acceptance vectors of their stacks.
         """
+        if nodes.size < _SCALAR_BELOW:
+            found = [self._final(n, q, d) for n, q, d in zip(nodes.tolist(), lexer_states.tolist(), dropped.tolist())]
+            return np.fromiter((f[0] for f in found), dtype=bool, count=nodes.size), \
+                np.fromiter((f[1] for f in found), dtype=np.int64, count=nodes.size)
         pda = self.pda
         node_list = nodes.tolist()
         tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=nodes.size)
@@ -645,8 +679,8 @@ class MaskEngine:
             read = np.stack(read)[inverse]
             pair_ok = hit.any(axis=1)
             # Yes needs one accepted terminal's reads; no needs every candidate's.
-            read_ok = np.where(hit, read, np.iinfo(np.int64).min).max(axis=1)
-            read_no = np.where(wanted, read, np.iinfo(np.int64).max).min(axis=1)
+            read_ok = np.where(hit, read, -1).max(axis=1)
+            read_no = np.where(wanted, read, _NO_READ).min(axis=1)
             ok[open_pairs] = pair_ok
             lows[open_pairs] = np.where(pair_ok, read_ok, read_no)
         return ok, lows

@@ -21,6 +21,7 @@ no unrolling; the edge recorded is the chain actually taken.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Generic, Hashable, TypeVar
 
 import numpy as np
@@ -132,6 +133,23 @@ class PushdownAutomaton:
         self._steps: dict[tuple[int, int], tuple[int, int]] = {}
         self.edges: SuffixCache[tuple[int, int, tuple[int, ...]]] = SuffixCache(self)
         self.root = self.push(DEAD, tables.start_state)
+
+    def witness_stacks(self) -> dict[int, int]:
+        """A stack for every parser state, with that state on top.
+
+        Each is the path of shifts and gotos from the start state that
+        reaches the state first (breadth first): a viable prefix.
+        """
+        action, goto = self.tables.action.tolist(), self.tables.goto.tolist()
+        stacks = {self.tables.start_state: self.root}
+        queue = deque([self.tables.start_state])
+        while queue:
+            state = queue.popleft()
+            for target in [t for t in action[state] if t >= 0] + [t for t in goto[state] if t >= 0]:
+                if target not in stacks:
+                    stacks[target] = self.push(stacks[state], target)
+                    queue.append(target)
+        return stacks
 
     def push(self, parent: int, state: int) -> int:
         """The node for ``state`` on top of ``parent`` (hash-consed)."""

@@ -76,6 +76,20 @@ def test_a_cached_grammar_gives_the_same_masks_as_a_fresh_one(tmp_path) -> None:
         assert np.array_equal(a, b)
 
 
+def test_small_grammars_carry_their_alg5_statuses_through_the_cache(tmp_path, monkeypatch) -> None:
+    """Alg. 5 runs at compile time for small grammars; the statuses are cached
+    and give the same masks as an engine that classifies lazily."""
+    first = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
+    loaded = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
+    assert first.statuses is not None and (first.statuses != 0).any()
+    assert np.array_equal(loaded.statuses, first.statuses)
+    monkeypatch.setattr("localgcd.compiler.EAGER_STATUS_LIMIT", 0)
+    lazy = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=False)
+    assert lazy.statuses is None
+    for a, b in zip(masks_along(lazy, DOC), masks_along(loaded, DOC)):
+        assert np.array_equal(a, b)
+
+
 def test_cache_files_hold_no_pickles(tmp_path) -> None:
     localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
     path = cache.entry_path(cache_key(JSONISH, "lark", BYTES_VOCAB), tmp_path)
