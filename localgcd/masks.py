@@ -1,25 +1,14 @@
-"""Token masks (GreatGramma Alg. 5 and 6) from the token spanner and the PDA.
+"""Token masks (GreatGramma Alg. 6) over the Alg. 5 statuses of :mod:`localgcd.checks`.
 
 For lexer state ``q`` and parser stack ``n`` a token is allowed iff its
-outcome ``T1 … Tk`` (end state ``q'``) is accepted by the parser from ``n`` and
-some terminal of ``Prod(q')`` can follow (an ignored one always can).
-
-Alg. 5: every outcome has a *status* per parser state — always accepted or
-always rejected when its check reads only the top state (whatever lies
-below; reductions the stack-free analysis of :mod:`localgcd.stack_free`
-decides count as top-only), else context-dependent.  Statuses live in one
-table [parser state × outcome]; small grammars fill it at compile time
-(:meth:`MaskEngine.classify_all`), bigger ones the first time a parser state
-is met.  Checking an outcome records the status of each of its tails in the
-states it passes through, so shared tails are looked up, not re-simulated.
-
-Alg. 6: a mask is the always-accepted classes plus the classes of the
-context-dependent outcomes that pass on the actual stack, expanded to token
-ids.  Checks are vectorized (all outcomes advance one terminal per level; only
-the distinct (stack, terminal) pairs of a level reach the PDA) and finish in
-plain Python once few pairs are left.  Context-dependent verdicts are cached
-in groups under the stack suffix they read, and masks under the suffix their
-checks read.
+outcome ``T1 … Tk`` (end state ``q'``) passes on ``n`` (see
+:mod:`localgcd.checks`).  Per (lexer state, top parser state) the row's
+outcomes split by status (a :class:`_ParserStateSplit`, made lazily): a mask
+is the always-accepted classes plus the classes of the context-dependent
+outcomes that pass on the actual stack, expanded to token ids.  Classes
+whose first byte ends the pending lexeme come from the fresh row after its
+terminal is fed.  Context-dependent verdicts are cached in groups under the
+stack suffix they read, and masks under the suffix their checks read.
 
 Grammars with lark's Indenter add a :class:`~localgcd.layout.Layout` to the
 state; see :mod:`localgcd.layout` for why only newline-emitting tokens need
@@ -33,7 +22,8 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
+from localgcd.arrays import sorted_unique, unique_inverse
+from localgcd.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar import IndenterSpec
 from localgcd.layout import NO_LAYOUT, Layout, LayoutLexer, feed, feed_all, finish
 from localgcd.lexer.transducer import LexingTransducer
@@ -59,10 +49,7 @@ class Mask:
         return packed
 
 
-_UNKNOWN, _ALWAYS, _NEVER, _DEPENDENT = 0, 1, 2, 3
-_SCALAR_BELOW = 32  # checks with fewer live (stack, outcome) pairs go on in plain Python
 _TOKEN_MASK_BUDGET = 64 << 20  # bytes of memoized base token masks per engine
-_NO_READ = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -116,13 +103,8 @@ class MaskEngine:
         self.rows = Rows(spanner)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
-        ignored = pda.ignored
-        producible = lexer.producible
-        # Terminals the pending lexeme of each lexer state may become, as parser columns.
-        n_columns = pda.end_terminal + 1
-        self._prod_parsed = np.zeros((producible.shape[0], n_columns), dtype=bool)
-        self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
-        self._ignored = ignored.tolist()
+        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses)
+        self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
@@ -132,66 +114,30 @@ class MaskEngine:
         self._class_tokens = order[np.count_nonzero(spanner.token_class < 0):]  # token ids grouped by class
         self._class_offsets = np.concatenate(([0], np.cumsum(counts)))
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
-        self._n_terms = pda.end_terminal + 1
-        self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._final_sure, self._final_may = _final_tables(pda, producible)
-        self._final_sure_rows, self._final_may_rows = self._final_sure.tolist(), self._final_may.tolist()
-        self._prod_terms = [np.flatnonzero(row).tolist() for row in self._prod_parsed]
-        self._action_np = pda.tables.action
-        self._refuses_np = pda.tables.refuses
-        self._takes_np = pda.tables.takes
-        open_columns = ~pda.tables.takes & ~pda.tables.refuses & self._prod_parsed.any(axis=0)[None, :]
-        self._open_terms = [np.flatnonzero(row).tolist() for row in open_columns]
-        self._ignored_np = np.append(ignored, np.zeros(pda.end_terminal + 1 - ignored.size, dtype=bool))
-        self._ignored_all = self._ignored_np.tolist()
-        self._action_rows = pda.tables.action.tolist()
-        self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
         self._dependent_groups: SuffixCache[tuple[int, np.ndarray, np.ndarray]] = SuffixCache(pda)
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self.indenter = indenter
-        self._paren_cap = 0
         if indenter is not None:
             self._layout_lexer = LayoutLexer(lexer, indenter)
-            self._prod_newline = producible[:, indenter.newline].copy()
-            self._emits_newline, self._paren_delta, closes = _outcome_layout_facts(spanner, indenter)
+            self._emits_newline = self.checker.emits_newline
             self._emits_newline_or_dead = np.append(self._emits_newline, False)
-            self._paren_cap = int(closes.max(initial=0)) + 1
             self._groups: dict[int, _LayoutGroups] = {}
             self._layout_sensitive: dict[int, bool] = {}
             self._next_state, self._emitted = lexer.next_state, lexer.emitted
             pieces = [token_bytes[t] for t in range(len(token_bytes))]
             self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in pieces])))
             self._token_data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-        # Alg. 5 statuses: one row per (parser state, capped bracket depth), one column per
-        # outcome (tails included).  np.zeros maps untouched rows lazily.
-        self._depth_keys = self._paren_cap + 1 if indenter is not None else 1
-        self._paren_delta_list = self._paren_delta.tolist() if indenter is not None else None
-        shape = (pda.tables.action.shape[0] * self._depth_keys, len(spanner.head))
-        if statuses is not None and statuses.shape == shape:
-            self._status_table = np.array(statuses, dtype=np.int8)  # a writable copy
-        else:
-            self._status_table = np.zeros(shape, dtype=np.int8)
 
     # -- public ---------------------------------------------------------------
 
     def classify_all(self) -> np.ndarray:
-        """Alg. 5 ahead of time: the status of every outcome in every parser state.
-
-        Each parser state is classified on a witness stack with that state on
-        top; a status reads only the top, so any such stack will do.  Returns
-        the status table (int8 [parser states x bracket depths, outcomes]),
-        which a later engine can start from (``statuses=``).
-        """
+        """Alg. 5 ahead of time for every outcome of every row; the status table (see ``statuses=``)."""
         outcomes = sorted_unique(np.concatenate([self.rows.outcomes(q) for q in range(self.spanner.n_states)]))
         if self.indenter is not None:
             outcomes = outcomes[~self._emits_newline[outcomes]]
-        for node in self.pda.witness_stacks().values():
-            for paren_key in range(self._depth_keys):
-                self._statuses(node, outcomes, paren_key)
-        return self._status_table
-
+        return self.checker.classify_all(outcomes)
 
     def mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
         """The mask for lexer state ``q``, stack ``node`` (and the Indenter's layout)."""
@@ -220,7 +166,7 @@ class MaskEngine:
                          or ((self.spanner.first_kind[q] == FIRST_EMITS).any()
                              and bool(self._emits_newline[self.rows.outcomes(0)].any())))
             self._layout_sensitive[q] = sensitive
-        return layout if sensitive else (min(layout.paren, self._paren_cap), len(layout.levels))
+        return layout if sensitive else (min(layout.paren, self.checker.paren_cap), len(layout.levels))
 
     def advance(self, q: int, node: int, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
         """(lexer state, stack, layout) after ``token`` if it is allowed, else DEAD stack."""
@@ -244,7 +190,7 @@ class MaskEngine:
                 if node == DEAD:
                     return DEAD, DEAD, layout
         end = int(spanner.end[outcome])
-        return (end, node, layout) if self._final(node, end, False)[0] else (DEAD, DEAD, layout)
+        return (end, node, layout) if self.checker.final(node, end, False)[0] else (DEAD, DEAD, layout)
 
     def is_accepting(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> tuple[bool, int]:
         """Whether the text so far is a sentence; and the lowest stack height read."""
@@ -373,7 +319,7 @@ class MaskEngine:
             low = min(low, height - depth + 1)
         pending = np.flatnonzero(todo)
         if pending.size:
-            ok, lows = self._check(node, dependent[pending], paren)
+            ok, lows = self.checker.check(node, dependent[pending], paren)
             read = height - lows + 1
             for depth in sorted_unique(read).tolist():
                 in_group = read == depth
@@ -423,7 +369,7 @@ class MaskEngine:
             if after == DEAD:
                 continue
             picked = np.flatnonzero(chosen & measurable & (widths == width))
-            ok, check_low = self._check_by_status(after, groups.tail[picked], after_layout.paren)
+            ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
             low = min(low, check_low)
             for g in picked[ok].tolist():
                 allowed.append(groups.tokens[groups.offsets[g]:groups.offsets[g + 1]])
@@ -433,33 +379,6 @@ class MaskEngine:
             if after != DEAD:
                 allowed.append(np.asarray([token]))
         return (np.concatenate(allowed) if allowed else np.empty(0, dtype=np.int64)), low
-
-    def _statuses(self, node: int, outcomes: np.ndarray, paren_key: int) -> np.ndarray:
-        """Alg. 5 per outcome: always / never / context-dependent in this parser state.
-
-        Rows of different lexer states share most outcomes, and outcomes share
-        tails, so each is classified once per (top parser state, bracket
-        depth) in one status table; :meth:`_check` fills it.
-        """
-        row = self.pda.state[node] * self._depth_keys + paren_key
-        known = self._status_table[row, outcomes]
-        unknown = np.flatnonzero(known == _UNKNOWN)
-        if unknown.size:
-            self._check(node, sorted_unique(outcomes[unknown]), paren_key)
-            known = self._status_table[row, outcomes]
-        return known
-
-    def _check_by_status(self, node: int, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
-        """Verdicts for outcomes: stored statuses, and a check on this stack for dependent ones."""
-        known = self._statuses(node, outcomes, min(paren, self._paren_cap))
-        low = self.pda.height[node]
-        ok = known == _ALWAYS
-        dependent = np.flatnonzero(known == _DEPENDENT)
-        if dependent.size:
-            dep_ok, lows = self._check(node, outcomes[dependent], paren)
-            ok[dependent] = dep_ok
-            low = min(low, int(lows.min()))
-        return ok, low
 
     def _layout_groups(self, q: int) -> "_LayoutGroups":
         found = self._groups.get(q)
@@ -471,7 +390,7 @@ class MaskEngine:
 
     def _split(self, q: int, node: int, paren: int) -> _ParserStateSplit:
         """Alg. 5, lazily: classify ``q``'s outcomes once per parser state (and bracket depth)."""
-        paren_key = min(paren, self._paren_cap) if self.indenter is not None else 0
+        paren_key = min(paren, self.checker.paren_cap) if self.indenter is not None else 0
         key = (q, self.pda.state[node], paren_key)
         split = self._splits.get(key)
         if split is None:
@@ -482,248 +401,19 @@ class MaskEngine:
                 emitting = self._emits_newline[outcomes]
                 outcomes = outcomes[~emitting]
                 layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]] & (row[:-1] >= 0))
-            status = self._statuses(node, outcomes, paren_key)
-            status_by_outcome = np.append(self._status_table[self.pda.state[node] * self._depth_keys + paren_key],
-                                          np.int8(_UNKNOWN))  # last slot: DEAD (-1)
+            status = self.checker.statuses(node, outcomes, paren_key)
+            status_row = self.checker.status_table[self.checker.status_row(self.pda.state[node], paren_key)]
+            status_by_outcome = np.append(status_row, np.int8(UNKNOWN))  # last slot: DEAD (-1)
             if self.indenter is not None:
-                status_by_outcome[:-1][self._emits_newline] = _UNKNOWN  # those take the layout path
+                status_by_outcome[:-1][self._emits_newline] = UNKNOWN  # those take the layout path
             class_status = status_by_outcome[row]
-            always = class_status == _ALWAYS
+            always = class_status == ALWAYS
             always.flags.writeable = False
-            dependent = outcomes[status == _DEPENDENT]
-            classes = np.flatnonzero(class_status == _DEPENDENT)
+            dependent = outcomes[status == DEPENDENT]
+            classes = np.flatnonzero(class_status == DEPENDENT)
             split = _ParserStateSplit(always, dependent, classes, row[classes], layout_classes)
             self._splits[key] = split
         return split
-
-    def _check(self, node: int, outcomes: np.ndarray, paren: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """For each outcome (emitting no newline) from stack ``node``: (allowed?, lowest height read).
-
-        All outcomes advance one terminal per level; only the distinct (stack,
-        terminal) pairs of a level reach the PDA.  A (stack, rest of outcome)
-        pair whose status in the stack's top state is known stops there: a
-        table lookup.  Every other pair records its status once the check is
-        done — a rest decided by reading only the top state holds for every
-        stack with that top — so the tails that outcomes share are checked
-        once per parser state and looked up afterwards.
-        """
-        pda = self.pda
-        head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
-        n = outcomes.size
-        ok = np.zeros(n, dtype=bool)
-        read = np.zeros(n, dtype=np.int64)  # lowest height read from the current level on
-        levels: list[tuple[np.ndarray, ...]] = []
-        idx = np.arange(n)
-        nodes = np.full(n, node, dtype=np.int64)
-        tops = np.full(n, pda.state[node], dtype=np.int64)
-        heights = np.full(n, pda.height[node], dtype=np.int64)
-        cur = outcomes.astype(np.int64)
-        while idx.size:
-            if idx.size < _SCALAR_BELOW:  # a level costs more in numpy overhead than a few pairs in Python
-                depths = paren + self._paren_delta[outcomes[idx]] - self._paren_delta[cur] \
-                    if self.indenter is not None else np.zeros(idx.size, dtype=np.int64)
-                for i, at, rest, depth in zip(idx.tolist(), nodes.tolist(), cur.tolist(), depths.tolist()):
-                    ok[i], read[i] = self._check_one(at, rest, depth)
-                break
-            rows = self._status_rows(tops, paren, outcomes[idx], cur)
-            known = np.where(rows >= 0, self._status_table[np.maximum(rows, 0), cur], _UNKNOWN)
-            decided = (known == _ALWAYS) | (known == _NEVER)
-            ok[idx[decided]] = known[decided] == _ALWAYS
-            read[idx[decided]] = heights[decided]
-            final = np.flatnonzero(~decided & (cur < n_base))
-            if final.size:
-                dropped = np.zeros(final.size, dtype=bool)
-                if self.indenter is not None:
-                    dropped = (paren + self._paren_delta[outcomes[idx[final]]]) > 0
-                keys, inverse = unique_inverse((nodes[final] * n_base + cur[final]) * 2 + dropped)
-                key_nodes, rest = np.divmod(keys, 2 * n_base)
-                key_ok, key_low = self._finals_of(key_nodes, rest // 2, rest % 2 == 1)
-                ok[idx[final]] = key_ok[inverse]
-                read[idx[final]] = key_low[inverse]
-            stepping = np.flatnonzero(~decided & (cur >= n_base))
-            after, after_tops, after_heights, step_low = self._step_many(
-                nodes[stepping], tops[stepping], head[cur[stepping]].astype(np.int64))
-            dead = after == DEAD
-            read[idx[stepping[dead]]] = step_low[dead]
-            levels.append((idx, rows, cur, heights, decided, stepping, step_low))
-            alive = ~dead
-            idx, cur = idx[stepping[alive]], tail[cur[stepping[alive]]].astype(np.int64)
-            nodes, tops, heights = after[alive], after_tops[alive], after_heights[alive]
-        # Back from the deepest level: what each rest read, and its status in that top state.
-        for idx, rows, cur, heights, decided, stepping, step_low in reversed(levels):
-            at = idx[stepping]
-            read[at] = np.minimum(read[at], step_low)
-            record = ~decided & (rows >= 0)
-            verdict = np.where(ok[idx], _ALWAYS, _NEVER).astype(np.int8)
-            status = np.where(read[idx] == heights, verdict, np.int8(_DEPENDENT))
-            self._status_table[rows[record], cur[record]] = status[record]
-        return ok, read
-
-    def _check_one(self, node: int, outcome: int, depth: int) -> tuple[bool, int]:
-        """:meth:`_check` for one (stack, outcome) pair, in plain Python; same status records.
-
-        ``depth``: the bracket depth before the outcome (Indenter grammars).
-        """
-        pda, spanner = self.pda, self.spanner
-        head, tail, n_base = self._head, self._tail, spanner.n_base
-        table, keys, cap = self._status_table, self._depth_keys, self._paren_cap
-        delta = self._paren_delta_list
-        visited: list[tuple[int, int, int, int]] = []  # (status row, rest, height, height read by its step)
-        while True:
-            top, height = pda.state[node], pda.height[node]
-            row = top * keys + min(depth, cap) if depth >= 0 else -1
-            known = table[row, outcome] if row >= 0 else _UNKNOWN
-            if known == _ALWAYS or known == _NEVER:
-                ok, low = known == _ALWAYS, height
-                break
-            if outcome < n_base:
-                ok, low = self._final(node, outcome, depth > 0)
-                visited.append((row, outcome, height, low))
-                break
-            term = head[outcome]
-            after, step_low = self._step_one(node, top, term)
-            visited.append((row, outcome, height, step_low))
-            if after == DEAD:
-                ok, low = False, step_low
-                break
-            if delta is not None:
-                depth += delta[outcome] - delta[tail[outcome]]
-            node, outcome = after, tail[outcome]
-        verdict = _ALWAYS if ok else _NEVER
-        for row, rest, height, step_low in reversed(visited):
-            low = min(low, step_low)
-            if row >= 0:
-                table[row, rest] = verdict if low == height else _DEPENDENT
-        return ok, low
-
-    def _step_one(self, node: int, top: int, term: int) -> tuple[int, int]:
-        """Feed one terminal: (stack after or DEAD, lowest height read); see :meth:`_step_many`."""
-        if self._ignored_all[term]:
-            return node, self.pda.height[node]
-        move = self._action_rows[top][term]
-        if move >= 0:
-            return self.pda.push(node, move), self.pda.height[node]
-        return self.pda.step(node, term)
-
-    def _status_rows(self, tops: np.ndarray, paren: int, outcomes: np.ndarray, rests: np.ndarray) -> np.ndarray:
-        """Row of the status table for each (top state, rest of an outcome); -1: none.
-
-        With an Indenter the row also holds the bracket depth before the rest
-        (capped where it no longer matters).
-        """
-        if self.indenter is None:
-            return tops
-        depth = paren + self._paren_delta[outcomes] - self._paren_delta[rests]
-        rows = tops * self._depth_keys + np.minimum(depth, self._paren_cap)
-        return np.where(depth >= 0, rows, -1)
-
-    def _step_many(self, nodes: np.ndarray, tops: np.ndarray,
-                   terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Feed ``terms[i]`` to stack ``nodes[i]`` (top state ``tops[i]``).
-
-        Returns the stacks after (or DEAD), their top states and heights, and
-        the lowest heights read.  The top state decides most pairs (a refusal
-        is death, a shift is a push); only reductions go through the PDA's
-        edges, once per distinct pair.
-        """
-        pda = self.pda
-        n_terms = self._n_terms
-        keys, first, inverse = unique_first_inverse(nodes * n_terms + terms)
-        key_nodes, key_terms, key_tops = nodes[first], terms[first], tops[first]
-        action = self._action_np[key_tops, key_terms]
-        ignored = self._ignored_np[key_terms]
-        shifted = (action >= 0) & ~ignored
-        results = np.where(ignored, key_nodes, DEAD)
-        result_tops = np.where(ignored, key_tops, np.where(shifted, action, -1))
-        node_list = key_nodes.tolist()
-        key_heights = np.fromiter((pda.height[m] for m in node_list), dtype=np.int64, count=keys.size)
-        result_heights = key_heights + shifted
-        key_lows = key_heights.copy()
-        push = pda.push
-        for i in np.flatnonzero(shifted).tolist():
-            results[i] = push(node_list[i], int(action[i]))
-        reducing = np.flatnonzero(~shifted & ~ignored & ~self._refuses_np[key_tops, key_terms])
-        for i in reducing.tolist():
-            after, key_lows[i] = pda.step(node_list[i], int(key_terms[i]))
-            results[i] = after
-            if after != DEAD:
-                result_tops[i], result_heights[i] = pda.state[after], pda.height[after]
-        return results[inverse], result_tops[inverse], result_heights[inverse], key_lows[inverse]
-
-    def _finals_of(self, nodes: np.ndarray, lexer_states: np.ndarray,
-                   dropped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_final` for many pairs at once.
-
-        The top parser state decides most pairs: yes if a terminal the pending
-        lexeme can become is taken whatever lies below (or is ignored), no if
-        every one is refused whatever lies below.  The rest are read off the
-        acceptance vectors of their stacks.
-        """
-        if nodes.size < _SCALAR_BELOW:
-            found = [self._final(n, q, d) for n, q, d in zip(nodes.tolist(), lexer_states.tolist(), dropped.tolist())]
-            return np.fromiter((f[0] for f in found), dtype=bool, count=nodes.size), \
-                np.fromiter((f[1] for f in found), dtype=np.int64, count=nodes.size)
-        pda = self.pda
-        node_list = nodes.tolist()
-        tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=nodes.size)
-        lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=nodes.size)
-        ok = self._final_sure[tops, lexer_states]
-        if self.indenter is not None:
-            ok |= dropped & self._prod_newline[lexer_states]
-        open_pairs = np.flatnonzero(~ok & self._final_may[tops, lexer_states])
-        if open_pairs.size:
-            distinct, inverse = unique_inverse(nodes[open_pairs])
-            accepted, read = zip(*(self._acceptance(n) for n in distinct.tolist()))
-            wanted = self._prod_parsed[lexer_states[open_pairs]]
-            hit = np.stack(accepted)[inverse] & wanted
-            read = np.stack(read)[inverse]
-            pair_ok = hit.any(axis=1)
-            # Yes needs one accepted terminal's reads; no needs every candidate's.
-            read_ok = np.where(hit, read, -1).max(axis=1)
-            read_no = np.where(wanted, read, _NO_READ).min(axis=1)
-            ok[open_pairs] = pair_ok
-            lows[open_pairs] = np.where(pair_ok, read_ok, read_no)
-        return ok, lows
-
-    def _final(self, node: int, lexer_state: int, dropped: bool) -> tuple[bool, int]:
-        """Can the pending lexeme in ``lexer_state`` become a terminal accepted at ``node``?
-
-        Also the lowest stack height that answer read.  ``dropped``: brackets
-        are open, so a newline would be dropped by the Indenter.
-        """
-        pda = self.pda
-        top, height = pda.state[node], pda.height[node]
-        if self._final_sure_rows[top][lexer_state] or (dropped and self.indenter is not None
-                                                       and self._prod_newline[lexer_state]):
-            return True, height
-        if not self._final_may_rows[top][lexer_state]:
-            return False, height
-        accepted, read = self._acceptance(node)
-        low_ok, low_no = None, height
-        for term in self._prod_terms[lexer_state]:
-            if accepted[term]:
-                low_ok = max(low_ok, int(read[term])) if low_ok is not None else int(read[term])
-            else:
-                low_no = min(low_no, int(read[term]))
-        return (True, low_ok) if low_ok is not None else (False, low_no)
-
-    def _acceptance(self, node: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per parser column: is that terminal accepted at ``node``, and the lowest height read.
-
-        Terminals the top state takes or refuses whatever lies below read only
-        the top; the others are fed to the PDA (its edges are shared by every
-        stack with the suffix they read).  Memoized per stack.
-        """
-        found = self._acceptance_of.get(node)
-        if found is None:
-            pda = self.pda
-            top = pda.state[node]
-            accepted = self._takes_np[top].copy()
-            read = np.full(accepted.size, pda.height[node], dtype=np.int64)
-            for term in self._open_terms[top]:
-                accepted[term], read[term] = pda.accepts(node, term)
-            found = self._acceptance_of[node] = (accepted, read)
-        return found
 
     # -- the exact byte-level path (Indenter grammars) -------------------------------
 
@@ -737,7 +427,7 @@ class MaskEngine:
         node, after, low = feed_all(pda, self.indenter, node, layout, events)
         if node == DEAD:
             return DEAD, DEAD, layout, low
-        ok, final_low = self._final(node, state, after.paren > 0)
+        ok, final_low = self.checker.final(node, state, after.paren > 0)
         layout = Layout(after.paren, after.levels, pending.has_newline, pending.width)
         return (state, node if ok else DEAD, layout, min(low, final_low))
 
@@ -792,40 +482,3 @@ def _layout_groups(engine: MaskEngine, q: int) -> _LayoutGroups:
         tokens=tokens[order],
         other_tokens=other,
     )
-
-
-def _outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per outcome: emits a newline?, bracket depth change, closing brackets."""
-    n = len(spanner.head)
-    emits = np.zeros(n, dtype=bool)
-    delta = np.zeros(n, dtype=np.int64)
-    closes = np.zeros(n, dtype=np.int64)
-    opens_of = np.zeros(max(spec.newline + 1, int(spanner.head.max(initial=0)) + 1), dtype=np.int64)
-    closes_of = opens_of.copy()
-    opens_of[list(spec.opens)] = 1
-    closes_of[list(spec.closes)] = 1
-    ptr = np.arange(n)
-    live = ptr >= spanner.n_base
-    while live.any():
-        idx = np.flatnonzero(live)
-        h = spanner.head[ptr[idx]]
-        emits[idx] |= h == spec.newline
-        delta[idx] += opens_of[h] - closes_of[h]
-        closes[idx] += closes_of[h]
-        ptr[idx] = spanner.tail[ptr[idx]]
-        live = ptr >= spanner.n_base
-    return emits, delta, closes
-
-
-def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """bool [parser states, lexer states]: the pending lexeme surely fits / may fit.
-
-    Surely: some terminal it can become is taken whatever lies below the top
-    state (or is ignored).  May: some such terminal is not surely refused.
-    """
-    n_terms = producible.shape[1]
-    wanted = (producible & ~pda.ignored[None, :]).astype(np.float32)
-    takes = (pda.tables.takes[:, :n_terms].astype(np.float32) @ wanted.T) > 0
-    may = ((~pda.tables.refuses[:, :n_terms]).astype(np.float32) @ wanted.T) > 0
-    takes |= (producible & pda.ignored[None, :]).any(axis=1)[None, :]
-    return takes, may | takes

@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import localgcd
-from localgcd import GrammarError, masks
+from localgcd import GrammarError, checks
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (
@@ -235,7 +235,7 @@ def test_vectorized_and_scalar_checks_are_both_exact(name: str, scalar_below: in
     finishes small batches in plain Python; each path alone, on a fresh engine
     that classifies lazily (its status table filled by that path only),
     matches the reference."""
-    monkeypatch.setattr(masks, "_SCALAR_BELOW", scalar_below)
+    monkeypatch.setattr(checks, "_SCALAR_BELOW", scalar_below)
     monkeypatch.setattr("localgcd.compiler.EAGER_STATUS_LIMIT", 0)
     shared = small_case(name)
     case = Case(name, shared.grammar, shared.vocab, compile_for(shared.grammar, shared.vocab), shared.ref)

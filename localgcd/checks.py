@@ -1,0 +1,382 @@
+"""Checking outcomes against parser stacks: Alg. 5 statuses and the checks behind Alg. 6.
+
+An outcome ``T1 … Tk`` (end lexer state ``q'``) passes on stack ``n`` if the
+parser takes ``T1 … Tk`` from ``n`` and some terminal the pending lexeme of
+``q'`` can become fits after them.  Its *status* in a parser state is always
+accepted / always rejected when the check read only the top state (the
+stack-free analysis of :mod:`localgcd.stack_free` counts as top-only), else
+context-dependent (GreatGramma Prop. 3.5).
+
+Statuses live in one table [parser state (× bracket depth) × outcome].  A
+check records the status of every (stack, rest of the outcome) pair it
+visits, so the tails outcomes share are looked up, not re-simulated.  Checks
+run level by level in numpy (only the distinct (stack, terminal) pairs of a
+level reach the PDA) and finish in plain Python once few pairs are left.
+Every check also reports the lowest stack height it read, which keys the
+callers' caches on the stack suffix consulted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
+from localgcd.grammar import IndenterSpec
+from localgcd.pda import DEAD, PushdownAutomaton
+from localgcd.spanner import TokenSpanner
+
+UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
+_SCALAR_BELOW = 32  # checks with fewer live (stack, outcome) pairs go on in plain Python
+_NO_READ = np.iinfo(np.int64).max
+
+
+class OutcomeChecker:
+    """Decides outcomes on stacks and keeps the Alg. 5 status table; one per mask engine."""
+
+    def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
+                 indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None) -> None:
+        self.spanner = spanner
+        self.pda = pda
+        self.indenter = indenter
+        ignored = pda.ignored
+        tables = pda.tables
+        self._n_terms = pda.end_terminal + 1
+        # Terminals the pending lexeme of each lexer state may become, as parser columns.
+        self._prod_parsed = np.zeros((producible.shape[0], self._n_terms), dtype=bool)
+        self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
+        self._prod_terms = [np.flatnonzero(row).tolist() for row in self._prod_parsed]
+        self._final_sure, self._final_may = _final_tables(pda, producible)
+        self._final_sure_rows, self._final_may_rows = self._final_sure.tolist(), self._final_may.tolist()
+        self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
+        self._action_rows = tables.action.tolist()
+        open_columns = ~tables.takes & ~tables.refuses & self._prod_parsed.any(axis=0)[None, :]
+        self._open_terms = [np.flatnonzero(row).tolist() for row in open_columns]
+        self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
+        self._ignored_all = self._ignored_np.tolist()
+        self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
+        self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.paren_cap = 0
+        self.paren_delta = np.zeros(len(spanner.head), dtype=np.int64)
+        self.emits_newline = np.zeros(len(spanner.head), dtype=bool)
+        self._paren_delta_list: list[int] | None = None
+        if indenter is not None:
+            self._prod_newline = producible[:, indenter.newline].copy()
+            self.emits_newline, self.paren_delta, closes = outcome_layout_facts(spanner, indenter)
+            self.paren_cap = int(closes.max(initial=0)) + 1  # deeper brackets all behave alike
+            self._paren_delta_list = self.paren_delta.tolist()
+        self.depth_keys = self.paren_cap + 1 if indenter is not None else 1
+        # np.zeros maps untouched rows lazily: big grammars only pay for states they meet.
+        shape = (tables.n_states * self.depth_keys, len(spanner.head))
+        if statuses is not None and statuses.shape == shape:
+            self.status_table = np.array(statuses, dtype=np.int8)  # a writable copy
+        else:
+            self.status_table = np.zeros(shape, dtype=np.int8)
+
+    def status_row(self, state: int, paren_key: int = 0) -> int:
+        """The status table's row for a parser state (and capped bracket depth)."""
+        return state * self.depth_keys + paren_key
+
+    def classify_all(self, outcomes: np.ndarray) -> np.ndarray:
+        """Alg. 5 ahead of time: the statuses of ``outcomes`` in every parser state.
+
+        Each state is classified on a witness stack with that state on top; a
+        status reads only the top, so any such stack will do.  Returns the
+        status table, which a later checker can start from (``statuses=``).
+        """
+        for node in self.pda.witness_stacks().values():
+            for paren_key in range(self.depth_keys):
+                self.statuses(node, outcomes, paren_key)
+        return self.status_table
+
+    def statuses(self, node: int, outcomes: np.ndarray, paren_key: int) -> np.ndarray:
+        """Alg. 5 per outcome: always / never / context-dependent in this parser state.
+
+        Rows of different lexer states share most outcomes, and outcomes share
+        tails, so each is classified once per (top parser state, bracket
+        depth) in one status table; :meth:`check` fills it.
+        """
+        row = self.pda.state[node] * self.depth_keys + paren_key
+        known = self.status_table[row, outcomes]
+        unknown = np.flatnonzero(known == UNKNOWN)
+        if unknown.size:
+            self.check(node, sorted_unique(outcomes[unknown]), paren_key)
+            known = self.status_table[row, outcomes]
+        return known
+
+    def check_by_status(self, node: int, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
+        """Verdicts for outcomes: stored statuses, and a check on this stack for dependent ones."""
+        known = self.statuses(node, outcomes, min(paren, self.paren_cap))
+        low = self.pda.height[node]
+        ok = known == ALWAYS
+        dependent = np.flatnonzero(known == DEPENDENT)
+        if dependent.size:
+            dep_ok, lows = self.check(node, outcomes[dependent], paren)
+            ok[dependent] = dep_ok
+            low = min(low, int(lows.min()))
+        return ok, low
+
+    def check(self, node: int, outcomes: np.ndarray, paren: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """For each outcome (emitting no newline) from stack ``node``: (allowed?, lowest height read).
+
+        All outcomes advance one terminal per level; only the distinct (stack,
+        terminal) pairs of a level reach the PDA.  A (stack, rest of outcome)
+        pair whose status in the stack's top state is known stops there: a
+        table lookup.  Every other pair records its status once the check is
+        done — a rest decided by reading only the top state holds for every
+        stack with that top — so the tails that outcomes share are checked
+        once per parser state and looked up afterwards.
+        """
+        pda = self.pda
+        head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
+        n = outcomes.size
+        ok = np.zeros(n, dtype=bool)
+        read = np.zeros(n, dtype=np.int64)  # lowest height read from the current level on
+        levels: list[tuple[np.ndarray, ...]] = []
+        idx = np.arange(n)
+        nodes = np.full(n, node, dtype=np.int64)
+        tops = np.full(n, pda.state[node], dtype=np.int64)
+        heights = np.full(n, pda.height[node], dtype=np.int64)
+        cur = outcomes.astype(np.int64)
+        while idx.size:
+            if idx.size < _SCALAR_BELOW:  # a level costs more in numpy overhead than a few pairs in Python
+                depths = paren + self.paren_delta[outcomes[idx]] - self.paren_delta[cur] \
+                    if self.indenter is not None else np.zeros(idx.size, dtype=np.int64)
+                for i, at, rest, depth in zip(idx.tolist(), nodes.tolist(), cur.tolist(), depths.tolist()):
+                    ok[i], read[i] = self._check_one(at, rest, depth)
+                break
+            rows = self._status_rows(tops, paren, outcomes[idx], cur)
+            known = np.where(rows >= 0, self.status_table[np.maximum(rows, 0), cur], UNKNOWN)
+            decided = (known == ALWAYS) | (known == NEVER)
+            ok[idx[decided]] = known[decided] == ALWAYS
+            read[idx[decided]] = heights[decided]
+            final = np.flatnonzero(~decided & (cur < n_base))
+            if final.size:
+                dropped = np.zeros(final.size, dtype=bool)
+                if self.indenter is not None:
+                    dropped = (paren + self.paren_delta[outcomes[idx[final]]]) > 0
+                keys, inverse = unique_inverse((nodes[final] * n_base + cur[final]) * 2 + dropped)
+                key_nodes, rest = np.divmod(keys, 2 * n_base)
+                key_ok, key_low = self._finals_of(key_nodes, rest // 2, rest % 2 == 1)
+                ok[idx[final]] = key_ok[inverse]
+                read[idx[final]] = key_low[inverse]
+            stepping = np.flatnonzero(~decided & (cur >= n_base))
+            after, after_tops, after_heights, step_low = self._step_many(
+                nodes[stepping], tops[stepping], head[cur[stepping]].astype(np.int64))
+            dead = after == DEAD
+            read[idx[stepping[dead]]] = step_low[dead]
+            levels.append((idx, rows, cur, heights, decided, stepping, step_low))
+            alive = ~dead
+            idx, cur = idx[stepping[alive]], tail[cur[stepping[alive]]].astype(np.int64)
+            nodes, tops, heights = after[alive], after_tops[alive], after_heights[alive]
+        # Back from the deepest level: what each rest read, and its status in that top state.
+        for idx, rows, cur, heights, decided, stepping, step_low in reversed(levels):
+            at = idx[stepping]
+            read[at] = np.minimum(read[at], step_low)
+            record = ~decided & (rows >= 0)
+            verdict = np.where(ok[idx], ALWAYS, NEVER).astype(np.int8)
+            status = np.where(read[idx] == heights, verdict, np.int8(DEPENDENT))
+            self.status_table[rows[record], cur[record]] = status[record]
+        return ok, read
+
+    def _check_one(self, node: int, outcome: int, depth: int) -> tuple[bool, int]:
+        """:meth:`check` for one (stack, outcome) pair, in plain Python; same status records.
+
+        ``depth``: the bracket depth before the outcome (Indenter grammars).
+        """
+        pda, spanner = self.pda, self.spanner
+        head, tail, n_base = self._head, self._tail, spanner.n_base
+        table, keys, cap = self.status_table, self.depth_keys, self.paren_cap
+        delta = self._paren_delta_list
+        visited: list[tuple[int, int, int, int]] = []  # (status row, rest, height, height read by its step)
+        while True:
+            top, height = pda.state[node], pda.height[node]
+            row = top * keys + min(depth, cap) if depth >= 0 else -1
+            known = table[row, outcome] if row >= 0 else UNKNOWN
+            if known == ALWAYS or known == NEVER:
+                ok, low = known == ALWAYS, height
+                break
+            if outcome < n_base:
+                ok, low = self.final(node, outcome, depth > 0)
+                visited.append((row, outcome, height, low))
+                break
+            term = head[outcome]
+            after, step_low = self._step_one(node, top, term)
+            visited.append((row, outcome, height, step_low))
+            if after == DEAD:
+                ok, low = False, step_low
+                break
+            if delta is not None:
+                depth += delta[outcome] - delta[tail[outcome]]
+            node, outcome = after, tail[outcome]
+        verdict = ALWAYS if ok else NEVER
+        for row, rest, height, step_low in reversed(visited):
+            low = min(low, step_low)
+            if row >= 0:
+                table[row, rest] = verdict if low == height else DEPENDENT
+        return ok, low
+
+    def _step_one(self, node: int, top: int, term: int) -> tuple[int, int]:
+        """Feed one terminal: (stack after or DEAD, lowest height read); see :meth:`_step_many`."""
+        if self._ignored_all[term]:
+            return node, self.pda.height[node]
+        move = self._action_rows[top][term]
+        if move >= 0:
+            return self.pda.push(node, move), self.pda.height[node]
+        return self.pda.step(node, term)
+
+    def _status_rows(self, tops: np.ndarray, paren: int, outcomes: np.ndarray, rests: np.ndarray) -> np.ndarray:
+        """Row of the status table for each (top state, rest of an outcome); -1: none.
+
+        With an Indenter the row also holds the bracket depth before the rest
+        (capped where it no longer matters).
+        """
+        if self.indenter is None:
+            return tops
+        depth = paren + self.paren_delta[outcomes] - self.paren_delta[rests]
+        rows = tops * self.depth_keys + np.minimum(depth, self.paren_cap)
+        return np.where(depth >= 0, rows, -1)
+
+    def _step_many(self, nodes: np.ndarray, tops: np.ndarray,
+                   terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Feed ``terms[i]`` to stack ``nodes[i]`` (top state ``tops[i]``).
+
+        Returns the stacks after (or DEAD), their top states and heights, and
+        the lowest heights read.  The top state decides most pairs (a refusal
+        is death, a shift is a push); only reductions go through the PDA's
+        edges, once per distinct pair.
+        """
+        pda = self.pda
+        n_terms = self._n_terms
+        keys, first, inverse = unique_first_inverse(nodes * n_terms + terms)
+        key_nodes, key_terms, key_tops = nodes[first], terms[first], tops[first]
+        action = self._action_np[key_tops, key_terms]
+        ignored = self._ignored_np[key_terms]
+        shifted = (action >= 0) & ~ignored
+        results = np.where(ignored, key_nodes, DEAD)
+        result_tops = np.where(ignored, key_tops, np.where(shifted, action, -1))
+        node_list = key_nodes.tolist()
+        key_heights = np.fromiter((pda.height[m] for m in node_list), dtype=np.int64, count=keys.size)
+        result_heights = key_heights + shifted
+        key_lows = key_heights.copy()
+        push = pda.push
+        for i in np.flatnonzero(shifted).tolist():
+            results[i] = push(node_list[i], int(action[i]))
+        reducing = np.flatnonzero(~shifted & ~ignored & ~self._refuses_np[key_tops, key_terms])
+        for i in reducing.tolist():
+            after, key_lows[i] = pda.step(node_list[i], int(key_terms[i]))
+            results[i] = after
+            if after != DEAD:
+                result_tops[i], result_heights[i] = pda.state[after], pda.height[after]
+        return results[inverse], result_tops[inverse], result_heights[inverse], key_lows[inverse]
+
+    def _finals_of(self, nodes: np.ndarray, lexer_states: np.ndarray,
+                   dropped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`final` for many pairs at once.
+
+        The top parser state decides most pairs: yes if a terminal the pending
+        lexeme can become is taken whatever lies below (or is ignored), no if
+        every one is refused whatever lies below.  The rest are read off the
+        acceptance vectors of their stacks.
+        """
+        if nodes.size < _SCALAR_BELOW:
+            found = [self.final(n, q, d) for n, q, d in zip(nodes.tolist(), lexer_states.tolist(), dropped.tolist())]
+            return np.fromiter((f[0] for f in found), dtype=bool, count=nodes.size), \
+                np.fromiter((f[1] for f in found), dtype=np.int64, count=nodes.size)
+        pda = self.pda
+        node_list = nodes.tolist()
+        tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=nodes.size)
+        lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=nodes.size)
+        ok = self._final_sure[tops, lexer_states]
+        if self.indenter is not None:
+            ok |= dropped & self._prod_newline[lexer_states]
+        open_pairs = np.flatnonzero(~ok & self._final_may[tops, lexer_states])
+        if open_pairs.size:
+            distinct, inverse = unique_inverse(nodes[open_pairs])
+            accepted, read = zip(*(self._acceptance(n) for n in distinct.tolist()))
+            wanted = self._prod_parsed[lexer_states[open_pairs]]
+            hit = np.stack(accepted)[inverse] & wanted
+            read = np.stack(read)[inverse]
+            pair_ok = hit.any(axis=1)
+            # Yes needs one accepted terminal's reads; no needs every candidate's.
+            read_ok = np.where(hit, read, -1).max(axis=1)
+            read_no = np.where(wanted, read, _NO_READ).min(axis=1)
+            ok[open_pairs] = pair_ok
+            lows[open_pairs] = np.where(pair_ok, read_ok, read_no)
+        return ok, lows
+
+    def final(self, node: int, lexer_state: int, dropped: bool) -> tuple[bool, int]:
+        """Can the pending lexeme in ``lexer_state`` become a terminal accepted at ``node``?
+
+        Also the lowest stack height that answer read.  ``dropped``: brackets
+        are open, so a newline would be dropped by the Indenter.
+        """
+        pda = self.pda
+        top, height = pda.state[node], pda.height[node]
+        if self._final_sure_rows[top][lexer_state] or (dropped and self.indenter is not None
+                                                       and self._prod_newline[lexer_state]):
+            return True, height
+        if not self._final_may_rows[top][lexer_state]:
+            return False, height
+        accepted, read = self._acceptance(node)
+        low_ok, low_no = None, height
+        for term in self._prod_terms[lexer_state]:
+            if accepted[term]:
+                low_ok = max(low_ok, int(read[term])) if low_ok is not None else int(read[term])
+            else:
+                low_no = min(low_no, int(read[term]))
+        return (True, low_ok) if low_ok is not None else (False, low_no)
+
+    def _acceptance(self, node: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per parser column: is that terminal accepted at ``node``, and the lowest height read.
+
+        Terminals the top state takes or refuses whatever lies below read only
+        the top; the others are fed to the PDA (its edges are shared by every
+        stack with the suffix they read).  Memoized per stack.
+        """
+        found = self._acceptance_of.get(node)
+        if found is None:
+            pda = self.pda
+            top = pda.state[node]
+            accepted = self._takes_np[top].copy()
+            read = np.full(accepted.size, pda.height[node], dtype=np.int64)
+            for term in self._open_terms[top]:
+                accepted[term], read[term] = pda.accepts(node, term)
+            found = self._acceptance_of[node] = (accepted, read)
+        return found
+
+
+def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """bool [parser states, lexer states]: the pending lexeme surely fits / may fit.
+
+    Surely: some terminal it can become is taken whatever lies below the top
+    state (or is ignored).  May: some such terminal is not surely refused.
+    """
+    n_terms = producible.shape[1]
+    wanted = (producible & ~pda.ignored[None, :]).astype(np.float32)
+    takes = (pda.tables.takes[:, :n_terms].astype(np.float32) @ wanted.T) > 0
+    may = ((~pda.tables.refuses[:, :n_terms]).astype(np.float32) @ wanted.T) > 0
+    takes |= (producible & pda.ignored[None, :]).any(axis=1)[None, :]
+    return takes, may | takes
+
+
+def outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per outcome: emits a newline?, bracket depth change, closing brackets."""
+    n = len(spanner.head)
+    emits = np.zeros(n, dtype=bool)
+    delta = np.zeros(n, dtype=np.int64)
+    closes = np.zeros(n, dtype=np.int64)
+    opens_of = np.zeros(max(spec.newline + 1, int(spanner.head.max(initial=0)) + 1), dtype=np.int64)
+    closes_of = opens_of.copy()
+    opens_of[list(spec.opens)] = 1
+    closes_of[list(spec.closes)] = 1
+    ptr = np.arange(n)
+    live = ptr >= spanner.n_base
+    while live.any():
+        idx = np.flatnonzero(live)
+        h = spanner.head[ptr[idx]]
+        emits[idx] |= h == spec.newline
+        delta[idx] += opens_of[h] - closes_of[h]
+        closes[idx] += closes_of[h]
+        ptr[idx] = spanner.tail[ptr[idx]]
+        live = ptr >= spanner.n_base
+    return emits, delta, closes
