@@ -9,7 +9,8 @@ vocabulary trie, token spanner, Alg. 5 statuses ahead of time for small
 grammars), a reload from the cache, then forced decoding
 of real documents — at every token the full mask is computed and the token is
 fed — reporting p50/p99 over all tokens on the first pass (cold masks) and on
-a second pass (warm caches).  Prints one Markdown table.
+a second pass (warm caches).  Prints one Markdown table; with ``--repeat N``
+each pair runs in N fresh processes and each timing is the median [min–max].
 """
 
 from __future__ import annotations
@@ -184,6 +185,8 @@ def main() -> None:
     parser.add_argument("--grammar", action="append", choices=sorted(GRAMMARS))
     parser.add_argument("--vocab", action="append")
     parser.add_argument("--docs", type=int, default=3, help="documents to force-decode per pair")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="fresh processes per pair; timings are then medians [min–max] over them")
     parser.add_argument("--one", nargs=2, metavar=("GRAMMAR", "VOCAB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -196,15 +199,27 @@ def main() -> None:
     print("| " + " | ".join(c[0] for c in COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for grammar, vocab in matrix:
-        out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs)],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            print(f"| {grammar} | {vocab} | FAILED: {out.stderr.strip().splitlines()[-1:]} |")
-            continue
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        print("| " + " | ".join(fmt.format(row[key] if key != "t_cache" else row[key] * 1e3)
-                                for _, key, fmt in COLUMNS) + " |", flush=True)
+        runs = []
+        for _ in range(args.repeat):
+            out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"| {grammar} | {vocab} | FAILED: {out.stderr.strip().splitlines()[-1:]} |")
+                break
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        else:
+            print("| " + " | ".join(cell(runs, key, fmt) for _, key, fmt in COLUMNS) + " |", flush=True)
 
+
+def cell(runs: list[dict], key: str, fmt: str) -> str:
+    """One table cell: the value, or the median over runs with [min–max] for timings."""
+    values = [r[key] * 1e3 if key == "t_cache" else r[key] for r in runs]
+    if len(runs) == 1 or not isinstance(values[0], float):
+        return fmt.format(values[0])
+    median = float(np.median(values))
+    if key.startswith(("p50", "p99", "t_")):
+        return f"{fmt.format(median)} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
+    return fmt.format(median)
 
 if __name__ == "__main__":
     main()

@@ -260,24 +260,25 @@ class MaskEngine:
         """Token ids allowed: the classes in ``base`` (bool) plus the ``extra`` class ids.
 
         The base's token mask is memoized (least recently used, within a byte
-        budget), so a mask usually costs one copy plus the extra classes' tokens.
+        budget), so a mask usually costs one copy plus the extra classes'
+        tokens; when those are many, one gather over all tokens is cheaper.
         """
+        starts = self._class_offsets[extra]
+        counts = self._class_offsets[extra + 1] - starts
+        total = int(counts.sum())
+        if 4 * total > self.n_tokens:
+            classes = base.copy()
+            classes[extra] = True
+            return classes[self._token_class]  # class -1 (not text) reads the False slot
         tokens = self._base_tokens.pop(id(base), None)
         if tokens is None:
-            tokens = base[self._token_class]  # class -1 (not text) reads the False slot
+            tokens = base[self._token_class]
             tokens.flags.writeable = False
             while self._base_tokens and (len(self._base_tokens) + 1) * tokens.nbytes > _TOKEN_MASK_BUDGET:
                 del self._base_tokens[next(iter(self._base_tokens))]
         self._base_tokens[id(base)] = tokens  # most recently used last
         allowed = tokens.copy()
-        if extra.size:
-            starts, ends = self._class_offsets[extra], self._class_offsets[extra + 1]
-            counts = ends - starts
-            total = int(counts.sum())
-            if 4 * total > allowed.size:
-                classes = base.copy()
-                classes[extra] = True
-                return classes[self._token_class]
+        if total:
             shift = np.repeat(starts - np.cumsum(counts) + counts, counts)
             allowed[self._class_tokens[shift + np.arange(total)]] = True
         return allowed
