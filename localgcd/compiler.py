@@ -3,8 +3,9 @@
 The pipeline flows one way: grammar → lexer automaton → lexing transducer →
 token spanner (over the vocabulary trie) → parser tables → mask engine.
 Everything up to the parser tables is plain numpy data, saved to and loaded
-from the on-disk cache (:mod:`localgcd.cache`); the mask engine and the
-PDA's stack store are built at load time and fill lazily while decoding.
+from the on-disk cache (:mod:`localgcd.cache`), with the Alg. 5 status table
+for small grammars; the mask engine and the PDA's stack store are built at
+load time and fill lazily while decoding.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class CompiledGrammar:
             "vocab_size": self.n_tokens,
             "table_bytes": int(self.spanner.nbytes + self.tables.action.nbytes + self.tables.goto.nbytes
                                + self.lexer.next_state.nbytes + self.lexer.emitted.nbytes
-                               + self.producible.nbytes),
+                               + self.producible.nbytes
+                               + (self.statuses.nbytes if self.statuses is not None else 0)),
         }
 
 
