@@ -95,7 +95,7 @@ class OutcomeChecker:
         tails, so each is classified once per (top parser state, bracket
         depth) in one status table; :meth:`check` fills it.
         """
-        row = self.pda.state[node] * self.depth_keys + paren_key
+        row = self.status_row(self.pda.state[node], paren_key)
         known = self.status_table[row, outcomes]
         unknown = np.flatnonzero(known == UNKNOWN)
         if unknown.size:

@@ -401,7 +401,7 @@ class MaskEngine:
             if self.indenter is not None:
                 emitting = self._emits_newline[outcomes]
                 outcomes = outcomes[~emitting]
-                layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]] & (row[:-1] >= 0))
+                layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]])  # DEAD reads False
             status = self.checker.statuses(node, outcomes, paren_key)
             status_row = self.checker.status_table[self.checker.status_row(self.pda.state[node], paren_key)]
             status_by_outcome = np.append(status_row, np.int8(UNKNOWN))  # last slot: DEAD (-1)

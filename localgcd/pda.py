@@ -30,6 +30,7 @@ from localgcd.grammar import ParseTables
 
 DEAD = -1
 ACCEPT = -2  # result of feeding $END to a complete sentence
+_REFUSED = (DEAD, 0, ())  # the edge of a terminal the top state refuses for every stack
 
 V = TypeVar("V")
 
@@ -168,13 +169,7 @@ class PushdownAutomaton:
         key = (node, terminal)
         found = self._steps.get(key)
         if found is None:
-            if self._refuses[self.state[node]][terminal]:
-                return DEAD, self.height[node]  # refused whatever lies below: reads the top only
-            edge = self.edges.get(terminal, node)
-            if edge is None:
-                edge = self._simulate(node, terminal)
-                self.edges.put(terminal, node, edge[1] + 1, edge)
-            found = self._steps[key] = self._take(node, edge)
+            found = self._steps[key] = self._take(node, self._edge(node, terminal))
         return found
 
     def accepts(self, node: int, terminal: int) -> tuple[bool, int]:
@@ -182,14 +177,18 @@ class PushdownAutomaton:
         found = self._steps.get((node, terminal))
         if found is not None:
             return found[0] != DEAD, found[1]
-        height = self.height[node]
+        kind, pops, _ = self._edge(node, terminal)
+        return kind != DEAD, self.height[node] - pops
+
+    def _edge(self, node: int, terminal: int) -> tuple[int, int, tuple[int, ...]]:
+        """The prefix-conditioned edge ``node`` takes on ``terminal``: replayed, or simulated once."""
         if self._refuses[self.state[node]][terminal]:
-            return False, height
+            return _REFUSED  # refused whatever lies below: reads the top only
         edge = self.edges.get(terminal, node)
         if edge is None:
             edge = self._simulate(node, terminal)
             self.edges.put(terminal, node, edge[1] + 1, edge)
-        return edge[0] != DEAD, height - edge[1]
+        return edge
 
     def _take(self, node: int, edge: tuple[int, int, tuple[int, ...]]) -> tuple[int, int]:
         """Apply an edge (kind, pops, pushed states) to ``node``."""

@@ -33,11 +33,7 @@ import numpy as np
 import localgcd
 from localgcd.vocab import Vocabulary
 
-try:  # tests/ is on sys.path when it is not a package (pytest "prepend" mode)
-    from reference import RefState, ReferenceChecker, pattern_atoms, split_utf8, utf8_tail_ranges
-except ImportError:  # pragma: no cover - tests/ made a package later
-    from tests.reference import (  # type: ignore[no-redef]
-        RefState, ReferenceChecker, pattern_atoms, split_utf8, utf8_tail_ranges)
+from reference import RefState, ReferenceChecker, pattern_atoms, split_utf8, utf8_tail_ranges
 
 GRAMMAR_DIR = Path(__file__).resolve().parents[1] / "grammars"
 

@@ -56,10 +56,7 @@ class ConflictError(Exception):
 # --------------------------------------------------------------------------
 # Python's indentation post-lexer: lark's standard Indenter with the options
 # named in the issue (tab_len=8).
-try:
-    from reference.indent import StandardIndenter as PythonIndenter
-except ImportError:  # pragma: no cover - when imported as tests.grammar_support
-    from tests.reference.indent import StandardIndenter as PythonIndenter
+from reference.indent import StandardIndenter as PythonIndenter
 
 
 def _needs_indenter(text: str) -> bool:

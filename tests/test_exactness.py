@@ -64,10 +64,7 @@ from exactness_support import (
     text_token_ids,
 )
 
-try:
-    from reference import RefState, ReferenceChecker, UndecidedError, UnsupportedGrammarError
-except ImportError:  # pragma: no cover - tests/ made a package later
-    from tests.reference import RefState, ReferenceChecker, UndecidedError, UnsupportedGrammarError  # type: ignore
+from reference import RefState, ReferenceChecker, UndecidedError, UnsupportedGrammarError
 
 
 # --------------------------------------------------------------------------

@@ -17,10 +17,7 @@ import regex
 
 import localgcd
 
-try:
-    from reference.indent import IndentedReferenceChecker
-except ImportError:  # pragma: no cover - when run from the repo root without tests/ on the path
-    from tests.reference.indent import IndentedReferenceChecker
+from reference.indent import IndentedReferenceChecker
 
 PYTHON = (Path(__file__).resolve().parent.parent / "grammars" / "python.lark").read_text()
 

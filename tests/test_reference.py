@@ -16,28 +16,16 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-try:  # tests/ is on sys.path when it is not a package (pytest "prepend" mode)
-    from reference import (
-        CharClasses,
-        ReferenceChecker,
-        ReferenceLexer,
-        RefTerminal,
-        UndecidedError,
-        UnsupportedGrammarError,
-        split_utf8,
-        utf8_tail_ranges,
-    )
-except ImportError:  # pragma: no cover - tests/ made a package later
-    from tests.reference import (  # type: ignore[no-redef]
-        CharClasses,
-        ReferenceChecker,
-        ReferenceLexer,
-        RefTerminal,
-        UndecidedError,
-        UnsupportedGrammarError,
-        split_utf8,
-        utf8_tail_ranges,
-    )
+from reference import (
+    CharClasses,
+    ReferenceChecker,
+    ReferenceLexer,
+    RefTerminal,
+    UndecidedError,
+    UnsupportedGrammarError,
+    split_utf8,
+    utf8_tail_ranges,
+)
 
 # --------------------------------------------------------------------------
 # Grammars

@@ -52,10 +52,7 @@ from exactness_support import (
     state_witnesses,
 )
 
-try:
-    from reference import ReferenceChecker
-except ImportError:  # pragma: no cover - tests/ made a package later
-    from tests.reference import ReferenceChecker  # type: ignore[no-redef]
+from reference import ReferenceChecker
 
 
 @dataclass
