@@ -15,7 +15,32 @@ class LocalgcdError(Exception):
 
 
 class GrammarError(LocalgcdError):
-    """The grammar is invalid or uses a construct localgcd cannot handle exactly."""
+    """The grammar is invalid or uses a construct localgcd cannot handle exactly.
+
+    Fields: ``message`` (the problem, in the user's words), ``source`` (the
+    file or ``<grammar>``), ``line`` and ``column`` (1-based, where known) and
+    ``context`` (the offending source line, for a caret display).  ``str()``
+    is the one-line ``source:line:column: message``.
+    """
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None,
+                 column: int | None = None, context: str | None = None) -> None:
+        self.message, self.source, self.line, self.column, self.context = message, source, line, column, context
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """``source:line:column: message`` with whatever parts are known."""
+        where = self.source or ""
+        if self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        return f"{where}: {self.message}" if where else self.message
+
+    def caret(self) -> str | None:
+        """The offending source line and a caret under the column, or None."""
+        if self.context is None or self.column is None:
+            return None
+        line = self.context.rstrip("\n").expandtabs(1)
+        return f"    {line}\n    {' ' * max(self.column - 1, 0)}^"
 
 
 class VocabularyError(LocalgcdError):
