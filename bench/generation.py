@@ -11,7 +11,7 @@ Modes, interleaved trial by trial so that machine noise hits them alike:
 - ``unconstrained``: ``Llama.generate`` with no logits processor;
 - ``noop-processor``: the same with a logits processor that changes nothing
   (what llama-cpp-python's Python callback alone costs);
-- ``localgcd``: :class:`localgcd.generate.Generator` with grammars/json.lark
+- ``localgcd``: :class:`localgcd.llama.generation.Generator` with grammars/json.lark
   (the real path: processor, matcher, byte-exact text);
 - ``gbnf``: ``Llama.generate(grammar=LlamaGrammar.from_string(JSON_GBNF))``,
   llama.cpp's own grammar sampler with its json.gbnf.
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     from llama_cpp import LlamaGrammar
     from llama_cpp.llama_grammar import JSON_GBNF
 
-    from localgcd.generate import Generator, prompt_tokens
-    from localgcd.models import load_model
+    from localgcd.llama.generation import Generator, prompt_tokens
+    from localgcd.llama.models import load_model
 
     t0 = time.perf_counter()
     model = load_model(args.model, n_gpu_layers=0, n_ctx=1024, n_threads=args.threads)

@@ -90,11 +90,11 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
     import llama_cpp
 
     import localgcd
-    from localgcd import compiler
-    from localgcd.vocab_sources import vocab_path
+    from localgcd.compiler import compiler
+    from localgcd.llama.vocab_sources import vocab_path
 
     path = vocab_path(vocab_name)
-    vocab = localgcd.Vocabulary.from_gguf(path)
+    vocab = localgcd.load_vocabulary(path)
     text = GRAMMARS[grammar].read_text()
     with tempfile.TemporaryDirectory() as cache_dir:
         started = time.perf_counter()
@@ -139,7 +139,7 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
 
 def realizable_sequences(compiled) -> int:
     """|Re|: distinct terminal sequences T1…Tk T realized by some (lexer state, token)."""
-    from localgcd.spanner import FIRST_EMITS, Rows
+    from localgcd.spanner.token_spanner import FIRST_EMITS, Rows
 
     spanner = compiled.spanner
     rows = Rows(spanner)

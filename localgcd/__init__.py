@@ -1,6 +1,6 @@
 """localgcd: exact, fast grammar-constrained decoding for local GGUF models.
 
-    vocab = localgcd.Vocabulary.from_gguf(path)
+    vocab = localgcd.load_vocabulary("model.gguf")
     compiled = localgcd.compile_grammar(grammar_text, vocab, fmt="lark")   # cached on disk
     m = compiled.matcher()
     mask = m.allowed_token_mask()        # numpy bool array, one entry per token id
@@ -8,32 +8,37 @@
     m.is_accepting()                     # the text so far is a complete sentence
 """
 
-from localgcd.compiler import CompiledGrammar, compile_grammar
-from localgcd.generate import GenerationStream, Generator, Result, generate, stream
+from localgcd.compiler.compiled import CompiledGrammar
+from localgcd.compiler.compiler import Compiler, compile_grammar
 from localgcd.errors import (
-    CacheError,
     CacheWarning,
     GrammarError,
+    GrammarWarning,
     LocalgcdError,
     MatcherError,
     ModelError,
     VocabularyError,
 )
-from localgcd.matcher import Matcher
-from localgcd.models import LoadedModel, ModelSpec, load_model, resolve_model
-from localgcd.sampling import GrammarLogitsProcessor, GrammarStoppingCriteria
+from localgcd.grammar.indenter import IndenterOptions
+from localgcd.llama.generation import GenerationStream, Generator, Result, generate, stream
+from localgcd.llama.models import LoadedModel, ModelSpec, load_model, resolve_model
+from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarStoppingCriteria
+from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
+from localgcd.runtime.matcher import Matcher
 from localgcd.vocab import Vocabulary
 
 __all__ = [
-    "CacheError",
     "CacheWarning",
     "CompiledGrammar",
+    "Compiler",
     "GenerationStream",
     "Generator",
+    "GrammarError",
     "GrammarLogitsProcessor",
     "GrammarStoppingCriteria",
+    "GrammarWarning",
+    "IndenterOptions",
     "LoadedModel",
-    "GrammarError",
     "LocalgcdError",
     "Matcher",
     "MatcherError",
@@ -45,6 +50,8 @@ __all__ = [
     "compile_grammar",
     "generate",
     "load_model",
+    "load_vocabulary",
     "resolve_model",
     "stream",
+    "vocabulary_of",
 ]

@@ -47,16 +47,16 @@ class VocabularyError(LocalgcdError):
     """A model file is missing, is not a GGUF model, or has no usable vocabulary."""
 
 
-class CacheError(LocalgcdError):
-    """A compiled-table cache entry is unreadable, corrupt or stale."""
-
-
 class MatcherError(LocalgcdError):
     """A token was fed that the grammar does not allow, or is out of range."""
 
 
 class ModelError(LocalgcdError):
     """A model name is unknown, or its package or file is missing."""
+
+
+class GrammarWarning(UserWarning):
+    """The grammar compiles, but something about it deserves a look (e.g. a resolved LALR conflict)."""
 
 
 class CacheWarning(UserWarning):

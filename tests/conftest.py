@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from localgcd.llama.vocabulary import load_vocabulary
 from localgcd.vocab import Vocabulary
-from localgcd.vocab_sources import vocab_path
+from localgcd.llama.vocab_sources import vocab_path
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +18,7 @@ def load_vocab() -> Callable[[str], Vocabulary]:
 
     def load(name: str) -> Vocabulary:
         if name not in loaded:
-            loaded[name] = Vocabulary.from_gguf(vocab_path(name))
+            loaded[name] = load_vocabulary(vocab_path(name))
         return loaded[name]
 
     return load

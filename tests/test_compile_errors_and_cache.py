@@ -10,10 +10,10 @@ import zipfile
 
 import numpy as np
 import pytest
+import re
 
 import localgcd
-from localgcd import cache
-from localgcd.compiler import cache_key
+from localgcd.compiler.compiler import Compiler
 from localgcd.errors import CacheWarning, GrammarError
 
 BYTES_VOCAB = localgcd.Vocabulary.from_tokens(
@@ -34,25 +34,53 @@ STRING: /"[^"\\]*"/
 @pytest.mark.parametrize(
     "grammar, expected",
     [
-        ("start: a\na: \"x\" (", r"g\.lark:2:\d+: "),  # lark syntax error, with line and column
-        ("start: undefined_rule", r"g\.lark: .*undefined_rule"),
-        ('start: a | b\na: "x"\nb: "x"', r"g\.lark: LALR conflict: .*Reduce/Reduce"),
-        ('start: e\ne: e "+" e | "1"', r"g\.lark: LALR conflict: Shift/Reduce conflict for terminal PLUS"),
-        ("start: A _INDENT\nA: \"a\"\n%declare _INDENT", r"g\.lark: terminal\(s\) _INDENT have no pattern"),
-        ("start: W\nW: /a(?=b)/", r"g\.lark: terminal W /a\(\?=b\)/: unsupported construct: look-ahead"),
+        # lark syntax errors: position from lark's exception, no lark internals in the words
+        ('start: a\na: "x" (', r"g\.lark:2:9: expecting a value$"),
+        ('start: a\na: "x" )\n', r"g\.lark:2:8: unexpected '\)'$"),
+        ("start: a\na b", r"g\.lark:2:3: unexpected 'b'$"),
+        ('start: a\n\na: ["x"\n', r"g\.lark:3:8: unexpected line break$"),
+        ('start: a\na: ""', r'g\.lark:2:4: empty terminals are not allowed \(""\)$'),
+        ('start: a\na: "x"\na: "y"', r"g\.lark:2:1: rule 'a' defined more than once$"),
+        # semantic errors: located at the rule or terminal at fault
+        ("start: undefined_rule", r"g\.lark:1:8: rule 'undefined_rule' used but not defined \(in rule start\)$"),
+        # conflicts in strict mode: both rules in the user's words, the lookahead as written
+        ('start: a | b\na: "x"\nb: "x"', r'g\.lark:\d:1: LALR reduce/reduce conflict on end of input between '
+                                        r'(a: "x" and b: "x"|b: "x" and a: "x"); give one rule a higher priority'),
+        ('start: e\ne: e "+" e | "1"', r'g\.lark:2:1: LALR shift/reduce conflict on "\+" between e: e "\+" e'),
+        ('start: A _INDENT\nA: "a"\n%declare _INDENT', r"g\.lark:1:10: terminal\(s\) _INDENT have no pattern"),
+        ("start: W\nW: /a(?=b)/", r"g\.lark:2:1: terminal W /a\(\?=b\)/: unsupported construct: look-ahead/look-behind assertion$"),
+        ("start: W\nW: /x*/", r"g\.lark:2:1: terminal W matches the empty string$"),
     ],
 )
 def test_bad_grammars_raise_one_line_grammar_errors(grammar: str, expected: str) -> None:
     with pytest.raises(GrammarError) as error:
-        localgcd.compile_grammar(grammar, BYTES_VOCAB, source="g.lark", cache_dir=False)
+        localgcd.compile_grammar(grammar, BYTES_VOCAB, source="g.lark", use_cache=False, strict=True)
     message = str(error.value)
     assert "\n" not in message
-    assert __import__("re").match(expected, message), message
+    assert re.match(expected, message), message
+    for leak in ("Token(", "Terminal(", "<", "__ANON", "Rule("):
+        assert leak not in message, message
+
+
+def test_grammar_errors_carry_fields_and_a_caret() -> None:
+    with pytest.raises(GrammarError) as error:
+        localgcd.compile_grammar('start: a\na: "x" )\n', BYTES_VOCAB, source="g.lark", use_cache=False)
+    e = error.value
+    assert (e.source, e.line, e.column) == ("g.lark", 2, 8)
+    assert e.caret() == '    a: "x" )\n           ^'
+
+
+def test_lark_resolves_shift_reduce_as_shift_and_says_so() -> None:
+    """Without strict, a grammar lark accepts compiles; the conflict is a warning naming the rule."""
+    with pytest.warns(localgcd.GrammarWarning, match=r'shift/reduce conflict on "\+" between e: e "\+" e'):
+        compiled = localgcd.compile_grammar('start: e\ne: e "+" e | "1"', BYTES_VOCAB, source="g.lark",
+                                            use_cache=False)
+    assert compiled.conflicts and "resolved as shift" in compiled.conflicts[0]
 
 
 def test_unknown_format_is_a_grammar_error() -> None:
     with pytest.raises(GrammarError, match="format 'yaml' is not supported"):
-        localgcd.compile_grammar(JSONISH, BYTES_VOCAB, fmt="yaml", cache_dir=False)
+        localgcd.compile_grammar(JSONISH, BYTES_VOCAB, fmt="yaml", use_cache=False)
 
 
 def masks_along(compiled: localgcd.CompiledGrammar, tokens: list[int]) -> list[np.ndarray]:
@@ -68,7 +96,7 @@ DOC = [ord(c) for c in '{"a": [true, null], "b": "c"}']
 
 
 def test_a_cached_grammar_gives_the_same_masks_as_a_fresh_one(tmp_path) -> None:
-    fresh = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=False)
+    fresh = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, use_cache=False)
     first = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
     loaded = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
     assert "cache_load" in loaded.timings and "cache_load" not in first.timings
@@ -76,92 +104,110 @@ def test_a_cached_grammar_gives_the_same_masks_as_a_fresh_one(tmp_path) -> None:
         assert np.array_equal(a, b)
 
 
-def test_small_grammars_carry_their_alg5_statuses_through_the_cache(tmp_path, monkeypatch) -> None:
+def entry_files(root) -> list:
+    return sorted(p for p in (root / "tables").glob("*.npz") if not p.name.startswith("trie-"))
+
+
+def test_small_grammars_carry_their_alg5_statuses_through_the_cache(tmp_path) -> None:
     """Alg. 5 runs at compile time for small grammars; the statuses are cached
     and give the same masks as an engine that classifies lazily."""
-    first = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    loaded = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
+    first = Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
+    loaded = Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
     assert first.statuses is not None and (first.statuses != 0).any()
     assert np.array_equal(loaded.statuses, first.statuses)
-    monkeypatch.setattr("localgcd.compiler.EAGER_STATUS_LIMIT", 0)
-    lazy = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=False)
+    lazy = Compiler(use_cache=False, eager_status_limit=0).compile(JSONISH, BYTES_VOCAB)
     assert lazy.statuses is None
     for a, b in zip(masks_along(lazy, DOC), masks_along(loaded, DOC)):
         assert np.array_equal(a, b)
 
 
 def test_cache_files_hold_no_pickles(tmp_path) -> None:
-    localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    path = cache.entry_path(cache_key(JSONISH, "lark", BYTES_VOCAB), tmp_path)
-    with np.load(path, allow_pickle=False) as data:  # would raise on an object array
-        assert all(data[name].dtype != object for name in data.files)
+    Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
+    for path in (tmp_path / "tables").glob("*.npz"):
+        with np.load(path, allow_pickle=False) as data:  # would raise on an object array
+            assert all(data[name].dtype != object for name in data.files)
 
 
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda b: b[: len(b) // 2],  # truncated write
-        lambda b: b[:200] + bytes([b[200] ^ 0xFF]) + b[201:],  # flipped bit in the header area
-        lambda b: b[:-300] + bytes(x ^ 0x55 for x in b[-300:]),  # garbled tail
-        lambda b: b"not a table file at all",
-    ],
-)
-def test_a_corrupt_cache_entry_is_rebuilt_with_a_warning(tmp_path, damage) -> None:
-    localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    path = cache.entry_path(cache_key(JSONISH, "lark", BYTES_VOCAB), tmp_path)
-    path.write_bytes(damage(path.read_bytes()))
+DAMAGE = [
+    lambda b: b[: len(b) // 2],  # truncated write
+    lambda b: b[:200] + bytes([b[200] ^ 0xFF]) + b[201:],  # flipped bit in the header area
+    lambda b: b[:-300] + bytes(x ^ 0x55 for x in b[-300:]),  # garbled tail
+    lambda b: b"not a table file at all",
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize("which", ["grammar tables", "vocabulary trie"])
+def test_a_corrupt_cache_entry_is_rebuilt_and_rewritten(tmp_path, damage, which) -> None:
+    """The warning says "rebuilding it", and the next compile reads a valid entry without warning."""
+    Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
+    files = list((tmp_path / "tables").glob("trie-*.npz") if which == "vocabulary trie" else entry_files(tmp_path))
+    assert len(files) == 1
+    files[0].write_bytes(damage(files[0].read_bytes()))
     with pytest.warns(CacheWarning, match="unusable"):
-        rebuilt = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
+        rebuilt = Compiler(tmp_path).compile(JSONISH + "\n" if which == "vocabulary trie" else JSONISH, BYTES_VOCAB)
     assert masks_along(rebuilt, DOC)[-1][261]  # end token allowed after a complete document
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)  # the rewrite is valid
+        Compiler(tmp_path).compile(JSONISH + "\n// a third grammar", BYTES_VOCAB)  # reads the rewritten trie
+        Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)  # and the rewritten tables
 
 
-def test_a_stale_table_version_is_rebuilt(tmp_path, monkeypatch) -> None:
-    localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    monkeypatch.setattr("localgcd.compiler.TABLE_FORMAT_VERSION", 999)
-    path = cache.entry_path(cache_key(JSONISH, "lark", BYTES_VOCAB), tmp_path)
-    assert not path.exists()  # a new version is a new key: old entries are never read
+def test_a_new_table_version_is_a_new_key(tmp_path, monkeypatch) -> None:
+    Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
+    before = entry_files(tmp_path)
+    monkeypatch.setattr("localgcd.compiler.compiler.TABLE_FORMAT_VERSION", 999)
+    Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
+    assert len(entry_files(tmp_path)) == len(before) + 1  # old entries are never read
 
 
-def test_an_unwritable_cache_dir_falls_back_to_memory(tmp_path) -> None:
+def test_an_unwritable_cache_dir_falls_back_to_memory_and_says_so_once(tmp_path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    with pytest.warns(CacheWarning, match="cannot write the table cache"):
-        compiled = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=blocker)
+    compiler = Compiler(blocker)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = compiler.compile(JSONISH, BYTES_VOCAB)
+        compiler.compile(JSONISH + "\n", BYTES_VOCAB)
+    messages = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert len(messages) == 1 and "cannot write the table cache" in messages[0]
     assert masks_along(compiled, DOC)[-1][261]
+    info = compiler.store.info()
+    assert info["writable"] is False and info["exists"] is False
 
 
 def test_two_processes_compiling_at_once_both_succeed(tmp_path) -> None:
     script = (
         "import localgcd, sys\n"
         "from tests.test_compile_errors_and_cache import BYTES_VOCAB, JSONISH\n"
-        "c = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=sys.argv[1])\n"
+        "c = localgcd.Compiler(sys.argv[1]).compile(JSONISH, BYTES_VOCAB)\n"
         "m = c.matcher(); assert m.advance(ord('{'))\n"
     )
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     procs = [subprocess.Popen([sys.executable, "-W", "error::localgcd.CacheWarning", "-c", script, str(tmp_path)],
                               env=env) for _ in range(3)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
-    assert cache.info(tmp_path)["entries"] == 1
-    assert not list((tmp_path / "tables").glob(".tmp-*"))
-    with zipfile.ZipFile(cache.entry_path(cache_key(JSONISH, "lark", BYTES_VOCAB), tmp_path)) as z:
-        assert z.testzip() is None
+    info = Compiler(tmp_path).store.info()
+    assert (info["grammar_entries"], info["vocabulary_tries"], info["partial_files"]) == (1, 1, 0)
+    for path in (tmp_path / "tables").glob("*.npz"):
+        with zipfile.ZipFile(path) as z:
+            assert z.testzip() is None
 
 
 def test_the_vocabulary_trie_is_cached_once_for_every_grammar(tmp_path, monkeypatch) -> None:
-    from localgcd import compiler
+    from localgcd.compiler import compiler
 
-    localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    compiler._TRIES.clear()
+    Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
     monkeypatch.setattr(compiler.VocabTrie, "build", None)  # a rebuild would fail
-    other = localgcd.compile_grammar(JSONISH + "\n// another grammar\n", BYTES_VOCAB, cache_dir=tmp_path)
+    other = Compiler(tmp_path).compile(JSONISH + "\n// another grammar\n", BYTES_VOCAB)
     assert masks_along(other, DOC)[-1][261]
 
 
-def test_cache_clear_removes_entries(tmp_path) -> None:
-    localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=tmp_path)
-    assert cache.info(tmp_path)["vocabulary_tries"] == 1
-    assert cache.clear(tmp_path) == 2  # the grammar's tables and the vocabulary's trie
-    assert cache.info(tmp_path)["entries"] == 0
+def test_cache_info_and_clear_count_the_same_files(tmp_path) -> None:
+    store = Compiler(tmp_path).store
+    Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
+    (tmp_path / "tables" / ".tmp-left-by-a-kill.npz").write_bytes(b"partial")
+    info = store.info()
+    assert (info["grammar_entries"], info["vocabulary_tries"], info["partial_files"]) == (1, 1, 1)
+    assert store.clear() == info["files"] == 3
+    assert store.info()["files"] == 0

@@ -43,7 +43,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import localgcd
-from localgcd import GrammarError, checks
+from localgcd import GrammarError
+from localgcd.runtime import checks
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from localgcd.errors import GrammarError, ModelError
-from localgcd.grammar_files import list_grammars
+from localgcd.grammar.sources import list_grammars
 
 pytestmark = [
     pytest.mark.slow,
@@ -49,7 +49,7 @@ def env(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def model(env):
-    from localgcd.models import load_model
+    from localgcd.llama.models import load_model
 
     m = load_model("smollm2-135m", n_gpu_layers=0)
     yield m
@@ -58,7 +58,7 @@ def model(env):
 
 @pytest.fixture(scope="module")
 def generators(model):
-    from localgcd.generate import Generator
+    from localgcd.llama.generation import Generator
 
     made: dict[str, Generator] = {}
 
@@ -73,9 +73,9 @@ def generators(model):
 def _byte_check(grammar: str, text: bytes) -> tuple[bool, bool, int]:
     """Feed ``text`` byte by byte: (every byte allowed, complete at the end,
     length of the longest complete prefix, 0 if none)."""
-    from localgcd.cli import _byte_vocabulary
-    from localgcd.compiler import compile_grammar
-    from localgcd.grammar_files import resolve_grammar
+    from localgcd.cli.app import _byte_vocabulary
+    from localgcd.compiler.compiler import compile_grammar
+    from localgcd.grammar.sources import resolve_grammar
 
     src = resolve_grammar(grammar)
     m = compile_grammar(src.text, _byte_vocabulary(), source=src.source).matcher()
@@ -159,7 +159,7 @@ def test_max_tokens_before_complete_is_reported(generators) -> None:
 
 
 def test_generation_stops_when_only_the_end_is_left(model) -> None:
-    from localgcd.generate import Generator
+    from localgcd.llama.generation import Generator
 
     gen = Generator(model, 'start: "yes" | "no"\n')  # grammar text (has a newline)
     r = gen.generate("Is the sky blue? Answer yes or no.", seed=1, temperature=0.0, max_tokens=10)
@@ -175,7 +175,7 @@ def test_same_seed_same_text(generators) -> None:
 
 
 def test_library_entry_points(model) -> None:
-    G = importlib.import_module("localgcd.generate")  # the package attribute may be the function
+    G = importlib.import_module("localgcd.llama.generation")  # the package attribute may be the function
 
     r = G.generate(model, "json", PROMPTS["json"][0], seed=1, temperature=0.0, max_tokens=48)
     assert r.model == "smollm2-135m" and r.grammar == "json"
@@ -188,8 +188,8 @@ def test_library_entry_points(model) -> None:
 
 
 def test_prompt_too_long_and_context_full(model, tmp_path: Path) -> None:
-    from localgcd.generate import Generator
-    from localgcd.models import load_model
+    from localgcd.llama.generation import Generator
+    from localgcd.llama.models import load_model
 
     small = load_model("smollm2-135m", n_gpu_layers=0, n_ctx=64)
     try:

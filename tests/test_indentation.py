@@ -38,7 +38,7 @@ VOCAB = localgcd.Vocabulary.from_tokens(TOKENS, end_ids=[END_ID], name="python-b
 
 @pytest.fixture(scope="module")
 def compiled() -> localgcd.CompiledGrammar:
-    return localgcd.compile_grammar(PYTHON, VOCAB, source="python.lark", cache_dir=False)
+    return localgcd.compile_grammar(PYTHON, VOCAB, source="python.lark", use_cache=False)
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +110,10 @@ def test_forced_decoding_of_stdlib_files_with_real_vocabularies(load_vocab, voca
     mask (end token included) agrees with the reference on a token sample."""
     import llama_cpp
 
-    from localgcd.vocab_sources import vocab_path
+    from localgcd.llama.vocab_sources import vocab_path
 
     vocab = load_vocab(vocab_name)
-    compiled = localgcd.compile_grammar(PYTHON, vocab, cache_dir=False)
+    compiled = localgcd.compile_grammar(PYTHON, vocab, use_cache=False)
     tokenizer = llama_cpp.Llama(model_path=str(vocab_path(vocab_name)), vocab_only=True, verbose=False)
     reference = IndentedReferenceChecker(PYTHON)
     rng = np.random.default_rng(7)

@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localgcd.errors import GrammarError
-from localgcd.grammar import load_lark_grammar
+from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.lexer.charset import CharSet, utf8_sequences
-from localgcd.lexer.dfa import DEAD
-from localgcd.lexer.terminals import Terminal, build_lexer_dfa
+from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.grammar.terminals import Terminal
+from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer
 
 
@@ -24,7 +25,7 @@ def single_terminal_dfa(regex: str):
 
 def dfa_accepts(dfa, data: bytes) -> bool:
     state = dfa.run(data)
-    return state != DEAD and dfa.accept[state] == 0
+    return state != DEAD_STATE and dfa.accept[state] == 0
 
 
 REGEXES = [
@@ -101,7 +102,7 @@ def lex(grammar: str, text: bytes) -> list[str]:
     dfa = build_lexer_dfa(list(parsed.terminals))
     lexer = LexingTransducer.from_dfa(dfa, len(parsed.terminals))
     emitted, state = lexer.feed(0, text)
-    assert state != DEAD, f"{text!r} is dead"
+    assert state != DEAD_STATE, f"{text!r} is dead"
     names = [parsed.terminals[i].name for i in emitted]
     if state != 0:
         assert dfa.accept[state] >= 0, f"{text!r} ends inside a lexeme"

@@ -21,7 +21,7 @@ IDS = {tok: i for i, tok in enumerate(TOKENS) if tok}
 
 @pytest.fixture(scope="module")
 def compiled() -> localgcd.CompiledGrammar:
-    return localgcd.compile_grammar(GRAMMAR, VOCAB, cache_dir=False)
+    return localgcd.compile_grammar(GRAMMAR, VOCAB, use_cache=False)
 
 
 def allowed(m: localgcd.Matcher) -> set[bytes]:
@@ -118,7 +118,7 @@ def test_tokens_that_share_their_bytes_are_treated_alike() -> None:
     """Real vocabularies (Gemma's byte-fallback tokens) spell some strings twice."""
     tokens = [b"[", b"1", b"]", b"1", b"[", b"</s>"]
     vocab = localgcd.Vocabulary.from_tokens(tokens, end_ids=[5], name="dups")
-    m = localgcd.compile_grammar(GRAMMAR, vocab, cache_dir=False).matcher()
+    m = localgcd.compile_grammar(GRAMMAR, vocab, use_cache=False).matcher()
     assert list(np.flatnonzero(m.allowed_token_mask())) == [0, 4]
     assert m.advance(4)
     assert list(np.flatnonzero(m.allowed_token_mask())) == [1, 2, 3]

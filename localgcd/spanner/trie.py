@@ -14,6 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
+_LEVEL_FIELDS = ("lo", "hi", "byte", "parent", "token_at", "child_start", "child_end")
+_FLAT_FIELDS = ("token_ids", "text_tokens", "text_positions", "lengths", "offsets", "data")
+
+
 @dataclass(frozen=True)
 class TrieLevel:
     """Nodes of one depth, in position order."""
@@ -43,6 +47,26 @@ class VocabTrie:
     @property
     def n_positions(self) -> int:
         return int(self.token_ids.shape[0])
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Flat arrays (levels concatenated) for the on-disk cache."""
+        arrays = {name: getattr(self, name) for name in _FLAT_FIELDS}
+        arrays["level_sizes"] = np.asarray([level.lo.size for level in self.levels], dtype=np.int64)
+        for name in _LEVEL_FIELDS:
+            parts = [getattr(level, name) for level in self.levels]
+            arrays[f"level_{name}"] = np.concatenate(parts) if parts else np.empty(0, np.int32)
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "VocabTrie":
+        """Inverse of :meth:`to_arrays`."""
+        bounds = np.concatenate(([0], np.cumsum(arrays["level_sizes"])))
+        levels = tuple(
+            TrieLevel(**{name: arrays[f"level_{name}"][lo:hi] for name in _LEVEL_FIELDS})
+            for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
+        )
+        n_root = levels[0].lo.size if levels else 0
+        return cls(**{name: arrays[name] for name in _FLAT_FIELDS}, levels=levels, root_children=(0, n_root))
 
     @classmethod
     def build(cls, token_bytes: tuple[bytes, ...], text_ids: np.ndarray) -> "VocabTrie":
@@ -115,29 +139,3 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     starts = np.cumsum(counts) - counts
     values = np.arange(total, dtype=np.int64) - np.repeat(starts - lo.astype(np.int64), counts)
     return values, which
-
-
-_LEVEL_FIELDS = ("lo", "hi", "byte", "parent", "token_at", "child_start", "child_end")
-_FLAT_FIELDS = ("token_ids", "text_tokens", "text_positions", "lengths", "offsets", "data")
-
-
-def trie_to_arrays(trie: VocabTrie) -> dict[str, np.ndarray]:
-    """Flat arrays (levels concatenated) for the on-disk cache."""
-    arrays = {name: getattr(trie, name) for name in _FLAT_FIELDS}
-    sizes = np.asarray([level.lo.size for level in trie.levels], dtype=np.int64)
-    arrays["level_sizes"] = sizes
-    for name in _LEVEL_FIELDS:
-        parts = [getattr(level, name) for level in trie.levels]
-        arrays[f"level_{name}"] = np.concatenate(parts) if parts else np.empty(0, np.int32)
-    return arrays
-
-
-def trie_from_arrays(arrays: dict[str, np.ndarray]) -> VocabTrie:
-    """Inverse of :func:`trie_to_arrays`."""
-    bounds = np.concatenate(([0], np.cumsum(arrays["level_sizes"])))
-    levels = tuple(
-        TrieLevel(**{name: arrays[f"level_{name}"][lo:hi] for name in _LEVEL_FIELDS})
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
-    )
-    n_root = levels[0].lo.size if levels else 0
-    return VocabTrie(**{name: arrays[name] for name in _FLAT_FIELDS}, levels=levels, root_children=(0, n_root))

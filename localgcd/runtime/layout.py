@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from localgcd.grammar import IndenterSpec
+from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
-from localgcd.pda import DEAD, PushdownAutomaton
+from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton
 
 NEWLINE_BYTE, SPACE_BYTE, TAB_BYTE = 10, 32, 9
 
@@ -66,7 +66,7 @@ class LayoutLexer:
         for byte in data:
             term = emitted[state][byte]
             state = nxt[state][byte]
-            if state == DEAD:
+            if state == DEAD_STACK:
                 return None
             if term != NO_EMIT:
                 events.append((term, (width if has_newline else None) if term == nl else None))
@@ -90,24 +90,24 @@ def feed(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout,
         if layout.paren > 0:
             return node, layout, low  # the Indenter drops newlines inside brackets
         if width is None:
-            return DEAD, layout, low
+            return DEAD_STACK, layout, low
         node, low = pda.step(node, term)
         levels = layout.levels
-        if node != DEAD and width > levels[-1]:
+        if node != DEAD_STACK and width > levels[-1]:
             levels = levels + (width,)
             node, step_low = pda.step(node, spec.indent)
             low = min(low, step_low)
         else:
-            while node != DEAD and width < levels[-1]:
+            while node != DEAD_STACK and width < levels[-1]:
                 levels = levels[:-1]
                 node, step_low = pda.step(node, spec.dedent)
                 low = min(low, step_low)
             if width != levels[-1]:
-                node = DEAD
+                node = DEAD_STACK
         return node, replace(layout, levels=levels), low
     paren = layout.paren + (term in spec.opens) - (term in spec.closes)
     if paren < 0:
-        return DEAD, layout, low
+        return DEAD_STACK, layout, low
     node, low = pda.step(node, term)
     return node, replace(layout, paren=paren) if paren != layout.paren else layout, low
 
@@ -119,7 +119,7 @@ def feed_all(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layo
     for term, width in events:
         node, layout, step_low = feed(pda, spec, node, layout, term, width)
         low = min(low, step_low)
-        if node == DEAD:
+        if node == DEAD_STACK:
             break
     return node, layout, low
 
@@ -130,7 +130,7 @@ def finish(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout
     for _ in layout.levels[1:]:
         node, step_low = pda.step(node, spec.dedent)
         low = min(low, step_low)
-        if node == DEAD:
+        if node == DEAD_STACK:
             return False, low
     result, step_low = pda.step(node, pda.end_terminal)
-    return result == -2, min(low, step_low)
+    return result == ACCEPT, min(low, step_low)

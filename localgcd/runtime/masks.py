@@ -1,8 +1,8 @@
-"""Token masks (GreatGramma Alg. 6) over the Alg. 5 statuses of :mod:`localgcd.checks`.
+"""Token masks (GreatGramma Alg. 6) over the Alg. 5 statuses of :mod:`localgcd.runtime.checks`.
 
 For lexer state ``q`` and parser stack ``n`` a token is allowed iff its
 outcome ``T1 … Tk`` (end state ``q'``) passes on ``n`` (see
-:mod:`localgcd.checks`).  Per (lexer state, top parser state) the row's
+:mod:`localgcd.runtime.checks`).  Per (lexer state, top parser state) the row's
 outcomes split by status (a :class:`_ParserStateSplit`, made lazily): a mask
 is the always-accepted classes plus the classes of the context-dependent
 outcomes that pass on the actual stack, expanded to token ids.  Classes
@@ -10,8 +10,8 @@ whose first byte ends the pending lexeme come from the fresh row after its
 terminal is fed.  Context-dependent verdicts are cached in groups under the
 stack suffix they read, and masks under the suffix their checks read.
 
-Grammars with lark's Indenter add a :class:`~localgcd.layout.Layout` to the
-state; see :mod:`localgcd.layout` for why only newline-emitting tokens need
+Grammars with lark's Indenter add a :class:`~localgcd.runtime.layout.Layout` to the
+state; see :mod:`localgcd.runtime.layout` for why only newline-emitting tokens need
 the exact byte-level path.
 """
 
@@ -23,12 +23,13 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import sorted_unique, unique_inverse
-from localgcd.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
-from localgcd.grammar import IndenterSpec
-from localgcd.layout import NO_LAYOUT, Layout, LayoutLexer, feed, feed_all, finish
-from localgcd.lexer.transducer import LexingTransducer
-from localgcd.pda import ACCEPT, DEAD, PushdownAutomaton, SuffixCache
-from localgcd.spanner import FIRST_EMITS, Rows, TokenSpanner
+from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
+from localgcd.grammar.indenter import IndenterSpec
+from localgcd.runtime.layout import NO_LAYOUT, Layout, LayoutLexer, feed, feed_all, finish
+from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
+from localgcd.spanner.token_spanner import FIRST_EMITS, Rows, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,6 @@ class Mask:
         packed = np.pad(packed, (0, (-packed.size) % 4)).view(np.uint32)
         packed.flags.writeable = False
         return packed
-
-
-_TOKEN_MASK_BUDGET = 64 << 20  # bytes of memoized base token masks per engine
 
 
 @dataclass(frozen=True)
@@ -98,16 +96,23 @@ class MaskEngine:
         end_ids: np.ndarray,
         indenter: IndenterSpec | None = None,
         statuses: np.ndarray | None = None,
+        token_mask_budget: int = 64 << 20,
     ) -> None:
         self.spanner = spanner
+        self.token_mask_budget = token_mask_budget
         self.rows = Rows(spanner)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
         self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
+        self.end_id_set = frozenset(end_ids.tolist())
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
+        self._next_state, self._emitted = lexer.next_state, lexer.emitted
+        nothing = np.zeros(self.n_tokens, dtype=bool)
+        nothing.flags.writeable = False
+        self.terminated_mask = Mask(nothing, nothing, True, 0)
         self._token_class = spanner.token_class.astype(np.intp)  # intp: numpy gathers it 2x faster
         order = np.argsort(spanner.token_class, kind="stable")
         counts = np.bincount(spanner.token_class[spanner.token_class >= 0], minlength=spanner.n_classes)
@@ -125,7 +130,6 @@ class MaskEngine:
             self._emits_newline_or_dead = np.append(self._emits_newline, False)
             self._groups: dict[int, _LayoutGroups] = {}
             self._layout_sensitive: dict[int, bool] = {}
-            self._next_state, self._emitted = lexer.next_state, lexer.emitted
             pieces = [token_bytes[t] for t in range(len(token_bytes))]
             self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in pieces])))
             self._token_data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
@@ -169,28 +173,44 @@ class MaskEngine:
         return layout if sensitive else (min(layout.paren, self.checker.paren_cap), len(layout.levels))
 
     def advance(self, q: int, node: int, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
-        """(lexer state, stack, layout) after ``token`` if it is allowed, else DEAD stack."""
+        """(lexer state, stack, layout) after ``token`` if it is allowed, else DEAD_STACK stack."""
         if self.indenter is not None:
             return self._advance_bytes(q, node, layout, self.token_bytes[token])
         spanner = self.spanner
         cls = int(spanner.token_class[token])
         if cls < 0:
-            return DEAD, DEAD, layout
+            return DEAD_STACK, DEAD_STACK, layout
         if self.rows.class_emits(q)[cls]:
             node = self._after_pending(q, node)
             q = 0
-            if node == DEAD:
-                return DEAD, DEAD, layout
+            if node == DEAD_STACK:
+                return DEAD_STACK, DEAD_STACK, layout
         outcome = int(self.rows.class_row(q)[cls])
-        if outcome == DEAD:
-            return DEAD, DEAD, layout
+        if outcome == DEAD_STACK:
+            return DEAD_STACK, DEAD_STACK, layout
         for term in spanner.terminals(outcome):
             if not self._ignored[term]:
                 node, _ = self.pda.step(node, term)
-                if node == DEAD:
-                    return DEAD, DEAD, layout
+                if node == DEAD_STACK:
+                    return DEAD_STACK, DEAD_STACK, layout
         end = int(spanner.end[outcome])
-        return (end, node, layout) if self.checker.final(node, end, False)[0] else (DEAD, DEAD, layout)
+        return (end, node, layout) if self.checker.final(node, end, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
+
+    def advance_bytes(self, q: int, node: int, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
+        """(lexer state, stack, layout) after the raw bytes ``data``, or a DEAD_STACK stack."""
+        if self.indenter is not None:
+            return self._advance_bytes(q, node, layout, data)
+        next_state, emitted, ignored, pda = self._next_state, self._emitted, self._ignored, self.pda
+        for byte in data:
+            term = int(emitted[q, byte])
+            q = int(next_state[q, byte])
+            if q == DEAD_STATE:
+                return DEAD_STACK, DEAD_STACK, layout
+            if term != NO_EMIT and not ignored[term]:
+                node, _ = pda.step(node, term)
+                if node == DEAD_STACK:
+                    return DEAD_STACK, DEAD_STACK, layout
+        return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
 
     def is_accepting(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> tuple[bool, int]:
         """Whether the text so far is a sentence; and the lowest stack height read."""
@@ -203,14 +223,14 @@ class MaskEngine:
             if term >= 0:
                 width = layout.width if layout.has_newline else None
                 node, layout, low = feed(pda, self.indenter, node, layout, term, width)
-                if node == DEAD:
+                if node == DEAD_STACK:
                     return False, low
             result, end_low = finish(pda, self.indenter, node, layout)
             return result, min(low, end_low)
         low = pda.height[node]
         if term >= 0 and not self._ignored[term]:
             node, low = pda.step(node, term)
-            if node == DEAD:
+            if node == DEAD_STACK:
                 return False, low
         result, end_low = pda.step(node, pda.end_terminal)
         return result == ACCEPT, min(low, end_low)
@@ -233,7 +253,7 @@ class MaskEngine:
         if (self.spanner.first_kind[q] == FIRST_EMITS).any():
             after, after_layout, step_low = self._emit_pending(q, node, layout)
             low = min(low, step_low)
-            if after != DEAD:
+            if after != DEAD_STACK:
                 fresh = self._split(0, after, after_layout.paren)
                 emits = self.rows.class_emits(q)
                 base = self._combined(q, split, fresh, emits)
@@ -274,7 +294,7 @@ class MaskEngine:
         if tokens is None:
             tokens = base[self._token_class]
             tokens.flags.writeable = False
-            while self._base_tokens and (len(self._base_tokens) + 1) * tokens.nbytes > _TOKEN_MASK_BUDGET:
+            while self._base_tokens and (len(self._base_tokens) + 1) * tokens.nbytes > self.token_mask_budget:
                 del self._base_tokens[next(iter(self._base_tokens))]
         self._base_tokens[id(base)] = tokens  # most recently used last
         allowed = tokens.copy()
@@ -367,7 +387,7 @@ class MaskEngine:
         for width in np.unique(widths[chosen & measurable]).tolist():
             after, after_layout, feed_low = feed(self.pda, self.indenter, node, layout, self.indenter.newline, width)
             low = min(low, feed_low)
-            if after == DEAD:
+            if after == DEAD_STACK:
                 continue
             picked = np.flatnonzero(chosen & measurable & (widths == width))
             ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
@@ -377,7 +397,7 @@ class MaskEngine:
         for token in groups.other_tokens[np.isin(self.spanner.token_class[groups.other_tokens], classes)].tolist():
             _, after, _, token_low = self._check_bytes(q, node, layout, self.token_bytes[token])
             low = min(low, token_low)
-            if after != DEAD:
+            if after != DEAD_STACK:
                 allowed.append(np.asarray([token]))
         return (np.concatenate(allowed) if allowed else np.empty(0, dtype=np.int64)), low
 
@@ -396,15 +416,15 @@ class MaskEngine:
         split = self._splits.get(key)
         if split is None:
             outcomes = self.rows.outcomes(q)
-            row = np.append(self.rows.class_row(q), DEAD)  # extra class slot: "not text"
+            row = np.append(self.rows.class_row(q), DEAD_STACK)  # extra class slot: "not text"
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indenter is not None:
                 emitting = self._emits_newline[outcomes]
                 outcomes = outcomes[~emitting]
-                layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]])  # DEAD reads False
+                layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]])  # DEAD_STACK reads False
             status = self.checker.statuses(node, outcomes, paren_key)
             status_row = self.checker.status_table[self.checker.status_row(self.pda.state[node], paren_key)]
-            status_by_outcome = np.append(status_row, np.int8(UNKNOWN))  # last slot: DEAD (-1)
+            status_by_outcome = np.append(status_row, np.int8(UNKNOWN))  # last slot: DEAD_STACK (-1)
             if self.indenter is not None:
                 status_by_outcome[:-1][self._emits_newline] = UNKNOWN  # those take the layout path
             class_status = status_by_outcome[row]
@@ -419,22 +439,22 @@ class MaskEngine:
     # -- the exact byte-level path (Indenter grammars) -------------------------------
 
     def _check_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout, int]:
-        """(end lexer state, stack or DEAD, layout, lowest height read) after ``data``."""
+        """(end lexer state, stack or DEAD_STACK, layout, lowest height read) after ``data``."""
         pda = self.pda
         scanned = self._layout_lexer.scan(q, layout, data)
         if scanned is None:
-            return DEAD, DEAD, layout, pda.height[node]
+            return DEAD_STACK, DEAD_STACK, layout, pda.height[node]
         events, state, pending = scanned
         node, after, low = feed_all(pda, self.indenter, node, layout, events)
-        if node == DEAD:
-            return DEAD, DEAD, layout, low
+        if node == DEAD_STACK:
+            return DEAD_STACK, DEAD_STACK, layout, low
         ok, final_low = self.checker.final(node, state, after.paren > 0)
         layout = Layout(after.paren, after.levels, pending.has_newline, pending.width)
-        return (state, node if ok else DEAD, layout, min(low, final_low))
+        return (state, node if ok else DEAD_STACK, layout, min(low, final_low))
 
     def _advance_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout]:
         if not data:
-            return DEAD, DEAD, layout
+            return DEAD_STACK, DEAD_STACK, layout
         state, node, layout, _ = self._check_bytes(q, node, layout, data)
         return state, node, layout
 

@@ -11,7 +11,7 @@ may exceed its tokenizer's count) are always masked.
 It works with ``Llama.generate``, ``create_completion`` and
 ``create_chat_completion`` (pass ``logits_processor=LogitsProcessorList([p])``
 and ``stopping_criteria=StoppingCriteriaList([GrammarStoppingCriteria(p)])``).
-:func:`localgcd.generate` drives ``Llama.generate`` itself and feeds the
+:func:`localgcd.llama.generation` drives ``Llama.generate`` itself and feeds the
 processor each sampled id with :meth:`GrammarLogitsProcessor.accept`, so it can
 stop the moment the grammar allows nothing but the end.
 

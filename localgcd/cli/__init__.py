@@ -1,0 +1,1 @@
+"""The ``localgcd`` terminal command."""

@@ -1,0 +1,162 @@
+"""The Compiler: grammar text + vocabulary → a :class:`CompiledGrammar`, cached on disk.
+
+The pipeline flows one way: grammar front end → lexer automaton → lexing
+transducer → token spanner (over the vocabulary trie) → parser tables → the
+Alg. 5 status table for small grammars.  A :class:`Compiler` owns the
+configuration (cache directory or none, limits, memory budgets) and the
+per-vocabulary trie memo; :func:`compile_grammar` is the one-line
+convenience over a default compiler.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
+from localgcd.compiler.store import TRIE_PREFIX, TableStore
+from localgcd.errors import GrammarError, GrammarWarning
+from localgcd.grammar.indenter import IndenterOptions
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.lexer.automaton import build_lexer_dfa
+from localgcd.lexer.transducer import LexingTransducer
+from localgcd.parser.lalr import build_parse_tables
+from localgcd.paths import cache_dir as default_cache_dir
+from localgcd.spanner.token_spanner import build_token_spanner
+from localgcd.spanner.trie import VocabTrie
+from localgcd.vocab import Vocabulary
+
+FORMATS = ("lark",)
+TRIE_FORMAT_VERSION = 1
+
+
+class Compiler:
+    """Compiles grammars for vocabularies; owns the cache and the configuration.
+
+    ``cache_dir``: the cache root (``None``: ``$LOCALGCD_CACHE`` or the user
+    cache dir); ``use_cache=False`` keeps everything in memory.
+    ``eager_status_limit``: run Alg. 5 at compile time when parser states ×
+    outcomes is at most this (well under a second for such grammars); bigger
+    grammars classify lazily while decoding.  ``token_mask_budget``: bytes of
+    memoized token masks per compiled grammar.
+    """
+
+    def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True,
+                 eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20) -> None:
+        self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        self.use_cache = use_cache
+        self.eager_status_limit = eager_status_limit
+        self.token_mask_budget = token_mask_budget
+        self.store = TableStore(self.cache_root / "tables")
+        self._tries: dict[str, VocabTrie] = {}
+
+    def __repr__(self) -> str:
+        where = str(self.cache_root) if self.use_cache else "memory only"
+        return f"Compiler(cache={where!r})"
+
+    def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
+                strict: bool = False, indenter: IndenterOptions | None = None) -> CompiledGrammar:
+        """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
+
+        ``strict=True`` makes every LALR conflict an error instead of resolving
+        it as lark does.  Raises :class:`GrammarError` for invalid or unsupported
+        grammars.
+        """
+        if fmt not in FORMATS:
+            raise GrammarError(f"grammar format {fmt!r} is not supported (use one of {', '.join(FORMATS)})", source)
+        key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter))
+        if self.use_cache:
+            started = time.perf_counter()
+            entry = self.store.read(key, key, TABLE_FORMAT_VERSION)
+            if entry is not None:
+                compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source)
+                compiled.token_mask_budget = self.token_mask_budget
+                compiled.timings["cache_load"] = time.perf_counter() - started
+                return compiled
+        compiled = self.build(text, vocab, source, strict, indenter)
+        if self.use_cache:
+            self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
+        return compiled
+
+    def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
+              indenter: IndenterOptions | None = None) -> CompiledGrammar:
+        """Run the whole pipeline (the vocabulary trie may come from the cache)."""
+        t0 = time.perf_counter()
+        grammar = load_lark_grammar(text, source, indenter=indenter)
+        tables, conflicts = build_parse_tables(grammar, strict=strict)
+        for conflict in conflicts:
+            warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
+        t1 = time.perf_counter()
+        dfa = build_lexer_dfa(list(grammar.terminals), source, text)
+        lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals))
+        t2 = time.perf_counter()
+        trie = self.vocabulary_trie(vocab)
+        t3 = time.perf_counter()
+        spanner = build_token_spanner(lexer, trie, len(vocab))
+        t4 = time.perf_counter()
+        compiled = CompiledGrammar(
+            terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
+            token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
+            conflicts=tuple(c.describe() for c in conflicts), token_mask_budget=self.token_mask_budget,
+        )
+        if tables.n_states * len(spanner.head) <= self.eager_status_limit:
+            compiled.statuses = compiled.engine.classify_all().copy()
+        t5 = time.perf_counter()
+        compiled.timings.update(grammar=t1 - t0, lexer=t2 - t1, trie=t3 - t2, spanner=t4 - t3, statuses=t5 - t4)
+        return compiled
+
+    def vocabulary_trie(self, vocab: Vocabulary) -> VocabTrie:
+        """The byte trie of a vocabulary's text tokens: memoized, and cached on disk.
+
+        It depends on the vocabulary alone, so every grammar compiled for it shares one.
+        """
+        trie = self._tries.get(vocab.fingerprint)
+        if trie is not None:
+            return trie
+        name = TRIE_PREFIX + vocab.fingerprint
+        entry = self.store.read(name, vocab.fingerprint, TRIE_FORMAT_VERSION) if self.use_cache else None
+        if entry is not None:
+            trie = VocabTrie.from_arrays(entry[1])
+        else:
+            text_ids = np.flatnonzero([bool(b) and not s for b, s in zip(vocab.token_bytes, vocab.is_special)])
+            trie = VocabTrie.build(vocab.token_bytes, text_ids.astype(np.int64))
+            if self.use_cache:
+                self.store.write(name, vocab.fingerprint, TRIE_FORMAT_VERSION, {}, trie.to_arrays())
+        self._tries[vocab.fingerprint] = trie
+        return trie
+
+
+@functools.lru_cache(maxsize=8)
+def default_compiler(cache_dir: str, use_cache: bool = True) -> Compiler:
+    """One shared compiler per cache setting (so vocabulary tries are built once per process)."""
+    return Compiler(cache_dir, use_cache=use_cache)
+
+
+def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
+                    cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
+                    indenter: IndenterOptions | None = None) -> CompiledGrammar:
+    """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
+
+    ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
+    ``use_cache=False`` compiles in memory only.
+    """
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    compiler = default_compiler(str(root), use_cache)
+    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter)
+
+
+def _cache_key(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in (f"localgcd-tables-v{TABLE_FORMAT_VERSION}", *parts):
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def _end_ids(vocab: Vocabulary) -> np.ndarray:
+    return np.asarray(vocab.end_ids, dtype=np.int64)

@@ -1,0 +1,139 @@
+"""The on-disk table store: verified, atomic ``.npz`` entries.
+
+One file per entry: numpy arrays plus one JSON header, never pickle, so
+reading an entry cannot execute code.  Files are written to a temporary name
+in the same directory and renamed into place, so readers see a whole file or
+none, and two processes writing the same entry both succeed.  On read the
+header's format, version and key and every array's CRC-32 are verified; an
+unusable entry is reported once with a :class:`CacheWarning` and the caller
+rebuilds and rewrites it.  An unwritable directory only costs the cache: it
+is reported once per store, and tables are used from memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from localgcd.errors import CacheWarning
+
+FORMAT = "localgcd-tables"
+SUFFIX = ".npz"
+TRIE_PREFIX = "trie-"
+
+
+class TableStore:
+    """A directory of verified table entries (``<cache root>/tables``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._warned_unwritable = False
+
+    def path(self, name: str) -> Path:
+        return self.directory / f"{name}{SUFFIX}"
+
+    def write(self, name: str, key: str, version: int, header: dict, arrays: dict[str, np.ndarray]) -> Path | None:
+        """Atomically write arrays plus a JSON header; warn (once) and return None if impossible."""
+        path = self.path(name)
+        arrays = {n: np.ascontiguousarray(a) for n, a in arrays.items()}
+        header = {**header, "format": FORMAT, "version": version, "key": key,
+                  "checksums": {n: _crc(a) for n, a in arrays.items()}}
+        arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        tmp_name = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.directory, prefix=".tmp-", suffix=SUFFIX, delete=False) as tmp:
+                tmp_name = tmp.name
+                np.savez(tmp, **arrays)
+                tmp.flush()
+                os.fsync(tmp.fileno())
+            os.replace(tmp_name, path)
+            return path
+        except OSError as exc:
+            if tmp_name:
+                Path(tmp_name).unlink(missing_ok=True)
+            if not self._warned_unwritable:
+                self._warned_unwritable = True
+                warnings.warn(f"cannot write the table cache in {self.directory} ({exc.strerror or exc}); "
+                              "compiled tables are used from memory only", CacheWarning, stacklevel=3)
+            return None
+
+    def read(self, name: str, key: str, version: int) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """(header, arrays) of a verified entry; None if absent, or (with a warning) unusable."""
+        path = self.path(name)
+        if not path.is_file():
+            return None
+        try:
+            with open(path, "rb") as handle, _npz(handle) as data:
+                header = json.loads(bytes(data["header"]).decode("utf-8"))
+                if header.get("format") != FORMAT or header.get("key") != key:
+                    raise ValueError("not a localgcd table file for this key")
+                if header.get("version") != version:
+                    raise ValueError(f"table format v{header.get('version')}, expected v{version}")
+                arrays = {n: data[n] for n in header["checksums"]}
+            for n, crc in header["checksums"].items():
+                if _crc(arrays[n]) != crc:
+                    raise ValueError(f"checksum mismatch in {n}")
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
+            warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=4)
+            return None
+        return header, arrays
+
+    # -- housekeeping ----------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        return sorted({*self.directory.glob(f"*{SUFFIX}"), *self.directory.glob(".tmp-*")})
+
+    def info(self) -> dict[str, object]:
+        """Where the store is, whether it can be written, and what it holds."""
+        files = self._files()
+        tries = [f for f in files if f.name.startswith(TRIE_PREFIX)]
+        partial = [f for f in files if f.name.startswith(".tmp-")]
+        return {
+            "path": str(self.directory),
+            "exists": self.directory.is_dir(),
+            "writable": _writable(self.directory),
+            "grammar_entries": len(files) - len(tries) - len(partial),
+            "vocabulary_tries": len(tries),
+            "partial_files": len(partial),
+            "files": len(files),
+            "bytes": sum(f.stat().st_size for f in files),
+        }
+
+    def clear(self) -> int:
+        """Delete every file :meth:`info` counts; return how many were removed."""
+        removed = 0
+        for f in self._files():
+            f.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+
+def _writable(directory: Path) -> bool:
+    """Whether ``directory`` exists and is writable, or could be created."""
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return False
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def _npz(handle) -> np.lib.npyio.NpzFile:
+    if handle.read(4) != b"PK\x03\x04":
+        raise ValueError("not a table file (bad magic bytes)")
+    handle.seek(0)
+    return np.load(handle, allow_pickle=False)
+
+
+def _crc(array: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(array).data) ^ zlib.crc32(repr((array.dtype.str, array.shape)).encode())

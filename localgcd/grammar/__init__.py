@@ -1,0 +1,1 @@
+"""Stage 1: grammar front ends → the one internal grammar (terminals + rules)."""

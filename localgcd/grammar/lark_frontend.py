@@ -1,0 +1,234 @@
+"""Lark grammar text → the internal :class:`Grammar` (terminals and rules).
+
+Lark's own grammar front end reads the text (``%import``, templates,
+``%declare``, ``%override``/``%extend``, EBNF expansion, ``?rule``/``_rule``
+inlining); localgcd keeps what it produces: the terminals, in tie-break rank
+order, and the expanded rules.  Errors become :class:`GrammarError` with the
+file, line and column of the rule or terminal at fault, in the user's words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.grammar import Rule
+from lark.lexer import PatternStr, TerminalDef
+from lark.load_grammar import load_grammar
+
+from localgcd.errors import GrammarError
+from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
+from localgcd.grammar.terminals import Terminal
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """The one internal grammar every front end produces.
+
+    ``rules`` are lark's expanded rules over terminal and nonterminal names;
+    the parser stage builds its tables from them.  ``parser_terminals`` maps
+    every terminal name the rules use to its parser column (lexer terminals
+    first, then the Indenter's declared ones).
+    """
+
+    terminals: tuple[Terminal, ...]  # in tie-break rank order: index = lexer terminal id
+    rules: tuple[Rule, ...]
+    start: str
+    source: str
+    parser_terminals: dict[str, int]
+    indenter: IndenterSpec | None = None
+    origins: dict[str, tuple[int, int]] = field(default_factory=dict)  # name → (line, column) of its definition
+    text: str = ""
+
+    def where(self, name: str) -> tuple[int | None, int | None, str | None]:
+        """(line, column, source line) of the definition of rule or terminal ``name``."""
+        base = _base_name(name)
+        position = self.origins.get(name) or self.origins.get(base)
+        if position is None:
+            return None, None, None
+        line, column = position
+        return line, column, _source_line(self.text, line)
+
+    def error(self, message: str, *names: str) -> GrammarError:
+        """A :class:`GrammarError` located at the first of ``names`` that has a definition."""
+        for name in names:
+            line, column, context = self.where(name)
+            if line is not None:
+                return GrammarError(message, self.source, line, column, context)
+        return GrammarError(message, self.source)
+
+    def describe_symbol(self, name: str) -> str:
+        """A symbol as the user wrote it: ``"("`` for a string literal, else its name."""
+        for t in self.terminals:
+            if t.name == name:
+                return '"' + _UNESCAPE.sub(r"\1", t.regex) + '"' if t.is_literal else name
+        return _base_name(name)
+
+    def describe_rule(self, rule: Rule) -> str:
+        """``origin: symbol symbol`` in the user's words (no lark internals)."""
+        body = " ".join(self.describe_symbol(s.name) for s in rule.expansion) or "<empty>"
+        return f"{_base_name(rule.origin.name)}: {body}"
+
+
+def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
+                      indenter: IndenterOptions | None = None) -> Grammar:
+    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports)."""
+    import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
+    try:
+        builder_grammar, _ = load_grammar(text, source, import_paths, False)
+        term_defs, rules, ignore = builder_grammar.compile([start], set())
+    except LarkError as exc:
+        raise _located(exc, text, source) from None
+    origins = definition_positions(text)
+    terminals = _ranked_terminals(term_defs, ignore, origins)
+    index = {t.name: i for i, t in enumerate(terminals)}
+    used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
+    declared = sorted(used - set(index))
+    spec = None
+    if declared:
+        spec, index = _indenter(declared, index, indenter or IndenterOptions(), text, source, origins)
+    return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, text)
+
+
+# --------------------------------------------------------------------------- terminals
+
+
+def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
+                      origins: dict[str, tuple[int, int]]) -> list[Terminal]:
+    """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics"."""
+    ranked = sorted(
+        defs,
+        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -t.pattern.max_width,
+                       -len(t.pattern.value), t.name),
+    )
+    ignored = set(ignore)
+    out = []
+    for t in ranked:
+        line, column = origins.get(t.name, (None, None))
+        out.append(Terminal(name=t.name, regex=t.pattern.to_regexp(), priority=t.priority,
+                            is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
+                            line=line, column=column))
+    return out
+
+
+def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptions, text: str, source: str,
+              origins: dict[str, tuple[int, int]]) -> tuple[IndenterSpec, dict[str, int]]:
+    """The Indenter for a grammar that ``%declare``s its indent and dedent terminals."""
+    wanted = {options.indent, options.dedent}
+    if set(declared) != wanted:
+        names = ", ".join(declared)
+        line, column = _first_use(text, declared[0])
+        raise GrammarError(
+            f"terminal(s) {names} have no pattern; localgcd supports %declare only for lark's Indenter"
+            f" terminals ({options.indent}, {options.dedent}); name yours with indenter options",
+            source, line, column, _source_line(text, line))
+    if options.newline not in index:
+        line, column = origins.get(options.indent) or _first_use(text, options.indent)
+        raise GrammarError(
+            f"{options.indent}/{options.dedent} are declared but there is no newline terminal"
+            f" {options.newline}; define it or name yours with indenter options",
+            source, line, column, _source_line(text, line))
+    n = len(index)
+    index = {**index, options.indent: n, options.dedent: n + 1}
+    spec = IndenterSpec(
+        newline=index[options.newline], indent=n, dedent=n + 1,
+        opens=frozenset(index[t] for t in options.opens if t in index),
+        closes=frozenset(index[t] for t in options.closes if t in index),
+        tab_len=options.tab_len,
+    )
+    return spec, index
+
+
+# --------------------------------------------------------------------------- positions
+
+_DEFINITION = re.compile(r"^[ \t]*[?!]?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\{[^}]*\})?(?:\.-?\d+)?[ \t]*:", re.M)
+_UNESCAPE = re.compile(r"\\(.)")
+_GENERATED = re.compile(r"^_*(?P<base>.*?)(?:_(?:star|plus|opt|inline)_\d+|_\d+)?$")
+
+
+def definition_positions(text: str) -> dict[str, tuple[int, int]]:
+    """Rule and terminal name → (line, column) of its first definition in ``text``."""
+    positions: dict[str, tuple[int, int]] = {}
+    for found in _DEFINITION.finditer(text):
+        name = found.group("name")
+        if name not in positions:
+            offset = found.start("name")
+            positions[name] = _line_column(text, offset)
+    return positions
+
+
+def _base_name(name: str) -> str:
+    """The user's rule name behind one lark generates (``__start_star_0`` → ``start``)."""
+    if not name.startswith("__"):
+        return name
+    found = _GENERATED.match(name)
+    return found.group("base") if found and found.group("base") else name
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _source_line(text: str, line: int | None) -> str | None:
+    if line is None:
+        return None
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def _first_use(text: str, name: str) -> tuple[int | None, int | None]:
+    found = re.search(rf"(?<![\w\"']){re.escape(name)}(?![\w])", text)
+    return _line_column(text, found.start()) if found else (None, None)
+
+
+# --------------------------------------------------------------------------- errors
+
+_QUOTED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'|: ([A-Za-z_][A-Za-z0-9_]*)\s*$|\(([A-Za-z_][A-Za-z0-9_]*)\)|"
+                     r"\bfor ([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def _located(exc: LarkError, text: str, source: str) -> GrammarError:
+    """A lark error as ``GrammarError`` located by the exception's own attributes where it has them."""
+    unexpected = exc if isinstance(exc, UnexpectedInput) else exc.__context__
+    if isinstance(unexpected, UnexpectedInput) and getattr(unexpected, "line", -1) > 0:
+        line, column = unexpected.line, unexpected.column
+        return GrammarError(_syntax_message(exc, unexpected), source, line, column, _source_line(text, line))
+    message = _first_line(str(exc))
+    message = message[0].lower() + message[1:]
+    literal = re.search(r'\((".*?")\)', message)
+    if literal and literal.group(1) in text:
+        line, column = _line_column(text, text.index(literal.group(1)))
+        return GrammarError(message, source, line, column, _source_line(text, line))
+    names = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
+    for name in names:
+        if "used but not defined" in message or "not defined" in message:
+            line, column = _first_use(text, name)
+        else:
+            line, column = definition_positions(text).get(name) or _first_use(text, name)
+        if line is not None:
+            return GrammarError(message, source, line, column, _source_line(text, line))
+    return GrammarError(message, source)
+
+
+def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:
+    if isinstance(unexpected, UnexpectedCharacters):
+        return f"unexpected character {unexpected.char!r}"
+    if isinstance(unexpected, UnexpectedEOF):
+        return "unexpected end of grammar"
+    if isinstance(unexpected, UnexpectedToken):
+        friendly = str(exc).split(", at line")[0].strip() if exc is not unexpected else ""
+        if friendly and not friendly.startswith("Unexpected"):
+            return friendly[0].lower() + friendly[1:]
+        if unexpected.token.type == "$END":
+            return "unexpected end of grammar"
+        value = str(unexpected.token.value)
+        return "unexpected line break" if value.strip() == "" and "\n" in value else f"unexpected {value!r}"
+    return _first_line(str(exc))
+
+
+def _first_line(text: str) -> str:
+    lines = [part.strip() for part in text.strip().splitlines() if part.strip()]
+    return lines[0].rstrip(":") if lines else "invalid grammar"

@@ -1,0 +1,51 @@
+"""A grammar's terminals → one minimal byte DFA (the lexer automaton).
+
+Terminals come ranked (see :func:`localgcd.grammar.lark_frontend.load_lark_grammar`).
+
+Tie rule (documented in README): the lexer takes the longest lexeme (maximal
+munch).  When several terminals match that very lexeme, the winner is the one
+with the highest priority; then a string literal (``"if"``) beats a regexp
+(``NAME``); then lark's own order (longer maximum width, longer pattern source,
+then name).  Within one priority this is what Lark's basic lexer does for
+keywords; across priorities it is what priority means.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from localgcd.errors import GrammarError
+from localgcd.grammar.terminals import Terminal
+from localgcd.lexer.dfa import DFA, determinize
+from localgcd.lexer.nfa import NFA, UnsupportedRegex
+
+
+def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "") -> DFA:
+    """The combined lexer DFA; its accept labels are indices into ``terminals``.
+
+    ``text`` (the grammar's source) only serves to show the offending line in errors.
+    """
+
+    def error(terminal: Terminal, message: str) -> GrammarError:
+        lines = text.splitlines()
+        context = lines[terminal.line - 1] if terminal.line and terminal.line <= len(lines) else None
+        return GrammarError(message, source, terminal.line, terminal.column, context)
+
+    nfa = NFA()
+    starts = []
+    for index, terminal in enumerate(terminals):
+        try:
+            starts.append(nfa.add_regex(terminal.regex, index))
+        except UnsupportedRegex as exc:
+            raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
+    dfa = determinize(nfa, starts, rank=list(range(len(terminals))))
+    if dfa.accept[0] >= 0:
+        terminal = terminals[int(dfa.accept[0])]
+        raise error(terminal, f"terminal {terminal.name} matches the empty string")
+    missing = set(range(len(terminals))) - set(np.unique(dfa.accept).tolist())
+    for index in sorted(missing):
+        terminal = terminals[index]
+        if not terminal.ignored:
+            raise error(terminal, f"terminal {terminal.name} can never be produced (every lexeme it"
+                        " matches is won by a higher-ranked terminal; raise its priority)")
+    return dfa

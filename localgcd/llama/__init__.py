@@ -1,0 +1,1 @@
+"""Everything that touches llama.cpp: vocabularies, models, sampling, generation."""
