@@ -90,7 +90,6 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
     import llama_cpp
 
     import localgcd
-    from localgcd.compiler import compiler
     from localgcd.llama.vocab_sources import vocab_path
 
     path = vocab_path(vocab_name)
@@ -98,11 +97,10 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
     text = GRAMMARS[grammar].read_text()
     with tempfile.TemporaryDirectory() as cache_dir:
         started = time.perf_counter()
-        compiled = localgcd.compile_grammar(text, vocab, cache_dir=cache_dir)
+        compiled = localgcd.Compiler(cache_dir).compile(text, vocab)
         cold = time.perf_counter() - started
-        compiler._TRIES.clear()
         started = time.perf_counter()
-        reloaded = localgcd.compile_grammar(text, vocab, cache_dir=cache_dir)
+        reloaded = localgcd.Compiler(cache_dir).compile(text, vocab)  # a new compiler: nothing memoized
         warm = time.perf_counter() - started
         assert "cache_load" in reloaded.timings
     tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)

@@ -11,8 +11,9 @@ terminal is fed.  Context-dependent verdicts are cached in groups under the
 stack suffix they read, and masks under the suffix their checks read.
 
 Grammars with lark's Indenter add a :class:`~localgcd.runtime.layout.Layout` to the
-state; see :mod:`localgcd.runtime.layout` for why only newline-emitting tokens need
-the exact byte-level path.
+state; newline-emitting tokens then take the exact path of
+:mod:`localgcd.runtime.indentation` (:mod:`localgcd.runtime.layout` says why
+only they need it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import numpy as np
 from localgcd.arrays import sorted_unique, unique_inverse
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
-from localgcd.runtime.layout import NO_LAYOUT, Layout, LayoutLexer, feed, feed_all, finish
+from localgcd.runtime.indentation import IndentationPath
+from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
@@ -48,19 +50,6 @@ class Mask:
         packed = np.pad(packed, (0, (-packed.size) % 4)).view(np.uint32)
         packed.flags.writeable = False
         return packed
-
-
-@dataclass(frozen=True)
-class _LayoutGroups:
-    """Newline-emitting tokens of one lexer state, grouped by what the Indenter sees."""
-
-    group_class: np.ndarray  # class of each group
-    prefix_newline: np.ndarray  # bool: a line break precedes the first emission in the token
-    prefix_width: np.ndarray  # blanks before the first emission (after that line break)
-    tail: np.ndarray  # outcome after the pending newline is emitted
-    offsets: np.ndarray  # group g's tokens are tokens[offsets[g]:offsets[g+1]]
-    tokens: np.ndarray
-    other_tokens: np.ndarray  # tokens checked byte by byte
 
 
 @dataclass(frozen=True)
@@ -114,38 +103,28 @@ class MaskEngine:
         nothing.flags.writeable = False
         self.terminated_mask = Mask(nothing, nothing, True, 0)
         self._token_class = spanner.token_class.astype(np.intp)  # intp: numpy gathers it 2x faster
-        order = np.argsort(spanner.token_class, kind="stable")
-        counts = np.bincount(spanner.token_class[spanner.token_class >= 0], minlength=spanner.n_classes)
-        self._class_tokens = order[np.count_nonzero(spanner.token_class < 0):]  # token ids grouped by class
-        self._class_offsets = np.concatenate(([0], np.cumsum(counts)))
+        self._class_tokens, self._class_offsets = spanner.class_members  # token ids grouped by class
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
         self._dependent_groups: SuffixCache[tuple[int, np.ndarray, np.ndarray]] = SuffixCache(pda)
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self.indenter = indenter
-        if indenter is not None:
-            self._layout_lexer = LayoutLexer(lexer, indenter)
-            self._emits_newline = self.checker.emits_newline
-            self._emits_newline_or_dead = np.append(self._emits_newline, False)
-            self._groups: dict[int, _LayoutGroups] = {}
-            self._layout_sensitive: dict[int, bool] = {}
-            pieces = [token_bytes[t] for t in range(len(token_bytes))]
-            self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in pieces])))
-            self._token_data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes)
+                            if indenter is not None else None)
 
     # -- public ---------------------------------------------------------------
 
     def classify_all(self) -> np.ndarray:
         """Alg. 5 ahead of time for every outcome of every row; the status table (see ``statuses=``)."""
         outcomes = sorted_unique(np.concatenate([self.rows.outcomes(q) for q in range(self.spanner.n_states)]))
-        if self.indenter is not None:
-            outcomes = outcomes[~self._emits_newline[outcomes]]
+        if self.indentation is not None:
+            outcomes = outcomes[~self.indentation.emits_newline[outcomes]]
         return self.checker.classify_all(outcomes)
 
     def mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
         """The mask for lexer state ``q``, stack ``node`` (and the Indenter's layout)."""
-        key = (q, at_start, self._layout_key(q, layout))
+        key = (q, at_start, self.indentation.layout_key(q, layout) if self.indentation is not None else None)
         found = self._masks.get(key, node)
         if found is not None:
             return found[0]
@@ -153,29 +132,10 @@ class MaskEngine:
         self._masks.put(key, node, self.pda.height[node] - low + 1, (mask, 0))
         return mask
 
-    def _layout_key(self, q: int, layout: Layout) -> object:
-        """The part of the layout that the mask of lexer state ``q`` depends on.
-
-        Only states whose pending lexeme is a newline, or whose tokens can emit
-        one, see widths and levels; the others see the bracket depth (up to
-        the most brackets one token can close) and how many levels a final
-        dedent would close.
-        """
-        if self.indenter is None:
-            return None
-        sensitive = self._layout_sensitive.get(q)
-        if sensitive is None:
-            sensitive = (self.lexer_accept[q] == self.indenter.newline
-                         or bool(self._emits_newline[self.rows.outcomes(q)].any())
-                         or ((self.spanner.first_kind[q] == FIRST_EMITS).any()
-                             and bool(self._emits_newline[self.rows.outcomes(0)].any())))
-            self._layout_sensitive[q] = sensitive
-        return layout if sensitive else (min(layout.paren, self.checker.paren_cap), len(layout.levels))
-
     def advance(self, q: int, node: int, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
         """(lexer state, stack, layout) after ``token`` if it is allowed, else DEAD_STACK stack."""
-        if self.indenter is not None:
-            return self._advance_bytes(q, node, layout, self.token_bytes[token])
+        if self.indentation is not None:
+            return self.indentation.advance_bytes(q, node, layout, self.token_bytes[token])
         spanner = self.spanner
         cls = int(spanner.token_class[token])
         if cls < 0:
@@ -198,8 +158,8 @@ class MaskEngine:
 
     def advance_bytes(self, q: int, node: int, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
         """(lexer state, stack, layout) after the raw bytes ``data``, or a DEAD_STACK stack."""
-        if self.indenter is not None:
-            return self._advance_bytes(q, node, layout, data)
+        if self.indentation is not None:
+            return self.indentation.advance_bytes(q, node, layout, data)
         next_state, emitted, ignored, pda = self._next_state, self._emitted, self._ignored, self.pda
         for byte in data:
             term = int(emitted[q, byte])
@@ -218,15 +178,8 @@ class MaskEngine:
         term = -1 if at_start else self.lexer_accept[q]
         if not at_start and term < 0:
             return False, pda.height[node]
-        if self.indenter is not None:
-            low = pda.height[node]
-            if term >= 0:
-                width = layout.width if layout.has_newline else None
-                node, layout, low = feed(pda, self.indenter, node, layout, term, width)
-                if node == DEAD_STACK:
-                    return False, low
-            result, end_low = finish(pda, self.indenter, node, layout)
-            return result, min(low, end_low)
+        if self.indentation is not None:
+            return self.indentation.is_accepting(node, term, layout)
         low = pda.height[node]
         if term >= 0 and not self._ignored[term]:
             node, low = pda.step(node, term)
@@ -306,10 +259,8 @@ class MaskEngine:
     def _emit_pending(self, q: int, node: int, layout: Layout) -> tuple[int, Layout, int]:
         """Stack and layout after the pending lexeme of ``q`` is emitted."""
         term = self.lexer_accept[q]
-        if self.indenter is not None:
-            width = layout.width if layout.has_newline else None
-            node, layout, low = feed(self.pda, self.indenter, node, layout, term, width)
-            return node, Layout(layout.paren, layout.levels), low
+        if self.indentation is not None:
+            return self.indentation.emit_pending(node, layout, term)
         if self._ignored[term]:
             return node, layout, self.pda.height[node]
         node, low = self.pda.step(node, term)
@@ -366,67 +317,31 @@ class MaskEngine:
 
     def _layout_tokens(self, split: _ParserStateSplit, q: int, node: int, layout: Layout,
                        only: np.ndarray | None) -> tuple[np.ndarray, int]:
-        """Allowed tokens of the newline-emitting classes (Indenter grammars).
-
-        Tokens whose first emission is the pending newline are grouped by
-        (class, prefix width); each distinct newline width is fed once and the
-        groups' remaining outcomes are checked like any class.  Other tokens
-        are checked byte by byte.
-        """
-        low = self.pda.height[node]
-        classes = split.layout_classes
-        if only is not None:
-            classes = classes[only[classes]]
-        if not classes.size:
-            return np.empty(0, dtype=np.int64), low
-        groups = self._layout_groups(q)
-        allowed: list[np.ndarray] = []
-        chosen = np.isin(groups.group_class, classes)
-        widths = np.where(groups.prefix_newline, groups.prefix_width, layout.width + groups.prefix_width)
-        measurable = groups.prefix_newline | layout.has_newline
-        for width in np.unique(widths[chosen & measurable]).tolist():
-            after, after_layout, feed_low = feed(self.pda, self.indenter, node, layout, self.indenter.newline, width)
-            low = min(low, feed_low)
-            if after == DEAD_STACK:
-                continue
-            picked = np.flatnonzero(chosen & measurable & (widths == width))
-            ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
-            low = min(low, check_low)
-            for g in picked[ok].tolist():
-                allowed.append(groups.tokens[groups.offsets[g]:groups.offsets[g + 1]])
-        for token in groups.other_tokens[np.isin(self.spanner.token_class[groups.other_tokens], classes)].tolist():
-            _, after, _, token_low = self._check_bytes(q, node, layout, self.token_bytes[token])
-            low = min(low, token_low)
-            if after != DEAD_STACK:
-                allowed.append(np.asarray([token]))
-        return (np.concatenate(allowed) if allowed else np.empty(0, dtype=np.int64)), low
-
-    def _layout_groups(self, q: int) -> "_LayoutGroups":
-        found = self._groups.get(q)
-        if found is None:
-            found = self._groups[q] = _layout_groups(self, q)
-        return found
+        """Allowed tokens of the newline-emitting classes (Indenter grammars only)."""
+        if self.indentation is None or not split.layout_classes.size:
+            return _NO_TOKENS, self.pda.height[node]
+        return self.indentation.allowed_tokens(split.layout_classes, q, node, layout, only)
 
     # -- Alg. 5 ---------------------------------------------------------------------
 
     def _split(self, q: int, node: int, paren: int) -> _ParserStateSplit:
         """Alg. 5, lazily: classify ``q``'s outcomes once per parser state (and bracket depth)."""
-        paren_key = min(paren, self.checker.paren_cap) if self.indenter is not None else 0
+        paren_key = min(paren, self.checker.paren_cap) if self.indentation is not None else 0
         key = (q, self.pda.state[node], paren_key)
         split = self._splits.get(key)
         if split is None:
             outcomes = self.rows.outcomes(q)
             row = np.append(self.rows.class_row(q), DEAD_STACK)  # extra class slot: "not text"
             layout_classes = np.empty(0, dtype=np.int64)
-            if self.indenter is not None:
-                emitting = self._emits_newline[outcomes]
-                outcomes = outcomes[~emitting]
-                layout_classes = np.flatnonzero(self._emits_newline_or_dead[row[:-1]])  # DEAD_STACK reads False
+            if self.indentation is not None:
+                emits_newline = self.indentation.emits_newline
+                outcomes = outcomes[~emits_newline[outcomes]]
+                layout_classes = np.flatnonzero(np.append(emits_newline, False)[row[:-1]])  # -1 reads False
             status = self.checker.statuses(node, outcomes, paren_key)
             status_row = self.checker.status_table[self.checker.status_row(self.pda.state[node], paren_key)]
             status_by_outcome = np.append(status_row, np.int8(UNKNOWN))  # last slot: DEAD_STACK (-1)
-            if self.indenter is not None:
-                status_by_outcome[:-1][self._emits_newline] = UNKNOWN  # those take the layout path
+            if self.indentation is not None:
+                status_by_outcome[:-1][self.indentation.emits_newline] = UNKNOWN  # those take the layout path
             class_status = status_by_outcome[row]
             always = class_status == ALWAYS
             always.flags.writeable = False
@@ -436,70 +351,5 @@ class MaskEngine:
             self._splits[key] = split
         return split
 
-    # -- the exact byte-level path (Indenter grammars) -------------------------------
 
-    def _check_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout, int]:
-        """(end lexer state, stack or DEAD_STACK, layout, lowest height read) after ``data``."""
-        pda = self.pda
-        scanned = self._layout_lexer.scan(q, layout, data)
-        if scanned is None:
-            return DEAD_STACK, DEAD_STACK, layout, pda.height[node]
-        events, state, pending = scanned
-        node, after, low = feed_all(pda, self.indenter, node, layout, events)
-        if node == DEAD_STACK:
-            return DEAD_STACK, DEAD_STACK, layout, low
-        ok, final_low = self.checker.final(node, state, after.paren > 0)
-        layout = Layout(after.paren, after.levels, pending.has_newline, pending.width)
-        return (state, node if ok else DEAD_STACK, layout, min(low, final_low))
-
-    def _advance_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout]:
-        if not data:
-            return DEAD_STACK, DEAD_STACK, layout
-        state, node, layout, _ = self._check_bytes(q, node, layout, data)
-        return state, node, layout
-
-
-def _layout_groups(engine: MaskEngine, q: int) -> _LayoutGroups:
-    """Group ``q``'s newline-emitting tokens (see :meth:`MaskEngine._layout_tokens`)."""
-    spanner, spec = engine.spanner, engine.indenter
-    row = engine.rows.class_row(q)
-    outcomes = engine.rows.outcomes(q)
-    emitting = outcomes[engine._emits_newline[outcomes]]
-    classes = np.flatnonzero(np.isin(row, emitting))
-    tokens = np.concatenate([engine._class_tokens[engine._class_offsets[c]:engine._class_offsets[c + 1]]
-                             for c in classes.tolist()] or [np.empty(0, np.int64)])
-    outcome = row[spanner.token_class[tokens]]
-    fast = (spanner.head[outcome] == spec.newline) & ~engine._emits_newline[spanner.tail[outcome]]
-    other, tokens, outcome = tokens[~fast], tokens[fast], outcome[fast]
-    # Walk each token from q until its first emission, measuring the blanks on the way.
-    start = engine._token_offsets[tokens]
-    state = np.full(tokens.size, q, dtype=np.int64)
-    has_newline = np.zeros(tokens.size, dtype=bool)
-    width = np.zeros(tokens.size, dtype=np.int64)
-    walking = np.arange(tokens.size)
-    cursor = np.zeros(tokens.size, dtype=np.int64)
-    while walking.size:
-        byte = engine._token_data[start[walking] + cursor[walking]]
-        emits = engine._emitted[state[walking], byte] != -1
-        walking = walking[~emits]
-        byte = byte[~emits]
-        state[walking] = engine._next_state[state[walking], byte]
-        newline = byte == 10
-        has_newline[walking[newline]] = True
-        width[walking[newline]] = 0
-        width[walking] += (byte == 32) + spec.tab_len * (byte == 9)
-        cursor[walking] += 1
-    key = (spanner.token_class[tokens].astype(np.int64) * 2 + has_newline) * (int(width.max(initial=0)) + 1) + width
-    keys, inverse = unique_inverse(key)
-    order = np.argsort(inverse, kind="stable")
-    first = np.searchsorted(inverse[order], np.arange(keys.size))
-    representative = order[first]
-    return _LayoutGroups(
-        group_class=spanner.token_class[tokens[representative]],
-        prefix_newline=has_newline[representative],
-        prefix_width=width[representative],
-        tail=spanner.tail[outcome[representative]].astype(np.int64),
-        offsets=np.append(first, tokens.size),
-        tokens=tokens[order],
-        other_tokens=other,
-    )
+_NO_TOKENS = np.empty(0, dtype=np.int64)

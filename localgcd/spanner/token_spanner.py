@@ -34,6 +34,7 @@ root in state ``q`` until each branch emits, dies or ends.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -172,6 +173,19 @@ class TokenSpanner:
     @classmethod
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray]) -> "TokenSpanner":
         return cls(**{name: arrays[name] for name in _SPANNER_ARRAYS}, n_base=header["n_base"])
+
+    @cached_property
+    def class_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids grouped by class, offsets): class ``c``'s tokens are ``ids[offsets[c]:offsets[c + 1]]``."""
+        order = np.argsort(self.token_class, kind="stable")
+        counts = np.bincount(self.token_class[self.token_class >= 0], minlength=self.n_classes)
+        return order[np.count_nonzero(self.token_class < 0):], np.concatenate(([0], np.cumsum(counts)))
+
+    def tokens_of(self, classes: np.ndarray) -> np.ndarray:
+        """The token ids of the given classes."""
+        ids, offsets = self.class_members
+        parts = [ids[offsets[c]:offsets[c + 1]] for c in classes.tolist()]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def terminals(self, outcome: int) -> list[int]:
         """The terminals an outcome emits, in order."""

@@ -1,0 +1,199 @@
+"""The Indenter's part of a mask: newline-emitting tokens, checked exactly.
+
+For grammars with lark's ``Indenter`` (see :mod:`localgcd.runtime.layout` for
+why only these tokens need it), the mask engine hands this path the classes
+whose outcome emits a newline terminal.  Tokens whose first emission is the
+pending newline are grouped by (class, indentation before their first
+emission); each distinct newline width is fed once and the groups' remaining
+outcomes are checked like any class.  Other newline-emitting tokens are
+checked byte by byte.  The same byte-level path advances the matcher.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from localgcd.arrays import unique_inverse
+from localgcd.grammar.indenter import IndenterSpec
+from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
+from localgcd.runtime.checks import OutcomeChecker
+from localgcd.runtime.layout import Layout, LayoutLexer, feed, feed_all, finish
+from localgcd.spanner.token_spanner import FIRST_EMITS, Rows, TokenSpanner
+
+NEWLINE, SPACE, TAB = 10, 32, 9
+
+
+@dataclass(frozen=True)
+class _LayoutGroups:
+    """Newline-emitting tokens of one lexer state, grouped by what the Indenter sees."""
+
+    group_class: np.ndarray  # class of each group
+    prefix_newline: np.ndarray  # bool: a line break precedes the first emission in the token
+    prefix_width: np.ndarray  # blanks before the first emission (after that line break)
+    tail: np.ndarray  # outcome after the pending newline is emitted
+    offsets: np.ndarray  # group g's tokens are tokens[offsets[g]:offsets[g+1]]
+    tokens: np.ndarray
+    other_tokens: np.ndarray  # tokens checked byte by byte
+
+
+class IndentationPath:
+    """The exact, Indenter-aware part of one mask engine."""
+
+    def __init__(self, pda: PushdownAutomaton, checker: OutcomeChecker, spanner: TokenSpanner, rows: Rows,
+                 lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...]) -> None:
+        self.spec = spec
+        self.pda, self.checker, self.spanner, self.rows = pda, checker, spanner, rows
+        self.emits_newline = checker.emits_newline  # bool [n_outcomes]
+        self._lexer = LayoutLexer(lexer, spec)
+        self._next_state, self._emitted = lexer.next_state, lexer.emitted
+        self._lexer_accept = lexer.accept.tolist()
+        self._token_bytes = token_bytes
+        self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in token_bytes])))
+        self._token_data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+        self._groups: dict[int, _LayoutGroups] = {}
+        self._sensitive: dict[int, bool] = {}
+
+    # -- what the engine asks ----------------------------------------------------------
+
+    def layout_key(self, q: int, layout: Layout) -> object:
+        """The part of the layout that the mask of lexer state ``q`` depends on.
+
+        Only states whose pending lexeme is a newline, or whose tokens can emit
+        one, see widths and levels; the others see the bracket depth (up to
+        the most brackets one token can close) and how many levels a final
+        dedent would close.
+        """
+        sensitive = self._sensitive.get(q)
+        if sensitive is None:
+            rows, spanner = self.rows, self.spanner
+            sensitive = (self._lexer_accept[q] == self.spec.newline
+                         or bool(self.emits_newline[rows.outcomes(q)].any())
+                         or ((spanner.first_kind[q] == FIRST_EMITS).any()
+                             and bool(self.emits_newline[rows.outcomes(0)].any())))
+            self._sensitive[q] = sensitive
+        return layout if sensitive else (min(layout.paren, self.checker.paren_cap), len(layout.levels))
+
+    def emit_pending(self, node: int, layout: Layout, term: int) -> tuple[int, Layout, int]:
+        """Stack and layout after the pending lexeme (terminal ``term``) is emitted."""
+        width = layout.width if layout.has_newline else None
+        node, layout, low = feed(self.pda, self.spec, node, layout, term, width)
+        return node, Layout(layout.paren, layout.levels), low
+
+    def is_accepting(self, node: int, term: int, layout: Layout) -> tuple[bool, int]:
+        """End of text now, with pending terminal ``term`` (-1: none): accepted?  And the lowest height read."""
+        low = self.pda.height[node]
+        if term >= 0:
+            width = layout.width if layout.has_newline else None
+            node, layout, low = feed(self.pda, self.spec, node, layout, term, width)
+            if node == DEAD_STACK:
+                return False, low
+        result, end_low = finish(self.pda, self.spec, node, layout)
+        return result, min(low, end_low)
+
+    def allowed_tokens(self, classes: np.ndarray, q: int, node: int, layout: Layout,
+                       only: np.ndarray | None) -> tuple[np.ndarray, int]:
+        """The allowed tokens among newline-emitting ``classes`` (restricted to ``only``); lowest height read."""
+        low = self.pda.height[node]
+        if only is not None:
+            classes = classes[only[classes]]
+        if not classes.size:
+            return np.empty(0, dtype=np.int64), low
+        groups = self._layout_groups(q)
+        allowed: list[np.ndarray] = []
+        chosen = np.isin(groups.group_class, classes)
+        widths = np.where(groups.prefix_newline, groups.prefix_width, layout.width + groups.prefix_width)
+        measurable = groups.prefix_newline | layout.has_newline
+        for width in np.unique(widths[chosen & measurable]).tolist():
+            after, after_layout, feed_low = feed(self.pda, self.spec, node, layout, self.spec.newline, width)
+            low = min(low, feed_low)
+            if after == DEAD_STACK:
+                continue
+            picked = np.flatnonzero(chosen & measurable & (widths == width))
+            ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
+            low = min(low, check_low)
+            for g in picked[ok].tolist():
+                allowed.append(groups.tokens[groups.offsets[g]:groups.offsets[g + 1]])
+        token_class = self.spanner.token_class
+        for token in groups.other_tokens[np.isin(token_class[groups.other_tokens], classes)].tolist():
+            _, after, _, token_low = self.check_bytes(q, node, layout, self._token_bytes[token])
+            low = min(low, token_low)
+            if after != DEAD_STACK:
+                allowed.append(np.asarray([token]))
+        return (np.concatenate(allowed) if allowed else np.empty(0, dtype=np.int64)), low
+
+    # -- the exact byte-level path --------------------------------------------------------
+
+    def check_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout, int]:
+        """(end lexer state, stack or DEAD_STACK, layout, lowest height read) after ``data``."""
+        pda = self.pda
+        scanned = self._lexer.scan(q, layout, data)
+        if scanned is None:
+            return DEAD_STACK, DEAD_STACK, layout, pda.height[node]
+        events, state, pending = scanned
+        node, after, low = feed_all(pda, self.spec, node, layout, events)
+        if node == DEAD_STACK:
+            return DEAD_STACK, DEAD_STACK, layout, low
+        ok, final_low = self.checker.final(node, state, after.paren > 0)
+        layout = Layout(after.paren, after.levels, pending.has_newline, pending.width)
+        return (state, node if ok else DEAD_STACK, layout, min(low, final_low))
+
+    def advance_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout]:
+        """(lexer state, stack or DEAD_STACK, layout) after ``data``."""
+        if not data:
+            return DEAD_STACK, DEAD_STACK, layout
+        state, node, layout, _ = self.check_bytes(q, node, layout, data)
+        return state, node, layout
+
+    # -- grouping -----------------------------------------------------------------------
+
+    def _layout_groups(self, q: int) -> _LayoutGroups:
+        found = self._groups.get(q)
+        if found is None:
+            found = self._groups[q] = self._group(q)
+        return found
+
+    def _group(self, q: int) -> _LayoutGroups:
+        """Group ``q``'s newline-emitting tokens by (class, line break before, width before)."""
+        spec, spanner = self.spec, self.spanner
+        row = self.rows.class_row(q)
+        outcomes = self.rows.outcomes(q)
+        emitting = outcomes[self.emits_newline[outcomes]]
+        tokens = spanner.tokens_of(np.flatnonzero(np.isin(row, emitting)))
+        outcome = row[spanner.token_class[tokens]]
+        fast = (spanner.head[outcome] == spec.newline) & ~self.emits_newline[spanner.tail[outcome]]
+        other, tokens, outcome = tokens[~fast], tokens[fast], outcome[fast]
+        # Walk each token from q until its first emission, measuring the blanks on the way.
+        start = self._token_offsets[tokens]
+        state = np.full(tokens.size, q, dtype=np.int64)
+        has_newline = np.zeros(tokens.size, dtype=bool)
+        width = np.zeros(tokens.size, dtype=np.int64)
+        walking = np.arange(tokens.size)
+        cursor = np.zeros(tokens.size, dtype=np.int64)
+        while walking.size:
+            byte = self._token_data[start[walking] + cursor[walking]]
+            emits = self._emitted[state[walking], byte] != NO_EMIT
+            walking = walking[~emits]
+            byte = byte[~emits]
+            state[walking] = self._next_state[state[walking], byte]
+            newline = byte == NEWLINE
+            has_newline[walking[newline]] = True
+            width[walking[newline]] = 0
+            width[walking] += (byte == SPACE) + spec.tab_len * (byte == TAB)
+            cursor[walking] += 1
+        key = (spanner.token_class[tokens].astype(np.int64) * 2 + has_newline) * (int(width.max(initial=0)) + 1) + width
+        keys, inverse = unique_inverse(key)
+        order = np.argsort(inverse, kind="stable")
+        first = np.searchsorted(inverse[order], np.arange(keys.size))
+        representative = order[first]
+        return _LayoutGroups(
+            group_class=spanner.token_class[tokens[representative]],
+            prefix_newline=has_newline[representative],
+            prefix_width=width[representative],
+            tail=spanner.tail[outcome[representative]].astype(np.int64),
+            offsets=np.append(first, tokens.size),
+            tokens=tokens[order],
+            other_tokens=other,
+        )

@@ -1,0 +1,107 @@
+"""The package's import graph flows one way, stage by stage, with no cycle.
+
+Every ``import`` in localgcd — at module level or inside a function — is an
+edge.  The graph of modules must be acyclic, the stages may only import the
+stages below them, and the core (everything but ``llama/`` and ``cli/``) never
+imports llama.cpp, typer or rich.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "localgcd"
+
+#: Each stage and the stages it may import (besides the shared bottom layer).
+ALLOWED = {
+    "grammar": {"grammar"},
+    "lexer": {"lexer", "grammar"},
+    "spanner": {"spanner", "lexer"},
+    "parser": {"parser", "grammar"},
+    "runtime": {"runtime", "parser", "spanner", "lexer", "grammar"},
+    "compiler": {"compiler", "runtime", "parser", "spanner", "lexer", "grammar", "vocab"},
+    "llama": {"llama", "compiler", "runtime", "grammar", "vocab"},
+    "cli": {"cli", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner"},
+}
+BOTTOM = {"errors", "paths", "arrays", "user_files"}
+CORE_FORBIDDEN = ("llama_cpp", "typer", "rich")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@functools.lru_cache(maxsize=None)
+def imports_of(path: Path) -> frozenset[str]:
+    """Every module ``path`` imports, resolved to absolute names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return frozenset(found)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+@functools.lru_cache(maxsize=None)
+def internal_edges() -> dict[str, set[str]]:
+    return {name: {m for m in imports_of(path) if m in MODULES and m != name}
+            for name, path in MODULES.items()}
+
+
+def stage_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "localgcd"
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    edges = internal_edges()
+    # a package's own __init__ re-exporting its children is not a dependency of theirs
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in edges.items()}
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) in ALLOWED))
+def test_each_stage_imports_only_the_stages_below_it(module: str) -> None:
+    stage = stage_of(module)
+    for dep in internal_edges()[module]:
+        target = stage_of(dep)
+        if target == "localgcd" and dep != "localgcd":
+            target = dep.split(".")[1]
+        assert target in ALLOWED[stage] | BOTTOM, f"{module} imports {dep} ({stage} -> {target})"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) not in ("llama", "cli", "localgcd")))
+def test_the_core_never_imports_llama_cpp_typer_or_rich(module: str) -> None:
+    for dep in imports_of(MODULES[module]):
+        assert not dep.startswith(CORE_FORBIDDEN), f"{module} imports {dep}"
+
+
+def test_no_module_reads_another_modules_private_names() -> None:
+    offenders = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("localgcd"):
+                offenders += [f"{name}: from {node.module} import {a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not offenders, offenders
