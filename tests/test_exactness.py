@@ -43,8 +43,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import localgcd
-from localgcd import GrammarError
-from localgcd.runtime import checks
+from localgcd import Compiler, GrammarError
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (
@@ -228,18 +227,18 @@ def test_every_token_along_random_walks(name: str) -> None:
 
 @pytest.mark.parametrize("scalar_below", [0, 1 << 30], ids=["all-vectorized", "all-scalar"])
 @pytest.mark.parametrize("name", ["json", "nested", "expr", "arithmetic"])
-def test_vectorized_and_scalar_checks_are_both_exact(name: str, scalar_below: int, monkeypatch) -> None:
+def test_vectorized_and_scalar_checks_are_both_exact(name: str, scalar_below: int) -> None:
     """The mask engine checks many outcomes level by level in numpy, and
     finishes small batches in plain Python; each path alone, on a fresh engine
     that classifies lazily (its status table filled by that path only),
     matches the reference."""
-    monkeypatch.setattr(checks, "_SCALAR_BELOW", scalar_below)
-    monkeypatch.setattr("localgcd.compiler.EAGER_STATUS_LIMIT", 0)
     shared = small_case(name)
-    case = Case(name, shared.grammar, shared.vocab, compile_for(shared.grammar, shared.vocab), shared.ref)
+    compiled = Compiler(use_cache=False, eager_status_limit=0).compile(shared.grammar, shared.vocab)
+    compiled.engine.checker.scalar_below = scalar_below
+    case = Case(name, shared.grammar, shared.vocab, compiled, shared.ref)
     log = MismatchLog()
     random_walks(case, log, random.Random(f"paths-{name}"), 3)
-    assert_no_mismatch(log, f"{name}: random walks, _SCALAR_BELOW={scalar_below}")
+    assert_no_mismatch(log, f"{name}: random walks, scalar_below={scalar_below}")
 
 
 def random_walks(case: Case, log: MismatchLog, rng: random.Random, walks: int) -> None:

@@ -88,7 +88,8 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     declared = sorted(used - set(index))
     spec = None
     if declared:
-        spec, index = _indenter(declared, index, indenter or IndenterOptions(), text, source, origins)
+        options = indenter or detect_indenter(declared, terminals)
+        spec, index = _indenter(declared, index, options, text, source, origins)
     return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, text)
 
 
@@ -113,6 +114,30 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
     return out
 
 
+_NEWLINE_NAMES = ("_NEWLINE", "_NL", "NEWLINE", "NL", "_EOL", "EOL")
+_BRACKETS = {"(": ")", "[": "]", "{": "}"}
+
+
+def detect_indenter(declared: list[str], terminals: list[Terminal]) -> IndenterOptions:
+    """Indenter names for a grammar that did not state them: lark's defaults, else what its names say.
+
+    The indent and dedent terminals are the two declared ones whose names say
+    ``INDENT`` and ``DEDENT``; the newline terminal is the first of
+    ``_NEWLINE, _NL, NEWLINE, NL, _EOL, EOL`` the grammar defines; brackets
+    are lark's ``LPAR LSQB LBRACE`` and ``RPAR RSQB RBRACE`` plus every
+    literal terminal spelled ``( [ {`` or ``) ] }``, whatever its name.
+    """
+    default = IndenterOptions()
+    names = {t.name for t in terminals}
+    indent = next((d for d in declared if "INDENT" in d.upper() and "DEDENT" not in d.upper()), default.indent)
+    dedent = next((d for d in declared if "DEDENT" in d.upper()), default.dedent)
+    newline = next((n for n in _NEWLINE_NAMES if n in names), default.newline)
+    literal = {_UNESCAPE.sub(r"\1", t.regex): t.name for t in terminals if t.is_literal}
+    opens = tuple(dict.fromkeys((*default.opens, *(literal[o] for o in _BRACKETS if o in literal))))
+    closes = tuple(dict.fromkeys((*default.closes, *(literal[c] for c in _BRACKETS.values() if c in literal))))
+    return IndenterOptions(newline, indent, dedent, opens, closes, default.tab_len)
+
+
 def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptions, text: str, source: str,
               origins: dict[str, tuple[int, int]]) -> tuple[IndenterSpec, dict[str, int]]:
     """The Indenter for a grammar that ``%declare``s its indent and dedent terminals."""
@@ -121,14 +146,15 @@ def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptio
         names = ", ".join(declared)
         line, column = _first_use(text, declared[0])
         raise GrammarError(
-            f"terminal(s) {names} have no pattern; localgcd supports %declare only for lark's Indenter"
-            f" terminals ({options.indent}, {options.dedent}); name yours with indenter options",
+            f"terminal(s) {names} have no pattern; %declare is supported for lark's Indenter terminals"
+            f" only (here {options.indent}, {options.dedent}); name yours with"
+            " IndenterOptions(newline=..., indent=..., dedent=...) or --indenter NEWLINE,INDENT,DEDENT",
             source, line, column, _source_line(text, line))
     if options.newline not in index:
         line, column = origins.get(options.indent) or _first_use(text, options.indent)
         raise GrammarError(
             f"{options.indent}/{options.dedent} are declared but there is no newline terminal"
-            f" {options.newline}; define it or name yours with indenter options",
+            f" {options.newline}; define it or name yours with IndenterOptions(newline=...) or --indenter",
             source, line, column, _source_line(text, line))
     n = len(index)
     index = {**index, options.indent: n, options.dedent: n + 1}

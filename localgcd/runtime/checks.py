@@ -26,16 +26,22 @@ from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
-_SCALAR_BELOW = 32  # checks with fewer live (stack, outcome) pairs go on in plain Python
+SCALAR_BELOW = 32  # default: checks with fewer live (stack, outcome) pairs go on in plain Python
 _NO_READ = np.iinfo(np.int64).max
 
 
 class OutcomeChecker:
-    """Decides outcomes on stacks and keeps the Alg. 5 status table; one per mask engine."""
+    """Decides outcomes on stacks and keeps the Alg. 5 status table; one per mask engine.
+
+    ``scalar_below``: a check level with fewer live (stack, outcome) pairs
+    goes on in plain Python, where numpy's per-call overhead would dominate.
+    """
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
-                 indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None) -> None:
+                 indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
+                 scalar_below: int = SCALAR_BELOW) -> None:
         self.spanner = spanner
+        self.scalar_below = scalar_below
         self.pda = pda
         self.indenter = indenter
         ignored = pda.ignored
@@ -138,7 +144,7 @@ class OutcomeChecker:
         heights = np.full(n, pda.height[node], dtype=np.int64)
         cur = outcomes.astype(np.int64)
         while idx.size:
-            if idx.size < _SCALAR_BELOW:  # a level costs more in numpy overhead than a few pairs in Python
+            if idx.size < self.scalar_below:  # a level costs more in numpy overhead than a few pairs in Python
                 depths = paren + self.paren_delta[outcomes[idx]] - self.paren_delta[cur] \
                     if self.indenter is not None else np.zeros(idx.size, dtype=np.int64)
                 for i, at, rest, depth in zip(idx.tolist(), nodes.tolist(), cur.tolist(), depths.tolist()):
@@ -278,7 +284,7 @@ class OutcomeChecker:
         every one is refused whatever lies below.  The rest are read off the
         acceptance vectors of their stacks.
         """
-        if nodes.size < _SCALAR_BELOW:
+        if nodes.size < self.scalar_below:
             found = [self.final(n, q, d) for n, q, d in zip(nodes.tolist(), lexer_states.tolist(), dropped.tolist())]
             return np.fromiter((f[0] for f in found), dtype=bool, count=nodes.size), \
                 np.fromiter((f[1] for f in found), dtype=np.int64, count=nodes.size)
