@@ -20,7 +20,8 @@ import numpy as np
 
 from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
 from localgcd.compiler.store import TRIE_PREFIX, TableStore
-from localgcd.errors import GrammarError, GrammarWarning
+from localgcd.errors import GrammarWarning
+from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.lexer.automaton import build_lexer_dfa
@@ -31,7 +32,6 @@ from localgcd.spanner.token_spanner import build_token_spanner
 from localgcd.spanner.trie import VocabTrie
 from localgcd.vocab import Vocabulary
 
-FORMATS = ("lark",)
 TRIE_FORMAT_VERSION = 1
 
 
@@ -67,8 +67,7 @@ class Compiler:
         it as lark does.  Raises :class:`GrammarError` for invalid or unsupported
         grammars.
         """
-        if fmt not in FORMATS:
-            raise GrammarError(f"grammar format {fmt!r} is not supported (use one of {', '.join(FORMATS)})", source)
+        check_format(fmt, source)
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter))
         if self.use_cache:
             started = time.perf_counter()
@@ -78,21 +77,25 @@ class Compiler:
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 return compiled
-        compiled = self.build(text, vocab, source, strict, indenter)
+        compiled = self.build(text, vocab, source, strict, indenter, fmt)
         if self.use_cache:
             self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
-              indenter: IndenterOptions | None = None) -> CompiledGrammar:
+              indenter: IndenterOptions | None = None, fmt: str = "lark") -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache)."""
         t0 = time.perf_counter()
-        grammar = load_lark_grammar(text, source, indenter=indenter)
+        translation = to_lark(text, fmt, source)
+        for warning in translation.warnings:
+            warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
+        grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
+                                    user_text=translation.user_text)
         tables, conflicts = build_parse_tables(grammar, strict=strict)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        dfa = build_lexer_dfa(list(grammar.terminals), source, text)
+        dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text)
         lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals))
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)

@@ -73,15 +73,21 @@ class Grammar:
 
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
-                      indenter: IndenterOptions | None = None) -> Grammar:
-    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports)."""
+                      indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
+                      user_text: str = "") -> Grammar:
+    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
+
+    For Lark text another front end generated, ``origins`` maps generated
+    names to (line, column) in ``user_text``, the user's own grammar, so that
+    later errors point there.
+    """
     import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
     try:
         builder_grammar, _ = load_grammar(text, source, import_paths, False)
         term_defs, rules, ignore = builder_grammar.compile([start], set())
     except LarkError as exc:
         raise _located(exc, text, source) from None
-    origins = definition_positions(text)
+    origins = origins if origins is not None else definition_positions(text)
     terminals = _ranked_terminals(term_defs, ignore, origins)
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
@@ -90,7 +96,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     if declared:
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
-    return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, text)
+    return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
 
 
 # --------------------------------------------------------------------------- terminals

@@ -1,0 +1,57 @@
+"""The grammar formats localgcd reads, and the front end that turns each into Lark text.
+
+Every front end produces the same thing — Lark grammar text whose language,
+under localgcd's lexing semantics, is exactly the user's language — plus,
+for messages, where each generated rule came from in the user's text and any
+warnings (``lenient`` JSON Schema keywords).  The Lark front end then makes
+it the one internal :class:`~localgcd.grammar.lark_frontend.Grammar`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localgcd.errors import GrammarError
+
+#: Format names, in the order help texts list them.
+FORMATS: tuple[str, ...] = ("lark",)
+
+#: File suffix → format (``--format`` overrides).
+SUFFIXES: dict[str, str] = {".lark": "lark"}
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A front end's output: Lark text, origins of generated names, warnings."""
+
+    lark: str
+    origins: dict[str, tuple[int, int]] = field(default_factory=dict)  # generated name → (line, column)
+    warnings: tuple[str, ...] = ()
+    user_text: str = ""  # the user's own text, for caret lines (empty for Lark input)
+
+
+def format_of_path(path: Path, shown: str | None = None) -> str:
+    """The format of a grammar file by its suffix."""
+    fmt = SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        known = ", ".join(sorted(SUFFIXES))
+        raise GrammarError(f"unknown grammar format {path.suffix or '(no suffix)'!r}; expected one of {known}"
+                           " (or say --format)", shown or str(path))
+    return fmt
+
+
+def check_format(fmt: str, source: str = "<grammar>") -> str:
+    """``fmt`` if localgcd reads it, else a :class:`GrammarError` listing the formats."""
+    if fmt not in FORMATS:
+        raise GrammarError(f"grammar format {fmt!r} is not supported (use one of {', '.join(FORMATS)})", source)
+    return fmt
+
+
+def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> Translation:
+    """Run the front end of ``fmt`` on ``text``."""
+    check_format(fmt, source)
+    if options:
+        raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
+    return Translation(text)
