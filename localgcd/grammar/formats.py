@@ -9,7 +9,7 @@ it the one internal :class:`~localgcd.grammar.lark_frontend.Grammar`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ class Translation:
     """A front end's output: Lark text, origins of generated names, warnings."""
 
     lark: str
-    origins: dict[str, tuple[int, int]] = field(default_factory=dict)  # generated name → (line, column)
+    origins: dict[str, tuple[int, int]] | None = None  # generated name → (line, column); None for Lark input
     warnings: tuple[str, ...] = ()
     user_text: str = ""  # the user's own text, for caret lines (empty for Lark input)
 
