@@ -110,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     from llama_cpp import LlamaGrammar
     from llama_cpp.llama_grammar import JSON_GBNF
 
-    from localgcd.llama.generation import Generator, prompt_tokens
-    from localgcd.llama.models import load_model
+    from localgcd.llama.chat import prompt_tokens
+    from localgcd.llama.generation import Generator
+    from localgcd.llama.loading import load_model
 
     t0 = time.perf_counter()
     model = load_model(args.model, n_gpu_layers=0, n_ctx=1024, n_threads=args.threads)

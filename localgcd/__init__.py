@@ -21,7 +21,8 @@ from localgcd.errors import (
 )
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.llama.generation import GenerationStream, Generator, Result, generate, stream
-from localgcd.llama.models import LoadedModel, ModelSpec, load_model, resolve_model
+from localgcd.llama.catalog import ModelSpec, resolve_model
+from localgcd.llama.loading import LoadedModel, load_model
 from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarStoppingCriteria
 from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
 from localgcd.runtime.matcher import Matcher

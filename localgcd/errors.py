@@ -7,8 +7,6 @@ the CLI can print it as it is and exit non-zero without a traceback.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 class LocalgcdError(Exception):
     """Base class of every user-facing localgcd error (one-line message)."""
@@ -62,17 +60,3 @@ class GrammarWarning(UserWarning):
 class CacheWarning(UserWarning):
     """A cache entry was unusable (rebuilt) or the cache directory is unwritable."""
 
-
-def read_user_file(path: Path, shown: str, error: type[LocalgcdError] = LocalgcdError, kind: str = "") -> bytes:
-    """The bytes of a file the user named, or ``error`` with a one-line reason.
-
-    ``kind`` (e.g. "grammar file") goes into the messages: "no such grammar file".
-    """
-    try:
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise error(f"{shown}: is a directory" + (f", not a {kind}" if kind else "")) from None
-    except FileNotFoundError:
-        raise error(f"{shown}: no such {kind or 'file'}") from None
-    except OSError as exc:
-        raise error(f"{shown}: cannot read{' ' + kind if kind else ''}: {exc.strerror or exc}") from None

@@ -49,7 +49,7 @@ def env(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def model(env):
-    from localgcd.llama.models import load_model
+    from localgcd.llama.loading import load_model
 
     m = load_model("smollm2-135m", n_gpu_layers=0)
     yield m
@@ -189,7 +189,7 @@ def test_library_entry_points(model) -> None:
 
 def test_prompt_too_long_and_context_full(model, tmp_path: Path) -> None:
     from localgcd.llama.generation import Generator
-    from localgcd.llama.models import load_model
+    from localgcd.llama.loading import load_model
 
     small = load_model("smollm2-135m", n_gpu_layers=0, n_ctx=64)
     try:

@@ -96,8 +96,10 @@ def test_mask_applier_is_exact(read_only: bool, layout: str) -> None:
     n = 1000
     rng = np.random.default_rng(1)
     applier = MaskApplier(n)
-    for rep in range(6):  # repeated masks go through the cache
-        mask = rng.random(n) < 0.3 if rep < 3 else np.arange(n) % 7 == 0
+    used = set()
+    for rep in range(8):  # repeated masks go through the cache
+        mask = rng.random(n) < (0.02, 0.1, 0.215, 0.5, 0.9, 1.0, 0.0)[rep % 7] if rep < 7 else np.arange(n) % 7 == 0
+        used.add(applier.plan(mask)[0])
         if read_only:
             mask.flags.writeable = False
         for _ in range(2):
@@ -107,6 +109,7 @@ def test_mask_applier_is_exact(read_only: bool, layout: str) -> None:
             out = applier.apply(scores, mask)
             assert out is scores
             np.testing.assert_array_equal(scores, want)  # allowed logits unchanged, bit for bit
+    assert used == {"keep", "drop", "add"}
 
 
 def test_mask_applier_caches_read_only_masks_only() -> None:
@@ -117,7 +120,7 @@ def test_mask_applier_caches_read_only_masks_only() -> None:
     ro.flags.writeable = False
     for _ in range(4):
         applier.apply(_scores(n), ro)
-    assert applier.hits == 2  # first sight: copyto; second: bias built; then hits
+    assert (applier.hits, applier.misses) == (3, 1)  # the plan is built on first sight
     rw = ro.copy()
     rw.flags.writeable = True
     applier.apply(_scores(n), rw)
@@ -258,7 +261,7 @@ def test_processor_with_llama_cpp_create_completion() -> None:
     """The processor in llama-cpp-python's own completion API (real model)."""
     from llama_cpp import LogitsProcessorList, StoppingCriteriaList
 
-    from localgcd.llama.models import load_model
+    from localgcd.llama.loading import load_model
 
     model = load_model("smollm2-135m", n_gpu_layers=0)
     try:

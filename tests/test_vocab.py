@@ -12,7 +12,6 @@ import llama_cpp
 import numpy as np
 import pytest
 
-from localgcd.llama import vocabulary as vocab_mod
 from localgcd.llama import vocab_sources
 from localgcd.errors import VocabularyError
 from localgcd.vocab import Vocabulary
@@ -244,11 +243,10 @@ def test_fingerprints_differ_between_vocabularies(load_vocab: LoadVocab) -> None
 
 
 def test_piece_buffer_grows(
-    monkeypatch: pytest.MonkeyPatch, load_vocab: LoadVocab
+    load_vocab: LoadVocab
 ) -> None:
     """Pieces longer than the ctypes buffer are read whole, not truncated."""
-    monkeypatch.setattr(vocab_mod, "_PIECE_BUF", 2)
-    small = load_vocabulary(vocab_path("llama-spm"))
+    small = load_vocabulary(vocab_path("llama-spm"), piece_buffer=2)
     assert small.token_bytes == load_vocab("llama-spm").token_bytes
 
 
@@ -303,8 +301,8 @@ def _gguf(*kv: tuple[str, str]) -> bytes:
 
 BAD_FILES: dict[str, tuple[bytes | None, str]] = {
     "missing.gguf": (None, "no such file"),
-    "empty.gguf": (b"", "empty file"),
-    "notes.gguf": (b"just some text\nsecond line\n", "not a GGUF file"),
+    "empty.gguf": (b"", "not a GGUF model file (an empty file"),
+    "notes.gguf": (b"just some text\nsecond line\n", "not a GGUF model file"),
     "magic.gguf": (b"GGUF", "failed to read header"),
     "no_arch.gguf": (_gguf(), "unknown model architecture"),
     "no_vocab.gguf": (_gguf(("general.architecture", "llama")), "tokenizer.ggml.model"),

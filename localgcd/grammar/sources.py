@@ -2,8 +2,9 @@
 
 A grammar argument is a path when such a file exists (or when it looks like
 one: it has a directory part or a known suffix); otherwise it is the name of a
-grammar shipped in the repository's ``grammars/`` folder (``json`` ->
-``grammars/json.lark``).  The format comes from the file's suffix: ``.lark`` is
+grammar shipped with the package (``json`` -> ``localgcd/data/grammars/json.lark``,
+package data read with :mod:`importlib.resources`; the repository's top-level
+``grammars/`` links to that folder).  The format comes from the file's suffix: ``.lark`` is
 supported; ``.gbnf`` and ``.json`` (JSON Schema) are recognised but not
 supported yet.
 
@@ -15,9 +16,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from localgcd.errors import GrammarError, read_user_file
+from localgcd.errors import GrammarError
+from localgcd.user_files import read_user_file
 
 #: Suffix -> format name; only the formats in :data:`SUPPORTED_FORMATS` compile.
 FORMATS: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf", ".json": "json-schema"}
@@ -25,8 +29,9 @@ SUPPORTED_FORMATS: frozenset[str] = frozenset({"lark"})
 
 
 def grammars_dir() -> Path:
-    """The folder of the shipped grammars (``<repo>/grammars``)."""
-    return Path(__file__).resolve().parent.parent / "grammars"
+    """The folder of the shipped grammars (package data: ``localgcd/data/grammars``)."""
+    # localgcd is a regular package on disk (never a zip), so the traversable is a real path.
+    return Path(str(resources.files("localgcd").joinpath("data", "grammars")))
 
 
 @dataclass(frozen=True)
@@ -155,3 +160,16 @@ def grammar_from_text(text: str, source: str = "<grammar>", fmt: str = "lark") -
     if fmt not in SUPPORTED_FORMATS:
         raise GrammarError(f"{source}: grammar format {fmt!r} is not supported yet (use lark)")
     return GrammarSource(text, fmt, source, Path(source).stem if source != "<grammar>" else "inline")
+
+
+def load_grammar_source(grammar: str | os.PathLike[str] | GrammarSource) -> GrammarSource:
+    """A grammar argument as source: a shipped name, a path, or grammar text (has a newline)."""
+    if isinstance(grammar, GrammarSource):
+        return grammar
+    if isinstance(grammar, (str, os.PathLike)):
+        text = os.fspath(grammar)
+        if "\n" in text:
+            return grammar_from_text(text)
+        return resolve_grammar(text)
+    what: Any = type(grammar).__name__
+    raise TypeError(f"grammar must be a name, a path, grammar text or a compiled grammar, not {what}")

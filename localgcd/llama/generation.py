@@ -1,8 +1,8 @@
 """Grammar-constrained generation with a local GGUF model.
 
     >>> import localgcd
-    >>> r = localgcd.llama.generation("smollm2-135m", "json", "Give a JSON object with a name.")
-    >>> r.text, r.complete, r.timings["tokens_per_s"]
+    >>> r = localgcd.generate("smollm2-135m", "json", "Give a JSON object with a name.")
+    >>> r.text, r.complete, r.finish_reason, r.timings["tokens_per_s"]
 
     >>> s = localgcd.stream(None, "arithmetic", "What is 2 plus 3? Answer with an expression.")
     >>> for piece in s: print(piece, end="")
@@ -16,16 +16,21 @@ the text from the vocabulary's exact token bytes, so the text is exactly what
 the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
 
 - when the model samples an end token (allowed only when the text is complete),
-- as soon as the grammar allows nothing but the end (no forward pass is spent
-  on the end token),
+- as soon as the grammar allows nothing but the end, or nothing but whitespace
+  after a complete text (no forward pass is spent on the end token, and no
+  run of blank lines up to the limit),
 - at ``max_tokens`` or when the context is full: then ``Result.complete`` says
   whether the text is nevertheless a complete sentence; if it is not, the text
-  is a prefix of one, never a silently broken output.
+  is a prefix of one, never a silently broken output,
+- on Ctrl-C (``KeyboardInterrupt``): ``stream.result`` then holds what was
+  generated so far (``finish_reason == "interrupted"``) and the
+  KeyboardInterrupt propagates.  No token the grammar forbids is ever taken:
+  while the logits processor runs (and while one token is booked), SIGINT only
+  sets a flag, honoured right after; should an interrupt still land inside
+  llama-cpp-python's own part of the sampling callback, the token sampled
+  from its logits is dropped, not fed to the matcher.
 
-With ``chat`` (the default for instruct models in models.toml), the prompt is
-wrapped in the chat template stored in the GGUF (llama-cpp-python's
-``Jinja2ChatFormatter``, as ``create_chat_completion`` would) and the reply is
-what the grammar constrains.
+Prompts (chat template or not) are :mod:`localgcd.llama.chat`'s job.
 """
 
 from __future__ import annotations
@@ -33,26 +38,28 @@ from __future__ import annotations
 import codecs
 import os
 import secrets
+import signal
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from localgcd.errors import LocalgcdError, ModelError
-from localgcd.grammar.sources import GrammarSource, grammar_from_text, resolve_grammar
-from localgcd.llama.models import LoadedModel, ModelSpec, chat_template, load_model
-from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarViolation, percentiles_ms
+from localgcd.grammar.sources import load_grammar_source
+from localgcd.llama.catalog import ModelSpec
+from localgcd.llama.chat import prompt_tokens
+from localgcd.llama.loading import LoadedModel, load_model
+from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, percentiles_ms
 
-#: Sampling defaults (llama.cpp's own, except repeat_penalty, which is off).
-DEFAULT_SAMPLING: dict[str, Any] = {
-    "max_tokens": 256,
-    "temperature": 0.8,
-    "top_p": 0.95,
-    "top_k": 40,
-    "min_p": 0.05,
-    "repeat_penalty": 1.0,
+#: ``stop_reason`` (the detail) -> ``finish_reason``.
+FINISH_REASONS: dict[str, str] = {
+    "end_token": "stop",
+    "grammar": "stop",
+    "max_tokens": "length",
+    "context_full": "length",
+    "interrupted": "interrupted",
 }
-
-STOP_REASONS = ("end_token", "grammar", "max_tokens", "context_full")
+STOP_REASONS = tuple(FINISH_REASONS)
 
 
 @dataclass
@@ -60,9 +67,12 @@ class Result:
     """The outcome of one generation.
 
     ``complete`` is True when ``text`` is a complete sentence of the grammar.
-    ``stop_reason``: ``"end_token"`` (the model ended it), ``"grammar"`` (nothing
-    but the end could follow), ``"max_tokens"`` or ``"context_full"`` (cut off;
-    check ``complete``).  ``tokens`` are the generated ids (the end token, if
+    ``finish_reason``: ``"stop"`` (the model or the grammar ended it),
+    ``"length"`` (max_tokens or a full context cut it off; check ``complete``)
+    or ``"interrupted"`` (Ctrl-C).  ``stop_reason`` is the detail:
+    ``"end_token"`` (the model ended it), ``"grammar"`` (nothing but the end,
+    or only whitespace, could follow), ``"max_tokens"``, ``"context_full"``,
+    ``"interrupted"``.  ``tokens`` are the generated ids (the end token, if
     any, not included).
     """
 
@@ -80,30 +90,24 @@ class Result:
     raw: bytes = field(default=b"", repr=False)
 
     @property
+    def finish_reason(self) -> str:
+        """``"stop"``, ``"length"`` or ``"interrupted"`` (see the class docstring)."""
+        return FINISH_REASONS[self.stop_reason]
+
+    @property
     def truncated(self) -> bool:
-        """Stopped by max_tokens / context length before the text was complete."""
+        """Stopped before the text was complete (by a limit or an interrupt)."""
         return not self.complete
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("raw")
+        d["finish_reason"] = self.finish_reason
         d["n_tokens"] = len(self.tokens)
         return d
 
 
 # --------------------------------------------------------------------------- grammar
-
-
-def load_grammar_source(grammar: Any) -> GrammarSource:
-    """A grammar argument (name, path, or grammar text with a newline) as source."""
-    if isinstance(grammar, GrammarSource):
-        return grammar
-    if isinstance(grammar, (str, os.PathLike)):
-        text = os.fspath(grammar)
-        if "\n" in text:
-            return grammar_from_text(text)
-        return resolve_grammar(text)
-    raise TypeError(f"grammar must be a name, a path, grammar text or a compiled grammar, not {type(grammar).__name__}")
 
 
 def compile_for(grammar: Any, vocab: Any, cache_dir: Any = None) -> tuple[Any, float, str]:
@@ -121,65 +125,218 @@ def compile_for(grammar: Any, vocab: Any, cache_dir: Any = None) -> tuple[Any, f
     return compiled, time.perf_counter() - t0, src.name
 
 
-# --------------------------------------------------------------------------- prompt
+# --------------------------------------------------------------------------- interrupts
 
 
-def prompt_tokens(model: LoadedModel, prompt: str, chat: bool | None = None, system: str | None = None) -> list[int]:
-    """The prompt's token ids, wrapped in the model's chat template when ``chat``."""
-    llama = model.llama
-    use_chat = model.chat if chat is None else chat
-    if not use_chat:
-        return list(llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
-    template = chat_template(llama)
-    if template is None:
-        raise ModelError(f"model {model.spec.name!r} has no chat template in its GGUF; use --no-chat")
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+class _SigintGuard:
+    """SIGINT while a generation runs: raise at once, unless the run is in a
+    critical section (the logits processor, booking a token, the stop check),
+    where it only sets :attr:`pending`; the run raises right after.
 
-    def token_text(tok: int) -> str:
-        if tok < 0:
-            return ""
-        return llama.detokenize([tok], special=True).decode("utf-8", errors="replace")
+    Installed only from the main thread and only over Python's default
+    handler (a program with its own SIGINT handling keeps it).
+    """
 
-    messages = []
-    if system:
-        messages.append({"role": "system", "content": system})
-    messages.append({"role": "user", "content": prompt})
-    try:
-        formatter = Jinja2ChatFormatter(
-            template=template,
-            eos_token=token_text(llama.token_eos()),
-            bos_token=token_text(llama.token_bos()),
-            add_generation_prompt=True,
-        )
-        rendered = formatter(messages=messages)
-    except Exception as exc:  # jinja2 errors, raise_exception() in templates
-        raise ModelError(f"model {model.spec.name!r}: its chat template failed: {exc}; use --no-chat") from None
-    # The template writes BOS itself when the model wants one (added_special).
-    return list(llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=False, special=True))
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.pending = False  # an interrupt waits for the critical section to end
+        self.seen = False  # an interrupt happened (even if raised where it got lost)
+        self._installed = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        if self.run.critical or self.run.proc.in_callback:
+            self.pending = True
+            return
+        self.run.finish("interrupted")
+        self.uninstall()
+        raise KeyboardInterrupt
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self)
+            self._installed = True
+
+    def uninstall(self) -> None:
+        if self._installed and signal.getsignal(signal.SIGINT) is self:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self._installed = False
 
 
 # --------------------------------------------------------------------------- generation
+
+
+class _Run:
+    """The state of one generation; :meth:`finish` builds its Result at any point."""
+
+    def __init__(self, gen: Generator, toks: list[int], max_tokens: int, seed: int,
+                 sampling: dict[str, Any]) -> None:
+        self.gen, self.toks, self.max_tokens, self.seed, self.sampling = gen, toks, max_tokens, seed, sampling
+        self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks),
+                                           token_bytes=gen.vocab.token_bytes, end_ids=gen.vocab.end_ids)
+        self.raw = bytearray()
+        self.out: list[int] = []
+        self.step_ns: list[int] = []  # per sampled token: matcher advance + stop check (next mask)
+        self.critical = False
+        self.result: Result | None = None
+        self.t0 = time.perf_counter()
+        self.t_first: float | None = None
+        self.ended = False  # an end token was sampled
+
+    def _interrupt(self) -> KeyboardInterrupt:
+        self.finish("interrupted")
+        return KeyboardInterrupt()
+
+    def pieces(self) -> Iterator[str]:
+        """The text as it is generated; sets :attr:`result` at the end."""
+        guard = _SigintGuard(self)
+        guard.install()
+        try:
+            yield from self._loop(guard)
+        except KeyboardInterrupt:
+            self.finish("interrupted")
+            raise
+        finally:
+            guard.uninstall()
+
+    def _loop(self, guard: _SigintGuard) -> Iterator[str]:
+        from llama_cpp import LogitsProcessorList
+
+        proc, vocab_bytes, end_ids = self.proc, self.gen.vocab.token_bytes, self.gen.end_ids
+        limit = min(self.max_tokens, self.gen.model.n_ctx - len(self.toks))
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        if proc.should_stop():
+            self.finish("grammar")
+            return
+        llama = self.gen.model.llama
+        # Evaluate the prompt afresh: reusing a cached prefix re-evaluates its last
+        # token in a batch of one, whose logits differ in the last bits from the
+        # full-batch ones, and the same seed would then not give the same text.
+        llama.reset()
+        llama.set_seed(self.seed)
+        gen = llama.generate(self.toks, logits_processor=LogitsProcessorList([proc]), **self.sampling)
+        reason = ""
+        try:
+            for tok in gen:
+                self.critical = True
+                if guard.pending or isinstance(proc.exception, KeyboardInterrupt):
+                    raise self._interrupt()  # the token was sampled after Ctrl-C: dropped
+                proc.raise_pending()
+                if self.t_first is None:
+                    self.t_first = time.perf_counter()
+                tok = int(tok)
+                t_step = time.perf_counter_ns()
+                if not proc.accept(tok):
+                    if guard.seen:  # Ctrl-C landed in llama-cpp-python's part of the callback
+                        raise self._interrupt()
+                    raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
+                                           f"does not allow ({proc.matcher.error})")
+                if tok in end_ids:
+                    self.step_ns.append(time.perf_counter_ns() - t_step)
+                    self.ended = True
+                    reason = "end_token"
+                    break
+                self.out.append(tok)
+                piece = vocab_bytes[tok]
+                self.raw += piece
+                text = decoder.decode(piece)
+                stop = proc.should_stop()  # computes the next mask (cached for the next call)
+                self.step_ns.append(time.perf_counter_ns() - t_step)
+                if stop:
+                    reason = "grammar"
+                elif len(self.out) >= limit:
+                    reason = "max_tokens" if limit == self.max_tokens else "context_full"
+                self.critical = False
+                if guard.pending:
+                    raise self._interrupt()
+                if text:
+                    yield text
+                if reason:
+                    break
+        finally:
+            self.critical = False
+            gen.close()
+        proc.raise_pending()
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            yield tail
+        self.finish(reason)
+
+    def finish(self, reason: str) -> Result:
+        """The Result so far, with ``reason``; the first call wins."""
+        if self.result is not None:
+            return self.result
+        t_end = time.perf_counter()
+        proc, t_first = self.proc, self.t_first
+        # Per token, everything the grammar costs: the processor call (sync, mask
+        # lookup, apply) before sampling, the matcher's advance and the stop check
+        # (which computes the next mask) after.
+        calls = list(proc.timings_ns)
+        steps = self.step_ns
+        per_token = [c + (steps[i] if i < len(steps) else 0) for i, c in enumerate(calls)]
+        mask = percentiles_ms(per_token)
+        apply = percentiles_ms(calls)
+        # tokens/s of the decode loop: from the first sampled token on (the prompt's
+        # evaluation is reported separately as prompt_s).
+        decode_s = (t_end - t_first) if t_first is not None else 0.0
+        n_steps = len(self.out) + (1 if self.ended else 0)
+        gen = self.gen
+        timings = {
+            "compile_s": round(gen.compile_seconds, 4),
+            "load_s": round(gen.model.load_seconds, 4),
+            "prompt_s": round((t_first - self.t0) if t_first is not None else 0.0, 4),
+            "generate_s": round(t_end - self.t0, 4),
+            "tokens_per_s": round((n_steps - 1) / decode_s, 2) if n_steps > 1 and decode_s > 0 else None,
+            "mask_p50_ms": mask["p50_ms"],
+            "mask_p99_ms": mask["p99_ms"],
+            "mask_mean_ms": mask["mean_ms"],
+            "mask_calls": mask["calls"],
+            "mask_apply_p50_ms": apply["p50_ms"],
+        }
+        raw = bytes(self.raw)
+        self.result = Result(
+            text=raw.decode("utf-8", errors="replace"),
+            tokens=list(self.out),
+            complete=proc.is_complete(),
+            stop_reason=reason,
+            timings=timings,
+            prompt_tokens=len(self.toks),
+            seed=self.seed,
+            model=gen.model.spec.name,
+            grammar=gen.grammar_name,
+            gpu_offload=gen.model.offload_active,
+            n_gpu_layers=gen.model.n_gpu_layers,
+            raw=raw,
+        )
+        return self.result
 
 
 class GenerationStream:
     """An iterator of text pieces as they are generated; ``.result`` once done.
 
     Breaking out early and calling :meth:`close` stops generation (``result``
-    stays None).
+    stays None).  On Ctrl-C, ``result`` holds what was generated so far
+    (``finish_reason == "interrupted"``) and the KeyboardInterrupt propagates.
     """
 
-    def __init__(self, gen: Iterator[str]) -> None:
-        self._gen = gen
-        self.result: Result | None = None
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._pieces = run.pieces()
+
+    @property
+    def result(self) -> Result | None:
+        return self._run.result
 
     def __iter__(self) -> GenerationStream:
         return self
 
     def __next__(self) -> str:
-        return next(self._gen)
+        return next(self._pieces)
 
     def close(self) -> None:
-        self._gen.close()
+        self._pieces.close()
 
     def __enter__(self) -> GenerationStream:
         return self
@@ -225,7 +382,7 @@ class Generator:
         if n_compiled != len(self.vocab):
             raise ModelError(f"the grammar was compiled for a vocabulary of {n_compiled} tokens, but "
                              f"{self.model.spec.name} has {len(self.vocab)}")
-        self._end_ids = frozenset(int(i) for i in self.vocab.end_ids)
+        self.end_ids = frozenset(int(i) for i in self.vocab.end_ids)
         self._owns_model = not isinstance(model, LoadedModel)
 
     def close(self) -> None:
@@ -243,12 +400,12 @@ class Generator:
         self,
         prompt: str,
         *,
-        max_tokens: int = DEFAULT_SAMPLING["max_tokens"],
-        temperature: float = DEFAULT_SAMPLING["temperature"],
-        top_p: float = DEFAULT_SAMPLING["top_p"],
-        top_k: int = DEFAULT_SAMPLING["top_k"],
-        min_p: float = DEFAULT_SAMPLING["min_p"],
-        repeat_penalty: float = DEFAULT_SAMPLING["repeat_penalty"],
+        max_tokens: int = DEFAULT_SAMPLING.max_tokens,
+        temperature: float = DEFAULT_SAMPLING.temperature,
+        top_p: float = DEFAULT_SAMPLING.top_p,
+        top_k: int = DEFAULT_SAMPLING.top_k,
+        min_p: float = DEFAULT_SAMPLING.min_p,
+        repeat_penalty: float = DEFAULT_SAMPLING.repeat_penalty,
         seed: int | None = None,
         chat: bool | None = None,
         system: str | None = None,
@@ -269,115 +426,11 @@ class Generator:
             seed = secrets.randbits(31)
         sampling = dict(temp=float(temperature), top_p=float(top_p), top_k=int(top_k),
                         min_p=float(min_p), repeat_penalty=float(repeat_penalty))
-        stream = GenerationStream(iter(()))
-        stream._gen = self._run(stream, toks, int(max_tokens), int(seed), sampling)
-        return stream
+        return GenerationStream(_Run(self, toks, int(max_tokens), int(seed), sampling))
 
     def generate(self, prompt: str, **kwargs: Any) -> Result:
         """Generate to the end and return the :class:`Result`."""
         return self.stream(prompt, **kwargs).run()
-
-    def _run(self, stream: GenerationStream, toks: list[int], max_tokens: int, seed: int,
-             sampling: dict[str, Any]) -> Iterator[str]:
-        from llama_cpp import LogitsProcessorList
-
-        llama = self.model.llama
-        vocab_bytes = self.vocab.token_bytes
-        end_ids = self._end_ids
-        n_ctx = self.model.n_ctx
-        room = n_ctx - len(toks)
-        limit = min(max_tokens, room)
-        proc = GrammarLogitsProcessor(self.compiled.matcher(), n_vocab=len(self.vocab), prompt_len=len(toks))
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        raw = bytearray()
-        out: list[int] = []
-        step_ns: list[int] = []  # per sampled token: matcher advance + next-mask lookup
-        reason = ""
-        t0 = time.perf_counter()
-        t_first: float | None = None
-        if proc.should_stop():
-            reason = "grammar"
-        else:
-            # Evaluate the prompt afresh: reusing a cached prefix re-evaluates its last
-            # token in a batch of one, whose logits differ in the last bits from the
-            # full-batch ones, and the same seed would then not give the same text.
-            llama.reset()
-            llama.set_seed(seed)
-            gen = llama.generate(toks, logits_processor=LogitsProcessorList([proc]), **sampling)
-            try:
-                for tok in gen:
-                    proc.raise_pending()
-                    if t_first is None:
-                        t_first = time.perf_counter()
-                    tok = int(tok)
-                    t_step = time.perf_counter_ns()
-                    if not proc.accept(tok):
-                        raise GrammarViolation(
-                            f"internal error: the sampler chose token {tok}, which the grammar "
-                            f"does not allow ({proc.matcher.error})")
-                    if tok in end_ids:
-                        step_ns.append(time.perf_counter_ns() - t_step)
-                        reason = "end_token"
-                        break
-                    out.append(tok)
-                    piece = vocab_bytes[tok]
-                    raw += piece
-                    text = decoder.decode(piece)
-                    step_ns.append(time.perf_counter_ns() - t_step)
-                    if text:
-                        yield text
-                    t_step = time.perf_counter_ns()
-                    stop = proc.should_stop()  # computes the next mask (cached for the call)
-                    step_ns[-1] += time.perf_counter_ns() - t_step
-                    if stop:
-                        reason = "grammar"
-                        break
-                    if len(out) >= limit:
-                        reason = "max_tokens" if limit == max_tokens else "context_full"
-                        break
-            finally:
-                gen.close()
-            proc.raise_pending()
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            yield tail
-        t_end = time.perf_counter()
-        # Per token, everything the grammar costs: the processor call (mask and
-        # apply) before sampling, the matcher's advance and the stop check after.
-        per_token = [c + (step_ns[i] if i < len(step_ns) else 0) for i, c in enumerate(proc.timings_ns)]
-        mask = percentiles_ms(per_token)
-        apply = percentiles_ms(proc.timings_ns)
-        gen_s = t_end - t0
-        # tokens/s of the decode loop: from the first sampled token on (the prompt's
-        # evaluation is reported separately as prompt_s).
-        decode_s = (t_end - t_first) if t_first is not None else 0.0
-        n_steps = len(out) + (1 if reason == "end_token" else 0)
-        timings = {
-            "compile_s": round(self.compile_seconds, 4),
-            "load_s": round(self.model.load_seconds, 4),
-            "prompt_s": round((t_first - t0) if t_first is not None else 0.0, 4),
-            "generate_s": round(gen_s, 4),
-            "tokens_per_s": round((n_steps - 1) / decode_s, 2) if n_steps > 1 and decode_s > 0 else None,
-            "mask_p50_ms": mask["p50_ms"],
-            "mask_p99_ms": mask["p99_ms"],
-            "mask_mean_ms": mask["mean_ms"],
-            "mask_calls": mask["calls"],
-            "mask_apply_p50_ms": apply["p50_ms"],
-        }
-        stream.result = Result(
-            text=bytes(raw).decode("utf-8", errors="replace"),
-            tokens=out,
-            complete=proc.is_complete(),
-            stop_reason=reason,
-            timings=timings,
-            prompt_tokens=len(toks),
-            seed=seed,
-            model=self.model.spec.name,
-            grammar=self.grammar_name,
-            gpu_offload=self.model.offload_active,
-            n_gpu_layers=self.model.n_gpu_layers,
-            raw=bytes(raw),
-        )
 
 
 _SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "chat", "system"}
