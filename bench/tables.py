@@ -141,7 +141,7 @@ def realizable_sequences(compiled) -> int:
 
     spanner = compiled.spanner
     rows = Rows(spanner)
-    producible = [tuple(np.flatnonzero(p).tolist()) for p in compiled.producible]
+    producible = [tuple(np.flatnonzero(p).tolist()) for p in compiled.lexer.producible]
     fresh = rows.row(0)
     seqs: set[tuple[int, ...]] = set()
     emitted_cache: dict[int, tuple[int, ...]] = {}
@@ -156,7 +156,7 @@ def realizable_sequences(compiled) -> int:
         prefixes = [((), o) for o in rows.outcomes(q).tolist()]
         if (spanner.first_kind[q] == FIRST_EMITS).any():
             live = fresh[rows.emits(q) & (fresh >= 0)]
-            head = (int(compiled.lexer_accept[q]),)
+            head = (int(compiled.lexer.accept[q]),)
             prefixes += [(head, o) for o in np.unique(live).tolist()]
         for head, o in prefixes:
             base = head + emitted(o)

@@ -75,9 +75,9 @@ class SpannerCase:
     def build(cls, grammar: str, vocab: Vocabulary) -> "SpannerCase":
         compiled = shared_compile(grammar, vocab)
         dfa = lexer_dfa(grammar)
-        assert np.array_equal(dfa.accept, compiled.lexer_accept), "rebuilt DFA numbers states differently"
-        return cls(grammar, vocab, reference(grammar), Rows(compiled.spanner), compiled.lexer_accept,
-                   compiled.producible, [t.name for t in compiled.terminals], dfa.transitions,
+        assert np.array_equal(dfa.accept, compiled.lexer.accept), "rebuilt DFA numbers states differently"
+        return cls(grammar, vocab, reference(grammar), Rows(compiled.spanner), compiled.lexer.accept,
+                   compiled.lexer.producible, [t.name for t in compiled.terminals], dfa.transitions,
                    state_witnesses(dfa.transitions), blind_spots(grammar))
 
     def comparable(self, data: bytes) -> bool:
