@@ -1,0 +1,69 @@
+"""The package as users get it: a wheel holds the grammars and models.toml,
+and an installed copy finds them from any directory (importlib.resources)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("setuptools")
+    pytest.importorskip("wheel")
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"  # a clean copy: no build/ or egg-info of the working tree
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "localgcd", src / "localgcd", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    out = tmp / "dist"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-q", str(src), "-w", str(out)], capture_output=True, text=True, cwd=tmp)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (whl,) = out.glob("localgcd-*.whl")
+    return whl
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_grammars_and_models_toml(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "localgcd/data/models.toml" in names
+    shipped = {p.name for p in (ROOT / "grammars").glob("*.lark")}
+    assert shipped and {f"localgcd/data/grammars/{g}" for g in shipped} <= names
+    entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "localgcd = localgcd.cli.app:app" in zipfile.ZipFile(wheel).read(entry).decode()
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_finds_its_data_from_any_directory(wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
+                           "--target", str(site), str(wheel)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(site), LOCALGCD_MODELS=str(tmp_path / "none.toml"),
+               LOCALGCD_CACHE=str(tmp_path / "cache"))
+
+    def cli(*args: str) -> object:
+        r = subprocess.run([sys.executable, "-m", "localgcd", *args], capture_output=True, text=True,
+                           cwd=elsewhere, env=env)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    grammars = cli("grammars", "--json")
+    assert "json" in {g["name"] for g in grammars}
+    assert all(Path(g["path"]).is_relative_to(site) for g in grammars)
+    models = cli("models", "--json")
+    assert models["default"] == "smollm2-135m"
+    assert models["models_files"] == [str(site / "localgcd" / "data" / "models.toml")]
