@@ -70,10 +70,16 @@ def generators(model):
     return get
 
 
+def _byte_vocabulary():
+    """256 single-byte tokens and one end token (id 256): exact byte-level checking."""
+    from localgcd.vocab import Vocabulary
+
+    return Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
+
+
 def _byte_check(grammar: str, text: bytes) -> tuple[bool, bool, int]:
     """Feed ``text`` byte by byte: (every byte allowed, complete at the end,
     length of the longest complete prefix, 0 if none)."""
-    from localgcd.cli.app import _byte_vocabulary
     from localgcd.compiler.compiler import compile_grammar
     from localgcd.grammar.sources import resolve_grammar
 
@@ -122,6 +128,7 @@ def test_outputs_parse_with_lark(grammar: str, generators) -> None:
         r = gen.generate(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens, chat=chat)
         where = f"{grammar} seed={seed} t={temperature}: {r.text!r}"
         assert r.stop_reason in ("end_token", "grammar", "max_tokens"), where
+        assert r.finish_reason == ("length" if r.stop_reason == "max_tokens" else "stop"), where
         assert r.text == r.raw.decode("utf-8"), where  # the grammars only allow valid UTF-8
         if r.stop_reason in ("end_token", "grammar"):
             assert r.complete, where
