@@ -78,6 +78,14 @@ def test_lark_resolves_shift_reduce_as_shift_and_says_so() -> None:
     assert compiled.conflicts and "resolved as shift" in compiled.conflicts[0]
 
 
+def test_alternatives_that_can_never_finish_are_never_allowed() -> None:
+    """`"b" x` with `x: "c" x` derives no sentence: `b` must be masked (lark keeps such rules)."""
+    m = localgcd.compile_grammar('start: "a" | "b" x\nx: "c" x', BYTES_VOCAB, use_cache=False).matcher()
+    assert m.allowed_token_mask()[ord("a")] and not m.allowed_token_mask()[ord("b")]
+    with pytest.raises(GrammarError, match=r"g\.lark:1:1: rule 'start' derives no finite sentence"):
+        localgcd.compile_grammar('start: "b" x\nx: "c" x', BYTES_VOCAB, source="g.lark", use_cache=False)
+
+
 def test_unknown_format_is_a_grammar_error() -> None:
     with pytest.raises(GrammarError, match="format 'yaml' is not supported"):
         localgcd.compile_grammar(JSONISH, BYTES_VOCAB, fmt="yaml", use_cache=False)

@@ -88,6 +88,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     except LarkError as exc:
         raise _located(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
+    rules = _productive(rules, start, source, origins, user_text or text)
     terminals = _ranked_terminals(term_defs, ignore, origins)
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
@@ -97,6 +98,33 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
     return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _productive(rules: list[Rule], start: str, source: str, origins: dict[str, tuple[int, int]],
+                text: str) -> list[Rule]:
+    """The rules that can derive a string of terminals (the others can never complete a sentence).
+
+    Keeping an unproductive rule would let a prefix that no completion can
+    finish be allowed; dropping it leaves the language unchanged.
+    """
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            origin = rule.origin.name
+            if origin not in productive and all(s.is_term or s.name in productive for s in rule.expansion):
+                productive.add(origin)
+                changed = True
+    if start not in productive:
+        line, column = origins.get(start, (None, None))
+        raise GrammarError(f"rule {start!r} derives no finite sentence (every alternative recurses forever)",
+                           source, line, column, _source_line(text, line))
+    return [r for r in rules if r.origin.name in productive
+            and all(s.is_term or s.name in productive for s in r.expansion)]
 
 
 # --------------------------------------------------------------------------- terminals

@@ -95,7 +95,10 @@ def _resolve(analyzer: LALR_Analyzer, grammar: Grammar, strict: bool):
             else:
                 actions[la] = (Reduce, rule)
         table[itemset.closure] = {k.name: v for k, v in actions.items()}
+    order = lambda c: (c.line or 0, c.column or 0, c.kind, c.terminal, c.rules)  # noqa: E731 - lark's sets vary
+    conflicts.sort(key=order)
     if unresolved:
+        unresolved.sort(key=order)
         first = unresolved[0]
         more = f" (and {len(unresolved) - 1} more)" if len(unresolved) > 1 else ""
         hint = ("; give one rule a higher priority (rule.2: ...)" if first.kind == "reduce/reduce"
