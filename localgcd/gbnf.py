@@ -268,16 +268,18 @@ class _Parser:
         while True:
             c, at = self.peek(), self.where(self.i)
             if c == '"':
+                opening = self.i
                 self.i += 1
                 chars = []
                 while self.peek() != '"':
                     if not self.peek():
-                        raise self.error("unterminated string literal", self.i)
+                        raise self.error("unterminated string literal", opening)
                     p = self.where(self.i)
                     chars.append(Chars(normalize([(self.char(),) * 2]), p))
                 self.i += 1
                 items.append(Seq(tuple(chars), at))
             elif c == "[":
+                opening = self.i
                 self.i += 1
                 negated = self.peek() == "^"
                 if negated:
@@ -285,7 +287,7 @@ class _Parser:
                 ranges = []
                 while self.peek() != "]":
                     if not self.peek():
-                        raise self.error("unterminated character class '['", self.i)
+                        raise self.error("unterminated character class '['", opening)
                     lo = self.char()
                     hi = lo
                     if self.peek() == "-" and self.peek(1) not in ("]", ""):
@@ -420,8 +422,10 @@ def _partition(sets: list[tuple[tuple[int, int], ...]]):
 
 def _class_regex(ranges) -> str:
     def esc(cp: int) -> str:
-        if chr(cp).isalnum() and cp < 128:
+        if cp < 128 and chr(cp).isalnum():
             return chr(cp)
+        if 32 < cp < 127:  # punctuation: a backslash escape (lark would unescape \\x5b to a bare '[')
+            return "\\" + chr(cp)
         return f"\\x{cp:02x}" if cp < 0x100 else (f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}")
     body = "".join(esc(lo) if lo == hi else f"{esc(lo)}-{esc(hi)}" for lo, hi in ranges)
     return f"[{body}]"
@@ -881,6 +885,7 @@ class _Translator:
 
     def emit_runs(self, plans) -> dict[int, list[tuple]]:
         self.terminals: dict[str, str] = {}  # name -> regex
+        self.atom_ranges: dict[str, tuple] = {}
         atom_names: dict[int, str] = {}
         coarse_names: dict = {}
         dfa_names: dict = {}
@@ -889,6 +894,7 @@ class _Translator:
         def atom(a: int) -> tuple:
             if a not in atom_names:
                 atom_names[a] = f"C{len(atom_names)}"
+                self.atom_ranges[atom_names[a]] = self.atoms[a]
                 self.terminals[atom_names[a]] = _class_regex(self.atoms[a])
             return ("t", atom_names[a])
 
@@ -1000,8 +1006,9 @@ class _Translator:
             term = re.search(r"conflict for terminal (\w+)", message)
             on = ""
             if term and term.group(1) in self.terminals:
-                rx = self.terminals[term.group(1)]
-                on = f" on next character {rx}" if term.group(1).startswith("C") else f" on {term.group(1)}"
+                name = term.group(1)
+                on = (f" on next character {_show_chars(self.atom_ranges[name])}" if name in self.atom_ranges
+                      else f" on a lexeme of /{self.terminals[name]}/")
             kind = "shift/reduce" if "Shift/Reduce" in message else "reduce/reduce"
             where = ", ".join(f"'{o}' (line {self.positions[o][0]}:{self.positions[o][1]})"
                               for o in owners if o in self.positions) or "?"
