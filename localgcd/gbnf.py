@@ -633,7 +633,8 @@ def _sanitize(name: str) -> str:
 
 
 class _Translator:
-    def __init__(self, rules, positions, start, source, line_text, distribute: bool = False) -> None:
+    def __init__(self, rules, positions, start, source, line_text, distribute: bool = False,
+                 split: bool = True) -> None:
         self.rules, self.positions, self.start, self.source, self.line_text = rules, positions, start, source, line_text
         reachable, stack = {start}, [start]
         while stack:
@@ -657,6 +658,7 @@ class _Translator:
         self.dfa_memo: dict[tuple, _DFA | None] = {}
         self.followed_memo: dict[tuple, str] = {}
         self.distribute = distribute
+        self.split = split
         self.temporaries: list[Expr] = []  # keeps id()-keyed memo entries valid
 
     # -- structure -------------------------------------------------------
@@ -728,7 +730,7 @@ class _Translator:
             alts = []
             for option in (body.options if isinstance(body, Alt) else (body,)):
                 items = list(option.items) if isinstance(option, Seq) else [option]
-                if self.is_regular(items[-1]):
+                if not items or self.is_regular(items[-1]):
                     self.distribute = False
                     try:
                         merged = Seq(tuple(items + after), getattr(option, "pos", (1, 1)))
@@ -845,7 +847,24 @@ class _Translator:
                 else:
                     pieces.append(("char", i, i + 1))
                 i += 1
-        return pieces
+        if not self.split:
+            return pieces
+        # Cut character pieces after each prefix-free head: the cut needs no LR
+        # decision, and the tail (e.g. `ws`) becomes a DFA shared by every run
+        # that ends with it, so LALR states are shared too (fewer states, cheaper masks).
+        cut: list[tuple] = []
+        for piece in pieces:
+            if piece[0] != "char":
+                cut.append(piece)
+                continue
+            start = piece[1]
+            for k in range(start + 1, piece[2]):
+                d = self.slice_dfa(flat, start, k)
+                if d is not None and d.prefix_free() and 0 not in d.accept:
+                    cut.append(("char", start, k))
+                    start = k
+            cut.append(("char", start, piece[2]))
+        return cut
 
     def settle_runs(self) -> list[list[tuple]]:
         banned: set = set()
@@ -1024,11 +1043,14 @@ class _Translator:
 def translate(rules, positions, start, source, line_text) -> LarkTranslation:
     """Rules (name → expression) → Lark text; see the module docstring.
 
-    First without pushing regular runs into the rules before them; if that is
-    not LALR(1), once more with it (a larger grammar, so only when needed)."""
-    try:
-        return _Translator(rules, positions, start, source, line_text).translate()
-    except GrammarError as exc:
-        if "not LALR(1)" not in exc.message:
-            raise
-    return _Translator(rules, positions, start, source, line_text, distribute=True).translate()
+    Tries, in order, until one is LALR(1): runs cut after prefix-free heads
+    (smallest tables); runs kept whole (a cut can force an early decision);
+    runs also pushed into the rules before them (larger grammar).  The last
+    attempt's conflict is the error."""
+    for split in (True, False):
+        try:
+            return _Translator(rules, positions, start, source, line_text, split=split).translate()
+        except GrammarError as exc:
+            if "not LALR(1)" not in exc.message:
+                raise
+    return _Translator(rules, positions, start, source, line_text, distribute=True, split=False).translate()

@@ -151,6 +151,8 @@ TRICKY = {
     "strings": 'root ::= "[" (str ("," str)*)? "]"\nstr ::= "\\"" [^"\\\\]* "\\""',
     "empty-root": 'root ::= ("a" root "b")?',
     "any": 'root ::= "<" .* ">" | "-"',
+    "distribute": 'root ::= (e "\\n")+\ne ::= "x" | "(" e ")" ws | e "+" [a-z] ws\nws ::= [ \\n]*',
+    "distribute-empty": 'root ::= e "\\n"\ne ::= | "(" e ")" ws\nws ::= [ \\n]*',
 }
 
 SENTENCES = {
@@ -165,7 +167,8 @@ SENTENCES = {
     "munch": ["abcb", "ab", "bb"], "overlap": ["aaxabz;", "ax;"], "nullable": ["c", "xzzyc", "yyzc"],
     "bounds": ["123,4,,56.", "99."], "keyword": ["if x;ifx=y;if=i;"], "nested": ["(1 +2 )+3"],
     "trailing-ws": ["(a )\n\n(b\n)\n"], "utf8": ["üéx😀一é.", "éx."], "strings": ['["a","b\'c"]', '[""]'],
-    "empty-root": ["", "aabb"], "any": ["<a>b>", "-", "<>"],
+    "empty-root": ["", "aabb"], "any": ["<a>b>", "-", "<>"], "distribute": ["(x)\n\n(x+a \n)\n", "x+a\nx\n"],
+    "distribute-empty": ["\n", "(() \n)\n\n"],
 }
 
 
