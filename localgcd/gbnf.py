@@ -1050,6 +1050,9 @@ class _Translator:
         return LarkTranslation(text, origins)
 
     def _check_lalr(self, text: str) -> None:
+        """Lark's LALR(1) lookaheads; every conflict is collected (not only the
+        first one lark would stop at) and the one at the earliest GBNF rule is
+        reported, so the message does not depend on set iteration order."""
         from lark.common import ParserConf
         from lark.exceptions import LarkError
         from lark.load_grammar import load_grammar
@@ -1058,27 +1061,41 @@ class _Translator:
         try:
             builder, _ = load_grammar(text, self.source, None, False)
             _, rules, _ = builder.compile(["start"], set())
-            LALR_Analyzer(ParserConf(rules, {}, ["start"]), strict=True).compute_lalr()
-        except LarkError as exc:
-            message = str(exc)
-            names = list(dict.fromkeys(re.findall(r"<(\w+) :", message)))
-            owners = list(dict.fromkeys(self.owner.get(n, n) for n in names if n in self.owner))
-            term = re.search(r"conflict for terminal (\w+)", message)
-            on = ""
-            if term and term.group(1) in self.terminals:
-                name = term.group(1)
-                on = (f" on next character {_show_chars(self.atom_ranges[name])}" if name in self.atom_ranges
-                      else f" on a lexeme of /{self.terminals[name]}/")
-            kind = "shift/reduce" if "Shift/Reduce" in message else "reduce/reduce"
-            where = ", ".join(f"'{o}' (line {self.positions[o][0]}:{self.positions[o][1]})"
-                              for o in owners if o in self.positions) or "?"
-            first = self.positions.get(owners[0]) if owners else None
-            raise GrammarError(
-                f"not LALR(1) after translation ({kind} conflict{on}) in rule(s) {where}: the grammar is"
-                " ambiguous here or needs more than one character of lookahead to decide where a rule"
-                " ends; rewrite it so the next character decides (e.g. move optional trailing whitespace"
-                " out of a recursive rule to where a fixed character follows it)",
-                self.source, *(first or (None, None)), self.line_text(first[0]) if first else None) from None
+            analyzer = LALR_Analyzer(ParserConf(rules, {}, ["start"]))
+            analyzer.compute_lr0_states()
+            analyzer.compute_reads_relations()
+            analyzer.compute_includes_lookback()
+            analyzer.compute_lookaheads()
+        except LarkError as exc:  # pragma: no cover - generated text is well-formed
+            raise GrammarError(f"internal error: generated Lark grammar rejected: {exc}", self.source) from None
+        conflicts = []
+        for itemset in analyzer.lr0_itemsets:
+            for la, reducing in itemset.lookaheads.items():
+                if len(reducing) > 1 or la in itemset.transitions:
+                    kind = "reduce/reduce" if len(reducing) > 1 else "shift/reduce"
+                    names = sorted({r.origin.name for r in reducing})
+                    owners = sorted({self.owner.get(n, self.start) for n in names},
+                                    key=lambda o: self.positions.get(o, (0, 0)))
+                    conflicts.append((self.positions.get(owners[0], (0, 0)), owners, kind, la.name))
+        if not conflicts:
+            return
+        conflicts.sort()
+        first, owners, kind, term = conflicts[0]
+        if term in self.atom_ranges:
+            on = f" on next character {_show_chars(self.atom_ranges[term])}"
+        elif term in self.terminals:
+            on = f" on a lexeme of /{self.terminals[term]}/"
+        else:
+            on = " at the end of the text" if term == "$END" else ""
+        where = ", ".join(f"'{o}' (line {self.positions[o][0]}:{self.positions[o][1]})"
+                          for o in owners if o in self.positions)
+        more = f"; {len(conflicts) - 1} more conflict(s)" if len(conflicts) > 1 else ""
+        raise GrammarError(
+            f"not LALR(1) after translation ({kind} conflict{on}) in rule(s) {where}{more}: the grammar is"
+            " ambiguous here or needs more than one character of lookahead to decide where a rule"
+            " ends; rewrite it so the next character decides (e.g. move optional trailing whitespace"
+            " out of a recursive rule to where a fixed character follows it)",
+            self.source, *first, self.line_text(first[0]))
 
 
 def translate(rules, positions, start, source, line_text) -> LarkTranslation:
