@@ -1,4 +1,4 @@
-"""GBNF front end (localgcd.gbnf): syntax, errors, and exact masks.
+"""GBNF front end (localgcd.grammar.gbnf): syntax, errors, and exact masks.
 
 Exactness oracle: ``tests/reference/gbnf.py``, an independent GBNF reader and
 character-level Earley recognizer.  For a byte prefix P of a known or
@@ -20,7 +20,8 @@ import pytest
 
 import localgcd
 from localgcd.errors import GrammarError
-from localgcd.gbnf import LarkTranslation, gbnf_to_lark
+from localgcd.grammar.gbnf import gbnf_to_lark
+from localgcd.grammar.translation import Translation
 from localgcd.vocab import Vocabulary
 from reference.gbnf import GbnfReference
 
@@ -36,7 +37,7 @@ def byte_vocab() -> Vocabulary:
 
 @functools.lru_cache(maxsize=None)
 def compiled(text: str):
-    return localgcd.compile_grammar(gbnf_to_lark(text).lark, byte_vocab(), cache_dir=False)
+    return localgcd.compile_grammar(gbnf_to_lark(text).lark, byte_vocab(), use_cache=False)
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,7 +88,7 @@ def test_syntax(grammar, yes, no):
 
 def test_translation_is_a_frozen_dataclass_with_origins():
     t = gbnf_to_lark('root ::= item+\nitem ::= "- " [a-z]+ "\\n"\n', source="list.gbnf")
-    assert isinstance(t, LarkTranslation) and t.lark.startswith("start:")
+    assert isinstance(t, Translation) and t.lark.startswith("start:")
     with pytest.raises(AttributeError):
         t.lark = ""  # type: ignore[misc]
     assert t.origins["start"] == (1, 1)

@@ -1,4 +1,4 @@
-"""Regex and choice front ends (localgcd.regex_choice) against Python's re.
+"""Regex and choice front ends (localgcd.grammar.regex_choice) against Python's re.
 
 * Complete strings: localgcd accepts exactly what ``re.fullmatch`` accepts
   (hypothesis draws matching strings with ``from_regex`` and arbitrary ones).
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import localgcd
 from localgcd.errors import GrammarError
-from localgcd.regex_choice import choices_to_lark, regex_to_lark
+from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
 from localgcd.vocab import Vocabulary
 
 END = 256
@@ -38,7 +38,7 @@ def byte_vocab() -> Vocabulary:
 
 @functools.lru_cache(maxsize=None)
 def compiled_regex(pattern: str):
-    return localgcd.compile_grammar(regex_to_lark(pattern).lark, byte_vocab(), cache_dir=False)
+    return localgcd.compile_grammar(regex_to_lark(pattern).lark, byte_vocab(), use_cache=False)
 
 
 def accepts(compiled, text: str) -> bool:
@@ -174,7 +174,7 @@ def test_anchors_at_the_ends_are_no_ops():
 
 # ------------------------------------------------------------------ choices
 def choice_mask_problems(choices: list[str]) -> list[str]:
-    compiled = localgcd.compile_grammar(choices_to_lark(choices).lark, byte_vocab(), cache_dir=False)
+    compiled = localgcd.compile_grammar(choices_to_lark(choices).lark, byte_vocab(), use_cache=False)
     encoded = {c.encode("utf-8") for c in choices}
     problems = []
     for full in sorted(encoded):

@@ -9,27 +9,20 @@ it the one internal :class:`~localgcd.grammar.lark_frontend.Grammar`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.gbnf import gbnf_to_lark
+from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
+from localgcd.grammar.translation import Translation
 
 #: Format names, in the order help texts list them.
-FORMATS: tuple[str, ...] = ("lark",)
+FORMATS: tuple[str, ...] = ("lark", "gbnf", "regex", "choices")
 
 #: File suffix → format (``--format`` overrides).
-SUFFIXES: dict[str, str] = {".lark": "lark"}
-
-
-@dataclass(frozen=True)
-class Translation:
-    """A front end's output: Lark text, origins of generated names, warnings."""
-
-    lark: str
-    origins: dict[str, tuple[int, int]] | None = None  # generated name → (line, column); None for Lark input
-    warnings: tuple[str, ...] = ()
-    user_text: str = ""  # the user's own text, for caret lines (empty for Lark input)
+SUFFIXES: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf"}
 
 
 def format_of_path(path: Path, shown: str | None = None) -> str:
@@ -54,4 +47,11 @@ def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> T
     check_format(fmt, source)
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
-    return Translation(text)
+    if fmt == "lark":
+        return Translation(text)
+    if fmt == "gbnf":
+        return replace(gbnf_to_lark(text, source), user_text=text)
+    if fmt == "regex":
+        return replace(regex_to_lark(text, source), user_text=text)
+    choices = text.split("\n") if text else []  # one choice per line (the CLI joins --choice values)
+    return replace(choices_to_lark(choices, source), user_text=text)

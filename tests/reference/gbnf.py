@@ -1,4 +1,4 @@
-"""Reference recognizer for GBNF, independent of ``localgcd.gbnf``.
+"""Reference recognizer for GBNF, independent of ``localgcd.grammar.gbnf``.
 
 Its own small GBNF reader (written from llama.cpp's grammars/README.md and
 ``llama-grammar.cpp``) turns the grammar into a plain character-level BNF:

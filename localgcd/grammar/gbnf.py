@@ -1,7 +1,7 @@
 """GBNF (llama.cpp's grammar format) → Lark grammar text for localgcd.
 
 ``gbnf_to_lark(text)`` parses GBNF exactly as llama.cpp's ``grammars/README.md``
-describes it and returns a :class:`LarkTranslation`: Lark text whose language,
+describes it and returns a :class:`Translation`: Lark text whose language,
 through localgcd's maximal-munch context-free lexer and strict LALR(1) parser,
 is exactly the GBNF language (code points, UTF-8 encoded).
 
@@ -71,22 +71,14 @@ produce surrogate code points.  As in llama.cpp, a repetition bound above
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.translation import Translation
 
 MAX_REPETITION = 2000
 CODE_SPACE = ((0, 0xD7FF), (0xE000, 0x10FFFF))
-
-
-@dataclass(frozen=True)
-class LarkTranslation:
-    """Lark text (start rule ``start``) and, for each generated rule or
-    terminal name, the (line, column) of the construct it came from."""
-
-    lark: str
-    origins: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -393,7 +385,7 @@ def _refs(e: Expr):
         yield from _refs(e.item)
 
 
-def gbnf_to_lark(text: str, source: str = "<grammar>") -> LarkTranslation:
+def gbnf_to_lark(text: str, source: str = "<grammar>") -> Translation:
     """Translate GBNF text; see the module docstring for how and what is refused."""
     rules, positions, parser = parse_gbnf(text, source)
     return translate(rules, positions, "root", source, parser.line_text)
@@ -997,7 +989,7 @@ class _Translator:
         return out
 
     # -- the whole thing ---------------------------------------------------
-    def translate(self) -> LarkTranslation:
+    def translate(self) -> Translation:
         root = Ref(self.start, self.positions[self.start])
         self.temporaries.append(root)
         self.cfg["start"] = [self.syms(root, self.start)]
@@ -1047,7 +1039,7 @@ class _Translator:
         origins = {k: v for k, v in self.origins.items() if k in keep}
         text = "\n".join(lines) + "\n"
         self._check_lalr(text)
-        return LarkTranslation(text, origins)
+        return Translation(text, origins)
 
     def _check_lalr(self, text: str) -> None:
         """Lark's LALR(1) lookaheads; every conflict is collected (not only the
@@ -1098,7 +1090,7 @@ class _Translator:
             self.source, *first, self.line_text(first[0]))
 
 
-def translate(rules, positions, start, source, line_text) -> LarkTranslation:
+def translate(rules, positions, start, source, line_text) -> Translation:
     """Rules (name → expression) → Lark text; see the module docstring.
 
     Tries, in order, until one is LALR(1): runs cut after prefix-free heads

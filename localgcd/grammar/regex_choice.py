@@ -7,7 +7,7 @@ by asking ``re`` itself which code points each character item matches).
 ``choices_to_lark(choices)``: the output is exactly one of the strings.
 
 Both build a GBNF-style expression and go through the same translation as
-:mod:`localgcd.gbnf` (prefix-code terminals, DFA runs), so the language is
+:mod:`localgcd.grammar.gbnf` (prefix-code terminals, DFA runs), so the language is
 exact under localgcd's lexer.  A regular language needs no LR decisions: the
 result is always LALR(1).
 
@@ -28,7 +28,8 @@ import functools
 import re
 
 from localgcd.errors import GrammarError
-from localgcd.gbnf import Alt, Chars, Expr, LarkTranslation, Rep, Seq, complement, normalize, translate
+from localgcd.grammar.gbnf import Alt, Chars, Expr, Rep, Seq, complement, normalize, translate
+from localgcd.grammar.translation import Translation
 
 try:  # Python 3.11+
     import re._constants as _sre
@@ -189,7 +190,7 @@ def _nonempty_language_check(expr: Expr) -> tuple[bool, bool]:
     raise AssertionError(expr)
 
 
-def regex_to_lark(pattern: str, source: str = "<regex>") -> LarkTranslation:
+def regex_to_lark(pattern: str, source: str = "<regex>") -> Translation:
     """Lark text for: the output is a whole match of ``pattern`` (``re.fullmatch``)."""
     try:
         parsed = _sre_parse.parse(pattern, 0)
@@ -210,7 +211,7 @@ def regex_to_lark(pattern: str, source: str = "<regex>") -> LarkTranslation:
     return _translate(expr, source, pattern)
 
 
-def choices_to_lark(choices: list[str], source: str = "<choices>") -> LarkTranslation:
+def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translation:
     """Lark text for: the output is exactly one of ``choices``."""
     if not choices:
         raise GrammarError("no choices given", source)
@@ -227,7 +228,7 @@ def choices_to_lark(choices: list[str], source: str = "<choices>") -> LarkTransl
     return _translate(Alt(tuple(options)), source, None)
 
 
-def _translate(expr: Expr, source: str, shown: str | None) -> LarkTranslation:
+def _translate(expr: Expr, source: str, shown: str | None) -> Translation:
     try:
         return translate({"root": expr}, {"root": (1, 1)}, "root", source, lambda _line: shown)
     except GrammarError as exc:  # pragma: no cover - regular languages are always LALR(1)
