@@ -165,7 +165,7 @@ def _processor(grammar: str, text: bytes) -> GrammarLogitsProcessor:
     vocab = Vocabulary.from_tokens(tokens, end_ids=[5], name="tiny")
     m = compile_grammar(grammar, vocab).matcher()
     assert m.accept_bytes(text)
-    return GrammarLogitsProcessor(m, token_bytes=vocab.token_bytes, end_ids=vocab.end_ids)
+    return GrammarLogitsProcessor(m)
 
 
 @pytest.mark.parametrize("grammar, text, stop", [
@@ -175,6 +175,10 @@ def _processor(grammar: str, text: bytes) -> GrammarLogitsProcessor:
     ('start: "a" (NL "b")*\nNL: "\\n"\n%ignore " "\n', b"a", False),  # a significant newline
     ('start: "a" (NL "b")*\nNL: "\\n"\n%ignore " "\n', b"a\nb", False),
     ('start: "a" (NL "b")?\nNL: "\\n"\n%ignore " "\n', b"a\nb", True),
+    ('start: "a" (NL "b")?\nNL: "\\n"\n%ignore " "\n', b"a\nb  ", True),
+    ('start: "a" | "a" "\\n\\n\\n" "b"\n%ignore " "\n', b"a", False),  # three newlines, then more
+    ('start: NUM\nNUM: /[0-9]+/\n%ignore " "\n', b"12", False),  # the number can still grow
+    ('start: NUM\nNUM: /[0-9]+/\n%ignore " "\n', b"12 ", True),
 ])
 def test_stop_when_only_whitespace_can_follow(grammar: str, text: bytes, stop: bool) -> None:
     assert _processor(grammar, text).should_stop() is stop

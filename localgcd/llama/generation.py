@@ -16,7 +16,7 @@ the text from the vocabulary's exact token bytes, so the text is exactly what
 the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
 
 - when the model samples an end token (allowed only when the text is complete),
-- as soon as the grammar allows nothing but the end, or nothing but whitespace
+- as soon as the grammar allows nothing but the end, or nothing but %ignored text (whitespace)
   after a complete text (no forward pass is spent on the end token, and no
   run of blank lines up to the limit),
 - at ``max_tokens`` or when the context is full: then ``Result.complete`` says
@@ -174,8 +174,7 @@ class _Run:
     def __init__(self, gen: Generator, toks: list[int], max_tokens: int, seed: int,
                  sampling: dict[str, Any]) -> None:
         self.gen, self.toks, self.max_tokens, self.seed, self.sampling = gen, toks, max_tokens, seed, sampling
-        self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks),
-                                           token_bytes=gen.vocab.token_bytes, end_ids=gen.vocab.end_ids)
+        self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks))
         self.raw = bytearray()
         self.out: list[int] = []
         self.step_ns: list[int] = []  # per sampled token: matcher advance + stop check (next mask)

@@ -44,8 +44,6 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 NEG_INF = np.float32(-np.inf)
-#: The bytes a "whitespace-only" token consists of (see :meth:`GrammarLogitsProcessor.should_stop`).
-WHITESPACE = b" \t\n\r\f\v"
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,7 @@ class MatcherLike(Protocol):  # the part of localgcd's Matcher used here
     def is_accepting(self) -> bool: ...
     def is_terminated(self) -> bool: ...
     def only_end_allowed(self) -> bool: ...
-    def accept_bytes(self, data: bytes) -> bool: ...
-    def copy(self) -> MatcherLike: ...
+    def only_ignored_can_follow(self) -> bool: ...
 
 
 class GrammarViolation(RuntimeError):
@@ -170,8 +167,6 @@ class GrammarLogitsProcessor:
     ``matcher`` is a fresh matcher of the compiled grammar (``compiled.matcher()``).
     ``prompt_len`` is the number of ids in ``input_ids`` before the first
     generated one; left ``None``, it is taken from the first call (the prompt).
-    ``token_bytes`` and ``end_ids`` (the vocabulary's) let :meth:`should_stop`
-    also stop when only whitespace can follow a complete text.
     """
 
     def __init__(
@@ -180,8 +175,6 @@ class GrammarLogitsProcessor:
         n_vocab: int | None = None,
         prompt_len: int | None = None,
         record_timings: bool = True,
-        token_bytes: Sequence[bytes] | None = None,
-        end_ids: Sequence[int] = (),
     ) -> None:
         self.matcher = matcher
         self.prompt_len = prompt_len
@@ -195,14 +188,6 @@ class GrammarLogitsProcessor:
         self.in_callback = False
         first = matcher.allowed_token_mask()
         self._applier = MaskApplier(len(first) if n_vocab is None else n_vocab)
-        self._whitespace: np.ndarray | None = None  # bool per id: an end token or whitespace only
-        if token_bytes is not None:
-            ws = set(WHITESPACE)
-            self._whitespace = np.fromiter((bool(b) and all(c in ws for c in b) for b in token_bytes),
-                                           dtype=bool, count=len(token_bytes))
-            ends = np.asarray([i for i in end_ids if 0 <= i < len(token_bytes)], dtype=np.intp)
-            self._whitespace[ends] = True
-        self._ws_only: dict[int, tuple[np.ndarray, bool]] = {}
 
     # -- feeding -----------------------------------------------------------------
 
@@ -279,47 +264,10 @@ class GrammarLogitsProcessor:
         return bool(self.matcher.is_accepting())
 
     def should_stop(self) -> bool:
-        """Generation is over: an end token was accepted, nothing but an end token
-        may come next, or (with ``token_bytes``) the text is complete and nothing
-        but whitespace can follow it (:meth:`only_whitespace_follows`)."""
+        """Generation is over: an end token was accepted, or the text is complete and
+        nothing but an end token or ``%ignore``d text (whitespace) could follow."""
         m = self.matcher
-        if m.is_terminated() or m.only_end_allowed():
-            return True
-        return self._whitespace is not None and self.only_whitespace_follows()
-
-    def only_whitespace_follows(self, depth: int = 2) -> bool:
-        """The text is complete, every text token allowed next is whitespace only,
-        and so it stays after up to ``depth`` more whitespace bytes (a grammar that
-        %ignores whitespace would drop all of it; one where a newline is
-        significant usually allows other text right after it)."""
-        m = self.matcher
-        if not m.is_accepting() or not self._ws_only_allowed(m.allowed_token_mask()):
-            return False
-        frontier = [m]
-        for _ in range(depth):
-            nxt = []
-            for state in frontier:
-                for b in WHITESPACE:
-                    c = state.copy()
-                    if not c.accept_bytes(bytes([b])):
-                        continue
-                    if not self._ws_only_allowed(c.allowed_token_mask()):
-                        return False
-                    nxt.append(c)
-            frontier = nxt
-        return True
-
-    def _ws_only_allowed(self, mask: np.ndarray) -> bool:
-        """No text token but whitespace-only ones is allowed (cached per read-only mask)."""
-        assert self._whitespace is not None
-        got = self._ws_only.get(id(mask))
-        if got is not None and got[0] is mask:
-            return got[1]
-        n = min(len(mask), len(self._whitespace))
-        answer = not (np.any(mask[:n] > self._whitespace[:n]) or mask[n:].any())
-        if not mask.flags.writeable:
-            self._ws_only[id(mask)] = (mask, answer)
-        return answer
+        return m.is_terminated() or m.only_end_allowed() or m.only_ignored_can_follow()
 
     def timing_stats(self) -> dict[str, Any]:
         return percentiles_ms(self.timings_ns)

@@ -31,7 +31,7 @@ from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
-from localgcd.spanner.token_spanner import FIRST_EMITS, Rows, TokenSpanner
+from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,8 @@ class MaskEngine:
         self.rows = Rows(spanner)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
+        self._producible = lexer.producible
+        self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
         self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
@@ -171,6 +173,22 @@ class MaskEngine:
                 if node == DEAD_STACK:
                     return DEAD_STACK, DEAD_STACK, layout
         return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
+
+    def only_ignored_can_follow(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> bool:
+        """The text is a sentence and any text after it can only be ``%ignore``d terminals.
+
+        Exact: the pending lexeme (if any) can only become ignored terminals,
+        or cannot grow and is emitted; then the parser takes no terminal but
+        the end.  (For Indenter grammars, where a newline is a terminal, it
+        answers False.)
+        """
+        if self.indentation is not None or not self.is_accepting(q, node, at_start, layout)[0]:
+            return False
+        if q != 0 and not all(self._ignored[t] for t in np.flatnonzero(self._producible[q]).tolist()):
+            if (self.spanner.first_kind[q] == FIRST_CONTINUES).any():
+                return False  # the pending lexeme can still grow into something the parser sees
+            node = self._after_pending(q, node)
+        return not any(self.pda.accepts(node, t)[0] for t in self._meaningful)
 
     def is_accepting(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> tuple[bool, int]:
         """Whether the text so far is a sentence; and the lowest stack height read."""

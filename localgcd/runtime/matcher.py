@@ -79,6 +79,13 @@ class Matcher:
         mask = self._mask()
         return mask.accepting and mask.n_allowed == 0
 
+    def only_ignored_can_follow(self) -> bool:
+        """The text is complete and only ``%ignore``d text (e.g. whitespace) could follow: generation may stop."""
+        s = self._state
+        if s.terminated:
+            return True
+        return self._engine.only_ignored_can_follow(s.lexer_state, s.node, s.at_start, s.layout)
+
     @property
     def n_tokens_consumed(self) -> int:
         """Steps taken (tokens, and ``accept_bytes`` calls) since the start or the last reset."""
