@@ -4,9 +4,8 @@ A grammar argument is a path when such a file exists (or when it looks like
 one: it has a directory part or a known suffix); otherwise it is the name of a
 grammar shipped with the package (``json`` -> ``localgcd/data/grammars/json.lark``,
 package data read with :mod:`importlib.resources`; the repository's top-level
-``grammars/`` links to that folder).  The format comes from the file's suffix: ``.lark`` is
-supported; ``.gbnf`` and ``.json`` (JSON Schema) are recognised but not
-supported yet.
+``grammars/`` links to that folder).  The format comes from the file's suffix
+(:data:`localgcd.grammar.formats.SUFFIXES`), or from ``fmt`` when given.
 
 Every failure is a :class:`~localgcd.errors.GrammarError` with a one-line
 message (an unknown name lists the known ones).
@@ -21,11 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.formats import SUFFIXES, check_format, format_of_path
 from localgcd.user_files import read_user_file
 
-#: Suffix -> format name; only the formats in :data:`SUPPORTED_FORMATS` compile.
-FORMATS: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf", ".json": "json-schema"}
-SUPPORTED_FORMATS: frozenset[str] = frozenset({"lark"})
 
 
 def grammars_dir() -> Path:
@@ -87,7 +84,7 @@ def list_grammars() -> list[GrammarInfo]:
         return []
     out = []
     for path in sorted(folder.iterdir()):
-        if path.is_file() and path.suffix in FORMATS and not path.name.startswith("."):
+        if path.is_file() and path.suffix in SUFFIXES and not path.name.startswith("."):
             out.append(GrammarInfo(path.stem, path, _description(path)))
     return out
 
@@ -100,7 +97,7 @@ def _looks_like_path(spec: str) -> bool:
     return (
         os.sep in spec
         or (os.altsep is not None and os.altsep in spec)
-        or Path(spec).suffix in FORMATS
+        or Path(spec).suffix in SUFFIXES
         or spec.startswith(".")
         or spec.startswith("~")
     )
@@ -116,21 +113,8 @@ def _read(path: Path, shown: str) -> str:
         raise GrammarError(f"{shown}:{line}:{col}: grammar file is not valid UTF-8") from None
 
 
-def format_of(path: Path, shown: str | None = None) -> str:
-    """The grammar format of ``path`` by its suffix; raises for an unsupported one."""
-    shown = shown or str(path)
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        known = ", ".join(sorted(FORMATS))
-        raise GrammarError(f"{shown}: unknown grammar format {path.suffix or '(no suffix)'!r}; "
-                           f"expected one of {known}")
-    if fmt not in SUPPORTED_FORMATS:
-        raise GrammarError(f"{shown}: grammar format {fmt!r} is not supported yet (use a .lark grammar)")
-    return fmt
-
-
-def resolve_grammar(spec: str | os.PathLike[str]) -> GrammarSource:
-    """Load ``--grammar NAME|FILE``.
+def resolve_grammar(spec: str | os.PathLike[str], fmt: str | None = None) -> GrammarSource:
+    """Load ``--grammar NAME|FILE`` (``fmt``, e.g. ``--format``, overrides the file's suffix).
 
     An existing file wins; otherwise a string that looks like a path must be
     one; otherwise it names a shipped grammar.
@@ -142,23 +126,22 @@ def resolve_grammar(spec: str | os.PathLike[str]) -> GrammarSource:
     if path.exists() or _looks_like_path(spec_str):
         if not path.exists():
             raise GrammarError(f"{spec_str}: no such grammar file")
-        fmt = format_of(path, spec_str)
+        fmt = check_format(fmt, spec_str) if fmt else format_of_path(path, spec_str)
         return GrammarSource(_read(path, spec_str), fmt, spec_str, path.stem)
     for info in list_grammars():
         if info.name == spec_str:
-            fmt = format_of(info.path)
+            fmt = format_of_path(info.path)
             return GrammarSource(_read(info.path, str(info.path)), fmt, str(info.path), info.name)
     names = known_names()
     raise GrammarError(
         f"unknown grammar {spec_str!r}; known grammars: {', '.join(names) or '(none)'} "
-        "(or give the path of a .lark file)"
+        "(or give the path of a .lark or .gbnf file)"
     )
 
 
 def grammar_from_text(text: str, source: str = "<grammar>", fmt: str = "lark") -> GrammarSource:
     """Wrap grammar text given directly (the library's ``grammar=`` with newlines)."""
-    if fmt not in SUPPORTED_FORMATS:
-        raise GrammarError(f"{source}: grammar format {fmt!r} is not supported yet (use lark)")
+    check_format(fmt, source)
     return GrammarSource(text, fmt, source, Path(source).stem if source != "<grammar>" else "inline")
 
 
