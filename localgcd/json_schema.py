@@ -65,6 +65,7 @@ VALIDATION_KEYWORDS = frozenset({
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
 MAX_ANY_ORDER = 12
+MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
 
@@ -421,7 +422,7 @@ class StrSpec:
     pattern: str | None = None  # encoded-body regex (one pattern/format)
     forbid: frozenset = frozenset()  # pattern bodies the string must not match
     exclude: frozenset = frozenset()  # literal strings not allowed
-    ptr: str = ""
+    ptr: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -431,7 +432,7 @@ class NumSpec:
     hi: int | None = None
     lo_open: bool = False  # for non-integers: (lo, ...) instead of [lo, ...]
     hi_open: bool = False
-    ptr: str = ""
+    ptr: str = field(default="", compare=False)
 
 
 @dataclass
@@ -620,6 +621,7 @@ class _Translator:
         self.ctx = ctx
         self.ws_comma = "COMMA"
         self.any_name = None
+        self.obj_dfas = {}
 
     # ---- entry -------------------------------------------------------
     def value(self, s, ptr) -> str:
@@ -738,10 +740,41 @@ class _Translator:
         alts = []
         if scal.strs or scal.str_lits or scal.nums or scal.num_lits or scal.words:
             alts.append(ctx.scalar(scal))
+        others = list(dict.fromkeys(others))
+        objs = [o for o in others if o in self.obj_dfas]
+        if len(objs) > 1:
+            # one object rule for the union: subset construction over the member symbols,
+            # so equal members are one reduction (no reduce/reduce conflict between branches)
+            merged = self.union_dfa([self.obj_dfas[o] for o in objs], ptr)
+            name = self.sequence("LBRACE", "RBRACE", merged)
+            self.obj_dfas[name] = merged
+            others = [o for o in others if o not in objs] + [name]
         alts += others
         if not alts:
             _fail(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
+
+    def union_dfa(self, dfas, ptr):
+        start = frozenset((i, d["start"]) for i, d in enumerate(dfas))
+        edges, accept, todo, seen = {}, set(), [start], {start}
+        while todo:
+            S = todo.pop()
+            if len(seen) > 5000:
+                _fail(self.ctx, ptr, "anyOf/oneOf: union of object branches too large")
+            out = {}
+            for i, q in S:
+                for sym, t in dfas[i]["edges"].get(q, {}).items():
+                    out.setdefault(sym, set()).add((i, t))
+                if q in dfas[i]["accept"]:
+                    accept.add(S)
+            edges[S] = {}
+            for sym, T in out.items():
+                T = frozenset(T)
+                edges[S][sym] = T
+                if T not in seen:
+                    seen.add(T)
+                    todo.append(T)
+        return {"start": start, "accept": accept, "edges": edges}
 
     def check_oneof(self, branches, ptr):
         """oneOf = anyOf when the branches are pairwise disjoint; checked by type and const/enum/required."""
@@ -909,6 +942,12 @@ class _Translator:
                 _fail(ctx, _ptr_join(ptr, k), f"keyword '{k}' must be a non-negative integer")
         lo = int(lo)
         hi = int(hi) if hi is not None else None
+        if lo > MAX_LENGTH_BOUND:
+            ctx.unsupported(_ptr_join(ptr, "minLength"), "minLength", f"above {MAX_LENGTH_BOUND}")
+            lo = 0
+        if hi is not None and hi > MAX_LENGTH_BOUND:
+            ctx.unsupported(_ptr_join(ptr, "maxLength"), "maxLength", f"above {MAX_LENGTH_BOUND}")
+            hi = None
         if hi is not None and hi < lo:
             return None
         pattern = None
@@ -1003,7 +1042,9 @@ class _Translator:
             return self.ctx.memo[key]
         name = self.ctx.name("m")
         self.ctx.memo[key] = name
-        return self.ctx.add_rule(name, [f"{key_rule} COLON {value_rule}"])
+        # the key's terminals are inlined (see _inline_keys): two key positions sharing a
+        # terminal in one parser state must not be two competing one-terminal reductions
+        return self.ctx.add_rule(name, [f"@{key_rule}@ COLON {value_rule}"])
 
     def sequence(self, open_, close, dfa) -> str:
         """Left-linear rules for a bracketed, comma-separated sequence whose element
@@ -1158,6 +1199,7 @@ class _Translator:
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
             _fail(ctx, ptr, "object schema has no valid instance")
+        self.obj_dfas[name] = dfa
         return name
 
     def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr):
@@ -1642,6 +1684,15 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
         raise GrammarError(f"{source}: schema nesting too deep") from None
     _Resolver(ctx).run()
     # drop rules that can produce nothing (e.g. positions with no terminal)
+    for name, alts in ctx.rules.items():
+        new_alts = []
+        for a in alts:
+            m = re.match(r"@(\w+)@ (.*)", a)
+            if m:
+                new_alts += [f"{k} {m.group(2)}" for k in ctx.rules[m.group(1)]]
+            else:
+                new_alts.append(a)
+        ctx.rules[name] = new_alts
     lines = [f"start: {root}"]
     terms = dict(_Resolver_terms(ctx))
     for name, alts in ctx.rules.items():
