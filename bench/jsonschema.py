@@ -50,7 +50,7 @@ def run_localgcd(schema, instances):
 
     vocab = _STATE["vocab"]
     t0 = time.perf_counter()
-    tr = schema_to_lark(schema)
+    tr = schema_to_lark(schema, property_order=_STATE.get("order", "any"))
     g = localgcd.compile_grammar(tr.lark, vocab, cache_dir=False)
     m = g.matcher()
     m.allowed_token_mask()
@@ -85,8 +85,9 @@ def run_llguidance(schema, instances):
     m = llguidance.LLMatcher(tok, grm)
     if m.is_error():
         raise RuntimeError(m.get_error())
-    bm = llguidance.LLMatcher.allocate_bitmask(1, tok.vocab_size)
-    from llguidance.numpy import fill_next_token_bitmask
+    from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+    bm = allocate_token_bitmask(1, tok.vocab_size)
 
     fill_next_token_bitmask(m, bm, 0)
     ttfm = time.perf_counter() - t0
@@ -98,7 +99,7 @@ def run_llguidance(schema, instances):
             a = time.perf_counter()
             fill_next_token_bitmask(m, bm, 0)
             masks.append(time.perf_counter() - a)
-            if not (bm[0, t // 32] >> (t % 32)) & 1 or not m.consume_token(t):
+            if not (int(bm[0, t // 32]) >> (t % 32)) & 1 or not m.consume_token(t):
                 ok = False
                 break
         if ok:
@@ -170,7 +171,7 @@ def run_one(engine, schema, instances, budget):
 
 
 def available_engines(wanted):
-    out = ["localgcd"]
+    out = ["localgcd"] if "localgcd" in wanted else []
     if "llguidance" in wanted:
         try:
             import llguidance  # noqa: F401
@@ -219,10 +220,12 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--engines", default="localgcd,llguidance,xgrammar")
     ap.add_argument("--out", default="bench-jsonschema.json")
+    ap.add_argument("--order", default="any", choices=("any", "schema"),
+                    help="localgcd property order (maskbench-dev schemas have their keys sorted, the instances not)")
     args = ap.parse_args(argv)
     engines = available_engines(args.engines.split(","))
     path, tok, vocab = _tokenizer_and_vocab()
-    _STATE.update(vocab=vocab, tok=tok)
+    _STATE.update(vocab=vocab, tok=tok, order=args.order)
     if "llguidance" in engines:
         try:
             _STATE["llg_tok"] = _llg_tokenizer(vocab)
@@ -254,6 +257,7 @@ def main(argv=None):
             if st != "ok":
                 r["compile_errors"] += 1
                 r["failures"].append((os.path.basename(f), ttfm))
+                print(f"  {e} compile error {os.path.basename(f)}: {ttfm}", file=sys.stderr)
                 continue
             r["ttfm"].append(ttfm)
             r["masks"] += masks
@@ -268,8 +272,17 @@ def main(argv=None):
                     ok = False
                     r["failures"].append((os.path.basename(f), "valid rejected: " + json.dumps(t["data"])[:120]))
             r["passing"] += ok
+            if not ok:
+                print(f"  {e} FAIL {os.path.basename(f)}: {r['failures'][-1][1][:150]}", file=sys.stderr)
         print(f"[{n + 1}/{len(files)}] " + "  ".join(f"{e}:{per[e]['passing']}" for e in engines),
               file=sys.stderr, flush=True)
+        report(per, engines, n + 1, args, quiet=True)  # a partial table survives an interrupted run
+    report(per, engines, len(files), args)
+    return 0
+
+
+def report(per, engines, n_done, args, quiet=False):
+    files = range(n_done)
     rows = ["| engine | schemas | passing | compile errors | validation errors | invalidation errors |"
             " TTFM p50 | TTFM p99 | mask p50 | mask p99 |", "|---|" + "---:|" * 9]
     summary = {}
@@ -287,9 +300,10 @@ def main(argv=None):
                     f" {s['invalidation_errors']} | {s['ttfm_p50_ms']:.1f} ms | {s['ttfm_p99_ms']:.0f} ms |"
                     f" {s['mask_p50_us']:.1f} µs | {s['mask_p99_us']:.0f} µs |")
     table = "\n".join(rows)
-    print(table)
-    Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget}, indent=1))
-    return 0
+    if not quiet:
+        print(table)
+    Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget,
+                                          "order": args.order}, indent=1))
 
 
 if __name__ == "__main__":
