@@ -1,0 +1,310 @@
+"""MaskBench protocol over /work/shared/data/jsonschema/maskbench-dev (or --data DIR).
+
+For each schema and engine: compile (time to first mask, cold: localgcd with
+cache_dir=False), then force every test instance, serialized as
+``json.dumps(data, indent=None, ensure_ascii=False)`` and tokenized with the
+Llama-3 tokenizer (llama-bpe), token by token; the instance is accepted when
+every token is in the mask and the matcher accepts at the end.  A schema
+passes when it compiles and every valid instance is accepted and every
+invalid one rejected.  Mask times are per mask computed while forcing.
+
+    python bench/jsonschema.py --limit 400 --budget 20 --out bench-jsonschema.json
+
+Each schema runs in a forked child with a wall-clock budget (--budget s);
+running past it counts as a compile error ("timeout").  llguidance and
+xgrammar run beside localgcd when importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DATA = "/work/shared/data/jsonschema/maskbench-dev"
+_STATE: dict = {}
+
+
+def _tokenizer_and_vocab():
+    import llama_cpp
+
+    from localgcd.vocab import Vocabulary
+    from localgcd.vocab_sources import vocab_path
+
+    path = vocab_path("llama-bpe", fetch=False)
+    tok = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    return path, tok, Vocabulary.from_gguf(path)
+
+
+# ---------------------------------------------------------------- engines
+def run_localgcd(schema, instances):
+    import localgcd
+    from localgcd.json_schema import schema_to_lark
+
+    vocab = _STATE["vocab"]
+    t0 = time.perf_counter()
+    tr = schema_to_lark(schema, property_order=_STATE.get("order", "any"))
+    g = localgcd.compile_grammar(tr.lark, vocab, cache_dir=False)
+    m = g.matcher()
+    m.allowed_token_mask()
+    ttfm = time.perf_counter() - t0
+    masks, results = [], []
+    for ids in instances:
+        m = g.matcher()
+        ok = True
+        for t in ids:
+            a = time.perf_counter()
+            mask = m.allowed_token_mask()
+            masks.append(time.perf_counter() - a)
+            if not mask[t] or not m.advance(t):
+                ok = False
+                break
+        if ok:
+            a = time.perf_counter()
+            mask = m.allowed_token_mask()
+            masks.append(time.perf_counter() - a)
+            ok = m.is_accepting()
+        results.append(ok)
+    return ttfm, masks, results
+
+
+def run_llguidance(schema, instances):
+    import llguidance
+    import llguidance.hf  # noqa: F401
+
+    tok = _STATE["llg_tok"]
+    t0 = time.perf_counter()
+    grm = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+    m = llguidance.LLMatcher(tok, grm)
+    if m.is_error():
+        raise RuntimeError(m.get_error())
+    from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+    bm = allocate_token_bitmask(1, tok.vocab_size)
+
+    fill_next_token_bitmask(m, bm, 0)
+    ttfm = time.perf_counter() - t0
+    masks, results = [], []
+    for ids in instances:
+        m = llguidance.LLMatcher(tok, grm)
+        ok = True
+        for t in ids:
+            a = time.perf_counter()
+            fill_next_token_bitmask(m, bm, 0)
+            masks.append(time.perf_counter() - a)
+            if not (int(bm[0, t // 32]) >> (t % 32)) & 1 or not m.consume_token(t):
+                ok = False
+                break
+        if ok:
+            ok = m.is_accepting()
+        results.append(bool(ok))
+    return ttfm, masks, results
+
+
+def run_xgrammar(schema, instances):
+    import torch
+    import xgrammar as xgr
+
+    comp = _STATE["xgr_compiler"]
+    t0 = time.perf_counter()
+    cg = comp.compile_json_schema(json.dumps(schema), any_whitespace=True)
+    m = xgr.GrammarMatcher(cg)
+    bm = xgr.allocate_token_bitmask(1, _STATE["xgr_vocab_size"])
+    m.fill_next_token_bitmask(bm)
+    ttfm = time.perf_counter() - t0
+    masks, results = [], []
+    for ids in instances:
+        m = xgr.GrammarMatcher(cg)
+        ok = True
+        for t in ids:
+            a = time.perf_counter()
+            m.fill_next_token_bitmask(bm)
+            masks.append(time.perf_counter() - a)
+            if not (int(bm[0, t // 32]) >> (t % 32)) & 1 or not m.accept_token(t):
+                ok = False
+                break
+        if ok:
+            ok = m.is_terminated() or m.accept_token(_STATE["xgr_eos"]) or m.is_terminated()
+        results.append(bool(ok))
+    del torch
+    return ttfm, masks, results
+
+
+ENGINES = {"localgcd": run_localgcd, "llguidance": run_llguidance, "xgrammar": run_xgrammar}
+
+
+def _setup(engines, gguf_path):
+    _STATE["vocab"] = _STATE.get("vocab")
+    if "llguidance" in engines:
+        import llguidance.gguf  # type: ignore  # noqa: F401
+    return None
+
+
+def _child(engine, schema, instances, conn):
+    try:
+        ttfm, masks, results = ENGINES[engine](schema, instances)
+        conn.send(("ok", ttfm, masks, results))
+    except BaseException as exc:  # noqa: BLE001 - anything is a compile error for the table
+        conn.send(("error", f"{type(exc).__name__}: {str(exc)[:300]}", None, None))
+    conn.close()
+
+
+def run_one(engine, schema, instances, budget):
+    parent, child = mp.Pipe(duplex=False)
+    p = mp.get_context("fork").Process(target=_child, args=(engine, schema, instances, child))
+    p.start()
+    child.close()
+    if parent.poll(budget):
+        out = parent.recv()
+        p.join()
+        return out
+    p.kill()
+    p.join()
+    return ("error", f"timeout after {budget} s", None, None)
+
+
+def available_engines(wanted):
+    out = ["localgcd"] if "localgcd" in wanted else []
+    if "llguidance" in wanted:
+        try:
+            import llguidance  # noqa: F401
+            out.append("llguidance")
+        except ImportError:
+            print("llguidance not importable; skipped", file=sys.stderr)
+    if "xgrammar" in wanted:
+        try:
+            import xgrammar  # noqa: F401
+            out.append("xgrammar")
+        except ImportError:
+            print("xgrammar not importable; skipped", file=sys.stderr)
+    return out
+
+
+def prepare(engines):
+    path, tok, vocab = _tokenizer_and_vocab()
+    _STATE["vocab"], _STATE["tok"] = vocab, tok
+    if "llguidance" in engines or "xgrammar" in engines:
+        from transformers import AutoTokenizer  # noqa: F401  (not needed when building from the vocab)
+    return path
+
+
+def _llg_tokenizer(vocab):
+    import llguidance
+
+    tokens = [b if b else b"<special>" for b in vocab.token_bytes]
+    eos = vocab.end_ids[0] if vocab.end_ids else 0
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Wrap(tokens, eos, _STATE["tok"])))
+
+
+class _Wrap:
+    def __init__(self, tokens, eos, tok):
+        self.tokens, self.eos_token_id, self.bos_token_id, self._tok = tokens, eos, None, tok
+        self.special_token_ids = [eos]
+
+    def __call__(self, s):
+        data = s.encode("utf-8") if isinstance(s, str) else s
+        return list(self._tok.tokenize(data, add_bos=False, special=False))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--budget", type=float, default=30.0, help="seconds per schema and engine")
+    ap.add_argument("--engines", default="localgcd,llguidance,xgrammar")
+    ap.add_argument("--out", default="bench-jsonschema.json")
+    ap.add_argument("--order", default="any", choices=("any", "schema"),
+                    help="localgcd property order (maskbench-dev schemas have their keys sorted, the instances not)")
+    args = ap.parse_args(argv)
+    engines = available_engines(args.engines.split(","))
+    path, tok, vocab = _tokenizer_and_vocab()
+    _STATE.update(vocab=vocab, tok=tok, order=args.order)
+    if "llguidance" in engines:
+        try:
+            _STATE["llg_tok"] = _llg_tokenizer(vocab)
+        except Exception as exc:  # noqa: BLE001
+            print(f"llguidance tokenizer setup failed ({exc}); skipped", file=sys.stderr)
+            engines.remove("llguidance")
+    if "xgrammar" in engines:
+        try:
+            import xgrammar as xgr
+
+            enc = [b if b else b"<special>" for b in vocab.token_bytes]
+            info = xgr.TokenizerInfo(enc, vocab_type=xgr.VocabType.RAW, stop_token_ids=list(vocab.end_ids))
+            _STATE["xgr_compiler"] = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+            _STATE["xgr_vocab_size"] = len(enc)
+            _STATE["xgr_eos"] = vocab.end_ids[0]
+        except Exception as exc:  # noqa: BLE001
+            print(f"xgrammar setup failed ({exc}); skipped", file=sys.stderr)
+            engines.remove("xgrammar")
+    files = sorted(glob.glob(os.path.join(args.data, "*.json")))[: args.limit]
+    per = {e: {"passing": 0, "compile_errors": 0, "validation_errors": 0, "invalidation_errors": 0,
+               "ttfm": [], "masks": [], "failures": []} for e in engines}
+    for n, f in enumerate(files):
+        d = json.loads(Path(f).read_text())
+        texts = [json.dumps(t["data"], indent=None, ensure_ascii=False) for t in d["tests"]]
+        instances = [list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
+        for e in engines:
+            st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget)
+            r = per[e]
+            if st != "ok":
+                r["compile_errors"] += 1
+                r["failures"].append((os.path.basename(f), ttfm))
+                print(f"  {e} compile error {os.path.basename(f)}: {ttfm}", file=sys.stderr)
+                continue
+            r["ttfm"].append(ttfm)
+            r["masks"] += masks
+            ok = True
+            for t, a in zip(d["tests"], results):
+                if a and not t["valid"]:
+                    r["invalidation_errors"] += 1
+                    ok = False
+                    r["failures"].append((os.path.basename(f), "invalid accepted: " + json.dumps(t["data"])[:120]))
+                elif t["valid"] and not a:
+                    r["validation_errors"] += 1
+                    ok = False
+                    r["failures"].append((os.path.basename(f), "valid rejected: " + json.dumps(t["data"])[:120]))
+            r["passing"] += ok
+            if not ok:
+                print(f"  {e} FAIL {os.path.basename(f)}: {r['failures'][-1][1][:150]}", file=sys.stderr)
+        print(f"[{n + 1}/{len(files)}] " + "  ".join(f"{e}:{per[e]['passing']}" for e in engines),
+              file=sys.stderr, flush=True)
+        report(per, engines, n + 1, args, quiet=True)  # a partial table survives an interrupted run
+    report(per, engines, len(files), args)
+    return 0
+
+
+def report(per, engines, n_done, args, quiet=False):
+    files = range(n_done)
+    rows = ["| engine | schemas | passing | compile errors | validation errors | invalidation errors |"
+            " TTFM p50 | TTFM p99 | mask p50 | mask p99 |", "|---|" + "---:|" * 9]
+    summary = {}
+    for e in engines:
+        r = per[e]
+        t = np.array(r["ttfm"]) if r["ttfm"] else np.array([np.nan])
+        mk = np.array(r["masks"]) if r["masks"] else np.array([np.nan])
+        s = {"schemas": len(files), "passing": r["passing"], "compile_errors": r["compile_errors"],
+             "validation_errors": r["validation_errors"], "invalidation_errors": r["invalidation_errors"],
+             "ttfm_p50_ms": float(np.percentile(t, 50) * 1e3), "ttfm_p99_ms": float(np.percentile(t, 99) * 1e3),
+             "mask_p50_us": float(np.percentile(mk, 50) * 1e6), "mask_p99_us": float(np.percentile(mk, 99) * 1e6),
+             "n_masks": len(r["masks"]), "failures": r["failures"]}
+        summary[e] = s
+        rows.append(f"| {e} | {len(files)} | {s['passing']} | {s['compile_errors']} | {s['validation_errors']} |"
+                    f" {s['invalidation_errors']} | {s['ttfm_p50_ms']:.1f} ms | {s['ttfm_p99_ms']:.0f} ms |"
+                    f" {s['mask_p50_us']:.1f} µs | {s['mask_p99_us']:.0f} µs |")
+    table = "\n".join(rows)
+    if not quiet:
+        print(table)
+    Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget,
+                                          "order": args.order}, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1720 @@
+"""JSON Schema → Lark grammar text, exact under localgcd's lexing semantics.
+
+    t = schema_to_lark({"type": "object", "properties": {"a": {"type": "integer"}}})
+    compiled = localgcd.compile_grammar(t.lark, vocab)
+
+Language (what the grammar accepts), precisely:
+
+* **Whitespace.** No whitespace at all except right after the separators:
+  ``whitespace="default"`` admits ``","`` or ``", "`` and ``":"`` or ``": "``
+  (independently at each separator), i.e. compact JSON and ``json.dumps``'
+  default separators; ``"compact"`` admits only ``","`` and ``":"``.
+* **Canonical spelling.** Every value is admitted in the spelling
+  ``json.dumps(value, ensure_ascii=False)`` gives it, and only in that one:
+  strings escape exactly ``"`` ``\\`` and U+0000-U+001F (``\\b \\f \\n \\r \\t``,
+  otherwise ``\\u00xx`` lowercase) and write every other character raw;
+  integers are written without sign on zero, fraction or exponent; numbers
+  are any JSON number where the schema puts no bound on them and plain
+  decimals (no exponent) where it does.  Because each decoded string has one
+  spelling, length and pattern constraints on the decoded string are exact.
+* **Property order.** ``property_order="schema"``: the declared properties in
+  the order ``properties`` lists them, other (additional / pattern) members
+  anywhere between them; ``"any"``: any order, each declared property at most
+  once (the grammar tracks the set seen, so it is limited to 12 declared
+  properties per object).
+* **Duplicate member names** are never produced for declared properties; two
+  additional members may share a name (each value is checked).
+
+Terminals are designed for the one context-free maximal-munch lexer: every
+string lexeme has exactly one terminal (literals — property names, enum and
+const strings — win ties; length classes partition the rest; pattern/format
+terminals have higher priority and must be pairwise disjoint or nested), and
+every position accepts exactly the terminals whose (effective) language lies
+inside what the position allows; a terminal that straddles a position's
+constraint is an error, never an approximation.  Integers are partitioned
+into ranges by every bound in the schema, non-integers into value intervals.
+
+Keywords that change validity and are not enforced exactly raise
+:class:`GrammarError` naming the keyword and its JSON pointer; with
+``lenient=True`` they are dropped and listed in ``warnings``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from localgcd.errors import GrammarError
+
+__all__ = ["SchemaTranslation", "schema_to_lark"]
+
+ANNOTATIONS = frozenset({
+    "title", "description", "examples", "example", "$schema", "$id", "id", "default", "$comment",
+    "readOnly", "writeOnly", "deprecated", "contentMediaType", "contentEncoding", "definitions", "$defs",
+    "$anchor", "$vocabulary", "markdownDescription", "deprecationMessage", "discriminator", "nullable",
+})
+VALIDATION_KEYWORDS = frozenset({
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "additionalItems", "maxItems",
+    "minItems", "uniqueItems", "contains", "minContains", "maxContains", "maxProperties", "minProperties",
+    "required", "properties", "patternProperties", "additionalProperties", "propertyNames", "dependencies",
+    "dependentRequired", "dependentSchemas", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
+})
+MAX_ANY_ORDER = 12
+MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
+MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
+
+
+@dataclass(frozen=True)
+class SchemaTranslation:
+    lark: str
+    warnings: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------
+# canonical string encoding
+# --------------------------------------------------------------------------
+
+_SHORT = {0x08: r"\\b", 0x09: r"\\t", 0x0A: r"\\n", 0x0C: r"\\f", 0x0D: r"\\r"}
+# one canonical character (regex over the JSON text)
+UNIT = (r'(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))')
+
+
+def encode_string(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _re_escape_text(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch.isalnum() or ch == "_" or ord(ch) > 127:
+            out.append(ch)
+        else:
+            out.append("\\x%02x" % ord(ch))
+    return "".join(out)
+
+
+def _lark_regex(pattern: str) -> str:
+    """Pattern → lark /.../ body (a '/' must be escaped)."""
+    return "/" + pattern.replace("/", "\\/") + "/"
+
+
+# --------------------------------------------------------------------------
+# schema regex (ECMA-262 flavoured) → regex over the canonical JSON spelling
+# --------------------------------------------------------------------------
+
+try:
+    import re._constants as sre
+    import re._parser as sre_parse
+except ImportError:  # pragma: no cover
+    import sre_constants as sre  # type: ignore
+    import sre_parse  # type: ignore
+
+MAXCP = 0x10FFFF
+_SPECIAL = [(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]
+ECMA_SPACE = [(9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+              (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+DIGIT = [(0x30, 0x39)]
+WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
+DOT = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]  # complement of '.'
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _norm(iv):
+    iv = sorted(iv)
+    out = []
+    for lo, hi in iv:
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _complement(iv):
+    out, nxt = [], 0
+    for lo, hi in _norm(iv):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAXCP:
+        out.append((nxt, MAXCP))
+    return out
+
+
+def _minus(a, b):
+    bc = _complement(b)
+    out = []
+    for lo, hi in _norm(a):
+        for lo2, hi2 in bc:
+            x, y = max(lo, lo2), min(hi, hi2)
+            if x <= y:
+                out.append((x, y))
+    return _norm(out)
+
+
+def _cp(c: int) -> str:
+    if c < 0x80 and (chr(c).isalnum()):
+        return chr(c)
+    if c <= 0xFF:
+        return "\\x%02x" % c
+    if c <= 0xFFFF:
+        return "\\u%04x" % c
+    return "\\U%08x" % c
+
+
+def _charset_regex(iv) -> str:
+    """Canonical spelling of one character from the code point set ``iv``."""
+    iv = _norm(iv)
+    iv = [(lo, hi) for lo, hi in iv if not (0xD800 <= lo and hi <= 0xDFFF)]
+    raw = _minus(iv, _SPECIAL)
+    alts = []
+    if raw:
+        alts.append("[" + "".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in raw) + "]")
+    for lo, hi in iv:
+        for c in range(max(lo, 0), min(hi, 0x5C) + 1):
+            if c == 0x22:
+                alts.append(r'\\"')
+            elif c == 0x5C:
+                alts.append(r"\\\\")
+            elif c < 0x20:
+                alts.append(_SHORT.get(c, "\\\\u00%02x" % c))
+    if not alts:
+        raise _Unsupported("empty character class")
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+class _PatternTranslator:
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+
+    def translate(self) -> str:
+        try:
+            parsed = sre_parse.parse(self.pattern)
+        except re.error as exc:
+            raise _Unsupported(f"invalid regular expression: {exc}") from None
+        if parsed.state.flags & ~(sre.SRE_FLAG_UNICODE):
+            raise _Unsupported("inline flags")
+        items = list(parsed)
+        if len(items) == 1 and items[0][0] is sre.BRANCH:
+            branches = items[0][1][1]
+        else:
+            branches = [items]
+        return "(?:" + "|".join(self.top(list(b)) for b in branches) + ")"
+
+    def top(self, items) -> str:
+        anchored_start = anchored_end = False
+        if items and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
+            anchored_start = True
+            items = items[1:]
+        if items and items[-1][0] is sre.AT and items[-1][1] in (sre.AT_END, sre.AT_END_STRING):
+            anchored_end = True
+            items = items[:-1]
+        body = self.seq(items)
+        any_ = UNIT + "*"
+        return ("" if anchored_start else any_) + body + ("" if anchored_end else any_)
+
+    def seq(self, items) -> str:
+        return "".join(self.node(op, arg) for op, arg in items)
+
+    def node(self, op, arg) -> str:
+        if op is sre.LITERAL:
+            return _charset_regex([(arg, arg)])
+        if op is sre.NOT_LITERAL:
+            return _charset_regex(_complement([(arg, arg)]))
+        if op is sre.ANY:
+            return _charset_regex(_complement(DOT))
+        if op is sre.IN:
+            return _charset_regex(self.cls(arg))
+        if op is sre.BRANCH:
+            return "(?:" + "|".join(self.seq(b) for b in arg[1]) + ")"
+        if op is sre.SUBPATTERN:
+            _g, add, dele, sub = arg
+            if add or dele:
+                raise _Unsupported("inline flags")
+            return "(?:" + self.seq(sub) + ")"
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            # lazy and greedy quantifiers match the same strings (pattern is a membership test)
+            lo, hi, sub = arg
+            inner = "(?:" + self.seq(sub) + ")"
+            if hi is sre.MAXREPEAT:
+                return inner + ("{%d,}" % lo)
+            return inner + ("{%d,%d}" % (lo, hi))
+        if op is sre.AT:
+            raise _Unsupported("anchor or word boundary inside the pattern")
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            raise _Unsupported("look-around")
+        if op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
+            raise _Unsupported("back-reference")
+        raise _Unsupported(f"regex construct {op}")
+
+    def cls(self, items):
+        iv, negate = [], False
+        for op, arg in items:
+            if op is sre.NEGATE:
+                negate = True
+            elif op is sre.LITERAL:
+                iv.append((arg, arg))
+            elif op is sre.RANGE:
+                iv.append(arg)
+            elif op is sre.CATEGORY:
+                iv.extend(self.category(arg))
+            else:
+                raise _Unsupported(f"character class item {op}")
+        return _complement(iv) if negate else _norm(iv)
+
+    @staticmethod
+    def category(cat):
+        table = {sre.CATEGORY_DIGIT: DIGIT, sre.CATEGORY_WORD: WORD, sre.CATEGORY_SPACE: ECMA_SPACE}
+        neg = {sre.CATEGORY_NOT_DIGIT: DIGIT, sre.CATEGORY_NOT_WORD: WORD, sre.CATEGORY_NOT_SPACE: ECMA_SPACE}
+        if cat in table:
+            return table[cat]
+        if cat in neg:
+            return _complement(neg[cat])
+        raise _Unsupported(f"category {cat}")
+
+    def node_cls(self, op, arg):  # pragma: no cover - unused helper
+        return self.cls(arg)
+
+
+def pattern_body(pattern: str) -> str:
+    """The regex (over canonical string contents, without quotes) of ``pattern``."""
+    return _PatternTranslator(pattern).translate()
+
+
+_D2 = r"[0-9]{2}"
+_DATE = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_DUR = r"P(?:(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = _LABEL + r"(?:\." + _LABEL + r")*"
+_O = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = _O + r"(?:\." + _O + r"){3}"
+_H = r"[0-9a-fA-F]{1,4}"
+_IPV6 = ("(?:" + "|".join([
+    rf"(?:{_H}:){{7}}{_H}",
+    rf"(?:{_H}:){{1,7}}:",
+    rf"(?:{_H}:){{1,6}}:{_H}",
+    rf"(?:{_H}:){{1,5}}(?::{_H}){{1,2}}",
+    rf"(?:{_H}:){{1,4}}(?::{_H}){{1,3}}",
+    rf"(?:{_H}:){{1,3}}(?::{_H}){{1,4}}",
+    rf"(?:{_H}:){{1,2}}(?::{_H}){{1,5}}",
+    rf"{_H}:(?::{_H}){{1,6}}",
+    rf":(?:(?::{_H}){{1,7}}|:)",
+]) + ")")
+_EMAIL = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" + _HOST
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_URI = r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\"\\<>^`{|}]*"
+# Format regexes (ASCII only: no escapes needed); deliberately strict subsets of the RFCs' syntax:
+FORMATS = {
+    "date": _DATE, "time": _TIME, "date-time": _DATE + "[Tt]" + _TIME, "duration": _DUR,
+    "email": _EMAIL, "hostname": _HOST, "ipv4": _IPV4, "ipv6": _IPV6, "uuid": _UUID, "uri": _URI,
+}
+
+
+# --------------------------------------------------------------------------
+# integer and decimal ranges as regular languages
+# --------------------------------------------------------------------------
+
+def _digits_range(lo: str, hi: str) -> list[str]:
+    """Regexes for equal-length digit strings between lo and hi inclusive."""
+    if lo == hi:
+        return [lo]
+    if len(lo) == 1:
+        return [f"[{lo}-{hi}]"]
+    if lo[0] == hi[0]:
+        return [lo[0] + r for r in _digits_range(lo[1:], hi[1:])]
+    n = len(lo) - 1
+    out = []
+    out += [lo[0] + r for r in _digits_range(lo[1:], "9" * n)]
+    if int(hi[0]) - int(lo[0]) > 1:
+        a, b = int(lo[0]) + 1, int(hi[0]) - 1
+        out.append((f"[{a}-{b}]" if a != b else str(a)) + f"[0-9]{{{n}}}")
+    out += [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
+    return out
+
+
+def nat_range(lo: int, hi: int | None) -> str:
+    """Decimal naturals (no leading zeros) in [lo, hi] (hi None: unbounded), lo >= 0."""
+    alts = []
+    cur = lo
+    while hi is None or cur <= hi:
+        d = len(str(cur))
+        top = 10 ** d - 1
+        if hi is not None and hi < top:
+            top = hi
+        alts += _digits_range(str(cur), str(top))
+        cur = top + 1
+        if hi is None and cur >= 10 ** 18:
+            break
+        if hi is None and str(cur) == "1" + "0" * d and cur > lo:
+            alts.append(r"[1-9][0-9]{%d,}" % d)
+            break
+    return "(?:" + "|".join(alts) + ")" if alts else None
+
+
+def int_range(lo: int | None, hi: int | None) -> str | None:
+    """Canonical integers in [lo, hi] (None: unbounded)."""
+    alts = []
+    if hi is None or hi >= 0:
+        r = nat_range(max(lo, 0) if lo is not None else 0, hi)
+        if r:
+            alts.append(r)
+    if lo is None or lo < 0:
+        mlo = max(-hi, 1) if hi is not None else 1
+        mhi = -lo if lo is not None else None
+        if mhi is None or mlo <= mhi:
+            alts.append("-" + nat_range(mlo, mhi))
+    if not alts:
+        return None
+    return "(?:" + "|".join(alts) + ")"
+
+
+_NZ_FRAC = r"[0-9]*[1-9][0-9]*"
+
+
+def _mag_open(p: int, q: int | None) -> str | None:
+    """Plain decimals (with a '.') whose magnitude lies in the open interval (p, q), p >= 0."""
+    alts = [nat_range(p, p) + r"\." + _NZ_FRAC]
+    if q is None or p + 1 <= q - 1:
+        alts.append(nat_range(p + 1, None if q is None else q - 1) + r"\.[0-9]+")
+    return "(?:" + "|".join(alts) + ")"
+
+
+def dec_point(b: int) -> str:
+    m = nat_range(abs(b), abs(b)) + r"\.0+"
+    if b == 0:
+        return "-?" + m
+    return ("-" if b < 0 else "") + m
+
+
+def dec_open(a: int | None, b: int | None) -> str | None:
+    """Plain decimals with value in the open interval (a, b) (None: infinite)."""
+    alts = []
+    if b is None or b > 0:
+        alts.append(_mag_open(max(a, 0) if a is not None else 0, b))
+    if a is None or a < 0:
+        lo = max(-b, 0) if b is not None else 0
+        alts.append("-" + _mag_open(lo, None if a is None else -a))
+    if (a is None or a < 0) and (b is None or b > 0):
+        alts.append(r"-?0\.0+")
+    return "(?:" + "|".join(alts) + ")" if alts else None
+
+
+EXP_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?[eE][+-]?[0-9]+"
+
+
+# --------------------------------------------------------------------------
+# scalar specifications (resolved into terminals once the whole schema is seen)
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StrSpec:
+    lo: int = 0
+    hi: int | None = None
+    pattern: str | None = None  # encoded-body regex (one pattern/format)
+    forbid: frozenset = frozenset()  # pattern bodies the string must not match
+    exclude: frozenset = frozenset()  # literal strings not allowed
+    ptr: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class NumSpec:
+    integer: bool
+    lo: int | None = None  # inclusive integer bounds (None: unbounded)
+    hi: int | None = None
+    lo_open: bool = False  # for non-integers: (lo, ...) instead of [lo, ...]
+    hi_open: bool = False
+    ptr: str = field(default="", compare=False)
+
+
+@dataclass
+class _Pos:
+    """A scalar position: the union of what it allows."""
+    strs: list = field(default_factory=list)  # StrSpec
+    str_lits: set = field(default_factory=set)  # exact strings
+    nums: list = field(default_factory=list)  # NumSpec
+    num_lits: set = field(default_factory=set)  # canonical spellings of non-integer consts
+    words: set = field(default_factory=set)  # 'true', 'false', 'null'
+
+
+def _fail(ctx, ptr, msg):
+    raise GrammarError(f"{ptr or '/'}: {msg}", source=ctx.source)
+
+
+class _Ctx:
+    def __init__(self, root, source, lenient, whitespace, order):
+        self.root = root
+        self.source = source
+        self.lenient = lenient
+        self.order = order
+        self.ws = whitespace
+        self.warnings: list[str] = []
+        self.rules: dict[str, list[str]] = {}
+        self.memo: dict = {}
+        self.positions: dict[str, _Pos] = {}
+        self.n = 0
+
+    def name(self, prefix):
+        self.n += 1
+        return f"{prefix}_{self.n}"
+
+    def unsupported(self, ptr, keyword, why):
+        msg = f"{ptr or '/'}: keyword '{keyword}' {why} is not supported"
+        if self.lenient:
+            self.warnings.append(msg + " (dropped)")
+        else:
+            raise GrammarError(msg, source=self.source)
+
+    def add_rule(self, name, alts):
+        self.rules[name] = alts
+        return name
+
+    def scalar(self, pos: _Pos) -> str:
+        key = (tuple(pos.strs), frozenset(pos.str_lits), tuple(pos.nums), frozenset(pos.num_lits),
+               frozenset(pos.words))
+        if key in self.memo:
+            return self.memo[key]
+        name = self.name("sc")
+        self.memo[key] = name
+        self.positions[name] = pos
+        self.rules[name] = []  # filled at the end
+        return name
+
+
+# --------------------------------------------------------------------------
+# schema handling
+# --------------------------------------------------------------------------
+
+_TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+
+
+def _ptr_join(ptr, *parts):
+    for p in parts:
+        ptr += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return ptr
+
+
+def _resolve_ref(ctx, ref, ptr):
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        _fail(ctx, ptr, f"keyword '$ref' to {ref!r} is not supported (only local '#/...' references)")
+    node = ctx.root
+    path = ref[1:]
+    if path and not path.startswith("/"):
+        _fail(ctx, ptr, f"keyword '$ref' to anchor {ref!r} is not supported")
+    for part in [p for p in path.split("/")[1:]]:
+        from urllib.parse import unquote
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            _fail(ctx, ptr, f"keyword '$ref': {ref!r} does not resolve")
+    return node, "#" + path if path else "#"
+
+
+def _merge_all(ctx, schemas, ptr):
+    """allOf: one schema whose constraints are the conjunction (exact or an error)."""
+    out: dict = {}
+    for s, p in schemas:
+        if s is True or s == {}:
+            continue
+        if s is False:
+            return False
+        if not isinstance(s, dict):
+            _fail(ctx, p, "a schema must be an object or a boolean")
+        s = _deref(ctx, s, p)
+        if s is False:
+            return False
+        if "allOf" in s:
+            sub = [(x, _ptr_join(p, "allOf", i)) for i, x in enumerate(s["allOf"])]
+            rest = {k: v for k, v in s.items() if k != "allOf"}
+            s = _merge_all(ctx, [(rest, p)] + sub, p)
+            if s is False:
+                return False
+        for k, v in s.items():
+            if k in ANNOTATIONS:
+                continue
+            if k not in out:
+                out[k] = v
+                continue
+            a = out[k]
+            if a == v:
+                continue
+            if k == "type":
+                ta = {a} if isinstance(a, str) else set(a)
+                tb = {v} if isinstance(v, str) else set(v)
+                both = ta & tb
+                if "number" in ta and "integer" in tb or "integer" in ta and "number" in tb:
+                    both.add("integer")
+                out[k] = sorted(both)
+            elif k == "required":
+                out[k] = list(dict.fromkeys(list(a) + list(v)))
+            elif k == "properties":
+                merged = dict(a)
+                for name, sub in v.items():
+                    merged[name] = {"allOf": [merged[name], sub]} if name in merged else sub
+                out[k] = merged
+            elif k in ("minimum", "minLength", "minItems", "minProperties", "exclusiveMinimum") and \
+                    isinstance(a, (int, float)) and not isinstance(a, bool) and isinstance(v, (int, float)):
+                out[k] = max(a, v)
+            elif k in ("maximum", "maxLength", "maxItems", "maxProperties", "exclusiveMaximum") and \
+                    isinstance(a, (int, float)) and not isinstance(a, bool) and isinstance(v, (int, float)):
+                out[k] = min(a, v)
+            elif k == "enum":
+                out[k] = [x for x in a if any(_json_eq(x, y) for y in v)]
+            elif k in ("items", "additionalProperties", "additionalItems", "propertyNames", "contains", "not"):
+                out[k] = {"allOf": [a, v]}
+            elif k in ("anyOf", "oneOf"):
+                out.setdefault("allOf_" + k, []).append(v)
+            else:
+                ctx.unsupported(p, k, "in allOf with two different values")
+    if "allOf_anyOf" in out or "allOf_oneOf" in out:
+        extra = out.pop("allOf_anyOf", []) + out.pop("allOf_oneOf", [])
+        # distribute: (A) ∧ (B1 ∨ B2) ∧ (C1 ∨ C2) -> one anyOf of the products
+        combos = [[]]
+        for branches in [out.pop("anyOf", None), out.pop("oneOf", None)] + extra:
+            if branches is None:
+                continue
+            combos = [c + [b] for c in combos for b in branches]
+        if len(combos) > 64:
+            _fail(ctx, ptr, "keyword 'allOf' over several anyOf/oneOf is too large to expand")
+        out["anyOf"] = [{"allOf": c} for c in combos]
+    return out
+
+
+def _json_eq(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def _deref(ctx, s, ptr):
+    """Follow $ref; siblings of a $ref are conjoined (2019-09+ semantics, a superset of draft 7 use)."""
+    seen = 0
+    while isinstance(s, dict) and "$ref" in s:
+        target, _ = _resolve_ref(ctx, s["$ref"], ptr)
+        rest = {k: v for k, v in s.items() if k != "$ref" and k not in ANNOTATIONS}
+        seen += 1
+        if seen > 50:
+            _fail(ctx, ptr, "keyword '$ref': reference cycle without a schema")
+        if rest:
+            return {"allOf": [target, rest]}
+        s = target
+    return s
+
+
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class _Translator:
+    def __init__(self, ctx: _Ctx):
+        self.ctx = ctx
+        self.ws_comma = "COMMA"
+        self.any_name = None
+        self.obj_dfas = {}
+
+    # ---- entry -------------------------------------------------------
+    def value(self, s, ptr) -> str:
+        ctx = self.ctx
+        if isinstance(s, dict) and "$ref" in s and len([k for k in s if k not in ANNOTATIONS]) == 1:
+            ref = s["$ref"]
+            key = ("ref", ref)
+            if key in ctx.memo:
+                return ctx.memo[key]
+            target, tptr = _resolve_ref(ctx, ref, ptr)
+            name = ctx.name("ref")
+            ctx.memo[key] = name
+            ctx.rules[name] = []
+            body = self.value(target, tptr[1:] if tptr != "#" else "")
+            ctx.rules[name] = [body]
+            return name
+        key = ("schema", id(s), ptr)
+        if isinstance(s, dict) and key in ctx.memo:
+            return ctx.memo[key]
+        name = self._value(s, ptr)
+        return name
+
+    def _value(self, s, ptr) -> str:
+        ctx = self.ctx
+        if s is True or s == {}:
+            return self.any_value()
+        if s is False:
+            _fail(ctx, ptr, "schema false admits no value")
+        if not isinstance(s, dict):
+            _fail(ctx, ptr, "a schema must be an object or a boolean")
+        s = _deref(ctx, s, ptr)
+        if "allOf" in s:
+            merged = _merge_all(ctx, [({k: v for k, v in s.items() if k != "allOf"}, ptr)]
+                                + [(x, _ptr_join(ptr, "allOf", i)) for i, x in enumerate(s["allOf"])], ptr)
+            if merged is False:
+                _fail(ctx, ptr, "keyword 'allOf' has no valid instance")
+            s = merged
+        for k in s:
+            if k in ("not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
+                     "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedProperties",
+                     "unevaluatedItems", "$dynamicRef", "$recursiveRef"):
+                if k == "uniqueItems" and s[k] is False:
+                    continue
+                if k in ("then", "else") and "if" in s:
+                    continue
+                ctx.unsupported(ptr, k, "")
+        if "anyOf" in s or "oneOf" in s:
+            return self.union(s, ptr)
+        alts = self.typed(s, ptr)
+        if not alts:
+            _fail(ctx, ptr, "schema has no valid instance")
+        return self.alt_rule(alts)
+
+    def alt_rule(self, alts) -> str:
+        alts = list(dict.fromkeys(alts))
+        if len(alts) == 1:
+            return alts[0]
+        key = ("alts", tuple(alts))
+        if key in self.ctx.memo:
+            return self.ctx.memo[key]
+        name = self.ctx.name("v")
+        self.ctx.memo[key] = name
+        return self.ctx.add_rule(name, alts)
+
+    def any_value(self) -> str:
+        if self.any_name:
+            return self.any_name
+        ctx = self.ctx
+        self.any_name = name = ctx.name("any")
+        ctx.rules[name] = []
+        pos = _Pos(strs=[StrSpec()], nums=[NumSpec(False)], words={"true", "false", "null"})
+        sc = ctx.scalar(pos)
+        key_pos = ctx.scalar(_Pos(strs=[StrSpec()]))  # every string, as a key
+        obj = self.sequence("LBRACE", "RBRACE", self._any_dfa([self.member_rule(key_pos, name)]))
+        arr = self.sequence("LSQB", "RSQB", self._any_dfa([name]))
+        ctx.rules[name] = [sc, obj, arr]
+        return name
+
+    @staticmethod
+    def _any_dfa(symbols):
+        return {"start": 0, "accept": {0}, "edges": {0: {sym: 0 for sym in symbols}}}
+
+    # ---- unions ------------------------------------------------------
+    def union(self, s, ptr) -> str:
+        ctx = self.ctx
+        rest = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
+        parts = []
+        for kw in ("anyOf", "oneOf"):
+            if kw in s:
+                if not isinstance(s[kw], list) or not s[kw]:
+                    _fail(ctx, _ptr_join(ptr, kw), f"keyword '{kw}' must be a non-empty array")
+                parts.append((kw, s[kw]))
+        branches = [[]]
+        for kw, lst in parts:
+            branches = [b + [(x, _ptr_join(ptr, kw, i))] for b in branches for i, x in enumerate(lst)]
+        scal = _Pos()
+        others = []
+        sigs = []
+        for combo in branches:
+            sub = [(rest, ptr)] + combo if rest else combo
+            merged = _merge_all(ctx, sub, ptr) if len(sub) > 1 or not isinstance(sub[0][0], dict) \
+                else _deref(ctx, sub[0][0], sub[0][1])
+            if merged is False:
+                continue
+            if merged is True or merged == {}:
+                return self.any_value()
+            bptr = combo[-1][1]
+            if "anyOf" in merged or "oneOf" in merged:
+                others.append(self.union(merged, bptr))
+                continue
+            for alt in self.typed(merged, bptr, scal_into=scal):
+                others.append(alt)
+            sigs.append(merged)
+        if "oneOf" in s:
+            self.check_oneof(s["oneOf"], ptr)
+        alts = []
+        if scal.strs or scal.str_lits or scal.nums or scal.num_lits or scal.words:
+            alts.append(ctx.scalar(scal))
+        others = list(dict.fromkeys(others))
+        objs = [o for o in others if o in self.obj_dfas]
+        if len(objs) > 1:
+            # one object rule for the union: subset construction over the member symbols,
+            # so equal members are one reduction (no reduce/reduce conflict between branches)
+            merged = self.union_dfa([self.obj_dfas[o] for o in objs], ptr)
+            name = self.sequence("LBRACE", "RBRACE", merged)
+            self.obj_dfas[name] = merged
+            others = [o for o in others if o not in objs] + [name]
+        alts += others
+        if not alts:
+            _fail(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
+        return self.alt_rule(alts)
+
+    def union_dfa(self, dfas, ptr):
+        start = frozenset((i, d["start"]) for i, d in enumerate(dfas))
+        edges, accept, todo, seen = {}, set(), [start], {start}
+        while todo:
+            S = todo.pop()
+            if len(seen) > 5000:
+                _fail(self.ctx, ptr, "anyOf/oneOf: union of object branches too large")
+            out = {}
+            for i, q in S:
+                for sym, t in dfas[i]["edges"].get(q, {}).items():
+                    out.setdefault(sym, set()).add((i, t))
+                if q in dfas[i]["accept"]:
+                    accept.add(S)
+            edges[S] = {}
+            for sym, T in out.items():
+                T = frozenset(T)
+                edges[S][sym] = T
+                if T not in seen:
+                    seen.add(T)
+                    todo.append(T)
+        return {"start": start, "accept": accept, "edges": edges}
+
+    def check_oneof(self, branches, ptr):
+        """oneOf = anyOf when the branches are pairwise disjoint; checked by type and const/enum/required."""
+        ctx = self.ctx
+        infos = []
+        for i, b in enumerate(branches):
+            b = _deref(ctx, b, ptr) if isinstance(b, dict) else b
+            if not isinstance(b, dict):
+                infos.append((None, None))
+                continue
+            t = b.get("type")
+            types = None if t is None else ({t} if isinstance(t, str) else set(t))
+            if types and "number" in types:
+                types = types | {"integer"}
+            infos.append((types, b))
+        for i in range(len(infos)):
+            for j in range(i + 1, len(infos)):
+                ti, bi = infos[i]
+                tj, bj = infos[j]
+                if ti is not None and tj is not None and not (ti & tj):
+                    continue
+                if bi is not None and bj is not None and _disjoint_by_value(bi, bj):
+                    continue
+                ctx.unsupported(_ptr_join(ptr, "oneOf"), "oneOf",
+                                f"with branches {i} and {j} that may overlap (treated as anyOf)")
+                return
+
+    # ---- typed schemas -------------------------------------------------
+    def typed(self, s, ptr, scal_into: _Pos | None = None) -> list[str]:
+        ctx = self.ctx
+        pos = scal_into if scal_into is not None else _Pos()
+        alts: list[str] = []
+        t = s.get("type")
+        if t is None:
+            types = set(_TYPES)
+            inferred = True
+        else:
+            types = {t} if isinstance(t, str) else set(t)
+            inferred = False
+            for x in types:
+                if x not in _TYPES:
+                    _fail(ctx, _ptr_join(ptr, "type"), f"unknown type {x!r}")
+        if s.get("nullable") is True:
+            types.add("null")
+        if "const" in s or "enum" in s:
+            values = [s["const"]] if "const" in s else s["enum"]
+            if "const" in s and "enum" in s:
+                values = [v for v in values if any(_json_eq(v, w) for w in s["enum"])]
+            if not isinstance(values, list):
+                _fail(ctx, _ptr_join(ptr, "enum"), "keyword 'enum' must be an array")
+            checked = [v for v in values if self.value_ok(v, s, types, ptr)]
+            if s.get("nullable") is True and None not in checked:
+                checked.append(None)
+            for v in checked:
+                alts += self.const_value(v, pos, ptr)
+            if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
+                alts.insert(0, ctx.scalar(pos))
+            return list(dict.fromkeys(alts))
+        if "null" in types:
+            pos.words.add("null")
+        if "boolean" in types:
+            pos.words |= {"true", "false"}
+        if "string" in types:
+            spec = self.string_spec(s, ptr)
+            if spec is not None:
+                pos.strs.append(spec)
+        if "number" in types or "integer" in types:
+            spec = self.num_spec(s, ptr, integer="number" not in types)
+            if spec is not None:
+                pos.nums.append(spec)
+        if "object" in types:
+            alts.append(self.object(s, ptr))
+        if "array" in types:
+            alts.append(self.array(s, ptr))
+        if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
+            alts.insert(0, ctx.scalar(pos))
+        return alts
+
+    def value_ok(self, v, s, types, ptr) -> bool:
+        """Is the enum/const value ``v`` valid for the other keywords of ``s``?"""
+        checkable = {"type", "enum", "const", "nullable", "minLength", "maxLength", "pattern", "minimum",
+                     "maximum", "exclusiveMinimum", "exclusiveMaximum", "format", "items", "properties",
+                     "required", "additionalProperties", "minItems", "maxItems", "multipleOf"}
+        for k in s:
+            if k not in checkable and k in VALIDATION_KEYWORDS:
+                self.ctx.unsupported(ptr, k, "next to enum/const")
+        tname = _type_of(v)
+        if "type" in s and not (tname in types or (tname == "integer" and "number" in types)):
+            if not (isinstance(v, float) and v.is_integer() and "integer" in types):
+                return False
+        if isinstance(v, str):
+            if len(v) < s.get("minLength", 0) or ("maxLength" in s and len(v) > s["maxLength"]):
+                return False
+            if "pattern" in s:
+                try:
+                    if not re.search(s["pattern"], v):
+                        return False
+                except re.error:
+                    pass
+        if _is_num(v):
+            if "minimum" in s and v < s["minimum"] or "maximum" in s and v > s["maximum"]:
+                return False
+            if _is_num(s.get("exclusiveMinimum")) and v <= s["exclusiveMinimum"]:
+                return False
+            if _is_num(s.get("exclusiveMaximum")) and v >= s["exclusiveMaximum"]:
+                return False
+            if _is_num(s.get("multipleOf")) and (v / s["multipleOf"]) != int(v / s["multipleOf"]):
+                return False
+        return True
+
+    def const_value(self, v, pos: _Pos, ptr) -> list[str]:
+        ctx = self.ctx
+        if v is None:
+            pos.words.add("null")
+        elif v is True:
+            pos.words.add("true")
+        elif v is False:
+            pos.words.add("false")
+        elif isinstance(v, str):
+            pos.str_lits.add(v)
+        elif isinstance(v, int):
+            pos.nums.append(NumSpec(True, v, v, ptr=ptr))
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                _fail(ctx, ptr, "non-finite number in enum/const")
+            if v.is_integer() and abs(v) < 2 ** 53:
+                pos.nums.append(NumSpec(True, int(v), int(v), ptr=ptr))
+                pos.num_lits.add(json.dumps(v))
+            else:
+                pos.num_lits.add(json.dumps(v))
+        elif isinstance(v, list):
+            items = []
+            for i, x in enumerate(v):
+                p = _Pos()
+                a = self.const_value(x, p, ptr)
+                if p.strs or p.str_lits or p.nums or p.num_lits or p.words:
+                    a = [ctx.scalar(p)] + a
+                items.append(self.alt_rule(a))
+            return [self.fixed_seq("LSQB", "RSQB", items)]
+        elif isinstance(v, dict):
+            members = []
+            for k, x in v.items():
+                p = _Pos()
+                a = self.const_value(x, p, ptr)
+                if p.strs or p.str_lits or p.nums or p.num_lits or p.words:
+                    a = [ctx.scalar(p)] + a
+                members.append(self.member_rule(ctx.scalar(_Pos(str_lits={k})), self.alt_rule(a)))
+            return [self.fixed_seq("LBRACE", "RBRACE", members)]
+        return []
+
+    def fixed_seq(self, open_, close, symbols):
+        states = len(symbols)
+        dfa = {"start": 0, "accept": {states}, "edges": {i: {symbols[i]: i + 1} for i in range(states)}}
+        return self.sequence(open_, close, dfa)
+
+    # ---- strings ---------------------------------------------------------
+    def string_spec(self, s, ptr) -> StrSpec | None:
+        ctx = self.ctx
+        lo = s.get("minLength", 0)
+        hi = s.get("maxLength")
+        for k, v in (("minLength", lo), ("maxLength", hi)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                if isinstance(v, float) and v.is_integer() and v >= 0:
+                    continue
+                _fail(ctx, _ptr_join(ptr, k), f"keyword '{k}' must be a non-negative integer")
+        lo = int(lo)
+        hi = int(hi) if hi is not None else None
+        if lo > MAX_LENGTH_BOUND:
+            ctx.unsupported(_ptr_join(ptr, "minLength"), "minLength", f"above {MAX_LENGTH_BOUND}")
+            lo = 0
+        if hi is not None and hi > MAX_LENGTH_BOUND:
+            ctx.unsupported(_ptr_join(ptr, "maxLength"), "maxLength", f"above {MAX_LENGTH_BOUND}")
+            hi = None
+        if hi is not None and hi < lo:
+            return None
+        pattern = None
+        pats = []
+        if "pattern" in s:
+            if not isinstance(s["pattern"], str):
+                _fail(ctx, _ptr_join(ptr, "pattern"), "keyword 'pattern' must be a string")
+            try:
+                pats.append(pattern_body(s["pattern"]))
+            except _Unsupported as exc:
+                ctx.unsupported(_ptr_join(ptr, "pattern"), "pattern", f"with {exc}")
+        fmt = s.get("format")
+        if isinstance(fmt, str) and fmt in FORMATS:
+            pats.append(FORMATS[fmt])
+        if len(pats) > 1:
+            ctx.unsupported(ptr, "format", "together with 'pattern'")
+            pats = pats[:1]
+        if pats:
+            pattern = pats[0]
+        return StrSpec(lo, hi, pattern, ptr=ptr)
+
+    # ---- numbers ---------------------------------------------------------
+    def num_spec(self, s, ptr, integer: bool) -> NumSpec | None:
+        ctx = self.ctx
+        lo = hi = None
+        lo_open = hi_open = False
+
+        def bound(key):
+            v = s.get(key)
+            if v is None or isinstance(v, bool):
+                return None
+            if not _is_num(v):
+                _fail(ctx, _ptr_join(ptr, key), f"keyword '{key}' must be a number")
+            return v
+
+        mn, mx = bound("minimum"), bound("maximum")
+        emn, emx = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
+        lows, highs = [], []
+        if mn is not None:
+            lows.append((mn, emn is True))
+        if mx is not None:
+            highs.append((mx, emx is True))
+        if _is_num(emn):
+            lows.append((emn, True))
+        if _is_num(emx):
+            highs.append((emx, True))
+        for v, op in lows:
+            if integer:
+                c = math.floor(v) + 1 if (op and float(v).is_integer()) or not float(v).is_integer() else int(v)
+                if not float(v).is_integer():
+                    c = math.ceil(v)
+                lo = c if lo is None else max(lo, c)
+            else:
+                if not float(v).is_integer():
+                    ctx.unsupported(ptr, "minimum", "with a non-integer bound on a number")
+                    continue
+                v = int(v)
+                if lo is None or v > lo or (v == lo and op):
+                    lo, lo_open = v, op
+        for v, op in highs:
+            if integer:
+                c = math.ceil(v) - 1 if (op and float(v).is_integer()) or not float(v).is_integer() else int(v)
+                if not float(v).is_integer():
+                    c = math.floor(v)
+                hi = c if hi is None else min(hi, c)
+            else:
+                if not float(v).is_integer():
+                    ctx.unsupported(ptr, "maximum", "with a non-integer bound on a number")
+                    continue
+                v = int(v)
+                if hi is None or v < hi or (v == hi and op):
+                    hi, hi_open = v, op
+        if "multipleOf" in s:
+            m = s["multipleOf"]
+            if not _is_num(m) or m <= 0:
+                _fail(ctx, _ptr_join(ptr, "multipleOf"), "keyword 'multipleOf' must be a positive number")
+            if float(m) == 1.0:
+                integer = True
+            elif integer and float(m).is_integer() and m < 0:
+                pass
+            else:
+                ctx.unsupported(_ptr_join(ptr, "multipleOf"), "multipleOf", f"with value {m}")
+        if lo is not None and hi is not None:
+            if lo > hi or (not integer and lo == hi and (lo_open or hi_open)):
+                return None
+        return NumSpec(integer, lo, hi, lo_open, hi_open, ptr=ptr)
+
+    # ---- members and sequences --------------------------------------------
+    def member_rule(self, key_rule: str, value_rule: str) -> str:
+        key = ("member", key_rule, value_rule)
+        if key in self.ctx.memo:
+            return self.ctx.memo[key]
+        name = self.ctx.name("m")
+        self.ctx.memo[key] = name
+        # the key's terminals are inlined (see _inline_keys): two key positions sharing a
+        # terminal in one parser state must not be two competing one-terminal reductions
+        return self.ctx.add_rule(name, [f"@{key_rule}@ COLON {value_rule}"])
+
+    def sequence(self, open_, close, dfa) -> str:
+        """Left-linear rules for a bracketed, comma-separated sequence whose element
+        symbols follow ``dfa`` ({start, accept, edges: {state: {symbol: state}}})."""
+        ctx = self.ctx
+        edges = dfa["edges"]
+        # prune states that cannot reach acceptance
+        live = set(dfa["accept"])
+        changed = True
+        while changed:
+            changed = False
+            for q, out in edges.items():
+                if q not in live and any(t in live for t in out.values()):
+                    live.add(q)
+                    changed = True
+        if dfa["start"] not in live:
+            return None
+        key = ("seq", open_, close, repr(sorted((repr(q), sorted((a, repr(b)) for a, b in out.items()))
+                                                for q, out in edges.items())), repr(dfa["start"]),
+               repr(sorted(map(repr, dfa["accept"]))))
+        if key in ctx.memo:
+            return ctx.memo[key]
+        name = ctx.name("seq")
+        ctx.memo[key] = name
+        state_name = {}
+
+        def nt(q):
+            if q not in state_name:
+                state_name[q] = f"{name}_{len(state_name)}"
+                ctx.rules[state_name[q]] = []
+            return state_name[q]
+
+        # reachable states from start via prefixes
+        order = [dfa["start"]]
+        seen = {dfa["start"]}
+        i = 0
+        while i < len(order):
+            q = order[i]
+            i += 1
+            for sym, t in edges.get(q, {}).items():
+                if t in live and t not in seen:
+                    seen.add(t)
+                    order.append(t)
+        alts = []
+        if dfa["start"] in dfa["accept"]:
+            alts.append(f"{open_} {close}")
+        for q in order:
+            for sym, t in edges.get(q, {}).items():
+                if t not in live:
+                    continue
+                if q == dfa["start"]:
+                    ctx.rules[nt(t)].append(f"{open_} {sym}")
+                if q in state_name or q != dfa["start"]:
+                    pass
+        # transitions from non-initial prefix states: L_t -> L_q COMMA sym (for q reached by >= 1 element)
+        reached = {}
+        for q in order:
+            for sym, t in edges.get(q, {}).items():
+                if t in live:
+                    reached.setdefault(t, True)
+        for q in order:
+            if q not in reached:
+                continue
+            for sym, t in edges.get(q, {}).items():
+                if t in live:
+                    ctx.rules[nt(t)].append(f"{nt(q)} COMMA {sym}")
+        for q in reached:
+            if q in dfa["accept"]:
+                alts.append(f"{nt(q)} {close}")
+        return ctx.add_rule(name, alts)
+
+    # ---- objects -----------------------------------------------------------
+    def object(self, s, ptr) -> str:
+        ctx = self.ctx
+        props = s.get("properties", {}) or {}
+        if not isinstance(props, dict):
+            _fail(ctx, _ptr_join(ptr, "properties"), "keyword 'properties' must be an object")
+        required = s.get("required", [])
+        if not isinstance(required, list):
+            required = []
+        pprops = s.get("patternProperties", {}) or {}
+        addl = s.get("additionalProperties", True)
+        pnames = s.get("propertyNames")
+        names = list(props)
+        for r in required:
+            if r not in props:
+                props = dict(props)
+                props[r] = True
+                names.append(r)
+        # pattern properties → string patterns
+        pat_bodies = []
+        for p, sub in pprops.items():
+            try:
+                pat_bodies.append((pattern_body(p), p, sub))
+            except _Unsupported as exc:
+                ctx.unsupported(_ptr_join(ptr, "patternProperties", p), "patternProperties", f"with {exc}")
+        key_spec_extra = None
+        if pnames not in (None, True, {}):
+            ks = _deref(ctx, pnames, _ptr_join(ptr, "propertyNames"))
+            if isinstance(ks, dict) and set(ks) - ANNOTATIONS <= {"pattern", "type", "minLength", "maxLength",
+                                                                  "format"}:
+                key_spec_extra = self.string_spec(ks, _ptr_join(ptr, "propertyNames"))
+            else:
+                ctx.unsupported(_ptr_join(ptr, "propertyNames"), "propertyNames", "other than pattern/length")
+        members = []  # (symbol, name or None, required)
+        for n in names:
+            if key_spec_extra is not None and not _lit_matches_spec(n, key_spec_extra):
+                if n in required:
+                    _fail(ctx, ptr, f"required property {n!r} violates propertyNames")
+                continue
+            sub = props[n]
+            matching = [sp for b, p, sp in pat_bodies if re.search(p, n)]
+            if matching:
+                sub = {"allOf": [sub] + matching}
+            vrule = self.try_value(sub, _ptr_join(ptr, "properties", n))
+            if vrule is None:
+                if n in required:
+                    _fail(ctx, _ptr_join(ptr, "properties", n), "required property has no valid value")
+                continue
+            keyr = ctx.scalar(_Pos(str_lits={n}))
+            members.append((self.member_rule(keyr, vrule), n, n in required))
+        extra_syms = []
+        declared = frozenset(names)
+        forbid = frozenset(b for b, _p, _s in pat_bodies)
+        if len(pat_bodies) > 1:
+            ctx.unsupported(_ptr_join(ptr, "patternProperties"), "patternProperties", "with more than one pattern")
+            pat_bodies = pat_bodies[:1]
+            forbid = frozenset(b for b, _p, _s in pat_bodies)
+        for body, p, sub in pat_bodies:
+            vrule = self.try_value(sub, _ptr_join(ptr, "patternProperties", p))
+            if vrule is None:
+                continue
+            spec = StrSpec(pattern=body, exclude=declared, ptr=_ptr_join(ptr, "patternProperties", p))
+            if key_spec_extra is not None:
+                ctx.unsupported(ptr, "propertyNames", "together with patternProperties")
+            extra_syms.append(self.member_rule(ctx.scalar(_Pos(strs=[spec])), vrule))
+        if addl is not False:
+            vrule = self.try_value(addl, _ptr_join(ptr, "additionalProperties"))
+            if vrule is not None:
+                base = key_spec_extra or StrSpec()
+                spec = StrSpec(base.lo, base.hi, base.pattern, forbid=forbid, exclude=declared,
+                               ptr=_ptr_join(ptr, "additionalProperties"))
+                extra_syms.append(self.member_rule(ctx.scalar(_Pos(strs=[spec])), vrule))
+        minp = s.get("minProperties", 0) or 0
+        maxp = s.get("maxProperties")
+        if minp > MAX_COUNT or (maxp is not None and maxp > MAX_COUNT):
+            ctx.unsupported(ptr, "maxProperties" if maxp else "minProperties", f"above {MAX_COUNT}")
+            minp, maxp = 0, None
+        cap = max(minp, (maxp + 1) if maxp is not None else 0)
+        counting = minp > 0 or maxp is not None
+        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr)
+        name = self.sequence("LBRACE", "RBRACE", dfa)
+        if name is None:
+            _fail(ctx, ptr, "object schema has no valid instance")
+        self.obj_dfas[name] = dfa
+        return name
+
+    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr):
+        order = self.ctx.order
+        n = len(members)
+        if order == "any" and n > MAX_ANY_ORDER:
+            msg = f"property_order='any' with {n} > {MAX_ANY_ORDER} properties"
+            if self.ctx.lenient:
+                self.ctx.warnings.append(f"{ptr or '/'}: {msg} (schema order used)")
+                order = "schema"
+            else:
+                _fail(self.ctx, ptr, msg)
+        edges = {}
+        accept = set()
+
+        def cnt(c):
+            return min(c + 1, cap) if counting else 0
+
+        def ok_count(c):
+            return not counting or (c >= minp and (maxp is None or c <= maxp))
+
+        if order == "schema":
+            # state (i, c): next declared member index to consider, members so far (capped)
+            start = (0, 0)
+            todo = [start]
+            seen = {start}
+            while todo:
+                i, c = todo.pop()
+                out = edges.setdefault((i, c), {})
+                if counting and maxp is not None and c > maxp:
+                    continue
+                for j in range(i, n):
+                    out[members[j][0]] = (j + 1, cnt(c))
+                    if members[j][2]:
+                        break
+                for sym in extra_syms:
+                    out[sym] = (i, cnt(c))
+                if all(not m[2] for m in members[i:]) and ok_count(c):
+                    accept.add((i, c))
+                for t in out.values():
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            return {"start": start, "accept": accept, "edges": edges}
+        start = (frozenset(), 0)
+        todo = [start]
+        seen = {start}
+        req = frozenset(m[1] for m in members if m[2])
+        while todo:
+            used, c = todo.pop()
+            out = edges.setdefault((used, c), {})
+            if counting and maxp is not None and c > maxp:
+                continue
+            for sym, nm, _r in members:
+                if nm not in used:
+                    out[sym] = (used | {nm}, cnt(c))
+            for sym in extra_syms:
+                out[sym] = (used, cnt(c))
+            if req <= used and ok_count(c):
+                accept.add((used, c))
+            for t in out.values():
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return {"start": start, "accept": accept, "edges": edges}
+
+    def try_value(self, sub, ptr):
+        try:
+            return self.value(sub, ptr)
+        except GrammarError as exc:
+            if "no valid instance" in str(exc) or "admits no value" in str(exc):
+                return None
+            raise
+
+    # ---- arrays ------------------------------------------------------------
+    def array(self, s, ptr) -> str:
+        ctx = self.ctx
+        prefix = s.get("prefixItems")
+        items = s.get("items", True)
+        rest = items
+        if isinstance(items, list):
+            prefix = items
+            rest = s.get("additionalItems", True)
+        elif prefix is None:
+            prefix = []
+        mn = int(s.get("minItems", 0) or 0)
+        mx = s.get("maxItems")
+        mx = int(mx) if mx is not None else None
+        if mx is not None and mx < mn:
+            _fail(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
+        if mn > MAX_COUNT or (mx is not None and mx > MAX_COUNT):
+            ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_COUNT else "minItems", f"above {MAX_COUNT}")
+            mn = min(mn, MAX_COUNT)
+            mx = None if mx is None or mx > MAX_COUNT else mx
+        syms = []
+        for i, sub in enumerate(prefix):
+            syms.append(self.try_value(sub, _ptr_join(ptr, "prefixItems" if "prefixItems" in s else "items", i)))
+        rest_sym = None if rest is False else self.try_value(rest, _ptr_join(ptr, "items"))
+        edges = {}
+        accept = set()
+        k = len(syms)
+        limit = max(mn, k) if mx is None else mx
+        for i in range(limit + 1):
+            out = edges.setdefault(i, {})
+            if i >= mn:
+                accept.add(i)
+            if mx is not None and i >= mx:
+                continue
+            sym = syms[i] if i < k else rest_sym
+            if sym is None:
+                continue
+            if i == limit:  # unbounded tail
+                out[sym] = i
+            else:
+                out[sym] = i + 1
+        name = self.sequence("LSQB", "RSQB", {"start": 0, "accept": accept, "edges": edges})
+        if name is None:
+            _fail(ctx, ptr, "array schema has no valid instance")
+        return name
+
+
+def _type_of(v):
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _disjoint_by_value(a: dict, b: dict) -> bool:
+    """Cheap sufficient test that two schemas share no instance."""
+    va = [a["const"]] if "const" in a else a.get("enum")
+    vb = [b["const"]] if "const" in b else b.get("enum")
+    if va is not None and vb is not None and isinstance(va, list) and isinstance(vb, list):
+        return not any(_json_eq(x, y) for x in va for y in vb)
+    pa, pb = a.get("properties") or {}, b.get("properties") or {}
+    for name in set(pa) & set(pb):
+        if name in (a.get("required") or []) and name in (b.get("required") or []):
+            x, y = pa[name], pb[name]
+            if isinstance(x, dict) and isinstance(y, dict) and _disjoint_by_value(x, y):
+                return True
+    for name in set(a.get("required") or []):
+        if b.get("additionalProperties") is False and name not in pb:
+            return True
+    for name in set(b.get("required") or []):
+        if a.get("additionalProperties") is False and name not in pa:
+            return True
+    return False
+
+
+def _int_bounds(ns):
+    lo = None if ns.lo is None else ns.lo + (1 if ns.lo_open else 0)
+    hi = None if ns.hi is None else ns.hi - (1 if ns.hi_open else 0)
+    return lo, hi
+
+
+def _lit_matches_spec(s: str, spec: StrSpec) -> bool:
+    if len(s) < spec.lo or (spec.hi is not None and len(s) > spec.hi):
+        return False
+    enc = encode_string(s)
+    if spec.pattern is not None and not re.fullmatch('"' + spec.pattern + '"', enc):
+        return False
+    for f in spec.forbid:
+        if re.fullmatch('"' + f + '"', enc):
+            return False
+    if s in spec.exclude:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------
+# terminal resolution
+# --------------------------------------------------------------------------
+
+def _byte_dfa(regex: str):
+    from localgcd.lexer.dfa import determinize
+    from localgcd.lexer.nfa import NFA
+
+    nfa = NFA()
+    start = nfa.add_regex(regex, 0)
+    return determinize(nfa, [start], [0])
+
+
+def _relation(a, b):
+    """(intersect, a ⊆ b) for two trim byte DFAs."""
+    import numpy as np  # noqa: F401
+
+    seen = {(0, 0)}
+    todo = [(0, 0)]
+    inter = False
+    subset = True
+    while todo:
+        p, q = todo.pop()
+        ap = a.accept[p] >= 0
+        bq = q >= 0 and b.accept[q] >= 0
+        if ap and bq:
+            inter = True
+        if ap and not bq:
+            subset = False
+        ta = a.transitions[p]
+        tb = b.transitions[q] if q >= 0 else None
+        for byte in range(256):
+            p2 = int(ta[byte])
+            if p2 < 0:
+                continue
+            q2 = int(tb[byte]) if tb is not None else -1
+            if (p2, q2) not in seen:
+                seen.add((p2, q2))
+                todo.append((p2, q2))
+        if inter and not subset:
+            break
+    return inter, subset
+
+
+class _Resolver:
+    def __init__(self, ctx: _Ctx):
+        self.ctx = ctx
+        self.terms: dict[str, str] = {}  # name -> definition line
+        ctx.terms = self.terms
+
+    def run(self):
+        ctx = self.ctx
+        positions = ctx.positions
+        str_lits, num_lits, patterns = set(), set(), {}
+        bounds_len = {0}
+        int_cuts, dec_cuts = set(), set()
+        any_num = False
+        for pos in positions.values():
+            str_lits |= pos.str_lits
+            num_lits |= pos.num_lits
+            for sp in pos.strs:
+                if sp.pattern is not None:
+                    patterns.setdefault(sp.pattern, sp.ptr)
+                for f in sp.forbid:
+                    patterns.setdefault(f, sp.ptr)
+                str_lits |= sp.exclude
+                if sp.pattern is None:
+                    bounds_len.add(sp.lo)
+                    if sp.hi is not None:
+                        bounds_len.add(sp.hi + 1)
+            for ns in pos.nums:
+                any_num = True
+                for b in (ns.lo, ns.hi):
+                    if b is not None and not ns.integer:
+                        dec_cuts.add(b)
+                ilo, ihi = _int_bounds(ns)
+                if ilo is not None:
+                    int_cuts.add(ilo)
+                if ihi is not None:
+                    int_cuts.add(ihi + 1)
+        # string literal terminals (win every tie)
+        self.lit_name = {}
+        for i, s in enumerate(sorted(str_lits)):
+            name = f"S{i}"
+            self.lit_name[s] = name
+            self.terms[name] = f"{name}.9: {_lark_regex(re.escape(encode_string(s)))}"
+        # length atoms
+        cuts = sorted(bounds_len)
+        self.len_atoms = []
+        for i, lo in enumerate(cuts):
+            hi = cuts[i + 1] - 1 if i + 1 < len(cuts) else None
+            name = f"STR{i}"
+            rep = "{%d,%s}" % (lo, "" if hi is None else hi)
+            if hi is not None and lo == hi:
+                rep = "{%d}" % lo
+            self.terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + rep + chr(34))}'
+            self.len_atoms.append((lo, hi, name))
+        # pattern terminals: pairwise disjoint or nested
+        self.pat_name, self.pat_dfa = {}, {}
+        plist = sorted(patterns)
+        for i, body in enumerate(plist):
+            self.pat_name[body] = f"PAT{i}"
+            try:
+                self.pat_dfa[body] = _byte_dfa('"' + body + '"')
+            except Exception as exc:  # noqa: BLE001
+                _fail(ctx, patterns[body], f"keyword 'pattern' cannot be compiled: {exc}")
+        self.inside = {b: set() for b in plist}  # patterns nested inside b
+        depth = {b: 0 for b in plist}
+        for i, a in enumerate(plist):
+            for b in plist[i + 1:]:
+                inter, a_in_b = _relation(self.pat_dfa[a], self.pat_dfa[b])
+                if not inter:
+                    continue
+                _, b_in_a = _relation(self.pat_dfa[b], self.pat_dfa[a])
+                if a_in_b and b_in_a:
+                    continue  # same language (different spelling): treat as nested both ways
+                if a_in_b:
+                    self.inside[b].add(a)
+                elif b_in_a:
+                    self.inside[a].add(b)
+                else:
+                    ctx.unsupported(patterns[a], "pattern",
+                                    f"overlapping partially with the pattern at {patterns[b]}")
+        for b in plist:
+            depth[b] = self._depth(b, set())
+        for b in plist:
+            name = self.pat_name[b]
+            self.terms[name] = f"{name}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
+        self.pat_len_cache = {}
+        # numbers
+        self.int_atoms, self.dec_atoms = [], []
+        if any_num:
+            cuts = sorted(int_cuts)
+            edges = [None] + cuts
+            for i, lo in enumerate(edges):
+                hi = (cuts[i] - 1) if i < len(cuts) else None
+                if lo is not None and hi is not None and lo > hi:
+                    continue
+                rx = int_range(lo, hi)
+                if rx is None:
+                    continue
+                name = f"INT{len(self.int_atoms)}"
+                self.terms[name] = f"{name}.5: {_lark_regex(rx)}"
+                self.int_atoms.append((lo, hi, name))
+            dcuts = sorted(dec_cuts)
+            pts = [None] + dcuts + [None]
+            for i in range(len(pts) - 1):
+                a, b = pts[i], pts[i + 1]
+                rx = dec_open(a, b)
+                if rx is not None:
+                    name = f"DEC{len(self.dec_atoms)}"
+                    self.terms[name] = f"{name}.4: {_lark_regex(rx)}"
+                    self.dec_atoms.append(("open", a, b, name))
+                if b is not None:
+                    name = f"DEC{len(self.dec_atoms)}"
+                    self.terms[name] = f"{name}.4: {_lark_regex(dec_point(b))}"
+                    self.dec_atoms.append(("point", b, b, name))
+            self.terms["EXPNUM"] = f"EXPNUM.4: {_lark_regex(EXP_NUMBER)}"
+        self.num_lit_name = {}
+        for i, v in enumerate(sorted(num_lits)):
+            name = f"NL{i}"
+            self.num_lit_name[v] = name
+            self.terms[name] = f"{name}.9: {_lark_regex(re.escape(v))}"
+        for rule, pos in positions.items():
+            ctx.rules[rule] = self.resolve(pos) or []
+            if not ctx.rules[rule]:
+                ctx.rules[rule] = ["NOTHING"]
+
+    def _depth(self, b, stack):
+        """Longest chain of patterns containing ``b``: inner patterns must win ties."""
+        outer = [c for c, ins in self.inside.items() if b in ins and c not in stack and c != b]
+        return 0 if not outer else 1 + max(self._depth(c, stack | {b}) for c in outer)
+
+    def pattern_lengths_within(self, body, lo, hi, ptr):
+        """True if every string of the pattern has length in [lo, hi]; False if none; else error."""
+        key = (body, lo, hi)
+        if key in self.pat_len_cache:
+            return self.pat_len_cache[key]
+        if lo == 0 and hi is None:
+            res = True
+        else:
+            rep = "{%d,%s}" % (lo, "" if hi is None else hi)
+            d = _byte_dfa('"' + UNIT + rep + '"')
+            inter, sub = _relation(self.pat_dfa[body], d)
+            if sub:
+                res = True
+            elif not inter:
+                res = False
+            else:
+                self.ctx.unsupported(ptr, "maxLength" if hi is not None else "minLength",
+                                     "together with a pattern/format whose strings straddle the bound")
+                res = True
+        self.pat_len_cache[key] = res
+        return res
+
+    def resolve(self, pos: _Pos) -> list[str]:
+        out = []
+        for w in sorted(pos.words):
+            out.append({"true": '"true"', "false": '"false"', "null": '"null"'}[w])
+        lits = set(pos.str_lits)
+        for sp in pos.strs:
+            for s in self.lit_name:
+                if _lit_matches_spec(s, sp):
+                    lits.add(s)
+            if sp.pattern is not None:
+                allowed = {sp.pattern} | self._all_inside(sp.pattern)
+                for b in allowed:
+                    if b in sp.forbid:
+                        continue
+                    if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
+                        out.append(self.pat_name[b])
+            else:
+                for lo, hi, name in self.len_atoms:
+                    if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
+                        out.append(name)
+                for b, name in self.pat_name.items():
+                    if b in sp.forbid or any(b in self._all_inside(f) for f in sp.forbid):
+                        continue
+                    if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
+                        out.append(name)
+        out += [self.lit_name[s] for s in sorted(lits)]
+        for ns in pos.nums:
+            ilo, ihi = _int_bounds(ns)
+            if ilo is not None and ihi is not None and ilo > ihi:
+                pass
+            for lo, hi, name in self.int_atoms:
+                if ilo is not None and ihi is not None and ilo > ihi:
+                    break
+                if (ilo is None or (lo is not None and lo >= ilo)) and \
+                        (ihi is None or (hi is not None and hi <= ihi)):
+                    out.append(name)
+            if not ns.integer:
+                for kind, a, b, name in self.dec_atoms:
+                    if kind == "point":
+                        inside = (ns.lo is None or a > ns.lo or (a == ns.lo and not ns.lo_open)) and \
+                                 (ns.hi is None or a < ns.hi or (a == ns.hi and not ns.hi_open))
+                    else:
+                        inside = (ns.lo is None or (a is not None and a >= ns.lo)) and \
+                                 (ns.hi is None or (b is not None and b <= ns.hi))
+                    if inside:
+                        out.append(name)
+                if ns.lo is None and ns.hi is None:
+                    out.append("EXPNUM")
+            for v, name in self.num_lit_name.items():
+                x = float(v)
+                if ns.integer and not x.is_integer():
+                    continue
+                if (ns.lo is None or x > ns.lo or (x == ns.lo and not ns.lo_open)) and \
+                        (ns.hi is None or x < ns.hi or (x == ns.hi and not ns.hi_open)):
+                    out.append(name)
+        for v in pos.num_lits:
+            out.append(self.num_lit_name[v])
+        return list(dict.fromkeys(out))
+
+    def _all_inside(self, b):
+        res, todo = set(), [b]
+        while todo:
+            x = todo.pop()
+            for y in self.inside.get(x, ()):
+                if y not in res and y != b:
+                    res.add(y)
+                    todo.append(y)
+        return res
+
+
+# --------------------------------------------------------------------------
+# front door
+# --------------------------------------------------------------------------
+
+def _load_schema(schema, source):
+    if isinstance(schema, type):
+        if hasattr(schema, "model_json_schema"):
+            return schema.model_json_schema()
+        raise GrammarError("a class must be a Pydantic model (model_json_schema)", source=source)
+    if isinstance(schema, (str, bytes)):
+        text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(f"schema is not JSON: {exc.msg}",
+                               source=source, line=exc.lineno, column=exc.colno) from None
+    if isinstance(schema, dict) and schema.get("type") == "json_schema" and isinstance(schema.get("json_schema"),
+                                                                                     dict):
+        schema = schema["json_schema"].get("schema", True)
+    if not isinstance(schema, (dict, bool)):
+        raise GrammarError(f"a schema must be an object or a boolean, not {type(schema).__name__}",
+                           source=source)
+    return schema
+
+
+def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
+                   property_order: str = "schema", source: str = "<schema>") -> SchemaTranslation:
+    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc."""
+    if whitespace not in ("default", "compact"):
+        raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
+    if property_order not in ("schema", "any"):
+        raise GrammarError(f"{source}: property_order must be 'schema' or 'any', not {property_order!r}")
+    schema = _load_schema(schema, source)
+    ctx = _Ctx(schema, source, lenient, whitespace, property_order)
+    tr = _Translator(ctx)
+    try:
+        root = tr.value(schema, "")
+    except RecursionError:
+        raise GrammarError(f"{source}: schema nesting too deep") from None
+    _Resolver(ctx).run()
+    # drop rules that can produce nothing (e.g. positions with no terminal)
+    for name, alts in ctx.rules.items():
+        new_alts = []
+        for a in alts:
+            m = re.match(r"@(\w+)@ (.*)", a)
+            if m:
+                new_alts += [f"{k} {m.group(2)}" for k in ctx.rules[m.group(1)]]
+            else:
+                new_alts.append(a)
+        ctx.rules[name] = new_alts
+    lines = [f"start: {root}"]
+    terms = dict(_Resolver_terms(ctx))
+    for name, alts in ctx.rules.items():
+        alts = [a for a in alts if a]
+        if not alts:
+            alts = ["NOTHING"]
+        lines.append(f"{name}: " + "\n    | ".join(alts))
+    sep = "/ ?/" if whitespace == "default" else ""
+    if whitespace == "default":
+        lines.append('COMMA: /, ?/')
+        lines.append('COLON: /: ?/')
+    else:
+        lines.append('COMMA: ","')
+        lines.append('COLON: ":"')
+    del sep
+    lines += ['LBRACE: "{"', 'RBRACE: "}"', 'LSQB: "["', 'RSQB: "]"']
+    lines += list(terms.values())
+    text = "\n".join(lines) + "\n"
+    if "NOTHING" in text:
+        text += 'NOTHING: /\\x00\\x01never/\n'
+    return SchemaTranslation(text, tuple(ctx.warnings))
+
+
+def _Resolver_terms(ctx):  # terms are stashed on the ctx by the resolver
+    return ctx.terms.items()
