@@ -1,7 +1,7 @@
 """MaskBench protocol over /work/shared/data/jsonschema/maskbench-dev (or --data DIR).
 
 For each schema and engine: compile (time to first mask, cold: localgcd with
-cache_dir=False), then force every test instance, serialized as
+use_cache=False), then force every test instance, serialized as
 ``json.dumps(data, indent=None, ensure_ascii=False)`` and tokenized with the
 Llama-3 tokenizer (llama-bpe), token by token; the instance is accepted when
 every token is in the mask and the matcher accepts at the end.  A schema
@@ -46,12 +46,12 @@ def _tokenizer_and_vocab():
 # ---------------------------------------------------------------- engines
 def run_localgcd(schema, instances):
     import localgcd
-    from localgcd.json_schema import schema_to_lark
+    from localgcd.grammar.json_schema import schema_to_lark
 
     vocab = _STATE["vocab"]
     t0 = time.perf_counter()
     tr = schema_to_lark(schema, property_order=_STATE.get("order", "any"))
-    g = localgcd.compile_grammar(tr.lark, vocab, cache_dir=False)
+    g = localgcd.compile_grammar(tr.lark, vocab, use_cache=False)
     m = g.matcher()
     m.allowed_token_mask()
     ttfm = time.perf_counter() - t0

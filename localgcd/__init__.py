@@ -9,7 +9,7 @@
 """
 
 from localgcd.compiler.compiled import CompiledGrammar
-from localgcd.compiler.compiler import Compiler, compile_grammar
+from localgcd.compiler.compiler import Compiler, compile_grammar, compile_json_schema
 from localgcd.errors import (
     CacheWarning,
     GrammarError,
@@ -49,6 +49,7 @@ __all__ = [
     "Vocabulary",
     "VocabularyError",
     "compile_grammar",
+    "compile_json_schema",
     "generate",
     "load_model",
     "load_vocabulary",

@@ -1,4 +1,4 @@
-"""JSON Schema front end (localgcd.json_schema): language = schema's, masks exact, errors named.
+"""JSON Schema front end (localgcd.grammar.json_schema): language = schema's, masks exact, errors named.
 
 * For hand-written schemas (one or more per keyword) and a sample of the
   maskbench-dev schemas, every valid instance, serialized compactly and with
@@ -22,7 +22,7 @@ import pytest
 
 import localgcd
 from localgcd.errors import GrammarError
-from localgcd.json_schema import schema_to_lark
+from localgcd.grammar.json_schema import schema_to_lark
 from localgcd.vocab import Vocabulary
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -34,7 +34,7 @@ MASKBENCH = Path("/work/shared/data/jsonschema/maskbench-dev")
 @functools.lru_cache(maxsize=None)
 def compiled(schema_json: str, order: str = "schema", whitespace: str = "default"):
     t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace)
-    return t, localgcd.compile_grammar(t.lark, BYTES, cache_dir=False)
+    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
 
 
 def accepts(g, text: str) -> bool:

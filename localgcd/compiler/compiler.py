@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +62,8 @@ class Compiler:
         return f"Compiler(cache={where!r})"
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
-                strict: bool = False, indenter: IndenterOptions | None = None) -> CompiledGrammar:
+                strict: bool = False, indenter: IndenterOptions | None = None,
+                **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
@@ -68,7 +71,7 @@ class Compiler:
         grammars.
         """
         check_format(fmt, source)
-        key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter))
+        key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())))
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION)
@@ -77,16 +80,16 @@ class Compiler:
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 return compiled
-        compiled = self.build(text, vocab, source, strict, indenter, fmt)
+        compiled = self.build(text, vocab, source, strict, indenter, fmt, **options)
         if self.use_cache:
             self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
-              indenter: IndenterOptions | None = None, fmt: str = "lark") -> CompiledGrammar:
+              indenter: IndenterOptions | None = None, fmt: str = "lark", **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache)."""
         t0 = time.perf_counter()
-        translation = to_lark(text, fmt, source)
+        translation = to_lark(text, fmt, source, **options)
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
@@ -151,6 +154,29 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache)
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter)
+
+
+def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
+                        property_order: str = "schema", source: str = "<schema>",
+                        cache_dir: str | Path | None = None, use_cache: bool = True) -> CompiledGrammar:
+    """Compile a JSON Schema (a dict, JSON text, a Pydantic model class, or OpenAI's ``response_format``).
+
+    A keyword that changes validity and is not enforced exactly is a :class:`GrammarError`
+    naming it and its JSON pointer; ``lenient=True`` makes those warnings.  ``whitespace``:
+    ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
+    ``"schema"`` (as listed) or ``"any"``.
+    """
+    text = schema if isinstance(schema, str) else _schema_text(schema)
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return default_compiler(str(root), use_cache).compile(
+        text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order)
+
+
+def _schema_text(schema: Any) -> str:
+    """A schema object as JSON text (the cache key); Pydantic models via ``model_json_schema()``."""
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    return json.dumps(schema, sort_keys=False, ensure_ascii=False)
 
 
 def _cache_key(*parts: str) -> str:

@@ -15,14 +15,15 @@ from typing import Any
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import gbnf_to_lark
+from localgcd.grammar.json_schema import schema_to_lark
 from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
 from localgcd.grammar.translation import Translation
 
 #: Format names, in the order help texts list them.
-FORMATS: tuple[str, ...] = ("lark", "gbnf", "regex", "choices")
+FORMATS: tuple[str, ...] = ("lark", "gbnf", "json_schema", "regex", "choices")
 
 #: File suffix → format (``--format`` overrides).
-SUFFIXES: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf"}
+SUFFIXES: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf", ".json": "json_schema"}
 
 
 def format_of_path(path: Path, shown: str | None = None) -> str:
@@ -45,6 +46,8 @@ def check_format(fmt: str, source: str = "<grammar>") -> str:
 def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> Translation:
     """Run the front end of ``fmt`` on ``text``."""
     check_format(fmt, source)
+    if fmt == "json_schema":  # options: lenient, whitespace, property_order
+        return replace(schema_to_lark(text, source=source, **options), user_text=text)
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
     if fmt == "lark":

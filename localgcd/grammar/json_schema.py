@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.translation import Translation
 
-__all__ = ["SchemaTranslation", "schema_to_lark"]
+__all__ = ["schema_to_lark"]
 
 ANNOTATIONS = frozenset({
     "title", "description", "examples", "example", "$schema", "$id", "id", "default", "$comment",
@@ -67,12 +68,6 @@ VALIDATION_KEYWORDS = frozenset({
 MAX_ANY_ORDER = 12
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
-
-
-@dataclass(frozen=True)
-class SchemaTranslation:
-    lark: str
-    warnings: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------
@@ -1669,7 +1664,7 @@ def _load_schema(schema, source):
 
 
 def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
-                   property_order: str = "schema", source: str = "<schema>") -> SchemaTranslation:
+                   property_order: str = "schema", source: str = "<schema>") -> Translation:
     """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc."""
     if whitespace not in ("default", "compact"):
         raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
@@ -1713,7 +1708,7 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     text = "\n".join(lines) + "\n"
     if "NOTHING" in text:
         text += 'NOTHING: /\\x00\\x01never/\n'
-    return SchemaTranslation(text, tuple(ctx.warnings))
+    return Translation(text, warnings=tuple(ctx.warnings))
 
 
 def _Resolver_terms(ctx):  # terms are stashed on the ctx by the resolver
