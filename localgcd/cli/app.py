@@ -1,47 +1,47 @@
-"""The ``localgcd`` command line (typer + rich).
+"""The ``localgcd`` command line: the typer app and its commands.
 
-Text goes to stdout, diagnostics to stderr.  A user error (unknown model or
-grammar, unreadable file, grammar error, prompt too long, ...) is one red line
-on stderr and exit status 2, never a traceback.
+Each command parses its options, calls the library and hands the printing to
+:mod:`~localgcd.cli.console` (errors, warnings, JSON), :mod:`~localgcd.cli.render`
+(tables, numbers) and :mod:`~localgcd.cli.progress` (the spinner).  One
+:class:`~localgcd.Compiler` per run, so its cache is opened (and an
+unwritable cache reported) once.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import threading
 import time
-from contextlib import contextmanager
+import warnings
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Optional
 
 import typer
 
-from localgcd.errors import LocalgcdError
-from localgcd.user_files import read_user_file
-
-EXIT_OK = 0
-EXIT_INCOMPLETE = 1  # generation stopped before the text was complete / check: not in the language
-EXIT_USER_ERROR = 2  # usage error, unknown model or grammar, unreadable file, grammar error, ...
-EXIT_INTERRUPTED = 130  # Ctrl-C
-
-EXIT_CODES_HELP = (
-    "Exit status: 0 ok; 1 the output is incomplete (max tokens or the context ran out before "
-    "the text was a complete sentence of the grammar) or, for check, the text is not in the "
-    "language; 2 usage or user error (bad option, unknown model or grammar name, unreadable "
-    "file, grammar error, prompt longer than the context); 130 interrupted (Ctrl-C)."
+from localgcd.cli import render
+from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
+from localgcd.cli.console import (
+    EXIT_CUT,
+    EXIT_INCOMPLETE,
+    caret,
+    error,
+    interrupted,
+    note,
+    one_line_warnings,
+    print_caret,
+    print_json,
+    user_errors,
+    warning,
 )
-
-ENV_HELP = (
-    "Environment: LOCALGCD_CACHE (cache directory, default ~/.cache/localgcd), LOCALGCD_MODELS "
-    "(user models.toml, default models.toml in the platform config directory)."
-)
+from localgcd.cli.progress import with_spinner
+from localgcd.cli.usage import EPILOG, SUBCOMMAND_EPILOG, Command, Group
+from localgcd.errors import GrammarWarning, LocalgcdError
+from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 app = typer.Typer(
     name="localgcd",
+    cls=Group,
     help="Exact grammar-constrained generation with local GGUF models (llama.cpp).",
-    epilog=f"{EXIT_CODES_HELP}\n\n{ENV_HELP}",
+    epilog=EPILOG,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -49,73 +49,29 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 cache_app = typer.Typer(
+    cls=Group,
     help="Inspect or clear the cache of compiled grammar tables.",
-    epilog=EXIT_CODES_HELP,
+    epilog=SUBCOMMAND_EPILOG,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-app.add_typer(cache_app, name="cache")
+app.add_typer(cache_app, name="cache", short_help="Show or clear the cache of compiled tables")
+
+GRAMMAR_HELP = "A grammar name (see 'localgcd grammars') or a .lark file."
+MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the models.toml default."
+STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."
 
 
-# --------------------------------------------------------------------------- helpers
+def _compiler():
+    from localgcd.compiler.compiler import Compiler
+
+    return Compiler()
 
 
-def _err_console():
-    from rich.console import Console
-
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
-
-
-def _out_console():
-    from rich.console import Console
-
-    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
-
-
-def _error(message: str) -> None:
-    """One red line on stderr."""
-    from rich.markup import escape
-
-    _err_console().print(f"[red]error:[/red] {escape(message)}")
-
-
-def _note(message: str) -> None:
-    from rich.markup import escape
-
-    _err_console().print(f"[dim]{escape(message)}[/dim]")
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn user errors and Ctrl-C into one line and the documented exit status."""
-    try:
-        yield
-    except LocalgcdError as exc:
-        _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        raise typer.Exit(EXIT_USER_ERROR) from None
-    except KeyboardInterrupt:
-        try:
-            sys.stdout.flush()
-        except OSError:
-            pass  # stdout may already be gone; the message below still goes to stderr
-        _error("interrupted")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except BrokenPipeError:
-        # stdout was closed (e.g. `| head`): stop quietly.
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - avoid a second error at exit
-        except OSError:
-            pass
-        raise typer.Exit(EXIT_OK) from None
-
-
-def _read_text_arg(value: str, what: str) -> str:
-    """``-`` reads stdin; anything else is the text itself."""
-    if value == "-":
-        return sys.stdin.read()
-    return value
+def _compile(compiler, src, vocab, strict: bool, label: str):  # noqa: ANN001
+    return with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source, strict=strict)
 
 
 def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
@@ -124,7 +80,7 @@ def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
     v = value.strip().lower()
     if v in ("auto", ""):
         return "auto"
-    if v in ("all",):
+    if v == "all":
         return -1
     try:
         n = int(v)
@@ -135,183 +91,150 @@ def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
     return n
 
 
-def _print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-
-
-def _call_with_spinner(label: str, fn, *args: Any, **kwargs: Any) -> Any:
-    """Run ``fn`` in a worker thread; show a rich progress bar on stderr once it
-    has taken more than a second (only on a terminal)."""
-    box: dict[str, Any] = {}
-    progress_state = {"done": 0, "total": None}
-
-    def progress_cb(done: int, total: int | None = None) -> None:
-        progress_state["done"] = done
-        progress_state["total"] = total
-
-    import inspect
-
-    try:
-        accepts_progress = "progress" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        accepts_progress = False
-    if accepts_progress:
-        kwargs = dict(kwargs, progress=progress_cb)
-
-    def work() -> None:
-        try:
-            box["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # re-raised in the main thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(1.0)
-    if worker.is_alive():
-        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        console = _err_console()
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                      TimeElapsedColumn(), console=console, transient=True,
-                      disable=not console.is_terminal) as progress:
-            task = progress.add_task(label, total=None)
-            while worker.is_alive():
-                worker.join(0.1)
-                total = progress_state["total"]
-                if total:
-                    progress.update(task, total=total, completed=progress_state["done"])
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def _byte_vocabulary():
-    """256 single-byte tokens and one end token (id 256): exact byte-level checking."""
-    from localgcd.vocab import Vocabulary
-
-    return Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
-
-
 # --------------------------------------------------------------------------- generate
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Generate text in a grammar's language")
 def generate(
     prompt: str = typer.Argument(..., metavar="PROMPT", help="The prompt text ('-' reads it from stdin)."),
-    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE",
-                                help="A grammar name from grammars/ (see `localgcd grammars`) or a .lark file."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
-                                        help="A model name from models.toml (see `localgcd models`) or a .gguf file; "
-                                             "default: the models.toml default."),
-    max_tokens: int = typer.Option(256, "--max-tokens", "-n", min=1,
-                                   help="Stop after this many tokens; if the text is not complete by then, "
-                                        "exit status 1."),
-    temperature: float = typer.Option(0.8, "--temperature", "-t", min=0.0,
+    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help=GRAMMAR_HELP),
+    model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
+    max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
+                                   help="Stop after N generated tokens."),
+    temperature: float = typer.Option(DEFAULT_SAMPLING.temperature, "--temperature", "-t", min=0.0, metavar="T",
                                       help="Sampling temperature; 0 = greedy."),
-    top_p: float = typer.Option(0.95, "--top-p", min=0.0, max=1.0, help="Nucleus sampling: keep this much probability mass."),
-    top_k: int = typer.Option(40, "--top-k", min=0, help="Keep the k most likely allowed tokens (0 = all)."),
-    min_p: float = typer.Option(0.05, "--min-p", min=0.0, max=1.0,
-                                help="Drop tokens less likely than min-p times the most likely one."),
-    seed: Optional[int] = typer.Option(None, "--seed", "-s", help="Random seed (default: random; --json reports it)."),
+    top_p: float = typer.Option(DEFAULT_SAMPLING.top_p, "--top-p", min=0.0, max=1.0, metavar="P",
+                                help="Nucleus sampling: keep this much probability mass."),
+    top_k: int = typer.Option(DEFAULT_SAMPLING.top_k, "--top-k", min=0, metavar="K",
+                              help="Keep the K most likely allowed tokens (0 = all)."),
+    min_p: float = typer.Option(DEFAULT_SAMPLING.min_p, "--min-p", min=0.0, max=1.0, metavar="P",
+                                help="Drop tokens less likely than P times the most likely one."),
+    seed: Optional[int] = typer.Option(None, "--seed", "-s", metavar="SEED",
+                                       help="Random seed (default: random; --json reports it)."),
     n_gpu_layers: Optional[str] = typer.Option(None, "--n-gpu-layers", metavar="N|all|auto",
-                                               help="Layers to offload to the GPU (-1/all = all). Default: the "
-                                                    "model's entry, 'auto' = all when llama.cpp has GPU offload, else 0."),
-    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", min=16, help="Context length (prompt + output); default: the model's entry."),
+                                               help="Layers to offload to the GPU. Default: the model's entry; "
+                                                    "auto = all when llama.cpp can offload, else 0."),
+    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", min=16, metavar="N",
+                                        help="Context length, prompt + output (default: the model's entry)."),
     chat: Optional[bool] = typer.Option(None, "--chat/--no-chat",
-                                        help="Wrap the prompt in the model's chat template. Default: the model's "
-                                             "entry (for a .gguf path: yes when it has a template)."),
-    system: Optional[str] = typer.Option(None, "--system", help="A system message (with --chat)."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads for llama.cpp (default: its own choice)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (text, tokens, complete, timings, ...) "
+                                        help="Wrap the prompt in the model's chat template (default: the "
+                                             "model's entry; for a .gguf file, yes when it has one)."),
+    system: Optional[str] = typer.Option(None, "--system", metavar="TEXT", help="A system message (with --chat)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, metavar="N",
+                                          help="CPU threads for llama.cpp (default: its own choice)."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (text, finish_reason, timings, ...) "
                                                       "instead of streaming the text."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log and a timing summary on stderr."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log and a timing summary."),
 ) -> None:
-    """Generate text that is in the grammar's language.
+    """Generate text in the grammar's language.
 
-    The text streams to stdout as it is generated (no newline is added unless
+    The text streams to stdout as it is generated (a final newline only when
     stdout is a terminal); diagnostics go to stderr.  Generation stops when the
-    model ends the text (end tokens are allowed only when the text is a
+    model ends the text (end tokens are allowed only once the text is a
     complete sentence) or as soon as the grammar allows nothing but the end.
+    If the token limit or the context cuts it off first, stderr says so and
+    the exit status is 1 (the text is not complete) or 3 (it is).
     """
+    from localgcd.grammar.sources import resolve_grammar
     from localgcd.llama.generation import Generator
+    from localgcd.llama.loading import load_model
 
-    stream_out = not as_json
-    wrote_any = False
-    with _user_errors():
-        prompt_text = _read_text_arg(prompt, "prompt")
+    with user_errors():
+        prompt_text = sys.stdin.read() if prompt == "-" else prompt
         layers = _parse_gpu_layers(n_gpu_layers)
-        gen = Generator(model, grammar, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
-        s = gen.stream(prompt_text, max_tokens=max_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
-                       min_p=min_p, seed=seed, chat=chat, system=system)
+        src = resolve_grammar(grammar)  # a bad name or file fails before the model loads
+        loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
+        t0 = time.perf_counter()
+        compiled = _compile(_compiler(), src, loaded.vocab, strict, f"compiling {src.name} for {loaded.spec.name}")
+        gen = Generator(loaded, compiled)
+        gen.compile_seconds, gen.grammar_name = time.perf_counter() - t0, src.name
+        stream = gen.stream(prompt_text, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                            top_k=top_k, min_p=min_p, seed=seed, chat=chat, system=system)
+        wrote = False
         try:
-            for piece in s:
-                if stream_out:
+            for piece in stream:
+                if not as_json:
                     sys.stdout.write(piece)
                     sys.stdout.flush()
-                    wrote_any = True
+                    wrote = wrote or bool(piece)
         except KeyboardInterrupt:
-            if wrote_any and stream_out:
+            # The stream keeps what was generated (finish_reason "interrupted"): --json still reports it.
+            if as_json and stream.result is not None:
+                print_json(_result_json(stream.result))
+            elif wrote:
                 sys.stdout.write("\n")
-            raise
-        result = s.result
+            raise interrupted() from None
+        result = stream.result
         assert result is not None
         if as_json:
-            d = result.to_dict()
-            out = {
-                "text": d["text"],
-                "tokens": d["n_tokens"],
-                "complete": d["complete"],
-                "stop_reason": d["stop_reason"],
-                "timings": d["timings"],
-                "token_ids": d["tokens"],
-                "prompt_tokens": d["prompt_tokens"],
-                "seed": d["seed"],
-                "model": d["model"],
-                "grammar": d["grammar"],
-                "gpu_offload": d["gpu_offload"],
-                "n_gpu_layers": d["n_gpu_layers"],
-            }
-            _print_json(out)
-        elif wrote_any and sys.stdout.isatty():
+            print_json(_result_json(result))
+        elif wrote and sys.stdout.isatty():
             sys.stdout.write("\n")
             sys.stdout.flush()
         if verbose:
             t = result.timings
-            _note(f"{len(result.tokens)} tokens, stop: {result.stop_reason}, seed {result.seed}; "
-                  f"compile {t['compile_s']}s, load {t['load_s']}s, {t['tokens_per_s']} tokens/s, "
-                  f"mask p50 {t['mask_p50_ms']} ms p99 {t['mask_p99_ms']} ms; "
-                  f"GPU offload {'on' if result.gpu_offload else 'off'}")
-        if not result.complete:
-            why = {"max_tokens": f"max tokens ({max_tokens}) reached",
-                   "context_full": f"the context ({gen.model.n_ctx} tokens) is full"}.get(result.stop_reason,
-                                                                                         result.stop_reason)
-            _error(f"incomplete output: {why} before the text was complete "
-                   f"({len(result.tokens)} tokens); raise --max-tokens")
-            raise typer.Exit(EXIT_INCOMPLETE)
+            note(f"{len(result.tokens)} tokens, {result.finish_reason} ({result.stop_reason}), seed {result.seed}; "
+                 f"compile {t['compile_s']}s, load {t['load_s']}s, {t['tokens_per_s']} tokens/s, "
+                 f"mask p50 {t['mask_p50_ms']} ms p99 {t['mask_p99_ms']} ms; "
+                 f"GPU offload {'on' if result.gpu_offload else 'off'}")
+        if result.finish_reason == "length":
+            if result.stop_reason == "context_full":
+                limit = f"the context is full ({loaded.n_ctx} tokens: {result.prompt_tokens} prompt, " \
+                        f"{len(result.tokens)} generated)"
+                fix = "raise --n-ctx or shorten the prompt"
+            else:
+                limit = f"--max-tokens {max_tokens} reached"
+                fix = "raise --max-tokens"
+            if not result.complete:
+                error(f"incomplete output: {limit} before the text was a complete sentence; {fix}")
+                raise typer.Exit(EXIT_INCOMPLETE)
+            warning(f"cut off: {limit}; the text is a complete sentence, but the model had not ended it; {fix}")
+            raise typer.Exit(EXIT_CUT)
+
+
+def _result_json(result) -> dict:  # noqa: ANN001
+    d = result.to_dict()
+    return {
+        "text": d["text"],
+        "finish_reason": d["finish_reason"],
+        "complete": d["complete"],
+        "stop_reason": d["stop_reason"],
+        "tokens": d["n_tokens"],
+        "timings": d["timings"],
+        "token_ids": d["tokens"],
+        "prompt_tokens": d["prompt_tokens"],
+        "seed": d["seed"],
+        "model": d["model"],
+        "grammar": d["grammar"],
+        "gpu_offload": d["gpu_offload"],
+        "n_gpu_layers": d["n_gpu_layers"],
+    }
 
 
 # --------------------------------------------------------------------------- compile
 
 
-@app.command("compile", epilog=EXIT_CODES_HELP)
+@app.command("compile", cls=Command, epilog=SUBCOMMAND_EPILOG,
+             short_help="Compile a grammar for a model into the cache")
 def compile_cmd(
-    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help="A grammar name or a .lark file."),
+    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help=GRAMMAR_HELP),
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the table sizes as one JSON object."),
 ) -> None:
-    """Compile a grammar for a model's vocabulary and fill the cache; print the table sizes.
+    """Compile a grammar for a model's vocabulary into the cache; print the table sizes.
 
     Only the model's vocabulary is read (no weights).  A later `generate` with
-    the same grammar and model loads the tables from the cache.
+    the same grammar and model loads the tables from the cache.  LALR
+    conflicts, resolved as lark resolves them, are listed (--strict: an error).
     """
-    from localgcd.compiler.compiler import compile_grammar
     from localgcd.grammar.sources import resolve_grammar
     from localgcd.llama.catalog import resolve_model
     from localgcd.llama.vocabulary import load_vocabulary
 
-    with _user_errors():
+    with user_errors():
         src = resolve_grammar(grammar)
         spec = resolve_model(model)
         path = spec.locate()
@@ -319,91 +242,55 @@ def compile_cmd(
         vocab = load_vocabulary(path)
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
-        compiled = _call_with_spinner(f"compiling {src.name} for {spec.name}", compile_grammar,
-                                      src.text, vocab, fmt=src.fmt, source=src.source)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            compiled = _compile(_compiler(), src, vocab, strict, f"compiling {src.name} for {spec.name}")
         t_compile = time.perf_counter() - t1
-        stats = dict(getattr(compiled, "stats", {}) or {})
-        info = {
-            "grammar": src.name,
-            "grammar_file": src.source,
-            "model": spec.name,
-            "model_file": str(path),
-            "vocab_size": len(vocab),
-            "vocab_s": round(t_vocab, 4),
-            "compile_s": round(t_compile, 4),
-            "stats": _jsonable(stats),
-        }
+        for w in caught:  # conflicts are listed below; anything else is shown as usual
+            if not (issubclass(w.category, GrammarWarning) and str(w.message).endswith(compiled.conflicts)):
+                warning(str(w.message))
+        from_cache = "cache_load" in compiled.timings
+        stats = dict(compiled.stats)
         if as_json:
-            _print_json(info)
+            print_json({
+                "grammar": src.name, "grammar_file": src.source, "model": spec.name, "model_file": str(path),
+                "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
+                "from_cache": from_cache, "conflicts": list(compiled.conflicts), "stats": render.jsonable(stats),
+            })
             return
-        from rich.table import Table
-
-        table = Table(title=f"{src.name} x {spec.name}", show_header=True, header_style="bold")
-        table.add_column("table")
-        table.add_column("size", justify="right")
-        for k, v in stats.items():
-            table.add_row(str(k), _fmt_stat(v))
-        con = _out_console()
-        con.print(table)
-        con.print(f"vocabulary: {len(vocab)} tokens (read in {t_vocab:.2f}s); compiled (or loaded from the cache) "
-                  f"in {t_compile:.2f}s")
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (str, int, float, bool)) or v is None:
-        return v
-    try:
-        import numpy as np
-
-        if isinstance(v, np.generic):
-            return v.item()
-    except ImportError:  # pragma: no cover
-        pass
-    return str(v)
-
-
-def _fmt_stat(v: Any) -> str:
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+        print(f"{src.name} for {spec.name}")
+        render.table(["table", "size"], [[str(k), render.stat(v)] for k, v in stats.items()])
+        if compiled.conflicts:
+            print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
+                  "(--strict makes them errors):")
+            for c in compiled.conflicts:
+                print(f"  {c}")
+        how = "loaded from the cache" if from_cache else "compiled"
+        print(f"vocabulary: {len(vocab):,} tokens, read in {render.seconds(t_vocab)}; "
+              f"tables {how} in {render.seconds(t_compile)}")
 
 
 # --------------------------------------------------------------------------- check
 
 
-def _line_col(data: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and column (in characters) of byte ``offset``."""
-    line = data.count(b"\n", 0, offset) + 1
-    start = data.rfind(b"\n", 0, offset) + 1
-    col = len(data[start:offset].decode("utf-8", errors="replace")) + 1
-    return line, col
-
-
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Check whether a text is in a grammar's language")
 def check(
     file: str = typer.Argument(..., metavar="FILE", help="The text to check ('-' reads stdin)."),
-    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help="A grammar name or a .lark file."),
+    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help=GRAMMAR_HELP),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
 ) -> None:
     """Is the text in FILE a sentence of the grammar?  If not, say where it fails.
 
-    The text is fed byte by byte to the same lexer and parser that constrain
-    generation, so the verdict is exactly what generation would allow.  Exit
-    status 0: in the language; 1: not (the first byte that cannot continue a
-    sentence, as FILE:LINE:COL, or "ends too early").
+    The bytes go through the same lexer and parser tables that constrain
+    generation, so the verdict is exactly what generation allows.  Exit status
+    0: in the language; 1: not (FILE:LINE:COL of the first byte that cannot
+    continue a sentence, or "ends before a complete sentence").
     """
-    from localgcd.compiler.compiler import compile_grammar
     from localgcd.grammar.sources import resolve_grammar
+    from localgcd.user_files import read_user_file
 
-    with _user_errors():
+    with user_errors():
         src = resolve_grammar(grammar)
         if file == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
@@ -411,46 +298,37 @@ def check(
         else:
             data = read_user_file(Path(file), file)
             shown = file
-        compiled = compile_grammar(src.text, _byte_vocabulary(), fmt=src.fmt, source=src.source)
-        m = compiled.matcher()
-        for i, b in enumerate(data):
-            if not m.advance(b):
-                line, col = _line_col(data, i)
-                ch = data[i:i + 1]
-                try:
-                    shown_ch = repr(data[i:].decode("utf-8")[0])
-                except UnicodeDecodeError:
-                    shown_ch = f"byte 0x{b:02x}"
-                except IndexError:  # pragma: no cover
-                    shown_ch = repr(ch)
-                if not quiet:
-                    line_text = data.split(b"\n")[line - 1].decode("utf-8", errors="replace").rstrip("\r")
-                    _error(f"{shown}:{line}:{col}: not in the language of {src.name}: unexpected {shown_ch}")
-                    sys.stderr.write(f"  {line_text}\n  {' ' * (col - 1)}^\n")
-                raise typer.Exit(EXIT_INCOMPLETE)
-        if not m.is_accepting():
-            line, col = _line_col(data, len(data))
+        compiled = _compile(_compiler(), src, text_vocabulary(), strict, f"compiling {src.name}")
+        verdict = check_bytes(compiled.matcher(), data)
+        if verdict.rejected_at is not None:
             if not quiet:
-                _error(f"{shown}:{line}:{col}: not in the language of {src.name}: the text ends before "
-                       f"a complete sentence")
+                line, col = line_col(data, verdict.rejected_at)
+                error(f"{shown}:{line}:{col}: not in the language of {src.name}: "
+                      f"unexpected {shown_char(data, verdict.rejected_at)}")
+                print_caret(caret(line_text(data, line), col))
+            raise typer.Exit(EXIT_INCOMPLETE)
+        if not verdict.complete:
+            if not quiet:
+                line, col = line_col(data, len(data))
+                error(f"{shown}:{line}:{col}: not in the language of {src.name}: "
+                      "the text ends before a complete sentence")
             raise typer.Exit(EXIT_INCOMPLETE)
         if not quiet:
-            sys.stdout.write(f"{shown}: ok ({len(data)} bytes in the language of {src.name})\n")
+            print(f"{shown}: ok ({render.plural(len(data), 'byte')} in the language of {src.name})")
 
 
 # --------------------------------------------------------------------------- models / grammars
 
 
-@app.command(epilog=EXIT_CODES_HELP)
-def models(
-    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
-) -> None:
-    """List the known models (models.toml and the user's file) and whether GPU offload is active."""
+@app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="List the known models and whether they are installed")
+def models(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
+    """List the known models (models.toml and yours), whether each is installed, and GPU offload."""
     from localgcd.llama.backend import gpu_offload_supported
     from localgcd.llama.catalog import load_catalog
+    from localgcd.llama.model_files import availability
     from localgcd.paths import user_models_file
 
-    with _user_errors():
+    with user_errors():
         catalog = load_catalog()
         try:
             gpu = gpu_offload_supported()
@@ -461,94 +339,43 @@ def models(
             spec = catalog.models[name]
             layers = spec.n_gpu_layers
             effective = -1 if layers == "auto" and gpu else (0 if layers == "auto" else int(layers))
-            status = _availability(spec)
+            status = availability(spec)
             rows.append({
-                "name": name,
-                "default": name == catalog.default,
-                "description": spec.description,
-                "source": spec.source_text(),
-                "available": status == "yes",
-                "status": status,
-                "chat": spec.chat,
-                "n_ctx": spec.n_ctx,
-                "n_gpu_layers": layers,
-                "offload_active": gpu and effective != 0,
+                "name": name, "default": name == catalog.default, "description": spec.description,
+                "source": spec.source_text(), "available": status == "yes", "status": status, "chat": spec.chat,
+                "n_ctx": spec.n_ctx, "n_gpu_layers": layers, "offload_active": gpu and effective != 0,
                 "defined_in": spec.defined_in,
             })
+        user_file = user_models_file()
         if as_json:
-            _print_json({
-                "gpu_offload_supported": gpu,
-                "models_files": [str(f) for f in catalog.files],
-                "user_models_file": str(user_models_file()),
-                "default": catalog.default,
-                "models": rows,
-            })
+            print_json({"gpu_offload_supported": gpu, "models_files": [str(f) for f in catalog.files],
+                        "user_models_file": str(user_file), "default": catalog.default, "models": rows})
             return
-        from rich.table import Table
-
-        table = Table(show_header=True, header_style="bold")
-        for col in ("name", "available", "chat", "n_ctx", "gpu layers", "description"):
-            table.add_column(col)
-        for r in rows:
-            gl = r["n_gpu_layers"]
-            gl_text = f"{gl} ({'on' if r['offload_active'] else 'off'})"
-            table.add_row(("* " if r["default"] else "  ") + r["name"], r["status"],
-                          {True: "yes", False: "no", None: "auto"}[r["chat"]], str(r["n_ctx"]), gl_text,
-                          r["description"])
-        con = _out_console()
-        con.print(table)
-        con.print(f"* default model.  GPU offload: {'supported' if gpu else 'not supported'} by this llama.cpp build"
-                  f" ({'layers are offloaded' if gpu else 'everything runs on the CPU'}).")
-        con.print(f"user models file: {user_models_file()}"
-                  f"{'' if user_models_file().exists() else ' (not present)'}")
+        render.table(
+            ["name", "chat", "n_ctx", "gpu layers", "available"],
+            [[("* " if r["default"] else "  ") + r["name"], {True: "yes", False: "no", None: "auto"}[r["chat"]],
+              str(r["n_ctx"]), f"{r['n_gpu_layers']} ({'on' if r['offload_active'] else 'off'})", r["status"]]
+             for r in rows])
+        print("* default.  GPU offload: " + ("supported by this llama.cpp build" if gpu else
+                                             "not supported by this llama.cpp build (CPU only)"))
+        print(f"your models file: {user_file}{'' if user_file.exists() else ' (not present)'}")
 
 
-def _availability(spec) -> str:
-    from localgcd.llama.model_files import availability
-
-    return availability(spec)
-
-
-@app.command()
-def grammars(
-    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
-) -> None:
-    """List the grammars shipped in grammars/ (usable as --grammar NAME)."""
+@app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="List the shipped grammars")
+def grammars(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
+    """List the grammars shipped with localgcd (usable as --grammar NAME)."""
     from localgcd.grammar.sources import grammars_dir, list_grammars
 
-    with _user_errors():
+    with user_errors():
         items = list_grammars()
         if as_json:
-            _print_json([{"name": g.name, "description": g.description, "path": str(g.path)} for g in items])
+            print_json([{"name": g.name, "description": g.description, "path": str(g.path)} for g in items])
             return
-        from rich.table import Table
-
-        table = Table(show_header=True, header_style="bold")
-        table.add_column("name")
-        table.add_column("description")
-        for g in items:
-            table.add_row(g.name, g.description)
-        con = _out_console()
-        con.print(table)
-        con.print(f"in {grammars_dir()}; --grammar also takes the path of a .lark file.")
+        render.table(["name", "description"], [[g.name, g.description] for g in items])
+        print(f"in {grammars_dir()}; --grammar also takes the path of a .lark file.")
 
 
 # --------------------------------------------------------------------------- cache
-
-
-def _cache_root() -> Path:
-    from localgcd.paths import cache_dir
-
-    return cache_dir()
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _tree_size(root: Path, skip: Path | None = None) -> int:
@@ -562,31 +389,47 @@ def _tree_size(root: Path, skip: Path | None = None) -> int:
     return total
 
 
-@cache_app.command("info")
-def cache_info(
-    as_json: bool = typer.Option(False, "--json", help="Print the numbers as JSON."),
-) -> None:
-    """Where the cache is, how many compiled tables it holds and their size."""
-    from localgcd.compiler import store as cache
+def _why_unwritable(path: Path) -> str:
+    """Why ``path`` cannot be written: an ancestor that is not a directory, or no permission."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"cannot be created: {probe} is not a directory"
+    return "not writable"
 
-    with _user_errors():
-        root = _cache_root()
-        tables = cache.info()
-        other = _tree_size(root, skip=Path(str(tables["path"])))
-        info = {"path": str(root), "tables_path": tables["path"], "entries": tables["entries"],
-                "bytes": tables["bytes"], "other_bytes": other}
+
+@cache_app.command("info", cls=Command, epilog=SUBCOMMAND_EPILOG,
+                   short_help="Where the cache is and what it holds")
+def cache_info(as_json: bool = typer.Option(False, "--json", help="Print the numbers as JSON.")) -> None:
+    """Where the cache is, whether it is writable, and how many table files it holds."""
+    with user_errors():
+        compiler = _compiler()
+        root, info = compiler.cache_root, compiler.store.info()
+        other = _tree_size(root, skip=Path(str(info["path"])))
+        writable = bool(info["writable"])
         if as_json:
-            _print_json(info)
+            print_json({"path": str(root), "tables_path": info["path"], "exists": root.is_dir(),
+                        "writable": writable, "files": info["files"], "grammar_entries": info["grammar_entries"],
+                        "vocabulary_tries": info["vocabulary_tries"], "partial_files": info["partial_files"],
+                        "bytes": info["bytes"], "other_bytes": other})
             return
-        con = _out_console()
-        con.print(f"cache: {root}{'' if root.exists() else ' (does not exist yet)'}")
-        con.print(f"compiled tables: {tables['entries']} entries, {_human(int(tables['bytes']))} "
-                  f"in {tables['path']}")
+        state = "" if root.is_dir() and writable else \
+            f" ({_why_unwritable(root)})" if not writable else " (does not exist yet)"
+        print(f"cache: {root}{state}")
+        parts = [render.plural(int(info["grammar_entries"]), "grammar table"),
+                 render.plural(int(info["vocabulary_tries"]), "vocabulary trie")]
+        if info["partial_files"]:
+            parts.append(render.plural(int(info["partial_files"]), "unfinished write"))
+        print(f"compiled tables: {render.plural(int(info['files']), 'file')} ({', '.join(parts)}), "
+              f"{render.human_bytes(int(info['bytes']))}, in {info['path']}")
         if other:
-            con.print(f"models and vocabularies: {_human(other)} (`cache clear --all` deletes them too)")
+            print(f"models and vocabularies: {render.human_bytes(other)} ('cache clear --all' deletes them too)")
+        if not writable:
+            print("compiled tables are kept in memory only; set LOCALGCD_CACHE to a writable directory")
 
 
-@cache_app.command("clear")
+@cache_app.command("clear", cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Delete the compiled tables")
 def cache_clear(
     all_: bool = typer.Option(False, "--all", help="Also delete assembled models and extracted vocabularies "
                                                    "(everything under the cache directory)."),
@@ -594,18 +437,18 @@ def cache_clear(
     """Delete the compiled tables (they are rebuilt on next use)."""
     import shutil
 
-    from localgcd.compiler import store as cache
-
-    with _user_errors():
-        root = _cache_root()
-        before = cache.info()
+    with user_errors():
+        compiler = _compiler()
+        root, before = compiler.cache_root, compiler.store.info()
         try:
-            removed = cache.clear()
+            removed = compiler.store.clear()
         except OSError as exc:
             raise LocalgcdError(f"cannot clear {before['path']}: {exc.strerror or exc}") from None
-        msg = f"removed {removed} compiled tables ({_human(int(before['bytes']))}) from {before['path']}"
+        msg = (f"removed {render.plural(removed, 'file')} ({render.human_bytes(int(before['bytes']))}) "
+               f"from {before['path']}")
         if all_ and root.is_dir():
             freed = _tree_size(root)
+            p = root
             try:
                 for p in root.iterdir():
                     if p.is_dir() and not p.is_symlink():
@@ -614,8 +457,8 @@ def cache_clear(
                         p.unlink()
             except OSError as exc:
                 raise LocalgcdError(f"cannot delete {p}: {exc.strerror or exc}") from None
-            msg += f"; and everything else under {root} ({_human(freed)})"
-        _out_console().print(msg)
+            msg += f"; and everything else under {root} ({render.human_bytes(freed)})"
+        print(msg)
 
 
 # --------------------------------------------------------------------------- version
@@ -633,26 +476,10 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-def _one_line_warnings() -> None:
-    """Show Python warnings (e.g. a rebuilt cache entry) as one yellow line each."""
-    import warnings
-
-    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        from rich.markup import escape
-
-        _err_console().print(f"[yellow]warning:[/yellow] {escape(str(message))}")
-
-    warnings.showwarning = show
-
-
 @app.callback()
 def _main(
     version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
                                  help="Print the version and exit."),
 ) -> None:
     """Exact grammar-constrained generation with local GGUF models (llama.cpp)."""
-    _one_line_warnings()
-
-
-def main() -> None:  # pragma: no cover - console entry point
-    app(prog_name="localgcd")
+    one_line_warnings()
