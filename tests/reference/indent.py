@@ -36,7 +36,9 @@ class _Dead(Exception):
 class IndentedReferenceChecker:
     """Viability and completeness of byte prefixes under lark's Indenter."""
 
-    def __init__(self, grammar_text: str) -> None:
+    def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter) -> None:
+        """``indenter``: lark's ``Indenter`` subclass naming the grammar's terminals (Python's by default)."""
+        self.indenter = indenter
         self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic")
         self.ignore = frozenset(self.lark.ignore_tokens)
         # strict=False: in python.lark, _NEWLINE also matches a bare comment and outranks the
@@ -48,7 +50,7 @@ class IndentedReferenceChecker:
     # -- running lark's indenter and parser --------------------------------------
 
     def _start(self):
-        indenter = StandardIndenter()
+        indenter = self.indenter()
         indenter.paren_level, indenter.indent_level = 0, [0]
         ip = self.lark.parse_interactive("")
         conf = copy.copy(ip.parser_state.parse_conf)
@@ -56,9 +58,8 @@ class IndentedReferenceChecker:
         ip.parser_state.parse_conf = conf
         return indenter, ip
 
-    @staticmethod
-    def _copy(indenter, ip):
-        other = StandardIndenter()
+    def _copy(self, indenter, ip):
+        other = self.indenter()
         other.paren_level, other.indent_level = indenter.paren_level, list(indenter.indent_level)
         return other, ip.copy(deepcopy_values=False)
 
