@@ -36,10 +36,12 @@ class _Dead(Exception):
 class IndentedReferenceChecker:
     """Viability and completeness of byte prefixes under lark's Indenter."""
 
-    def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter) -> None:
-        """``indenter``: lark's ``Indenter`` subclass naming the grammar's terminals (Python's by default)."""
+    def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter,
+                 source_path: str | None = None) -> None:
+        """``indenter``: lark's ``Indenter`` subclass naming the grammar's terminals (Python's by
+        default); ``source_path``: the grammar's file, for relative ``%import``s."""
         self.indenter = indenter
-        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic")
+        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic", source_path=source_path)
         self.ignore = frozenset(self.lark.ignore_tokens)
         # strict=False: in python.lark, _NEWLINE also matches a bare comment and outranks the
         # ignored COMMENT, so "can this become COMMENT" has no witness; the bounded search
