@@ -71,7 +71,8 @@ class ReferenceChecker:
     ``grammar_text`` is loaded with ``lark.Lark(text, parser="lalr",
     lexer="basic", start=start)``.  Keyword options go to
     :class:`ReferenceLexer` (``exhaustive_utf8``, ``search_depth``,
-    ``search_budget``, ``strict``).
+    ``search_budget``, ``strict``); ``source_path`` is the grammar's file, for
+    relative ``%import``s.
     """
 
     def __init__(
@@ -83,9 +84,12 @@ class ReferenceChecker:
         search_depth: int = 8,
         search_budget: int = 200_000,
         strict: bool = True,
+        source_path: str | None = None,
     ):
-        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic", start=start)
+        # source_path: the grammar's file, against which lark resolves relative %imports
+        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic", start=start, source_path=source_path)
         self.ignore: frozenset[str] = frozenset(self.lark.ignore_tokens)
+        self._terminal_names = frozenset(t.name for t in self.lark.terminals)
         self.lexer = ReferenceLexer(
             [RefTerminal.from_lark(t) for t in self.lark.terminals],
             self.ignore,
@@ -128,8 +132,26 @@ class ReferenceChecker:
         """Terminals the parser accepts next (lark's ``accepts()``), cached on
         the state."""
         if state._accepts is None:
-            state._accepts = frozenset(state.parser.accepts()) - {"$END"}
+            state._accepts = frozenset(self._lark_accepts(state.parser))
         return state._accepts
+
+    def _lark_accepts(self, ip) -> set[str]:
+        """lark's ``InteractiveParser.accepts()`` (without ``$END``), except
+        that it tells terminals from rules by name, not by ``str.isupper()``:
+        a terminal imported with a rule gets a namespaced name
+        (``common_defs__NUMBER``, not upper case), which lark's accepts()
+        skips, so every prefix ending inside such a lexeme looked dead."""
+        accepted = set()
+        for t in ip.choices():
+            if t not in self._terminal_names:
+                continue
+            trial = self._copy_parser(ip)
+            try:
+                trial.feed_token(lark.Token(t, ""))
+            except UnexpectedInput:
+                continue
+            accepted.add(t)
+        return accepted
 
     # -- states ---------------------------------------------------------------
 

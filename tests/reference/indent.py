@@ -36,8 +36,12 @@ class _Dead(Exception):
 class IndentedReferenceChecker:
     """Viability and completeness of byte prefixes under lark's Indenter."""
 
-    def __init__(self, grammar_text: str) -> None:
-        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic")
+    def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter,
+                 source_path: str | None = None) -> None:
+        """``indenter``: lark's ``Indenter`` subclass naming the grammar's terminals (Python's by
+        default); ``source_path``: the grammar's file, for relative ``%import``s."""
+        self.indenter = indenter
+        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic", source_path=source_path)
         self.ignore = frozenset(self.lark.ignore_tokens)
         # strict=False: in python.lark, _NEWLINE also matches a bare comment and outranks the
         # ignored COMMENT, so "can this become COMMENT" has no witness; the bounded search
@@ -48,7 +52,7 @@ class IndentedReferenceChecker:
     # -- running lark's indenter and parser --------------------------------------
 
     def _start(self):
-        indenter = StandardIndenter()
+        indenter = self.indenter()
         indenter.paren_level, indenter.indent_level = 0, [0]
         ip = self.lark.parse_interactive("")
         conf = copy.copy(ip.parser_state.parse_conf)
@@ -56,9 +60,8 @@ class IndentedReferenceChecker:
         ip.parser_state.parse_conf = conf
         return indenter, ip
 
-    @staticmethod
-    def _copy(indenter, ip):
-        other = StandardIndenter()
+    def _copy(self, indenter, ip):
+        other = self.indenter()
         other.paren_level, other.indent_level = indenter.paren_level, list(indenter.indent_level)
         return other, ip.copy(deepcopy_values=False)
 
