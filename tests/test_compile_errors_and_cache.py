@@ -86,6 +86,28 @@ def test_alternatives_that_can_never_finish_are_never_allowed() -> None:
         localgcd.compile_grammar('start: "b" x\nx: "c" x', BYTES_VOCAB, source="g.lark", use_cache=False)
 
 
+def test_lark_common_escaped_string_compiles_with_lark_s_language() -> None:
+    """lark's ESCAPED_STRING is lazy with a look-behind; localgcd compiles its (prefix-free) language exactly."""
+    import itertools
+
+    import lark
+
+    grammar = "start: ESCAPED_STRING\n%import common.ESCAPED_STRING"
+    compiled = localgcd.compile_grammar(grammar, BYTES_VOCAB, use_cache=False)
+    parser = lark.Lark(grammar, parser="lalr", lexer="basic")
+    for n in range(6):
+        for body in itertools.product('a"\\\n', repeat=n):
+            text = '"' + "".join(body)
+            m = compiled.matcher()
+            ours = m.accept_bytes(text.encode()) and m.is_accepting()
+            try:
+                parser.parse(text)
+                theirs = True
+            except lark.exceptions.LarkError:
+                theirs = False
+            assert ours == theirs, repr(text)
+
+
 def test_unknown_format_is_a_grammar_error() -> None:
     with pytest.raises(GrammarError, match="format 'yaml' is not supported"):
         localgcd.compile_grammar(JSONISH, BYTES_VOCAB, fmt="yaml", use_cache=False)

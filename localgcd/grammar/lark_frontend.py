@@ -130,6 +130,13 @@ def _productive(rules: list[Rule], start: str, source: str, origins: dict[str, t
 # --------------------------------------------------------------------------- terminals
 
 
+#: lark's ``common.ESCAPED_STRING`` (lazy, with a look-behind) and the greedy regex with the same
+#: language: the language is prefix-free, so lark's shortest match is the only match and the
+#: longest one.  The most imported terminal of lark grammars in the wild compiles exactly.
+_LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
+_EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
+
+
 def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
                       origins: dict[str, tuple[int, int]]) -> list[Terminal]:
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics"."""
@@ -142,7 +149,9 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
     out = []
     for t in ranked:
         line, column = origins.get(t.name, (None, None))
-        out.append(Terminal(name=t.name, regex=t.pattern.to_regexp(), priority=t.priority,
+        regex = t.pattern.to_regexp()
+        regex = _EXACT_ESCAPED_STRING if regex == _LARK_ESCAPED_STRING else regex
+        out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
                             line=line, column=column))
     return out
