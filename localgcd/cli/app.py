@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +23,7 @@ from localgcd.cli.console import (
     EXIT_INCOMPLETE,
     caret,
     error,
+    held_warnings,
     interrupted,
     note,
     one_line_warnings,
@@ -242,13 +242,12 @@ def compile_cmd(
         vocab = load_vocabulary(path)
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with held_warnings() as held:
             compiled = _compile(_compiler(), src, vocab, strict, f"compiling {src.name} for {spec.name}")
         t_compile = time.perf_counter() - t1
-        for w in caught:  # conflicts are listed below; anything else is shown as usual
-            if not (issubclass(w.category, GrammarWarning) and str(w.message).endswith(compiled.conflicts)):
-                warning(str(w.message))
+        for category, message in held:  # conflicts are listed below; anything else is shown as usual
+            if not (issubclass(category, GrammarWarning) and message.endswith(compiled.conflicts)):
+                warning(message)
         from_cache = "cache_load" in compiled.timings
         stats = dict(compiled.stats)
         if as_json:

@@ -85,6 +85,26 @@ def one_line_warnings() -> None:
     warnings.showwarning = show
 
 
+@contextmanager
+def held_warnings() -> Iterator[list[tuple[type, str]]]:
+    """Collect the warnings shown inside the block as (category, message) instead of printing them.
+
+    Swaps the display hook only: ``warnings.catch_warnings`` with an "always"
+    filter would also wake ResourceWarnings from llama-cpp-python at exit.
+    """
+    held: list[tuple[type, str]] = []
+    previous = warnings.showwarning
+
+    def hold(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        held.append((category, str(message)))
+
+    warnings.showwarning = hold
+    try:
+        yield held
+    finally:
+        warnings.showwarning = previous
+
+
 def interrupted() -> typer.Exit:
     """Report Ctrl-C (one line) and return the exit to raise."""
     try:
