@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 
 from localgcd.cli import render
+from localgcd.cli.cache import cache_app
 from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
 from localgcd.cli.console import (
     EXIT_CUT,
@@ -48,15 +49,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-cache_app = typer.Typer(
-    cls=Group,
-    help="Inspect or clear the cache of compiled grammar tables.",
-    epilog=SUBCOMMAND_EPILOG,
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 app.add_typer(cache_app, name="cache", short_help="Show or clear the cache of compiled tables")
 
 GRAMMAR_HELP = "A grammar name (see 'localgcd grammars') or a .lark file."
@@ -65,9 +57,9 @@ STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."
 
 
 def _compiler():
-    from localgcd.compiler.compiler import Compiler
+    from localgcd.cli.cache import compiler
 
-    return Compiler()
+    return compiler()
 
 
 def _compile(compiler, src, vocab, strict: bool, label: str):  # noqa: ANN001
@@ -152,12 +144,15 @@ def generate(
         stream = gen.stream(prompt_text, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
                             top_k=top_k, min_p=min_p, seed=seed, chat=chat, system=system)
         wrote = False
+        started = time.perf_counter()
         try:
             for piece in stream:
+                if verbose and not wrote:
+                    note(f"generating: first piece {time.perf_counter() - started:.2f}s after the prompt went in")
+                wrote = True
                 if not as_json:
                     sys.stdout.write(piece)
                     sys.stdout.flush()
-                    wrote = wrote or bool(piece)
         except KeyboardInterrupt:
             # The stream keeps what was generated (finish_reason "interrupted"): --json still reports it.
             if as_json and stream.result is not None:
@@ -372,92 +367,6 @@ def grammars(as_json: bool = typer.Option(False, "--json", help="Print the list 
             return
         render.table(["name", "description"], [[g.name, g.description] for g in items])
         print(f"in {grammars_dir()}; --grammar also takes the path of a .lark file.")
-
-
-# --------------------------------------------------------------------------- cache
-
-
-def _tree_size(root: Path, skip: Path | None = None) -> int:
-    total = 0
-    if root.is_dir():
-        for p in root.rglob("*"):
-            if skip is not None and (p == skip or skip in p.parents):
-                continue
-            if p.is_file():
-                total += p.stat().st_size
-    return total
-
-
-def _why_unwritable(path: Path) -> str:
-    """Why ``path`` cannot be written: an ancestor that is not a directory, or no permission."""
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"cannot be created: {probe} is not a directory"
-    return "not writable"
-
-
-@cache_app.command("info", cls=Command, epilog=SUBCOMMAND_EPILOG,
-                   short_help="Where the cache is and what it holds")
-def cache_info(as_json: bool = typer.Option(False, "--json", help="Print the numbers as JSON.")) -> None:
-    """Where the cache is, whether it is writable, and how many table files it holds."""
-    with user_errors():
-        compiler = _compiler()
-        root, info = compiler.cache_root, compiler.store.info()
-        other = _tree_size(root, skip=Path(str(info["path"])))
-        writable = bool(info["writable"])
-        if as_json:
-            print_json({"path": str(root), "tables_path": info["path"], "exists": root.is_dir(),
-                        "writable": writable, "files": info["files"], "grammar_entries": info["grammar_entries"],
-                        "vocabulary_tries": info["vocabulary_tries"], "partial_files": info["partial_files"],
-                        "bytes": info["bytes"], "other_bytes": other})
-            return
-        state = "" if root.is_dir() and writable else \
-            f" ({_why_unwritable(root)})" if not writable else " (does not exist yet)"
-        print(f"cache: {root}{state}")
-        parts = [render.plural(int(info["grammar_entries"]), "grammar table"),
-                 render.plural(int(info["vocabulary_tries"]), "vocabulary trie")]
-        if info["partial_files"]:
-            parts.append(render.plural(int(info["partial_files"]), "unfinished write"))
-        print(f"compiled tables: {render.plural(int(info['files']), 'file')} ({', '.join(parts)}), "
-              f"{render.human_bytes(int(info['bytes']))}, in {info['path']}")
-        if other:
-            print(f"models and vocabularies: {render.human_bytes(other)} ('cache clear --all' deletes them too)")
-        if not writable:
-            print("compiled tables are kept in memory only; set LOCALGCD_CACHE to a writable directory")
-
-
-@cache_app.command("clear", cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Delete the compiled tables")
-def cache_clear(
-    all_: bool = typer.Option(False, "--all", help="Also delete assembled models and extracted vocabularies "
-                                                   "(everything under the cache directory)."),
-) -> None:
-    """Delete the compiled tables (they are rebuilt on next use)."""
-    import shutil
-
-    with user_errors():
-        compiler = _compiler()
-        root, before = compiler.cache_root, compiler.store.info()
-        try:
-            removed = compiler.store.clear()
-        except OSError as exc:
-            raise LocalgcdError(f"cannot clear {before['path']}: {exc.strerror or exc}") from None
-        msg = (f"removed {render.plural(removed, 'file')} ({render.human_bytes(int(before['bytes']))}) "
-               f"from {before['path']}")
-        if all_ and root.is_dir():
-            freed = _tree_size(root)
-            p = root
-            try:
-                for p in root.iterdir():
-                    if p.is_dir() and not p.is_symlink():
-                        shutil.rmtree(p)
-                    else:
-                        p.unlink()
-            except OSError as exc:
-                raise LocalgcdError(f"cannot delete {p}: {exc.strerror or exc}") from None
-            msg += f"; and everything else under {root} ({render.human_bytes(freed)})"
-        print(msg)
 
 
 # --------------------------------------------------------------------------- version

@@ -58,9 +58,15 @@ def note(message: str) -> None:
     err_console().print(f"[dim]{escape(message)}[/dim]")
 
 
+CARET_WIDTH = 72
+
+
 def caret(line_text: str, column: int) -> str:
     """A source line and a caret under ``column`` (1-based), as GrammarError.caret() draws them."""
     line = line_text.rstrip("\r\n").expandtabs(1)
+    if len(line) > CARET_WIDTH:  # a long line: the part around the column
+        start = max(0, min(column - 1 - CARET_WIDTH // 2, len(line) - CARET_WIDTH))
+        line, column = line[start:start + CARET_WIDTH], column - start
     return f"    {line}\n    {' ' * max(column - 1, 0)}^"
 
 
