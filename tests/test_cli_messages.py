@@ -249,7 +249,8 @@ def test_ctrl_c_with_json_prints_what_was_generated(env: dict[str, str], tmp_pat
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == "error: interrupted"
+    assert "Traceback (most recent call last)" not in err
+    assert "error: interrupted" in err.splitlines()  # -v: llama.cpp's own log may follow it
     result = json.loads(out)
     assert result["finish_reason"] == "interrupted" and result["complete"] is False
     assert 0 < len(result["text"]) < 600 and set(result["text"]) <= set("abc")
