@@ -2,6 +2,13 @@
 
     python bench/tables.py                          # the default matrix
     python bench/tables.py --grammar json --vocab llama-bpe --docs 3
+    python bench/tables.py --grammar tests/corpus/gbnf/json.gbnf --vocab llama-bpe   # any .gbnf/.lark file
+
+``--grammar`` takes a shipped name (json, java, python, go) or the path of a
+.gbnf or .lark file (the format comes from the suffix); a file's documents are
+those of the shipped grammar named by its stem (json.gbnf -> the JSON
+documents), none otherwise (then only compile time and table sizes).
+A grammar that does not compile shows as a FAILED row with its error.
 
 Each (grammar, vocabulary) runs in a fresh subprocess (so peak RSS is its own):
 cold compile into an empty cache (stages timed: grammar + LALR, lexer DFA,
@@ -85,6 +92,23 @@ def go_documents(limit: int = 3) -> list[str]:
 DOCUMENTS = {"json": json_documents, "java": java_documents, "python": python_documents, "go": go_documents}
 
 
+def grammar_file(spec: str) -> Path:
+    """``--grammar``: a shipped name or the path of a .gbnf/.lark file."""
+    if spec in GRAMMARS:
+        return GRAMMARS[spec]
+    path = Path(spec)
+    if path.suffix in (".gbnf", ".lark") and path.is_file():
+        return path.resolve()
+    raise argparse.ArgumentTypeError(f"{spec!r}: not one of {', '.join(sorted(GRAMMARS))} "
+                                     "nor an existing .gbnf/.lark file")
+
+
+def documents(spec: str) -> list[str]:
+    """The documents to force-decode for ``--grammar spec`` (by the file's stem)."""
+    make = DOCUMENTS.get(grammar_file(spec).stem)
+    return make() if make else []
+
+
 def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
     """Measure one pair in this process."""
     import llama_cpp
@@ -94,19 +118,26 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
 
     path = vocab_path(vocab_name)
     vocab = localgcd.load_vocabulary(path)
-    text = GRAMMARS[grammar].read_text()
+    from localgcd.grammar.formats import format_of_path
+
+    file = grammar_file(grammar)
+    text = file.read_text()
+    fmt = format_of_path(file)
     with tempfile.TemporaryDirectory() as cache_dir:
         started = time.perf_counter()
-        compiled = localgcd.Compiler(cache_dir).compile(text, vocab)
+        try:
+            compiled = localgcd.Compiler(cache_dir).compile(text, vocab, fmt=fmt, source=file.name)
+        except localgcd.GrammarError as err:
+            raise SystemExit(f"GrammarError after {time.perf_counter() - started:.2f}s: {err}") from None
         cold = time.perf_counter() - started
         started = time.perf_counter()
-        reloaded = localgcd.Compiler(cache_dir).compile(text, vocab)  # a new compiler: nothing memoized
+        reloaded = localgcd.Compiler(cache_dir).compile(text, vocab, fmt=fmt, source=file.name)  # nothing memoized
         warm = time.perf_counter() - started
         assert "cache_load" in reloaded.timings
     tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     first, second = [], []
     n_tokens = 0
-    for doc in DOCUMENTS[grammar]()[:n_docs]:
+    for doc in documents(grammar)[:n_docs]:
         ids = tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False)
         for timings in (first, second):
             m = compiled.matcher()
@@ -121,7 +152,7 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
         n_tokens += len(ids)
     stats = compiled.stats
     return {
-        "grammar": grammar, "vocab": vocab_name, "n_vocab": len(vocab),
+        "grammar": grammar if grammar in GRAMMARS else file.name, "vocab": vocab_name, "n_vocab": len(vocab),
         "terminals": stats["terminals"], "lexer_states": stats["lexer_states"],
         "parser_states": stats["parser_states"], "realizable": realizable_sequences(compiled),
         "table_mb": stats["table_bytes"] / 1e6,
@@ -129,10 +160,15 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
         "t_trie": compiled.timings["trie"], "t_spanner": compiled.timings["spanner"],
         "t_statuses": compiled.timings["statuses"],
         "t_cold": cold, "t_cache": warm, "doc_tokens": n_tokens,
-        "p50_cold_ms": 1e3 * float(np.percentile(first, 50)), "p99_cold_ms": 1e3 * float(np.percentile(first, 99)),
-        "p50_warm_ms": 1e3 * float(np.percentile(second, 50)), "p99_warm_ms": 1e3 * float(np.percentile(second, 99)),
+        "p50_cold_ms": pct(first, 50), "p99_cold_ms": pct(first, 99),
+        "p50_warm_ms": pct(second, 50), "p99_warm_ms": pct(second, 99),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def pct(timings: list[float], q: float) -> float:
+    """The q-th percentile in ms (nan when no document was decoded)."""
+    return 1e3 * float(np.percentile(timings, q)) if timings else float("nan")
 
 
 def realizable_sequences(compiled) -> int:
@@ -180,7 +216,8 @@ COLUMNS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--grammar", action="append", choices=sorted(GRAMMARS))
+    parser.add_argument("--grammar", action="append", type=lambda s: (grammar_file(s), s)[1],
+                        help=f"{', '.join(sorted(GRAMMARS))} or a .gbnf/.lark file (repeatable)")
     parser.add_argument("--vocab", action="append")
     parser.add_argument("--docs", type=int, default=3, help="documents to force-decode per pair")
     parser.add_argument("--repeat", type=int, default=1,
@@ -190,10 +227,9 @@ def main() -> None:
     if args.one:
         print(json.dumps(run_one(args.one[0], args.one[1], args.docs)))
         return
-    matrix = [(g, v) for g, v in DEFAULT_MATRIX
-              if (not args.grammar or g in args.grammar) and (not args.vocab or v in args.vocab)]
-    if args.grammar and args.vocab:
-        matrix = [(g, v) for g in args.grammar for v in args.vocab]
+    matrix = [(g, v) for g, v in DEFAULT_MATRIX if not args.vocab or v in args.vocab]
+    if args.grammar:
+        matrix = [(g, v) for g in args.grammar for v in (args.vocab or VOCABS)]
     print("| " + " | ".join(c[0] for c in COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for grammar, vocab in matrix:
