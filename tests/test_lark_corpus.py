@@ -110,8 +110,9 @@ class Entry:
 
 
 ENTRIES = (
-    Entry("dangling_else.lark", None, error="ESCAPED_STRING.*non-greedy", patch=(("", GREEDY_ESCAPED_STRING),),
-          patched_conflicts=1,
+    # common.ESCAPED_STRING compiles as is (localgcd swaps in the greedy form of the same language); the
+    # reference's lexer cannot read lark's lazy look-behind form, so the masks are compared on the override.
+    Entry("dangling_else.lark", 1, patch=(("", GREEDY_ESCAPED_STRING),),
           accepted=('if (x < 1) if (y) a = 1; else b = "s\\"";', 'while (n != 0) { n = n; return; } // end\n',
                     'return 1.5; ifx = elsey;', "", 'if(a)if(b)if(c)x=1;else y=2;else z=3;'),
           rejected=("if (x) else y = 1;", "a = 1", 'return "a;', "if (x y) a=1;", "else a = 1;")),
@@ -130,7 +131,7 @@ ENTRIES = (
     Entry("lookahead_key.lark", None, error="KEY.*look-ahead", patch=(("KEY: /[a-z_]+(?==)/", "KEY.2: /[a-z_]+/"),),
           accepted=("a=1\nb_c=9 x\n",), rejected=("a=\n", "=1\n", "a=1"),
           lexer_difference=PRIORITY_FIRST),
-    Entry("common_imports.lark", None, error="ESCAPED_STRING.*non-greedy", patch=(("", GREEDY_ESCAPED_STRING),),
+    Entry("common_imports.lark", 0, patch=(("", GREEDY_ESCAPED_STRING),),
           accepted=('\nname = "x" # comment\n[server.http]\nport = -80\nflags = [true, false, [1.5e3]]\n',
                     "[a]\n[b]\nx=1\n", 'truex = "t"\n'),
           rejected=("name = \n", "[a.]\n", "x = true", "[a]x=1\n", "x = [1,]\n")),
@@ -165,8 +166,7 @@ ENTRIES = (
                            "which takes the first alternative that matches (\"<\" out of \"<=\"); localgcd "
                            "and the reference read a terminal as a regular language and take the longest "
                            "match"),
-    Entry("lark_examples/json.lark", None, error="ESCAPED_STRING.*non-greedy",
-          patch=(("", GREEDY_ESCAPED_STRING),),
+    Entry("lark_examples/json.lark", 0, patch=(("", GREEDY_ESCAPED_STRING),),
           accepted=('{"a": [1, -2.5e3, "x\\"y", true, null], "b": {}}', ' "s" ', "[]", "-0"),
           rejected=('{"a" 1}', "[1,]", '"\\"', "tru", '{"a": [}')),
     Entry("lark_examples/calc.lark", 0,
