@@ -78,6 +78,9 @@ class StandInMatcher:
     def only_end_allowed(self) -> bool:
         return self.pos < len(self.steps) and self.steps[self.pos] <= self.end
 
+    def only_ignored_can_follow(self) -> bool:
+        return False  # this stand-in grammar ignores nothing
+
 
 def _scores(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
