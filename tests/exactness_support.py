@@ -44,6 +44,12 @@ def grammar_file(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+def byte_vocabulary() -> Vocabulary:
+    """256 one-byte tokens and an end token (id 256): a byte mask is an exact text mask."""
+    return Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
+
+
+@functools.lru_cache(maxsize=None)
 def reference(grammar_text: str) -> ReferenceChecker:
     """One reference checker per grammar text (it keeps useful caches)."""
     return ReferenceChecker(grammar_text)

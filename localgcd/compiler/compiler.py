@@ -129,8 +129,8 @@ class Compiler:
         if entry is not None:
             trie = VocabTrie.from_arrays(entry[1])
         else:
-            text_ids = np.flatnonzero([bool(b) and not s for b, s in zip(vocab.token_bytes, vocab.is_special)])
-            trie = VocabTrie.build(vocab.token_bytes, text_ids.astype(np.int64))
+            lengths = np.fromiter(map(len, vocab.token_bytes), dtype=np.int64, count=len(vocab))
+            trie = VocabTrie.build(vocab.token_bytes, np.flatnonzero((lengths > 0) & ~vocab.is_special))
             if self.use_cache:
                 self.store.write(name, vocab.fingerprint, TRIE_FORMAT_VERSION, {}, trie.to_arrays())
         self._tries[vocab.fingerprint] = trie

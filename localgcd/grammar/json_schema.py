@@ -805,10 +805,8 @@ class _Translator:
         t = s.get("type")
         if t is None:
             types = set(_TYPES)
-            inferred = True
         else:
             types = {t} if isinstance(t, str) else set(t)
-            inferred = False
             for x in types:
                 if x not in _TYPES:
                     _fail(ctx, _ptr_join(ptr, "type"), f"unknown type {x!r}")
@@ -990,10 +988,8 @@ class _Translator:
         if _is_num(emx):
             highs.append((emx, True))
         for v, op in lows:
-            if integer:
-                c = math.floor(v) + 1 if (op and float(v).is_integer()) or not float(v).is_integer() else int(v)
-                if not float(v).is_integer():
-                    c = math.ceil(v)
+            if integer:  # the least integer above (op: exclusive) or at v
+                c = int(v) + op if float(v).is_integer() else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
                 if not float(v).is_integer():
@@ -1003,10 +999,8 @@ class _Translator:
                 if lo is None or v > lo or (v == lo and op):
                     lo, lo_open = v, op
         for v, op in highs:
-            if integer:
-                c = math.ceil(v) - 1 if (op and float(v).is_integer()) or not float(v).is_integer() else int(v)
-                if not float(v).is_integer():
-                    c = math.floor(v)
+            if integer:  # the greatest integer below (op: exclusive) or at v
+                c = int(v) - op if float(v).is_integer() else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
                 if not float(v).is_integer():
@@ -1388,8 +1382,6 @@ def _byte_dfa(regex: str):
 
 def _relation(a, b):
     """(intersect, a ⊆ b) for two trim byte DFAs."""
-    import numpy as np  # noqa: F401
-
     seen = {(0, 0)}
     todo = [(0, 0)]
     inter = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule
@@ -59,12 +60,16 @@ class Grammar:
                 return GrammarError(message, self.source, line, column, context)
         return GrammarError(message, self.source)
 
+    @cached_property
+    def _terminal_named(self) -> dict[str, Terminal]:
+        return {t.name: t for t in self.terminals}
+
     def describe_symbol(self, name: str) -> str:
         """A symbol as the user wrote it: ``"("`` for a string literal, else its name."""
-        for t in self.terminals:
-            if t.name == name:
-                return '"' + _UNESCAPE.sub(r"\1", t.regex) + '"' if t.is_literal else name
-        return _base_name(name)
+        t = self._terminal_named.get(name)
+        if t is None:
+            return _base_name(name)
+        return '"' + _UNESCAPE.sub(r"\1", t.regex) + '"' if t.is_literal else name
 
     def describe_rule(self, rule: Rule) -> str:
         """``origin: symbol symbol`` in the user's words (no lark internals)."""

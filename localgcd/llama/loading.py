@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from localgcd.errors import ModelError
-from localgcd.llama.backend import LLAMA_LOG, gpu_offload_supported, import_llama_cpp, resolve_gpu_layers
+from localgcd.llama.backend import LLAMA_LOG, gpu_offload_supported, import_llama_cpp
 from localgcd.llama.catalog import ModelSpec, resolve_model
 from localgcd.llama.chat import chat_template
 from localgcd.llama.model_files import check_gguf

@@ -23,7 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_inverse
+from localgcd.arrays import sorted_unique
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
