@@ -1,0 +1,274 @@
+"""Many constrained sequences at once: one llama.cpp context, N sequence ids.
+
+:class:`BatchDecoder` owns a llama.cpp context of its own (next to the
+model's) with ``n_seq_max = N`` and a *separate* KV cache per sequence
+(``kv_unified = false``).  Each :meth:`BatchDecoder.step` is one
+``llama_decode`` of one ``llama_batch`` holding, for every running sequence,
+its last sampled token (or a chunk of its prompt), then
+
+1. one :func:`~localgcd.runtime.bitmask.fill_next_token_bitmask` call writes
+   the masks of all sequences that sample now into an int32 ``[N, ceil(V/32)]``
+   bitmask (matchers in the same state share the work);
+2. per sequence, its row masks its logits in place (``MaskApplier``) and its
+   own llama.cpp sampler chain -- the chain ``Llama.generate`` builds for
+   single generation, with the sequence's own seed -- picks the token.
+
+Why a line's text does not depend on N: with a separate KV cache per
+sequence, llama.cpp's CPU kernels compute each sequence's logits exactly as
+in a context of its own (bit for bit: measured, and tested), and sampling
+state (RNG, penalties) lives in the sequence's own chain.  A unified KV cache
+gives logits that differ in the last bits (measured up to 0.6 on SmolLM2),
+so it is not used.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from localgcd.llama.backend import import_llama_cpp
+from localgcd.llama.generation import FINISH_REASONS
+from localgcd.llama.loading import LoadedModel
+from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, MaskApplier
+from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
+
+#: ``stop_reason`` -> ``finish_reason``: single generation's, plus a stop string.
+BATCH_FINISH_REASONS = {**FINISH_REASONS, "stop_string": "stop"}
+
+
+@dataclass
+class Sampling:
+    """Per-sequence sampling settings (the defaults of single generation)."""
+
+    temperature: float = DEFAULT_SAMPLING.temperature
+    top_p: float = DEFAULT_SAMPLING.top_p
+    top_k: int = DEFAULT_SAMPLING.top_k
+    min_p: float = DEFAULT_SAMPLING.min_p
+    repeat_penalty: float = DEFAULT_SAMPLING.repeat_penalty
+    seed: int = 0
+
+
+@dataclass
+class Sequence:
+    """One generation in the batch: its input, and its state as it runs."""
+
+    tag: Any  # the caller's (e.g. the request)
+    prompt: list[int]
+    compiled: Any  # a CompiledGrammar
+    max_tokens: int
+    sampling: Sampling = field(default_factory=Sampling)
+    stop: tuple[str, ...] = ()
+    # -- state
+    tokens: list[int] = field(default_factory=list)
+    raw: bytearray = field(default_factory=bytearray)
+    stop_reason: str = ""
+    complete: bool = False
+    n_evaluated: int = 0  # prompt tokens in the KV cache
+    t_start: float = 0.0
+    t_first: float | None = None
+    t_end: float = 0.0
+    proc: Any = None
+    chain: Any = None
+
+    @property
+    def finish_reason(self) -> str:
+        return BATCH_FINISH_REASONS[self.stop_reason]
+
+    @property
+    def text(self) -> str:
+        return bytes(self.raw).decode("utf-8", errors="replace")
+
+
+class BatchDecoder:
+    """Decodes up to ``n_parallel`` sequences together with ``model``'s weights.
+
+    ``n_ctx``: the context of each sequence (prompt + output; default the
+    model's); ``n_threads``: llama.cpp threads for every decode (default the
+    model's generation threads, so any N runs on the same cores).
+    """
+
+    def __init__(self, model: LoadedModel, n_parallel: int = 1, *, n_ctx: int | None = None,
+                 n_threads: int | None = None, n_batch: int = 512) -> None:
+        llama_cpp = import_llama_cpp()
+        from llama_cpp import _internals
+
+        if n_parallel < 1:
+            raise ValueError(f"n_parallel must be at least 1, not {n_parallel}")
+        self.model, self.llama, self.n_parallel = model, model.llama, int(n_parallel)
+        self.n_ctx = int(n_ctx or model.n_ctx)
+        self.n_batch = int(n_batch)
+        vocab = model.vocab
+        self.end_ids = frozenset(int(i) for i in vocab.end_ids)
+        self.token_bytes = vocab.token_bytes
+        self.n_tokens = len(vocab)
+        self.n_vocab = model.n_vocab
+        threads = int(n_threads or self.llama.n_threads)
+        params = llama_cpp.llama_context_params.from_buffer_copy(self.llama.context_params)
+        params.n_ctx = self.n_ctx * self.n_parallel
+        params.n_seq_max = self.n_parallel
+        params.kv_unified = False
+        params.n_batch = params.n_ubatch = self.n_batch
+        params.n_threads = params.n_threads_batch = threads
+        try:
+            self.ctx = _internals.LlamaContext(model=self.llama._model, params=params, verbose=False)
+        except ValueError as exc:
+            from localgcd.errors import ModelError
+
+            raise ModelError(f"cannot create a context for {self.n_parallel} sequences of {self.n_ctx} "
+                             f"tokens: {exc}; lower --parallel or --n-ctx") from None
+        self.batch = _internals.LlamaBatch(n_tokens=self.n_batch, embd=0, n_seq_max=1, verbose=False)
+        self.slots: list[Sequence | None] = [None] * self.n_parallel
+        self.bitmask = allocate_token_bitmask(self.n_parallel, self.n_tokens)
+        self.applier = MaskApplier(self.n_tokens)
+        self.decode_s = 0.0
+        self.mask_s = 0.0
+        self.n_decodes = 0
+
+    # -- slots -------------------------------------------------------------------
+
+    @property
+    def free_slots(self) -> int:
+        return sum(s is None for s in self.slots)
+
+    @property
+    def active(self) -> int:
+        return self.n_parallel - self.free_slots
+
+    def start(self, seq: Sequence) -> Sequence | None:
+        """Put ``seq`` into a free slot; returns it at once if it is already finished
+        (the grammar allows nothing but the empty text)."""
+        slot = self.slots.index(None)
+        if len(seq.prompt) >= self.n_ctx:
+            raise ValueError("prompt does not fit the context")  # the runner checks first
+        seq.t_start = time.perf_counter()
+        seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
+                                          prompt_len=len(seq.prompt), record_timings=False)
+        if seq.proc.should_stop():
+            return self._finish(seq, "grammar")
+        s = seq.sampling
+        self.llama.set_seed(int(s.seed))
+        # The very chain Llama.generate builds for one generation (top-k, typical, top-p,
+        # min-p, temperature, dist(seed)), without its logits-processor hook: the mask is
+        # applied to the logits beforehand.
+        seq.chain = self.llama._init_sampler(top_k=s.top_k, top_p=s.top_p, min_p=s.min_p, temp=s.temperature,
+                                             repeat_penalty=s.repeat_penalty)
+        self.ctx.kv_cache_seq_rm(slot, -1, -1)
+        seq.n_evaluated = 0
+        self.slots[slot] = seq
+        return None
+
+    # -- one step ----------------------------------------------------------------
+
+    def step(self) -> list[Sequence]:
+        """One llama_decode for every running sequence; returns those that finished."""
+        b = self.batch.batch
+        b.n_tokens = 0
+        sampling: list[tuple[int, int]] = []  # (slot, batch index of its logits)
+        for slot, seq in enumerate(self.slots):  # decode tokens first: one each
+            if seq is not None and seq.n_evaluated == len(seq.prompt):
+                self._add(slot, seq.tokens[-1], len(seq.prompt) + len(seq.tokens) - 1, True)
+                sampling.append((slot, b.n_tokens - 1))
+        for slot, seq in enumerate(self.slots):  # then prompt chunks, as far as the batch holds
+            if seq is None or seq.n_evaluated == len(seq.prompt):
+                continue
+            room = self.n_batch - b.n_tokens
+            if room <= 0:
+                break
+            end = min(len(seq.prompt), seq.n_evaluated + room)
+            for pos in range(seq.n_evaluated, end):
+                self._add(slot, seq.prompt[pos], pos, pos == len(seq.prompt) - 1)
+            seq.n_evaluated = end
+            if end == len(seq.prompt):
+                sampling.append((slot, b.n_tokens - 1))
+        if b.n_tokens == 0:
+            return []
+        t0 = time.perf_counter()
+        self.ctx.decode(self.batch)
+        t1 = time.perf_counter()
+        self.decode_s += t1 - t0
+        self.n_decodes += 1
+        finished: list[Sequence] = []
+        if not sampling:
+            return finished
+        slots = [slot for slot, _ in sampling]
+        fill_next_token_bitmask([self.slots[s].proc.matcher for s in slots], self.bitmask, rows=slots)
+        for slot, idx in sampling:
+            seq = self.slots[slot]
+            done = self._sample(seq, slot, idx)
+            if done:
+                self.slots[slot] = None
+                finished.append(seq)
+        self.mask_s += time.perf_counter() - t1
+        return finished
+
+    def _add(self, slot: int, token: int, pos: int, logits: bool) -> None:
+        b = self.batch.batch
+        i = b.n_tokens
+        b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, logits
+        b.seq_id[i][0] = slot
+        b.n_tokens = i + 1
+
+    def _sample(self, seq: Sequence, slot: int, idx: int) -> bool:
+        """Mask, sample and book one token for ``seq``; True when it is finished."""
+        logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
+        mask = np.unpackbits(self.bitmask[slot].view(np.uint8), bitorder="little")[: self.n_tokens].view(np.bool_)
+        self.applier.apply(logits, mask)
+        tok = int(seq.chain.sample(self.ctx, idx))
+        if seq.t_first is None:
+            seq.t_first = time.perf_counter()
+        if not seq.proc.accept(tok):
+            raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
+                                   f"does not allow ({seq.proc.matcher.error})")
+        if tok in self.end_ids:
+            self._finish(seq, "end_token")
+            return True
+        seq.tokens.append(tok)
+        piece = self.token_bytes[tok]
+        seq.raw += piece
+        if seq.stop and self._cut_at_stop(seq, len(piece)):
+            self._finish(seq, "stop_string")
+            return True
+        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
+        if seq.proc.should_stop():
+            self._finish(seq, "grammar")
+        elif len(seq.tokens) >= limit:
+            self._finish(seq, "max_tokens" if limit == seq.max_tokens else "context_full")
+        return bool(seq.stop_reason)
+
+    def _cut_at_stop(self, seq: Sequence, n_new: int) -> bool:
+        """Cut ``seq.raw`` before the first stop string that the last token completed."""
+        longest = max(len(s.encode("utf-8")) for s in seq.stop)
+        start = max(0, len(seq.raw) - n_new - longest + 1)
+        hits = [i for i in (bytes(seq.raw).find(s.encode("utf-8"), start) for s in seq.stop) if i >= 0]
+        if not hits:
+            return False
+        del seq.raw[min(hits):]
+        return True
+
+    def _finish(self, seq: Sequence, reason: str) -> Sequence:
+        seq.stop_reason = reason
+        seq.t_end = time.perf_counter()
+        if reason == "stop_string":  # the matcher read past the cut: check the kept text afresh
+            m = seq.compiled.matcher()
+            seq.complete = bool(m.accept_bytes(bytes(seq.raw)) and m.is_accepting())
+        else:
+            seq.complete = seq.proc.is_complete()
+        seq.chain = None
+        return seq
+
+    def close(self) -> None:
+        for name in ("batch", "ctx"):
+            obj = getattr(self, name, None)
+            if obj is not None:
+                obj.close()
+                setattr(self, name, None)
+
+    def __enter__(self) -> BatchDecoder:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+

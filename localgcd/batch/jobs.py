@@ -1,0 +1,262 @@
+"""Input lines of a batch job → typed requests, or a one-line error for the line.
+
+A line is a JSON object in one of two shapes:
+
+* localgcd's: ``custom_id``, ``prompt`` or ``messages``, exactly one
+  constraint (``grammar``, ``json_schema``, ``gbnf``, ``regex``, ``choices``)
+  and optional sampling fields (``max_tokens``, ``temperature``, ``top_p``,
+  ``top_k``, ``min_p``, ``seed``, ``stop``).  Unknown fields are an error
+  (a typo should not silently change the job).
+* OpenAI's Batch API: ``{"custom_id", "method": "POST", "url":
+  "/v1/chat/completions", "body": {...}}``; the constraint is the body's
+  ``response_format`` (``json_schema`` or ``json_object``) or one of
+  localgcd's constraint fields; body fields localgcd does not use (``model``,
+  ``n``, ...) are ignored.
+
+Nothing here compiles or tokenizes: that needs the model (``runner``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from localgcd.llama.sampling import DEFAULT_SAMPLING
+
+#: Constraint field → grammar format ("grammar" is a name or a file, format by suffix).
+CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbnf": "gbnf",
+                               "regex": "regex", "choices": "choices"}
+SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
+NATIVE_FIELDS = {"custom_id", "prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS}
+OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the output must be: ``kind`` is the input field, ``value`` its (JSON) value."""
+
+    kind: str
+    value: Any
+
+    @property
+    def key(self) -> str:
+        """Identical constraints have the same key (compiled once per job)."""
+        return self.kind + "\0" + json.dumps(self.value, sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One runnable input line."""
+
+    custom_id: str
+    line: int
+    constraint: Constraint
+    prompt: str | None = None
+    messages: tuple[dict[str, str], ...] = ()
+    max_tokens: int = DEFAULT_SAMPLING.max_tokens
+    temperature: float = DEFAULT_SAMPLING.temperature
+    top_p: float = DEFAULT_SAMPLING.top_p
+    top_k: int = DEFAULT_SAMPLING.top_k
+    min_p: float = DEFAULT_SAMPLING.min_p
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+    openai: bool = False  # came as an OpenAI Batch API line
+
+
+@dataclass(frozen=True)
+class LineError:
+    """An input line that cannot run: its output line carries this error."""
+
+    line: int
+    code: str  # invalid_json | invalid_request | duplicate_custom_id | grammar_error | prompt_too_long
+    message: str
+    custom_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Invalid(Exception):
+    """A field of a line is invalid (becomes a :class:`LineError`)."""
+
+
+def default_seed(custom_id: str) -> int:
+    """The seed of a line that gives none: derived from its custom_id, so a rerun,
+    a resumed job and any ``--parallel`` give the same text."""
+    return int.from_bytes(hashlib.sha256(custom_id.encode("utf-8")).digest()[:4], "little") & 0x7FFFFFFF
+
+
+def parse_line(text: str | bytes, line: int) -> Request | LineError:
+    """One input line (1-based ``line``) → a :class:`Request` or a :class:`LineError`."""
+    try:
+        obj = json.loads(text)
+    except UnicodeDecodeError:
+        return LineError(line, "invalid_json", f"line {line}: not valid UTF-8")
+    except (json.JSONDecodeError, RecursionError) as exc:
+        what = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        col = f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        return LineError(line, "invalid_json", f"line {line}: not valid JSON: {what}{col}")
+    if not isinstance(obj, dict):
+        return LineError(line, "invalid_request", f"line {line}: expected a JSON object, got {_kind(obj)}")
+    cid = obj.get("custom_id")
+    try:
+        if not isinstance(cid, str) or not cid:
+            raise Invalid("custom_id is required (a non-empty string)" if cid is None or cid == ""
+                          else f"custom_id must be a string, not {_kind(cid)}")
+        fields, openai = _openai_fields(obj) if ("body" in obj or "url" in obj) else (_native_fields(obj), False)
+        return _request(cid, line, fields, openai)
+    except Invalid as exc:
+        return LineError(line, "invalid_request", f"line {line}: {exc}", cid if isinstance(cid, str) else None)
+
+
+def parse_lines(lines: Iterable[str | bytes], start: int = 1) -> Iterator[Request | LineError]:
+    """Every non-blank line parsed, with duplicate custom_ids reported (the first one runs)."""
+    first: dict[str, int] = {}
+    for n, text in enumerate(lines, start):
+        if not text.strip():
+            continue
+        item = parse_line(text, n)
+        if isinstance(item, Request):
+            seen = first.setdefault(item.custom_id, n)
+            if seen != n:
+                item = LineError(n, "duplicate_custom_id",
+                                 f"line {n}: duplicate custom_id {item.custom_id!r} (first on line {seen})",
+                                 item.custom_id)
+        yield item
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def _native_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(obj) - NATIVE_FIELDS)
+    if unknown:
+        raise Invalid(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(NATIVE_FIELDS))})")
+    return {k: v for k, v in obj.items() if k != "custom_id"}
+
+
+def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    method, url, body = obj.get("method", "POST"), obj.get("url"), obj.get("body")
+    if method != "POST":
+        raise Invalid(f"method must be POST, not {method!r}")
+    if url not in OPENAI_URLS:
+        raise Invalid(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
+    if not isinstance(body, dict):
+        raise Invalid(f"body must be an object, not {_kind(body)}")
+    fields = {k: body[k] for k in ("prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS) if k in body}
+    if "max_completion_tokens" in body and "max_tokens" not in body:
+        fields["max_tokens"] = body["max_completion_tokens"]
+    if body.get("n", 1) != 1:
+        raise Invalid("only n = 1 is supported")
+    fmt = body.get("response_format")
+    if fmt is not None:
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind == "json_schema":
+            fields["json_schema"] = fmt
+        elif kind == "json_object":
+            fields["grammar"] = "json"
+        elif kind != "text":
+            raise Invalid(f"response_format type must be json_schema, json_object or text, not {kind!r}")
+    return fields, True
+
+
+# --------------------------------------------------------------------------- fields
+
+
+def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
+    kw: dict[str, Any] = {}
+    if ("prompt" in f) == ("messages" in f):
+        raise Invalid("give exactly one of prompt and messages")
+    if "prompt" in f:
+        kw["prompt"] = _str(f["prompt"], "prompt")
+    else:
+        kw["messages"] = _messages(f["messages"])
+    given = [k for k in CONSTRAINTS if k in f]
+    if not given:
+        raise Invalid("no constraint: give one of " + ", ".join(CONSTRAINTS)
+                      + (" (or a response_format)" if openai else ""))
+    if len(given) > 1:
+        raise Invalid(f"give one constraint, not {' and '.join(given)}")
+    kw["constraint"] = _constraint(given[0], f[given[0]])
+    if "max_tokens" in f:
+        kw["max_tokens"] = _int(f["max_tokens"], "max_tokens", 1)
+    if "top_k" in f:
+        kw["top_k"] = _int(f["top_k"], "top_k", 0)
+    if "temperature" in f:
+        kw["temperature"] = _number(f["temperature"], "temperature", 0.0, None)
+    if "top_p" in f:
+        kw["top_p"] = _number(f["top_p"], "top_p", 0.0, 1.0, open_low=True)
+    if "min_p" in f:
+        kw["min_p"] = _number(f["min_p"], "min_p", 0.0, 1.0)
+    kw["seed"] = default_seed(cid) if f.get("seed") is None else _int(f["seed"], "seed", None) & 0x7FFFFFFF
+    if f.get("stop") is not None:
+        kw["stop"] = _stop(f["stop"])
+    return Request(custom_id=cid, line=line, openai=openai, **kw)
+
+
+def _constraint(kind: str, value: Any) -> Constraint:
+    if kind == "json_schema":
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise Invalid(f"json_schema is not valid JSON: {exc.msg}") from None
+        if not isinstance(value, (dict, bool)):
+            raise Invalid(f"json_schema must be an object, not {_kind(value)}")
+    elif kind == "choices":
+        if not isinstance(value, list) or not value:
+            raise Invalid("choices must be a non-empty list of strings")
+        for c in value:
+            if not isinstance(c, str) or not c or "\n" in c:
+                raise Invalid(f"each choice must be a non-empty string without newlines, not {c!r}")
+    else:
+        _str(value, kind)
+        if not value:
+            raise Invalid(f"{kind} is empty")
+    return Constraint(kind, value)
+
+
+def _messages(value: Any) -> tuple[dict[str, str], ...]:
+    if not isinstance(value, list) or not value:
+        raise Invalid("messages must be a non-empty list")
+    out = []
+    for i, m in enumerate(value):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise Invalid(f"messages[{i}] must be an object with string role and content")
+        out.append({"role": m["role"], "content": m["content"]})
+    return tuple(out)
+
+
+def _stop(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
+        raise Invalid("stop must be a non-empty string or a list of them")
+    return tuple(items)
+
+
+def _str(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise Invalid(f"{name} must be a string, not {_kind(value)}")
+    return value
+
+
+def _int(value: Any, name: str, low: int | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Invalid(f"{name} must be an integer, not {_kind(value)}")
+    if low is not None and value < low:
+        raise Invalid(f"{name} must be at least {low}, not {value}")
+    return value
+
+
+def _number(value: Any, name: str, low: float, high: float | None, open_low: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Invalid(f"{name} must be a number, not {_kind(value)}")
+    if value < low or (open_low and value == low) or (high is not None and value > high):
+        where = f"{'(' if open_low else '['}{low:g}, {high:g}]" if high is not None else f">= {low:g}"
+        raise Invalid(f"{name} must be in {where}, not {value}")
+    return float(value)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)

@@ -1,0 +1,153 @@
+"""The output file of a batch job: whole lines, at once, durable, resumable.
+
+Every result is one JSON line written with a single ``os.write`` the moment
+it is done (no user-space buffer, so a killed process loses at most the line
+being written) and the file is fsynced at least every second
+(:meth:`Journal.tick`) and on close.
+
+Resuming reads the existing file first: a last line without its newline is
+a torn write and is cut off (that line runs again); every other line must be
+JSON, and its ``custom_id`` and, for error lines, its input line number are
+recorded as done.  So a job killed at any moment and resumed writes each
+input line's result exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localgcd.errors import LocalgcdError
+
+STDIO = "-"
+
+
+@dataclass
+class Done:
+    """What an existing output file already holds."""
+
+    ids: set[str] = field(default_factory=set)  # custom_ids with a line (result or error)
+    lines: set[int] = field(default_factory=set)  # input line numbers of error lines
+    n: int = 0
+    n_ok: int = 0  # complete results without an error
+    torn_bytes: int = 0  # bytes of a torn last line that were cut off
+
+    def has(self, custom_id: str | None, line: int) -> bool:
+        return line in self.lines or (custom_id is not None and custom_id in self.ids)
+
+
+def line_ok(obj: dict[str, Any]) -> bool:
+    """An output line (either shape) holds a complete result and no error."""
+    if obj.get("error"):
+        return False
+    if "response" in obj:  # OpenAI shape: localgcd's fields ride along in the body
+        body = (obj.get("response") or {}).get("body") or {}
+        return bool(body.get("localgcd", {}).get("complete"))
+    return bool(obj.get("complete"))
+
+
+def read_done(path: Path) -> Done:
+    """Scan an output file, cutting off a torn last line; raises LocalgcdError if it is not one of ours."""
+    done = Done()
+    try:
+        with open(path, "r+b") as fh:
+            data = fh.read()
+            end = data.rfind(b"\n") + 1
+            if end < len(data):
+                fh.truncate(end)
+                fh.flush()
+                os.fsync(fh.fileno())
+                done.torn_bytes = len(data) - end
+    except FileNotFoundError:
+        return done
+    except OSError as exc:
+        raise LocalgcdError(f"{path}: cannot read the output file to resume: {exc.strerror or exc}") from None
+    for k, raw in enumerate(data[:end].splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            obj = None
+        if not isinstance(obj, dict):
+            raise LocalgcdError(f"{path}:{k}: not a batch output line; refusing to resume into this file")
+        done.n += 1
+        done.n_ok += line_ok(obj)
+        if isinstance(obj.get("custom_id"), str):
+            done.ids.add(obj["custom_id"])
+        err = obj.get("error")
+        if isinstance(err, dict) and isinstance(err.get("line"), int):
+            done.lines.add(err["line"])
+    return done
+
+
+class Journal:
+    """Appends result lines to ``path`` (``-``: stdout), fsyncing at least every ``interval`` seconds."""
+
+    def __init__(self, path: str | os.PathLike[str], *, resume: bool = False, interval: float = 1.0) -> None:
+        self.shown = os.fspath(path)
+        self.interval = interval
+        self.done = Done()
+        self.written = 0
+        self._dirty = False
+        self._last_sync = time.monotonic()
+        if self.shown == STDIO:
+            if resume:
+                raise LocalgcdError("--resume needs an output file (-o FILE), not stdout")
+            self.fd, self._owned = 1, False
+            return
+        target = Path(self.shown)
+        if resume:
+            self.done = read_done(target)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (0 if resume else os.O_TRUNC)
+        try:
+            self.fd, self._owned = os.open(target, flags, 0o644), True
+        except FileNotFoundError:
+            raise LocalgcdError(f"{self.shown}: cannot write the output: no such directory "
+                                f"{str(target.parent)!r}") from None
+        except IsADirectoryError:
+            raise LocalgcdError(f"{self.shown}: is a directory, not an output file") from None
+        except OSError as exc:
+            raise LocalgcdError(f"{self.shown}: cannot write the output: {exc.strerror or exc}") from None
+
+    def write(self, obj: dict[str, Any]) -> None:
+        """Write ``obj`` as one line now (one system call for a file)."""
+        data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        self.written += 1
+        self._dirty = True
+        self.tick()
+
+    def tick(self) -> None:
+        """fsync if something was written and ``interval`` has passed since the last one."""
+        if self._dirty and time.monotonic() - self._last_sync >= self.interval:
+            self.sync()
+
+    def sync(self) -> None:
+        self._dirty = False
+        self._last_sync = time.monotonic()
+        try:
+            os.fsync(self.fd)
+        except OSError:  # a pipe or a terminal: nothing to make durable
+            pass
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        self.sync()
+        if self._owned:
+            os.close(self.fd)
+        self.fd = -1
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
