@@ -8,6 +8,7 @@
     m.is_accepting()                     # the text so far is a complete sentence
 """
 
+from localgcd.batch import BatchSummary, batch
 from localgcd.compiler.compiled import CompiledGrammar
 from localgcd.compiler.compiler import Compiler, compile_grammar, compile_json_schema
 from localgcd.errors import (
@@ -29,6 +30,7 @@ from localgcd.runtime.matcher import Matcher
 from localgcd.vocab import Vocabulary
 
 __all__ = [
+    "BatchSummary",
     "CacheWarning",
     "CompiledGrammar",
     "Compiler",
@@ -48,6 +50,7 @@ __all__ = [
     "Result",
     "Vocabulary",
     "VocabularyError",
+    "batch",
     "compile_grammar",
     "compile_json_schema",
     "generate",

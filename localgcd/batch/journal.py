@@ -34,6 +34,7 @@ class Done:
     lines: set[int] = field(default_factory=set)  # input line numbers of error lines
     n: int = 0
     n_ok: int = 0  # complete results without an error
+    n_errors: int = 0  # error lines
     torn_bytes: int = 0  # bytes of a torn last line that were cut off
 
     def has(self, custom_id: str | None, line: int) -> bool:
@@ -80,6 +81,7 @@ def read_done(path: Path) -> Done:
         if isinstance(obj.get("custom_id"), str):
             done.ids.add(obj["custom_id"])
         err = obj.get("error")
+        done.n_errors += bool(err)
         if isinstance(err, dict) and isinstance(err.get("line"), int):
             done.lines.add(err["line"])
     return done

@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 
 from localgcd.cli import render
+from localgcd.cli.batch import register as register_batch
 from localgcd.cli.cache import cache_app
 from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
 from localgcd.cli.console import (
@@ -50,6 +51,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(cache_app, name="cache", short_help="Show or clear the cache of compiled tables")
+register_batch(app)
 
 GRAMMAR_HELP = "A grammar name (see 'localgcd grammars') or a .lark file."
 MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the models.toml default."
