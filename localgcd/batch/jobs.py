@@ -30,6 +30,7 @@ CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbn
                                "regex": "regex", "choices": "choices"}
 SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
 NATIVE_FIELDS = {"custom_id", "prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS}
+DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
 
 
@@ -110,16 +111,16 @@ def parse_line(text: str | bytes, line: int) -> Request | LineError:
 
 
 def parse_lines(lines: Iterable[str | bytes], start: int = 1) -> Iterator[Request | LineError]:
-    """Every non-blank line parsed, with duplicate custom_ids reported (the first one runs)."""
+    """Every non-blank line parsed; a custom_id seen on an earlier line is a duplicate (the first line owns it)."""
     first: dict[str, int] = {}
     for n, text in enumerate(lines, start):
         if not text.strip():
             continue
         item = parse_line(text, n)
-        if isinstance(item, Request):
+        if item.custom_id is not None:
             seen = first.setdefault(item.custom_id, n)
             if seen != n:
-                item = LineError(n, "duplicate_custom_id",
+                item = LineError(n, DUPLICATE,
                                  f"line {n}: duplicate custom_id {item.custom_id!r} (first on line {seen})",
                                  item.custom_id)
         yield item

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localgcd.batch.jobs import DUPLICATE, LineError, Request
 from localgcd.errors import LocalgcdError
 
 STDIO = "-"
@@ -30,15 +32,18 @@ STDIO = "-"
 class Done:
     """What an existing output file already holds."""
 
-    ids: set[str] = field(default_factory=set)  # custom_ids with a line (result or error)
+    ids: set[str] = field(default_factory=set)  # custom_ids with a line (result or error), duplicates' aside
     lines: set[int] = field(default_factory=set)  # input line numbers of error lines
     n: int = 0
     n_ok: int = 0  # complete results without an error
     n_errors: int = 0  # error lines
     torn_bytes: int = 0  # bytes of a torn last line that were cut off
 
-    def has(self, custom_id: str | None, line: int) -> bool:
-        return line in self.lines or (custom_id is not None and custom_id in self.ids)
+    def has(self, item: Request | LineError) -> bool:
+        """OUT holds the line of ``item`` (a request: by custom_id; an error: by input line)."""
+        if item.line in self.lines:
+            return True
+        return isinstance(item, Request) and item.custom_id in self.ids
 
 
 def line_ok(obj: dict[str, Any]) -> bool:
@@ -78,10 +83,11 @@ def read_done(path: Path) -> Done:
             raise LocalgcdError(f"{path}:{k}: not a batch output line; refusing to resume into this file")
         done.n += 1
         done.n_ok += line_ok(obj)
-        if isinstance(obj.get("custom_id"), str):
-            done.ids.add(obj["custom_id"])
         err = obj.get("error")
         done.n_errors += bool(err)
+        # a duplicate's error line says nothing about the line that owns the custom_id
+        if isinstance(obj.get("custom_id"), str) and not (isinstance(err, dict) and err.get("code") == DUPLICATE):
+            done.ids.add(obj["custom_id"])
         if isinstance(err, dict) and isinstance(err.get("line"), int):
             done.lines.add(err["line"])
     return done
@@ -119,6 +125,11 @@ class Journal:
     def write(self, obj: dict[str, Any]) -> None:
         """Write ``obj`` as one line now (one system call for a file)."""
         data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+        if not self._owned:  # stdout: through sys.stdout, flushed at once
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            self.written += 1
+            return
         view = memoryview(data)
         while view:
             n = os.write(self.fd, view)
@@ -135,9 +146,11 @@ class Journal:
     def sync(self) -> None:
         self._dirty = False
         self._last_sync = time.monotonic()
+        if not self._owned:  # stdout: written through and flushed already
+            return
         try:
             os.fsync(self.fd)
-        except OSError:  # a pipe or a terminal: nothing to make durable
+        except OSError:  # not a file that can be synced (a FIFO, a device)
             pass
 
     def close(self) -> None:

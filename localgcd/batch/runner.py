@@ -118,7 +118,7 @@ class BatchJob:
         s.total = len(items)
         todo: deque[Request] = deque()
         for item in items:
-            if done.has(item.custom_id, item.line):
+            if done.has(item):
                 s.resumed += 1
             elif isinstance(item, LineError):
                 self._write_error(journal, item)
@@ -129,12 +129,14 @@ class BatchJob:
         self.progress(s)
         if not todo:
             return
-        from localgcd.llama.loading import load_model
+        from localgcd.llama.loading import LoadedModel, load_model
 
-        loaded = load_model(self.model, n_gpu_layers=self.n_gpu_layers, n_ctx=self.n_ctx, n_threads=self.n_threads)
+        owned = not isinstance(self.model, LoadedModel)
+        loaded = load_model(self.model, n_gpu_layers=self.n_gpu_layers, n_ctx=self.n_ctx,
+                            n_threads=self.n_threads) if owned else self.model
         self.model_name = loaded.spec.name
         try:
-            with BatchDecoder(loaded, self.parallel, n_threads=self.n_threads) as decoder:
+            with BatchDecoder(loaded, self.parallel, n_ctx=self.n_ctx, n_threads=self.n_threads) as decoder:
                 while todo or decoder.active:
                     while todo and decoder.free_slots:
                         req = todo.popleft()
@@ -150,7 +152,8 @@ class BatchJob:
                     journal.tick()
                     self.progress(s)
         finally:
-            loaded.close()
+            if owned:
+                loaded.close()
 
     # -- preparing a line ------------------------------------------------------
 
@@ -271,7 +274,7 @@ def batch(input: Any, output: str | os.PathLike[str], **options: Any) -> BatchSu
     """Run a batch job: every line of ``input`` (a JSONL path, ``-``, or an iterable of
     dicts) gets one line in ``output`` (a path or ``-``).
 
-    Options: ``model``, ``parallel``, ``resume``, ``openai``, ``n_ctx``, ``n_threads``,
+    Options: ``model`` (a name, a .gguf path, or a loaded model, which stays open), ``parallel``, ``resume``, ``openai``, ``n_ctx``, ``n_threads``,
     ``n_gpu_layers``, ``cache_dir``, ``progress`` (called with the
     :class:`BatchSummary` as the job goes).  Returns the summary; its
     ``exit_code`` is 0 when every line is complete, else 1.
