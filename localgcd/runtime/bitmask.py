@@ -5,9 +5,9 @@
 token ``t`` may come next for ``matchers[i]`` (the layout of
 ``Matcher.allowed_token_bitmask``, of xgrammar's and llguidance's bitmasks).
 
-Matchers in the same state share one cached mask (the engine keys masks by
-state), so the work per distinct state is done once and copied into every row
-that needs it with one numpy assignment.
+Matchers of one grammar share its engine, which computes each state's mask
+once and caches it (packed): matchers in the same state, now or later, cost a
+lookup and a row copy.
 """
 
 from __future__ import annotations
@@ -40,25 +40,30 @@ def fill_next_token_bitmask(matchers: Sequence[Matcher], bitmask: np.ndarray,
     zeroed.  Raises :class:`MatcherError` on a wrong shape or dtype, or on a
     matcher whose vocabulary does not fit the rows (a programming error).
     """
-    if bitmask.ndim != 2 or bitmask.dtype not in (np.int32, np.uint32):
-        raise MatcherError(f"bitmask must be a 2-D int32 array, got {bitmask.dtype} {bitmask.shape}")
-    targets = list(range(len(matchers))) if rows is None else list(rows)
-    if len(targets) != len(matchers):
-        raise MatcherError(f"{len(matchers)} matchers but {len(targets)} rows")
-    if targets and not all(0 <= r < bitmask.shape[0] for r in targets):
-        raise MatcherError(f"a row index is outside the bitmask's {bitmask.shape[0]} rows")
+    dtype = bitmask.dtype
+    if bitmask.ndim != 2 or dtype.itemsize != 4 or dtype.kind not in "iu":
+        raise MatcherError(f"bitmask must be a 2-D int32 array, got {dtype} {bitmask.shape}")
     words = bitmask.view(np.uint32)
-    by_mask: dict[int, tuple[np.ndarray, list[int]]] = {}
-    for matcher, row in zip(matchers, targets):
-        packed = matcher.allowed_token_bitmask()
-        entry = by_mask.get(id(packed))
-        if entry is None:
-            by_mask[id(packed)] = (packed, [row])
-        else:
-            entry[1].append(row)
-    for packed, group in by_mask.values():
-        if packed.size > words.shape[1]:
-            raise MatcherError(f"bitmask rows have {words.shape[1]} words; the vocabulary needs {packed.size}")
-        index = np.asarray(group, dtype=np.intp)
-        words[index, :packed.size] = packed
-        words[index, packed.size:] = 0
+    n_rows, width = words.shape
+    packed = [m.allowed_token_bitmask() for m in matchers]  # each state's mask is computed once, then cached
+    if any(p.size != width for p in packed):
+        packed = [_fit(p, width) for p in packed]
+    if rows is None:
+        if len(packed) > n_rows:
+            raise MatcherError(f"{len(packed)} matchers but the bitmask has {n_rows} rows")
+        if packed:
+            np.stack(packed, out=words[:len(packed)])  # one C loop over the rows
+        return
+    if len(rows) != len(packed):
+        raise MatcherError(f"{len(packed)} matchers but {len(rows)} rows")
+    for row, p in zip(rows, packed):
+        if not 0 <= row < n_rows:
+            raise MatcherError(f"row {row} is outside the bitmask's {n_rows} rows")
+        words[row] = p
+
+
+def _fit(packed: np.ndarray, width: int) -> np.ndarray:
+    """``packed`` zero-padded to ``width`` words (a vocabulary narrower than the rows)."""
+    if packed.size > width:
+        raise MatcherError(f"bitmask rows have {width} words; the vocabulary needs {packed.size}")
+    return np.pad(packed, (0, width - packed.size))
