@@ -37,14 +37,13 @@ COLORS = ["red", "green", "blue"]
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One compile cache for the module: each constraint compiles once."""
-    return tmp_path_factory.mktemp("batch-cache")
+def cache() -> Path:
+    """The tests' compile cache (conftest.py: the checkout's .test-data): each constraint compiles once."""
+    return Path(os.environ["LOCALGCD_CACHE"])
 
 
 @pytest.fixture(scope="module")
-def model(cache: Path):
-    os.environ.setdefault("LOCALGCD_CACHE", str(cache))
+def model():
     from localgcd.llama.loading import load_model
 
     loaded = load_model(None)

@@ -1,0 +1,107 @@
+"""Batch throughput: tokens per second of a JSON-schema batch job at several --parallel.
+
+    python bench/batch_throughput.py [--lines 64] [--parallel 1,4,8] [--max-tokens 48] [--threads N] [--json]
+
+One process, the default model (SmolLM2-135M Q4_1) loaded once; every run
+writes the same ``--lines`` JSON-schema lines (the same few schemas, varied
+prompts, a fixed seed per line) to its own output file through
+:class:`localgcd.batch.BatchJob`.  The schemas are compiled before the first
+timed run (the cache), so a run's time is prompts + decoding + masks +
+sampling + writing.  Tokens per second = completion tokens of all lines /
+the run's wall time, and per CPU second of this process (less sensitive to
+other processes on a shared machine when llama.cpp runs one thread).  The script also checks that every --parallel gave
+every line the same text (it exits 1 if not), and reports the load average,
+since the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+     "required": ["name", "age"], "additionalProperties": False},
+    {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"},
+                                      "population": {"type": "integer"}},
+     "required": ["city", "country", "population"], "additionalProperties": False},
+    {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"},
+                                      "genres": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+     "required": ["title", "year", "genres"], "additionalProperties": False},
+]
+SUBJECTS = ["a teacher", "a city in France", "a science fiction film", "a painter", "a port city",
+            "a comedy film", "a chemist", "a mountain town"]
+
+
+def job_lines(n: int, max_tokens: int) -> list[dict]:
+    return [{"custom_id": f"line-{i}", "prompt": f"Describe {SUBJECTS[i % len(SUBJECTS)]} as JSON.",
+             "json_schema": SCHEMAS[i % len(SCHEMAS)], "max_tokens": max_tokens, "seed": i}
+            for i in range(n)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=64)
+    ap.add_argument("--parallel", default="1,4,8")
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    from localgcd.batch import BatchJob
+    from localgcd.batch.runner import compile_constraint
+    from localgcd.llama.loading import load_model
+
+    model = load_model(args.model, n_threads=args.threads)
+    for schema in SCHEMAS:  # compiled (or read from the cache) before any timed run
+        compile_constraint("json_schema", schema, model.vocab)
+    lines = job_lines(args.lines, args.max_tokens)
+    rows, texts = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in [int(x) for x in args.parallel.split(",")]:
+            out = Path(tmp) / f"p{p}.jsonl"
+            load0 = os.getloadavg()[0]
+            t0, c0 = time.perf_counter(), time.process_time()
+            summary = BatchJob(lines, out, model=model, parallel=p, n_threads=args.threads).run()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            got = [json.loads(x) for x in out.read_text().splitlines()]
+            texts[p] = {r["custom_id"]: r["text"] for r in got}
+            rows.append({"parallel": p, "lines": len(got), "complete": summary.complete, "tokens": summary.tokens,
+                         "seconds": round(wall, 2), "tokens_per_s": round(summary.tokens / wall, 2),
+                         "cpu_seconds": round(cpu, 2), "tokens_per_cpu_s": round(summary.tokens / cpu, 2),
+                         "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]})
+            if not args.json:
+                r = rows[-1]
+                print(f"--parallel {p}: {r['tokens']} tokens in {r['seconds']} s = {r['tokens_per_s']} tok/s; "
+                      f"{r['cpu_seconds']} CPU s = {r['tokens_per_cpu_s']} tok/CPU-s "
+                      f"({r['complete']}/{r['lines']} complete; load {r['load_avg_1min']})", flush=True)
+    base = rows[0]["tokens_per_s"]
+    cpu_base = rows[0]["tokens_per_cpu_s"]
+    for r in rows:
+        r["speedup"] = round(r["tokens_per_s"] / base, 2) if base else None
+        r["cpu_speedup"] = round(r["tokens_per_cpu_s"] / cpu_base, 2) if cpu_base else None
+    same = all(t == texts[rows[0]["parallel"]] for t in texts.values())
+    report = {"model": model.spec.name, "threads": model.llama.n_threads if args.threads is None else args.threads,
+              "cpus": os.cpu_count(), "machine": platform.machine(), "same_texts": same, "runs": rows}
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print("speedups (wall / CPU):", ", ".join(f"P{r['parallel']} {r['speedup']}x / {r['cpu_speedup']}x"
+                                                 for r in rows),
+              "| same texts for every --parallel:", same)
+    model.close()
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
