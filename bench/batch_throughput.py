@@ -72,19 +72,24 @@ def main() -> int:
             out = Path(tmp) / f"p{p}.jsonl"
             load0 = os.getloadavg()[0]
             t0, c0 = time.perf_counter(), time.process_time()
-            summary = BatchJob(lines, out, model=model, parallel=p, n_threads=args.threads).run()
+            job = BatchJob(lines, out, model=model, parallel=p, n_threads=args.threads)
+            summary = job.run()
+            stats = job.decoder_stats
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             got = [json.loads(x) for x in out.read_text().splitlines()]
             texts[p] = {r["custom_id"]: r["text"] for r in got}
             rows.append({"parallel": p, "lines": len(got), "complete": summary.complete, "tokens": summary.tokens,
                          "seconds": round(wall, 2), "tokens_per_s": round(summary.tokens / wall, 2),
                          "cpu_seconds": round(cpu, 2), "tokens_per_cpu_s": round(summary.tokens / cpu, 2),
+                         "decode_s": round(stats["decode_s"], 2), "mask_sample_s": round(stats["sample_s"], 2),
+                         "decodes": stats["decodes"],
                          "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]})
             if not args.json:
                 r = rows[-1]
                 print(f"--parallel {p}: {r['tokens']} tokens in {r['seconds']} s = {r['tokens_per_s']} tok/s; "
                       f"{r['cpu_seconds']} CPU s = {r['tokens_per_cpu_s']} tok/CPU-s "
-                      f"({r['complete']}/{r['lines']} complete; load {r['load_avg_1min']})", flush=True)
+                      f"(llama_decode {r['decode_s']} s in {r['decodes']} calls, masks+sampling {r['mask_sample_s']} s; "
+                      f"{r['complete']}/{r['lines']} complete; load {r['load_avg_1min']})", flush=True)
     base = rows[0]["tokens_per_s"]
     cpu_base = rows[0]["tokens_per_cpu_s"]
     for r in rows:

@@ -2,9 +2,10 @@
 
 :class:`BatchDecoder` owns a llama.cpp context of its own (next to the
 model's) with ``n_seq_max = N`` and a *separate* KV cache per sequence
-(``kv_unified = false``).  Each :meth:`BatchDecoder.step` is one
-``llama_decode`` of one ``llama_batch`` holding, for every running sequence,
-its last sampled token (or a chunk of its prompt), then
+(``kv_unified = false``).  A new sequence's prompt is evaluated in decode
+calls of its own, exactly as single generation evaluates it; then each
+:meth:`BatchDecoder.step` is one ``llama_decode`` of one ``llama_batch``
+holding, for every running sequence, its last sampled token, then
 
 1. one :func:`~localgcd.runtime.bitmask.fill_next_token_bitmask` call writes
    the masks of all sequences that sample now into an int32 ``[N, ceil(V/32)]``
@@ -14,11 +15,14 @@ its last sampled token (or a chunk of its prompt), then
    single generation, with the sequence's own seed -- picks the token.
 
 Why a line's text does not depend on N: with a separate KV cache per
-sequence, llama.cpp's CPU kernels compute each sequence's logits exactly as
-in a context of its own (bit for bit: measured, and tested), and sampling
-state (RNG, penalties) lives in the sequence's own chain.  A unified KV cache
-gives logits that differ in the last bits (measured up to 0.6 on SmolLM2),
-so it is not used.
+sequence, llama.cpp's CPU kernels compute a sequence's logits in a decode
+step of N one-token rows exactly as in a context of its own (bit for bit:
+measured for N up to 8, and tested), and sampling state (RNG, penalties)
+lives in the sequence's own chain.  Two things that break it are avoided: a
+unified KV cache (logits differ by up to 0.6 on SmolLM2) and evaluating
+several prompts in one batch (the rows at the end of a big batch go through
+another matmul kernel: the last of 8 prompts batched together differed by
+0.7), hence prompts alone, in single generation's chunks.
 """
 
 from __future__ import annotations
@@ -123,8 +127,8 @@ class BatchDecoder:
         self.slots: list[Sequence | None] = [None] * self.n_parallel
         self.bitmask = allocate_token_bitmask(self.n_parallel, self.n_tokens)
         self.applier = MaskApplier(self.n_tokens)
-        self.decode_s = 0.0
-        self.mask_s = 0.0
+        self.decode_s = 0.0  # in llama_decode
+        self.mask_s = 0.0  # in masks, sampling and booking tokens
         self.n_decodes = 0
 
     # -- slots -------------------------------------------------------------------
@@ -163,45 +167,55 @@ class BatchDecoder:
     # -- one step ----------------------------------------------------------------
 
     def step(self) -> list[Sequence]:
-        """One llama_decode for every running sequence; returns those that finished."""
+        """Evaluate newly admitted prompts, then one llama_decode of one token for every
+        running sequence; returns the sequences that finished."""
+        finished: list[Sequence] = []
+        for slot, seq in enumerate(self.slots):
+            if seq is not None and seq.n_evaluated < len(seq.prompt):
+                finished += self._sample([(slot, self._eval_prompt(slot, seq))])
         b = self.batch.batch
         b.n_tokens = 0
         sampling: list[tuple[int, int]] = []  # (slot, batch index of its logits)
-        for slot, seq in enumerate(self.slots):  # decode tokens first: one each
-            if seq is not None and seq.n_evaluated == len(seq.prompt):
+        for slot, seq in enumerate(self.slots):
+            if seq is not None:
                 self._add(slot, seq.tokens[-1], len(seq.prompt) + len(seq.tokens) - 1, True)
                 sampling.append((slot, b.n_tokens - 1))
-        for slot, seq in enumerate(self.slots):  # then prompt chunks, as far as the batch holds
-            if seq is None or seq.n_evaluated == len(seq.prompt):
-                continue
-            room = self.n_batch - b.n_tokens
-            if room <= 0:
-                break
-            end = min(len(seq.prompt), seq.n_evaluated + room)
-            for pos in range(seq.n_evaluated, end):
+        if sampling:
+            self._decode()
+            finished += self._sample(sampling)
+        return finished
+
+    def _eval_prompt(self, slot: int, seq: Sequence) -> int:
+        """Evaluate a prompt in decode calls of its own, in n_batch chunks, as single generation
+        does (the same batch shapes give the same logits); returns its logits' batch index."""
+        b = self.batch.batch
+        for start in range(0, len(seq.prompt), self.n_batch):
+            b.n_tokens = 0
+            end = min(len(seq.prompt), start + self.n_batch)
+            for pos in range(start, end):
                 self._add(slot, seq.prompt[pos], pos, pos == len(seq.prompt) - 1)
-            seq.n_evaluated = end
-            if end == len(seq.prompt):
-                sampling.append((slot, b.n_tokens - 1))
-        if b.n_tokens == 0:
-            return []
+            self._decode()
+        seq.n_evaluated = len(seq.prompt)
+        return b.n_tokens - 1
+
+    def _decode(self) -> None:
         t0 = time.perf_counter()
         self.ctx.decode(self.batch)
-        t1 = time.perf_counter()
-        self.decode_s += t1 - t0
+        self.decode_s += time.perf_counter() - t0
         self.n_decodes += 1
-        finished: list[Sequence] = []
-        if not sampling:
-            return finished
+
+    def _sample(self, sampling: list[tuple[int, int]]) -> list[Sequence]:
+        """Masks for all of ``sampling``'s sequences in one call, then a token for each."""
+        t0 = time.perf_counter()
         slots = [slot for slot, _ in sampling]
         fill_next_token_bitmask([self.slots[s].proc.matcher for s in slots], self.bitmask, rows=slots)
+        finished = []
         for slot, idx in sampling:
             seq = self.slots[slot]
-            done = self._sample(seq, slot, idx)
-            if done:
+            if self._sample_one(seq, slot, idx):
                 self.slots[slot] = None
                 finished.append(seq)
-        self.mask_s += time.perf_counter() - t1
+        self.mask_s += time.perf_counter() - t0
         return finished
 
     def _add(self, slot: int, token: int, pos: int, logits: bool) -> None:
@@ -211,7 +225,7 @@ class BatchDecoder:
         b.seq_id[i][0] = slot
         b.n_tokens = i + 1
 
-    def _sample(self, seq: Sequence, slot: int, idx: int) -> bool:
+    def _sample_one(self, seq: Sequence, slot: int, idx: int) -> bool:
         """Mask, sample and book one token for ``seq``; True when it is finished."""
         logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
         mask = np.unpackbits(self.bitmask[slot].view(np.uint8), bitorder="little")[: self.n_tokens].view(np.bool_)

@@ -98,6 +98,8 @@ class BatchJob:
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
         self.model_name = ""
+        #: seconds in llama_decode, in masks + sampling, and the number of decodes (after a run)
+        self.decoder_stats: dict[str, float] = {}
 
     def run(self) -> BatchSummary:
         """Run the job to the end; a KeyboardInterrupt propagates after OUT is synced."""
@@ -151,6 +153,8 @@ class BatchJob:
                         self._write_result(journal, seq)
                     journal.tick()
                     self.progress(s)
+                    self.decoder_stats = {"decode_s": decoder.decode_s, "sample_s": decoder.mask_s,
+                                          "decodes": decoder.n_decodes}
         finally:
             if owned:
                 loaded.close()
