@@ -165,8 +165,10 @@ def test_exit_0_when_every_line_is_complete(cache: Path, tmp_path: Path) -> None
 
 def run_cli(inp: Path, out: Path, cache: Path, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, LOCALGCD_CACHE=str(cache), PYTHONUNBUFFERED="1")
+    # SIGINT back to its default in the child: a test run in the background inherits it ignored
     return subprocess.Popen([sys.executable, "-m", "localgcd", "batch", str(inp), "-o", str(out), *extra],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def n_lines(path: Path) -> int:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -98,13 +100,14 @@ class BatchJob:
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
         self.model_name = ""
+        self._interrupts = DeferredInterrupts()
         #: seconds in llama_decode, in masks + sampling, and the number of decodes (after a run)
         self.decoder_stats: dict[str, float] = {}
 
     def run(self) -> BatchSummary:
         """Run the job to the end; a KeyboardInterrupt propagates after OUT is synced."""
         lines = read_input(self.source)
-        with Journal(self.output, resume=self.resume) as journal:
+        with Journal(self.output, resume=self.resume) as journal, DeferredInterrupts() as self._interrupts:
             try:
                 self._run(lines, journal)
             except KeyboardInterrupt:
@@ -138,6 +141,7 @@ class BatchJob:
                             n_threads=self.n_threads) if owned else self.model
         self.model_name = loaded.spec.name
         try:
+            self._interrupts.check()
             with BatchDecoder(loaded, self.parallel, n_ctx=self.n_ctx, n_threads=self.n_threads) as decoder:
                 while todo or decoder.active:
                     while todo and decoder.free_slots:
@@ -153,6 +157,7 @@ class BatchJob:
                         self._write_result(journal, seq)
                     journal.tick()
                     self.progress(s)
+                    self._interrupts.check()
                     self.decoder_stats = {"decode_s": decoder.decode_s, "sample_s": decoder.mask_s,
                                           "decodes": decoder.n_decodes}
         finally:
@@ -235,6 +240,41 @@ class BatchJob:
         }
         return {"id": rid, "custom_id": req.custom_id,
                 "response": {"status_code": 200, "request_id": rid, "body": body}, "error": None}
+
+
+class DeferredInterrupts:
+    """Ctrl-C (SIGINT) during a job only sets a flag; :meth:`check` raises KeyboardInterrupt
+    at the runner's safe points (after loading, after each step).
+
+    An interrupt raised where llama.cpp calls back into Python (its log callback while
+    a model loads) would be printed and lost, and one raised while a result is being
+    booked would lose that result; deferring it avoids both.  Installed only from the
+    main thread and only over Python's default handler.
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+        self._installed = False
+
+    def __enter__(self) -> DeferredInterrupts:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        return self
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.pending = True
+
+    def check(self) -> None:
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self._installed = False
 
 
 def compile_constraint(kind: str, value: Any, vocab: Any, cache_dir: Any = None) -> Any:
