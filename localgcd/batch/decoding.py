@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from localgcd.errors import ModelError
 from localgcd.llama.backend import import_llama_cpp
 from localgcd.llama.generation import FINISH_REASONS
 from localgcd.llama.loading import LoadedModel
@@ -119,8 +120,6 @@ class BatchDecoder:
         try:
             self.ctx = _internals.LlamaContext(model=self.llama._model, params=params, verbose=False)
         except ValueError as exc:
-            from localgcd.errors import ModelError
-
             raise ModelError(f"cannot create a context for {self.n_parallel} sequences of {self.n_ctx} "
                              f"tokens: {exc}; lower --parallel or --n-ctx") from None
         self.batch = _internals.LlamaBatch(n_tokens=self.n_batch, embd=0, n_seq_max=1, verbose=False)
