@@ -263,6 +263,7 @@ def test_a_job_that_cannot_start_is_one_line_and_exit_2(tmp_path: Path, args: li
 # --------------------------------------------------------------------------- compiling once per job
 
 def test_identical_constraints_compile_once_and_a_compile_error_is_on_every_line(monkeypatch, tmp_path) -> None:
+    """Once per distinct (kind, value) in a job (order matters: it is the output's order)."""
     from localgcd.batch import runner
     from localgcd.errors import GrammarError
 
@@ -277,11 +278,12 @@ def test_identical_constraints_compile_once_and_a_compile_error_is_on_every_line
     monkeypatch.setattr(runner, "compile_constraint", fake_compile)
     job = runner.BatchJob([], tmp_path / "out.jsonl")
     reqs = [parse_line(line(custom_id=str(i), prompt="p", **c), i + 1) for i, c in enumerate([
-        {"json_schema": SCHEMA}, {"json_schema": dict(reversed(list(SCHEMA.items())))}, {"regex": "(("},
-        {"regex": "(("}, {"choices": ["a", "b"]}, {"choices": ["a", "b"]}, {"regex": "[ab]"}])]
+        {"json_schema": SCHEMA}, {"json_schema": SCHEMA}, {"regex": "(("},
+        {"regex": "(("}, {"choices": ["a", "b"]}, {"choices": ["a", "b"]}, {"regex": "[ab]"},
+        {"choices": ["b", "a"]}])]
     got = [job._compile(r, vocab=None) for r in reqs]
     assert sorted(calls) == sorted({("json_schema", json.dumps(SCHEMA, sort_keys=True)), ("regex", '"(("'),
-                                    ("choices", '["a", "b"]'), ("regex", '"[ab]"')})
+                                    ("choices", '["a", "b"]'), ("regex", '"[ab]"'), ("choices", '["b", "a"]')})
     assert got[0] is got[1] and got[4] is got[5]
     errors = [g for g in got if isinstance(g, LineError)]
     assert [(e.line, e.code) for e in errors] == [(3, "grammar_error"), (4, "grammar_error")]

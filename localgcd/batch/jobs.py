@@ -43,8 +43,9 @@ class Constraint:
 
     @property
     def key(self) -> str:
-        """Identical constraints have the same key (compiled once per job)."""
-        return self.kind + "\0" + json.dumps(self.value, sort_keys=True, ensure_ascii=False)
+        """Identical constraints have the same key (compiled once per job).  Key order is
+        kept: a schema's property order is the order of the generated properties."""
+        return self.kind + "\0" + json.dumps(self.value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
