@@ -288,3 +288,11 @@ def test_identical_constraints_compile_once_and_a_compile_error_is_on_every_line
     errors = [g for g in got if isinstance(g, LineError)]
     assert [(e.line, e.code) for e in errors] == [(3, "grammar_error"), (4, "grammar_error")]
     assert all("regex:1:2: invalid regex" in e.message for e in errors)
+
+
+def test_batch_is_a_command_with_its_options_and_exit_codes() -> None:
+    assert "batch" in run("--help").stdout
+    h = run("batch", "--help")
+    assert h.exit_code == 0
+    for opt in ("--output", "--model", "--parallel", "--resume", "--openai", "--n-ctx", "--threads", "130"):
+        assert opt in h.stdout, opt
