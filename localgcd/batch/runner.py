@@ -232,7 +232,7 @@ class BatchJob:
             "id": "chatcmpl-" + rid[len("batch_req_"):], "object": "chat.completion", "created": int(time.time()),
             "model": self.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": seq.text},
-                         "finish_reason": seq.finish_reason if seq.finish_reason != "interrupted" else "length"}],
+                         "finish_reason": seq.finish_reason}],
             "usage": {"prompt_tokens": len(seq.prompt), "completion_tokens": len(seq.tokens),
                       "total_tokens": len(seq.prompt) + len(seq.tokens)},
             "localgcd": {"complete": seq.complete, "stop_reason": seq.stop_reason, "line": req.line,
