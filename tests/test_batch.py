@@ -296,3 +296,23 @@ def test_batch_is_a_command_with_its_options_and_exit_codes() -> None:
     assert h.exit_code == 0
     for opt in ("--output", "--model", "--parallel", "--resume", "--openai", "--n-ctx", "--threads", "130"):
         assert opt in h.stdout, opt
+
+
+@pytest.mark.parametrize("fields, fragment", [
+    ({"json_schema": {"type": "object", "minProperties": "two"}}, ""),  # the front end's TypeError, caught
+    ({"json_schema": {"type": "strange"}}, "strange"),
+    ({"grammar": "no-such-grammar"}, "unknown grammar 'no-such-grammar'"),
+    ({"grammar": "missing/file.lark"}, "no such grammar file"),
+    ({"gbnf": "root ::= undefined-rule"}, "undefined-rule"),
+    ({"regex": "a{2,1}"}, "invalid regex"),
+])
+def test_a_constraint_that_does_not_compile_is_that_lines_grammar_error(tmp_path: Path, fields: dict,
+                                                                        fragment: str) -> None:
+    from exactness_support import byte_vocabulary
+
+    from localgcd.batch.runner import BatchJob
+
+    req = parse_line(line(custom_id="x", prompt="p", **fields), 4)
+    err = BatchJob([], tmp_path / "out.jsonl", cache_dir=tmp_path / "cache")._compile(req, byte_vocabulary())
+    assert isinstance(err, LineError) and err.code == "grammar_error" and err.line == 4
+    assert err.message.startswith("line 4: ") and fragment in err.message and "\n" not in err.message

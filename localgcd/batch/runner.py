@@ -191,6 +191,10 @@ class BatchJob:
                 got = compile_constraint(req.constraint.kind, req.constraint.value, vocab, self.cache_dir)
             except LocalgcdError as exc:
                 got = exc
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+                # a front end that trips over an odd input is that line's problem, not the job's
+                got = LocalgcdError(f"{req.constraint.kind}: the compiler failed on this constraint "
+                                    f"({type(exc).__name__}: {exc})")
             self._compiled[key] = got
         if isinstance(got, LocalgcdError):
             return LineError(req.line, "grammar_error", f"line {req.line}: {str(got).splitlines()[0]}",
