@@ -316,3 +316,29 @@ def test_a_constraint_that_does_not_compile_is_that_lines_grammar_error(tmp_path
     err = BatchJob([], tmp_path / "out.jsonl", cache_dir=tmp_path / "cache")._compile(req, byte_vocabulary())
     assert isinstance(err, LineError) and err.code == "grammar_error" and err.line == 4
     assert err.message.startswith("line 4: ") and fragment in err.message and "\n" not in err.message
+
+
+def test_the_output_is_fsynced_at_least_every_second_and_on_close(tmp_path: Path, monkeypatch) -> None:
+    from localgcd.batch import journal as journal_module
+
+    now, synced = [100.0], []
+    monkeypatch.setattr(journal_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(journal_module.os, "fsync", lambda fd: synced.append(now[0]))
+    j = Journal(tmp_path / "out.jsonl", interval=1.0)
+    for t in (100.2, 100.9, 101.1, 101.5, 103.0):  # writes
+        now[0] = t
+        j.write({"custom_id": str(t)})
+    assert synced == [101.1, 103.0]
+    now[0] = 104.5
+    j.tick()  # nothing new since the last fsync: nothing to do
+    now[0] = 104.6
+    j.write({"custom_id": "late"})  # more than a second since the last fsync: at once
+    now[0] = 105.0
+    j.write({"custom_id": "later"})
+    for now[0] in (105.5, 105.7):
+        j.tick()  # the runner ticks after every decode step: a written line waits at most a second
+    now[0] = 105.8
+    j.write({"custom_id": "last"})
+    j.close()
+    assert synced == [101.1, 103.0, 104.6, 105.7, 105.8]
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 8

@@ -156,7 +156,8 @@ class Journal:
     def close(self) -> None:
         if self.fd < 0:
             return
-        self.sync()
+        if self._dirty:
+            self.sync()
         if self._owned:
             os.close(self.fd)
         self.fd = -1
