@@ -68,6 +68,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _summary(job: Any, output: str) -> None:
+    """One line on stderr: lines done, complete, incomplete, errors, tokens, time."""
+    from rich.markup import escape
+
     s = job.summary
     incomplete = s.done - s.complete - s.errors
     parts = [f"{s.done}/{s.total} lines", f"{s.complete} complete"]
@@ -77,9 +80,11 @@ def _summary(job: Any, output: str) -> None:
         parts.append(f"{s.errors} errors")
     if s.resumed:
         parts.append(f"{s.resumed} already in {output}")
-    rate = f", {s.tokens} tokens in {s.seconds:.1f} s ({s.tokens_per_s:.1f} tok/s)" if s.tokens else ""
+    if s.tokens:
+        parts.append(f"{s.tokens} tokens at {s.tokens_per_s:.1f} tok/s")
+    parts.append(f"{s.seconds:.1f} s in all")
     head = "batch interrupted" if s.interrupted else "batch"
-    err_console().print(f"[dim]{head}: {', '.join(parts)}{rate}[/dim]", markup=True, highlight=False)
+    err_console().print(f"[dim]{escape(head + ': ' + ', '.join(parts))}[/dim]")
 
 
 class _Progress:
