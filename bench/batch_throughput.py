@@ -1,6 +1,7 @@
 """Batch throughput: tokens per second of a JSON-schema batch job at several --parallel.
 
     python bench/batch_throughput.py [--lines 64] [--parallel 1,4,8] [--max-tokens 48] [--threads N] [--json]
+    python bench/batch_throughput.py --probe-decode [--threads 1,2]   # llama_decode alone
 
 One process, the default model (SmolLM2-135M Q4_1) loaded once; every run
 writes the same ``--lines`` JSON-schema lines (the same few schemas, varied
@@ -12,6 +13,10 @@ the run's wall time, and per CPU second of this process (less sensitive to
 other processes on a shared machine when llama.cpp runs one thread).  The script also checks that every --parallel gave
 every line the same text (it exits 1 if not), and reports the load average,
 since the machine may be shared.
+
+``--probe-decode`` times llama.cpp alone: decode steps of N one-token rows
+(N sequences, KV cache per sequence, as ``--parallel N`` runs them) for each
+N and thread count, no grammar, no sampling: what batching can gain at most.
 """
 
 from __future__ import annotations
@@ -48,12 +53,46 @@ def job_lines(n: int, max_tokens: int) -> list[dict]:
             for i in range(n)]
 
 
+def probe_decode(model, parallel: list[int], threads: list[int], steps: int = 24) -> list[dict]:
+    """Tokens per second of bare llama_decode steps of N one-token rows."""
+    import llama_cpp
+    from llama_cpp import _internals
+
+    out = []
+    for t in threads:
+        for n in parallel:
+            params = llama_cpp.llama_context_params.from_buffer_copy(model.llama.context_params)
+            params.n_ctx, params.n_seq_max, params.kv_unified = 512 * n, n, False
+            params.n_threads = params.n_threads_batch = t
+            ctx = _internals.LlamaContext(model=model.llama._model, params=params, verbose=False)
+            batch = _internals.LlamaBatch(n_tokens=512, embd=0, n_seq_max=1, verbose=False)
+            for s in range(n):
+                batch.reset()
+                batch.add_sequence(list(range(1, 9)), s, False)
+                ctx.decode(batch)
+            b = batch.batch
+            t0 = time.perf_counter()
+            for step in range(steps):
+                b.n_tokens = n
+                for s in range(n):
+                    b.token[s], b.pos[s], b.n_seq_id[s], b.logits[s] = 100 + step, 8 + step, 1, True
+                    b.seq_id[s][0] = s
+                ctx.decode(batch)
+            wall = time.perf_counter() - t0
+            out.append({"threads": t, "parallel": n, "tokens_per_s": round(n * steps / wall, 1),
+                        "load_avg_1min": round(os.getloadavg()[0], 2)})
+            batch.close()
+            ctx.close()
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=64)
     ap.add_argument("--parallel", default="1,4,8")
     ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", default=None, help="llama.cpp threads (--probe-decode: a list, e.g. 1,2)")
+    ap.add_argument("--probe-decode", action="store_true", help="time bare llama_decode steps instead")
     ap.add_argument("--model", default=None)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -62,6 +101,16 @@ def main() -> int:
     from localgcd.batch.runner import compile_constraint
     from localgcd.llama.loading import load_model
 
+    if args.probe_decode:
+        model = load_model(args.model)
+        threads = [int(x) for x in (args.threads or str(model.llama.n_threads)).split(",")]
+        rows = probe_decode(model, [int(x) for x in args.parallel.split(",")], threads)
+        for r in rows:
+            print(json.dumps(r) if args.json else
+                  f"threads {r['threads']} N {r['parallel']}: {r['tokens_per_s']} tok/s (load {r['load_avg_1min']})")
+        model.close()
+        return 0
+    args.threads = int(args.threads) if args.threads else None
     model = load_model(args.model, n_threads=args.threads)
     for schema in SCHEMAS:  # compiled (or read from the cache) before any timed run
         compile_constraint("json_schema", schema, model.vocab)
