@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -74,9 +75,17 @@ def _compiler():
 
 
 def _compile(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001
+    """Compile (or load from the cache); the --lenient warnings are shown once, cache or not."""
     src = constraint.source
-    return with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source, strict=strict,
-                        **constraint.options)
+    for message in constraint.warnings:
+        warning(message)
+    with held_warnings() as held:
+        compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
+                                strict=strict, **constraint.options)
+    for category, message in held:  # the rest go on to the caller's display (or its held list)
+        if message not in constraint.warnings:
+            warnings.showwarning(message, category, __file__, 0)
+    return compiled
 
 
 def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:

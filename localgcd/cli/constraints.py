@@ -18,7 +18,7 @@ from typing import Any, Optional
 import typer
 
 from localgcd.errors import GrammarError
-from localgcd.grammar.formats import FORMATS
+from localgcd.grammar.formats import FORMATS, to_lark
 from localgcd.grammar.regex_choice import regex_to_lark
 from localgcd.grammar.sources import GrammarSource, resolve_grammar
 from localgcd.user_files import read_user_file
@@ -50,10 +50,12 @@ PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(
 
 @dataclass(frozen=True)
 class Constraint:
-    """The grammar text and format to compile, and the front end's options (JSON Schema only)."""
+    """The grammar text and format to compile, the front end's options (JSON Schema only) and,
+    with ``--lenient``, the front end's warnings as the compiler words them (``source: message``)."""
 
     source: GrammarSource
     options: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
@@ -85,11 +87,16 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
                                f".json file), not to {given[0]} ({source.fmt})")
         return Constraint(source)
-    return Constraint(source, {
+    options = {
         "lenient": lenient,
         "whitespace": _one_of("--whitespace", whitespace or WHITESPACE[0], WHITESPACE),
         "property_order": _one_of("--property-order", property_order or PROPERTY_ORDER[0], PROPERTY_ORDER),
-    })
+    }
+    if not lenient:
+        return Constraint(source, options)
+    # Tables loaded from the cache do not repeat the front end's warnings: ask the front end here.
+    dropped = to_lark(source.text, source.fmt, source.source, **options).warnings
+    return Constraint(source, options, tuple(f"{source.source}: {w}" for w in dropped))
 
 
 def _one_of(option: str, value: str, allowed: tuple[str, ...]) -> str:
