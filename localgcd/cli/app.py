@@ -20,18 +20,8 @@ import typer
 from localgcd.cli import render
 from localgcd.cli.cache import cache_app
 from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
-from localgcd.cli.constraints import (
-    CHOICE,
-    FORMAT,
-    GRAMMAR,
-    JSON_SCHEMA,
-    LENIENT,
-    PROPERTY_ORDER_OPTION,
-    REGEX,
-    WHITESPACE_OPTION,
-    Constraint,
-    resolve_constraint,
-)
+from localgcd.cli import constraints as cons
+from localgcd.cli.constraints import Constraint, resolve_constraint
 from localgcd.cli.console import (
     EXIT_CUT,
     EXIT_INCOMPLETE,
@@ -111,14 +101,14 @@ def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
 @app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Generate text in a grammar's language")
 def generate(
     prompt: str = typer.Argument(..., metavar="PROMPT", help="The prompt text ('-' reads it from stdin)."),
-    grammar: Optional[str] = GRAMMAR,
-    fmt: Optional[str] = FORMAT,
-    json_schema: Optional[str] = JSON_SCHEMA,
-    regex: Optional[str] = REGEX,
-    choice: Optional[list[str]] = CHOICE,
-    lenient: bool = LENIENT,
-    whitespace: Optional[str] = WHITESPACE_OPTION,
-    property_order: Optional[str] = PROPERTY_ORDER_OPTION,
+    grammar: Optional[str] = cons.GRAMMAR,
+    fmt: Optional[str] = cons.FORMAT,
+    json_schema: Optional[str] = cons.JSON_SCHEMA,
+    regex: Optional[str] = cons.REGEX,
+    choice: Optional[list[str]] = cons.CHOICE,
+    lenient: bool = cons.LENIENT,
+    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
+    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
     max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
                                    help="Stop after N generated tokens."),
@@ -245,14 +235,14 @@ def _result_json(result) -> dict:  # noqa: ANN001
 @app.command("compile", cls=Command, epilog=SUBCOMMAND_EPILOG,
              short_help="Compile a grammar for a model into the cache")
 def compile_cmd(
-    grammar: Optional[str] = GRAMMAR,
-    fmt: Optional[str] = FORMAT,
-    json_schema: Optional[str] = JSON_SCHEMA,
-    regex: Optional[str] = REGEX,
-    choice: Optional[list[str]] = CHOICE,
-    lenient: bool = LENIENT,
-    whitespace: Optional[str] = WHITESPACE_OPTION,
-    property_order: Optional[str] = PROPERTY_ORDER_OPTION,
+    grammar: Optional[str] = cons.GRAMMAR,
+    fmt: Optional[str] = cons.FORMAT,
+    json_schema: Optional[str] = cons.JSON_SCHEMA,
+    regex: Optional[str] = cons.REGEX,
+    choice: Optional[list[str]] = cons.CHOICE,
+    lenient: bool = cons.LENIENT,
+    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
+    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
@@ -309,14 +299,14 @@ def compile_cmd(
 @app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Check whether a text is in a grammar's language")
 def check(
     file: str = typer.Argument(..., metavar="FILE", help="The text to check ('-' reads stdin)."),
-    grammar: Optional[str] = GRAMMAR,
-    fmt: Optional[str] = FORMAT,
-    json_schema: Optional[str] = JSON_SCHEMA,
-    regex: Optional[str] = REGEX,
-    choice: Optional[list[str]] = CHOICE,
-    lenient: bool = LENIENT,
-    whitespace: Optional[str] = WHITESPACE_OPTION,
-    property_order: Optional[str] = PROPERTY_ORDER_OPTION,
+    grammar: Optional[str] = cons.GRAMMAR,
+    fmt: Optional[str] = cons.FORMAT,
+    json_schema: Optional[str] = cons.JSON_SCHEMA,
+    regex: Optional[str] = cons.REGEX,
+    choice: Optional[list[str]] = cons.CHOICE,
+    lenient: bool = cons.LENIENT,
+    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
+    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
 ) -> None:
