@@ -118,6 +118,8 @@ BAD_INPUT = {
                                      "--grammar .json file), not to --choice (choices)"]),
     "bad --whitespace": (["check", "--json-schema", "schema.json", "--whitespace", "wide", "ab.json"],
                          ["error: --whitespace must be 'default' or 'compact', not 'wide'"]),
+    "empty --whitespace": (["check", "--json-schema", "schema.json", "--whitespace", "", "ab.json"],
+                           ["error: --whitespace must be 'default' or 'compact', not ''"]),
     "bad --property-order": (["check", "--json-schema", "schema.json", "--property-order", "sorted", "ab.json"],
                              ["error: --property-order must be 'schema' or 'any', not 'sorted'"]),
     "stdin twice": (["check", "--json-schema", "-", "-"],

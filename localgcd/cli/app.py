@@ -17,11 +17,10 @@ from typing import Optional
 
 import typer
 
+from localgcd.cli import constraints as cons
 from localgcd.cli import render
 from localgcd.cli.cache import cache_app
 from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
-from localgcd.cli import constraints as cons
-from localgcd.cli.constraints import Constraint, resolve_constraint
 from localgcd.cli.console import (
     EXIT_CUT,
     EXIT_INCOMPLETE,
@@ -36,6 +35,7 @@ from localgcd.cli.console import (
     user_errors,
     warning,
 )
+from localgcd.cli.constraints import Constraint, resolve_constraint
 from localgcd.cli.progress import with_spinner
 from localgcd.cli.usage import EPILOG, SUBCOMMAND_EPILOG, Command, Group
 from localgcd.errors import GrammarWarning, LocalgcdError

@@ -80,8 +80,8 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         source = _regex_source(regex)
     else:
         source = _choices_source(choices or [])
-    schema_options = [name for name, value in (("--lenient", lenient), ("--whitespace", whitespace),
-                                               ("--property-order", property_order)) if value]
+    schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
+                                                ("--property-order", property_order is not None)) if given_]
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
@@ -89,8 +89,9 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         return Constraint(source)
     options = {
         "lenient": lenient,
-        "whitespace": _one_of("--whitespace", whitespace or WHITESPACE[0], WHITESPACE),
-        "property_order": _one_of("--property-order", property_order or PROPERTY_ORDER[0], PROPERTY_ORDER),
+        "whitespace": _one_of("--whitespace", WHITESPACE[0] if whitespace is None else whitespace, WHITESPACE),
+        "property_order": _one_of("--property-order", PROPERTY_ORDER[0] if property_order is None else property_order,
+                                  PROPERTY_ORDER),
     }
     if not lenient:
         return Constraint(source, options)
