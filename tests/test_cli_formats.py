@@ -145,8 +145,8 @@ BAD_INPUT = {
                              ["error: unsatisfiable.json: /: schema has no valid instance"]),
     # GBNF
     "malformed GBNF": (["check", "-g", "malformed.gbnf", "ab.json"],
-                       ["error: malformed.gbnf:3:1: expected ')' to close the group at line 2 column 13, found end "
-                        "of grammar", "    ", "    ^"]),
+                       ["error: malformed.gbnf:2:18: expected ')' to close the group at line 2 column 13, found end "
+                        "of grammar", '    b ::= "x" | ( "y"', "                     ^"]),
     "undefined rule": (["check", "-g", "undefined.gbnf", "ab.json"],
                        ["error: undefined.gbnf:1:14: rule 'c' is not defined (used in rule 'root')",
                         '    root ::= "a" c', "                 ^"]),
