@@ -78,6 +78,22 @@ class OutcomeChecker:
         else:
             self.status_table = np.zeros(shape, dtype=np.int8)
 
+    def grow(self) -> None:
+        """Follow the spanner's outcome ids as a lazy spanner hands out new ones.
+
+        The status table gets columns (with room to spare; unused columns
+        stay UNKNOWN and no outcome id reaches them).
+        """
+        n = self.spanner.n_outcomes
+        if n == len(self._head):
+            return
+        self._head, self._tail = self.spanner.head.tolist(), self.spanner.tail.tolist()
+        width = self.status_table.shape[1]
+        if n > width:
+            grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
+            grown[:, :width] = self.status_table
+            self.status_table = grown
+
     def status_row(self, state: int, paren_key: int = 0) -> int:
         """The status table's row for a parser state (and capped bracket depth)."""
         return state * self.depth_keys + paren_key

@@ -31,7 +31,7 @@ from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
-from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
+from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class MaskEngine:
     ) -> None:
         self.spanner = spanner
         self.token_mask_budget = token_mask_budget
-        self.rows = Rows(spanner)
+        self.rows = spanner.rows()  # built on first use (a lazy spanner builds them then)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
         self._producible = lexer.producible
@@ -318,7 +318,7 @@ class MaskEngine:
                 passed.append(accepted)
             low = min(low, int(lows.min()))
         accepted = np.concatenate(passed) if passed else dependent[:0]
-        return split.classes_of(accepted, len(self.spanner.head)), low
+        return split.classes_of(accepted, self.spanner.n_outcomes), low
 
     def _combined(self, q: int, split: _ParserStateSplit, fresh: _ParserStateSplit,
                   emits: np.ndarray) -> np.ndarray:
@@ -349,6 +349,7 @@ class MaskEngine:
         split = self._splits.get(key)
         if split is None:
             outcomes = self.rows.outcomes(q)
+            self.checker.grow()  # a lazily built row may have made new outcome ids
             row = np.append(self.rows.class_row(q), DEAD_STACK)  # extra class slot: "not text"
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indentation is not None:

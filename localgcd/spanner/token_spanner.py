@@ -195,6 +195,14 @@ class TokenSpanner:
             outcome = int(self.tail[outcome])
         return out
 
+    @property
+    def n_outcomes(self) -> int:
+        return int(self.head.shape[0])
+
+    def rows(self) -> "Rows":
+        """A fresh row cache over this spanner (what the mask engine reads)."""
+        return Rows(self)
+
 
 class Rows:
     """Class rows of a :class:`TokenSpanner`, materialized on first use and kept."""
@@ -247,8 +255,8 @@ class Rows:
 def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
     """Compute the token spanner of ``lexer`` over the vocabulary ``trie``."""
     outcomes = OutcomeTable(lexer.n_states)
-    suffix = _suffix_outcomes(lexer, trie, outcomes)
-    first_kind = _first_kind(lexer)
+    suffix = suffix_outcomes(lexer, trie, outcomes)
+    first_kind = first_kinds(lexer)
     branches = BranchRows(lexer, trie, suffix, outcomes)
     by_state = [branches.branches_of(q) for q in range(lexer.n_states)]
     first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
@@ -337,7 +345,7 @@ def _token_classes(
     return class_of.astype(np.int32), class_first_byte, class_rows
 
 
-def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
+def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
     """``suffix[offsets[p] + d]``: outcome of lexing token ``p``'s bytes ``d:`` afresh."""
     next_state, emitted = lexer.next_state, lexer.emitted
     offsets, lengths, data = trie.offsets, trie.lengths, trie.data
@@ -377,7 +385,61 @@ def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: Outcome
     return suffix
 
 
-def _first_kind(lexer: LexingTransducer) -> np.ndarray:
+class SuffixOutcomes:
+    """:func:`suffix_outcomes`, entry by entry on demand (for rows built lazily).
+
+    ``suffix[flat]`` with ``flat = offsets[p] + d`` computes the entries not
+    known yet: a walker from byte ``d`` of token ``p`` in the start state runs
+    to its first emission at byte ``j``, whose outcome continues with entry
+    ``offsets[p] + j`` (computed first, recursively: ``j > d``).
+    """
+
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
+        self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
+        total = int(trie.offsets[-1])
+        self._values = np.full(total, DEAD_STATE, dtype=np.int64)
+        self._known = np.zeros(total, dtype=bool)
+
+    def __getitem__(self, flat: np.ndarray) -> np.ndarray:
+        self._fill(flat)
+        return self._values[flat]
+
+    def _fill(self, flat: np.ndarray) -> None:
+        flat = flat[~self._known[flat]]
+        if not flat.size:
+            return
+        flat = sorted_unique(flat)
+        next_state, emitted = self.lexer.next_state, self.lexer.emitted
+        offsets, data = self.trie.offsets, self.trie.data
+        ends = offsets[np.searchsorted(offsets, flat, side="right")]  # one past each token's last byte
+        emit_at = np.full(flat.size, -1, dtype=np.int64)  # flat index of the first emission
+        emit_term = np.full(flat.size, NO_EMIT, dtype=np.int64)
+        end_state = np.full(flat.size, DEAD_STATE, dtype=np.int64)  # when nothing is emitted
+        walker = np.arange(flat.size, dtype=np.int64)
+        state = np.zeros(flat.size, dtype=np.int64)
+        cursor = flat.copy()
+        while walker.size:
+            byte = data[cursor]
+            term = emitted[state, byte]
+            state = next_state[state, byte]
+            emits = (term != NO_EMIT) & (state != DEAD_STATE)
+            emit_at[walker[emits]] = cursor[emits]
+            emit_term[walker[emits]] = term[emits]
+            cursor = cursor + 1
+            at_end = ~emits & (state != DEAD_STATE) & (cursor == ends[walker])
+            end_state[walker[at_end]] = state[at_end]
+            going = ~emits & (state != DEAD_STATE) & ~at_end
+            walker, state, cursor = walker[going], state[going], cursor[going]
+        emitting = emit_at >= 0
+        self._fill(emit_at[emitting])
+        values = end_state
+        values[emitting] = self.outcomes.cons(emit_term[emitting], self._values[emit_at[emitting]])
+        self._values[flat] = values
+        self._known[flat] = True
+
+
+def first_kinds(lexer: LexingTransducer) -> np.ndarray:
+    """int8 [Q, 256]: whether byte ``b`` kills, ends or extends the pending lexeme of ``q``."""
     kind = np.full(lexer.next_state.shape, FIRST_DEAD, dtype=np.int8)
     alive = lexer.next_state != DEAD_STATE
     kind[alive & (lexer.emitted != NO_EMIT)] = FIRST_EMITS
@@ -447,7 +509,7 @@ class BranchRows:
     walked together, breadth-first over the trie with numpy.
     """
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: np.ndarray,
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "np.ndarray | SuffixOutcomes",
                  outcomes: OutcomeTable) -> None:
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
         root = trie.levels[0] if trie.levels else None
