@@ -177,7 +177,10 @@ class TokenSpanner:
     @cached_property
     def class_members(self) -> tuple[np.ndarray, np.ndarray]:
         """(token ids grouped by class, offsets): class ``c``'s tokens are ``ids[offsets[c]:offsets[c + 1]]``."""
-        order = np.argsort(self.token_class, kind="stable")
+        keys = self.token_class
+        if self.n_classes < np.iinfo(np.int16).max:
+            keys = keys.astype(np.int16)  # numpy sorts 16-bit keys by radix: several times faster
+        order = np.argsort(keys, kind="stable")
         counts = np.bincount(self.token_class[self.token_class >= 0], minlength=self.n_classes)
         return order[np.count_nonzero(self.token_class < 0):], np.concatenate(([0], np.cumsum(counts)))
 
