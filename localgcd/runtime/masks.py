@@ -105,7 +105,6 @@ class MaskEngine:
         nothing.flags.writeable = False
         self.terminated_mask = Mask(nothing, nothing, True, 0)
         self._token_class = spanner.token_class.astype(np.intp)  # intp: numpy gathers it 2x faster
-        self._class_tokens, self._class_offsets = spanner.class_members  # token ids grouped by class
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -254,9 +253,13 @@ class MaskEngine:
         budget), so a mask usually costs one copy plus the extra classes'
         tokens; when those are many, one gather over all tokens is cheaper.
         """
-        starts = self._class_offsets[extra]
-        counts = self._class_offsets[extra + 1] - starts
-        total = int(counts.sum())
+        if extra.size:
+            class_tokens, class_offsets = self.spanner.class_members  # token ids grouped by class (made once)
+            starts = class_offsets[extra]
+            counts = class_offsets[extra + 1] - starts
+            total = int(counts.sum())
+        else:
+            total = 0
         if 4 * total > self.n_tokens:
             classes = base.copy()
             classes[extra] = True
@@ -271,7 +274,7 @@ class MaskEngine:
         allowed = tokens.copy()
         if total:
             shift = np.repeat(starts - np.cumsum(counts) + counts, counts)
-            allowed[self._class_tokens[shift + np.arange(total)]] = True
+            allowed[class_tokens[shift + np.arange(total)]] = True
         return allowed
 
     def _emit_pending(self, q: int, node: int, layout: Layout) -> tuple[int, Layout, int]:
