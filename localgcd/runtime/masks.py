@@ -119,6 +119,7 @@ class MaskEngine:
     def classify_all(self) -> np.ndarray:
         """Alg. 5 ahead of time for every outcome of every row; the status table (see ``statuses=``)."""
         outcomes = sorted_unique(np.concatenate([self.rows.outcomes(q) for q in range(self.spanner.n_states)]))
+        self.checker.grow()  # rows of a lazy spanner were just built
         if self.indentation is not None:
             outcomes = outcomes[~self.indentation.emits_newline[outcomes]]
         return self.checker.classify_all(outcomes)

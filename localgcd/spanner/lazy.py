@@ -21,7 +21,6 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.spanner.token_spanner import (
@@ -114,6 +113,10 @@ class LazyTokenSpanner:
         row[positions] = values
         return row
 
+    def row_outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes of ``q``'s row, sorted."""
+        return self._branches.distinct_outcomes(q)
+
     def rows(self) -> "LazyRows":
         return LazyRows(self)
 
@@ -147,8 +150,7 @@ class LazyRows:
         """The distinct outcomes in ``class_row(q)``."""
         found = self._outcomes.get(q)
         if found is None:
-            row = self.class_row(q)
-            found = self._outcomes[q] = sorted_unique(row[row >= 0])
+            found = self._outcomes[q] = self.spanner.row_outcomes(q)
         return found
 
     def class_emits(self, q: int) -> np.ndarray:

@@ -520,6 +520,7 @@ class BranchRows:
         self._ids: dict[int, int] = {}  # root child * n_lexer_states + state → branch id
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
+        self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -540,6 +541,16 @@ class BranchRows:
         if missing:
             self._walk(children[missing], state[children[missing]].astype(np.int64))
         return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def distinct_outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes of ``q``'s row (each branch's are found once and shared)."""
+        parts = []
+        for b in self.branches_of(q).tolist():
+            found = self._distinct.get(b)
+            if found is None:
+                found = self._distinct[b] = sorted_unique(self._values[b])
+            parts.append(found)
+        return sorted_unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int32)
 
     def row(self, q: int) -> SparseRow:
         """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
