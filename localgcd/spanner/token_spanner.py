@@ -517,8 +517,6 @@ class BranchRows:
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
-        loops = (lexer.next_state == np.arange(lexer.n_states)[:, None]) & (lexer.emitted == NO_EMIT)
-        self._loops = np.packbits(loops, axis=1, bitorder="little").view("<u8")  # [Q, 4]: bytes that stay put
         self._ids: dict[int, int] = {}  # root child * n_lexer_states + state → branch id
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
@@ -562,28 +560,6 @@ class BranchRows:
         return (np.concatenate([self._positions[b] for b in ids]),
                 np.concatenate([self._values[b] for b in ids]))
 
-    def _settle(self, depth: int, nodes: np.ndarray, states: np.ndarray, origin: np.ndarray,
-                positions_out: list, values_out: list, origins_out: list) -> tuple[np.ndarray, ...]:
-        """Record, without descending, nodes whose tokens all stay in their state; return the others.
-
-        When every byte below a node loops on its state (no emission), each
-        token below ends in that state — most of a string state's trie.
-        """
-        if not nodes.size:
-            return nodes, states, origin
-        open_bytes = self.trie.bytes_below[depth][nodes] & ~self._loops[states]
-        settled = ~open_bytes.any(axis=1)
-        if not settled.any():
-            return nodes, states, origin
-        level = self.trie.levels[depth]
-        done = nodes[settled]
-        positions, which = expand_ranges(level.lo[done] + (level.token_at[done] >= 0), level.hi[done])
-        positions_out.append(positions)
-        values_out.append(states[settled][which])
-        origins_out.append(origin[settled][which])
-        keep = ~settled
-        return nodes[keep], states[keep], origin[keep]
-
     def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
         lexer, trie, suffix, outcomes = self.lexer, self.trie, self.suffix, self.outcomes
@@ -598,8 +574,7 @@ class BranchRows:
         positions_out = [ends_here[has_token].astype(np.int64)]
         values_out = [states[has_token]]
         origins_out = [origin[has_token]]
-        nodes, states, origin = self._settle(0, roots, states, origin, positions_out, values_out, origins_out)
-        nodes, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
+        nodes, which = expand_ranges(level.child_start[roots], level.child_end[roots])
         states, origin = states[which], origin[which]
         for depth in range(1, len(trie.levels)):
             if not nodes.size:
@@ -623,7 +598,6 @@ class BranchRows:
             positions_out.append(ends_here[has_token].astype(np.int64))
             values_out.append(states[has_token])
             origins_out.append(origin[has_token])
-            nodes, states, origin = self._settle(depth, nodes, states, origin, positions_out, values_out, origins_out)
             children, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
             nodes, states, origin = children, states[which], origin[which]
         positions = np.concatenate(positions_out)
@@ -631,7 +605,7 @@ class BranchRows:
         origin = np.concatenate(origins_out)
         live = values != DEAD_STATE
         positions, values, origin = positions[live], values[live], origin[live]
-        order = np.argsort(origin * trie.n_positions + positions)  # positions are distinct per origin
+        order = np.lexsort((positions, origin))
         positions, values = positions[order], values[order]
         bounds = np.cumsum(np.bincount(origin, minlength=roots.size))[:-1].tolist()
         self._positions.extend(np.split(positions, bounds))

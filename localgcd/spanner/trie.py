@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -49,28 +48,6 @@ class VocabTrie:
     @property
     def n_positions(self) -> int:
         return int(self.token_ids.shape[0])
-
-    @cached_property
-    def bytes_below(self) -> tuple[np.ndarray, ...]:
-        """Per level, uint64 [nodes, 4]: the 256-bit set of bytes the tokens below each node read after it.
-
-        Made once per trie (bottom-up, one ``bitwise_or.reduceat`` per level).
-        """
-        out: list[np.ndarray] = [np.zeros((0, 4), np.uint64)] * len(self.levels)
-        below = np.zeros((0, 4), dtype=np.uint64)
-        for d in reversed(range(len(self.levels))):
-            level = self.levels[d]
-            mask = np.zeros((level.lo.size, 4), dtype=np.uint64)
-            if d + 1 < len(self.levels):
-                child = self.levels[d + 1]
-                contrib = below.copy()
-                contrib[np.arange(child.byte.size), child.byte >> 6] |= np.left_shift(
-                    np.uint64(1), (child.byte & 63).astype(np.uint64))
-                parents = np.flatnonzero(level.child_end > level.child_start)
-                if parents.size:
-                    mask[parents] = np.bitwise_or.reduceat(contrib, level.child_start[parents], axis=0)
-            out[d] = below = mask
-        return tuple(out)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat arrays (levels concatenated) for the on-disk cache."""
