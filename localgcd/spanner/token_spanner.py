@@ -605,7 +605,7 @@ class BranchRows:
         origin = np.concatenate(origins_out)
         live = values != DEAD_STATE
         positions, values, origin = positions[live], values[live], origin[live]
-        order = np.lexsort((positions, origin))
+        order = np.argsort(origin * trie.n_positions + positions)  # positions are distinct per origin
         positions, values = positions[order], values[order]
         bounds = np.cumsum(np.bincount(origin, minlength=roots.size))[:-1].tolist()
         self._positions.extend(np.split(positions, bounds))
