@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from localgcd.spanner.lazy import LazyRows
 from localgcd.spanner.token_spanner import Rows
 from localgcd.vocab import Vocabulary
 
@@ -62,7 +63,7 @@ class SpannerCase:
     grammar: str
     vocab: Vocabulary
     ref: ReferenceChecker
-    rows: Rows
+    rows: Rows | LazyRows  # memory-only compiles build rows lazily
     accept: np.ndarray  # lexer state -> terminal index (-1: not a complete lexeme)
     producible: np.ndarray  # lexer state -> bool per terminal
     names: list[str]  # terminal index -> name
@@ -76,7 +77,7 @@ class SpannerCase:
         compiled = shared_compile(grammar, vocab)
         dfa = lexer_dfa(grammar)
         assert np.array_equal(dfa.accept, compiled.lexer.accept), "rebuilt DFA numbers states differently"
-        return cls(grammar, vocab, reference(grammar), Rows(compiled.spanner), compiled.lexer.accept,
+        return cls(grammar, vocab, reference(grammar), compiled.spanner.rows(), compiled.lexer.accept,
                    compiled.lexer.producible, [t.name for t in compiled.terminals], dfa.transitions,
                    state_witnesses(dfa.transitions), blind_spots(grammar))
 

@@ -20,6 +20,7 @@ from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
+from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning.
@@ -32,7 +33,7 @@ class CompiledGrammar:
 
     terminals: tuple[Terminal, ...]
     lexer: LexingTransducer
-    spanner: TokenSpanner
+    spanner: TokenSpanner | LazyTokenSpanner  # lazy: rows built on first visit (memory-only compiles)
     tables: ParseTables
     token_bytes: tuple[bytes, ...]
     end_ids: np.ndarray  # int64
@@ -83,7 +84,10 @@ class CompiledGrammar:
     # -- persistence ---------------------------------------------------------------
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
-        """(JSON header, arrays): everything but the vocabulary, which the cache key pins."""
+        """(JSON header, arrays): everything but the vocabulary, which the cache key pins.
+
+        A lazy spanner is stored whole (its eager build, with that build's outcome ids).
+        """
         table_header, table_arrays = self.tables.to_arrays()
         spanner_header, spanner_arrays = self.spanner.to_arrays()
         header = {

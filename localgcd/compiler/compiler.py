@@ -30,6 +30,7 @@ from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
+from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import build_token_spanner
 from localgcd.spanner.trie import VocabTrie
 from localgcd.vocab import Vocabulary
@@ -45,13 +46,20 @@ class Compiler:
     ``eager_status_limit``: run Alg. 5 at compile time when parser states ×
     outcomes is at most this (well under a second for such grammars); bigger
     grammars classify lazily while decoding.  ``token_mask_budget``: bytes of
-    memoized token masks per compiled grammar.
+    memoized token masks per compiled grammar.  ``lazy_tables``: when nothing
+    is written to the cache (``use_cache=False``), build a lexer state's
+    spanner row on its first visit and classify lazily, so the first mask
+    waits for one row instead of all (grammars with an Indenter are built
+    whole).  A cache entry is always the whole table set: with the cache on,
+    compilation builds everything before it writes.
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True,
-                 eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20) -> None:
+                 eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20,
+                 lazy_tables: bool = True) -> None:
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
+        self.lazy_tables = lazy_tables
         self.eager_status_limit = eager_status_limit
         self.token_mask_budget = token_mask_budget
         self.store = TableStore(self.cache_root / "tables")
@@ -80,14 +88,20 @@ class Compiler:
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 return compiled
-        compiled = self.build(text, vocab, source, strict, indenter, fmt, **options)
+        compiled = self.build(text, vocab, source, strict, indenter, fmt,
+                              lazy=self.lazy_tables and not self.use_cache, **options)
         if self.use_cache:
             self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
-              indenter: IndenterOptions | None = None, fmt: str = "lark", **options: Any) -> CompiledGrammar:
-        """Run the whole pipeline (the vocabulary trie may come from the cache)."""
+              indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
+              **options: Any) -> CompiledGrammar:
+        """Run the whole pipeline (the vocabulary trie may come from the cache).
+
+        ``lazy``: spanner rows and Alg. 5 statuses are left to the first
+        visits (not for grammars with an Indenter).
+        """
         t0 = time.perf_counter()
         translation = to_lark(text, fmt, source, **options)
         for warning in translation.warnings:
@@ -103,14 +117,15 @@ class Compiler:
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
-        spanner = build_token_spanner(lexer, trie, len(vocab))
+        lazy = lazy and grammar.indenter is None
+        spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else build_token_spanner(lexer, trie, len(vocab))
         t4 = time.perf_counter()
         compiled = CompiledGrammar(
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
             token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
             conflicts=tuple(c.describe() for c in conflicts), token_mask_budget=self.token_mask_budget,
         )
-        if tables.n_states * len(spanner.head) <= self.eager_status_limit:
+        if not lazy and tables.n_states * len(spanner.head) <= self.eager_status_limit:
             compiled.statuses = compiled.engine.classify_all().copy()
         t5 = time.perf_counter()
         compiled.timings.update(grammar=t1 - t0, lexer=t2 - t1, trie=t3 - t2, spanner=t4 - t3, statuses=t5 - t4)

@@ -62,23 +62,42 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
     """
     class_of = _byte_classes(nfa)
     n_classes = int(class_of[-1]) + 1
-    moves: list[dict[int, list[int]]] = []
-    for edges in nfa.edges:
-        by_class: dict[int, list[int]] = {}
-        for lo, hi, target in edges:
-            for c in range(class_of[lo], class_of[hi] + 1):
-                by_class.setdefault(c, []).append(target)
-        moves.append(by_class)
+    # Subsets keep only the states that matter (with edges, or accepting): two
+    # closures that agree on those have the same future and the same label.
+    important = [bool(edges) or label >= 0 for edges, label in zip(nfa.edges, nfa.accept)]
+    closures: dict[int, frozenset[int]] = {}
+
+    def closure_of(state: int) -> frozenset[int]:
+        found = closures.get(state)
+        if found is None:
+            seen = {state}
+            stack = [state]
+            while stack:
+                for nxt in nfa.eps[stack.pop()]:
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            found = closures[state] = frozenset(s for s in seen if important[s])
+        return found
 
     def closure(states) -> frozenset[int]:
-        seen = set(states)
-        stack = list(states)
-        while stack:
-            for nxt in nfa.eps[stack.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-        return frozenset(seen)
+        out: set[int] = set()
+        for state in states:
+            out |= closure_of(state)
+        return frozenset(out)
+
+    moves: dict[int, dict[int, frozenset[int]]] = {}
+
+    def moves_of(state: int) -> dict[int, frozenset[int]]:
+        """Class → closure of the targets, for one NFA state (built on first use)."""
+        found = moves.get(state)
+        if found is None:
+            by_class: dict[int, list[int]] = {}
+            for lo, hi, target in nfa.edges[state]:
+                for c in range(class_of[lo], class_of[hi] + 1):
+                    by_class.setdefault(c, []).append(target)
+            found = moves[state] = {c: closure(targets) for c, targets in by_class.items()}
+        return found
 
     start = closure(start_states)
     index = {start: 0}
@@ -87,11 +106,15 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
     for subset in subsets:  # grows while iterating
         targets: dict[int, set[int]] = {}
         for s in subset:
-            for c, tgts in moves[s].items():
-                targets.setdefault(c, set()).update(tgts)
+            for c, tgts in moves_of(s).items():
+                found = targets.get(c)
+                if found is None:
+                    targets[c] = set(tgts)
+                else:
+                    found |= tgts
         row = [DEAD_STATE] * n_classes
-        for c, tgts in targets.items():
-            nxt = closure(tgts)
+        for c in sorted(targets):  # in class order, so state numbers do not depend on set order
+            nxt = frozenset(targets[c])
             if nxt not in index:
                 index[nxt] = len(subsets)
                 subsets.append(nxt)
@@ -112,18 +135,10 @@ def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndar
     """Moore minimization of a class-compressed DFA (start state 0 stays 0)."""
     n = table.shape[0]
     _, block = np.unique(accept, return_inverse=True)
-    block = block.astype(np.int64)
+    block = block.reshape(-1).astype(np.int64)
+    refined = _refine(table, block, exact=False)
+    block = refined if _is_congruence(table, accept, refined) else _refine(table, block, exact=True)
     n_blocks = int(block.max()) + 1
-    while True:
-        succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
-        signature = np.concatenate([block[:, None], succ], axis=1)
-        _, new_block = np.unique(signature, axis=0, return_inverse=True)
-        new_block = new_block.reshape(-1).astype(np.int64)
-        new_n = int(new_block.max()) + 1
-        block = new_block
-        if new_n == n_blocks:
-            break
-        n_blocks = new_n
     # Renumber blocks in order of first appearance so the start block is 0.
     order = np.full(n_blocks, -1, dtype=np.int64)
     first = np.unique(block, return_index=True)[1]
@@ -134,3 +149,38 @@ def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndar
     new_table = table[representative]
     new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD_STATE).astype(np.int32)
     return new_table, accept[representative].astype(np.int32)
+
+
+def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
+    """Moore's refinement from ``block`` until stable.
+
+    Not ``exact``: a state's signature (its block and its successors' blocks)
+    is compared by a random 64-bit linear hash, a 1-d sort instead of a sort
+    of rows; the caller checks the result (:func:`_is_congruence`), since a
+    collision could only merge states, never split equivalent ones.
+    """
+    n_blocks = int(block.max()) + 1
+    weights = np.random.default_rng(0xDFA).integers(1, 2**63, size=table.shape[1] + 1, dtype=np.uint64)
+    while True:
+        succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
+        signature = np.concatenate([block[:, None], succ], axis=1)
+        if exact:
+            _, new_block = np.unique(signature, axis=0, return_inverse=True)
+        else:
+            with np.errstate(over="ignore"):
+                hashed = (signature.astype(np.uint64) + np.uint64(1)) @ weights
+            _, new_block = np.unique(hashed, return_inverse=True)
+        block = new_block.reshape(-1).astype(np.int64)
+        new_n = int(block.max()) + 1
+        if new_n == n_blocks:
+            return block
+        n_blocks = new_n
+
+
+def _is_congruence(table: np.ndarray, accept: np.ndarray, block: np.ndarray) -> bool:
+    """Every state of a block has the label of the block's first state and goes, on every class, to the same block."""
+    first = np.zeros(int(block.max()) + 1, dtype=np.int64)
+    first[block[::-1]] = np.arange(block.size)[::-1]
+    succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
+    rep = first[block]
+    return bool(np.array_equal(accept, accept[rep]) and np.array_equal(succ, succ[rep]))

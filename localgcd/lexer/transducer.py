@@ -85,10 +85,13 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     trans = dfa.transitions
     src, byte = np.nonzero(trans != DEAD_STATE)
     dst = trans[src, byte]
-    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
+    pairs = np.unique(src.astype(np.int64) * n + dst)  # sorted by source
+    src, dst = np.divmod(pairs, n)
+    sources, starts = np.unique(src, return_index=True)
     while True:  # propagate backwards along edges to a fixpoint
         grown = prod.copy()
-        np.logical_or.at(grown, pairs[:, 0], prod[pairs[:, 1]])
+        if sources.size:
+            grown[sources] |= np.logical_or.reduceat(prod[dst], starts, axis=0)
         if np.array_equal(grown, prod):
             return prod
         prod = grown

@@ -50,13 +50,13 @@ class OutcomeChecker:
         # Terminals the pending lexeme of each lexer state may become, as parser columns.
         self._prod_parsed = np.zeros((producible.shape[0], self._n_terms), dtype=bool)
         self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
-        self._prod_terms = [np.flatnonzero(row).tolist() for row in self._prod_parsed]
+        self._prod_terms = _row_lists(self._prod_parsed)
         self._final_sure, self._final_may = _final_tables(pda, producible)
         self._final_sure_rows, self._final_may_rows = self._final_sure.tolist(), self._final_may.tolist()
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._action_rows = tables.action.tolist()
         open_columns = ~tables.takes & ~tables.refuses & self._prod_parsed.any(axis=0)[None, :]
-        self._open_terms = [np.flatnonzero(row).tolist() for row in open_columns]
+        self._open_terms = _row_lists(open_columns)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._ignored_all = self._ignored_np.tolist()
         self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
@@ -77,6 +77,22 @@ class OutcomeChecker:
             self.status_table = np.array(statuses, dtype=np.int8)  # a writable copy
         else:
             self.status_table = np.zeros(shape, dtype=np.int8)
+
+    def grow(self) -> None:
+        """Follow the spanner's outcome ids as a lazy spanner hands out new ones.
+
+        The status table gets columns (with room to spare; unused columns
+        stay UNKNOWN and no outcome id reaches them).
+        """
+        n = self.spanner.n_outcomes
+        if n == len(self._head):
+            return
+        self._head, self._tail = self.spanner.head.tolist(), self.spanner.tail.tolist()
+        width = self.status_table.shape[1]
+        if n > width:
+            grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
+            grown[:, :width] = self.status_table
+            self.status_table = grown
 
     def status_row(self, state: int, paren_key: int = 0) -> int:
         """The status table's row for a parser state (and capped bracket depth)."""
@@ -349,6 +365,14 @@ class OutcomeChecker:
                 accepted[term], read[term] = pda.accepts(node, term)
             found = self._acceptance_of[node] = (accepted, read)
         return found
+
+
+def _row_lists(table: np.ndarray) -> list[list[int]]:
+    """The column indices of the True entries of each row of a bool table (one nonzero, not one per row)."""
+    rows, columns = np.nonzero(table)
+    bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
+    flat = columns.tolist()
+    return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -31,7 +31,7 @@ from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
-from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
+from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class MaskEngine:
     ) -> None:
         self.spanner = spanner
         self.token_mask_budget = token_mask_budget
-        self.rows = Rows(spanner)
+        self.rows = spanner.rows()  # built on first use (a lazy spanner builds them then)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
         self._producible = lexer.producible
@@ -105,7 +105,6 @@ class MaskEngine:
         nothing.flags.writeable = False
         self.terminated_mask = Mask(nothing, nothing, True, 0)
         self._token_class = spanner.token_class.astype(np.intp)  # intp: numpy gathers it 2x faster
-        self._class_tokens, self._class_offsets = spanner.class_members  # token ids grouped by class
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -120,6 +119,7 @@ class MaskEngine:
     def classify_all(self) -> np.ndarray:
         """Alg. 5 ahead of time for every outcome of every row; the status table (see ``statuses=``)."""
         outcomes = sorted_unique(np.concatenate([self.rows.outcomes(q) for q in range(self.spanner.n_states)]))
+        self.checker.grow()  # rows of a lazy spanner were just built
         if self.indentation is not None:
             outcomes = outcomes[~self.indentation.emits_newline[outcomes]]
         return self.checker.classify_all(outcomes)
@@ -254,9 +254,13 @@ class MaskEngine:
         budget), so a mask usually costs one copy plus the extra classes'
         tokens; when those are many, one gather over all tokens is cheaper.
         """
-        starts = self._class_offsets[extra]
-        counts = self._class_offsets[extra + 1] - starts
-        total = int(counts.sum())
+        if extra.size:
+            class_tokens, class_offsets = self.spanner.class_members  # token ids grouped by class (made once)
+            starts = class_offsets[extra]
+            counts = class_offsets[extra + 1] - starts
+            total = int(counts.sum())
+        else:
+            total = 0
         if 4 * total > self.n_tokens:
             classes = base.copy()
             classes[extra] = True
@@ -271,7 +275,7 @@ class MaskEngine:
         allowed = tokens.copy()
         if total:
             shift = np.repeat(starts - np.cumsum(counts) + counts, counts)
-            allowed[self._class_tokens[shift + np.arange(total)]] = True
+            allowed[class_tokens[shift + np.arange(total)]] = True
         return allowed
 
     def _emit_pending(self, q: int, node: int, layout: Layout) -> tuple[int, Layout, int]:
@@ -318,7 +322,7 @@ class MaskEngine:
                 passed.append(accepted)
             low = min(low, int(lows.min()))
         accepted = np.concatenate(passed) if passed else dependent[:0]
-        return split.classes_of(accepted, len(self.spanner.head)), low
+        return split.classes_of(accepted, self.spanner.n_outcomes), low
 
     def _combined(self, q: int, split: _ParserStateSplit, fresh: _ParserStateSplit,
                   emits: np.ndarray) -> np.ndarray:
@@ -349,6 +353,7 @@ class MaskEngine:
         split = self._splits.get(key)
         if split is None:
             outcomes = self.rows.outcomes(q)
+            self.checker.grow()  # a lazily built row may have made new outcome ids
             row = np.append(self.rows.class_row(q), DEAD_STACK)  # extra class slot: "not text"
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indentation is not None:

@@ -177,7 +177,10 @@ class TokenSpanner:
     @cached_property
     def class_members(self) -> tuple[np.ndarray, np.ndarray]:
         """(token ids grouped by class, offsets): class ``c``'s tokens are ``ids[offsets[c]:offsets[c + 1]]``."""
-        order = np.argsort(self.token_class, kind="stable")
+        keys = self.token_class
+        if self.n_classes < np.iinfo(np.int16).max:
+            keys = keys.astype(np.int16)  # numpy sorts 16-bit keys by radix: several times faster
+        order = np.argsort(keys, kind="stable")
         counts = np.bincount(self.token_class[self.token_class >= 0], minlength=self.n_classes)
         return order[np.count_nonzero(self.token_class < 0):], np.concatenate(([0], np.cumsum(counts)))
 
@@ -194,6 +197,14 @@ class TokenSpanner:
             out.append(int(self.head[outcome]))
             outcome = int(self.tail[outcome])
         return out
+
+    @property
+    def n_outcomes(self) -> int:
+        return int(self.head.shape[0])
+
+    def rows(self) -> "Rows":
+        """A fresh row cache over this spanner (what the mask engine reads)."""
+        return Rows(self)
 
 
 class Rows:
@@ -247,11 +258,12 @@ class Rows:
 def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
     """Compute the token spanner of ``lexer`` over the vocabulary ``trie``."""
     outcomes = OutcomeTable(lexer.n_states)
-    suffix = _suffix_outcomes(lexer, trie, outcomes)
-    first_kind = _first_kind(lexer)
-    by_position = [_row_from_state(q, lexer, trie, suffix, outcomes) for q in range(lexer.n_states)]
+    suffix = suffix_outcomes(lexer, trie, outcomes)
+    first_kind = first_kinds(lexer)
+    branches = BranchRows(lexer, trie, suffix, outcomes)
+    by_state = [branches.branches_of(q) for q in range(lexer.n_states)]
     first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
-    class_of, class_first_byte, rows = _token_classes(by_position, first_byte)
+    class_of, class_first_byte, rows = _token_classes(branches, by_state, first_byte)
     parent = _agreement_tree(rows)
     diff_classes, diff_outcomes, counts = [], [], []
     scratch_q = np.full(class_first_byte.size, DEAD_STATE, dtype=np.int32)
@@ -282,22 +294,29 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int)
 
 
 def _token_classes(
-    rows: list["SparseRow"], first_byte: np.ndarray
+    branches: "BranchRows", by_state: list[np.ndarray], first_byte: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list["SparseRow"]]:
     """Group token positions that behave identically in every row.
 
     A random linear hash of each position's outcome vector proposes the
-    classes; every row is then checked to agree on all members of every class,
-    so the grouping is exact (a collision would raise, not approximate).
-    Returns the class of each position, each class's first byte, and the rows
-    re-indexed by class.
+    classes; every branch is then checked to agree on all members of every
+    class, so the grouping is exact (a collision would raise, not
+    approximate).  A class's members share their first byte, so they lie in
+    one branch of any row, and checking the distinct branches checks every
+    row; the hash, linear in the rows' weights, is summed per branch too.
+    Returns the class of each position, each class's first byte, and the
+    rows re-indexed by class.
     """
     rng = np.random.default_rng(0x10CA16CD)
     signature = first_byte.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    weights = rng.integers(1, 2**63, size=len(rows), dtype=np.uint64) | np.uint64(1)
+    weights = rng.integers(1, 2**63, size=len(by_state), dtype=np.uint64) | np.uint64(1)
+    branch_weight = np.zeros(len(branches), dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for (positions, values), weight in zip(rows, weights):
-            signature[positions] += (values.astype(np.uint64) + np.uint64(2)) * weight
+        for ids, weight in zip(by_state, weights):
+            branch_weight[ids] += weight  # the branches of one row are distinct
+        for b in np.flatnonzero(branch_weight).tolist():
+            positions, values = branches.branch(b)
+            signature[positions] += (values.astype(np.uint64) + np.uint64(2)) * branch_weight[b]
     keys, class_of = unique_inverse(signature)
     n_classes = keys.size
     size = np.bincount(class_of, minlength=n_classes)
@@ -305,21 +324,31 @@ def _token_classes(
     class_first_byte[class_of] = first_byte
     if not np.array_equal(class_first_byte[class_of], first_byte):
         raise AssertionError("token class hash collision (first byte)")
-    class_rows: list[SparseRow] = []
+    class_branches: dict[int, SparseRow] = {}
     scratch = np.full(n_classes, DEAD_STATE, dtype=np.int64)
-    for positions, values in rows:
+    for b in np.flatnonzero(branch_weight).tolist():
+        positions, values = branches.branch(b)
         classes = class_of[positions]
         scratch[classes] = values
         members = np.bincount(classes, minlength=n_classes)
         touched = sorted_unique(classes)
         if not (np.array_equal(scratch[classes], values) and np.array_equal(members[touched], size[touched])):
             raise AssertionError("token class hash collision (row)")
-        class_rows.append((touched, scratch[touched].astype(np.int32)))
+        class_branches[b] = (touched, scratch[touched].astype(np.int32))
         scratch[touched] = DEAD_STATE
+    class_rows: list[SparseRow] = []
+    for ids in by_state:
+        parts = [class_branches[b] for b in ids.tolist()]
+        if not parts:
+            class_rows.append(_EMPTY_ROW)
+            continue
+        classes = np.concatenate([p[0] for p in parts])
+        order = np.argsort(classes, kind="stable")
+        class_rows.append((classes[order], np.concatenate([p[1] for p in parts])[order]))
     return class_of.astype(np.int32), class_first_byte, class_rows
 
 
-def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
+def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
     """``suffix[offsets[p] + d]``: outcome of lexing token ``p``'s bytes ``d:`` afresh."""
     next_state, emitted = lexer.next_state, lexer.emitted
     offsets, lengths, data = trie.offsets, trie.lengths, trie.data
@@ -359,7 +388,61 @@ def _suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: Outcome
     return suffix
 
 
-def _first_kind(lexer: LexingTransducer) -> np.ndarray:
+class SuffixOutcomes:
+    """:func:`suffix_outcomes`, entry by entry on demand (for rows built lazily).
+
+    ``suffix[flat]`` with ``flat = offsets[p] + d`` computes the entries not
+    known yet: a walker from byte ``d`` of token ``p`` in the start state runs
+    to its first emission at byte ``j``, whose outcome continues with entry
+    ``offsets[p] + j`` (computed first, recursively: ``j > d``).
+    """
+
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
+        self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
+        total = int(trie.offsets[-1])
+        self._values = np.full(total, DEAD_STATE, dtype=np.int64)
+        self._known = np.zeros(total, dtype=bool)
+
+    def __getitem__(self, flat: np.ndarray) -> np.ndarray:
+        self._fill(flat)
+        return self._values[flat]
+
+    def _fill(self, flat: np.ndarray) -> None:
+        flat = flat[~self._known[flat]]
+        if not flat.size:
+            return
+        flat = sorted_unique(flat)
+        next_state, emitted = self.lexer.next_state, self.lexer.emitted
+        offsets, data = self.trie.offsets, self.trie.data
+        ends = offsets[np.searchsorted(offsets, flat, side="right")]  # one past each token's last byte
+        emit_at = np.full(flat.size, -1, dtype=np.int64)  # flat index of the first emission
+        emit_term = np.full(flat.size, NO_EMIT, dtype=np.int64)
+        end_state = np.full(flat.size, DEAD_STATE, dtype=np.int64)  # when nothing is emitted
+        walker = np.arange(flat.size, dtype=np.int64)
+        state = np.zeros(flat.size, dtype=np.int64)
+        cursor = flat.copy()
+        while walker.size:
+            byte = data[cursor]
+            term = emitted[state, byte]
+            state = next_state[state, byte]
+            emits = (term != NO_EMIT) & (state != DEAD_STATE)
+            emit_at[walker[emits]] = cursor[emits]
+            emit_term[walker[emits]] = term[emits]
+            cursor = cursor + 1
+            at_end = ~emits & (state != DEAD_STATE) & (cursor == ends[walker])
+            end_state[walker[at_end]] = state[at_end]
+            going = ~emits & (state != DEAD_STATE) & ~at_end
+            walker, state, cursor = walker[going], state[going], cursor[going]
+        emitting = emit_at >= 0
+        self._fill(emit_at[emitting])
+        values = end_state
+        values[emitting] = self.outcomes.cons(emit_term[emitting], self._values[emit_at[emitting]])
+        self._values[flat] = values
+        self._known[flat] = True
+
+
+def first_kinds(lexer: LexingTransducer) -> np.ndarray:
+    """int8 [Q, 256]: whether byte ``b`` kills, ends or extends the pending lexeme of ``q``."""
     kind = np.full(lexer.next_state.shape, FIRST_DEAD, dtype=np.int8)
     alive = lexer.next_state != DEAD_STATE
     kind[alive & (lexer.emitted != NO_EMIT)] = FIRST_EMITS
@@ -417,39 +500,113 @@ def _agreement_tree(rows: list[SparseRow]) -> np.ndarray:
     return parent
 
 
-def _row_from_state(
-    q: int, lexer: LexingTransducer, trie: VocabTrie, suffix: np.ndarray, outcomes: OutcomeTable
-) -> SparseRow:
-    """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
-    next_state, emitted = lexer.next_state, lexer.emitted
-    positions_out: list[np.ndarray] = []
-    values_out: list[np.ndarray] = []
-    nodes = np.arange(*trie.root_children, dtype=np.int64)
-    states = np.full(nodes.size, q, dtype=np.int64)
-    for depth, level in enumerate(trie.levels):
-        if not nodes.size:
-            break
-        byte = level.byte[nodes]
-        term = emitted[states, byte]
-        nxt = next_state[states, byte]
-        # Branches that emit here: every token below continues with suffix[·, depth].
-        emit = (term != NO_EMIT) & (nxt != DEAD_STATE)
-        if depth and emit.any():
-            positions, which = expand_ranges(level.lo[nodes[emit]], level.hi[nodes[emit]])
-            tails = suffix[trie.offsets[positions] + depth]
-            positions_out.append(positions)
-            values_out.append(outcomes.cons(term[emit][which], tails))
-        go = (term == NO_EMIT) & (nxt != DEAD_STATE)
-        nodes, states = nodes[go], nxt[go]
-        ends_here = level.token_at[nodes]
+class BranchRows:
+    """Rows of the token spanner by trie position, assembled from shared branches.
+
+    A token whose first byte ``b`` continues the pending lexeme of ``q``
+    reads the rest of its bytes in state ``δ(q, b)``, so the outcomes of all
+    tokens starting with ``b`` depend only on ``(b, δ(q, b))``: a *branch*.
+    Lexer states converge after one byte (every state inside a string goes
+    to the same one on a letter), so rows share most branches; each distinct
+    branch is walked once, and the branches of every state missing are
+    walked together, breadth-first over the trie with numpy.
+    """
+
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "np.ndarray | SuffixOutcomes",
+                 outcomes: OutcomeTable) -> None:
+        self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
+        root = trie.levels[0] if trie.levels else None
+        self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
+        self._ids: dict[int, int] = {}  # root child * n_lexer_states + state → branch id
+        self._positions: list[np.ndarray] = []
+        self._values: list[np.ndarray] = []
+        self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def branch(self, b: int) -> SparseRow:
+        """(sorted trie positions, outcome ids) of branch ``b``; dead entries left out."""
+        return self._positions[b], self._values[b]
+
+    def branches_of(self, q: int) -> np.ndarray:
+        """Ids of the branches that make up ``q``'s row, in position order (walked if new)."""
+        lexer = self.lexer
+        term = lexer.emitted[q, self._root_bytes]
+        state = lexer.next_state[q, self._root_bytes]
+        children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
+        keys = (children * lexer.n_states + state[children]).tolist()
+        ids = self._ids
+        missing = [i for i, key in enumerate(keys) if key not in ids]
+        if missing:
+            self._walk(children[missing], state[children[missing]].astype(np.int64))
+        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def distinct_outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes of ``q``'s row (each branch's are found once and shared)."""
+        parts = []
+        for b in self.branches_of(q).tolist():
+            found = self._distinct.get(b)
+            if found is None:
+                found = self._distinct[b] = sorted_unique(self._values[b])
+            parts.append(found)
+        return sorted_unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int32)
+
+    def row(self, q: int) -> SparseRow:
+        """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
+        ids = self.branches_of(q).tolist()
+        if not ids:
+            return _EMPTY_ROW
+        return (np.concatenate([self._positions[b] for b in ids]),
+                np.concatenate([self._values[b] for b in ids]))
+
+    def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
+        lexer, trie, suffix, outcomes = self.lexer, self.trie, self.suffix, self.outcomes
+        next_state, emitted = lexer.next_state, lexer.emitted
+        n_states = lexer.n_states
+        for key in (roots * n_states + states).tolist():
+            self._ids[key] = len(self._ids)
+        level = trie.levels[0]
+        origin = np.arange(roots.size, dtype=np.int64)
+        ends_here = level.token_at[roots]
         has_token = ends_here >= 0
-        positions_out.append(ends_here[has_token].astype(np.int64))
-        values_out.append(states[has_token])
-        children, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
-        nodes, states = children, states[which]
-    if not positions_out:
-        return _EMPTY_ROW
-    dense = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
-    dense[np.concatenate(positions_out)] = np.concatenate(values_out)
-    positions = np.flatnonzero(dense != DEAD_STATE)
-    return positions, dense[positions]
+        positions_out = [ends_here[has_token].astype(np.int64)]
+        values_out = [states[has_token]]
+        origins_out = [origin[has_token]]
+        nodes, which = expand_ranges(level.child_start[roots], level.child_end[roots])
+        states, origin = states[which], origin[which]
+        for depth in range(1, len(trie.levels)):
+            if not nodes.size:
+                break
+            level = trie.levels[depth]
+            byte = level.byte[nodes]
+            term = emitted[states, byte]
+            nxt = next_state[states, byte]
+            # Branches that emit here: every token below continues with suffix[·, depth].
+            emit = (term != NO_EMIT) & (nxt != DEAD_STATE)
+            if emit.any():
+                positions, which = expand_ranges(level.lo[nodes[emit]], level.hi[nodes[emit]])
+                tails = suffix[trie.offsets[positions] + depth]
+                positions_out.append(positions)
+                values_out.append(outcomes.cons(term[emit][which], tails))
+                origins_out.append(origin[emit][which])
+            go = (term == NO_EMIT) & (nxt != DEAD_STATE)
+            nodes, states, origin = nodes[go], nxt[go], origin[go]
+            ends_here = level.token_at[nodes]
+            has_token = ends_here >= 0
+            positions_out.append(ends_here[has_token].astype(np.int64))
+            values_out.append(states[has_token])
+            origins_out.append(origin[has_token])
+            children, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
+            nodes, states, origin = children, states[which], origin[which]
+        positions = np.concatenate(positions_out)
+        values = np.concatenate(values_out).astype(np.int32)
+        origin = np.concatenate(origins_out)
+        live = values != DEAD_STATE
+        positions, values, origin = positions[live], values[live], origin[live]
+        order = np.argsort(origin * trie.n_positions + positions)  # positions are distinct per origin
+        positions, values = positions[order], values[order]
+        bounds = np.cumsum(np.bincount(origin, minlength=roots.size))[:-1].tolist()
+        self._positions.extend(np.split(positions, bounds))
+        self._values.extend(np.split(values, bounds))

@@ -9,6 +9,7 @@ spanner does is a breadth-first walk over these arrays.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,14 +73,13 @@ class VocabTrie:
     def build(cls, token_bytes: tuple[bytes, ...], text_ids: np.ndarray) -> "VocabTrie":
         """Trie over the distinct byte strings of the tokens ``text_ids`` (all non-empty)."""
         order = sorted(text_ids.tolist(), key=token_bytes.__getitem__)
-        position_of_sorted = np.zeros(len(order), dtype=np.int32)
-        representatives: list[int] = []
-        for i, token in enumerate(order):
-            if not representatives or token_bytes[token] != token_bytes[representatives[-1]]:
-                representatives.append(token)
-            position_of_sorted[i] = len(representatives) - 1
-        token_ids = np.asarray(representatives, dtype=np.int32)
-        pieces = [token_bytes[i] for i in representatives]
+        ordered = [token_bytes[t] for t in order]
+        first = np.ones(len(order), dtype=bool)  # the first token of each distinct byte string
+        if len(order) > 1:
+            first[1:] = np.fromiter(map(bytes.__ne__, ordered[1:], ordered[:-1]), dtype=bool, count=len(order) - 1)
+        position_of_sorted = (np.cumsum(first) - 1).astype(np.int32)
+        token_ids = np.asarray(order, dtype=np.int32)[first]
+        pieces = list(itertools.compress(ordered, first.tolist()))
         lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
         offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])

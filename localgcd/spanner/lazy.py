@@ -1,0 +1,171 @@
+"""The token spanner built on demand: a lexer state's row on its first visit.
+
+:func:`~localgcd.spanner.token_spanner.build_token_spanner` computes every
+row up front, then groups tokens into classes that behave alike in all rows
+— which needs all rows.  A generation visits a few lexer states, and a new
+JSON Schema is a new grammar per request, so the first mask should not wait
+for the rest.  :class:`LazyTokenSpanner` offers the same reading interface
+with the trie *positions* (distinct token byte strings) as its classes: any
+row can then be built alone, from the shared branches of
+:class:`~localgcd.spanner.token_spanner.BranchRows`, when the mask engine
+first asks for it.  Outcome ids grow as rows are built; ``head``, ``tail``
+and ``end`` always cover every id handed out so far.
+
+For the on-disk cache, :meth:`LazyTokenSpanner.materialize` runs the eager
+build (classes, sparse rows); outcome ids there are the eager build's own.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.lexer.transducer import LexingTransducer
+from localgcd.spanner.token_spanner import (
+    FIRST_EMITS,
+    BranchRows,
+    OutcomeTable,
+    SuffixOutcomes,
+    TokenSpanner,
+    build_token_spanner,
+    first_kinds,
+)
+from localgcd.spanner.trie import VocabTrie
+
+
+class LazyTokenSpanner:
+    """A token spanner whose rows are computed on first use (classes = trie positions)."""
+
+    lazy = True
+
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> None:
+        self.lexer, self.trie = lexer, trie
+        self._n_tokens = n_tokens
+        self.n_base = lexer.n_states
+        self._outcomes = OutcomeTable(lexer.n_states)
+        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes)
+        self.first_kind = first_kinds(lexer)
+        token_class = np.full(n_tokens, -1, dtype=np.int32)
+        token_class[trie.text_tokens] = trie.text_positions
+        self.token_class = token_class
+        self.class_first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
+        self._arrays: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+
+    @property
+    def n_tokens(self) -> int:
+        return self._n_tokens
+
+    @property
+    def n_classes(self) -> int:
+        return self.trie.n_positions
+
+    @property
+    def n_states(self) -> int:
+        return self.lexer.n_states
+
+    @property
+    def n_outcomes(self) -> int:
+        """Outcome ids handed out so far (grows as rows are built)."""
+        return len(self._outcomes)
+
+    def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None or self._arrays[0] != len(self._outcomes):
+            self._arrays = (len(self._outcomes), self._outcomes.arrays())
+        return self._arrays[1]
+
+    @property
+    def head(self) -> np.ndarray:
+        return self._current()[0]
+
+    @property
+    def tail(self) -> np.ndarray:
+        return self._current()[1]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self._current()[2]
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in self._current()) + self.token_class.nbytes + self.first_kind.nbytes)
+
+    @cached_property
+    def class_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids grouped by position, offsets): the trie keeps text tokens sorted by position."""
+        counts = np.bincount(self.trie.text_positions, minlength=self.n_classes)
+        return self.trie.text_tokens.astype(np.int64), np.concatenate(([0], np.cumsum(counts)))
+
+    def terminals(self, outcome: int) -> list[int]:
+        """The terminals an outcome emits, in order."""
+        head, tail = self.head, self.tail
+        out = []
+        while outcome >= self.n_base:
+            out.append(int(head[outcome]))
+            outcome = int(tail[outcome])
+        return out
+
+    def class_row(self, q: int) -> np.ndarray:
+        """int32 [n_classes]: outcome of each continuing position from ``q``, -1 elsewhere (built now)."""
+        positions, values = self._branches.row(q)
+        row = np.full(self.n_classes, DEAD_STATE, dtype=np.int32)
+        row[positions] = values
+        return row
+
+    def row_outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes of ``q``'s row, sorted."""
+        return self._branches.distinct_outcomes(q)
+
+    def rows(self) -> "LazyRows":
+        return LazyRows(self)
+
+    def materialize(self) -> TokenSpanner:
+        """The eager spanner of the same lexer and trie (for the on-disk cache)."""
+        return build_token_spanner(self.lexer, self.trie, self._n_tokens)
+
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The eager spanner's arrays: what the cache stores."""
+        return self.materialize().to_arrays()
+
+
+class LazyRows:
+    """The :class:`~localgcd.spanner.token_spanner.Rows` interface over a :class:`LazyTokenSpanner`."""
+
+    def __init__(self, spanner: LazyTokenSpanner) -> None:
+        self.spanner = spanner
+        self._rows: dict[int, np.ndarray] = {}
+        self._outcomes: dict[int, np.ndarray] = {}
+        self._emits: dict[int, np.ndarray] = {}
+
+    def class_row(self, q: int) -> np.ndarray:
+        """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
+        row = self._rows.get(q)
+        if row is None:
+            row = self._rows[q] = self.spanner.class_row(q)
+            row.flags.writeable = False
+        return row
+
+    def outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes in ``class_row(q)``."""
+        found = self._outcomes.get(q)
+        if found is None:
+            found = self._outcomes[q] = self.spanner.row_outcomes(q)
+        return found
+
+    def class_emits(self, q: int) -> np.ndarray:
+        """bool [n_classes]: classes whose first byte ends the pending lexeme of ``q``."""
+        found = self._emits.get(q)
+        if found is None:
+            sp = self.spanner
+            found = self._emits[q] = (sp.first_kind[q] == FIRST_EMITS)[sp.class_first_byte]
+            found.flags.writeable = False
+        return found
+
+    def row(self, q: int) -> np.ndarray:
+        """Per token id: ``class_row(q)`` expanded, -1 for non-text."""
+        return np.append(self.class_row(q), DEAD_STATE)[self.spanner.token_class]
+
+    def emits(self, q: int) -> np.ndarray:
+        """Per token id: ``class_emits(q)`` expanded."""
+        return np.append(self.class_emits(q), False)[self.spanner.token_class]

@@ -1,0 +1,107 @@
+"""Lazily built tables equal the eager ones.
+
+A memory-only compile (``use_cache=False``) builds a lexer state's spanner
+row on its first visit (:class:`~localgcd.spanner.lazy.LazyTokenSpanner`,
+classes = trie positions) and classifies outcomes lazily; the eager build
+groups tokens into classes over all rows up front.  Both must say the same
+thing: every token's outcome (terminals emitted, end state) from every lexer
+state, and every mask along random walks — also for the grammar loaded back
+from the on-disk cache, which stores the eager tables.  Outcome ids differ
+between the builds, so outcomes are compared by what they mean.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from localgcd.compiler.compiler import Compiler
+from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.spanner.token_spanner import TokenSpanner
+from localgcd.vocab import Vocabulary
+
+from exactness_support import SMALL_GRAMMARS, byte_vocabulary, small_vocabulary
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 8},
+        "tags": {"type": "array", "items": {"enum": ["a", "bc", "true"]}},
+        "n": {"type": "integer"},
+        "ok": {"type": "boolean"},
+    },
+    "required": ["name"],
+}
+CASES = [(name, "small") for name in ("json", "sql_select", "csv", "keywords_ops", "utf8_strings", "expr")]
+CASES += [("json", "bytes"), ("schema", "bytes"), ("schema", "json-small")]
+
+
+def grammar_and_vocab(name: str, vocab_kind: str) -> tuple[str, Vocabulary]:
+    text = schema_to_lark(json.dumps(SCHEMA)).lark if name == "schema" else SMALL_GRAMMARS[name].text
+    if vocab_kind == "bytes":
+        return text, byte_vocabulary()
+    return text, small_vocabulary(SMALL_GRAMMARS["json" if vocab_kind == "json-small" else name])
+
+
+def meaning(spanner, row: np.ndarray) -> list[tuple[tuple[int, ...], int] | None]:
+    """Per token: (terminals emitted, end state), or None for dead / not continuing."""
+    return [None if o < 0 else (tuple(spanner.terminals(o)), int(spanner.end[o])) for o in row.tolist()]
+
+
+def walk_masks(grammars, vocab: Vocabulary, seed: int, walks: int = 6, steps: int = 40) -> int:
+    """Random walks through all grammars at once; every mask must agree.  Returns the steps taken."""
+    rng = random.Random(seed)
+    taken = 0
+    for _ in range(walks):
+        matchers = [g.matcher() for g in grammars]
+        for _ in range(steps):
+            masks = [m.allowed_token_mask() for m in matchers]
+            for mask in masks[1:]:
+                assert np.array_equal(mask, masks[0])
+            assert len({m.is_accepting() for m in matchers}) == 1
+            allowed = np.flatnonzero(masks[0]).tolist()
+            token = rng.choice(allowed) if allowed else None
+            if token is None or token in vocab.end_ids:
+                break
+            assert all(m.advance(token) for m in matchers)
+            taken += 1
+    return taken
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), CASES)
+def test_lazy_rows_mean_what_eager_rows_mean(name: str, vocab_kind: str) -> None:
+    text, vocab = grammar_and_vocab(name, vocab_kind)
+    lazy = Compiler(use_cache=False).compile(text, vocab)
+    eager = Compiler(use_cache=False, lazy_tables=False).compile(text, vocab)
+    assert isinstance(lazy.spanner, LazyTokenSpanner) and isinstance(eager.spanner, TokenSpanner)
+    lazy_rows, eager_rows = lazy.spanner.rows(), eager.spanner.rows()
+    for q in reversed(range(lazy.lexer.n_states)):  # not in build order: rows must not depend on it
+        assert np.array_equal(lazy_rows.emits(q), eager_rows.emits(q))
+        assert meaning(lazy.spanner, lazy_rows.row(q)) == meaning(eager.spanner, eager_rows.row(q))
+    # Materialized for the cache, the lazy spanner is the eager build, array for array.
+    for a, b in zip(lazy.spanner.to_arrays()[1].values(), eager.spanner.to_arrays()[1].values()):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), CASES)
+def test_lazy_masks_equal_eager_and_cached_masks(name: str, vocab_kind: str, tmp_path) -> None:
+    text, vocab = grammar_and_vocab(name, vocab_kind)
+    lazy = Compiler(use_cache=False).compile(text, vocab)
+    eager = Compiler(use_cache=False, lazy_tables=False).compile(text, vocab)
+    Compiler(tmp_path).compile(text, vocab)  # writes the entry
+    cached = Compiler(tmp_path).compile(text, vocab)
+    assert "cache_load" in cached.timings and isinstance(cached.spanner, TokenSpanner)
+    assert lazy.statuses is None
+    assert walk_masks([lazy, eager, cached], vocab, seed=len(text)) > 0
+
+
+def test_a_lazily_compiled_grammar_builds_only_the_rows_it_visits() -> None:
+    text, vocab = grammar_and_vocab("schema", "bytes")
+    lazy = Compiler(use_cache=False).compile(text, vocab)
+    matcher = lazy.matcher()
+    matcher.allowed_token_mask()
+    assert len(lazy.engine.rows._rows) < lazy.lexer.n_states
