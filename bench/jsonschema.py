@@ -35,12 +35,12 @@ _STATE: dict = {}
 def _tokenizer_and_vocab():
     import llama_cpp
 
-    from localgcd.vocab import Vocabulary
-    from localgcd.vocab_sources import vocab_path
+    from localgcd.llama.vocab_sources import vocab_path
+    from localgcd.llama.vocabulary import load_vocabulary
 
     path = vocab_path("llama-bpe", fetch=False)
     tok = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    return path, tok, Vocabulary.from_gguf(path)
+    return path, tok, load_vocabulary(path)
 
 
 # ---------------------------------------------------------------- engines

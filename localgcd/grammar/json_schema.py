@@ -19,9 +19,14 @@ Language (what the grammar accepts), precisely:
   spelling, length and pattern constraints on the decoded string are exact.
 * **Property order.** ``property_order="schema"``: the declared properties in
   the order ``properties`` lists them, other (additional / pattern) members
-  anywhere between them; ``"any"``: any order, each declared property at most
-  once (the grammar tracks the set seen, so it is limited to 12 declared
-  properties per object).
+  anywhere between them; ``"any"``: any order.  With ``"any"`` the grammar
+  tracks the set of declared properties seen, so each appears at most once,
+  while an object declares at most 8 properties; beyond that it tracks only
+  the required ones (each exactly once) and an optional declared property may
+  repeat (every occurrence's value is checked, so the parsed object is valid
+  whichever duplicate a JSON parser keeps); and beyond 6 required properties
+  those keep their schema order among themselves (a warning says so).
+  ``minProperties``/``maxProperties`` need the exact set (at most 8).
 * **Duplicate member names** are never produced for declared properties; two
   additional members may share a name (each value is checked).
 
@@ -65,7 +70,8 @@ VALIDATION_KEYWORDS = frozenset({
     "dependentRequired", "dependentSchemas", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
-MAX_ANY_ORDER = 12
+ANY_ORDER_EXACT = 8  # property_order='any': up to this many declared properties tracked as a set
+ANY_ORDER_REQUIRED = 6  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
@@ -202,9 +208,19 @@ class _PatternTranslator:
             branches = items[0][1][1]
         else:
             branches = [items]
-        return "(?:" + "|".join(self.top(list(b)) for b in branches) + ")"
+        # branches grouped by their anchors: one UNIT* around each group, not each branch
+        # (an unanchored alternation of many words stays one small NFA)
+        groups: dict[tuple[bool, bool], list[str]] = {}
+        for b in branches:
+            start, end, body = self.top(list(b))
+            groups.setdefault((start, end), []).append(body)
+        any_ = UNIT + "*"
+        alts = [("" if start else any_) + "(?:" + "|".join(bodies) + ")" + ("" if end else any_)
+                for (start, end), bodies in groups.items()]
+        return "(?:" + "|".join(alts) + ")"
 
-    def top(self, items) -> str:
+    def top(self, items) -> tuple[bool, bool, str]:
+        """(anchored at the start, anchored at the end, body regex) of one top-level branch."""
         anchored_start = anchored_end = False
         if items and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
             anchored_start = True
@@ -212,9 +228,7 @@ class _PatternTranslator:
         if items and items[-1][0] is sre.AT and items[-1][1] in (sre.AT_END, sre.AT_END_STRING):
             anchored_end = True
             items = items[:-1]
-        body = self.seq(items)
-        any_ = UNIT + "*"
-        return ("" if anchored_start else any_) + body + ("" if anchored_end else any_)
+        return anchored_start, anchored_end, self.seq(items)
 
     def seq(self, items) -> str:
         return "".join(self.node(op, arg) for op, arg in items)
@@ -1192,15 +1206,7 @@ class _Translator:
         return name
 
     def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr):
-        order = self.ctx.order
-        n = len(members)
-        if order == "any" and n > MAX_ANY_ORDER:
-            msg = f"property_order='any' with {n} > {MAX_ANY_ORDER} properties"
-            if self.ctx.lenient:
-                self.ctx.warnings.append(f"{ptr or '/'}: {msg} (schema order used)")
-                order = "schema"
-            else:
-                _fail(self.ctx, ptr, msg)
+        """Member DFA of one object: ``members`` are (symbol, name, required) in schema order."""
         edges = {}
         accept = set()
 
@@ -1210,7 +1216,8 @@ class _Translator:
         def ok_count(c):
             return not counting or (c >= minp and (maxp is None or c <= maxp))
 
-        if order == "schema":
+        n = len(members)
+        if self.ctx.order == "schema":
             # state (i, c): next declared member index to consider, members so far (capped)
             start = (0, 0)
             todo = [start]
@@ -1233,27 +1240,56 @@ class _Translator:
                         seen.add(t)
                         todo.append(t)
             return {"start": start, "accept": accept, "edges": edges}
-        start = (frozenset(), 0)
+        tracked, ordered, repeatable = self.any_order_plan(members, counting, ptr)
+        # state (k, used, c): ordered required members consumed, tracked members seen, count
+        start = (0, frozenset(), 0)
         todo = [start]
         seen = {start}
-        req = frozenset(m[1] for m in members if m[2])
+        req = frozenset(nm for _s, nm, r in members if r and nm in tracked)
         while todo:
-            used, c = todo.pop()
-            out = edges.setdefault((used, c), {})
+            k, used, c = todo.pop()
+            out = edges.setdefault((k, used, c), {})
             if counting and maxp is not None and c > maxp:
                 continue
             for sym, nm, _r in members:
-                if nm not in used:
-                    out[sym] = (used | {nm}, cnt(c))
+                if nm in tracked and nm not in used:
+                    out[sym] = (k, used | {nm}, cnt(c))
+                elif nm in repeatable:
+                    out[sym] = (k, used, cnt(c))
+            if k < len(ordered):
+                out[ordered[k]] = (k + 1, used, cnt(c))
             for sym in extra_syms:
-                out[sym] = (used, cnt(c))
-            if req <= used and ok_count(c):
-                accept.add((used, c))
+                out[sym] = (k, used, cnt(c))
+            if req <= used and k == len(ordered) and ok_count(c):
+                accept.add((k, used, c))
             for t in out.values():
                 if t not in seen:
                     seen.add(t)
                     todo.append(t)
         return {"start": start, "accept": accept, "edges": edges}
+
+    def any_order_plan(self, members, counting, ptr):
+        """Which declared members property_order='any' tracks as a set (each at most once),
+        keeps in schema order (required ones beyond ``ANY_ORDER_REQUIRED``), or lets repeat
+        (optional ones when the object declares more than ``ANY_ORDER_EXACT`` properties;
+        every occurrence's value is checked, so the parsed object is valid whichever
+        duplicate a JSON parser keeps)."""
+        required = [nm for _s, nm, r in members if r]
+        optional = [nm for _s, nm, r in members if not r]
+        ordered: list[str] = []
+        if len(members) <= ANY_ORDER_EXACT:
+            return frozenset(required + optional), [], frozenset()
+        if counting:
+            _fail(self.ctx, ptr, f"keyword 'minProperties'/'maxProperties' with property_order='any' and more "
+                                 f"than {ANY_ORDER_EXACT} declared properties is not supported (duplicate names "
+                                 f"would be counted)")
+        if len(required) > ANY_ORDER_REQUIRED:
+            ordered = [s for s, _nm, r in members if r]
+            self.ctx.warnings.append(
+                f"{ptr or '/'}: property_order='any' with {len(required)} > {ANY_ORDER_REQUIRED} required "
+                f"properties: the required properties keep their schema order among themselves")
+            required = []
+        return frozenset(required), ordered, frozenset(optional)
 
     def try_value(self, sub, ptr):
         try:

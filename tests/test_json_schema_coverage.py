@@ -1,0 +1,134 @@
+"""JSON Schema front end, issue 16: constructs real-world schemas use, each exact or a named error.
+
+Every case: valid instances (labels checked with ``jsonschema``) are accepted in
+both spellings, invalid ones rejected; property_order='any' unless a case says
+otherwise.  Random accepted walks through the matcher validate.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+
+import pytest
+
+import localgcd
+from localgcd.errors import GrammarError
+from localgcd.grammar.json_schema import ANY_ORDER_EXACT, ANY_ORDER_REQUIRED, schema_to_lark
+
+from exactness_support import byte_vocabulary
+
+jsonschema = pytest.importorskip("jsonschema")
+
+BYTES = byte_vocabulary()
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(schema_json: str, order: str = "any"):
+    t = schema_to_lark(json.loads(schema_json), property_order=order)
+    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
+
+
+def accepts(g, text: str) -> bool:
+    m = g.matcher()
+    for b in text.encode("utf-8"):
+        if not m.advance(b):
+            return False
+    return m.is_accepting()
+
+
+def spellings(data):
+    return [json.dumps(data, separators=(",", ":"), ensure_ascii=False), json.dumps(data, ensure_ascii=False)]
+
+
+def is_valid(schema, data) -> bool:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(data)
+
+
+def _props(n, required=()):
+    return {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)},
+            "required": [f"p{i}" for i in required], "additionalProperties": False}
+
+
+WIDE = _props(ANY_ORDER_EXACT + 6, required=(0, 3))
+MANY_REQUIRED = _props(ANY_ORDER_EXACT + 2, required=range(ANY_ORDER_REQUIRED + 1))
+
+# (name, schema, valid instances, invalid instances)
+CASES = [
+    ("any_order_wide", WIDE,
+     [{"p0": 1, "p3": 2}, {"p13": 1, "p3": 2, "p0": 0, "p5": 7}, dict(reversed(list({f"p{i}": i for i in range(14)}
+                                                                                    .items())))],
+     [{"p0": 1}, {"p3": 1}, {"p0": 1, "p3": 2, "x": 1}, {"p0": "a", "p3": 1}, {"p0": 1, "p3": 2, "p9": "s"}]),
+    ("any_order_many_required", MANY_REQUIRED,
+     [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)},
+      {"p9": 0, **{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)}, "p8": 1}],
+     [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED)}, {"p0": 1}]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
+def test_cases(name, schema, valid, invalid):
+    _t, g = compiled(json.dumps(schema))
+    for data in valid:
+        assert is_valid(schema, data), ("bad label", data)
+        for text in spellings(data):
+            assert accepts(g, text), f"valid instance rejected: {text}"
+    for data in invalid:
+        assert not is_valid(schema, data), ("bad label", data)
+        for text in spellings(data):
+            assert not accepts(g, text), f"invalid instance accepted: {text}"
+
+
+def _walk(g, rng, max_len=300):
+    m = g.matcher()
+    out = bytearray()
+    for _ in range(max_len):
+        mask = m.allowed_token_mask()
+        if mask[256] and (rng.random() < 0.3 or not mask[:256].any()):
+            return bytes(out)
+        allowed = [b for b in range(256) if mask[b]]
+        b = rng.choice([b for b in allowed if b < 128] or allowed)
+        assert m.advance(b)
+        out.append(b)
+    return None
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
+def test_accepted_walks_validate(name, schema, valid, invalid):
+    """Whatever the grammar accepts parses to a valid instance (the language is inside the schema's)."""
+    _t, g = compiled(json.dumps(schema))
+    rng = random.Random(name)
+    for _ in range(10):
+        s = _walk(g, rng)
+        if s is not None:
+            assert is_valid(schema, json.loads(s.decode("utf-8"))), s
+
+
+# ------------------------------------------------------------------ property order 'any', large objects
+def test_any_order_small_objects_track_every_property():
+    _t, g = compiled(json.dumps(_props(3, required=(0,))))
+    assert not accepts(g, '{"p0":1,"p1":2,"p1":3}') and accepts(g, '{"p1":2,"p0":1}')
+
+
+def test_any_order_wide_objects_let_optional_properties_repeat():
+    """Beyond ANY_ORDER_EXACT declared properties an optional one may repeat (each value checked);
+    a required one still appears exactly once."""
+    _t, g = compiled(json.dumps(WIDE))
+    assert accepts(g, '{"p5":1,"p0":1,"p5":2,"p3":0}')
+    assert not accepts(g, '{"p0":1,"p0":1,"p3":0}')
+
+
+def test_any_order_many_required_keep_schema_order_and_warn():
+    t, g = compiled(json.dumps(MANY_REQUIRED))
+    assert any("keep their schema order" in w for w in t.warnings)
+    swapped = {"p1": 1, "p0": 0, **{f"p{i}": i for i in range(2, ANY_ORDER_REQUIRED + 1)}}
+    assert not accepts(g, json.dumps(swapped))  # a sublanguage: never an invalid instance
+
+
+def test_any_order_wide_with_property_counts_is_an_error():
+    schema = dict(WIDE, minProperties=3)
+    with pytest.raises(GrammarError, match="minProperties"):
+        schema_to_lark(schema, property_order="any")
+    schema_to_lark(schema, property_order="schema")
