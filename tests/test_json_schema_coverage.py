@@ -65,6 +65,17 @@ CASES = [
      [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)},
       {"p9": 0, **{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)}, "p8": 1}],
      [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED)}, {"p0": 1}]),
+    # character classes holding ASCII punctuation, negated classes, inside arrays and objects
+    ("class_punctuation", {"type": "array", "items": {"type": "string", "pattern": "^[\\]^/a-]+$"}},
+     [["]^"], ["/a-", "a"], []], [["b"], ["a b"], ["[", "a"]]),
+    ("negated_class_in_array", {"type": "array", "items": {"type": "string", "pattern": "^/dev/[^/]+(/[^/]+)*$"}},
+     [["/dev/sda1"], ["/dev/a/b", "/dev/\"q\\"]], [["/dev/"], ["/dev//a"], ["dev/a"]]),
+    ("negated_class_in_object", {"type": "object", "properties": {
+        "o": {"type": "string", "pattern": "^[a-zA-Z0-9,_-]+$"}, "r": {"type": "boolean"}}, "required": ["o", "r"]},
+     [{"o": "rw,noatime", "r": False}, {"r": True, "o": "-_-"}], [{"o": "rw noatime", "r": False}, {"o": "a"}]),
+    ("date_calendar", {"type": "string", "format": "date"},
+     ["2024-02-29", "2000-02-29", "2023-04-30", "2023-12-31"],
+     ["2024-02-30", "1900-02-29", "2023-02-29", "2023-04-31", "2023-06-31", "2023-00-10"]),
 ]
 
 

@@ -89,16 +89,6 @@ def encode_string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-def _re_escape_text(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch.isalnum() or ch == "_" or ord(ch) > 127:
-            out.append(ch)
-        else:
-            out.append("\\x%02x" % ord(ch))
-    return "".join(out)
-
-
 def _lark_regex(pattern: str) -> str:
     """Pattern → lark /.../ body (a '/' must be escaped)."""
     return "/" + pattern.replace("/", "\\/") + "/"
@@ -162,8 +152,14 @@ def _minus(a, b):
 
 
 def _cp(c: int) -> str:
+    """One code point inside a regex character class.  ASCII punctuation is written with a
+    backslash, never as ``\\xNN``: lark unescapes ``\\x5d`` to a bare ``]`` (closing the class)."""
     if c < 0x80 and (chr(c).isalnum()):
         return chr(c)
+    if c == 0x2F:
+        return "/"  # _lark_regex escapes it
+    if 0x20 <= c < 0x7F:
+        return "\\" + chr(c)
     if c <= 0xFF:
         return "\\x%02x" % c
     if c <= 0xFFFF:
@@ -182,9 +178,9 @@ def _charset_regex(iv) -> str:
     for lo, hi in iv:
         for c in range(max(lo, 0), min(hi, 0x5C) + 1):
             if c == 0x22:
-                alts.append(r'\\"')
+                alts.append(r'\\["]')  # a bare \\" before | is misread by the lark front end
             elif c == 0x5C:
-                alts.append(r"\\\\")
+                alts.append(r"\\[\\]")
             elif c < 0x20:
                 alts.append(_SHORT.get(c, "\\\\u00%02x" % c))
     if not alts:
@@ -299,7 +295,10 @@ def pattern_body(pattern: str) -> str:
 
 
 _D2 = r"[0-9]{2}"
-_DATE = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+# a calendar date: days per month, 29 February only in leap years (RFC 3339 full-date)
+_DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+         r"|02-(?:0[1-9]|1[0-9]|2[0-8]))|" + _LEAP_YEAR + r"-02-29)")
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _DUR = r"P(?:(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -1445,6 +1444,89 @@ def _relation(a, b):
     return inter, subset
 
 
+def _unit_length_range(dfa) -> tuple[int, int | None]:
+    """(fewest, most or None when unbounded) decoded characters over the strings of ``dfa``,
+    a trim byte DFA of ``"`` + canonical string body + ``"``.  A character starts at every
+    byte that is neither a UTF-8 continuation byte nor inside an escape (``\\x``, ``\\u00xx``)."""
+    def step(esc, b):  # -> (new escape state, starts a character)
+        if esc == 0:
+            if 0x80 <= b <= 0xBF:
+                return 0, 0
+            return (1 if b == 0x5C else 0), 1
+        if esc == 1:
+            return (2 if b == 0x75 else 0), 0
+        return (esc + 1 if esc < 5 else 0), 0
+
+    trans = dfa.transitions
+    start = (0, 0)
+    dist = {start: 0}
+    order, graph = [start], {}
+    i = 0
+    while i < len(order):  # reachable product states
+        q, esc = order[i]
+        i += 1
+        outs = []
+        for b in range(256):
+            q2 = int(trans[q][b])
+            if q2 < 0:
+                continue
+            e2, w = step(esc, b)
+            outs.append(((q2, e2), w))
+            if (q2, e2) not in dist:
+                dist[(q2, e2)] = 0
+                order.append((q2, e2))
+        graph[(q, esc)] = list(dict.fromkeys(outs))
+    finals = [n for n in order if dfa.accept[n[0]] >= 0 and n[1] == 0]
+    # fewest: 0-1 BFS
+    import collections
+    best = {start: 0}
+    dq = collections.deque([start])
+    while dq:
+        n = dq.popleft()
+        for m, w in graph[n]:
+            d = best[n] + w
+            if m not in best or d < best[m]:
+                best[m] = d
+                (dq.append if w else dq.appendleft)(m)
+    mn = min(best[n] for n in finals) - 2  # the two quotes
+    # most: longest path over the live part; a live cycle means unbounded
+    live = set(finals)
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            if n not in live and any(m in live for m, _w in graph[n]):
+                live.add(n)
+                changed = True
+    longest: dict = {}
+    state: dict = {}
+
+    def visit(n):
+        stack = [(n, iter(graph[n]))]
+        state[n] = 1
+        while stack:
+            node, it = stack[-1]
+            for m, _w in it:
+                if m not in live:
+                    continue
+                if state.get(m) == 1:
+                    return False
+                if m not in state:
+                    state[m] = 1
+                    stack.append((m, iter(graph[m])))
+                    break
+            else:
+                stack.pop()
+                state[node] = 2
+                longest[node] = max([longest[m] + w for m, w in graph[node] if m in live] +
+                                    ([0] if node in finals else []))
+        return True
+
+    if not visit(start):
+        return mn, None
+    return mn, longest[start] - 2
+
+
 class _Resolver:
     def __init__(self, ctx: _Ctx):
         self.ctx = ctx
@@ -1530,6 +1612,7 @@ class _Resolver:
             name = self.pat_name[b]
             self.terms[name] = f"{name}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
         self.pat_len_cache = {}
+        self.pat_units = {}  # pattern body -> (min, max or None) characters
         # numbers
         self.int_atoms, self.dec_atoms = [], []
         if any_num:
@@ -1582,12 +1665,12 @@ class _Resolver:
         if lo == 0 and hi is None:
             res = True
         else:
-            rep = "{%d,%s}" % (lo, "" if hi is None else hi)
-            d = _byte_dfa('"' + UNIT + rep + '"')
-            inter, sub = _relation(self.pat_dfa[body], d)
-            if sub:
+            if body not in self.pat_units:
+                self.pat_units[body] = _unit_length_range(self.pat_dfa[body])
+            mn, mx = self.pat_units[body]
+            if mn >= lo and mx is not None and (hi is None or mx <= hi) or mn >= lo and hi is None:
                 res = True
-            elif not inter:
+            elif (hi is not None and mn > hi) or (mx is not None and mx < lo):
                 res = False
             else:
                 self.ctx.unsupported(ptr, "maxLength" if hi is not None else "minLength",
