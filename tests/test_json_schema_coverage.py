@@ -52,8 +52,8 @@ def _props(n, required=()):
             "required": [f"p{i}" for i in required], "additionalProperties": False}
 
 
-WIDE = _props(ANY_ORDER_EXACT + 6, required=(0, 3))
-MANY_REQUIRED = _props(ANY_ORDER_EXACT + 2, required=range(ANY_ORDER_REQUIRED + 1))
+WIDE = _props(max(14, ANY_ORDER_EXACT + 1), required=(0, 3))
+MANY_REQUIRED = _props(max(10, ANY_ORDER_EXACT + 1, ANY_ORDER_REQUIRED + 3), required=range(ANY_ORDER_REQUIRED + 1))
 
 # (name, schema, valid instances, invalid instances)
 CASES = [

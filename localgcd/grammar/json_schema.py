@@ -21,14 +21,16 @@ Language (what the grammar accepts), precisely:
   the order ``properties`` lists them, other (additional / pattern) members
   anywhere between them; ``"any"``: any order.  With ``"any"`` the grammar
   tracks the set of declared properties seen, so each appears at most once,
-  while an object declares at most 8 properties; beyond that it tracks only
+  while an object declares at most 5 properties; beyond that it tracks only
   the required ones (each exactly once) and an optional declared property may
   repeat (every occurrence's value is checked, so the parsed object is valid
-  whichever duplicate a JSON parser keeps); and beyond 6 required properties
+  whichever duplicate a JSON parser keeps); and beyond 5 required properties
   those keep their schema order among themselves (a warning says so).
-  ``minProperties``/``maxProperties`` need the exact set (at most 8).
-* **Duplicate member names** are never produced for declared properties; two
-  additional members may share a name (each value is checked).
+  ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
+  tracked property doubles the member automaton: 8 cost 20 s of compile.)
+* **Duplicate member names** are never produced for declared properties in
+  ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
+  may share a name (each value is checked).
 
 Terminals are designed for the one context-free maximal-munch lexer: every
 string lexeme has exactly one terminal (literals — property names, enum and
@@ -70,8 +72,8 @@ VALIDATION_KEYWORDS = frozenset({
     "dependentRequired", "dependentSchemas", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
-ANY_ORDER_EXACT = 8  # property_order='any': up to this many declared properties tracked as a set
-ANY_ORDER_REQUIRED = 6  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
+ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
+ANY_ORDER_REQUIRED = 5  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
