@@ -143,3 +143,58 @@ def test_any_order_wide_with_property_counts_is_an_error():
     with pytest.raises(GrammarError, match="minProperties"):
         schema_to_lark(schema, property_order="any")
     schema_to_lark(schema, property_order="schema")
+
+
+# ------------------------------------------------------------------ enum/const: every keyword checked per value
+ENUM_CASES = [
+    ("enum_not", {"allOf": [{"enum": [{"a": 1.0}, {"a": True}, {"a": 2}]}, {"not": {"enum": [{"a": True}]}}]},
+     [{"a": 1}, {"a": 2}], [{"a": True}, {"a": 3}]),
+    ("enum_not_not_anyof", {"allOf": [{"enum": [{"bar": 2, "foo": "baz"}, {"x": 1}]}, {"not": {"not": {"anyOf": [
+        {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+        {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]}}}]},
+     [{"bar": 2, "foo": "baz"}], [{"x": 1}, {"bar": 2}]),
+    ("enum_oneof_overlapping", {"enum": [1, 5, 10, "a"], "oneOf": [{"type": "integer", "minimum": 5},
+                                                                  {"type": "integer", "maximum": 5}]},
+     [1, 10], [5, "a", 2]),
+    ("enum_if_then", {"enum": ["a", "bb", "ccc"], "if": {"maxLength": 1}, "then": {"const": "a"},
+                      "else": {"pattern": "^c"}},
+     ["a", "ccc"], ["bb", "b"]),
+    ("const_pattern_format", {"enum": ["2024-02-29", "2023-02-29", "x-1"], "anyOf": [{"format": "date"},
+                                                                                     {"pattern": "^x-"}]},
+     ["2024-02-29", "x-1"], ["2023-02-29"]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", ENUM_CASES, ids=[c[0] for c in ENUM_CASES])
+def test_enum_values_checked_against_every_keyword(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+
+
+def test_not_conjoined_in_allof_is_not_of_the_union():
+    schema = {"allOf": [{"enum": [1, 2, 3]}, {"not": {"const": 1}}, {"not": {"const": 2}}]}
+    test_cases("not_allof", schema, [3], [1, 2])
+
+
+VALUES = [None, True, False, 0, 1, 1.0, 2.5, -3, "", "a", "ab", "2024-02-29", [], [1], [1, 1], ["a", 2],
+          {}, {"a": 1}, {"a": "x", "b": None}, {"b": [1, 2]}]
+SCHEMAS = [
+    {"type": "integer"}, {"type": ["string", "null"]}, {"not": {"type": "number"}}, {"minimum": 1},
+    {"exclusiveMaximum": 1}, {"multipleOf": 0.5}, {"maxLength": 1}, {"pattern": "^a"}, {"format": "date"},
+    {"minItems": 1, "uniqueItems": True}, {"items": {"type": "integer"}}, {"prefixItems": [{"type": "string"}]},
+    {"contains": {"type": "string"}}, {"required": ["a"]}, {"properties": {"a": {"type": "integer"}}},
+    {"additionalProperties": False, "properties": {"a": True}}, {"patternProperties": {"^b": {"type": "null"}}},
+    {"propertyNames": {"maxLength": 0}}, {"minProperties": 2}, {"dependentRequired": {"a": ["b"]}},
+    {"oneOf": [{"type": "integer"}, {"minimum": 0}]}, {"if": {"type": "string"}, "then": {"minLength": 1},
+                                                      "else": {"type": "array"}},
+    {"const": {"a": 1.0}}, {"enum": [[1], "a"]},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:40] for s in SCHEMAS])
+def test_value_validator_agrees_with_jsonschema(schema):
+    """For all VALUES: the front end's value validator (enum/const filtering) says what jsonschema says."""
+    from localgcd.grammar.json_schema import _Ctx, _Translator
+
+    tr = _Translator(_Ctx(schema, "<t>", False, "default", "any"))
+    for v in VALUES:
+        assert tr.value_ok(v, schema, "") == is_valid(schema, v), (schema, v)

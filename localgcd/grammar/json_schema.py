@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.translation import Translation
 
 __all__ = ["schema_to_lark"]
@@ -581,8 +582,10 @@ def _merge_all(ctx, schemas, ptr):
                 out[k] = min(a, v)
             elif k == "enum":
                 out[k] = [x for x in a if any(_json_eq(x, y) for y in v)]
-            elif k in ("items", "additionalProperties", "additionalItems", "propertyNames", "contains", "not"):
+            elif k in ("items", "additionalProperties", "additionalItems", "propertyNames"):
                 out[k] = {"allOf": [a, v]}
+            elif k == "not":  # not A and not B = not (A or B)
+                out[k] = {"anyOf": [a, v]}
             elif k in ("anyOf", "oneOf"):
                 out.setdefault("allOf_" + k, []).append(v)
             else:
@@ -663,12 +666,18 @@ class _Translator:
         if not isinstance(s, dict):
             _fail(ctx, ptr, "a schema must be an object or a boolean")
         s = _deref(ctx, s, ptr)
+        whole = s
         if "allOf" in s:
             merged = _merge_all(ctx, [({k: v for k, v in s.items() if k != "allOf"}, ptr)]
                                 + [(x, _ptr_join(ptr, "allOf", i)) for i, x in enumerate(s["allOf"])], ptr)
             if merged is False:
                 _fail(ctx, ptr, "keyword 'allOf' has no valid instance")
             s = merged
+        if "enum" in s or "const" in s:  # a finite language: every keyword checked on each value
+            alts = self.typed(s, ptr, whole=whole)
+            if not alts:
+                _fail(ctx, ptr, "schema has no valid instance")
+            return self.alt_rule(alts)
         for k in s:
             if k in ("not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
                      "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedProperties",
@@ -813,7 +822,9 @@ class _Translator:
                 return
 
     # ---- typed schemas -------------------------------------------------
-    def typed(self, s, ptr, scal_into: _Pos | None = None) -> list[str]:
+    def typed(self, s, ptr, scal_into: _Pos | None = None, whole=None) -> list[str]:
+        """Alternatives for a schema without anyOf/oneOf; ``whole``: the schema that enum/const
+        values are validated against (default ``s``)."""
         ctx = self.ctx
         pos = scal_into if scal_into is not None else _Pos()
         alts: list[str] = []
@@ -833,7 +844,7 @@ class _Translator:
                 values = [v for v in values if any(_json_eq(v, w) for w in s["enum"])]
             if not isinstance(values, list):
                 _fail(ctx, _ptr_join(ptr, "enum"), "keyword 'enum' must be an array")
-            checked = [v for v in values if self.value_ok(v, s, types, ptr)]
+            checked = [v for v in values if self.value_ok(v, s if whole is None else whole, ptr)]
             if s.get("nullable") is True and None not in checked:
                 checked.append(None)
             for v in checked:
@@ -861,37 +872,25 @@ class _Translator:
             alts.insert(0, ctx.scalar(pos))
         return alts
 
-    def value_ok(self, v, s, types, ptr) -> bool:
-        """Is the enum/const value ``v`` valid for the other keywords of ``s``?"""
-        checkable = {"type", "enum", "const", "nullable", "minLength", "maxLength", "pattern", "minimum",
-                     "maximum", "exclusiveMinimum", "exclusiveMaximum", "format", "items", "properties",
-                     "required", "additionalProperties", "minItems", "maxItems", "multipleOf"}
-        for k in s:
-            if k not in checkable and k in VALIDATION_KEYWORDS:
-                self.ctx.unsupported(ptr, k, "next to enum/const")
-        tname = _type_of(v)
-        if "type" in s and not (tname in types or (tname == "integer" and "number" in types)):
-            if not (isinstance(v, float) and v.is_integer() and "integer" in types):
-                return False
-        if isinstance(v, str):
-            if len(v) < s.get("minLength", 0) or ("maxLength" in s and len(v) > s["maxLength"]):
-                return False
-            if "pattern" in s:
-                try:
-                    if not re.search(s["pattern"], v):
-                        return False
-                except re.error:
-                    pass
-        if _is_num(v):
-            if "minimum" in s and v < s["minimum"] or "maximum" in s and v > s["maximum"]:
-                return False
-            if _is_num(s.get("exclusiveMinimum")) and v <= s["exclusiveMinimum"]:
-                return False
-            if _is_num(s.get("exclusiveMaximum")) and v >= s["exclusiveMaximum"]:
-                return False
-            if _is_num(s.get("multipleOf")) and (v / s["multipleOf"]) != int(v / s["multipleOf"]):
-                return False
-        return True
+    def value_ok(self, v, s, ptr) -> bool:
+        """Is the enum/const value ``v`` valid for the whole schema ``s`` (every keyword, exactly)?"""
+        ctx = self.ctx
+
+        def matches(kind, arg, text):
+            if kind == "format":
+                return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
+            try:
+                return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
+            except _Unsupported:
+                raise UnknownKeyword("pattern") from None
+
+        try:
+            return validates(v, s, lambda ref: _resolve_ref(ctx, ref, ptr)[0], matches)
+        except UnknownKeyword as exc:
+            ctx.unsupported(ptr, exc.args[0], "next to enum/const")
+            return True
+        except RecursionError:
+            _fail(ctx, ptr, "keyword '$ref': reference cycle while checking enum/const values")
 
     def const_value(self, v, pos: _Pos, ptr) -> list[str]:
         ctx = self.ctx
