@@ -198,3 +198,60 @@ def test_value_validator_agrees_with_jsonschema(schema):
     tr = _Translator(_Ctx(schema, "<t>", False, "default", "any"))
     for v in VALUES:
         assert tr.value_ok(v, schema, "") == is_valid(schema, v), (schema, v)
+
+
+# ------------------------------------------------------------------ presence constraints
+DRAFT7 = "http://json-schema.org/draft-07/schema#"  # 'dependencies' (draft 7) for the oracle
+PRESENCE_CASES = [
+    ("dependencies_array", {"$schema": DRAFT7, "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                            "dependencies": {"a": ["b"]}},
+     [{}, {"b": 1}, {"a": 1, "b": 2}, {"b": 2, "a": 1}], [{"a": 1}, {"a": 1, "c": 2}]),
+    ("dependent_required_undeclared", {"type": "object", "dependentRequired": {"a": ["b"]}},
+     [{}, {"a": 1, "b": 2}, {"c": 1}], [{"a": 1}, {"a": 1, "c": 1}]),
+    ("dependencies_not_required", {"$schema": DRAFT7, "type": "object", "properties": {"page": {"type": "string"},
+                                                                    "scripts": {"type": "array"}},
+                                   "dependencies": {"page": {"not": {"required": ["scripts"]}},
+                                                    "scripts": {"not": {"required": ["page"]}}}},
+     [{}, {"page": "x"}, {"scripts": []}], [{"page": "x", "scripts": []}]),
+    ("oneof_required", {"type": "object", "properties": {"radius": {"type": "number"}, "length": {"type": "number"},
+                                                         "width": {"type": "number"}},
+                        "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]},
+     [{"radius": 1}, {"length": 1, "width": 2}, {"width": 2, "length": 1, "radius": 1, "x": 0} and {"length": 1,
+                                                                                                    "width": 2}],
+     [{}, {"length": 1}, {"radius": 1, "length": 1, "width": 2}]),
+    ("oneof_required_no_type", {"oneOf": [{"required": ["user"]}, {"required": ["sub"]}]},
+     [{"user": 1}, {"sub": "x", "other": None}], [{}, {"user": 1, "sub": 2}, 3, "s", None, []]),
+    ("anyof_required_no_type", {"anyOf": [{"required": ["user"]}, {"required": ["sub"]}]},
+     [{"user": 1}, {"user": 1, "sub": 2}, 3, "s", None, []], [{}, {"x": 1}]),
+    ("not_required", {"not": {"required": ["a"]}, "properties": {"a": {"type": "integer"}}},
+     [{}, {"b": 1}], [{"a": 1}, 3, "x"]),  # required holds of a non-object, so 'not' fails it
+    ("required_undeclared_forbidden", {"type": "object", "required": ["a"], "additionalProperties": False,
+                                       "patternProperties": {"^a": {"type": "integer"}}},
+     [{"a": 1}], [{}, {"a": "x"}]),
+    ("wide_oneof_required", {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(12)},
+                             "oneOf": [{"required": ["p1"]}, {"required": ["p2"]}]},
+     [{"p1": 1}, {"p0": 1, "p2": 1, "p11": 3}], [{}, {"p1": 1, "p2": 2}, {"p0": 1}]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", PRESENCE_CASES, ids=[c[0] for c in PRESENCE_CASES])
+@pytest.mark.parametrize("order", ["any", "schema"])
+def test_presence_constraints(name, schema, valid, invalid, order):
+    _t, g = compiled(json.dumps(schema), order)
+    for data in valid:
+        assert is_valid(schema, data), ("bad label", data)
+        if order == "schema" and isinstance(data, dict):
+            props = list(schema.get("properties", {}))
+            if [k for k in data if k in props] != [k for k in props if k in data]:
+                continue  # another order: outside property_order='schema' by design
+        for text in spellings(data):
+            assert accepts(g, text), f"valid instance rejected: {text}"
+    for data in invalid:
+        assert not is_valid(schema, data), ("bad label", data)
+        for text in spellings(data):
+            assert not accepts(g, text), f"invalid instance accepted: {text}"
+
+
+def test_required_undeclared_name_with_no_room_is_unsatisfiable():
+    with pytest.raises(GrammarError, match="no valid instance|not allowed"):
+        schema_to_lark({"type": "object", "required": ["a"], "additionalProperties": False})

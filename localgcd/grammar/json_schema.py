@@ -24,7 +24,7 @@ Language (what the grammar accepts), precisely:
   while an object declares at most 5 properties; beyond that it tracks only
   the required ones (each exactly once) and an optional declared property may
   repeat (every occurrence's value is checked, so the parsed object is valid
-  whichever duplicate a JSON parser keeps); and beyond 5 required properties
+  whichever duplicate a JSON parser keeps); and beyond 6 required properties
   those keep their schema order among themselves (a warning says so).
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
   tracked property doubles the member automaton: 8 cost 20 s of compile.)
@@ -74,7 +74,7 @@ VALIDATION_KEYWORDS = frozenset({
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
 ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
-ANY_ORDER_REQUIRED = 5  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
+ANY_ORDER_REQUIRED = 6  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
@@ -629,6 +629,94 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_PRESENCE_KEYS = frozenset({"required", "not", "anyOf", "allOf", "oneOf"})
+MAX_WATCHED = 8  # presence constraints may involve at most this many property names per object
+
+
+def _presence(ctx, s, ptr):
+    """A schema built only from required / not / anyOf / allOf / oneOf (after $ref) as a
+    presence formula: (names, f) with f(present) -> bool, ``present`` the set of those names an
+    object has, or None for an instance that is not an object (``required`` holds vacuously).
+    None when the schema is anything else."""
+    if isinstance(s, dict):
+        s = _deref(ctx, s, ptr)
+    if s is True or s is False:
+        return frozenset(), (lambda p, b=s: b)
+    if not isinstance(s, dict):
+        return None
+    keys = [k for k in s if k not in ANNOTATIONS]
+    if any(k not in _PRESENCE_KEYS for k in keys):
+        return None
+    names: set = set()
+    parts = []
+    for k in keys:
+        v = s[k]
+        if k == "required":
+            if not isinstance(v, list):
+                return None
+            req = frozenset(v)
+            names |= req
+            parts.append(lambda p, req=req: p is None or req <= p)
+        elif k == "not":
+            sub = _presence(ctx, v, _ptr_join(ptr, "not"))
+            if sub is None:
+                return None
+            names |= sub[0]
+            parts.append(lambda p, f=sub[1]: not f(p))
+        else:
+            if not isinstance(v, list) or not v:
+                return None
+            subs = [_presence(ctx, x, _ptr_join(ptr, k, i)) for i, x in enumerate(v)]
+            if any(x is None for x in subs):
+                return None
+            for n, _f in subs:
+                names |= n
+            fs = [f for _n, f in subs]
+            if k == "anyOf":
+                parts.append(lambda p, fs=fs: any(f(p) for f in fs))
+            elif k == "allOf":
+                parts.append(lambda p, fs=fs: all(f(p) for f in fs))
+            else:
+                parts.append(lambda p, fs=fs: sum(1 for f in fs if f(p)) == 1)
+    return frozenset(names), (lambda p, parts=tuple(parts): all(f(p) for f in parts))
+
+
+def _take_presence(ctx, s, ptr):
+    """Split the presence constraints off ``s``: not / dependencies / dependentRequired /
+    dependentSchemas / anyOf / oneOf whose schemas only test which properties are present.
+    Returns (rest of s, [(names, f)])."""
+    out = []
+    s = dict(s)
+    if "not" in s:
+        pr = _presence(ctx, {"not": s["not"]}, ptr)
+        if pr is not None:
+            out.append(pr)
+            del s["not"]
+    for k in ("dependencies", "dependentRequired", "dependentSchemas"):
+        deps = s.get(k)
+        if not isinstance(deps, dict):
+            continue
+        items = []
+        for name, dep in deps.items():
+            if isinstance(dep, list) and k != "dependentSchemas":
+                sub = (frozenset(dep), (lambda p, d=frozenset(dep): p is not None and d <= p))
+            else:
+                sub = _presence(ctx, dep, _ptr_join(ptr, k, name))
+                if sub is None:
+                    break
+            items.append((sub[0] | {name}, lambda p, n=name, f=sub[1]: p is None or n not in p or f(p)))
+        else:
+            out += items
+            del s[k]
+    for k in ("anyOf", "oneOf"):
+        if k in s:
+            pr = _presence(ctx, {k: s[k]}, ptr)
+            if pr is not None:
+                out.append(pr)
+                del s[k]
+    return s, out
+
+
 class _Translator:
     def __init__(self, ctx: _Ctx):
         self.ctx = ctx
@@ -678,6 +766,11 @@ class _Translator:
             if not alts:
                 _fail(ctx, ptr, "schema has no valid instance")
             return self.alt_rule(alts)
+        s, presence = _take_presence(ctx, s, ptr)
+        if presence and not all(f(None) for _n, f in presence):  # no non-object passes them
+            t = s.get("type")
+            types = set(_TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
+            s["type"] = "object" if "object" in types else []
         for k in s:
             if k in ("not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
                      "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedProperties",
@@ -688,8 +781,11 @@ class _Translator:
                     continue
                 ctx.unsupported(ptr, k, "")
         if "anyOf" in s or "oneOf" in s:
+            if presence:
+                self.ctx.unsupported(ptr, "anyOf" if "anyOf" in s else "oneOf",
+                                     "together with presence constraints (not/dependencies)")
             return self.union(s, ptr)
-        alts = self.typed(s, ptr)
+        alts = self.typed(s, ptr, presence=presence)
         if not alts:
             _fail(ctx, ptr, "schema has no valid instance")
         return self.alt_rule(alts)
@@ -822,7 +918,7 @@ class _Translator:
                 return
 
     # ---- typed schemas -------------------------------------------------
-    def typed(self, s, ptr, scal_into: _Pos | None = None, whole=None) -> list[str]:
+    def typed(self, s, ptr, scal_into: _Pos | None = None, whole=None, presence=()) -> list[str]:
         """Alternatives for a schema without anyOf/oneOf; ``whole``: the schema that enum/const
         values are validated against (default ``s``)."""
         ctx = self.ctx
@@ -865,7 +961,7 @@ class _Translator:
             if spec is not None:
                 pos.nums.append(spec)
         if "object" in types:
-            alts.append(self.object(s, ptr))
+            alts.append(self.object(s, ptr, presence))
         if "array" in types:
             alts.append(self.array(s, ptr))
         if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
@@ -1120,7 +1216,9 @@ class _Translator:
         return ctx.add_rule(name, alts)
 
     # ---- objects -----------------------------------------------------------
-    def object(self, s, ptr) -> str:
+    def object(self, s, ptr, presence=()) -> str:
+        """Member automaton of an object; ``presence``: [(names, f)] that must hold of the set of
+        those names present (see _presence)."""
         ctx = self.ctx
         props = s.get("properties", {}) or {}
         if not isinstance(props, dict):
@@ -1132,10 +1230,20 @@ class _Translator:
         addl = s.get("additionalProperties", True)
         pnames = s.get("propertyNames")
         names = list(props)
-        for r in required:
+        declared_names = frozenset(props)
+        watched = frozenset().union(*(n for n, _f in presence)) if presence else frozenset()
+        if len(watched) > MAX_WATCHED:
+            ctx.unsupported(ptr, "dependencies", f"or not/anyOf/oneOf over the presence of more than {MAX_WATCHED} "
+                                                 f"properties")
+        for r in list(required) + sorted(watched - set(required)):
             if r not in props:
+                # an undeclared name: its value is what patternProperties / additionalProperties allow
+                if not any(re.search(p, r) for p in pprops) and addl is False:
+                    if r in required:
+                        _fail(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
+                    continue
                 props = dict(props)
-                props[r] = True
+                props[r] = True if any(re.search(p, r) for p in pprops) else addl
                 names.append(r)
         # pattern properties → string patterns
         pat_bodies = []
@@ -1198,17 +1306,25 @@ class _Translator:
             minp, maxp = 0, None
         cap = max(minp, (maxp + 1) if maxp is not None else 0)
         counting = minp > 0 or maxp is not None
-        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr)
+        # names the schema requires or watches without declaring them: anywhere, at most once
+        free = frozenset(nm for _s, nm, _r in members if nm not in declared_names)
+        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr, watched | free, presence, free)
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
             _fail(ctx, ptr, "object schema has no valid instance")
         self.obj_dfas[name] = dfa
         return name
 
-    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr):
-        """Member DFA of one object: ``members`` are (symbol, name, required) in schema order."""
+    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr, watched=frozenset(), presence=(),
+                   free=frozenset()):
+        """Member DFA of one object: ``members`` are (symbol, name, required) in schema order;
+        the names in ``watched`` are tracked and every presence formula must hold at the end."""
         edges = {}
         accept = set()
+
+        def holds(present):
+            p = present & watched
+            return all(f(p) for _n, f in presence)
 
         def cnt(c):
             return min(c + 1, cap) if counting else 0
@@ -1216,31 +1332,40 @@ class _Translator:
         def ok_count(c):
             return not counting or (c >= minp and (maxp is None or c <= maxp))
 
-        n = len(members)
         if self.ctx.order == "schema":
-            # state (i, c): next declared member index to consider, members so far (capped)
-            start = (0, 0)
+            free_members = [m for m in members if m[1] in free]
+            members = [m for m in members if m[1] not in free]
+            free_required = frozenset(nm for _s, nm, r in free_members if r)
+            n = len(members)
+            # state (i, c, w): next declared member index to consider, members so far (capped),
+            # watched names present
+            start = (0, 0, frozenset())
             todo = [start]
             seen = {start}
             while todo:
-                i, c = todo.pop()
-                out = edges.setdefault((i, c), {})
+                i, c, w = todo.pop()
+                out = edges.setdefault((i, c, w), {})
                 if counting and maxp is not None and c > maxp:
                     continue
                 for j in range(i, n):
-                    out[members[j][0]] = (j + 1, cnt(c))
+                    nm = members[j][1]
+                    out[members[j][0]] = (j + 1, cnt(c), w | {nm} if nm in watched else w)
                     if members[j][2]:
                         break
+                for sym, nm, _r in free_members:
+                    if nm not in w:
+                        out[sym] = (i, cnt(c), w | {nm})
                 for sym in extra_syms:
-                    out[sym] = (i, cnt(c))
-                if all(not m[2] for m in members[i:]) and ok_count(c):
-                    accept.add((i, c))
+                    out[sym] = (i, cnt(c), w)
+                if all(not m[2] for m in members[i:]) and ok_count(c) and holds(w) and free_required <= w:
+                    accept.add((i, c, w))
                 for t in out.values():
                     if t not in seen:
                         seen.add(t)
                         todo.append(t)
             return {"start": start, "accept": accept, "edges": edges}
-        tracked, ordered, repeatable = self.any_order_plan(members, counting, ptr)
+        tracked, ordered, repeatable = self.any_order_plan(members, counting, ptr, watched)
+        ordered_names = frozenset(nm for sym, nm, _r in members if sym in ordered)
         # state (k, used, c): ordered required members consumed, tracked members seen, count
         start = (0, frozenset(), 0)
         todo = [start]
@@ -1260,7 +1385,7 @@ class _Translator:
                 out[ordered[k]] = (k + 1, used, cnt(c))
             for sym in extra_syms:
                 out[sym] = (k, used, cnt(c))
-            if req <= used and k == len(ordered) and ok_count(c):
+            if req <= used and k == len(ordered) and ok_count(c) and holds(used | ordered_names):
                 accept.add((k, used, c))
             for t in out.values():
                 if t not in seen:
@@ -1268,7 +1393,7 @@ class _Translator:
                     todo.append(t)
         return {"start": start, "accept": accept, "edges": edges}
 
-    def any_order_plan(self, members, counting, ptr):
+    def any_order_plan(self, members, counting, ptr, watched=frozenset()):
         """Which declared members property_order='any' tracks as a set (each at most once),
         keeps in schema order (required ones beyond ``ANY_ORDER_REQUIRED``), or lets repeat
         (optional ones when the object declares more than ``ANY_ORDER_EXACT`` properties;
@@ -1284,12 +1409,14 @@ class _Translator:
                                  f"than {ANY_ORDER_EXACT} declared properties is not supported (duplicate names "
                                  f"would be counted)")
         if len(required) > ANY_ORDER_REQUIRED:
-            ordered = [s for s, _nm, r in members if r]
+            ordered = [s for s, nm, r in members if r and nm not in watched]
             self.ctx.warnings.append(
                 f"{ptr or '/'}: property_order='any' with {len(required)} > {ANY_ORDER_REQUIRED} required "
                 f"properties: the required properties keep their schema order among themselves")
-            required = []
-        return frozenset(required), ordered, frozenset(optional)
+            required = [nm for _s, nm, r in members if r and nm in watched]
+        optional_watched = [nm for nm in optional if nm in watched]
+        return (frozenset(required + optional_watched), ordered,
+                frozenset(nm for nm in optional if nm not in watched))
 
     def try_value(self, sub, ptr):
         try:
