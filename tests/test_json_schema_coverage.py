@@ -255,3 +255,30 @@ def test_presence_constraints(name, schema, valid, invalid, order):
 def test_required_undeclared_name_with_no_room_is_unsatisfiable():
     with pytest.raises(GrammarError, match="no valid instance|not allowed"):
         schema_to_lark({"type": "object", "required": ["a"], "additionalProperties": False})
+
+
+# ------------------------------------------------------------------ anyOf/oneOf branches: the same rules
+BRANCH_CASES = [
+    ("branch_not_required", {"anyOf": [{"type": "object", "not": {"required": ["a"]}}, {"type": "string"}]},
+     [{"b": 1}, {}, "s"], [{"a": 1}, 3]),
+    ("branch_dependent_required", {"anyOf": [{"type": "object", "dependentRequired": {"a": ["b"]}},
+                                             {"type": "string"}]},
+     [{"a": 1, "b": 2}, {"b": 1}, "s"], [{"a": 1}]),
+    ("branch_enum_not", {"anyOf": [{"enum": [1, 2], "not": {"const": 1}}, {"type": "string"}]},
+     [2, "s"], [1, 3]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", BRANCH_CASES, ids=[c[0] for c in BRANCH_CASES])
+def test_union_branches_enforce_or_name_every_keyword(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize("keyword,branch", [
+    ("uniqueItems", {"type": "array", "uniqueItems": True}),
+    ("contains", {"type": "array", "contains": {"type": "string"}}),
+    ("if", {"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}}),
+])
+def test_union_branch_unsupported_keyword_is_named(keyword, branch):
+    with pytest.raises(GrammarError, match=rf"/anyOf/0: keyword '{keyword}'"):
+        schema_to_lark({"anyOf": [branch, {"type": "string"}]})

@@ -766,6 +766,21 @@ class _Translator:
             if not alts:
                 _fail(ctx, ptr, "schema has no valid instance")
             return self.alt_rule(alts)
+        s, presence = self.presence_and_checks(s, ptr)
+        if "anyOf" in s or "oneOf" in s:
+            if presence:
+                self.ctx.unsupported(ptr, "anyOf" if "anyOf" in s else "oneOf",
+                                     "together with presence constraints (not/dependencies)")
+            return self.union(s, ptr)
+        alts = self.typed(s, ptr, presence=presence)
+        if not alts:
+            _fail(ctx, ptr, "schema has no valid instance")
+        return self.alt_rule(alts)
+
+    def presence_and_checks(self, s, ptr):
+        """Split presence constraints off ``s`` (see _take_presence) and name every keyword left
+        that is not enforced.  Returns (s, presence)."""
+        ctx = self.ctx
         s, presence = _take_presence(ctx, s, ptr)
         if presence and not all(f(None) for _n, f in presence):  # no non-object passes them
             t = s.get("type")
@@ -780,15 +795,7 @@ class _Translator:
                 if k in ("then", "else") and "if" in s:
                     continue
                 ctx.unsupported(ptr, k, "")
-        if "anyOf" in s or "oneOf" in s:
-            if presence:
-                self.ctx.unsupported(ptr, "anyOf" if "anyOf" in s else "oneOf",
-                                     "together with presence constraints (not/dependencies)")
-            return self.union(s, ptr)
-        alts = self.typed(s, ptr, presence=presence)
-        if not alts:
-            _fail(ctx, ptr, "schema has no valid instance")
-        return self.alt_rule(alts)
+        return s, presence
 
     def alt_rule(self, alts) -> str:
         alts = list(dict.fromkeys(alts))
@@ -844,10 +851,16 @@ class _Translator:
             if merged is True or merged == {}:
                 return self.any_value()
             bptr = combo[-1][1]
+            if "enum" in merged or "const" in merged:  # every keyword checked on each value
+                others += self.typed(merged, bptr, whole=merged)
+                continue
+            merged, presence = self.presence_and_checks(merged, bptr)
             if "anyOf" in merged or "oneOf" in merged:
+                if presence:
+                    ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
                 others.append(self.union(merged, bptr))
                 continue
-            for alt in self.typed(merged, bptr, scal_into=scal):
+            for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
                 others.append(alt)
             sigs.append(merged)
         if "oneOf" in s:
