@@ -282,3 +282,14 @@ def test_union_branches_enforce_or_name_every_keyword(name, schema, valid, inval
 def test_union_branch_unsupported_keyword_is_named(keyword, branch):
     with pytest.raises(GrammarError, match=rf"/anyOf/0: keyword '{keyword}'"):
         schema_to_lark({"anyOf": [branch, {"type": "string"}]})
+
+
+def test_unknown_keywords_next_to_enum_are_annotations():
+    test_cases("enum_x", {"enum": ["a", "b"], "readonly": True, "x-order": 3}, ["a", "b"], ["c"])
+    with pytest.raises(GrammarError, match="unevaluatedProperties"):
+        schema_to_lark({"enum": [{"a": 1}], "unevaluatedProperties": False})
+
+
+def test_unknown_keywords_in_allof_are_annotations():
+    test_cases("allof_x", {"allOf": [{"type": "string", "x-doc": "a"}, {"x-doc": "b", "minLength": 1}]},
+               ["a", "ab"], ["", 1])

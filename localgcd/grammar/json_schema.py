@@ -552,8 +552,8 @@ def _merge_all(ctx, schemas, ptr):
             if s is False:
                 return False
         for k, v in s.items():
-            if k in ANNOTATIONS:
-                continue
+            if k in ANNOTATIONS or (k not in VALIDATION_KEYWORDS and k not in out):
+                continue  # annotations and unknown keywords (x-…) carry no constraint
             if k not in out:
                 out[k] = v
                 continue

@@ -6,8 +6,9 @@ values (``enum`` / ``const``): every other keyword next to it, ``not`` and
 values that validate.  Strings are checked with the same pattern and format
 languages the grammar uses (``matches``), so the two never disagree.
 
-A keyword this module does not know raises :class:`UnknownKeyword`; the caller
-turns it into a :class:`GrammarError` naming the keyword and its pointer.
+A validation keyword this module does not check (``UNSUPPORTED``) raises
+:class:`UnknownKeyword`; the caller turns it into a :class:`GrammarError` naming the
+keyword and its pointer.  Keywords outside the vocabulary are annotations.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ IGNORED = frozenset({
     "readOnly", "writeOnly", "deprecated", "contentMediaType", "contentEncoding", "definitions", "$defs",
     "$anchor", "$vocabulary", "markdownDescription", "deprecationMessage", "discriminator",
 })
+
+
+# validation keywords this module does not check; any other unknown keyword is an annotation
+UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
 
 
 class UnknownKeyword(Exception):
@@ -178,6 +183,6 @@ def _typed_keyword(k, a, v, s, sub, matches) -> bool:
              "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems", "prefixItems", "items",
              "contains", "properties", "required", "patternProperties", "additionalProperties", "propertyNames",
              "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies"}
-    if k in known:
-        return True  # applies to another type
+    if k in known or k not in UNSUPPORTED:
+        return True  # applies to another type, or not a validation keyword (an annotation)
     raise UnknownKeyword(k)
