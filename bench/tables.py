@@ -3,6 +3,7 @@
     python bench/tables.py                          # the default matrix
     python bench/tables.py --grammar json --vocab llama-bpe --docs 3
     python bench/tables.py --grammar tests/corpus/gbnf/json.gbnf --vocab llama-bpe   # any .gbnf/.lark file
+    python bench/tables.py --grammar tests/corpus/lark/java_dangling_else.lark --docs-of java --vocab llama-bpe
 
 ``--grammar`` takes a shipped name (json, java, python, go) or the path of a
 .gbnf or .lark file (the format comes from the suffix); a file's documents are
@@ -103,13 +104,13 @@ def grammar_file(spec: str) -> Path:
                                      "nor an existing .gbnf/.lark file")
 
 
-def documents(spec: str) -> list[str]:
-    """The documents to force-decode for ``--grammar spec`` (by the file's stem)."""
-    make = DOCUMENTS.get(grammar_file(spec).stem)
+def documents(spec: str, docs_of: str | None = None) -> list[str]:
+    """The documents to force-decode for ``--grammar spec``: ``--docs-of``'s, else by the file's stem."""
+    make = DOCUMENTS.get(docs_of or grammar_file(spec).stem)
     return make() if make else []
 
 
-def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
+def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = None) -> dict:
     """Measure one pair in this process."""
     import llama_cpp
 
@@ -137,7 +138,7 @@ def run_one(grammar: str, vocab_name: str, n_docs: int) -> dict:
     tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     first, second = [], []
     n_tokens = 0
-    for doc in documents(grammar)[:n_docs]:
+    for doc in documents(grammar, docs_of)[:n_docs]:
         ids = tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False)
         for timings in (first, second):
             m = compiled.matcher()
@@ -220,12 +221,14 @@ def main() -> None:
                         help=f"{', '.join(sorted(GRAMMARS))} or a .gbnf/.lark file (repeatable)")
     parser.add_argument("--vocab", action="append")
     parser.add_argument("--docs", type=int, default=3, help="documents to force-decode per pair")
+    parser.add_argument("--docs-of", choices=sorted(DOCUMENTS),
+                        help="force-decode this language's documents (for a grammar file whose stem is not one)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="fresh processes per pair; timings are then medians [min–max] over them")
     parser.add_argument("--one", nargs=2, metavar=("GRAMMAR", "VOCAB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one[0], args.one[1], args.docs)))
+        print(json.dumps(run_one(args.one[0], args.one[1], args.docs, args.docs_of)))
         return
     matrix = [(g, v) for g, v in DEFAULT_MATRIX if not args.vocab or v in args.vocab]
     if args.grammar:
@@ -235,7 +238,8 @@ def main() -> None:
     for grammar, vocab in matrix:
         runs = []
         for _ in range(args.repeat):
-            out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs)],
+            docs_of = ["--docs-of", args.docs_of] if args.docs_of else []
+            out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs), *docs_of],
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"| {grammar} | {vocab} | FAILED: {out.stderr.strip().splitlines()[-1:]} |")

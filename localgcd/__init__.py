@@ -25,6 +25,7 @@ from localgcd.llama.catalog import ModelSpec, resolve_model
 from localgcd.llama.loading import LoadedModel, load_model
 from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarStoppingCriteria
 from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
+from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
 from localgcd.runtime.matcher import Matcher
 from localgcd.vocab import Vocabulary
 
@@ -48,8 +49,10 @@ __all__ = [
     "Result",
     "Vocabulary",
     "VocabularyError",
+    "allocate_token_bitmask",
     "compile_grammar",
     "compile_json_schema",
+    "fill_next_token_bitmask",
     "generate",
     "load_model",
     "load_vocabulary",

@@ -9,7 +9,9 @@ macOS      ``~/Library/Application Support/localgcd``            as on Linux
 Windows    ``%APPDATA%\\localgcd``                                as on Linux
 =========  ====================================================  ===========================
 
-``$LOCALGCD_CACHE`` overrides the cache dir and ``$LOCALGCD_MODELS`` the user's
+``$LOCALGCD_CACHE`` overrides the cache dir, ``$LOCALGCD_VOCABS`` the folder of
+fetched vocabularies (default ``<cache dir>/vocabs``; the test suite points it
+at the checkout's ``.test-data/vocabs``) and ``$LOCALGCD_MODELS`` the user's
 models file.  Every function takes the platform and the environment as
 parameters (default: this process's), so each platform's answer can be checked
 anywhere.
@@ -34,6 +36,14 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
         return Path(env["LOCALGCD_CACHE"]).expanduser()
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "localgcd"
+
+
+def vocab_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where fetched vocabularies live: ``$LOCALGCD_VOCABS``, else ``<cache dir>/vocabs``."""
+    env = _env(environ)
+    if env.get("LOCALGCD_VOCABS"):
+        return Path(env["LOCALGCD_VOCABS"]).expanduser()
+    return cache_dir(env) / "vocabs"
 
 
 def config_dir(platform: str | None = None, environ: Mapping[str, str] | None = None) -> Path:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import os
+from collections.abc import Callable
+from pathlib import Path
 
-import pytest
-from hypothesis import settings
+# Before localgcd is imported anywhere: the suite's vocabularies and compiled
+# tables live in the checkout's .test-data (README's test command fetches the
+# vocabularies there), never in the user's ~/.cache/localgcd; subprocesses (the
+# CLI tests) inherit this.
+TEST_DATA = Path(__file__).resolve().parent.parent / ".test-data"
+os.environ.setdefault("LOCALGCD_VOCABS", str(TEST_DATA / "vocabs"))
+os.environ.setdefault("LOCALGCD_CACHE", str(TEST_DATA / "cache"))
 
-from localgcd.llama.vocabulary import load_vocabulary
-from localgcd.vocab import Vocabulary
-from localgcd.llama.vocab_sources import vocab_path
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from localgcd.llama.vocabulary import load_vocabulary  # noqa: E402
+from localgcd.vocab import Vocabulary  # noqa: E402
+from localgcd.llama.vocab_sources import vocab_path  # noqa: E402
 
 # The suite's verdict must not depend on the run: property tests draw the same
 # examples every time (a failure reproduces as is). To hunt with fresh random

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -213,7 +214,7 @@ def test_two_processes_compiling_at_once_both_succeed(tmp_path) -> None:
         "c = localgcd.Compiler(sys.argv[1]).compile(JSONISH, BYTES_VOCAB)\n"
         "m = c.matcher(); assert m.advance(ord('{'))\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}  # wherever pytest runs
     procs = [subprocess.Popen([sys.executable, "-W", "error::localgcd.CacheWarning", "-c", script, str(tmp_path)],
                               env=env) for _ in range(3)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]

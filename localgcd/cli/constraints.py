@@ -1,0 +1,150 @@
+"""The constraint options of ``generate``, ``compile`` and ``check``.
+
+Exactly one of ``--grammar NAME|FILE`` (format from the suffix, ``--format``
+overrides), ``--json-schema FILE``, ``--regex PATTERN`` or ``--choice TEXT``
+(repeatable); the JSON Schema options (``--lenient``, ``--whitespace``,
+``--property-order``) only with a JSON Schema.  :func:`resolve_constraint`
+turns them into the grammar source and the front end's options; every
+misuse is a one-line :class:`~localgcd.errors.GrammarError`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from localgcd.errors import GrammarError
+from localgcd.grammar.formats import FORMATS, to_lark
+from localgcd.grammar.regex_choice import regex_to_lark
+from localgcd.grammar.sources import GrammarSource, resolve_grammar
+from localgcd.user_files import read_user_file
+
+CONSTRAINT_OPTIONS = ("--grammar", "--json-schema", "--regex", "--choice")
+WHITESPACE = ("default", "compact")
+PROPERTY_ORDER = ("schema", "any")
+
+# The options, shared by the commands (typer reads them; nothing mutates them).
+GRAMMAR = typer.Option(None, "--grammar", "-g", metavar="NAME|FILE",
+                       help="A grammar name (see 'localgcd grammars') or a .lark, .gbnf or .json (JSON Schema) file.")
+FORMAT = typer.Option(None, "--format", metavar="FORMAT",
+                      help=f"The format of the --grammar file: {', '.join(FORMATS[:-1])} or {FORMATS[-1]} "
+                           "(default: from its suffix).")
+JSON_SCHEMA = typer.Option(None, "--json-schema", metavar="FILE",
+                           help="Output one JSON value valid against this JSON Schema ('-' reads stdin; "
+                                "OpenAI's response_format is accepted).")
+REGEX = typer.Option(None, "--regex", metavar="PATTERN", help="Output text that fully matches this Python regex.")
+CHOICE = typer.Option(None, "--choice", metavar="TEXT", help="Output exactly one of the --choice texts (repeat it).")
+LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enforced exactly is a warning "
+                                                "(keyword and JSON pointer), not an error.")
+WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
+                                 help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
+                                      "'compact' only ',' and ':'.")
+PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
+                                     help="JSON Schema: object properties in the schema's order (default) "
+                                          "or in any order.")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """The grammar text and format to compile, the front end's options (JSON Schema only) and,
+    with ``--lenient``, the front end's warnings as the compiler words them (``source: message``)."""
+
+    source: GrammarSource
+    options: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
+                       regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
+                       whitespace: Optional[str] = None, property_order: Optional[str] = None,
+                       stdin_user: Optional[str] = None) -> Constraint:
+    """The one constraint the options name.  ``stdin_user``: the argument that already reads
+    stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share."""
+    values = (grammar, json_schema, regex, choices or None)
+    given = [name for name, value in zip(CONSTRAINT_OPTIONS, values) if value is not None]
+    if not given:
+        raise GrammarError("no constraint: give one of --grammar, --json-schema, --regex or --choice")
+    if len(given) > 1:
+        raise GrammarError(f"{' and '.join(given)} given: use exactly one of {', '.join(CONSTRAINT_OPTIONS)}")
+    if fmt is not None and grammar is None:
+        raise GrammarError(f"--format applies to --grammar only, not to {given[0]}")
+    if grammar is not None:
+        source = _grammar_source(grammar, fmt)
+    elif json_schema is not None:
+        source = _schema_source(json_schema, stdin_user)
+    elif regex is not None:
+        source = _regex_source(regex)
+    else:
+        source = _choices_source(choices or [])
+    schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
+                                                ("--property-order", property_order is not None)) if given_]
+    if source.fmt != "json_schema":
+        if schema_options:
+            raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
+                               f".json file), not to {given[0]} ({source.fmt})")
+        return Constraint(source)
+    options = {
+        "lenient": lenient,
+        "whitespace": _one_of("--whitespace", WHITESPACE[0] if whitespace is None else whitespace, WHITESPACE),
+        "property_order": _one_of("--property-order", PROPERTY_ORDER[0] if property_order is None else property_order,
+                                  PROPERTY_ORDER),
+    }
+    if not lenient:
+        return Constraint(source, options)
+    # Tables loaded from the cache do not repeat the front end's warnings: ask the front end here.
+    dropped = to_lark(source.text, source.fmt, source.source, **options).warnings
+    return Constraint(source, options, tuple(f"{source.source}: {w}" for w in dropped))
+
+
+def _one_of(option: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise GrammarError(f"{option} must be {' or '.join(map(repr, allowed))}, not {value!r}")
+    return value
+
+
+def _grammar_source(spec: str, fmt: Optional[str]) -> GrammarSource:
+    source = resolve_grammar(spec, fmt)
+    if source.fmt in ("regex", "choices"):  # a text file's final newline ends its last line; it is no part of it
+        source = replace(source, text=source.text.removesuffix("\n"))
+    return source
+
+
+def _schema_source(spec: str, stdin_user: Optional[str]) -> GrammarSource:
+    if spec == "-":
+        if stdin_user:
+            raise GrammarError(f"--json-schema - and {stdin_user} - both read stdin; give one of them as a file")
+        data, shown, name = sys.stdin.buffer.read(), "<stdin>", "stdin"
+    else:
+        data, shown, name = read_user_file(Path(spec), spec, GrammarError, "schema file"), spec, Path(spec).stem
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise GrammarError("schema file is not valid UTF-8", shown, line, col) from None
+    return GrammarSource(text, "json_schema", shown, name)
+
+
+def _regex_source(pattern: str) -> GrammarSource:
+    """Checked here, before a model loads; the message says the column in the pattern."""
+    try:
+        regex_to_lark(pattern, "--regex")
+    except GrammarError as exc:
+        where = f"column {exc.column}: " if exc.column is not None else ""
+        raise GrammarError(where + exc.message, "--regex", None, exc.column, exc.context) from None
+    return GrammarSource(pattern, "regex", "--regex", "regex")
+
+
+def _choices_source(choices: list[str]) -> GrammarSource:
+    """The choices format's text: one choice per line (so a choice can hold no newline)."""
+    for k, choice in enumerate(choices, 1):
+        if choice == "":
+            raise GrammarError(f"--choice number {k} is empty; every choice must be a non-empty text")
+        if "\n" in choice:
+            raise GrammarError(f"--choice number {k} contains a line break; a choice is one line "
+                               "(use --regex for texts of several lines)")
+    return GrammarSource("\n".join(dict.fromkeys(choices)), "choices", "--choice", "choices")
