@@ -10,6 +10,7 @@ invalid one rejected.  Mask times are per mask computed while forcing.
 
     python bench/jsonschema.py --limit 400 --budget 20 --out bench-jsonschema.json
     python bench/jsonschema.py --every 5 --budget 25     # 80 schemas spread over the set
+    python bench/jsonschema.py --bytes --budget 30       # localgcd's language verdicts, all 400
 
 Each schema runs in a forked child with a wall-clock budget (--budget s);
 running past it counts as a compile error ("timeout").  llguidance and
@@ -224,9 +225,19 @@ def main(argv=None):
     ap.add_argument("--out", default="bench-jsonschema.json")
     ap.add_argument("--order", default="any", choices=("any", "schema"),
                     help="localgcd property order (maskbench-dev schemas have their keys sorted, the instances not)")
+    ap.add_argument("--bytes", action="store_true",
+                    help="localgcd only, over a 256-byte vocabulary: the grammar's language verdicts "
+                         "(instances forced byte by byte) without the Llama-3 vocabulary's compile cost")
     args = ap.parse_args(argv)
     engines = available_engines(args.engines.split(","))
-    path, tok, vocab = _tokenizer_and_vocab()
+    if args.bytes:
+        from localgcd.vocab import Vocabulary
+
+        engines = ["localgcd"]
+        tok = None
+        vocab = Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
+    else:
+        path, tok, vocab = _tokenizer_and_vocab()
     _STATE.update(vocab=vocab, tok=tok, order=args.order)
     if "llguidance" in engines:
         try:
@@ -252,7 +263,8 @@ def main(argv=None):
     for n, f in enumerate(files):
         d = json.loads(Path(f).read_text())
         texts = [json.dumps(t["data"], indent=None, ensure_ascii=False) for t in d["tests"]]
-        instances = [list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
+        instances = [list(x.encode("utf-8")) if tok is None else
+                     list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
         for e in engines:
             st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget)
             r = per[e]
