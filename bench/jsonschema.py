@@ -9,6 +9,8 @@ passes when it compiles and every valid instance is accepted and every
 invalid one rejected.  Mask times are per mask computed while forcing.
 
     python bench/jsonschema.py --limit 400 --budget 20 --out bench-jsonschema.json
+    python bench/jsonschema.py --every 5 --budget 25     # 80 schemas spread over the set
+    python bench/jsonschema.py --bytes --budget 30       # localgcd's language verdicts, all 400
 
 Each schema runs in a forked child with a wall-clock budget (--budget s);
 running past it counts as a compile error ("timeout").  llguidance and
@@ -35,12 +37,12 @@ _STATE: dict = {}
 def _tokenizer_and_vocab():
     import llama_cpp
 
-    from localgcd.vocab import Vocabulary
-    from localgcd.vocab_sources import vocab_path
+    from localgcd.llama.vocab_sources import vocab_path
+    from localgcd.llama.vocabulary import load_vocabulary
 
     path = vocab_path("llama-bpe", fetch=False)
     tok = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    return path, tok, Vocabulary.from_gguf(path)
+    return path, tok, load_vocabulary(path)
 
 
 # ---------------------------------------------------------------- engines
@@ -217,14 +219,25 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--every", type=int, default=1, help="every K-th schema (a spread-out subset)")
     ap.add_argument("--budget", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--engines", default="localgcd,llguidance,xgrammar")
     ap.add_argument("--out", default="bench-jsonschema.json")
     ap.add_argument("--order", default="any", choices=("any", "schema"),
                     help="localgcd property order (maskbench-dev schemas have their keys sorted, the instances not)")
+    ap.add_argument("--bytes", action="store_true",
+                    help="localgcd only, over a 256-byte vocabulary: the grammar's language verdicts "
+                         "(instances forced byte by byte) without the Llama-3 vocabulary's compile cost")
     args = ap.parse_args(argv)
     engines = available_engines(args.engines.split(","))
-    path, tok, vocab = _tokenizer_and_vocab()
+    if args.bytes:
+        from localgcd.vocab import Vocabulary
+
+        engines = ["localgcd"]
+        tok = None
+        vocab = Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], end_ids=[256], name="bytes")
+    else:
+        path, tok, vocab = _tokenizer_and_vocab()
     _STATE.update(vocab=vocab, tok=tok, order=args.order)
     if "llguidance" in engines:
         try:
@@ -244,13 +257,14 @@ def main(argv=None):
         except Exception as exc:  # noqa: BLE001
             print(f"xgrammar setup failed ({exc}); skipped", file=sys.stderr)
             engines.remove("xgrammar")
-    files = sorted(glob.glob(os.path.join(args.data, "*.json")))[: args.limit]
+    files = sorted(glob.glob(os.path.join(args.data, "*.json")))[:: args.every][: args.limit]
     per = {e: {"passing": 0, "compile_errors": 0, "validation_errors": 0, "invalidation_errors": 0,
                "ttfm": [], "masks": [], "failures": []} for e in engines}
     for n, f in enumerate(files):
         d = json.loads(Path(f).read_text())
         texts = [json.dumps(t["data"], indent=None, ensure_ascii=False) for t in d["tests"]]
-        instances = [list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
+        instances = [list(x.encode("utf-8")) if tok is None else
+                     list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
         for e in engines:
             st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget)
             r = per[e]

@@ -19,11 +19,18 @@ Language (what the grammar accepts), precisely:
   spelling, length and pattern constraints on the decoded string are exact.
 * **Property order.** ``property_order="schema"``: the declared properties in
   the order ``properties`` lists them, other (additional / pattern) members
-  anywhere between them; ``"any"``: any order, each declared property at most
-  once (the grammar tracks the set seen, so it is limited to 12 declared
-  properties per object).
-* **Duplicate member names** are never produced for declared properties; two
-  additional members may share a name (each value is checked).
+  anywhere between them; ``"any"``: any order.  With ``"any"`` the grammar
+  tracks the set of declared properties seen, so each appears at most once,
+  while an object declares at most 5 properties; beyond that it tracks only
+  the required ones (each exactly once) and an optional declared property may
+  repeat (every occurrence's value is checked, so the parsed object is valid
+  whichever duplicate a JSON parser keeps); and beyond 6 required properties
+  those keep their schema order among themselves (a warning says so).
+  ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
+  tracked property doubles the member automaton: 8 cost 20 s of compile.)
+* **Duplicate member names** are never produced for declared properties in
+  ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
+  may share a name (each value is checked).
 
 Terminals are designed for the one context-free maximal-munch lexer: every
 string lexeme has exactly one terminal (literals — property names, enum and
@@ -49,6 +56,7 @@ from typing import Any
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.schema_shape import check_schema_shape
+from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.translation import Translation
 
 __all__ = ["schema_to_lark"]
@@ -66,7 +74,8 @@ VALIDATION_KEYWORDS = frozenset({
     "dependentRequired", "dependentSchemas", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
-MAX_ANY_ORDER = 12
+ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
+ANY_ORDER_REQUIRED = 6  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
@@ -82,16 +91,6 @@ UNIT = (r'(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))')
 
 def encode_string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
-
-
-def _re_escape_text(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch.isalnum() or ch == "_" or ord(ch) > 127:
-            out.append(ch)
-        else:
-            out.append("\\x%02x" % ord(ch))
-    return "".join(out)
 
 
 def _lark_regex(pattern: str) -> str:
@@ -157,8 +156,14 @@ def _minus(a, b):
 
 
 def _cp(c: int) -> str:
+    """One code point inside a regex character class.  ASCII punctuation is written with a
+    backslash, never as ``\\xNN``: lark unescapes ``\\x5d`` to a bare ``]`` (closing the class)."""
     if c < 0x80 and (chr(c).isalnum()):
         return chr(c)
+    if c == 0x2F:
+        return "/"  # _lark_regex escapes it
+    if 0x20 <= c < 0x7F:
+        return "\\" + chr(c)
     if c <= 0xFF:
         return "\\x%02x" % c
     if c <= 0xFFFF:
@@ -177,9 +182,9 @@ def _charset_regex(iv) -> str:
     for lo, hi in iv:
         for c in range(max(lo, 0), min(hi, 0x5C) + 1):
             if c == 0x22:
-                alts.append(r'\\"')
+                alts.append(r'\\["]')  # a bare \\" before | is misread by the lark front end
             elif c == 0x5C:
-                alts.append(r"\\\\")
+                alts.append(r"\\[\\]")
             elif c < 0x20:
                 alts.append(_SHORT.get(c, "\\\\u00%02x" % c))
     if not alts:
@@ -203,9 +208,19 @@ class _PatternTranslator:
             branches = items[0][1][1]
         else:
             branches = [items]
-        return "(?:" + "|".join(self.top(list(b)) for b in branches) + ")"
+        # branches grouped by their anchors: one UNIT* around each group, not each branch
+        # (an unanchored alternation of many words stays one small NFA)
+        groups: dict[tuple[bool, bool], list[str]] = {}
+        for b in branches:
+            start, end, body = self.top(list(b))
+            groups.setdefault((start, end), []).append(body)
+        any_ = UNIT + "*"
+        alts = [("" if start else any_) + "(?:" + "|".join(bodies) + ")" + ("" if end else any_)
+                for (start, end), bodies in groups.items()]
+        return "(?:" + "|".join(alts) + ")"
 
-    def top(self, items) -> str:
+    def top(self, items) -> tuple[bool, bool, str]:
+        """(anchored at the start, anchored at the end, body regex) of one top-level branch."""
         anchored_start = anchored_end = False
         if items and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
             anchored_start = True
@@ -213,9 +228,7 @@ class _PatternTranslator:
         if items and items[-1][0] is sre.AT and items[-1][1] in (sre.AT_END, sre.AT_END_STRING):
             anchored_end = True
             items = items[:-1]
-        body = self.seq(items)
-        any_ = UNIT + "*"
-        return ("" if anchored_start else any_) + body + ("" if anchored_end else any_)
+        return anchored_start, anchored_end, self.seq(items)
 
     def seq(self, items) -> str:
         return "".join(self.node(op, arg) for op, arg in items)
@@ -286,7 +299,10 @@ def pattern_body(pattern: str) -> str:
 
 
 _D2 = r"[0-9]{2}"
-_DATE = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+# a calendar date: days per month, 29 February only in leap years (RFC 3339 full-date)
+_DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+         r"|02-(?:0[1-9]|1[0-9]|2[0-8]))|" + _LEAP_YEAR + r"-02-29)")
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _DUR = r"P(?:(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -537,8 +553,8 @@ def _merge_all(ctx, schemas, ptr):
             if s is False:
                 return False
         for k, v in s.items():
-            if k in ANNOTATIONS:
-                continue
+            if k in ANNOTATIONS or (k not in VALIDATION_KEYWORDS and k not in out):
+                continue  # annotations and unknown keywords (x-…) carry no constraint
             if k not in out:
                 out[k] = v
                 continue
@@ -567,8 +583,10 @@ def _merge_all(ctx, schemas, ptr):
                 out[k] = min(a, v)
             elif k == "enum":
                 out[k] = [x for x in a if any(_json_eq(x, y) for y in v)]
-            elif k in ("items", "additionalProperties", "additionalItems", "propertyNames", "contains", "not"):
+            elif k in ("items", "additionalProperties", "additionalItems", "propertyNames"):
                 out[k] = {"allOf": [a, v]}
+            elif k == "not":  # not A and not B = not (A or B)
+                out[k] = {"anyOf": [a, v]}
             elif k in ("anyOf", "oneOf"):
                 out.setdefault("allOf_" + k, []).append(v)
             else:
@@ -612,6 +630,94 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_PRESENCE_KEYS = frozenset({"required", "not", "anyOf", "allOf", "oneOf"})
+MAX_WATCHED = 8  # presence constraints may involve at most this many property names per object
+
+
+def _presence(ctx, s, ptr):
+    """A schema built only from required / not / anyOf / allOf / oneOf (after $ref) as a
+    presence formula: (names, f) with f(present) -> bool, ``present`` the set of those names an
+    object has, or None for an instance that is not an object (``required`` holds vacuously).
+    None when the schema is anything else."""
+    if isinstance(s, dict):
+        s = _deref(ctx, s, ptr)
+    if s is True or s is False:
+        return frozenset(), (lambda p, b=s: b)
+    if not isinstance(s, dict):
+        return None
+    keys = [k for k in s if k not in ANNOTATIONS]
+    if any(k not in _PRESENCE_KEYS for k in keys):
+        return None
+    names: set = set()
+    parts = []
+    for k in keys:
+        v = s[k]
+        if k == "required":
+            if not isinstance(v, list):
+                return None
+            req = frozenset(v)
+            names |= req
+            parts.append(lambda p, req=req: p is None or req <= p)
+        elif k == "not":
+            sub = _presence(ctx, v, _ptr_join(ptr, "not"))
+            if sub is None:
+                return None
+            names |= sub[0]
+            parts.append(lambda p, f=sub[1]: not f(p))
+        else:
+            if not isinstance(v, list) or not v:
+                return None
+            subs = [_presence(ctx, x, _ptr_join(ptr, k, i)) for i, x in enumerate(v)]
+            if any(x is None for x in subs):
+                return None
+            for n, _f in subs:
+                names |= n
+            fs = [f for _n, f in subs]
+            if k == "anyOf":
+                parts.append(lambda p, fs=fs: any(f(p) for f in fs))
+            elif k == "allOf":
+                parts.append(lambda p, fs=fs: all(f(p) for f in fs))
+            else:
+                parts.append(lambda p, fs=fs: sum(1 for f in fs if f(p)) == 1)
+    return frozenset(names), (lambda p, parts=tuple(parts): all(f(p) for f in parts))
+
+
+def _take_presence(ctx, s, ptr):
+    """Split the presence constraints off ``s``: not / dependencies / dependentRequired /
+    dependentSchemas / anyOf / oneOf whose schemas only test which properties are present.
+    Returns (rest of s, [(names, f)])."""
+    out = []
+    s = dict(s)
+    if "not" in s:
+        pr = _presence(ctx, {"not": s["not"]}, ptr)
+        if pr is not None:
+            out.append(pr)
+            del s["not"]
+    for k in ("dependencies", "dependentRequired", "dependentSchemas"):
+        deps = s.get(k)
+        if not isinstance(deps, dict):
+            continue
+        items = []
+        for name, dep in deps.items():
+            if isinstance(dep, list) and k != "dependentSchemas":
+                sub = (frozenset(dep), (lambda p, d=frozenset(dep): p is not None and d <= p))
+            else:
+                sub = _presence(ctx, dep, _ptr_join(ptr, k, name))
+                if sub is None:
+                    break
+            items.append((sub[0] | {name}, lambda p, n=name, f=sub[1]: p is None or n not in p or f(p)))
+        else:
+            out += items
+            del s[k]
+    for k in ("anyOf", "oneOf"):
+        if k in s:
+            pr = _presence(ctx, {k: s[k]}, ptr)
+            if pr is not None:
+                out.append(pr)
+                del s[k]
+    return s, out
+
+
 class _Translator:
     def __init__(self, ctx: _Ctx):
         self.ctx = ctx
@@ -649,12 +755,38 @@ class _Translator:
         if not isinstance(s, dict):
             _fail(ctx, ptr, "a schema must be an object or a boolean")
         s = _deref(ctx, s, ptr)
+        whole = s
         if "allOf" in s:
             merged = _merge_all(ctx, [({k: v for k, v in s.items() if k != "allOf"}, ptr)]
                                 + [(x, _ptr_join(ptr, "allOf", i)) for i, x in enumerate(s["allOf"])], ptr)
             if merged is False:
                 _fail(ctx, ptr, "keyword 'allOf' has no valid instance")
             s = merged
+        if "enum" in s or "const" in s:  # a finite language: every keyword checked on each value
+            alts = self.typed(s, ptr, whole=whole)
+            if not alts:
+                _fail(ctx, ptr, "schema has no valid instance")
+            return self.alt_rule(alts)
+        s, presence = self.presence_and_checks(s, ptr)
+        if "anyOf" in s or "oneOf" in s:
+            if presence:
+                self.ctx.unsupported(ptr, "anyOf" if "anyOf" in s else "oneOf",
+                                     "together with presence constraints (not/dependencies)")
+            return self.union(s, ptr)
+        alts = self.typed(s, ptr, presence=presence)
+        if not alts:
+            _fail(ctx, ptr, "schema has no valid instance")
+        return self.alt_rule(alts)
+
+    def presence_and_checks(self, s, ptr):
+        """Split presence constraints off ``s`` (see _take_presence) and name every keyword left
+        that is not enforced.  Returns (s, presence)."""
+        ctx = self.ctx
+        s, presence = _take_presence(ctx, s, ptr)
+        if presence and not all(f(None) for _n, f in presence):  # no non-object passes them
+            t = s.get("type")
+            types = set(_TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
+            s["type"] = "object" if "object" in types else []
         for k in s:
             if k in ("not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
                      "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedProperties",
@@ -664,12 +796,7 @@ class _Translator:
                 if k in ("then", "else") and "if" in s:
                     continue
                 ctx.unsupported(ptr, k, "")
-        if "anyOf" in s or "oneOf" in s:
-            return self.union(s, ptr)
-        alts = self.typed(s, ptr)
-        if not alts:
-            _fail(ctx, ptr, "schema has no valid instance")
-        return self.alt_rule(alts)
+        return s, presence
 
     def alt_rule(self, alts) -> str:
         alts = list(dict.fromkeys(alts))
@@ -725,10 +852,16 @@ class _Translator:
             if merged is True or merged == {}:
                 return self.any_value()
             bptr = combo[-1][1]
+            if "enum" in merged or "const" in merged:  # every keyword checked on each value
+                others += self.typed(merged, bptr, whole=merged)
+                continue
+            merged, presence = self.presence_and_checks(merged, bptr)
             if "anyOf" in merged or "oneOf" in merged:
+                if presence:
+                    ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
                 others.append(self.union(merged, bptr))
                 continue
-            for alt in self.typed(merged, bptr, scal_into=scal):
+            for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
                 others.append(alt)
             sigs.append(merged)
         if "oneOf" in s:
@@ -799,7 +932,9 @@ class _Translator:
                 return
 
     # ---- typed schemas -------------------------------------------------
-    def typed(self, s, ptr, scal_into: _Pos | None = None) -> list[str]:
+    def typed(self, s, ptr, scal_into: _Pos | None = None, whole=None, presence=()) -> list[str]:
+        """Alternatives for a schema without anyOf/oneOf; ``whole``: the schema that enum/const
+        values are validated against (default ``s``)."""
         ctx = self.ctx
         pos = scal_into if scal_into is not None else _Pos()
         alts: list[str] = []
@@ -819,7 +954,7 @@ class _Translator:
                 values = [v for v in values if any(_json_eq(v, w) for w in s["enum"])]
             if not isinstance(values, list):
                 _fail(ctx, _ptr_join(ptr, "enum"), "keyword 'enum' must be an array")
-            checked = [v for v in values if self.value_ok(v, s, types, ptr)]
+            checked = [v for v in values if self.value_ok(v, s if whole is None else whole, ptr)]
             if s.get("nullable") is True and None not in checked:
                 checked.append(None)
             for v in checked:
@@ -840,44 +975,32 @@ class _Translator:
             if spec is not None:
                 pos.nums.append(spec)
         if "object" in types:
-            alts.append(self.object(s, ptr))
+            alts.append(self.object(s, ptr, presence))
         if "array" in types:
             alts.append(self.array(s, ptr))
         if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
             alts.insert(0, ctx.scalar(pos))
         return alts
 
-    def value_ok(self, v, s, types, ptr) -> bool:
-        """Is the enum/const value ``v`` valid for the other keywords of ``s``?"""
-        checkable = {"type", "enum", "const", "nullable", "minLength", "maxLength", "pattern", "minimum",
-                     "maximum", "exclusiveMinimum", "exclusiveMaximum", "format", "items", "properties",
-                     "required", "additionalProperties", "minItems", "maxItems", "multipleOf"}
-        for k in s:
-            if k not in checkable and k in VALIDATION_KEYWORDS:
-                self.ctx.unsupported(ptr, k, "next to enum/const")
-        tname = _type_of(v)
-        if "type" in s and not (tname in types or (tname == "integer" and "number" in types)):
-            if not (isinstance(v, float) and v.is_integer() and "integer" in types):
-                return False
-        if isinstance(v, str):
-            if len(v) < s.get("minLength", 0) or ("maxLength" in s and len(v) > s["maxLength"]):
-                return False
-            if "pattern" in s:
-                try:
-                    if not re.search(s["pattern"], v):
-                        return False
-                except re.error:
-                    pass
-        if _is_num(v):
-            if "minimum" in s and v < s["minimum"] or "maximum" in s and v > s["maximum"]:
-                return False
-            if _is_num(s.get("exclusiveMinimum")) and v <= s["exclusiveMinimum"]:
-                return False
-            if _is_num(s.get("exclusiveMaximum")) and v >= s["exclusiveMaximum"]:
-                return False
-            if _is_num(s.get("multipleOf")) and (v / s["multipleOf"]) != int(v / s["multipleOf"]):
-                return False
-        return True
+    def value_ok(self, v, s, ptr) -> bool:
+        """Is the enum/const value ``v`` valid for the whole schema ``s`` (every keyword, exactly)?"""
+        ctx = self.ctx
+
+        def matches(kind, arg, text):
+            if kind == "format":
+                return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
+            try:
+                return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
+            except _Unsupported:
+                raise UnknownKeyword("pattern") from None
+
+        try:
+            return validates(v, s, lambda ref: _resolve_ref(ctx, ref, ptr)[0], matches)
+        except UnknownKeyword as exc:
+            ctx.unsupported(ptr, exc.args[0], "next to enum/const")
+            return True
+        except RecursionError:
+            _fail(ctx, ptr, "keyword '$ref': reference cycle while checking enum/const values")
 
     def const_value(self, v, pos: _Pos, ptr) -> list[str]:
         ctx = self.ctx
@@ -1107,7 +1230,9 @@ class _Translator:
         return ctx.add_rule(name, alts)
 
     # ---- objects -----------------------------------------------------------
-    def object(self, s, ptr) -> str:
+    def object(self, s, ptr, presence=()) -> str:
+        """Member automaton of an object; ``presence``: [(names, f)] that must hold of the set of
+        those names present (see _presence)."""
         ctx = self.ctx
         props = s.get("properties", {}) or {}
         if not isinstance(props, dict):
@@ -1119,10 +1244,20 @@ class _Translator:
         addl = s.get("additionalProperties", True)
         pnames = s.get("propertyNames")
         names = list(props)
-        for r in required:
+        declared_names = frozenset(props)
+        watched = frozenset().union(*(n for n, _f in presence)) if presence else frozenset()
+        if len(watched) > MAX_WATCHED:
+            ctx.unsupported(ptr, "dependencies", f"or not/anyOf/oneOf over the presence of more than {MAX_WATCHED} "
+                                                 f"properties")
+        for r in list(required) + sorted(watched - set(required)):
             if r not in props:
+                # an undeclared name: its value is what patternProperties / additionalProperties allow
+                if not any(re.search(p, r) for p in pprops) and addl is False:
+                    if r in required:
+                        _fail(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
+                    continue
                 props = dict(props)
-                props[r] = True
+                props[r] = True if any(re.search(p, r) for p in pprops) else addl
                 names.append(r)
         # pattern properties → string patterns
         pat_bodies = []
@@ -1185,25 +1320,25 @@ class _Translator:
             minp, maxp = 0, None
         cap = max(minp, (maxp + 1) if maxp is not None else 0)
         counting = minp > 0 or maxp is not None
-        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr)
+        # names the schema requires or watches without declaring them: anywhere, at most once
+        free = frozenset(nm for _s, nm, _r in members if nm not in declared_names)
+        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr, watched | free, presence, free)
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
             _fail(ctx, ptr, "object schema has no valid instance")
         self.obj_dfas[name] = dfa
         return name
 
-    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr):
-        order = self.ctx.order
-        n = len(members)
-        if order == "any" and n > MAX_ANY_ORDER:
-            msg = f"property_order='any' with {n} > {MAX_ANY_ORDER} properties"
-            if self.ctx.lenient:
-                self.ctx.warnings.append(f"{ptr or '/'}: {msg} (schema order used)")
-                order = "schema"
-            else:
-                _fail(self.ctx, ptr, msg)
+    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr, watched=frozenset(), presence=(),
+                   free=frozenset()):
+        """Member DFA of one object: ``members`` are (symbol, name, required) in schema order;
+        the names in ``watched`` are tracked and every presence formula must hold at the end."""
         edges = {}
         accept = set()
+
+        def holds(present):
+            p = present & watched
+            return all(f(p) for _n, f in presence)
 
         def cnt(c):
             return min(c + 1, cap) if counting else 0
@@ -1211,50 +1346,91 @@ class _Translator:
         def ok_count(c):
             return not counting or (c >= minp and (maxp is None or c <= maxp))
 
-        if order == "schema":
-            # state (i, c): next declared member index to consider, members so far (capped)
-            start = (0, 0)
+        if self.ctx.order == "schema":
+            free_members = [m for m in members if m[1] in free]
+            members = [m for m in members if m[1] not in free]
+            free_required = frozenset(nm for _s, nm, r in free_members if r)
+            n = len(members)
+            # state (i, c, w): next declared member index to consider, members so far (capped),
+            # watched names present
+            start = (0, 0, frozenset())
             todo = [start]
             seen = {start}
             while todo:
-                i, c = todo.pop()
-                out = edges.setdefault((i, c), {})
+                i, c, w = todo.pop()
+                out = edges.setdefault((i, c, w), {})
                 if counting and maxp is not None and c > maxp:
                     continue
                 for j in range(i, n):
-                    out[members[j][0]] = (j + 1, cnt(c))
+                    nm = members[j][1]
+                    out[members[j][0]] = (j + 1, cnt(c), w | {nm} if nm in watched else w)
                     if members[j][2]:
                         break
+                for sym, nm, _r in free_members:
+                    if nm not in w:
+                        out[sym] = (i, cnt(c), w | {nm})
                 for sym in extra_syms:
-                    out[sym] = (i, cnt(c))
-                if all(not m[2] for m in members[i:]) and ok_count(c):
-                    accept.add((i, c))
+                    out[sym] = (i, cnt(c), w)
+                if all(not m[2] for m in members[i:]) and ok_count(c) and holds(w) and free_required <= w:
+                    accept.add((i, c, w))
                 for t in out.values():
                     if t not in seen:
                         seen.add(t)
                         todo.append(t)
             return {"start": start, "accept": accept, "edges": edges}
-        start = (frozenset(), 0)
+        tracked, ordered, repeatable = self.any_order_plan(members, counting, ptr, watched)
+        ordered_names = frozenset(nm for sym, nm, _r in members if sym in ordered)
+        # state (k, used, c): ordered required members consumed, tracked members seen, count
+        start = (0, frozenset(), 0)
         todo = [start]
         seen = {start}
-        req = frozenset(m[1] for m in members if m[2])
+        req = frozenset(nm for _s, nm, r in members if r and nm in tracked)
         while todo:
-            used, c = todo.pop()
-            out = edges.setdefault((used, c), {})
+            k, used, c = todo.pop()
+            out = edges.setdefault((k, used, c), {})
             if counting and maxp is not None and c > maxp:
                 continue
             for sym, nm, _r in members:
-                if nm not in used:
-                    out[sym] = (used | {nm}, cnt(c))
+                if nm in tracked and nm not in used:
+                    out[sym] = (k, used | {nm}, cnt(c))
+                elif nm in repeatable:
+                    out[sym] = (k, used, cnt(c))
+            if k < len(ordered):
+                out[ordered[k]] = (k + 1, used, cnt(c))
             for sym in extra_syms:
-                out[sym] = (used, cnt(c))
-            if req <= used and ok_count(c):
-                accept.add((used, c))
+                out[sym] = (k, used, cnt(c))
+            if req <= used and k == len(ordered) and ok_count(c) and holds(used | ordered_names):
+                accept.add((k, used, c))
             for t in out.values():
                 if t not in seen:
                     seen.add(t)
                     todo.append(t)
         return {"start": start, "accept": accept, "edges": edges}
+
+    def any_order_plan(self, members, counting, ptr, watched=frozenset()):
+        """Which declared members property_order='any' tracks as a set (each at most once),
+        keeps in schema order (required ones beyond ``ANY_ORDER_REQUIRED``), or lets repeat
+        (optional ones when the object declares more than ``ANY_ORDER_EXACT`` properties;
+        every occurrence's value is checked, so the parsed object is valid whichever
+        duplicate a JSON parser keeps)."""
+        required = [nm for _s, nm, r in members if r]
+        optional = [nm for _s, nm, r in members if not r]
+        ordered: list[str] = []
+        if len(members) <= ANY_ORDER_EXACT:
+            return frozenset(required + optional), [], frozenset()
+        if counting:
+            _fail(self.ctx, ptr, f"keyword 'minProperties'/'maxProperties' with property_order='any' and more "
+                                 f"than {ANY_ORDER_EXACT} declared properties is not supported (duplicate names "
+                                 f"would be counted)")
+        if len(required) > ANY_ORDER_REQUIRED:
+            ordered = [s for s, nm, r in members if r and nm not in watched]
+            self.ctx.warnings.append(
+                f"{ptr or '/'}: property_order='any' with {len(required)} > {ANY_ORDER_REQUIRED} required "
+                f"properties: the required properties keep their schema order among themselves")
+            required = [nm for _s, nm, r in members if r and nm in watched]
+        optional_watched = [nm for nm in optional if nm in watched]
+        return (frozenset(required + optional_watched), ordered,
+                frozenset(nm for nm in optional if nm not in watched))
 
     def try_value(self, sub, ptr):
         try:
@@ -1410,6 +1586,89 @@ def _relation(a, b):
     return inter, subset
 
 
+def _unit_length_range(dfa) -> tuple[int, int | None]:
+    """(fewest, most or None when unbounded) decoded characters over the strings of ``dfa``,
+    a trim byte DFA of ``"`` + canonical string body + ``"``.  A character starts at every
+    byte that is neither a UTF-8 continuation byte nor inside an escape (``\\x``, ``\\u00xx``)."""
+    def step(esc, b):  # -> (new escape state, starts a character)
+        if esc == 0:
+            if 0x80 <= b <= 0xBF:
+                return 0, 0
+            return (1 if b == 0x5C else 0), 1
+        if esc == 1:
+            return (2 if b == 0x75 else 0), 0
+        return (esc + 1 if esc < 5 else 0), 0
+
+    trans = dfa.transitions
+    start = (0, 0)
+    dist = {start: 0}
+    order, graph = [start], {}
+    i = 0
+    while i < len(order):  # reachable product states
+        q, esc = order[i]
+        i += 1
+        outs = []
+        for b in range(256):
+            q2 = int(trans[q][b])
+            if q2 < 0:
+                continue
+            e2, w = step(esc, b)
+            outs.append(((q2, e2), w))
+            if (q2, e2) not in dist:
+                dist[(q2, e2)] = 0
+                order.append((q2, e2))
+        graph[(q, esc)] = list(dict.fromkeys(outs))
+    finals = [n for n in order if dfa.accept[n[0]] >= 0 and n[1] == 0]
+    # fewest: 0-1 BFS
+    import collections
+    best = {start: 0}
+    dq = collections.deque([start])
+    while dq:
+        n = dq.popleft()
+        for m, w in graph[n]:
+            d = best[n] + w
+            if m not in best or d < best[m]:
+                best[m] = d
+                (dq.append if w else dq.appendleft)(m)
+    mn = min(best[n] for n in finals) - 2  # the two quotes
+    # most: longest path over the live part; a live cycle means unbounded
+    live = set(finals)
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            if n not in live and any(m in live for m, _w in graph[n]):
+                live.add(n)
+                changed = True
+    longest: dict = {}
+    state: dict = {}
+
+    def visit(n):
+        stack = [(n, iter(graph[n]))]
+        state[n] = 1
+        while stack:
+            node, it = stack[-1]
+            for m, _w in it:
+                if m not in live:
+                    continue
+                if state.get(m) == 1:
+                    return False
+                if m not in state:
+                    state[m] = 1
+                    stack.append((m, iter(graph[m])))
+                    break
+            else:
+                stack.pop()
+                state[node] = 2
+                longest[node] = max([longest[m] + w for m, w in graph[node] if m in live] +
+                                    ([0] if node in finals else []))
+        return True
+
+    if not visit(start):
+        return mn, None
+    return mn, longest[start] - 2
+
+
 class _Resolver:
     def __init__(self, ctx: _Ctx):
         self.ctx = ctx
@@ -1495,6 +1754,7 @@ class _Resolver:
             name = self.pat_name[b]
             self.terms[name] = f"{name}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
         self.pat_len_cache = {}
+        self.pat_units = {}  # pattern body -> (min, max or None) characters
         # numbers
         self.int_atoms, self.dec_atoms = [], []
         if any_num:
@@ -1547,12 +1807,12 @@ class _Resolver:
         if lo == 0 and hi is None:
             res = True
         else:
-            rep = "{%d,%s}" % (lo, "" if hi is None else hi)
-            d = _byte_dfa('"' + UNIT + rep + '"')
-            inter, sub = _relation(self.pat_dfa[body], d)
-            if sub:
+            if body not in self.pat_units:
+                self.pat_units[body] = _unit_length_range(self.pat_dfa[body])
+            mn, mx = self.pat_units[body]
+            if mn >= lo and mx is not None and (hi is None or mx <= hi) or mn >= lo and hi is None:
                 res = True
-            elif not inter:
+            elif (hi is not None and mn > hi) or (mx is not None and mx < lo):
                 res = False
             else:
                 self.ctx.unsupported(ptr, "maxLength" if hi is not None else "minLength",

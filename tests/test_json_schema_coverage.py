@@ -1,0 +1,295 @@
+"""JSON Schema front end, issue 16: constructs real-world schemas use, each exact or a named error.
+
+Every case: valid instances (labels checked with ``jsonschema``) are accepted in
+both spellings, invalid ones rejected; property_order='any' unless a case says
+otherwise.  Random accepted walks through the matcher validate.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+
+import pytest
+
+import localgcd
+from localgcd.errors import GrammarError
+from localgcd.grammar.json_schema import ANY_ORDER_EXACT, ANY_ORDER_REQUIRED, schema_to_lark
+
+from exactness_support import byte_vocabulary
+
+jsonschema = pytest.importorskip("jsonschema")
+
+BYTES = byte_vocabulary()
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(schema_json: str, order: str = "any"):
+    t = schema_to_lark(json.loads(schema_json), property_order=order)
+    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
+
+
+def accepts(g, text: str) -> bool:
+    m = g.matcher()
+    for b in text.encode("utf-8"):
+        if not m.advance(b):
+            return False
+    return m.is_accepting()
+
+
+def spellings(data):
+    return [json.dumps(data, separators=(",", ":"), ensure_ascii=False), json.dumps(data, ensure_ascii=False)]
+
+
+def is_valid(schema, data) -> bool:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(data)
+
+
+def _props(n, required=()):
+    return {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)},
+            "required": [f"p{i}" for i in required], "additionalProperties": False}
+
+
+WIDE = _props(max(14, ANY_ORDER_EXACT + 1), required=(0, 3))
+MANY_REQUIRED = _props(max(10, ANY_ORDER_EXACT + 1, ANY_ORDER_REQUIRED + 3), required=range(ANY_ORDER_REQUIRED + 1))
+
+# (name, schema, valid instances, invalid instances)
+CASES = [
+    ("any_order_wide", WIDE,
+     [{"p0": 1, "p3": 2}, {"p13": 1, "p3": 2, "p0": 0, "p5": 7}, dict(reversed(list({f"p{i}": i for i in range(14)}
+                                                                                    .items())))],
+     [{"p0": 1}, {"p3": 1}, {"p0": 1, "p3": 2, "x": 1}, {"p0": "a", "p3": 1}, {"p0": 1, "p3": 2, "p9": "s"}]),
+    ("any_order_many_required", MANY_REQUIRED,
+     [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)},
+      {"p9": 0, **{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)}, "p8": 1}],
+     [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED)}, {"p0": 1}]),
+    # character classes holding ASCII punctuation, negated classes, inside arrays and objects
+    ("class_punctuation", {"type": "array", "items": {"type": "string", "pattern": "^[\\]^/a-]+$"}},
+     [["]^"], ["/a-", "a"], []], [["b"], ["a b"], ["[", "a"]]),
+    ("negated_class_in_array", {"type": "array", "items": {"type": "string", "pattern": "^/dev/[^/]+(/[^/]+)*$"}},
+     [["/dev/sda1"], ["/dev/a/b", "/dev/\"q\\"]], [["/dev/"], ["/dev//a"], ["dev/a"]]),
+    ("negated_class_in_object", {"type": "object", "properties": {
+        "o": {"type": "string", "pattern": "^[a-zA-Z0-9,_-]+$"}, "r": {"type": "boolean"}}, "required": ["o", "r"]},
+     [{"o": "rw,noatime", "r": False}, {"r": True, "o": "-_-"}], [{"o": "rw noatime", "r": False}, {"o": "a"}]),
+    ("date_calendar", {"type": "string", "format": "date"},
+     ["2024-02-29", "2000-02-29", "2023-04-30", "2023-12-31"],
+     ["2024-02-30", "1900-02-29", "2023-02-29", "2023-04-31", "2023-06-31", "2023-00-10"]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
+def test_cases(name, schema, valid, invalid):
+    _t, g = compiled(json.dumps(schema))
+    for data in valid:
+        assert is_valid(schema, data), ("bad label", data)
+        for text in spellings(data):
+            assert accepts(g, text), f"valid instance rejected: {text}"
+    for data in invalid:
+        assert not is_valid(schema, data), ("bad label", data)
+        for text in spellings(data):
+            assert not accepts(g, text), f"invalid instance accepted: {text}"
+
+
+def _walk(g, rng, max_len=300):
+    m = g.matcher()
+    out = bytearray()
+    for _ in range(max_len):
+        mask = m.allowed_token_mask()
+        if mask[256] and (rng.random() < 0.3 or not mask[:256].any()):
+            return bytes(out)
+        allowed = [b for b in range(256) if mask[b]]
+        b = rng.choice([b for b in allowed if b < 128] or allowed)
+        assert m.advance(b)
+        out.append(b)
+    return None
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
+def test_accepted_walks_validate(name, schema, valid, invalid):
+    """Whatever the grammar accepts parses to a valid instance (the language is inside the schema's)."""
+    _t, g = compiled(json.dumps(schema))
+    rng = random.Random(name)
+    for _ in range(10):
+        s = _walk(g, rng)
+        if s is not None:
+            assert is_valid(schema, json.loads(s.decode("utf-8"))), s
+
+
+# ------------------------------------------------------------------ property order 'any', large objects
+def test_any_order_small_objects_track_every_property():
+    _t, g = compiled(json.dumps(_props(3, required=(0,))))
+    assert not accepts(g, '{"p0":1,"p1":2,"p1":3}') and accepts(g, '{"p1":2,"p0":1}')
+
+
+def test_any_order_wide_objects_let_optional_properties_repeat():
+    """Beyond ANY_ORDER_EXACT declared properties an optional one may repeat (each value checked);
+    a required one still appears exactly once."""
+    _t, g = compiled(json.dumps(WIDE))
+    assert accepts(g, '{"p5":1,"p0":1,"p5":2,"p3":0}')
+    assert not accepts(g, '{"p0":1,"p0":1,"p3":0}')
+
+
+def test_any_order_many_required_keep_schema_order_and_warn():
+    t, g = compiled(json.dumps(MANY_REQUIRED))
+    assert any("keep their schema order" in w for w in t.warnings)
+    swapped = {"p1": 1, "p0": 0, **{f"p{i}": i for i in range(2, ANY_ORDER_REQUIRED + 1)}}
+    assert not accepts(g, json.dumps(swapped))  # a sublanguage: never an invalid instance
+
+
+def test_any_order_wide_with_property_counts_is_an_error():
+    schema = dict(WIDE, minProperties=3)
+    with pytest.raises(GrammarError, match="minProperties"):
+        schema_to_lark(schema, property_order="any")
+    schema_to_lark(schema, property_order="schema")
+
+
+# ------------------------------------------------------------------ enum/const: every keyword checked per value
+ENUM_CASES = [
+    ("enum_not", {"allOf": [{"enum": [{"a": 1.0}, {"a": True}, {"a": 2}]}, {"not": {"enum": [{"a": True}]}}]},
+     [{"a": 1}, {"a": 2}], [{"a": True}, {"a": 3}]),
+    ("enum_not_not_anyof", {"allOf": [{"enum": [{"bar": 2, "foo": "baz"}, {"x": 1}]}, {"not": {"not": {"anyOf": [
+        {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+        {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]}}}]},
+     [{"bar": 2, "foo": "baz"}], [{"x": 1}, {"bar": 2}]),
+    ("enum_oneof_overlapping", {"enum": [1, 5, 10, "a"], "oneOf": [{"type": "integer", "minimum": 5},
+                                                                  {"type": "integer", "maximum": 5}]},
+     [1, 10], [5, "a", 2]),
+    ("enum_if_then", {"enum": ["a", "bb", "ccc"], "if": {"maxLength": 1}, "then": {"const": "a"},
+                      "else": {"pattern": "^c"}},
+     ["a", "ccc"], ["bb", "b"]),
+    ("const_pattern_format", {"enum": ["2024-02-29", "2023-02-29", "x-1"], "anyOf": [{"format": "date"},
+                                                                                     {"pattern": "^x-"}]},
+     ["2024-02-29", "x-1"], ["2023-02-29"]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", ENUM_CASES, ids=[c[0] for c in ENUM_CASES])
+def test_enum_values_checked_against_every_keyword(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+
+
+def test_not_conjoined_in_allof_is_not_of_the_union():
+    schema = {"allOf": [{"enum": [1, 2, 3]}, {"not": {"const": 1}}, {"not": {"const": 2}}]}
+    test_cases("not_allof", schema, [3], [1, 2])
+
+
+VALUES = [None, True, False, 0, 1, 1.0, 2.5, -3, "", "a", "ab", "2024-02-29", [], [1], [1, 1], ["a", 2],
+          {}, {"a": 1}, {"a": "x", "b": None}, {"b": [1, 2]}]
+SCHEMAS = [
+    {"type": "integer"}, {"type": ["string", "null"]}, {"not": {"type": "number"}}, {"minimum": 1},
+    {"exclusiveMaximum": 1}, {"multipleOf": 0.5}, {"maxLength": 1}, {"pattern": "^a"}, {"format": "date"},
+    {"minItems": 1, "uniqueItems": True}, {"items": {"type": "integer"}}, {"prefixItems": [{"type": "string"}]},
+    {"contains": {"type": "string"}}, {"required": ["a"]}, {"properties": {"a": {"type": "integer"}}},
+    {"additionalProperties": False, "properties": {"a": True}}, {"patternProperties": {"^b": {"type": "null"}}},
+    {"propertyNames": {"maxLength": 0}}, {"minProperties": 2}, {"dependentRequired": {"a": ["b"]}},
+    {"oneOf": [{"type": "integer"}, {"minimum": 0}]}, {"if": {"type": "string"}, "then": {"minLength": 1},
+                                                      "else": {"type": "array"}},
+    {"const": {"a": 1.0}}, {"enum": [[1], "a"]},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:40] for s in SCHEMAS])
+def test_value_validator_agrees_with_jsonschema(schema):
+    """For all VALUES: the front end's value validator (enum/const filtering) says what jsonschema says."""
+    from localgcd.grammar.json_schema import _Ctx, _Translator
+
+    tr = _Translator(_Ctx(schema, "<t>", False, "default", "any"))
+    for v in VALUES:
+        assert tr.value_ok(v, schema, "") == is_valid(schema, v), (schema, v)
+
+
+# ------------------------------------------------------------------ presence constraints
+DRAFT7 = "http://json-schema.org/draft-07/schema#"  # 'dependencies' (draft 7) for the oracle
+PRESENCE_CASES = [
+    ("dependencies_array", {"$schema": DRAFT7, "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                            "dependencies": {"a": ["b"]}},
+     [{}, {"b": 1}, {"a": 1, "b": 2}, {"b": 2, "a": 1}], [{"a": 1}, {"a": 1, "c": 2}]),
+    ("dependent_required_undeclared", {"type": "object", "dependentRequired": {"a": ["b"]}},
+     [{}, {"a": 1, "b": 2}, {"c": 1}], [{"a": 1}, {"a": 1, "c": 1}]),
+    ("dependencies_not_required", {"$schema": DRAFT7, "type": "object", "properties": {"page": {"type": "string"},
+                                                                    "scripts": {"type": "array"}},
+                                   "dependencies": {"page": {"not": {"required": ["scripts"]}},
+                                                    "scripts": {"not": {"required": ["page"]}}}},
+     [{}, {"page": "x"}, {"scripts": []}], [{"page": "x", "scripts": []}]),
+    ("oneof_required", {"type": "object", "properties": {"radius": {"type": "number"}, "length": {"type": "number"},
+                                                         "width": {"type": "number"}},
+                        "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]},
+     [{"radius": 1}, {"length": 1, "width": 2}, {"width": 2, "length": 1, "radius": 1, "x": 0} and {"length": 1,
+                                                                                                    "width": 2}],
+     [{}, {"length": 1}, {"radius": 1, "length": 1, "width": 2}]),
+    ("oneof_required_no_type", {"oneOf": [{"required": ["user"]}, {"required": ["sub"]}]},
+     [{"user": 1}, {"sub": "x", "other": None}], [{}, {"user": 1, "sub": 2}, 3, "s", None, []]),
+    ("anyof_required_no_type", {"anyOf": [{"required": ["user"]}, {"required": ["sub"]}]},
+     [{"user": 1}, {"user": 1, "sub": 2}, 3, "s", None, []], [{}, {"x": 1}]),
+    ("not_required", {"not": {"required": ["a"]}, "properties": {"a": {"type": "integer"}}},
+     [{}, {"b": 1}], [{"a": 1}, 3, "x"]),  # required holds of a non-object, so 'not' fails it
+    ("required_undeclared_forbidden", {"type": "object", "required": ["a"], "additionalProperties": False,
+                                       "patternProperties": {"^a": {"type": "integer"}}},
+     [{"a": 1}], [{}, {"a": "x"}]),
+    ("wide_oneof_required", {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(12)},
+                             "oneOf": [{"required": ["p1"]}, {"required": ["p2"]}]},
+     [{"p1": 1}, {"p0": 1, "p2": 1, "p11": 3}], [{}, {"p1": 1, "p2": 2}, {"p0": 1}]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", PRESENCE_CASES, ids=[c[0] for c in PRESENCE_CASES])
+@pytest.mark.parametrize("order", ["any", "schema"])
+def test_presence_constraints(name, schema, valid, invalid, order):
+    _t, g = compiled(json.dumps(schema), order)
+    for data in valid:
+        assert is_valid(schema, data), ("bad label", data)
+        if order == "schema" and isinstance(data, dict):
+            props = list(schema.get("properties", {}))
+            if [k for k in data if k in props] != [k for k in props if k in data]:
+                continue  # another order: outside property_order='schema' by design
+        for text in spellings(data):
+            assert accepts(g, text), f"valid instance rejected: {text}"
+    for data in invalid:
+        assert not is_valid(schema, data), ("bad label", data)
+        for text in spellings(data):
+            assert not accepts(g, text), f"invalid instance accepted: {text}"
+
+
+def test_required_undeclared_name_with_no_room_is_unsatisfiable():
+    with pytest.raises(GrammarError, match="no valid instance|not allowed"):
+        schema_to_lark({"type": "object", "required": ["a"], "additionalProperties": False})
+
+
+# ------------------------------------------------------------------ anyOf/oneOf branches: the same rules
+BRANCH_CASES = [
+    ("branch_not_required", {"anyOf": [{"type": "object", "not": {"required": ["a"]}}, {"type": "string"}]},
+     [{"b": 1}, {}, "s"], [{"a": 1}, 3]),
+    ("branch_dependent_required", {"anyOf": [{"type": "object", "dependentRequired": {"a": ["b"]}},
+                                             {"type": "string"}]},
+     [{"a": 1, "b": 2}, {"b": 1}, "s"], [{"a": 1}]),
+    ("branch_enum_not", {"anyOf": [{"enum": [1, 2], "not": {"const": 1}}, {"type": "string"}]},
+     [2, "s"], [1, 3]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", BRANCH_CASES, ids=[c[0] for c in BRANCH_CASES])
+def test_union_branches_enforce_or_name_every_keyword(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize("keyword,branch", [
+    ("uniqueItems", {"type": "array", "uniqueItems": True}),
+    ("contains", {"type": "array", "contains": {"type": "string"}}),
+    ("if", {"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}}),
+])
+def test_union_branch_unsupported_keyword_is_named(keyword, branch):
+    with pytest.raises(GrammarError, match=rf"/anyOf/0: keyword '{keyword}'"):
+        schema_to_lark({"anyOf": [branch, {"type": "string"}]})
+
+
+def test_unknown_keywords_next_to_enum_are_annotations():
+    test_cases("enum_x", {"enum": ["a", "b"], "readonly": True, "x-order": 3}, ["a", "b"], ["c"])
+    with pytest.raises(GrammarError, match="unevaluatedProperties"):
+        schema_to_lark({"enum": [{"a": 1}], "unevaluatedProperties": False})
+
+
+def test_unknown_keywords_in_allof_are_annotations():
+    test_cases("allof_x", {"allOf": [{"type": "string", "x-doc": "a"}, {"x-doc": "b", "minLength": 1}]},
+               ["a", "ab"], ["", 1])
