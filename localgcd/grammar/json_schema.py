@@ -24,8 +24,9 @@ Language (what the grammar accepts), precisely:
   while an object declares at most 5 properties; beyond that it tracks only
   the required ones (each exactly once) and an optional declared property may
   repeat (every occurrence's value is checked, so the parsed object is valid
-  whichever duplicate a JSON parser keeps); and beyond 6 required properties
-  those keep their schema order among themselves (a warning says so).
+  whichever duplicate a JSON parser keeps); beyond 6 required properties
+  ``"any"`` is an error (with ``lenient=True``: a warning, and the required
+  ones keep their schema order among themselves).
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
   tracked property doubles the member automaton: 8 cost 20 s of compile.)
 * **Duplicate member names** are never produced for declared properties in
@@ -1423,10 +1424,16 @@ class _Translator:
                                  f"than {ANY_ORDER_EXACT} declared properties is not supported (duplicate names "
                                  f"would be counted)")
         if len(required) > ANY_ORDER_REQUIRED:
+            # Narrower than asked (a valid instance with another order is refused): an error, or with
+            # lenient=True a warning that says so -- never silent.
+            msg = (f"{ptr or '/'}: property_order='any' with {len(required)} > {ANY_ORDER_REQUIRED} required "
+                   f"properties is not supported exactly: the required properties would keep their schema "
+                   f"order among themselves")
+            if not self.ctx.lenient:
+                raise GrammarError(msg + " (use property_order='schema', or lenient=True to accept that)",
+                                   source=self.ctx.source)
             ordered = [s for s, nm, r in members if r and nm not in watched]
-            self.ctx.warnings.append(
-                f"{ptr or '/'}: property_order='any' with {len(required)} > {ANY_ORDER_REQUIRED} required "
-                f"properties: the required properties keep their schema order among themselves")
+            self.ctx.warnings.append(msg + " (lenient)")
             required = [nm for _s, nm, r in members if r and nm in watched]
         optional_watched = [nm for nm in optional if nm in watched]
         return (frozenset(required + optional_watched), ordered,
