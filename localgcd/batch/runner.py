@@ -220,7 +220,6 @@ class BatchJob:
         self.summary.errors += 1
 
     def _write_result(self, journal: Journal, seq: Sequence) -> None:
-        req: Request = seq.tag
         journal.write(self._openai_line(seq) if self.openai else self._native_line(seq))
         s = self.summary
         s.written += 1

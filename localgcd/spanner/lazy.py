@@ -24,9 +24,9 @@ import numpy as np
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.spanner.token_spanner import (
-    FIRST_EMITS,
     BranchRows,
     OutcomeTable,
+    Rows,
     SuffixOutcomes,
     TokenSpanner,
     build_token_spanner,
@@ -129,14 +129,9 @@ class LazyTokenSpanner:
         return self.materialize().to_arrays()
 
 
-class LazyRows:
-    """The :class:`~localgcd.spanner.token_spanner.Rows` interface over a :class:`LazyTokenSpanner`."""
-
-    def __init__(self, spanner: LazyTokenSpanner) -> None:
-        self.spanner = spanner
-        self._rows: dict[int, np.ndarray] = {}
-        self._outcomes: dict[int, np.ndarray] = {}
-        self._emits: dict[int, np.ndarray] = {}
+class LazyRows(Rows):
+    """:class:`~localgcd.spanner.token_spanner.Rows` over a :class:`LazyTokenSpanner`: a row is
+    built on its state's first visit, and its outcomes come from the walk, not from a sort."""
 
     def class_row(self, q: int) -> np.ndarray:
         """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
@@ -153,19 +148,3 @@ class LazyRows:
             found = self._outcomes[q] = self.spanner.row_outcomes(q)
         return found
 
-    def class_emits(self, q: int) -> np.ndarray:
-        """bool [n_classes]: classes whose first byte ends the pending lexeme of ``q``."""
-        found = self._emits.get(q)
-        if found is None:
-            sp = self.spanner
-            found = self._emits[q] = (sp.first_kind[q] == FIRST_EMITS)[sp.class_first_byte]
-            found.flags.writeable = False
-        return found
-
-    def row(self, q: int) -> np.ndarray:
-        """Per token id: ``class_row(q)`` expanded, -1 for non-text."""
-        return np.append(self.class_row(q), DEAD_STATE)[self.spanner.token_class]
-
-    def emits(self, q: int) -> np.ndarray:
-        """Per token id: ``class_emits(q)`` expanded."""
-        return np.append(self.class_emits(q), False)[self.spanner.token_class]
