@@ -13,42 +13,24 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 from pathlib import Path
 
 import pytest
 
-import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import schema_to_lark
 
-from exactness_support import byte_vocabulary
+from schema_support import accepts, compile_schema, spellings
 
 jsonschema = pytest.importorskip("jsonschema")
 
-BYTES = byte_vocabulary()
 MASKBENCH = Path("/work/shared/data/jsonschema/maskbench-dev")
 
 
-@functools.lru_cache(maxsize=None)
 def compiled(schema_json: str, order: str = "schema", whitespace: str = "default"):
-    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace)
-    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
-
-
-def accepts(g, text: str) -> bool:
-    m = g.matcher()
-    for b in text.encode("utf-8"):
-        if not m.advance(b):
-            return False
-    return m.is_accepting()
-
-
-def spellings(data):
-    return [json.dumps(data, separators=(",", ":"), ensure_ascii=False),
-            json.dumps(data, ensure_ascii=False)]
+    return compile_schema(schema_json, order, whitespace)
 
 
 def is_valid(schema, data) -> bool:

@@ -7,39 +7,21 @@ otherwise.  Random accepted walks through the matcher validate.
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 
 import pytest
 
-import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import ANY_ORDER_EXACT, ANY_ORDER_REQUIRED, schema_to_lark
 
-from exactness_support import byte_vocabulary
+from schema_support import accepts, compile_schema, spellings
 
 jsonschema = pytest.importorskip("jsonschema")
 
-BYTES = byte_vocabulary()
 
-
-@functools.lru_cache(maxsize=None)
 def compiled(schema_json: str, order: str = "any", lenient: bool = False):
-    t = schema_to_lark(json.loads(schema_json), property_order=order, lenient=lenient)
-    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
-
-
-def accepts(g, text: str) -> bool:
-    m = g.matcher()
-    for b in text.encode("utf-8"):
-        if not m.advance(b):
-            return False
-    return m.is_accepting()
-
-
-def spellings(data):
-    return [json.dumps(data, separators=(",", ":"), ensure_ascii=False), json.dumps(data, ensure_ascii=False)]
+    return compile_schema(schema_json, order, lenient=lenient)
 
 
 def is_valid(schema, data) -> bool:

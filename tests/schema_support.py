@@ -1,0 +1,33 @@
+"""Helpers of the JSON Schema tests: a schema compiled over the byte vocabulary, and its verdicts."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import localgcd
+from exactness_support import byte_vocabulary
+from localgcd.grammar.json_schema import schema_to_lark
+
+BYTES = byte_vocabulary()
+
+
+@functools.lru_cache(maxsize=None)
+def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "default", lenient: bool = False):
+    """(the front end's translation, the grammar compiled over single bytes)."""
+    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient)
+    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
+
+
+def accepts(g: localgcd.CompiledGrammar, text: str) -> bool:
+    """``text`` byte by byte through a fresh matcher: allowed all the way, and complete."""
+    m = g.matcher()
+    for b in text.encode("utf-8"):
+        if not m.advance(b):
+            return False
+    return m.is_accepting()
+
+
+def spellings(data) -> list[str]:
+    """The two spellings the default whitespace admits: compact and json.dumps's."""
+    return [json.dumps(data, separators=(",", ":"), ensure_ascii=False), json.dumps(data, ensure_ascii=False)]
