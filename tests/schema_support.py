@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 
+import numpy as np
+
 import localgcd
 from exactness_support import byte_vocabulary
 from localgcd.grammar.json_schema import schema_to_lark
@@ -31,3 +33,19 @@ def accepts(g: localgcd.CompiledGrammar, text: str) -> bool:
 def spellings(data) -> list[str]:
     """The two spellings the default whitespace admits: compact and json.dumps's."""
     return [json.dumps(data, separators=(",", ":"), ensure_ascii=False), json.dumps(data, ensure_ascii=False)]
+
+
+def random_walk(g: localgcd.CompiledGrammar, rng, max_len: int) -> bytes | None:
+    """Random allowed bytes (ASCII first) until the end is allowed and drawn (p = 0.3, or nothing
+    else is allowed); None after ``max_len`` bytes."""
+    m = g.matcher()
+    out = bytearray()
+    for _ in range(max_len):
+        mask = m.allowed_token_mask()
+        if mask[256] and (rng.random() < 0.3 or not mask[:256].any()):
+            return bytes(out)
+        allowed = np.flatnonzero(mask[:256]).tolist()
+        b = rng.choice([b for b in allowed if b < 128] or allowed)
+        assert m.advance(b)
+        out.append(b)
+    return None

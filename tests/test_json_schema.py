@@ -22,7 +22,7 @@ import pytest
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import schema_to_lark
 
-from schema_support import accepts, compile_schema, spellings
+from schema_support import accepts, compile_schema, random_walk, spellings
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -141,28 +141,12 @@ def test_maskbench_sample(path):
             assert accepts(g, text) == t["valid"], (t["valid"], text[:200])
 
 
-def _walk(g, rng, max_len=200):
-    """Random allowed bytes (ASCII-biased) until accepting-and-stop or max_len."""
-    m = g.matcher()
-    out = bytearray()
-    for _ in range(max_len):
-        mask = m.allowed_token_mask()
-        if mask[256] and (rng.random() < 0.3 or not mask[:256].any()):
-            return bytes(out)
-        allowed = [b for b in range(256) if mask[b]]
-        ascii_ = [b for b in allowed if b < 128] or allowed
-        b = rng.choice(ascii_)
-        assert m.advance(b)
-        out.append(b)
-    return None
-
-
 @pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
 def test_random_samples_validate(name, schema, valid, invalid):
     _t, g = compiled(json.dumps(schema))
     rng = random.Random(name)
     for _ in range(8):
-        s = _walk(g, rng)
+        s = random_walk(g, rng, 200)
         if s is None:
             continue
         data = json.loads(s.decode("utf-8"))

@@ -15,7 +15,7 @@ import pytest
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import ANY_ORDER_EXACT, ANY_ORDER_REQUIRED, schema_to_lark
 
-from schema_support import accepts, compile_schema, spellings
+from schema_support import accepts, compile_schema, random_walk, spellings
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -79,27 +79,13 @@ def test_cases(name, schema, valid, invalid):
             assert not accepts(g, text), f"invalid instance accepted: {text}"
 
 
-def _walk(g, rng, max_len=300):
-    m = g.matcher()
-    out = bytearray()
-    for _ in range(max_len):
-        mask = m.allowed_token_mask()
-        if mask[256] and (rng.random() < 0.3 or not mask[:256].any()):
-            return bytes(out)
-        allowed = [b for b in range(256) if mask[b]]
-        b = rng.choice([b for b in allowed if b < 128] or allowed)
-        assert m.advance(b)
-        out.append(b)
-    return None
-
-
 @pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
 def test_accepted_walks_validate(name, schema, valid, invalid):
     """Whatever the grammar accepts parses to a valid instance (the language is inside the schema's)."""
     _t, g = compiled(json.dumps(schema), lenient=name in LENIENT)
     rng = random.Random(name)
     for _ in range(10):
-        s = _walk(g, rng)
+        s = random_walk(g, rng, 300)
         if s is not None:
             assert is_valid(schema, json.loads(s.decode("utf-8"))), s
 

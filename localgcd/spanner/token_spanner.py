@@ -350,42 +350,50 @@ def _token_classes(
 
 def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
     """``suffix[offsets[p] + d]``: outcome of lexing token ``p``'s bytes ``d:`` afresh."""
-    next_state, emitted = lexer.next_state, lexer.emitted
-    offsets, lengths, data = trie.offsets, trie.lengths, trie.data
+    offsets, lengths = trie.offsets, trie.lengths
     total = int(offsets[-1])
-    # One walker per (position, start byte d), run until its first emission.
-    pos = np.repeat(np.arange(trie.n_positions, dtype=np.int64), lengths)
+    # One walker per (position, start byte d), i.e. per flat byte index, run until its first emission.
     start = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    first_emit_at = np.full(total, -1, dtype=np.int64)  # byte index j of the first emission
-    first_emit_term = np.full(total, NO_EMIT, dtype=np.int64)
-    end_state = np.full(total, DEAD_STATE, dtype=np.int64)  # when nothing is emitted
-    walker = np.arange(total, dtype=np.int64)
-    state = np.zeros(total, dtype=np.int64)
-    cursor = start.copy()
-    while walker.size:
-        byte = data[offsets[pos[walker]] + cursor]
-        term = emitted[state, byte]
-        state = next_state[state, byte]
-        emits = (term != NO_EMIT) & (state != DEAD_STATE)
-        first_emit_at[walker[emits]] = cursor[emits]
-        first_emit_term[walker[emits]] = term[emits]
-        cursor = cursor + 1
-        at_end = ~emits & (state != DEAD_STATE) & (cursor == lengths[pos[walker]])
-        end_state[walker[at_end]] = state[at_end]
-        going = ~emits & (state != DEAD_STATE) & ~at_end
-        walker, state, cursor = walker[going], state[going], cursor[going]
+    emit_at, emit_term, end_state = first_emissions(lexer, trie.data, np.arange(total, dtype=np.int64),
+                                                    np.repeat(offsets[1:], lengths))
 
     # Resolve outcomes from the last byte backwards: a walker that emitted at j
     # continues with the outcome of bytes j: of the same token.
-    suffix = end_state.copy()  # "nothing emitted" outcomes are the end states
-    emitting = np.nonzero(first_emit_at >= 0)[0]
+    suffix = end_state  # "nothing emitted" outcomes are the end states
+    emitting = np.nonzero(emit_at >= 0)[0]
     emitting = emitting[np.argsort(-start[emitting], kind="stable")]
     bounds = np.flatnonzero(np.diff(start[emitting])) + 1
     for idx in np.split(emitting, bounds):
         if idx.size:
-            tails = suffix[offsets[pos[idx]] + first_emit_at[idx]]
-            suffix[idx] = outcomes.cons(first_emit_term[idx], tails)
+            suffix[idx] = outcomes.cons(emit_term[idx], suffix[emit_at[idx]])
     return suffix
+
+
+def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray,
+                    ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lex ``data[starts[i]:ends[i]]`` from the start state, all walkers at once, up to the first
+    emission: (flat index of the byte that emitted or -1, the terminal emitted, the end state when
+    nothing was emitted -- ``DEAD_STATE`` where the lexer died)."""
+    next_state, emitted = lexer.next_state, lexer.emitted
+    emit_at = np.full(starts.size, -1, dtype=np.int64)
+    emit_term = np.full(starts.size, NO_EMIT, dtype=np.int64)
+    end_state = np.full(starts.size, DEAD_STATE, dtype=np.int64)
+    walker = np.arange(starts.size, dtype=np.int64)
+    state = np.zeros(starts.size, dtype=np.int64)
+    cursor = starts.copy()
+    while walker.size:
+        byte = data[cursor]
+        term = emitted[state, byte]
+        state = next_state[state, byte]
+        emits = (term != NO_EMIT) & (state != DEAD_STATE)
+        emit_at[walker[emits]] = cursor[emits]
+        emit_term[walker[emits]] = term[emits]
+        cursor = cursor + 1
+        at_end = ~emits & (state != DEAD_STATE) & (cursor == ends[walker])
+        end_state[walker[at_end]] = state[at_end]
+        going = ~emits & (state != DEAD_STATE) & ~at_end
+        walker, state, cursor = walker[going], state[going], cursor[going]
+    return emit_at, emit_term, end_state
 
 
 class SuffixOutcomes:
@@ -412,27 +420,9 @@ class SuffixOutcomes:
         if not flat.size:
             return
         flat = sorted_unique(flat)
-        next_state, emitted = self.lexer.next_state, self.lexer.emitted
-        offsets, data = self.trie.offsets, self.trie.data
+        offsets = self.trie.offsets
         ends = offsets[np.searchsorted(offsets, flat, side="right")]  # one past each token's last byte
-        emit_at = np.full(flat.size, -1, dtype=np.int64)  # flat index of the first emission
-        emit_term = np.full(flat.size, NO_EMIT, dtype=np.int64)
-        end_state = np.full(flat.size, DEAD_STATE, dtype=np.int64)  # when nothing is emitted
-        walker = np.arange(flat.size, dtype=np.int64)
-        state = np.zeros(flat.size, dtype=np.int64)
-        cursor = flat.copy()
-        while walker.size:
-            byte = data[cursor]
-            term = emitted[state, byte]
-            state = next_state[state, byte]
-            emits = (term != NO_EMIT) & (state != DEAD_STATE)
-            emit_at[walker[emits]] = cursor[emits]
-            emit_term[walker[emits]] = term[emits]
-            cursor = cursor + 1
-            at_end = ~emits & (state != DEAD_STATE) & (cursor == ends[walker])
-            end_state[walker[at_end]] = state[at_end]
-            going = ~emits & (state != DEAD_STATE) & ~at_end
-            walker, state, cursor = walker[going], state[going], cursor[going]
+        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat, ends)
         emitting = emit_at >= 0
         self._fill(emit_at[emitting])
         values = end_state
