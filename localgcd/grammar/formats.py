@@ -47,7 +47,7 @@ def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> T
     """Run the front end of ``fmt`` on ``text``."""
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
-        return replace(schema_to_lark(text, source=source, **options), user_text=text)
+        return replace(schema_to_lark(text, source=source, **options), user_text=text, plain_bnf=True)
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
     if fmt == "lark":

@@ -21,6 +21,7 @@ from lark.load_grammar import load_grammar
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
+from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Terminal
 
 
@@ -79,19 +80,26 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "") -> Grammar:
+                      user_text: str = "", plain: bool = False) -> Grammar:
     """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
 
     For Lark text another front end generated, ``origins`` maps generated
     names to (line, column) in ``user_text``, the user's own grammar, so that
-    later errors point there.
+    later errors point there; ``plain=True`` says the text is in the plain
+    BNF subset those front ends write, read without lark's parser when it is
+    (:mod:`localgcd.grammar.plain_bnf`).
     """
-    import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
-    try:
-        builder_grammar, _ = load_grammar(text, source, import_paths, False)
-        term_defs, rules, ignore = builder_grammar.compile([start], set())
-    except LarkError as exc:
-        raise _located(exc, text, source) from None
+    read = read_plain_bnf(text, start) if plain else None
+    if read is not None:
+        term_defs, rules = read
+        ignore: list[str] = []
+    else:
+        import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
+        try:
+            builder_grammar, _ = load_grammar(text, source, import_paths, False)
+            term_defs, rules, ignore = builder_grammar.compile([start], set())
+        except LarkError as exc:
+            raise _located(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
     terminals = _ranked_terminals(term_defs, ignore, origins)

@@ -15,3 +15,4 @@ class Translation:
     origins: dict[str, tuple[int, int]] | None = None  # generated name → (line, column); None for Lark input
     warnings: tuple[str, ...] = ()
     user_text: str = ""  # the user's own text, for caret lines (empty for Lark input)
+    plain_bnf: bool = False  # written in the plain BNF subset (localgcd.grammar.plain_bnf reads it)

@@ -1,8 +1,9 @@
 """The internal grammar → LALR(1) :class:`ParseTables`, resolving conflicts as lark does.
 
-The LR(0) automaton and LALR(1) lookaheads are lark's own analysis; the
-last step (turning lookaheads into actions) is done here so that every
-conflict is seen and reported with the rules and the terminal involved:
+The LR(0) automaton and LALR(1) lookaheads follow lark's analysis
+(:mod:`localgcd.parser.lalr_analysis`, over integers); turning lookaheads
+into actions is done here so that every conflict is seen and reported with
+the rules and the terminal involved:
 
 * shift/reduce: lark shifts (``Lark(..., parser="lalr")`` does the same), so
   the language is exactly that of the parser lark builds;
@@ -16,17 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from lark.common import ParserConf
-from lark.exceptions import LarkError
-from lark.grammar import Rule
-from lark.parsers.lalr_analysis import LALR_Analyzer, Reduce, Shift
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.lark_frontend import Grammar
+from localgcd.parser.lalr_analysis import LALRAutomaton, analyze
 from localgcd.parser.stack_free import stack_free_moves
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduce_action
-
-END = "$END"
 
 
 @dataclass(frozen=True)
@@ -46,56 +42,75 @@ class Conflict:
                 f" resolved as {self.resolution}")
 
 
+@dataclass(frozen=True)
+class _Symbols:
+    """The grammar's symbols as the analysis numbers them: terminal columns, ``$END``, nonterminals."""
+
+    columns: dict[str, int]  # terminal name → column (the parser's terminal index)
+    nonterminals: dict[str, int]  # nonterminal name → its goto column
+
+    @property
+    def end(self) -> int:
+        return len(self.columns)
+
+    def id(self, name: str, is_term: bool) -> int:
+        return self.columns[name] if is_term else self.end + 1 + self.nonterminals[name]
+
+
 def build_parse_tables(grammar: Grammar, strict: bool = False) -> tuple[ParseTables, tuple[Conflict, ...]]:
     """LALR(1) tables for ``grammar`` and the conflicts resolved on the way."""
-    try:
-        analyzer = LALR_Analyzer(ParserConf(list(grammar.rules), {}, [grammar.start]), strict=strict)
-        analyzer.compute_lr0_states()
-        analyzer.compute_reads_relations()
-        analyzer.compute_includes_lookback()
-        analyzer.compute_lookaheads()
-    except LarkError as exc:  # e.g. a rule that can never be reduced
-        raise GrammarError(str(exc).strip().splitlines()[0], grammar.source) from None
-    states, conflicts = _resolve(analyzer, grammar, strict)
-    start_closure = analyzer.lr0_start_states[grammar.start].closure
-    start_state = next(i for i, (closure, _) in enumerate(states) if closure == start_closure)
-    end_state = _end_state(states, grammar.start)
-    return _tables(states, grammar, start_state, end_state), conflicts
+    symbols = _Symbols(grammar.parser_terminals,
+                       {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
+    if grammar.start not in symbols.nonterminals:
+        raise GrammarError(f"the start rule {grammar.start!r} is not defined", grammar.source)
+    encoded = []
+    for rule in grammar.rules:
+        for s in rule.expansion:
+            if not s.is_term and s.name not in symbols.nonterminals:
+                raise grammar.error(f"rule {rule.origin.name!r} uses the undefined rule {s.name!r}", rule.origin.name)
+        encoded.append((symbols.id(rule.origin.name, False), tuple(symbols.id(s.name, s.is_term) for s in rule.expansion)))
+    if len(set(encoded)) != len(encoded):
+        twice = next(grammar.describe_rule(r) for r, e in zip(grammar.rules, encoded) if encoded.count(e) > 1)
+        raise grammar.error(f"rule defined twice: {twice}", twice.split(":")[0])
+    automaton = analyze(encoded, symbols.end + 1, symbols.id(grammar.start, False))
+    actions, conflicts = _resolve(automaton, grammar, symbols, strict)
+    return _tables(automaton, actions, grammar, symbols), conflicts
 
 
-def _resolve(analyzer: LALR_Analyzer, grammar: Grammar, strict: bool):
-    """Per LR(0) item set, its actions (lark's rules), in lark's state order."""
-    table: dict = {}
+def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: _Symbols, strict: bool):
+    """Per state, terminal → action (lark's rules: shift wins, else the higher priority)."""
+    terminal_names = {column: name for name, column in symbols.columns.items()}
+    priority = [r.options.priority or 0 for r in grammar.rules]
     conflicts: list[Conflict] = []
     unresolved: list[Conflict] = []
-    for itemset in analyzer.lr0_itemsets:
-        actions = {la: (Shift, nxt.closure) for la, nxt in itemset.transitions.items()}
-        for la, rules in itemset.lookaheads.items():
-            terminal = grammar.describe_symbol(la.name) if la.name != END else "end of input"
+    table: list[dict[int, int]] = []
+    for state, edges in enumerate(automaton.transitions):
+        actions = {symbol: target for symbol, target in edges.items() if symbol <= symbols.end}
+        for la, rules in automaton.lookaheads[state].items():
+            if len(rules) == 1 and la not in actions:
+                actions[la] = reduce_action(rules[0])
+                continue
+            terminal = grammar.describe_symbol(terminal_names[la]) if la != symbols.end else "end of input"
             if len(rules) > 1:
-                ranked = sorted(rules, key=lambda r: r.options.priority or 0, reverse=True)
-                described = tuple(grammar.describe_rule(r) for r in ranked)
-                if (ranked[0].options.priority or 0) > (ranked[1].options.priority or 0) and not strict:
+                ranked = sorted(rules, key=lambda r: priority[r], reverse=True)
+                described = tuple(grammar.describe_rule(grammar.rules[r]) for r in ranked)
+                if priority[ranked[0]] > priority[ranked[1]] and not strict:
                     conflicts.append(_conflict(grammar, "reduce/reduce", terminal, ranked, described,
                                                f"reduce by {described[0]} (priority)"))
-                    rules = {ranked[0]}
+                    rules = [ranked[0]]
                 else:
                     unresolved.append(_conflict(grammar, "reduce/reduce", terminal, ranked, described, ""))
                     continue
             (rule,) = rules
             if la in actions:
-                shifted = _shifting_rules(itemset, la)
-                involved = (rule, *shifted)
-                described = tuple(dict.fromkeys(grammar.describe_rule(r) for r in involved))
+                involved = (rule, *_shifting_rules(automaton, state, la))
+                described = tuple(dict.fromkeys(grammar.describe_rule(grammar.rules[r]) for r in involved))
                 conflict = _conflict(grammar, "shift/reduce", terminal, involved, described, "shift")
-                if strict:
-                    unresolved.append(conflict)
-                else:
-                    conflicts.append(conflict)
+                (unresolved if strict else conflicts).append(conflict)
             else:
-                actions[la] = (Reduce, rule)
-        table[itemset.closure] = {k.name: v for k, v in actions.items()}
-    order = lambda c: (c.line or 0, c.column or 0, c.kind, c.terminal, c.rules)  # noqa: E731 - lark's sets vary
+                actions[la] = reduce_action(rule)
+        table.append(actions)
+    order = lambda c: (c.line or 0, c.column or 0, c.kind, c.terminal, c.rules)  # noqa: E731
     conflicts.sort(key=order)
     if unresolved:
         unresolved.sort(key=order)
@@ -109,50 +124,44 @@ def _resolve(analyzer: LALR_Analyzer, grammar: Grammar, strict: bool):
             context = lines[line - 1] if 0 < line <= len(lines) else None
         raise GrammarError(f"LALR {first.kind} conflict on {first.terminal} between "
                            f"{' and '.join(first.rules)}{hint}{more}", grammar.source, line, column, context)
-    return list(table.items()), tuple(conflicts)
+    return table, tuple(conflicts)
 
 
-def _shifting_rules(itemset, la) -> list[Rule]:
-    """The rules whose items in ``itemset`` would shift ``la``."""
-    return [item.rule for item in itemset.closure if not item.is_satisfied and item.next == la]
+def _shifting_rules(automaton: LALRAutomaton, state: int, terminal: int) -> list[int]:
+    """The rules whose items in ``state`` would shift ``terminal``."""
+    rules = automaton.rules
+    return [rule for rule, dot in automaton.closure(state)
+            if dot < len(rules[rule][1]) and rules[rule][1][dot] == terminal]
 
 
 def _conflict(grammar: Grammar, kind: str, terminal: str, rules, described, resolution: str) -> Conflict:
     line = column = None
     for rule in rules:
-        line, column, _ = grammar.where(rule.origin.name)
+        line, column, _ = grammar.where(grammar.rules[rule].origin.name)
         if line is not None:
             break
     return Conflict(kind, terminal, tuple(described), resolution, line, column)
 
 
-def _end_state(states: list, start: str) -> int:
-    for index, (closure, _) in enumerate(states):
-        for item in closure:
-            if item.rule.origin.name == "$root_" + start and item.is_satisfied:
-                return index
-    raise AssertionError("LALR automaton without an end state")
-
-
-def _tables(states: list, grammar: Grammar, start_state: int, end_state: int) -> ParseTables:
-    index_of = {closure: i for i, (closure, _) in enumerate(states)}
-    columns = grammar.parser_terminals
-    n_terms = len(columns)
+def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Grammar,
+            symbols: _Symbols) -> ParseTables:
+    n_states = len(automaton.transitions)
+    n_terms = symbols.end
+    action = np.full((n_states, n_terms + 1), NO_ACTION, dtype=np.int32)
+    goto = np.full((n_states, len(symbols.nonterminals)), NO_ACTION, dtype=np.int32)
+    cells = [(state, column, move) for state, moves in enumerate(actions) for column, move in moves.items()]
+    if cells:
+        rows, columns, moves = zip(*cells)
+        action[list(rows), list(columns)] = moves
+    edges = [(state, symbol - n_terms - 1, target) for state, out in enumerate(automaton.transitions)
+             for symbol, target in out.items() if symbol > n_terms]
+    if edges:
+        rows, columns, targets = zip(*edges)
+        goto[list(rows), list(columns)] = targets
     rules = grammar.rules
-    nonterminals = sorted({r.origin.name for r in rules})
-    nt_index = {name: i for i, name in enumerate(nonterminals)}
-    rule_index = {id(r): i for i, r in enumerate(rules)}
-    action = np.full((len(states), n_terms + 1), NO_ACTION, dtype=np.int32)
-    goto = np.full((len(states), len(nonterminals)), NO_ACTION, dtype=np.int32)
-    for state, (_, moves) in enumerate(states):
-        for symbol, (kind, arg) in moves.items():
-            if symbol in nt_index:
-                goto[state, nt_index[symbol]] = index_of[arg]
-                continue
-            column = n_terms if symbol == END else columns[symbol]
-            action[state, column] = index_of[arg] if kind is Shift else reduce_action(rule_index[id(arg)])
-    rule_lhs = [nt_index[r.origin.name] for r in rules]
-    rule_rhs = [[columns[s.name] if s.is_term else -1 - nt_index[s.name] for s in r.expansion] for r in rules]
+    rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
+    rule_rhs = [[symbols.columns[s.name] if s.is_term else -1 - symbols.nonterminals[s.name] for s in r.expansion]
+                for r in rules]
     takes, refuses = stack_free_moves(action, goto, rule_lhs, rule_rhs)
     return ParseTables(
         action=action,
@@ -161,7 +170,7 @@ def _tables(states: list, grammar: Grammar, start_state: int, end_state: int) ->
         rule_lhs=np.asarray(rule_lhs, dtype=np.int32),
         takes=takes,
         refuses=refuses,
-        start_state=start_state,
-        end_state=end_state,
+        start_state=0,
+        end_state=automaton.end_state(),
         rules=tuple(grammar.describe_rule(r) for r in rules),
     )

@@ -1,0 +1,132 @@
+"""localgcd's LALR(1) analysis builds the automaton lark builds.
+
+The reference is lark's own ``LALR_Analyzer`` (its LR(0) item sets and
+DeRemer–Pennello lookaheads) run on the same rules.  Two automata are the same
+when a walk from both start states pairs every state with exactly one state
+of the other, and paired states have the same shifts (to paired states), the
+same gotos and the same reduce lookaheads (by the same rules).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import pytest
+from lark.common import ParserConf
+from lark.parsers.lalr_analysis import LALR_Analyzer
+
+from localgcd.errors import GrammarError
+from localgcd.grammar.formats import to_lark
+from localgcd.grammar.lark_frontend import Grammar, load_lark_grammar
+from localgcd.parser.lalr import _Symbols
+from localgcd.parser.lalr_analysis import analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
+
+LARK_FILES = sorted(
+    [p for p in (ROOT / "grammars").glob("*.lark")]
+    + [p for p in (ROOT / "tests" / "corpus" / "lark").glob("*.lark") if p.stem not in ("lark", "lookahead_key")]
+)
+GBNF_FILES = sorted((ROOT / "tests" / "corpus" / "gbnf").glob("*.gbnf"))
+SCHEMA_FILES = sorted(glob.glob(f"{MASKBENCH}/*.json"))[::13]
+
+
+def _grammar(path: Path) -> Grammar:
+    text = path.read_text()
+    fmt = "gbnf" if path.suffix == ".gbnf" else "lark"
+    translation = to_lark(text, fmt, str(path))
+    return load_lark_grammar(translation.lark, str(path), origins=translation.origins)
+
+
+def _schema_grammar(path: str) -> Grammar | None:
+    schema = json.loads(Path(path).read_text())["schema"]
+    try:
+        translation = to_lark(json.dumps(schema), "json_schema", path, property_order="any")
+    except Exception:  # noqa: BLE001 - schemas the front end refuses have no grammar to compare
+        return None
+    return load_lark_grammar(translation.lark, path, origins=translation.origins)
+
+
+def lark_automaton(grammar: Grammar):
+    """(start state, state → {symbol name: ("shift", state) | ("reduce", rule index)}) from lark."""
+    analyzer = LALR_Analyzer(ParserConf(list(grammar.rules), {}, [grammar.start]))
+    analyzer.compute_lr0_states()
+    analyzer.compute_reads_relations()
+    analyzer.compute_includes_lookback()
+    analyzer.compute_lookaheads()
+    rule_index = {id(r): i for i, r in enumerate(grammar.rules)}
+    table = {}
+    for itemset in analyzer.lr0_itemsets:
+        moves = {sym.name: ("shift", id(nxt)) for sym, nxt in itemset.transitions.items()}
+        reduces = {la.name: sorted(rule_index[id(r)] for r in rules) for la, rules in itemset.lookaheads.items()}
+        table[id(itemset)] = (moves, reduces)
+    return id(analyzer.lr0_start_states[grammar.start]), table
+
+
+def localgcd_automaton(grammar: Grammar):
+    symbols = _Symbols(grammar.parser_terminals,
+                       {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
+    names = {column: name for name, column in symbols.columns.items()} | {symbols.end: "$END"}
+    names |= {symbols.end + 1 + i: name for name, i in symbols.nonterminals.items()}
+    encoded = [(symbols.id(r.origin.name, False), tuple(symbols.id(s.name, s.is_term) for s in r.expansion))
+               for r in grammar.rules]
+    automaton = analyze(encoded, symbols.end + 1, symbols.id(grammar.start, False))
+    table = {}
+    for state, edges in enumerate(automaton.transitions):
+        moves = {names[symbol]: ("shift", target) for symbol, target in edges.items()}
+        reduces = {names[la]: sorted(rules) for la, rules in automaton.lookaheads[state].items()}
+        table[state] = (moves, reduces)
+    return 0, table
+
+
+def assert_same_automaton(grammar: Grammar) -> None:
+    (start_a, a), (start_b, b) = lark_automaton(grammar), localgcd_automaton(grammar)
+    assert len(a) == len(b), "different numbers of LR(0) states"
+    pairs = {start_a: start_b}
+    todo = [start_a]
+    while todo:
+        state_a = todo.pop()
+        state_b = pairs[state_a]
+        (moves_a, reduces_a), (moves_b, reduces_b) = a[state_a], b[state_b]
+        assert moves_a.keys() == moves_b.keys(), f"state shifts differ: {sorted(moves_a)} vs {sorted(moves_b)}"
+        assert reduces_a == reduces_b, "reduce lookaheads differ"
+        for symbol, (_, target_a) in moves_a.items():
+            target_b = moves_b[symbol][1]
+            if target_a in pairs:
+                assert pairs[target_a] == target_b, f"the {symbol} edge leads to different states"
+            else:
+                pairs[target_a] = target_b
+                todo.append(target_a)
+    assert len(set(pairs.values())) == len(pairs) == len(a)
+
+
+@pytest.mark.parametrize("path", LARK_FILES + GBNF_FILES, ids=lambda p: p.name)
+def test_grammar_files_get_larks_automaton(path: Path) -> None:
+    try:
+        grammar = _grammar(path)
+    except GrammarError as exc:  # e.g. a %declare the corpus keeps to test that error
+        pytest.skip(f"localgcd refuses this grammar: {exc}")
+    assert_same_automaton(grammar)
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=lambda p: Path(p).stem[:40])
+def test_json_schema_grammars_get_larks_automaton(path: str) -> None:
+    grammar = _schema_grammar(path)
+    if grammar is None:
+        pytest.skip("the front end refuses this schema")
+    assert_same_automaton(grammar)
+
+
+@pytest.mark.parametrize("text", [
+    "start: a b\na: A |\nb: B | a a",  # nullable chains: reads relations
+    "start: x\nx: x x | A |",  # ambiguous and nullable
+    "start: l\nl: l E | E\nE: \"e\"",
+    "start: s\ns: A s B | a\na: | a C",
+    "start: e\ne: e \"+\" t | t\nt: t \"*\" f | f\nf: \"(\" e \")\" | N\nN: /[0-9]/",
+])
+def test_small_grammars_get_larks_automaton(text: str) -> None:
+    text += "\nA: \"a\"\nB: \"b\"\nC: \"c\"\n" if "A" in text or "B" in text or "C" in text else "\n"
+    assert_same_automaton(load_lark_grammar(text))
