@@ -242,3 +242,28 @@ def test_cache_info_and_clear_count_the_same_files(tmp_path) -> None:
     assert (info["grammar_entries"], info["vocabulary_tries"], info["partial_files"]) == (1, 1, 1)
     assert store.clear() == info["files"] == 3
     assert store.info()["files"] == 0
+
+
+def test_an_entry_round_trips_every_array_kind(tmp_path) -> None:
+    from localgcd.compiler.store import TableStore
+
+    arrays = {"empty": np.empty((0, 3), dtype=np.int32), "flags": np.array([True, False, True]),
+              "wide": np.arange(12, dtype=np.int64).reshape(3, 4), "bytes": np.frombuffer(b"abc", dtype=np.uint8),
+              "half": np.array([1.5], dtype=np.float32)}
+    store = TableStore(tmp_path)
+    store.write("entry", "k", 1, {"extra": 7}, arrays)
+    header, read = store.read("entry", "k", 1)
+    assert header["extra"] == 7 and read.keys() == arrays.keys()
+    for name, array in arrays.items():
+        assert read[name].dtype == array.dtype and read[name].shape == array.shape
+        assert np.array_equal(read[name], array)
+
+
+def test_an_entry_of_another_version_is_rebuilt_without_a_warning(tmp_path) -> None:
+    from localgcd.compiler.store import TableStore
+
+    store = TableStore(tmp_path)
+    store.write("entry", "k", 1, {}, {"a": np.arange(3)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.read("entry", "k", 2) is None

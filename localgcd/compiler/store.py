@@ -42,16 +42,15 @@ class TableStore:
     def write(self, name: str, key: str, version: int, header: dict, arrays: dict[str, np.ndarray]) -> Path | None:
         """Atomically write arrays plus a JSON header; warn (once) and return None if impossible."""
         path = self.path(name)
-        arrays = {n: np.ascontiguousarray(a) for n, a in arrays.items()}
-        header = {**header, "format": FORMAT, "version": version, "key": key,
-                  "checksums": {n: _crc(a) for n, a in arrays.items()}}
-        arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        blob, layout = _pack(arrays)
+        header = {**header, "format": FORMAT, "version": version, "key": key, "layout": layout}
+        members = {"header": np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8), "blob": blob}
         tmp_name = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=self.directory, prefix=".tmp-", suffix=SUFFIX, delete=False) as tmp:
                 tmp_name = tmp.name
-                np.savez(tmp, **arrays)
+                np.savez(tmp, **members)
                 tmp.flush()
                 os.fsync(tmp.fileno())
             os.replace(tmp_name, path)
@@ -75,12 +74,9 @@ class TableStore:
                 header = json.loads(bytes(data["header"]).decode("utf-8"))
                 if header.get("format") != FORMAT or header.get("key") != key:
                     raise ValueError("not a localgcd table file for this key")
-                if header.get("version") != version:
-                    raise ValueError(f"table format v{header.get('version')}, expected v{version}")
-                arrays = {n: data[n] for n in header["checksums"]}
-            for n, crc in header["checksums"].items():
-                if _crc(arrays[n]) != crc:
-                    raise ValueError(f"checksum mismatch in {n}")
+                if header.get("version") != version or "layout" not in header:
+                    return None  # written by another version of localgcd: rebuilt and rewritten
+                arrays = _unpack(data["blob"], header["layout"])
         except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
             warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=4)
             return None
@@ -133,6 +129,47 @@ def _npz(handle) -> np.lib.npyio.NpzFile:
         raise ValueError("not a table file (bad magic bytes)")
     handle.seek(0)
     return np.load(handle, allow_pickle=False)
+
+
+_ALIGN = 16
+
+
+def _pack(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
+    """All arrays in one byte blob (each at an aligned offset) and its layout.
+
+    One member instead of one per array: reading an entry costs one zip member
+    and one ``.npy`` header, not twenty (the cache load is most of the time to
+    first mask from the cache).  The layout lists name, dtype, shape, offset
+    and CRC-32 of each array.
+    """
+    layout, parts, offset = [], [], 0
+    for name, array in arrays.items():
+        data = np.ascontiguousarray(array)
+        raw = data.view(np.uint8).reshape(-1) if data.size else np.empty(0, dtype=np.uint8)
+        padding = (-offset) % _ALIGN
+        parts += [np.zeros(padding, dtype=np.uint8), raw]
+        offset += padding
+        layout.append([name, data.dtype.str, list(data.shape), offset, _crc(data)])
+        offset += raw.size
+    blob = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint8)
+    return blob, layout
+
+
+def _unpack(blob: np.ndarray, layout: list[list]) -> dict[str, np.ndarray]:
+    """The arrays of :func:`_pack`, as views into ``blob``, each checked against its CRC-32."""
+    arrays = {}
+    for name, dtype_str, shape, offset, crc in layout:
+        dtype = np.dtype(dtype_str)
+        if dtype.hasobject:
+            raise ValueError(f"array {name} has an object dtype")
+        count = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if offset < 0 or offset + count > blob.size:
+            raise ValueError(f"array {name} lies outside the file")
+        array = blob[offset:offset + count].view(dtype).reshape(shape)
+        if _crc(array) != crc:
+            raise ValueError(f"checksum mismatch in {name}")
+        arrays[name] = array
+    return arrays
 
 
 def _crc(array: np.ndarray) -> int:
