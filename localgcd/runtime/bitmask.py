@@ -51,8 +51,11 @@ def fill_next_token_bitmask(matchers: Sequence[Matcher], bitmask: np.ndarray,
     if rows is None:
         if len(packed) > n_rows:
             raise MatcherError(f"{len(packed)} matchers but the bitmask has {n_rows} rows")
-        if packed:
+        if len(packed) > 4:
             np.stack(packed, out=words[:len(packed)])  # one C loop over the rows
+        else:
+            for row, p in enumerate(packed):  # a row copy each: np.stack's set-up costs more than a few
+                words[row] = p
         return
     if len(rows) != len(packed):
         raise MatcherError(f"{len(packed)} matchers but {len(rows)} rows")

@@ -46,8 +46,9 @@ class Mask:
     @cached_property
     def packed(self) -> np.ndarray:
         """uint32 [ceil(n_tokens / 32)]: bit ``i % 32`` of word ``i // 32`` is token ``i``."""
-        packed = np.packbits(self.allowed, bitorder="little")
-        packed = np.pad(packed, (0, (-packed.size) % 4)).view(np.uint32)
+        bits = np.packbits(self.allowed, bitorder="little")
+        packed = np.zeros((self.allowed.size + 31) // 32, dtype=np.uint32)
+        packed.view(np.uint8)[:bits.size] = bits
         packed.flags.writeable = False
         return packed
 
