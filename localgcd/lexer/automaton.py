@@ -12,8 +12,8 @@ keywords; across priorities it is what priority means.
 
 from __future__ import annotations
 
-import numpy as np
 
+from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError
 from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.dfa import DFA, determinize
@@ -42,7 +42,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     if dfa.accept[0] >= 0:
         terminal = terminals[int(dfa.accept[0])]
         raise error(terminal, f"terminal {terminal.name} matches the empty string")
-    missing = set(range(len(terminals))) - set(np.unique(dfa.accept).tolist())
+    missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
     for index in sorted(missing):
         terminal = terminals[index]
         if not terminal.ignored:

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from localgcd.arrays import unique_first_inverse, unique_inverse
 from localgcd.lexer.nfa import NFA
 
 DEAD_STATE = -1
@@ -134,14 +135,14 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
 def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Moore minimization of a class-compressed DFA (start state 0 stays 0)."""
     n = table.shape[0]
-    _, block = np.unique(accept, return_inverse=True)
+    _, block = unique_inverse(np.asarray(accept).reshape(-1))
     block = block.reshape(-1).astype(np.int64)
     refined = _refine(table, block, exact=False)
     block = refined if _is_congruence(table, accept, refined) else _refine(table, block, exact=True)
     n_blocks = int(block.max()) + 1
     # Renumber blocks in order of first appearance so the start block is 0.
     order = np.full(n_blocks, -1, dtype=np.int64)
-    first = np.unique(block, return_index=True)[1]
+    first = unique_first_inverse(block)[1]
     order[block[np.sort(first)]] = np.arange(n_blocks)
     block = order[block]
     representative = np.zeros(n_blocks, dtype=np.int64)
@@ -149,6 +150,15 @@ def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndar
     new_table = table[representative]
     new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD_STATE).astype(np.int32)
     return new_table, accept[representative].astype(np.int32)
+
+
+def _mixed_weights(count: int) -> np.ndarray:
+    """``count`` odd pseudo-random 64-bit weights (splitmix64 of 1, 2, …; no ``np.random`` import)."""
+    with np.errstate(over="ignore"):
+        x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (x ^ (x >> np.uint64(31))) | np.uint64(1)
 
 
 def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
@@ -160,7 +170,7 @@ def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
     collision could only merge states, never split equivalent ones.
     """
     n_blocks = int(block.max()) + 1
-    weights = np.random.default_rng(0xDFA).integers(1, 2**63, size=table.shape[1] + 1, dtype=np.uint64)
+    weights = _mixed_weights(table.shape[1] + 1)
     while True:
         succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
         signature = np.concatenate([block[:, None], succ], axis=1)
@@ -169,7 +179,7 @@ def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
         else:
             with np.errstate(over="ignore"):
                 hashed = (signature.astype(np.uint64) + np.uint64(1)) @ weights
-            _, new_block = np.unique(hashed, return_inverse=True)
+            _, new_block = unique_inverse(hashed)
         block = new_block.reshape(-1).astype(np.int64)
         new_n = int(block.max()) + 1
         if new_n == n_blocks:

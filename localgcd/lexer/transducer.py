@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.arrays import sorted_unique, unique_first_inverse
 from localgcd.lexer.dfa import DEAD_STATE, DFA
 
 NO_EMIT = -1
@@ -85,9 +86,9 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     trans = dfa.transitions
     src, byte = np.nonzero(trans != DEAD_STATE)
     dst = trans[src, byte]
-    pairs = np.unique(src.astype(np.int64) * n + dst)  # sorted by source
+    pairs = sorted_unique(src.astype(np.int64) * n + dst)  # sorted by source
     src, dst = np.divmod(pairs, n)
-    sources, starts = np.unique(src, return_index=True)
+    sources, starts, _ = unique_first_inverse(src)
     while True:  # propagate backwards along edges to a fixpoint
         grown = prod.copy()
         if sources.size:
