@@ -195,20 +195,29 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]) -> list[dict[int, 
     # does, a kernel item of A in p (dot > 0) is walked from p too.
     includes: list[list[int]] = [[] for _ in range(count)]
     lookback: list[tuple[int, int, int]] = []  # (state q, rule, transition) : LA(q, rule) ⊇ Follow(transition)
+    nullable_from = []  # per rule: the first position from which the rest of its right side is nullable
+    for _, rhs in rules:
+        k = len(rhs)
+        while k and rhs[k - 1] in nullable:
+            k -= 1
+        nullable_from.append(k)
+    kernel_walks: dict[int, list[tuple[int, int]]] = {}  # state → its kernel items (rule, dot)
     for (state, symbol), index in transition_ids.items():
         walks = [(rule, 0) for rule in by_lhs.get(symbol, ())]
-        for item in automaton.kernels[state]:
-            rule, dot = automaton.item_rule(item)
-            if rules[rule][0] == symbol and dot > 0:
-                walks.append((rule, dot))
+        kernel = kernel_walks.get(state)
+        if kernel is None:
+            kernel = kernel_walks[state] = [automaton.item_rule(item) for item in automaton.kernels[state]]
+        walks += [(rule, dot) for rule, dot in kernel if dot > 0 and rules[rule][0] == symbol]
         for rule, dot in walks:
             rhs = rules[rule][1]
+            last = nullable_from[rule] - 1  # includes needs the rest after the position nullable
             current = state
             for position in range(dot, len(rhs)):
                 step = rhs[position]
-                here = transition_ids.get((current, step))
-                if here is not None and all(s in nullable for s in rhs[position + 1:]):
-                    includes[here].append(index)
+                if position >= last and step >= n_terminals:
+                    here = transition_ids.get((current, step))
+                    if here is not None:
+                        includes[here].append(index)
                 current = transitions[current][step]
             if dot == 0:
                 lookback.append((current, rule, index))

@@ -47,10 +47,8 @@ class LazyTokenSpanner:
         self._outcomes = OutcomeTable(lexer.n_states)
         self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes)
         self.first_kind = first_kinds(lexer)
-        token_class = np.full(n_tokens, -1, dtype=np.int32)
-        token_class[trie.text_tokens] = trie.text_positions
-        self.token_class = token_class
-        self.class_first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
+        self.token_class = trie.token_positions(n_tokens)  # classes are trie positions
+        self.class_first_byte = trie.first_bytes
         self._arrays: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     @property

@@ -408,7 +408,7 @@ class SuffixOutcomes:
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
         self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
         total = int(trie.offsets[-1])
-        self._values = np.full(total, DEAD_STATE, dtype=np.int64)
+        self._values = np.empty(total, dtype=np.int64)  # read only where known: untouched pages cost nothing
         self._known = np.zeros(total, dtype=bool)
 
     def __getitem__(self, flat: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -48,6 +49,24 @@ class VocabTrie:
     @property
     def n_positions(self) -> int:
         return int(self.token_ids.shape[0])
+
+    @cached_property
+    def first_bytes(self) -> np.ndarray:
+        """int16 [P]: the first byte of each position (read-only; made once per trie)."""
+        first = self.data[self.offsets[:-1]].astype(np.int16)
+        first.flags.writeable = False
+        return first
+
+    def token_positions(self, n_tokens: int) -> np.ndarray:
+        """int32 [n_tokens]: each text token's position, -1 for the others (read-only; made once per trie)."""
+        memo = self.__dict__.setdefault("_token_positions", {})
+        found = memo.get(n_tokens)
+        if found is None:
+            found = np.full(n_tokens, -1, dtype=np.int32)
+            found[self.text_tokens] = self.text_positions
+            found.flags.writeable = False
+            memo[n_tokens] = found
+        return found
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat arrays (levels concatenated) for the on-disk cache."""
