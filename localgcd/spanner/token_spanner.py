@@ -416,19 +416,36 @@ class SuffixOutcomes:
         return self._values[flat]
 
     def _fill(self, flat: np.ndarray) -> None:
+        """Compute the unknown entries among ``flat`` and every later start of their tokens, in one walk.
+
+        An entry reads only entries of the same token further on, so all of
+        them are walked at once and resolved from the last start backwards
+        (as :func:`suffix_outcomes` does for the whole trie).
+        """
         flat = flat[~self._known[flat]]
         if not flat.size:
             return
-        flat = sorted_unique(flat)
         offsets = self.trie.offsets
         ends = offsets[np.searchsorted(offsets, flat, side="right")]  # one past each token's last byte
-        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat, ends)
-        emitting = emit_at >= 0
-        self._fill(emit_at[emitting])
-        values = end_state
-        values[emitting] = self.outcomes.cons(emit_term[emitting], self._values[emit_at[emitting]])
-        self._values[flat] = values
-        self._known[flat] = True
+        counts = ends - flat
+        firsts = np.cumsum(counts) - counts
+        every = np.repeat(flat - firsts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+        every = sorted_unique(every)
+        every = every[~self._known[every]]
+        token_start = offsets[np.searchsorted(offsets, every, side="right") - 1]
+        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, every,
+                                                        offsets[np.searchsorted(offsets, every, side="right")])
+        values = self._values
+        quiet = emit_at < 0
+        values[every[quiet]] = end_state[quiet]
+        emitting = np.flatnonzero(~quiet)
+        start = every - token_start
+        emitting = emitting[np.argsort(-start[emitting], kind="stable")]
+        bounds = np.flatnonzero(np.diff(start[emitting])) + 1
+        for idx in np.split(emitting, bounds):
+            if idx.size:
+                values[every[idx]] = self.outcomes.cons(emit_term[idx], values[emit_at[idx]])
+        self._known[every] = True
 
 
 def first_kinds(lexer: LexingTransducer) -> np.ndarray:
