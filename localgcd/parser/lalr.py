@@ -84,13 +84,14 @@ def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: _Symbols, stri
     conflicts: list[Conflict] = []
     unresolved: list[Conflict] = []
     table: list[dict[int, int]] = []
+    end = symbols.end
     for state, edges in enumerate(automaton.transitions):
-        actions = {symbol: target for symbol, target in edges.items() if symbol <= symbols.end}
+        actions = {symbol: target for symbol, target in edges.items() if symbol <= end}
         for la, rules in automaton.lookaheads[state].items():
             if len(rules) == 1 and la not in actions:
                 actions[la] = reduce_action(rules[0])
                 continue
-            terminal = grammar.describe_symbol(terminal_names[la]) if la != symbols.end else "end of input"
+            terminal = grammar.describe_symbol(terminal_names[la]) if la != end else "end of input"
             if len(rules) > 1:
                 ranked = sorted(rules, key=lambda r: priority[r], reverse=True)
                 described = tuple(grammar.describe_rule(grammar.rules[r]) for r in ranked)
@@ -149,20 +150,11 @@ def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Gr
     n_terms = symbols.end
     action = np.full((n_states, n_terms + 1), NO_ACTION, dtype=np.int32)
     goto = np.full((n_states, len(symbols.nonterminals)), NO_ACTION, dtype=np.int32)
-    cells = [(state, column, move) for state, moves in enumerate(actions) for column, move in moves.items()]
-    if cells:
-        rows, columns, moves = zip(*cells)
-        action[list(rows), list(columns)] = moves
-    edges = [(state, symbol - n_terms - 1, target) for state, out in enumerate(automaton.transitions)
-             for symbol, target in out.items() if symbol > n_terms]
-    if edges:
-        rows, columns, targets = zip(*edges)
-        goto[list(rows), list(columns)] = targets
+    _fill(action, actions, 0)
+    _fill(goto, [{s: t for s, t in out.items() if s > n_terms} for out in automaton.transitions], n_terms + 1)
     rules = grammar.rules
     rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
-    rule_rhs = [[symbols.columns[s.name] if s.is_term else -1 - symbols.nonterminals[s.name] for s in r.expansion]
-                for r in rules]
-    takes, refuses = stack_free_moves(action, goto, rule_lhs, rule_rhs)
+    takes, refuses = stack_free_moves(action, automaton.completions)
     return ParseTables(
         action=action,
         goto=goto,
@@ -174,3 +166,14 @@ def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Gr
         end_state=automaton.end_state(),
         rules=tuple(grammar.describe_rule(r) for r in rules),
     )
+
+
+def _fill(table: np.ndarray, rows: list[dict[int, int]], offset: int) -> None:
+    """``table[state, key - offset] = value`` for every entry of every row's dict."""
+    sizes = [len(row) for row in rows]
+    if not sum(sizes):
+        return
+    states = np.repeat(np.arange(len(rows)), sizes)
+    keys = np.fromiter((k for row in rows for k in row), dtype=np.int64, count=sum(sizes))
+    values = np.fromiter((v for row in rows for v in row.values()), dtype=np.int64, count=sum(sizes))
+    table[states, keys - offset] = values

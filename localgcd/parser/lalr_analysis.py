@@ -20,6 +20,8 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass
 class LALRAutomaton:
@@ -31,6 +33,9 @@ class LALRAutomaton:
     transitions: list[dict[int, int]]  # per state: symbol → next state
     lookaheads: list[dict[int, list[int]]] = field(default_factory=list)  # per state: terminal → rules
     item_base: list[int] = field(default_factory=list)
+    #: Where each rule completes when walked from the states with a transition on its left side:
+    #: (state q, rule, state after the goto), one row per walk (DeRemer–Pennello's lookback).
+    completions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def root_rule(self) -> int:
@@ -75,7 +80,7 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
     root_symbol = max([n_terminals - 1, start] + [lhs for lhs, _ in rules] + [s for _, rhs in rules for s in rhs]) + 1
     all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules] + [(root_symbol, (start,))]
     automaton = _lr0(all_rules, n_terminals)
-    automaton.lookaheads = _lookaheads(automaton, _nullable(all_rules))
+    automaton.lookaheads, automaton.completions = _lookaheads(automaton, _nullable(all_rules))
     return automaton
 
 
@@ -118,6 +123,20 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
             found = reach[symbol] = tuple(order)
         return found
 
+    closure_moves: dict[tuple[int, ...], dict[int, tuple[int, ...]]] = {}
+
+    def moves_of_closure(nonterminals: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
+        """The moves of the initial items the nonterminals bring in (shared by the states that expand them)."""
+        found = closure_moves.get(nonterminals)
+        if found is None:
+            expanded = dict.fromkeys(nt for symbol in nonterminals for nt in reached(symbol))
+            merged: dict[int, list[int]] = {}
+            for nonterminal in expanded:
+                for symbol, advanced in first_moves.get(nonterminal, {}).items():
+                    merged.setdefault(symbol, []).extend(advanced)
+            found = closure_moves[nonterminals] = {symbol: tuple(items) for symbol, items in merged.items()}
+        return found
+
     root = len(rules) - 1
     kernels: list[tuple[int, ...]] = [(item_base[root],)]
     index_of = {kernels[0]: 0}
@@ -125,20 +144,17 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
     state = 0
     while state < len(kernels):
         moves: dict[int, list[int]] = {}
-        expanded: dict[int, None] = {}
         for item in kernels[state]:
             symbol = next_of[item]
-            if symbol < 0:
-                continue
-            moves.setdefault(symbol, []).append(item + 1)
-            if symbol >= n_terminals:
-                expanded.update(dict.fromkeys(reached(symbol)))
-        for nonterminal in expanded:
-            for symbol, advanced in first_moves.get(nonterminal, {}).items():
+            if symbol >= 0:
+                moves.setdefault(symbol, []).append(item + 1)
+        nonterminals = tuple(sorted(symbol for symbol in moves if symbol >= n_terminals))
+        if nonterminals:
+            for symbol, advanced in moves_of_closure(nonterminals).items():
                 moves.setdefault(symbol, []).extend(advanced)
         edges: dict[int, int] = {}
         for symbol, advanced in moves.items():
-            kernel = tuple(sorted(set(advanced)))
+            kernel = tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
             target = index_of.get(kernel)
             if target is None:
                 target = index_of[kernel] = len(kernels)
@@ -164,50 +180,66 @@ def _nullable(rules: list[tuple[int, tuple[int, ...]]]) -> set[int]:
 # --------------------------------------------------------------------------- LALR(1) lookaheads
 
 
-def _lookaheads(automaton: LALRAutomaton, nullable: set[int]) -> list[dict[int, list[int]]]:
-    """DeRemer–Pennello: Read = DR ∪ reads*, Follow = Read ∪ includes*, LA = ∪ Follow over lookback."""
+def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
+    """DeRemer–Pennello: Read = DR ∪ reads*, Follow = Read ∪ includes*, LA = ∪ Follow over lookback.
+
+    Returns the lookaheads and the completions (see :attr:`LALRAutomaton.completions`).
+    """
     n_terminals = automaton.n_terminals
     transitions = automaton.transitions
     rules = automaton.rules
-    by_lhs = automaton._rules_by_lhs()
     end_bit = 1 << (n_terminals - 1)
 
-    transition_ids: dict[tuple[int, int], int] = {}  # (state, nonterminal) → index
+    width = max((max(edges, default=0) for edges in transitions), default=0) + 1
+    transition_ids: dict[int, int] = {}  # state * width + nonterminal → index
+    pairs: list[tuple[int, int]] = []
+    terminal_bits: list[int] = []  # per state: the terminals it shifts
+    nullable_edges: list[list[int]] = []  # per state: its nullable nonterminal edges
     for state, edges in enumerate(transitions):
+        bits = 0
+        here = []
         for symbol in edges:
-            if symbol >= n_terminals:
-                transition_ids[(state, symbol)] = len(transition_ids)
-    count = len(transition_ids)
+            if symbol < n_terminals:
+                bits |= 1 << symbol
+            else:
+                transition_ids[state * width + symbol] = len(pairs)
+                pairs.append((state, symbol))
+                if symbol in nullable:
+                    here.append(symbol)
+        terminal_bits.append(bits)
+        nullable_edges.append(here)
+    count = len(pairs)
     direct = [0] * count
     reads: list[list[int]] = [[] for _ in range(count)]
-    for (state, symbol), index in transition_ids.items():
+    for index, (state, symbol) in enumerate(pairs):
         target = transitions[state][symbol]
-        bits = 0
-        for next_symbol in transitions[target]:
-            if next_symbol < n_terminals:
-                bits |= 1 << next_symbol
-            elif next_symbol in nullable:
-                reads[index].append(transition_ids[(target, next_symbol)])
-        direct[index] = bits
-    direct[transition_ids[(0, rules[automaton.root_rule][1][0])]] |= end_bit
+        direct[index] = terminal_bits[target]
+        if nullable_edges[target]:
+            reads[index] = [transition_ids[target * width + c] for c in nullable_edges[target]]
+    direct[transition_ids[rules[automaton.root_rule][1][0]]] |= end_bit  # state 0's start transition
 
     # includes and lookback, walking each rule of A from the state where (p, A) starts; as lark
     # does, a kernel item of A in p (dot > 0) is walked from p too.
     includes: list[list[int]] = [[] for _ in range(count)]
-    lookback: list[tuple[int, int, int]] = []  # (state q, rule, transition) : LA(q, rule) ⊇ Follow(transition)
     nullable_from = []  # per rule: the first position from which the rest of its right side is nullable
     for _, rhs in rules:
         k = len(rhs)
         while k and rhs[k - 1] in nullable:
             k -= 1
         nullable_from.append(k)
-    kernel_walks: dict[int, list[tuple[int, int]]] = {}  # state → its kernel items (rule, dot)
-    for (state, symbol), index in transition_ids.items():
-        walks = [(rule, 0) for rule in by_lhs.get(symbol, ())]
-        kernel = kernel_walks.get(state)
-        if kernel is None:
-            kernel = kernel_walks[state] = [automaton.item_rule(item) for item in automaton.kernels[state]]
-        walks += [(rule, dot) for rule, dot in kernel if dot > 0 and rules[rule][0] == symbol]
+    transition_pairs = set(pairs)
+    walk_transition, walk_rule, walk_end = _walk_rules(automaton, pairs, transition_ids, width, nullable_from,
+                                                       includes)
+    later_kernel: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (state, lhs) → kernel (rule, dot > 0)
+    rule_of_item = np.repeat(np.arange(len(rules)), [len(rhs) + 1 for _, rhs in rules]).tolist()
+    item_base = automaton.item_base
+    for state, kernel in enumerate(automaton.kernels):
+        for item in kernel:
+            rule = rule_of_item[item]
+            if (state, rules[rule][0]) in transition_pairs and item > item_base[rule]:
+                later_kernel.setdefault((state, rules[rule][0]), []).append((rule, item - item_base[rule]))
+    for (state, symbol), walks in later_kernel.items():
+        index = transition_ids[state * width + symbol]
         for rule, dot in walks:
             rhs = rules[rule][1]
             last = nullable_from[rule] - 1  # includes needs the rest after the position nullable
@@ -215,26 +247,87 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]) -> list[dict[int, 
             for position in range(dot, len(rhs)):
                 step = rhs[position]
                 if position >= last and step >= n_terminals:
-                    here = transition_ids.get((current, step))
+                    here = transition_ids.get(current * width + step)
                     if here is not None:
                         includes[here].append(index)
                 current = transitions[current][step]
-            if dot == 0:
-                lookback.append((current, rule, index))
 
     read = _digraph(count, reads, direct)
     follow = _digraph(count, includes, read)
-    gathered: dict[tuple[int, int], int] = {}
-    for state, rule, index in lookback:
-        gathered[(state, rule)] = gathered.get((state, rule), 0) | follow[index]
-    table: list[dict[int, list[int]]] = [{} for _ in transitions]
-    for (state, rule), bits in gathered.items():
-        row = table[state]
-        while bits:
-            low = bits & -bits
-            row.setdefault(low.bit_length() - 1, []).append(rule)
-            bits ^= low
+    goto_target = np.asarray([transitions[p][a] for p, a in pairs], dtype=np.int64)
+    completions = (walk_end, walk_rule, goto_target[walk_transition])
+    return _gather(follow, walk_end, walk_rule, walk_transition, len(transitions), n_terminals), completions
+
+
+def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: np.ndarray, n_states: int,
+            n_terminals: int) -> list[dict[int, list[int]]]:
+    """LA(q, rule) = ∪ Follow(transition) over the lookback (q, rule, transition), as terminal → rules per state."""
+    table: list[dict[int, list[int]]] = [{} for _ in range(n_states)]
+    if not transition.size:
+        return table
+    width = (n_terminals + 7) // 8
+    packed = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in follow), dtype=np.uint8)
+    follows = np.unpackbits(packed.reshape(len(follow), width), axis=1, bitorder="little")[:, :n_terminals]
+    key = state * (int(rule.max()) + 1) + rule
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    lookaheads = np.logical_or.reduceat(follows[transition[order]].astype(bool), starts, axis=0)
+    groups, terminals = np.nonzero(lookaheads)
+    first = order[starts[groups]]
+    for q, r, t in zip(state[first].tolist(), rule[first].tolist(), terminals.tolist()):
+        table[q].setdefault(t, []).append(r)
     return table
+
+
+def _walk_rules(automaton: LALRAutomaton, pairs: list[tuple[int, int]], transition_ids: dict[int, int], width: int,
+                nullable_from: list[int], includes: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every rule of A walked from p for every transition (p, A), all at once.
+
+    Adds the ``includes`` edges the walks find and returns the lookback as
+    arrays (transition, rule, state where the rule completes).
+    """
+    rules, transitions, n_terminals = automaton.rules, automaton.transitions, automaton.n_terminals
+    n_states = len(transitions)
+    step_to = np.full((n_states, width), -1, dtype=np.int64)
+    transition_at = np.full((n_states, width), -1, dtype=np.int64)
+    for state, edges in enumerate(transitions):
+        if edges:
+            step_to[state, list(edges)] = list(edges.values())
+    if pairs:
+        states, symbols = np.asarray(pairs, dtype=np.int64).T
+        transition_at[states, symbols] = np.arange(len(pairs))
+    lengths = np.asarray([len(rhs) for _, rhs in rules], dtype=np.int64)
+    right = np.full((len(rules), max(int(lengths.max()), 1)), -1, dtype=np.int64)
+    for index, (_, rhs) in enumerate(rules):
+        right[index, :len(rhs)] = rhs
+    lhs = np.asarray([l for l, _ in rules], dtype=np.int64)
+    by_lhs = np.argsort(lhs, kind="stable")
+    first = np.searchsorted(lhs[by_lhs], np.arange(width + 1))
+    if not pairs:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    counts = first[symbols + 1] - first[symbols]
+    total = int(counts.sum())
+    walk_transition = np.repeat(np.arange(len(pairs)), counts)
+    walk_rule = by_lhs[np.repeat(first[symbols] - np.cumsum(counts) + counts, counts) + np.arange(total)]
+    current = states[walk_transition]
+    last = np.asarray(nullable_from, dtype=np.int64)[walk_rule] - 1
+    walk_length = lengths[walk_rule]
+    for position in range(right.shape[1]):
+        active = np.flatnonzero(walk_length > position)
+        if not active.size:
+            break
+        step = right[walk_rule[active], position]
+        at = current[active]
+        check = active[(position >= last[active]) & (step >= n_terminals)]
+        if check.size:
+            here = transition_at[current[check], right[walk_rule[check], position]]
+            found = here >= 0
+            for target, source in zip(here[found].tolist(), walk_transition[check[found]].tolist()):
+                includes[target].append(source)
+        current[active] = step_to[at, step]
+    return walk_transition, walk_rule, current
 
 
 def _digraph(count: int, relation: list[list[int]], initial: list[int]) -> list[int]:

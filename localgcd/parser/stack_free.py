@@ -19,35 +19,39 @@ in a parser state (Prop. 3.5), and what saves simulating reduction chains.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
 
 
-def stack_free_moves(action: np.ndarray, goto: np.ndarray, rule_lhs: Sequence[int],
-                     rule_rhs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray]
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """``(takes, refuses)``: bool [states, terminals + 1] (see the module docstring).
 
-    ``rule_rhs[r]`` lists rule ``r``'s symbols: a terminal as its column in
-    ``action``, a nonterminal ``A`` as ``-1 - A``.
+    ``completions`` are rows (state, rule, next state): a reduction by
+    ``rule`` with ``state`` on top may expose a state ``p`` from which the
+    rule's body leads to ``state``, and ``goto(p, lhs)`` comes next — for
+    every such ``p`` (the LALR analysis walks them: its lookback relation).
     """
-    exposed = _exposed_states(action, goto, rule_lhs, rule_rhs)
     states, terms = np.nonzero(is_reduce(action[:, :-1]))
-    rules = reduced_rule(action[states, terms])
-    # Flatten "reduce pair i may expose state u" into (pair, u) rows.
-    pair_rows: list[int] = []
-    targets: list[int] = []
-    for i, key in enumerate(zip(states.tolist(), rules.tolist())):
-        found = exposed.get(key, ())
-        pair_rows.extend([i] * len(found))
-        targets.extend(found)
-    pair = np.asarray(pair_rows, dtype=np.int64)
-    target = np.asarray(targets, dtype=np.int64)
+    rules = reduced_rule(action[states, terms]).astype(np.int64)
+    # Join each reduce pair (state, terminal, rule) with the next states of (state, rule).
+    done_state, done_rule, next_state = completions
+    width = int(max(rules.max(initial=0), done_rule.max(initial=0))) + 1
+    key = done_state.astype(np.int64) * width + done_rule
+    order = np.lexsort((next_state, key))
+    key, following = key[order], next_state[order]
+    if key.size:
+        keep = np.concatenate(([True], (key[1:] != key[:-1]) | (following[1:] != following[:-1])))
+        key, following = key[keep], following[keep]
+    wanted = states.astype(np.int64) * width + rules
+    lo, hi = np.searchsorted(key, wanted, side="left"), np.searchsorted(key, wanted, side="right")
+    counts = hi - lo
+    pair = np.repeat(np.arange(states.size), counts)
+    target = following[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))]
     term_of_row = terms[pair]
     n_pairs = states.size
-    has_exposure = np.bincount(pair, minlength=n_pairs) > 0
+    has_exposure = counts > 0
     takes = np.zeros(action.shape, dtype=bool)
     refuses = np.zeros(action.shape, dtype=bool)
     takes[:, :-1] = action[:, :-1] >= 0
@@ -62,25 +66,3 @@ def stack_free_moves(action: np.ndarray, goto: np.ndarray, rule_lhs: Sequence[in
                 break
             decided[states[newly], terms[newly]] = True
     return takes, refuses
-
-
-def _exposed_states(action: np.ndarray, goto: np.ndarray, rule_lhs: Sequence[int],
-                    rule_rhs: Sequence[Sequence[int]]) -> dict[tuple[int, int], list[int]]:
-    """(state, rule) → the states a reduction by that rule in that state may go to.
-
-    For every ``p`` with a goto on the rule's left side, walk the rule's body
-    from ``p``; where it ends is a state that may reduce by the rule with
-    ``p`` exposed, and ``goto(p, lhs)`` comes next.
-    """
-    exposed: dict[tuple[int, int], set[int]] = {}
-    action_rows, goto_rows = action.tolist(), goto.tolist()
-    for rule, (lhs, rhs) in enumerate(zip(rule_lhs, rule_rhs)):
-        for p in np.flatnonzero(goto[:, lhs] >= 0).tolist():
-            state = p
-            for symbol in rhs:
-                state = action_rows[state][symbol] if symbol >= 0 else goto_rows[state][-1 - symbol]
-                if state < 0:
-                    break
-            else:
-                exposed.setdefault((state, rule), set()).add(goto_rows[p][lhs])
-    return {key: sorted(found) for key, found in exposed.items()}
