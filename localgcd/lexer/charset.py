@@ -189,13 +189,19 @@ def _split_same_length(lo: int, hi: int) -> Iterator[ByteRanges]:
     yield tuple((a[i], b[i]) for i in range(n))
 
 
-def utf8_sequences(chars: CharSet) -> list[ByteRanges]:
+def utf8_sequences(chars: CharSet) -> tuple[ByteRanges, ...]:
     """Byte-range sequences accepting exactly the UTF-8 encodings of ``chars``."""
-    valid = chars - CharSet([SURROGATES])
+    return _utf8_sequences(chars.intervals)
+
+
+@lru_cache(maxsize=4096)
+def _utf8_sequences(intervals: tuple[Interval, ...]) -> tuple[ByteRanges, ...]:
+    """Memoized per character set: patterns repeat classes (``[0-9]``, a string's characters)."""
+    valid = CharSet(intervals) - CharSet([SURROGATES])
     out: list[ByteRanges] = []
     for lo, hi in valid.intervals:
         for llo, lhi in _UTF8_LENGTH_RANGES:
             s, e = max(lo, llo), min(hi, lhi)
             if s <= e:
                 out.extend(_split_same_length(s, e))
-    return out
+    return tuple(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 try:  # Python ≥ 3.11
     import re._constants as sre
@@ -68,16 +69,29 @@ class NFA:
 
     def add_regex(self, pattern: str, terminal: int) -> int:
         """Add ``pattern`` as an alternative accepting ``terminal``; return its start state."""
-        try:
-            parsed = sre_parse.parse(pattern)
-        except re.error as exc:
-            raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
-        flags = parsed.state.flags
-        if flags & sre.SRE_FLAG_LOCALE:
-            raise UnsupportedRegex("locale-dependent flag (?L)")
-        start, end = _Builder(self).sequence(parsed, flags)
-        self.accept[end] = terminal
-        return start
+        edges, eps, start, end = _fragment(pattern)
+        base = len(self.accept)
+        self.edges.extend([[(lo, hi, target + base) for lo, hi, target in out] for out in edges])
+        self.eps.extend([[target + base for target in out] for out in eps])
+        self.accept.extend([-1] * len(edges))
+        self.accept[base + end] = terminal
+        return base + start
+
+
+@lru_cache(maxsize=1024)
+def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
+    """The Thompson NFA of ``pattern`` on its own (edges, ε-edges, start, end), memoized per pattern:
+    grammars of one kind (a JSON Schema's strings and numbers) share most of their terminals."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error as exc:
+        raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
+    flags = parsed.state.flags
+    if flags & sre.SRE_FLAG_LOCALE:
+        raise UnsupportedRegex("locale-dependent flag (?L)")
+    nfa = NFA()
+    start, end = _Builder(nfa).sequence(parsed, flags)
+    return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
 class _Builder:
