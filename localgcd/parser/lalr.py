@@ -14,6 +14,7 @@ the rules and the terminal involved:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,6 +175,6 @@ def _fill(table: np.ndarray, rows: list[dict[int, int]], offset: int) -> None:
     if not sum(sizes):
         return
     states = np.repeat(np.arange(len(rows)), sizes)
-    keys = np.fromiter((k for row in rows for k in row), dtype=np.int64, count=sum(sizes))
-    values = np.fromiter((v for row in rows for v in row.values()), dtype=np.int64, count=sum(sizes))
+    keys = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=sum(sizes))
+    values = np.fromiter(itertools.chain.from_iterable(map(dict.values, rows)), dtype=np.int64, count=sum(sizes))
     table[states, keys - offset] = values

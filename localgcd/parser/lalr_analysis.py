@@ -17,6 +17,7 @@ An item ``item_base[r] + dot`` is rule ``r`` with its dot before position
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -267,12 +268,13 @@ def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: 
         return table
     width = (n_terminals + 7) // 8
     packed = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in follow), dtype=np.uint8)
-    follows = np.unpackbits(packed.reshape(len(follow), width), axis=1, bitorder="little")[:, :n_terminals]
+    packed = packed.reshape(len(follow), width)
     key = state * (int(rule.max()) + 1) + rule
     order = np.argsort(key, kind="stable")
     key = key[order]
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    lookaheads = np.logical_or.reduceat(follows[transition[order]].astype(bool), starts, axis=0)
+    merged = np.bitwise_or.reduceat(packed[transition[order]], starts, axis=0)  # per (q, rule), still packed
+    lookaheads = np.unpackbits(merged, axis=1, bitorder="little")[:, :n_terminals]
     groups, terminals = np.nonzero(lookaheads)
     first = order[starts[groups]]
     for q, r, t in zip(state[first].tolist(), rule[first].tolist(), terminals.tolist()):
@@ -288,15 +290,23 @@ def _walk_rules(automaton: LALRAutomaton, pairs: list[tuple[int, int]], transiti
     arrays (transition, rule, state where the rule completes).
     """
     rules, transitions, n_terminals = automaton.rules, automaton.transitions, automaton.n_terminals
-    n_states = len(transitions)
-    step_to = np.full((n_states, width), -1, dtype=np.int64)
-    transition_at = np.full((n_states, width), -1, dtype=np.int64)
-    for state, edges in enumerate(transitions):
-        if edges:
-            step_to[state, list(edges)] = list(edges.values())
+    # Edges as sorted keys state * width + symbol (a dense [states, symbols] table can be gigabytes).
+    sizes = [len(edges) for edges in transitions]
+    edge_key = np.repeat(np.arange(len(transitions), dtype=np.int64) * width, sizes) + np.fromiter(
+        itertools.chain.from_iterable(transitions), dtype=np.int64, count=sum(sizes))
+    edge_target = np.fromiter(itertools.chain.from_iterable(map(dict.values, transitions)), dtype=np.int64,
+                              count=sum(sizes))
+    order = np.argsort(edge_key, kind="stable")
+    edge_key, edge_target = edge_key[order], edge_target[order]
+    edge_transition = np.full(edge_key.size, -1, dtype=np.int64)
     if pairs:
         states, symbols = np.asarray(pairs, dtype=np.int64).T
-        transition_at[states, symbols] = np.arange(len(pairs))
+        edge_transition[np.searchsorted(edge_key, states * width + symbols)] = np.arange(len(pairs))
+
+    def edge(at: np.ndarray, symbol: np.ndarray) -> np.ndarray:
+        """Index of the edge (at, symbol) in the sorted keys (it exists: LR(0) walks never fail)."""
+        return np.searchsorted(edge_key, at * width + symbol)
+
     lengths = np.asarray([len(rhs) for _, rhs in rules], dtype=np.int64)
     right = np.full((len(rules), max(int(lengths.max()), 1)), -1, dtype=np.int64)
     for index, (_, rhs) in enumerate(rules):
@@ -322,11 +332,11 @@ def _walk_rules(automaton: LALRAutomaton, pairs: list[tuple[int, int]], transiti
         at = current[active]
         check = active[(position >= last[active]) & (step >= n_terminals)]
         if check.size:
-            here = transition_at[current[check], right[walk_rule[check], position]]
+            here = edge_transition[edge(current[check], right[walk_rule[check], position])]
             found = here >= 0
             for target, source in zip(here[found].tolist(), walk_transition[check[found]].tolist()):
                 includes[target].append(source)
-        current[active] = step_to[at, step]
+        current[active] = edge_target[edge(at, step)]
     return walk_transition, walk_rule, current
 
 
