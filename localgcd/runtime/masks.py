@@ -355,7 +355,7 @@ class MaskEngine:
         if split is None:
             outcomes = self.rows.outcomes(q)
             self.checker.grow()  # a lazily built row may have made new outcome ids
-            row = np.append(self.rows.class_row(q), DEAD_STACK)  # extra class slot: "not text"
+            row = self.rows.padded_row(q)  # extra class slot: "not text"
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indentation is not None:
                 emits_newline = self.indentation.emits_newline

@@ -24,6 +24,7 @@ import numpy as np
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.spanner.token_spanner import (
+    FIRST_EMITS,
     BranchRows,
     OutcomeTable,
     Rows,
@@ -144,5 +145,18 @@ class LazyRows(Rows):
         found = self._outcomes.get(q)
         if found is None:
             found = self._outcomes[q] = self.spanner.row_outcomes(q)
+        return found
+
+    def class_emits(self, q: int) -> np.ndarray:
+        """bool [n_classes]: positions whose first byte ends the pending lexeme of ``q``.
+
+        Positions are in byte order, so those sharing a first byte are one run:
+        the row is a repeat over 256 runs, not a gather over every position.
+        """
+        found = self._emits.get(q)
+        if found is None:
+            trie = self.spanner.trie
+            found = self._emits[q] = np.repeat(self.spanner.first_kind[q] == FIRST_EMITS, trie.first_byte_runs)
+            found.flags.writeable = False
         return found
 

@@ -57,6 +57,11 @@ class VocabTrie:
         first.flags.writeable = False
         return first
 
+    @cached_property
+    def first_byte_runs(self) -> np.ndarray:
+        """int64 [256]: how many positions start with each byte (positions are in byte order)."""
+        return np.bincount(self.first_bytes, minlength=256).astype(np.int64)
+
     def token_positions(self, n_tokens: int) -> np.ndarray:
         """int32 [n_tokens]: each text token's position, -1 for the others (read-only; made once per trie)."""
         memo = self.__dict__.setdefault("_token_positions", {})
