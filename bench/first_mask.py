@@ -137,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--limit", type=int, default=20)
+    ap.add_argument("--every", type=int, default=1, help="every K-th schema (a spread-out subset)")
     ap.add_argument("--tree", action="append", help="a checkout whose localgcd to time (repeatable)")
     ap.add_argument("--out", default=None, help="write every timing as JSON here")
     args = ap.parse_args(argv)
     trees = args.tree or [str(Path(__file__).resolve().parents[1])]
-    files = sorted(glob.glob(os.path.join(args.data, "*.json")))[: args.limit]
+    files = sorted(glob.glob(os.path.join(args.data, "*.json")))[:: args.every][: args.limit]
     workers = [Worker(t) for t in trees]
     results: dict[str, list[dict]] = {w.tree: [] for w in workers}
     for n, f in enumerate(files):
