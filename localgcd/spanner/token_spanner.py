@@ -427,9 +427,9 @@ class SuffixOutcomes:
     def _fill(self, flat: np.ndarray) -> None:
         """Compute the unknown entries among ``flat`` and every later start of their tokens, in one walk.
 
-        An entry reads only entries of the same token further on, so all of
-        them are walked at once and resolved from the last start backwards
-        (as :func:`suffix_outcomes` does for the whole trie).
+        An entry reads only the entry where its first emission leaves off (same
+        token, further on), so all of them are walked at once and resolved in
+        rounds, as many as the longest chain of emissions in a token.
         """
         flat = flat[~self._known[flat]]
         if not flat.size:
@@ -441,20 +441,19 @@ class SuffixOutcomes:
         every = np.repeat(flat - firsts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
         every = sorted_unique(every)
         every = every[~self._known[every]]
-        token_start = offsets[np.searchsorted(offsets, every, side="right") - 1]
         emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, every,
                                                         offsets[np.searchsorted(offsets, every, side="right")])
-        values = self._values
+        values, known = self._values, self._known
         quiet = emit_at < 0
         values[every[quiet]] = end_state[quiet]
-        emitting = np.flatnonzero(~quiet)
-        start = every - token_start
-        emitting = emitting[np.argsort(-start[emitting], kind="stable")]
-        bounds = np.flatnonzero(np.diff(start[emitting])) + 1
-        for idx in np.split(emitting, bounds):
-            if idx.size:
-                values[every[idx]] = self.outcomes.cons(emit_term[idx], values[emit_at[idx]])
-        self._known[every] = True
+        known[every[quiet]] = True
+        pending = np.flatnonzero(~quiet)
+        while pending.size:  # in rounds: an entry is ready once the entry after its emission is known
+            ready = known[emit_at[pending]]
+            done = pending[ready]
+            values[every[done]] = self.outcomes.cons(emit_term[done], values[emit_at[done]])
+            known[every[done]] = True
+            pending = pending[~ready]
 
 
 def first_kinds(lexer: LexingTransducer) -> np.ndarray:
