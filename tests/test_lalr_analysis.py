@@ -20,8 +20,7 @@ from lark.parsers.lalr_analysis import LALR_Analyzer
 from localgcd.errors import GrammarError
 from localgcd.grammar.formats import to_lark
 from localgcd.grammar.lark_frontend import Grammar, load_lark_grammar
-from localgcd.parser.lalr import _Symbols
-from localgcd.parser.lalr_analysis import analyze
+from localgcd.parser.lalr import analyze_grammar
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
@@ -67,13 +66,9 @@ def lark_automaton(grammar: Grammar):
 
 
 def localgcd_automaton(grammar: Grammar):
-    symbols = _Symbols(grammar.parser_terminals,
-                       {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
+    automaton, symbols = analyze_grammar(grammar)
     names = {column: name for name, column in symbols.columns.items()} | {symbols.end: "$END"}
     names |= {symbols.end + 1 + i: name for name, i in symbols.nonterminals.items()}
-    encoded = [(symbols.id(r.origin.name, False), tuple(symbols.id(s.name, s.is_term) for s in r.expansion))
-               for r in grammar.rules]
-    automaton = analyze(encoded, symbols.end + 1, symbols.id(grammar.start, False))
     table = {}
     for state, edges in enumerate(automaton.transitions):
         moves = {names[symbol]: ("shift", target) for symbol, target in edges.items()}

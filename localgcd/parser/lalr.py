@@ -44,8 +44,8 @@ class Conflict:
 
 
 @dataclass(frozen=True)
-class _Symbols:
-    """The grammar's symbols as the analysis numbers them: terminal columns, ``$END``, nonterminals."""
+class GrammarSymbols:
+    """The grammar's symbols as the analysis numbers them: terminal columns, ``$END``, then nonterminals."""
 
     columns: dict[str, int]  # terminal name → column (the parser's terminal index)
     nonterminals: dict[str, int]  # nonterminal name → its goto column
@@ -60,8 +60,15 @@ class _Symbols:
 
 def build_parse_tables(grammar: Grammar, strict: bool = False) -> tuple[ParseTables, tuple[Conflict, ...]]:
     """LALR(1) tables for ``grammar`` and the conflicts resolved on the way."""
-    symbols = _Symbols(grammar.parser_terminals,
-                       {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
+    automaton, symbols = analyze_grammar(grammar)
+    actions, conflicts = _resolve(automaton, grammar, symbols, strict)
+    return _tables(automaton, actions, grammar, symbols), conflicts
+
+
+def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
+    """The LALR(1) automaton of ``grammar``'s rules, and how its symbols are numbered."""
+    symbols = GrammarSymbols(grammar.parser_terminals,
+                             {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
     if grammar.start not in symbols.nonterminals:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined", grammar.source)
     encoded = []
@@ -73,12 +80,10 @@ def build_parse_tables(grammar: Grammar, strict: bool = False) -> tuple[ParseTab
     if len(set(encoded)) != len(encoded):
         twice = next(grammar.describe_rule(r) for r, e in zip(grammar.rules, encoded) if encoded.count(e) > 1)
         raise grammar.error(f"rule defined twice: {twice}", twice.split(":")[0])
-    automaton = analyze(encoded, symbols.end + 1, symbols.id(grammar.start, False))
-    actions, conflicts = _resolve(automaton, grammar, symbols, strict)
-    return _tables(automaton, actions, grammar, symbols), conflicts
+    return analyze(encoded, symbols.end + 1, symbols.id(grammar.start, False)), symbols
 
 
-def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: _Symbols, strict: bool):
+def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols, strict: bool):
     """Per state, terminal → action (lark's rules: shift wins, else the higher priority)."""
     terminal_names = {column: name for name, column in symbols.columns.items()}
     priority = [r.options.priority or 0 for r in grammar.rules]
@@ -146,7 +151,7 @@ def _conflict(grammar: Grammar, kind: str, terminal: str, rules, described, reso
 
 
 def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Grammar,
-            symbols: _Symbols) -> ParseTables:
+            symbols: GrammarSymbols) -> ParseTables:
     n_states = len(automaton.transitions)
     n_terms = symbols.end
     action = np.full((n_states, n_terms + 1), NO_ACTION, dtype=np.int32)
