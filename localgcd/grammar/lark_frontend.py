@@ -9,6 +9,7 @@ file, line and column of the rule or terminal at fault, in the user's words.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -16,8 +17,9 @@ from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule
-from lark.lexer import PatternStr, TerminalDef
+from lark.lexer import PatternRE, PatternStr, TerminalDef
 from lark.load_grammar import load_grammar
+from lark.utils import get_regexp_width
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
@@ -155,7 +157,7 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics"."""
     ranked = sorted(
         defs,
-        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -t.pattern.max_width,
+        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -_max_width(t.pattern),
                        -len(t.pattern.value), t.name),
     )
     ignored = set(ignore)
@@ -168,6 +170,16 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
                             line=line, column=column))
     return out
+
+
+def _max_width(pattern: PatternStr | PatternRE) -> int:
+    """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars."""
+    return len(pattern.value) if isinstance(pattern, PatternStr) else _regex_max_width(pattern.to_regexp())
+
+
+@functools.lru_cache(maxsize=4096)
+def _regex_max_width(regex: str) -> int:
+    return int(get_regexp_width(regex)[1])
 
 
 _NEWLINE_NAMES = ("_NEWLINE", "_NL", "NEWLINE", "NL", "_EOL", "EOL")
