@@ -269,3 +269,19 @@ def test_unknown_keywords_next_to_enum_are_annotations():
 def test_unknown_keywords_in_allof_are_annotations():
     test_cases("allof_x", {"allOf": [{"type": "string", "x-doc": "a"}, {"x-doc": "b", "minLength": 1}]},
                ["a", "ab"], ["", 1])
+
+
+# ------------------------------------------------------------------ integer ranges: regex linear in the digits
+def test_wide_integer_range_regex_is_small_and_exact():
+    """A range over 64-bit bounds is O(digits) alternatives (was exponential: 27 MB of regex)."""
+    import re
+
+    from localgcd.grammar.json_schema import int_range
+
+    lo, hi = 2147483648, 9223372036854775807
+    rx = int_range(lo, hi)
+    assert len(rx) < 2000
+    for x in (lo - 1, lo, lo + 1, 10 ** 12, hi - 1, hi, hi + 1, 0, -lo):
+        assert bool(re.fullmatch(rx, str(x))) == (lo <= x <= hi), x
+    schema = {"type": "integer", "minimum": -lo, "maximum": hi}
+    test_cases("wide_int", schema, [-lo, 0, hi, 123456789012], [-lo - 1, hi + 1, 1.5])

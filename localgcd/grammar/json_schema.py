@@ -336,22 +336,28 @@ FORMATS = {
 # integer and decimal ranges as regular languages
 # --------------------------------------------------------------------------
 
+def _digit_block(a: int, b: int, n: int) -> str:
+    """A first digit in [a, b] followed by any ``n`` digits."""
+    return (f"[{a}-{b}]" if a != b else str(a)) + (f"[0-9]{{{n}}}" if n else "")
+
+
 def _digits_range(lo: str, hi: str) -> list[str]:
-    """Regexes for equal-length digit strings between lo and hi inclusive."""
+    """Regexes for equal-length digit strings between lo and hi inclusive (O(digits) of them:
+    a full block of trailing digits is one class, never split)."""
     if lo == hi:
         return [lo]
-    if len(lo) == 1:
-        return [f"[{lo}-{hi}]"]
+    n = len(lo) - 1
     if lo[0] == hi[0]:
         return [lo[0] + r for r in _digits_range(lo[1:], hi[1:])]
-    n = len(lo) - 1
-    out = []
-    out += [lo[0] + r for r in _digits_range(lo[1:], "9" * n)]
-    if int(hi[0]) - int(lo[0]) > 1:
-        a, b = int(lo[0]) + 1, int(hi[0]) - 1
-        out.append((f"[{a}-{b}]" if a != b else str(a)) + f"[0-9]{{{n}}}")
-    out += [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
-    return out
+    a, b = int(lo[0]), int(hi[0])
+    head, tail = [], []
+    if lo[1:] != "0" * n:
+        head = [lo[0] + r for r in _digits_range(lo[1:], "9" * n)]
+        a += 1
+    if hi[1:] != "9" * n:
+        tail = [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
+        b -= 1
+    return head + ([_digit_block(a, b, n)] if a <= b else []) + tail
 
 
 def nat_range(lo: int, hi: int | None) -> str:
