@@ -285,3 +285,24 @@ def test_wide_integer_range_regex_is_small_and_exact():
         assert bool(re.fullmatch(rx, str(x))) == (lo <= x <= hi), x
     schema = {"type": "integer", "minimum": -lo, "maximum": hi}
     test_cases("wide_int", schema, [-lo, 0, hi, 123456789012], [-lo - 1, hi + 1, 1.5])
+
+
+# ------------------------------------------------------------------ string terminals named once per set
+def test_string_positions_share_one_rule_per_terminal_set():
+    """Every string position (values, additional keys) accepts every literal terminal; positions name
+    one shared rule per set instead of repeating the literals (a literal appears in few rules)."""
+    kinds = [f"k{i}" for i in range(8)]
+    schema = {"type": "object", "properties": {
+        "kind": {"enum": kinds},
+        "meta": {"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+        "tags": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "note": {"type": "string"}, "alias": {"type": ["string", "null"]}}}
+    t, _g = compiled(json.dumps(schema))
+    import re
+
+    # a literal: its definition, the enum's set, every string, the keys but "name", the root keys
+    assert max(len(re.findall(rf"\bS{i}\b", t.lark)) for i in range(8)) <= 5
+    test_cases("shared_strings", schema,
+               [{"kind": "k1", "meta": {"k3": "y", "name": "x", "kind": "z"}, "tags": {"k1": 1, "meta": 2}},
+                {"note": "k2", "alias": "k7", "meta": {"name": "k1"}}, {"alias": None, "tags": {}}],
+               [{"meta": {"name": 1}}, {"meta": {"k1": 1}}, {"tags": {"k2": "s"}}, {"kind": "k9"}, {"alias": 1}])

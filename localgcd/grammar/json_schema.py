@@ -479,6 +479,7 @@ class _Ctx:
         self.rules: dict[str, list[str]] = {}
         self.memo: dict = {}
         self.positions: dict[str, _Pos] = {}
+        self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.n = 0
 
     def name(self, prefix):
@@ -882,6 +883,7 @@ class _Translator:
             # one object rule for the union: subset construction over the member symbols,
             # so equal members are one reduction (no reduce/reduce conflict between branches)
             merged = self.union_dfa([self.obj_dfas[o] for o in objs], ptr)
+            ctx.inline_members.update(sym for out in merged["edges"].values() for sym in out)
             name = self.sequence("LBRACE", "RBRACE", merged)
             self.obj_dfas[name] = merged
             others = [o for o in others if o not in objs] + [name]
@@ -1807,6 +1809,10 @@ class _Resolver:
             if not ctx.rules[rule]:
                 ctx.rules[rule] = ["NOTHING"]
 
+    def string_terms(self) -> set[str]:
+        """The names of the string terminals (literals, length classes, patterns)."""
+        return set(self.lit_name.values()) | {name for _lo, _hi, name in self.len_atoms} | set(self.pat_name.values())
+
     def _depth(self, b, stack):
         """Longest chain of patterns containing ``b``: inner patterns must win ties."""
         outer = [c for c, ins in self.inside.items() if b in ins and c not in stack and c != b]
@@ -1904,6 +1910,47 @@ class _Resolver:
         return res
 
 
+STRING_GROUP_MIN = 4  # a position with at least this many string terminals names them through shared rules
+
+
+def _share_string_terminals(ctx, string_terms):
+    """Each position names its string terminals through shared rules (a schema with many literals
+    would otherwise repeat all of them at every string position and every additional-member key:
+    50 000 alternatives, minutes of LALR construction); see _string_sets.  A member rule names its
+    key's rule, except members of merged anyOf objects (``ctx.inline_members``): there two
+    branches' keys may share a terminal in one parser state, and one-terminal reductions of two
+    key rules would conflict, so their key terminals are inlined."""
+    sets = {}
+    for name in ctx.positions:
+        strs = tuple(a for a in ctx.rules[name] if a in string_terms)
+        if len(strs) >= STRING_GROUP_MIN:
+            sets[name] = strs
+    covers = _string_sets(ctx, set(sets.values()))
+    keys = {}
+    for name, strs in sets.items():
+        keys[name] = (covers[strs], ctx.rules[name])
+        ctx.rules[name] = [a for a in ctx.rules[name] if a not in string_terms] + [covers[strs]]
+    for name, alts in list(ctx.rules.items()):
+        out = []
+        for a in alts:
+            m = re.match(r"@(\w+)@ (.*)", a)
+            if not m:
+                out.append(a)
+            elif m.group(1) in keys and name not in ctx.inline_members:
+                out.append(f"{keys[m.group(1)][0]} {m.group(2)}")
+            else:
+                terms = keys[m.group(1)][1] if m.group(1) in keys else ctx.rules[m.group(1)]
+                out += [f"{k} {m.group(2)}" for k in terms]
+        ctx.rules[name] = out
+
+
+def _string_sets(ctx, sets) -> dict:
+    """One flat rule per set of string terminals (flat: a rule's LALR closure then holds one
+    nonterminal; shared sub-rules multiply the nonterminals every closure holds, which lark's
+    lookback computation pays for quadratically).  Returns {set: rule name}."""
+    return {strs: ctx.add_rule(ctx.name("strs"), list(strs)) for strs in sorted(sets)}
+
+
 # --------------------------------------------------------------------------
 # front door
 # --------------------------------------------------------------------------
@@ -1944,17 +1991,9 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
         root = tr.value(schema, "")
     except RecursionError:
         raise GrammarError(f"{source}: schema nesting too deep") from None
-    _Resolver(ctx).run()
-    # drop rules that can produce nothing (e.g. positions with no terminal)
-    for name, alts in ctx.rules.items():
-        new_alts = []
-        for a in alts:
-            m = re.match(r"@(\w+)@ (.*)", a)
-            if m:
-                new_alts += [f"{k} {m.group(2)}" for k in ctx.rules[m.group(1)]]
-            else:
-                new_alts.append(a)
-        ctx.rules[name] = new_alts
+    resolver = _Resolver(ctx)
+    resolver.run()
+    _share_string_terminals(ctx, resolver.string_terms())
     lines = [f"start: {root}"]
     terms = dict(_Resolver_terms(ctx))
     for name, alts in ctx.rules.items():
