@@ -45,7 +45,8 @@ CASES = [
      [{"p0": 1}, {"p3": 1}, {"p0": 1, "p3": 2, "x": 1}, {"p0": "a", "p3": 1}, {"p0": 1, "p3": 2, "p9": "s"}]),
     ("any_order_many_required", MANY_REQUIRED,
      [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)},
-      {"p9": 0, **{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)}, "p8": 1}],
+      {f"p{ANY_ORDER_REQUIRED + 2}": 0, **{f"p{i}": i for i in range(ANY_ORDER_REQUIRED + 1)},
+       f"p{ANY_ORDER_REQUIRED + 1}": 1}],
      [{f"p{i}": i for i in range(ANY_ORDER_REQUIRED)}, {"p0": 1}]),
     # character classes holding ASCII punctuation, negated classes, inside arrays and objects
     ("class_punctuation", {"type": "array", "items": {"type": "string", "pattern": "^[\\]^/a-]+$"}},
@@ -306,3 +307,17 @@ def test_string_positions_share_one_rule_per_terminal_set():
                [{"kind": "k1", "meta": {"k3": "y", "name": "x", "kind": "z"}, "tags": {"k1": 1, "meta": 2}},
                 {"note": "k2", "alias": "k7", "meta": {"name": "k1"}}, {"alias": None, "tags": {}}],
                [{"meta": {"name": 1}}, {"meta": {"k1": 1}}, {"tags": {"k2": "s"}}, {"kind": "k9"}, {"alias": 1}])
+
+
+def test_any_order_required_at_the_limit_is_exact():
+    """ANY_ORDER_REQUIRED required properties (and optional ones beside them) in any order, each
+    required one exactly once; an additional member anywhere."""
+    n = ANY_ORDER_REQUIRED
+    schema = dict(_props(n + 3, required=range(n)), additionalProperties={"type": "string"})
+    full = {f"p{i}": i for i in range(n)}
+    test_cases("required_limit", schema,
+               [dict(reversed(list(full.items()))), {"x": "s", **full, f"p{n + 1}": 0, f"p{n}": 2},
+                {f"p{n - 1}": 1, **full, "y": "t"}],
+               [{k: v for k, v in full.items() if k != "p3"}, {**full, "x": 1}, {**full, "p0": "a"}])
+    _t, g = compiled(json.dumps(schema))
+    assert not accepts(g, json.dumps(full)[:-1] + ', "p0": 0}')  # a required one twice

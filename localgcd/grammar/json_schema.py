@@ -24,11 +24,12 @@ Language (what the grammar accepts), precisely:
   while an object declares at most 5 properties; beyond that it tracks only
   the required ones (each exactly once) and an optional declared property may
   repeat (every occurrence's value is checked, so the parsed object is valid
-  whichever duplicate a JSON parser keeps); beyond 6 required properties
+  whichever duplicate a JSON parser keeps); beyond 9 required properties
   ``"any"`` is an error (with ``lenient=True``: a warning, and the required
   ones keep their schema order among themselves).
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
-  tracked property doubles the member automaton: 8 cost 20 s of compile.)
+  tracked property doubles the member automaton: 9 cost about 5 s of compile,
+  10 about 15 s.)
 * **Duplicate member names** are never produced for declared properties in
   ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
   may share a name (each value is checked).
@@ -76,7 +77,7 @@ VALIDATION_KEYWORDS = frozenset({
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
 ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
-ANY_ORDER_REQUIRED = 6  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
+ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
@@ -1213,30 +1214,34 @@ class _Translator:
         alts = []
         if dfa["start"] in dfa["accept"]:
             alts.append(f"{open_} {close}")
+        reached = {t for q in order for t in edges.get(q, {}).values() if t in live}
         for q in order:
-            for sym, t in edges.get(q, {}).items():
-                if t not in live:
-                    continue
+            for t, sym in self.edge_symbols(edges.get(q, {}), live):
                 if q == dfa["start"]:
                     ctx.rules[nt(t)].append(f"{open_} {sym}")
-                if q in state_name or q != dfa["start"]:
-                    pass
-        # transitions from non-initial prefix states: L_t -> L_q COMMA sym (for q reached by >= 1 element)
-        reached = {}
-        for q in order:
-            for sym, t in edges.get(q, {}).items():
-                if t in live:
-                    reached.setdefault(t, True)
-        for q in order:
-            if q not in reached:
-                continue
-            for sym, t in edges.get(q, {}).items():
-                if t in live:
+                if q in reached:  # L_t -> L_q COMMA sym, for q reached by >= 1 element
                     ctx.rules[nt(t)].append(f"{nt(q)} COMMA {sym}")
-        for q in reached:
-            if q in dfa["accept"]:
+        for q in order:
+            if q in reached and q in dfa["accept"]:
                 alts.append(f"{nt(q)} {close}")
         return ctx.add_rule(name, alts)
+
+    def edge_symbols(self, out, live):
+        """(target, symbol) per live target of one state; the element symbols leading to one target
+        are one rule shared by every state with that set (objects with many optional properties
+        repeat them at every state of the member automaton: 2^k states for k tracked)."""
+        by_target: dict = {}
+        for sym, t in out.items():
+            if t in live:
+                by_target.setdefault(t, []).append(sym)
+        for t, syms in by_target.items():
+            if len(syms) == 1:
+                yield t, syms[0]
+                continue
+            key = ("elements", tuple(sorted(syms)))
+            if key not in self.ctx.memo:
+                self.ctx.memo[key] = self.ctx.add_rule(self.ctx.name("el"), sorted(syms))
+            yield t, self.ctx.memo[key]
 
     # ---- objects -----------------------------------------------------------
     def object(self, s, ptr, presence=()) -> str:
