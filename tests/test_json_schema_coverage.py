@@ -236,6 +236,12 @@ def test_required_undeclared_name_with_no_room_is_unsatisfiable():
 
 # ------------------------------------------------------------------ anyOf/oneOf branches: the same rules
 BRANCH_CASES = [
+    # a branch that is only an allOf, or a $ref with siblings, keeps all its constraints
+    ("branch_lone_allof", {"anyOf": [{"allOf": [{"type": "integer"}, {"minimum": 3}]}, {"type": "string"}]},
+     [3, "s"], [2, None, {}]),
+    ("branch_ref_sibling", {"$defs": {"i": {"type": "integer"}}, "anyOf": [{"$ref": "#/$defs/i", "maximum": 5},
+                                                                          {"type": "null"}]},
+     [5, None], [6, "s"]),
     ("branch_not_required", {"anyOf": [{"type": "object", "not": {"required": ["a"]}}, {"type": "string"}]},
      [{"b": 1}, {}, "s"], [{"a": 1}, 3]),
     ("branch_dependent_required", {"anyOf": [{"type": "object", "dependentRequired": {"a": ["b"]}},
@@ -321,3 +327,38 @@ def test_any_order_required_at_the_limit_is_exact():
                [{k: v for k, v in full.items() if k != "p3"}, {**full, "x": 1}, {**full, "p0": "a"}])
     _t, g = compiled(json.dumps(schema))
     assert not accepts(g, json.dumps(full)[:-1] + ', "p0": 0}')  # a required one twice
+
+
+# ------------------------------------------------------------------ oneOf: disjoint branches are anyOf
+_COMMON = {"type": "object", "required": ["id"], "not": {"required": ["result", "error"]},
+           "properties": {"id": {"type": "integer"}}}
+ONEOF_CASES = [
+    ("oneof_patterns", {"oneOf": [{"type": "string", "pattern": "^https?://"}, {"type": "string", "pattern": "^git://"}]},
+     ["http://x", "https://y", "git://z"], ["ftp://a", "gits://", 3]),
+    ("oneof_presence", {"oneOf": [{"allOf": [_COMMON, {"required": ["result"]}]},
+                                  {"allOf": [_COMMON, {"required": ["error"], "properties": {"error": {"type": "object"}}}]}]},
+     [{"id": 1, "result": 5}, {"error": {}, "id": 2}], [{"id": 1}, {"id": 1, "result": 1, "error": {}}, {"id": 1, "error": 3}, "s"]),
+    ("oneof_ranges", {"oneOf": [{"type": "integer", "maximum": 0}, {"type": "integer", "exclusiveMinimum": 0}]},
+     [-1, 0, 1], [0.5, "1"]),
+    ("oneof_enum_vs_pattern", {"oneOf": [{"enum": ["a", "b"]}, {"type": "string", "pattern": "^c"}]},
+     ["a", "c1"], ["d", "ca" * 0 + "x"]),
+    ("oneof_required_values_objects", {"type": "object", "oneOf": [
+        {"required": ["k"], "properties": {"k": {"const": 1}}}, {"required": ["k"], "properties": {"k": {"const": 2}}}]},
+     [{"k": 1}, {"k": 2, "x": 0}], [{"k": 3}, {}, "x"]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", ONEOF_CASES, ids=[c[0] for c in ONEOF_CASES])
+def test_oneof_with_disjoint_branches(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize("schema", [
+    # without a type, "x" passes both branches (required holds of a non-object): oneOf rejects it
+    {"oneOf": [{"required": ["k"], "properties": {"k": {"const": 1}}}, {"required": ["k"], "properties": {"k": {"const": 2}}}]},
+    {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]},
+    {"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]}]},
+])
+def test_oneof_with_overlapping_branches_is_an_error(schema):
+    with pytest.raises(GrammarError, match="oneOf"):
+        schema_to_lark(schema, property_order="any")

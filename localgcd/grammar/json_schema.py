@@ -851,11 +851,9 @@ class _Translator:
             branches = [b + [(x, _ptr_join(ptr, kw, i))] for b in branches for i, x in enumerate(lst)]
         scal = _Pos()
         others = []
-        sigs = []
         for combo in branches:
             sub = [(rest, ptr)] + combo if rest else combo
-            merged = _merge_all(ctx, sub, ptr) if len(sub) > 1 or not isinstance(sub[0][0], dict) \
-                else _deref(ctx, sub[0][0], sub[0][1])
+            merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
             if merged is False:
                 continue
             if merged is True or merged == {}:
@@ -872,9 +870,8 @@ class _Translator:
                 continue
             for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
                 others.append(alt)
-            sigs.append(merged)
         if "oneOf" in s:
-            self.check_oneof(s["oneOf"], ptr)
+            self.check_oneof(s, ptr)
         alts = []
         if scal.strs or scal.str_lits or scal.nums or scal.num_lits or scal.words:
             alts.append(ctx.scalar(scal))
@@ -915,31 +912,20 @@ class _Translator:
                     todo.append(T)
         return {"start": start, "accept": accept, "edges": edges}
 
-    def check_oneof(self, branches, ptr):
-        """oneOf = anyOf when the branches are pairwise disjoint; checked by type and const/enum/required."""
+    def check_oneof(self, s, ptr):
+        """oneOf = anyOf when the branches, each conjoined with the keywords beside the oneOf, are
+        pairwise disjoint (see _Disjointness)."""
         ctx = self.ctx
-        infos = []
-        for i, b in enumerate(branches):
-            b = _deref(ctx, b, ptr) if isinstance(b, dict) else b
-            if not isinstance(b, dict):
-                infos.append((None, None))
-                continue
-            t = b.get("type")
-            types = None if t is None else ({t} if isinstance(t, str) else set(t))
-            if types and "number" in types:
-                types = types | {"integer"}
-            infos.append((types, b))
-        for i in range(len(infos)):
-            for j in range(i + 1, len(infos)):
-                ti, bi = infos[i]
-                tj, bj = infos[j]
-                if ti is not None and tj is not None and not (ti & tj):
-                    continue
-                if bi is not None and bj is not None and _disjoint_by_value(bi, bj):
-                    continue
-                ctx.unsupported(_ptr_join(ptr, "oneOf"), "oneOf",
-                                f"with branches {i} and {j} that may overlap (treated as anyOf)")
-                return
+        rest = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
+        branches = [_merge_all(ctx, [(rest, ptr), (b, _ptr_join(ptr, "oneOf", i))], ptr)
+                    for i, b in enumerate(s["oneOf"])]
+        test = _Disjointness(ctx)
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                if not test.disjoint(branches[i], branches[j]):
+                    ctx.unsupported(_ptr_join(ptr, "oneOf"), "oneOf",
+                                    f"with branches {i} and {j} that may overlap (treated as anyOf)")
+                    return
 
     # ---- typed schemas -------------------------------------------------
     def typed(self, s, ptr, scal_into: _Pos | None = None, whole=None, presence=()) -> list[str]:
@@ -1523,24 +1509,173 @@ def _type_of(v):
     return "object"
 
 
-def _disjoint_by_value(a: dict, b: dict) -> bool:
-    """Cheap sufficient test that two schemas share no instance."""
-    va = [a["const"]] if "const" in a else a.get("enum")
-    vb = [b["const"]] if "const" in b else b.get("enum")
-    if va is not None and vb is not None and isinstance(va, list) and isinstance(vb, list):
-        return not any(_json_eq(x, y) for x in va for y in vb)
-    pa, pb = a.get("properties") or {}, b.get("properties") or {}
-    for name in set(pa) & set(pb):
-        if name in (a.get("required") or []) and name in (b.get("required") or []):
-            x, y = pa[name], pb[name]
-            if isinstance(x, dict) and isinstance(y, dict) and _disjoint_by_value(x, y):
+class _Disjointness:
+    """A sufficient test that two schemas share no instance: by type, by enum/const values (each
+    checked exactly against the other schema), by string patterns (their automata do not
+    intersect), by integer/number ranges, and for objects by presence (no set of property names
+    satisfies both schemas' required / presence formulas / closed property lists) or by a
+    property both require whose values are disjoint."""
+
+    MAX_NAMES = 12  # presence: at most 2^12 sets of names enumerated
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def resolve(self, s):
+        """A schema as one dict (references followed, allOf merged), or True / False."""
+        if isinstance(s, dict):
+            s = _deref(self.ctx, s, "")
+        if isinstance(s, dict) and "allOf" in s:
+            s = _merge_all(self.ctx, [({k: v for k, v in s.items() if k != "allOf"}, "")]
+                           + [(x, "") for x in s["allOf"]], "")
+        if s == {}:
+            return True
+        return s if isinstance(s, (dict, bool)) else True
+
+    def disjoint(self, a, b) -> bool:
+        a, b = self.resolve(a), self.resolve(b)
+        if a is False or b is False:
+            return True
+        if a is True or b is True:
+            return False
+        common = _types_of(a) & _types_of(b)
+        if not common:
+            return True
+        if self.by_values(a, b) or self.by_values(b, a):
+            return True
+        return all(self.disjoint_as(t, a, b) for t in common)
+
+    def by_values(self, a, b) -> bool:
+        """Every value of ``a``'s enum/const is invalid for ``b`` (checked exactly)."""
+        values = [a["const"]] if "const" in a else a.get("enum")
+        if not isinstance(values, list):
+            return False
+        try:
+            return not any(validates(v, b, lambda ref: _resolve_ref(self.ctx, ref, "")[0], self.matches)
+                           for v in values)
+        except (UnknownKeyword, RecursionError):
+            return False
+
+    @staticmethod
+    def matches(kind, arg, text):
+        if kind == "format":
+            return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
+        try:
+            return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
+        except _Unsupported:
+            raise UnknownKeyword("pattern") from None
+
+    def disjoint_as(self, t, a, b) -> bool:
+        """No instance of type ``t`` is valid for both."""
+        if t == "object":
+            return self.objects_disjoint(a, b)
+        if not all(f(None) for _n, f in self.presence(a)) or not all(f(None) for _n, f in self.presence(b)):
+            return True  # a presence formula that no non-object passes
+        if t == "string":
+            return _lengths_disjoint(a, b) or self.patterns_disjoint(a, b)
+        if t in ("integer", "number"):
+            return _ranges_disjoint(a, b)
+        return False
+
+    def presence(self, s):
+        """The presence formulas of ``s``: its required names and presence-only keywords."""
+        _rest, formulas = _take_presence(self.ctx, s, "")
+        req = s.get("required")
+        if isinstance(req, list) and req:
+            formulas.append((frozenset(req), lambda p, r=frozenset(req): p is None or r <= p))
+        return formulas
+
+    def objects_disjoint(self, a, b) -> bool:
+        pa, pb = a.get("properties") or {}, b.get("properties") or {}
+        both = set(a.get("required") or []) & set(b.get("required") or [])
+        if any(self.disjoint(pa[n], pb[n]) for n in both if n in pa and n in pb):
+            return True
+        if any(not _may_have(b, n) for n in a.get("required") or []) or \
+                any(not _may_have(a, n) for n in b.get("required") or []):
+            return True
+        fa, fb = self.presence(a), self.presence(b)
+        names = sorted(frozenset().union(*(n for n, _f in fa + fb)))
+        if len(names) > self.MAX_NAMES:
+            return False
+        allowed = [n for n in names if _may_have(a, n) and _may_have(b, n)]
+        for k in range(1 << len(allowed)):
+            present = frozenset(n for i, n in enumerate(allowed) if k >> i & 1)
+            if all(f(present) for _n, f in fa + fb):
+                return False
+        return True
+
+    def patterns_disjoint(self, a, b) -> bool:
+        pa, pb = _string_pattern(a), _string_pattern(b)
+        if pa is None or pb is None:
+            return False
+        try:
+            inter, _ = _relation(_byte_dfa('"' + pa + '"'), _byte_dfa('"' + pb + '"'))
+        except ValueError:  # a regex the lexer refuses
+            return False
+        return not inter
+
+
+def _types_of(s: dict) -> set:
+    """The instance types ``s`` admits by its type / enum / const (``integer`` inside ``number``)."""
+    t = s.get("type")
+    types = set(_TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
+    if "number" in types:
+        types.add("integer")
+    if "const" in s or isinstance(s.get("enum"), list):
+        values = [s["const"]] if "const" in s else s["enum"]
+        kinds = {_type_of(v) for v in values}
+        kinds |= {"integer" for v in values if isinstance(v, float) and v.is_integer()}
+        kinds |= {"number" for v in values if _type_of(v) == "integer"}
+        types &= kinds
+    if s.get("nullable") is True:
+        types.add("null")
+    return types
+
+
+def _may_have(s: dict, name: str) -> bool:
+    """Can an instance of ``s`` have the member ``name`` (closed objects: only declared names)?"""
+    if s.get("additionalProperties") is not False or name in (s.get("properties") or {}):
+        return True
+    return any(re.search(p, name) for p in s.get("patternProperties") or {})
+
+
+def _string_pattern(s: dict) -> str | None:
+    """The one pattern (or known format) of a string schema, as a canonical-body regex."""
+    pats = [p for p in (s.get("pattern"), FORMATS.get(s.get("format"))) if isinstance(p, str)]
+    if len(pats) != 1:
+        return None
+    if "pattern" in s:
+        try:
+            return pattern_body(s["pattern"])
+        except _Unsupported:
+            return None
+    return pats[0]
+
+
+def _lengths_disjoint(a: dict, b: dict) -> bool:
+    """minLength of one above maxLength of the other."""
+    def get(s, k):
+        return s[k] if _is_num(s.get(k)) else None
+
+    return any(lo is not None and hi is not None and lo > hi
+               for lo in (get(a, "minLength"), get(b, "minLength"))
+               for hi in (get(a, "maxLength"), get(b, "maxLength")))
+
+
+def _ranges_disjoint(a: dict, b: dict) -> bool:
+    """The numeric bounds of ``a`` and ``b`` leave no common value."""
+    def bounds(s):
+        lo = [(s["minimum"], s.get("exclusiveMinimum") is True)] if _is_num(s.get("minimum")) else []
+        hi = [(s["maximum"], s.get("exclusiveMaximum") is True)] if _is_num(s.get("maximum")) else []
+        lo += [(s["exclusiveMinimum"], True)] if _is_num(s.get("exclusiveMinimum")) else []
+        hi += [(s["exclusiveMaximum"], True)] if _is_num(s.get("exclusiveMaximum")) else []
+        return lo, hi
+
+    (la, ha), (lb, hb) = bounds(a), bounds(b)
+    for lo, lo_open in la + lb:
+        for hi, hi_open in ha + hb:
+            if lo > hi or (lo == hi and (lo_open or hi_open)):
                 return True
-    for name in set(a.get("required") or []):
-        if b.get("additionalProperties") is False and name not in pb:
-            return True
-    for name in set(b.get("required") or []):
-        if a.get("additionalProperties") is False and name not in pa:
-            return True
     return False
 
 
