@@ -362,3 +362,39 @@ def test_oneof_with_disjoint_branches(name, schema, valid, invalid):
 def test_oneof_with_overlapping_branches_is_an_error(schema):
     with pytest.raises(GrammarError, match="oneOf"):
         schema_to_lark(schema, property_order="any")
+
+
+# ------------------------------------------------------------------ numbers: non-integer bounds
+DECIMAL_CASES = [
+    ("number_min_half", {"type": "number", "minimum": 0.5}, [0.5, 0.51, 1, 2.0, 1e3], [0.49, 0, -1, 0.4999, -0.5]),
+    ("number_open_range", {"type": "number", "exclusiveMinimum": -0.25, "exclusiveMaximum": 2.5},
+     [-0.2, 0, 0.0, 2, 2.49, -0.249], [-0.25, 2.5, 3, -1, 2.51]),
+    ("number_decimal_bounds_in_object", {"type": "object", "properties": {
+        "cpus": {"type": "number", "minimum": 0.2}, "share": {"type": "number", "maximum": 0.05, "minimum": 0.01}}},
+     [{"cpus": 0.2, "share": 0.05}, {"cpus": 4, "share": 0.01}, {"share": 0.025}], [{"cpus": 0.1}, {"share": 0.051},
+                                                                                  {"share": 0.009}, {"share": 0}]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", DECIMAL_CASES, ids=[c[0] for c in DECIMAL_CASES])
+def test_number_bounds_that_are_not_integers(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+
+
+def test_decimal_interval_regexes_are_exact():
+    """Plain decimals between two decimal cuts, and equal to one (any trailing zeros)."""
+    import re
+    from decimal import Decimal
+
+    from localgcd.grammar.json_schema import dec_open, dec_point
+
+    cuts = [Decimal(x) for x in ("-12.5", "-0.25", "0", "0.05", "0.5", "0.5501", "1", "9.99", "10.01")]
+    texts = [f"{s}{i}.{f}" for s in ("", "-") for i in ("0", "1", "9", "10", "12")
+             for f in ("0", "00", "01", "049", "05", "0500", "0501", "25", "5", "55", "5501", "55011", "99", "999")]
+    for a, b in [(None, cuts[0])] + list(zip(cuts, cuts[1:])) + [(cuts[-1], None), (cuts[1], cuts[6])]:
+        rx = re.compile(dec_open(a, b))
+        for t in texts:
+            assert bool(rx.fullmatch(t)) == ((a is None or Decimal(t) > a) and (b is None or Decimal(t) < b)), (a, b, t)
+    for c in cuts:
+        rx = re.compile(dec_point(c))
+        assert all(bool(rx.fullmatch(t)) == (Decimal(t) == c) for t in texts), c

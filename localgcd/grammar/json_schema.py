@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -397,34 +398,71 @@ def int_range(lo: int | None, hi: int | None) -> str | None:
     return "(?:" + "|".join(alts) + ")"
 
 
-_NZ_FRAC = r"[0-9]*[1-9][0-9]*"
+def _split(x: Decimal) -> tuple[int, str]:
+    """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
+    whole, _, frac = format(x, "f").partition(".")
+    return int(whole), frac.rstrip("0")
 
 
-def _mag_open(p: int, q: int | None) -> str | None:
-    """Plain decimals (with a '.') whose magnitude lies in the open interval (p, q), p >= 0."""
-    alts = [nat_range(p, p) + r"\." + _NZ_FRAC]
-    if q is None or p + 1 <= q - 1:
-        alts.append(nat_range(p + 1, None if q is None else q - 1) + r"\.[0-9]+")
+def _digit_class(a: int, b: int) -> str:
+    return str(a) if a == b else f"[{a}-{b}]"
+
+
+def _frac_above(lo: str) -> list[str]:
+    """Fraction digit strings F (non-empty) with 0.F > 0.lo."""
+    alts = [lo[:i] + _digit_class(int(d) + 1, 9) + "[0-9]*" for i, d in enumerate(lo) if d != "9"]
+    return alts + [lo + "[0-9]*[1-9][0-9]*"]
+
+
+def _frac_open(lo: str, hi: str) -> list[str]:
+    """Fraction digit strings F (non-empty) with 0.lo < 0.F < 0.hi (``hi`` non-empty)."""
+    a, b = int(lo[0]) if lo else 0, int(hi[0])
+    if a == b:
+        return [f"{a}{r}" for r in _frac_open(lo[1:], hi[1:])] if hi[1:] else []
+    alts = [f"{a}{r}" for r in _frac_above(lo[1:])]
+    if b - a > 1:
+        alts.append(_digit_class(a + 1, b - 1) + "[0-9]*")
+    if hi[1:]:  # first digit b, then 0.rest < 0.hi[1:]
+        alts.append(f"{b}(?:" + "|".join(["0*"] + _frac_open("", hi[1:])) + ")")
+    return alts
+
+
+def _mag_open(p: Decimal, q: Decimal | None) -> str | None:
+    """Plain decimals (with a '.') whose magnitude lies in the open interval (p, q), 0 <= p < q."""
+    pi, pf = _split(p)
+    qi, qf = _split(q) if q is not None else (None, "")
+    if qi == pi:
+        fracs = _frac_open(pf, qf)
+        return nat_range(pi, pi) + r"\.(?:" + "|".join(fracs) + ")" if fracs else None
+    alts = [nat_range(pi, pi) + r"\.(?:" + "|".join(_frac_above(pf)) + ")"]
+    if qi is None or pi + 1 <= qi - 1:
+        alts.append(nat_range(pi + 1, None if qi is None else qi - 1) + r"\.[0-9]+")
+    if qf:
+        alts.append(nat_range(qi, qi) + r"\.(?:0+|" + "|".join(_frac_open("", qf)) + ")")
     return "(?:" + "|".join(alts) + ")"
 
 
-def dec_point(b: int) -> str:
-    m = nat_range(abs(b), abs(b)) + r"\.0+"
+def dec_point(b: Decimal) -> str:
+    """Plain decimals (with a '.') equal to ``b``."""
+    whole, frac = _split(abs(b))
+    m = nat_range(whole, whole) + r"\." + (frac + "0*" if frac else "0+")
     if b == 0:
         return "-?" + m
     return ("-" if b < 0 else "") + m
 
 
-def dec_open(a: int | None, b: int | None) -> str | None:
+def dec_open(a: Decimal | None, b: Decimal | None) -> str | None:
     """Plain decimals with value in the open interval (a, b) (None: infinite)."""
     alts = []
     if b is None or b > 0:
-        alts.append(_mag_open(max(a, 0) if a is not None else 0, b))
+        alts.append(_mag_open(max(a, 0) if a is not None else Decimal(0), b))
     if a is None or a < 0:
-        lo = max(-b, 0) if b is not None else 0
-        alts.append("-" + _mag_open(lo, None if a is None else -a))
+        lo = max(-b, 0) if b is not None else Decimal(0)
+        neg = _mag_open(lo, None if a is None else -a)
+        alts.append(None if neg is None else "-" + neg)
     if (a is None or a < 0) and (b is None or b > 0):
         alts.append(r"-?0\.0+")
+    alts = [x for x in alts if x is not None]
     return "(?:" + "|".join(alts) + ")" if alts else None
 
 
@@ -448,8 +486,8 @@ class StrSpec:
 @dataclass(frozen=True)
 class NumSpec:
     integer: bool
-    lo: int | None = None  # inclusive integer bounds (None: unbounded)
-    hi: int | None = None
+    lo: int | Decimal | None = None  # bounds (None: unbounded); integers: inclusive integer bounds
+    hi: int | Decimal | None = None
     lo_open: bool = False  # for non-integers: (lo, ...) instead of [lo, ...]
     hi_open: bool = False
     ptr: str = field(default="", compare=False)
@@ -1112,10 +1150,7 @@ class _Translator:
                 c = int(v) + op if float(v).is_integer() else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
-                if not float(v).is_integer():
-                    ctx.unsupported(ptr, "minimum", "with a non-integer bound on a number")
-                    continue
-                v = int(v)
+                v = _exact(v)
                 if lo is None or v > lo or (v == lo and op):
                     lo, lo_open = v, op
         for v, op in highs:
@@ -1123,10 +1158,7 @@ class _Translator:
                 c = int(v) - op if float(v).is_integer() else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
-                if not float(v).is_integer():
-                    ctx.unsupported(ptr, "maximum", "with a non-integer bound on a number")
-                    continue
-                v = int(v)
+                v = _exact(v)
                 if hi is None or v < hi or (v == hi and op):
                     hi, hi_open = v, op
         if "multipleOf" in s:
@@ -1679,9 +1711,18 @@ def _ranges_disjoint(a: dict, b: dict) -> bool:
     return False
 
 
+def _exact(v) -> int | Decimal:
+    """A bound as an exact number: an integer, or the decimal a float is written as (its repr,
+    the value a JSON text spells)."""
+    if isinstance(v, int) or v.is_integer():
+        return int(v)
+    return Decimal(repr(v))
+
+
 def _int_bounds(ns):
-    lo = None if ns.lo is None else ns.lo + (1 if ns.lo_open else 0)
-    hi = None if ns.hi is None else ns.hi - (1 if ns.hi_open else 0)
+    """The least and greatest integers inside the bounds of ``ns`` (None: unbounded)."""
+    lo = None if ns.lo is None else math.floor(ns.lo) + 1 if ns.lo_open or ns.lo % 1 else int(ns.lo)
+    hi = None if ns.hi is None else math.ceil(ns.hi) - 1 if ns.hi_open or ns.hi % 1 else int(ns.hi)
     return lo, hi
 
 
