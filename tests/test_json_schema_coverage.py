@@ -398,3 +398,18 @@ def test_decimal_interval_regexes_are_exact():
     for c in cuts:
         rx = re.compile(dec_point(c))
         assert all(bool(rx.fullmatch(t)) == (Decimal(t) == c) for t in texts), c
+
+
+# ------------------------------------------------------------------ alternatives with no valid instance
+EMPTY_PART_CASES = [
+    ("type_union_empty_object", {"type": ["object", "string"], "required": ["a"], "additionalProperties": False},
+     ["s", ""], [{}, {"a": 1}, 1]),
+    ("anyof_empty_branch", {"anyOf": [{"type": "object", "required": ["a"], "properties": {"a": {"type": "string", "maxLength": 1}},
+                                       "allOf": [{"properties": {"a": {"minLength": 2}}}]}, {"type": "integer"}]},
+     [1, -2], [{"a": "x"}, {"a": "xy"}, "s"]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", EMPTY_PART_CASES, ids=[c[0] for c in EMPTY_PART_CASES])
+def test_alternatives_without_instances_are_absent(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)

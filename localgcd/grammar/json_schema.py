@@ -503,8 +503,16 @@ class _Pos:
     words: set = field(default_factory=set)  # 'true', 'false', 'null'
 
 
+class NoInstance(GrammarError):
+    """A (sub)schema has no valid instance: an error at the top, an absent alternative inside."""
+
+
 def _fail(ctx, ptr, msg):
     raise GrammarError(f"{ptr or '/'}: {msg}", source=ctx.source)
+
+
+def _empty(ctx, ptr, msg):
+    raise NoInstance(f"{ptr or '/'}: {msg}", source=ctx.source)
 
 
 class _Ctx:
@@ -798,7 +806,7 @@ class _Translator:
         if s is True or s == {}:
             return self.any_value()
         if s is False:
-            _fail(ctx, ptr, "schema false admits no value")
+            _empty(ctx, ptr, "schema false admits no value")
         if not isinstance(s, dict):
             _fail(ctx, ptr, "a schema must be an object or a boolean")
         s = _deref(ctx, s, ptr)
@@ -807,12 +815,12 @@ class _Translator:
             merged = _merge_all(ctx, [({k: v for k, v in s.items() if k != "allOf"}, ptr)]
                                 + [(x, _ptr_join(ptr, "allOf", i)) for i, x in enumerate(s["allOf"])], ptr)
             if merged is False:
-                _fail(ctx, ptr, "keyword 'allOf' has no valid instance")
+                _empty(ctx, ptr, "keyword 'allOf' has no valid instance")
             s = merged
         if "enum" in s or "const" in s:  # a finite language: every keyword checked on each value
             alts = self.typed(s, ptr, whole=whole)
             if not alts:
-                _fail(ctx, ptr, "schema has no valid instance")
+                _empty(ctx, ptr, "schema has no valid instance")
             return self.alt_rule(alts)
         s, presence = self.presence_and_checks(s, ptr)
         if "anyOf" in s or "oneOf" in s:
@@ -822,7 +830,7 @@ class _Translator:
             return self.union(s, ptr)
         alts = self.typed(s, ptr, presence=presence)
         if not alts:
-            _fail(ctx, ptr, "schema has no valid instance")
+            _empty(ctx, ptr, "schema has no valid instance")
         return self.alt_rule(alts)
 
     def presence_and_checks(self, s, ptr):
@@ -925,7 +933,7 @@ class _Translator:
             others = [o for o in others if o not in objs] + [name]
         alts += others
         if not alts:
-            _fail(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
+            _empty(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
 
     def union_dfa(self, dfas, ptr):
@@ -1008,10 +1016,12 @@ class _Translator:
             spec = self.num_spec(s, ptr, integer="number" not in types)
             if spec is not None:
                 pos.nums.append(spec)
-        if "object" in types:
-            alts.append(self.object(s, ptr, presence))
-        if "array" in types:
-            alts.append(self.array(s, ptr))
+        for kind, build in (("object", lambda: self.object(s, ptr, presence)), ("array", lambda: self.array(s, ptr))):
+            if kind in types:
+                try:
+                    alts.append(build())
+                except NoInstance:  # no valid object (array): the other types' instances remain
+                    pass
         if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
             alts.insert(0, ctx.scalar(pos))
         return alts
@@ -1286,7 +1296,7 @@ class _Translator:
                 # an undeclared name: its value is what patternProperties / additionalProperties allow
                 if not any(re.search(p, r) for p in pprops) and addl is False:
                     if r in required:
-                        _fail(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
+                        _empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
                     continue
                 props = dict(props)
                 props[r] = True if any(re.search(p, r) for p in pprops) else addl
@@ -1310,7 +1320,7 @@ class _Translator:
         for n in names:
             if key_spec_extra is not None and not _lit_matches_spec(n, key_spec_extra):
                 if n in required:
-                    _fail(ctx, ptr, f"required property {n!r} violates propertyNames")
+                    _empty(ctx, ptr, f"required property {n!r} violates propertyNames")
                 continue
             sub = props[n]
             matching = [sp for b, p, sp in pat_bodies if re.search(p, n)]
@@ -1319,7 +1329,7 @@ class _Translator:
             vrule = self.try_value(sub, _ptr_join(ptr, "properties", n))
             if vrule is None:
                 if n in required:
-                    _fail(ctx, _ptr_join(ptr, "properties", n), "required property has no valid value")
+                    _empty(ctx, _ptr_join(ptr, "properties", n), "required property has no valid value")
                 continue
             keyr = ctx.scalar(_Pos(str_lits={n}))
             members.append((self.member_rule(keyr, vrule), n, n in required))
@@ -1357,7 +1367,7 @@ class _Translator:
         dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr, watched | free, presence, free)
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
-            _fail(ctx, ptr, "object schema has no valid instance")
+            _empty(ctx, ptr, "object schema has no valid instance")
         self.obj_dfas[name] = dfa
         return name
 
@@ -1471,12 +1481,11 @@ class _Translator:
                 frozenset(nm for nm in optional if nm not in watched))
 
     def try_value(self, sub, ptr):
+        """The rule for ``sub``, or None when it has no valid instance."""
         try:
             return self.value(sub, ptr)
-        except GrammarError as exc:
-            if "no valid instance" in str(exc) or "admits no value" in str(exc):
-                return None
-            raise
+        except NoInstance:
+            return None
 
     # ---- arrays ------------------------------------------------------------
     def array(self, s, ptr) -> str:
@@ -1493,7 +1502,7 @@ class _Translator:
         mx = s.get("maxItems")
         mx = int(mx) if mx is not None else None
         if mx is not None and mx < mn:
-            _fail(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
+            _empty(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
         if mn > MAX_COUNT or (mx is not None and mx > MAX_COUNT):
             ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_COUNT else "minItems", f"above {MAX_COUNT}")
             mn = min(mn, MAX_COUNT)
@@ -1521,7 +1530,7 @@ class _Translator:
                 out[sym] = i + 1
         name = self.sequence("LSQB", "RSQB", {"start": 0, "accept": accept, "edges": edges})
         if name is None:
-            _fail(ctx, ptr, "array schema has no valid instance")
+            _empty(ctx, ptr, "array schema has no valid instance")
         return name
 
 
