@@ -413,3 +413,12 @@ EMPTY_PART_CASES = [
 @pytest.mark.parametrize("name,schema,valid,invalid", EMPTY_PART_CASES, ids=[c[0] for c in EMPTY_PART_CASES])
 def test_alternatives_without_instances_are_absent(name, schema, valid, invalid):
     test_cases(name, schema, valid, invalid)
+
+
+def test_anchors_inside_a_group_or_every_branch():
+    """re's parser factors ^01$|^07$ into ^0(?:1$|7$); a lone group may hold both anchors."""
+    test_cases("anchor_factored", {"type": "string", "pattern": "^01$|^07$"}, ["01", "07"], ["017", "x01", "0", "1"])
+    test_cases("anchor_group", {"type": "string", "pattern": "^$|(^(?:\\S+\\s+){0,3}\\S+$)"},
+               ["", "a b", "abc", "a b c d"], [" a", "a ", "a b c d e"])
+    with pytest.raises(GrammarError, match="anchor"):
+        schema_to_lark({"type": "string", "pattern": "^(a|b$)"})

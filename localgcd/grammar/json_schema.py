@@ -223,14 +223,12 @@ class _PatternTranslator:
         return "(?:" + "|".join(alts) + ")"
 
     def top(self, items) -> tuple[bool, bool, str]:
-        """(anchored at the start, anchored at the end, body regex) of one top-level branch."""
-        anchored_start = anchored_end = False
-        if items and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
-            anchored_start = True
-            items = items[1:]
-        if items and items[-1][0] is sre.AT and items[-1][1] in (sre.AT_END, sre.AT_END_STRING):
-            anchored_end = True
-            items = items[:-1]
+        """(anchored at the start, anchored at the end, body regex) of one top-level branch.  An
+        anchor may also sit inside a lone group, or end (start) every branch of a final (first)
+        alternation: re's parser factors ``^01$|^07$`` into ``^0(?:1$|7$)``."""
+        items = _unwrap(items)
+        anchored_start, items = _strip_anchor(items, 0, (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING))
+        anchored_end, items = _strip_anchor(items, -1, (sre.AT_END, sre.AT_END_STRING))
         return anchored_start, anchored_end, self.seq(items)
 
     def seq(self, items) -> str:
@@ -294,6 +292,30 @@ class _PatternTranslator:
 
     def node_cls(self, op, arg):  # pragma: no cover - unused helper
         return self.cls(arg)
+
+
+def _unwrap(items):
+    """The items of a lone group without flags, else the items."""
+    while len(items) == 1 and items[0][0] is sre.SUBPATTERN and not items[0][1][1] and not items[0][1][2]:
+        items = list(items[0][1][3])
+    return list(items)
+
+
+def _strip_anchor(items, at, kinds):
+    """(anchored, items without it) for an anchor of ``kinds`` at index ``at`` (0 or -1), also
+    when every branch of an alternation there has it at that end."""
+    if not items:
+        return False, items
+    op, arg = items[at]
+    rest = items[1:] if at == 0 else items[:-1]
+    if op is sre.AT and arg in kinds:
+        return True, rest
+    if op is sre.BRANCH:
+        stripped = [_strip_anchor(_unwrap(b), at, kinds) for b in arg[1]]
+        if all(found for found, _b in stripped):
+            branch = (sre.BRANCH, (None, [b for _f, b in stripped]))
+            return True, ([branch] + rest if at == 0 else rest + [branch])
+    return False, items
 
 
 def pattern_body(pattern: str) -> str:
