@@ -422,3 +422,47 @@ def test_anchors_inside_a_group_or_every_branch():
                ["", "a b", "abc", "a b c d"], [" a", "a ", "a b c d e"])
     with pytest.raises(GrammarError, match="anchor"):
         schema_to_lark({"type": "string", "pattern": "^(a|b$)"})
+
+
+# ------------------------------------------------------------------ patterns that overlap partially
+def _str(pattern):
+    return {"type": "string", "pattern": pattern}
+
+
+OVERLAP_CASES = [
+    ("patterns_overlap", {"type": "object", "properties": {"a": _str("^[a-z]+$"), "b": _str("^x"), "c": {"type": "string"}}},
+     [{"a": "xyz", "b": "xyz", "c": "xq"}, {"a": "abc", "b": "x-1", "c": "abc"}, {"b": "x"}, {"c": "x-1"}],
+     [{"a": "x-1"}, {"b": "abc"}, {"a": ""}, {"c": 1}]),
+    ("pattern_keys_overlap", {"type": "object", "properties": {"m": {"type": "object", "patternProperties": {
+        "^.+$": {"type": "integer"}}, "additionalProperties": False}}, "patternProperties": {"^x-": {"type": "string"}}},
+     [{"m": {"x-a": 1, "b": 2}, "x-y": "s"}, {"x-": "t", "other": None}, {"m": {}}],
+     [{"m": {"": 1}}, {"m": {"x-a": "s"}}, {"x-y": 1}]),
+    ("patterns_three_way", {"type": "object", "properties": {"p": _str("^a"), "q": _str("b$"), "r": _str("^[ab]+$"),
+                                                             "s": _str("^(?:a)+$"), "t": _str("^a+$")}},
+     [{"p": "ab", "q": "ab", "r": "ab", "s": "aa", "t": "aa"}, {"p": "ax", "q": "xb", "r": "ba"}, {"p": "a", "r": "a"}],
+     [{"p": "ba"}, {"q": "ba"}, {"r": "abc"}, {"s": "ab"}, {"t": ""}]),
+    ("forbid_overlapping", {"type": "object", "patternProperties": {"^x": {"type": "integer"}},
+                            "properties": {"k": _str("^[a-z]+$")}, "additionalProperties": {"type": "string"}},
+     [{"xa": 1, "k": "xa", "ya": "s"}, {"y": "x"}], [{"xa": "s"}, {"ya": 1}, {"k": "x1"}]),
+]
+
+
+@pytest.mark.parametrize("name,schema,valid,invalid", OVERLAP_CASES, ids=[c[0] for c in OVERLAP_CASES])
+def test_partially_overlapping_patterns_get_their_intersection(name, schema, valid, invalid):
+    test_cases(name, schema, valid, invalid)
+    test_accepted_walks_validate(name, schema, valid, invalid)
+
+
+def test_intersection_regex_is_exact():
+    import re
+
+    from localgcd.grammar.json_schema import _intersection_regex, pattern_body
+
+    rng = random.Random(7)
+    chars = ["a", "b", "x", "-", ".", "1", "_", "\\n", '\\"', "\\\\", "é", " "]
+    for pa, pb in [("^.+$", "^x-"), ("^[^-]+$", "^[a-zA-Z0-9._-]+$"), ("ab", "^a"), ("^a*b*$", "^(ab)*$"), ("^[0-9]{3}$", "^1")]:
+        ra, rb = pattern_body(pa), pattern_body(pb)
+        ri = re.compile(_intersection_regex(ra, rb))
+        for _ in range(3000):
+            w = "".join(rng.choice(chars) for _ in range(rng.randint(0, 6)))
+            assert bool(ri.fullmatch(w)) == bool(re.fullmatch(ra, w) and re.fullmatch(rb, w)), (pa, pb, w)

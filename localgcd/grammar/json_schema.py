@@ -37,7 +37,8 @@ Language (what the grammar accepts), precisely:
 Terminals are designed for the one context-free maximal-munch lexer: every
 string lexeme has exactly one terminal (literals — property names, enum and
 const strings — win ties; length classes partition the rest; pattern/format
-terminals have higher priority and must be pairwise disjoint or nested), and
+terminals have higher priority and are pairwise disjoint or nested, two that
+overlap partially getting their intersection as a pattern nested in both), and
 every position accepts exactly the terminals whose (effective) language lies
 inside what the position allows; a terminal that straddles a position's
 constraint is an error, never an approximation.  Integers are partitioned
@@ -1772,6 +1773,200 @@ def _lit_matches_spec(s: str, spec: StrSpec) -> bool:
 
 
 # --------------------------------------------------------------------------
+# pattern intersections: code-point automata of two body regexes, their product, back to a regex
+# --------------------------------------------------------------------------
+
+MAX_PATTERNS = 48  # pattern terminals, intersections included
+MAX_PRODUCT_STATES = 400  # product automata (and the regexes read off them) stay small
+MAX_PRODUCT_REGEX = 20000
+
+
+class _CharNFA:
+    """A Thompson NFA over code points of one body regex: ``edges[s]`` are (intervals, target),
+    ``eps[s]`` ε-targets; one start and one final state."""
+
+    def __init__(self, regex: str):
+        self.edges: list[list] = []
+        self.eps: list[list[int]] = []
+        self.start, self.final = self.seq(list(sre_parse.parse(regex)))
+
+    def state(self) -> int:
+        self.edges.append([])
+        self.eps.append([])
+        return len(self.edges) - 1
+
+    def seq(self, items) -> tuple[int, int]:
+        start = cur = self.state()
+        for op, arg in items:
+            a, b = self.node(op, arg)
+            self.eps[cur].append(a)
+            cur = b
+        return start, cur
+
+    def node(self, op, arg) -> tuple[int, int]:
+        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.IN):
+            iv = ([(arg, arg)] if op is sre.LITERAL else _complement([(arg, arg)]) if op is sre.NOT_LITERAL
+                  else _PatternTranslator("").cls(arg))
+            a, b = self.state(), self.state()
+            self.edges[a].append((iv, b))
+            return a, b
+        if op is sre.SUBPATTERN:
+            return self.seq(list(arg[3]))
+        if op is sre.BRANCH:
+            a, b = self.state(), self.state()
+            for branch in arg[1]:
+                s, e = self.seq(list(branch))
+                self.eps[a].append(s)
+                self.eps[e].append(b)
+            return a, b
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            return self.repeat(*arg)
+        raise _Unsupported(f"regex construct {op} in an intersection")
+
+    def repeat(self, lo, hi, sub) -> tuple[int, int]:
+        start = cur = self.state()
+        for _ in range(lo):
+            s, e = self.seq(list(sub))
+            self.eps[cur].append(s)
+            cur = e
+        end = self.state()
+        self.eps[cur].append(end)
+        if hi is sre.MAXREPEAT:
+            s, e = self.seq(list(sub))
+            self.eps[cur].append(s)
+            self.eps[e] += [s, end]
+            return start, end
+        for _ in range(hi - lo):
+            s, e = self.seq(list(sub))
+            self.eps[cur].append(s)
+            self.eps[e].append(end)
+            cur = e
+        return start, end
+
+    def closure(self, states) -> frozenset:
+        seen, todo = set(states), list(states)
+        while todo:
+            for t in self.eps[todo.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+
+def _intersection_regex(ra: str, rb: str) -> str:
+    """A body regex for the strings both body regexes match (raises _Unsupported when too large)."""
+    import bisect
+
+    na, nb = _CharNFA(ra), _CharNFA(rb)
+    cuts = {0, MAXCP + 1}
+    for nfa in (na, nb):
+        cuts |= {x for out in nfa.edges for iv, _t in out for lo, hi in iv for x in (lo, hi + 1)}
+    bounds = sorted(cuts)
+
+    def moves(nfa, states):  # class index -> closure of targets
+        out: dict[int, set] = {}
+        for q in states:
+            for iv, t in nfa.edges[q]:
+                for lo, hi in iv:
+                    for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
+                        out.setdefault(c, set()).add(t)
+        return {c: nfa.closure(ts) for c, ts in out.items()}
+
+    start = (na.closure([na.start]), nb.closure([nb.start]))
+    index, states, edges, accept = {start: 0}, [start], [], set()
+    for i, (sa, sb) in enumerate(states):  # grows while iterating
+        if len(states) > MAX_PRODUCT_STATES:
+            raise _Unsupported("intersection automaton too large")
+        if na.final in sa and nb.final in sb:
+            accept.add(i)
+        ma, mb = moves(na, sa), moves(nb, sb)
+        row = {}
+        for c in ma.keys() & mb.keys():
+            nxt = (ma[c], mb[c])
+            if nxt not in index:
+                index[nxt] = len(states)
+                states.append(nxt)
+            row[c] = index[nxt]
+        edges.append(row)
+    return _dfa_regex(_minimize_rows(edges, accept), bounds)
+
+
+def _minimize_rows(edges, accept):
+    """(edges, accept) of the trim minimal DFA (start 0) of a DFA given as rows {class: target}."""
+    live, changed = set(accept), True
+    while changed:
+        changed = False
+        for q, row in enumerate(edges):
+            if q not in live and any(t in live for t in row.values()):
+                live.add(q)
+                changed = True
+    if 0 not in live:
+        return [{}], set()
+    block = {q: int(q in accept) for q in live}
+    while True:
+        sig = {q: (block[q], tuple(sorted((c, block[t]) for c, t in edges[q].items() if t in live))) for q in live}
+        ids = {v: i for i, v in enumerate(dict.fromkeys(sig[q] for q in sorted(live)))}
+        new = {q: ids[sig[q]] for q in live}
+        if len(set(new.values())) == len(set(block.values())):
+            break
+        block = new
+    order = {b: i for i, b in enumerate(dict.fromkeys([block[0]] + [block[q] for q in sorted(live)]))}
+    rows = [dict() for _ in order]
+    for q in live:
+        rows[order[block[q]]] = {c: order[block[t]] for c, t in edges[q].items() if t in live}
+    return rows, {order[block[q]] for q in accept if q in live}
+
+
+def _class_of(classes, bounds) -> str:
+    """A character class for a set of elementary interval indices."""
+    iv = _norm([(bounds[c], bounds[c + 1] - 1) for c in classes])
+    return "[" + "".join('"' if lo == hi == 0x22 else _cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}"
+                         for lo, hi in iv) + "]"
+
+
+def _dfa_regex(dfa, bounds) -> str:
+    """State elimination: a regex (every edge kept safe to concatenate) for a small DFA."""
+    rows, accept = dfa
+    if not accept:
+        raise _Unsupported("empty intersection")
+    n = len(rows)
+    S, F = n, n + 1
+    out: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
+    into: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
+
+    def add(p, q, rx):
+        old = out[p].get(q)
+        rx = rx if old is None else f"(?:{old}|{rx})"
+        if len(rx) > MAX_PRODUCT_REGEX:
+            raise _Unsupported("intersection regex too large")
+        out[p][q] = into[q][p] = rx
+
+    add(S, 0, "")
+    for q in accept:
+        add(q, F, "")
+    for q, row in enumerate(rows):
+        by_target: dict[int, list[int]] = {}
+        for c, t in row.items():
+            by_target.setdefault(t, []).append(c)
+        for t, cs in by_target.items():
+            add(q, t, _class_of(cs, bounds))
+    for k in sorted(range(n), key=lambda q: len(out[q]) * len(into[q])):
+        loop = out[k].pop(k, None)
+        into[k].pop(k, None)
+        star = f"(?:{loop})*" if loop else ""
+        ins, outs = list(into[k].items()), list(out[k].items())
+        for p, _r in ins:
+            del out[p][k]
+        for q, _r in outs:
+            del into[q][k]
+        out[k], into[k] = {}, {}
+        for p, rin in ins:
+            for q, rout in outs:
+                add(p, q, rin + star + rout)
+    return out[S][F]
+
+
+# --------------------------------------------------------------------------
 # terminal resolution
 # --------------------------------------------------------------------------
 
@@ -1949,37 +2144,40 @@ class _Resolver:
                 rep = "{%d}" % lo
             self.terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + rep + chr(34))}'
             self.len_atoms.append((lo, hi, name))
-        # pattern terminals: pairwise disjoint or nested
-        self.pat_name, self.pat_dfa = {}, {}
-        plist = sorted(patterns)
-        for i, body in enumerate(plist):
-            self.pat_name[body] = f"PAT{i}"
+        # pattern terminals: pairwise disjoint or nested; two that overlap partially get their
+        # intersection as one more pattern nested in both (it wins their common strings)
+        self.pat_dfa, self.inside, self.alias = {}, {}, {}
+        plist = []
+        for body in sorted(patterns):
+            self.add_pattern(body, patterns[body], plist)
+        pairs = [(a, b) for i, a in enumerate(plist) for b in plist[i + 1:]]
+        while pairs:
+            a, b = pairs.pop()
+            if self.relate(a, b):
+                continue
             try:
-                self.pat_dfa[body] = _byte_dfa('"' + body + '"')
-            except Exception as exc:  # noqa: BLE001
-                _fail(ctx, patterns[body], f"keyword 'pattern' cannot be compiled: {exc}")
-        self.inside = {b: set() for b in plist}  # patterns nested inside b
-        depth = {b: 0 for b in plist}
-        for i, a in enumerate(plist):
-            for b in plist[i + 1:]:
-                inter, a_in_b = _relation(self.pat_dfa[a], self.pat_dfa[b])
-                if not inter:
-                    continue
-                _, b_in_a = _relation(self.pat_dfa[b], self.pat_dfa[a])
-                if a_in_b and b_in_a:
-                    continue  # same language (different spelling): treat as nested both ways
-                if a_in_b:
-                    self.inside[b].add(a)
-                elif b_in_a:
-                    self.inside[a].add(b)
-                else:
-                    ctx.unsupported(patterns[a], "pattern",
-                                    f"overlapping partially with the pattern at {patterns[b]}")
+                body = _intersection_regex(a, b)
+            except _Unsupported as exc:
+                ctx.unsupported(patterns[a], "pattern",
+                                f"overlapping partially with the pattern at {patterns[b]} ({exc})")
+                continue
+            if body not in self.pat_dfa and body not in self.alias:
+                if len(plist) >= MAX_PATTERNS:
+                    ctx.unsupported(patterns[a], "pattern", f"with more than {MAX_PATTERNS} pattern intersections")
+                    break
+                others, patterns[body] = list(plist), patterns[a]
+                if self.add_pattern(body, patterns[a], plist):
+                    pairs += [(body, c) for c in others]
+        self.pat_name = {b: f"PAT{i}" for i, b in enumerate(plist)}
+        depth = {}
         for b in plist:
             depth[b] = self._depth(b, set())
         for b in plist:
             name = self.pat_name[b]
             self.terms[name] = f"{name}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
+        lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
+        for s, name in self.lit_name.items():
+            self.terms[name] = f"{name}.{lit_prio}: {_lark_regex(re.escape(encode_string(s)))}"
         self.pat_len_cache = {}
         self.pat_units = {}  # pattern body -> (min, max or None) characters
         # numbers
@@ -2021,6 +2219,34 @@ class _Resolver:
             if not ctx.rules[rule]:
                 ctx.rules[rule] = ["NOTHING"]
 
+    def add_pattern(self, body, ptr, plist) -> bool:
+        """Add a pattern terminal; False when one with the same language exists (``body`` is
+        then an alias of it: two terminals for one language, one of them never produced)."""
+        try:
+            dfa = _byte_dfa('"' + body + '"')
+        except Exception as exc:  # noqa: BLE001
+            _fail(self.ctx, ptr, f"keyword 'pattern' cannot be compiled: {exc}")
+        for c in plist:
+            if _relation(dfa, self.pat_dfa[c])[1] and _relation(self.pat_dfa[c], dfa)[1]:
+                self.alias[body] = c
+                return False
+        self.pat_dfa[body], self.inside[body] = dfa, set()
+        plist.append(body)
+        return True
+
+    def relate(self, a, b) -> bool:
+        """Record whether one pattern is nested in the other (both ways: the same language);
+        False when they overlap partially."""
+        inter, a_in_b = _relation(self.pat_dfa[a], self.pat_dfa[b])
+        if not inter:
+            return True
+        _, b_in_a = _relation(self.pat_dfa[b], self.pat_dfa[a])
+        if a_in_b:
+            self.inside[b].add(a)
+        if b_in_a:
+            self.inside[a].add(b)
+        return a_in_b or b_in_a
+
     def string_terms(self) -> set[str]:
         """The names of the string terminals (literals, length classes, patterns)."""
         return set(self.lit_name.values()) | {name for _lo, _hi, name in self.len_atoms} | set(self.pat_name.values())
@@ -2061,22 +2287,19 @@ class _Resolver:
             for s in self.lit_name:
                 if _lit_matches_spec(s, sp):
                     lits.add(s)
+            forbid = {self.alias.get(f, f) for f in sp.forbid}
+            forbid |= set().union(*(self._all_inside(f) for f in forbid))  # nested strings match too
             if sp.pattern is not None:
-                allowed = {sp.pattern} | self._all_inside(sp.pattern)
-                for b in allowed:
-                    if b in sp.forbid:
-                        continue
-                    if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
-                        out.append(self.pat_name[b])
+                pattern = self.alias.get(sp.pattern, sp.pattern)
+                allowed = {pattern} | self._all_inside(pattern)
             else:
                 for lo, hi, name in self.len_atoms:
                     if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
                         out.append(name)
-                for b, name in self.pat_name.items():
-                    if b in sp.forbid or any(b in self._all_inside(f) for f in sp.forbid):
-                        continue
-                    if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
-                        out.append(name)
+                allowed = set(self.pat_name)
+            for b in sorted(allowed - forbid):
+                if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
+                    out.append(self.pat_name[b])
         out += [self.lit_name[s] for s in sorted(lits)]
         for ns in pos.nums:
             ilo, ihi = _int_bounds(ns)
