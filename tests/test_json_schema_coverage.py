@@ -466,3 +466,19 @@ def test_intersection_regex_is_exact():
         for _ in range(3000):
             w = "".join(rng.choice(chars) for _ in range(rng.randint(0, 6)))
             assert bool(ri.fullmatch(w)) == bool(re.fullmatch(ra, w) and re.fullmatch(rb, w)), (pa, pb, w)
+
+
+# ------------------------------------------------------------------ anyOf objects: one key, overlapping enum values
+def test_merged_branches_split_overlapping_literal_values():
+    """Two branches' "kind" enums share "b": one member per set of branches a value belongs to,
+    so the parser never has to choose between the branches' value rules (no LALR conflict)."""
+    def branch(kinds, prop, typ):
+        return {"properties": {"kind": {"enum": kinds}, prop: {"type": typ}}, "required": ["kind", prop],
+                "additionalProperties": False}
+
+    schema = {"type": "object", "anyOf": [branch(["a", "b", 1, None], "x", "integer"), branch(["b", "c", 1], "y", "string")]}
+    test_cases("split_kinds", schema,
+               [{"kind": "a", "x": 1}, {"kind": "b", "x": 1}, {"kind": "b", "y": "s"}, {"kind": "c", "y": "s"},
+                {"x": 1, "kind": "b"}, {"kind": 1, "y": "s"}, {"kind": None, "x": 2}],
+               [{"kind": "a", "y": "s"}, {"kind": "c", "x": 1}, {"kind": "b"}, {"kind": "b", "x": 1, "y": "s"},
+                {"kind": None, "y": "s"}])

@@ -802,6 +802,7 @@ class _Translator:
         self.ws_comma = "COMMA"
         self.any_name = None
         self.obj_dfas = {}
+        self.members: dict[str, tuple[str, str]] = {}  # member rule -> (key rule, value rule)
 
     # ---- entry -------------------------------------------------------
     def value(self, s, ptr) -> str:
@@ -973,13 +974,57 @@ class _Translator:
                 if q in dfas[i]["accept"]:
                     accept.add(S)
             edges[S] = {}
-            for sym, T in out.items():
+            for sym, T in self.split_shared_keys(out).items():
                 T = frozenset(T)
                 edges[S][sym] = T
                 if T not in seen:
                     seen.add(T)
                     todo.append(T)
         return {"start": start, "accept": accept, "edges": edges}
+
+    def split_shared_keys(self, out):
+        """``out`` ({member: targets}) of one state of merged object branches, where members of one
+        key whose values are finite literal sets that overlap become one member per set of those
+        members a literal belongs to (otherwise the parser, reading such a literal, cannot tell
+        whose value it reads: an LALR reduce/reduce conflict)."""
+        by_key: dict[str, list[str]] = {}
+        for sym in out:
+            if sym in self.members:
+                by_key.setdefault(self.members[sym][0], []).append(sym)
+        for key, syms in by_key.items():
+            values = {sym: self.literal_values(self.members[sym][1]) for sym in syms}
+            if len(syms) < 2 or any(v is None for v in values.values()):
+                continue
+            owners: dict = {}
+            for sym in syms:
+                for x in values[sym]:
+                    owners.setdefault(x, []).append(sym)
+            if all(len(o) == 1 for o in owners.values()):
+                continue
+            parts: dict[tuple, list] = {}
+            for x, o in owners.items():
+                parts.setdefault(tuple(o), []).append(x)
+            targets = {sym: out.pop(sym) for sym in syms}
+            for o, xs in parts.items():
+                member = self.member_rule(key, self.literal_position(xs))
+                out.setdefault(member, set()).update(*(targets[sym] for sym in o))
+        return out
+
+    def literal_values(self, rule):
+        """The values of a scalar position that admits only literals (strings, true/false/null,
+        integers), as tagged tuples; None for any other rule."""
+        pos = self.ctx.positions.get(rule)
+        if pos is None or pos.strs or pos.num_lits or \
+                any(not ns.integer or ns.lo is None or ns.lo != ns.hi for ns in pos.nums):
+            return None
+        return ({("s", x) for x in pos.str_lits} | {("w", w) for w in pos.words}
+                | {("i", ns.lo) for ns in pos.nums})
+
+    def literal_position(self, values) -> str:
+        """The scalar position admitting exactly ``values`` (tagged as by literal_values)."""
+        return self.ctx.scalar(_Pos(str_lits={x for k, x in values if k == "s"},
+                                    words={x for k, x in values if k == "w"},
+                                    nums=[NumSpec(True, x, x) for k, x in sorted(values) if k == "i"]))
 
     def check_oneof(self, s, ptr):
         """oneOf = anyOf when the branches, each conjoined with the keywords beside the oneOf, are
@@ -1216,8 +1261,8 @@ class _Translator:
             return self.ctx.memo[key]
         name = self.ctx.name("m")
         self.ctx.memo[key] = name
-        # the key's terminals are inlined (see _inline_keys): two key positions sharing a
-        # terminal in one parser state must not be two competing one-terminal reductions
+        self.members[name] = (key_rule, value_rule)
+        # the key's terminals are inlined or named by _share_string_terminals
         return self.ctx.add_rule(name, [f"@{key_rule}@ COLON {value_rule}"])
 
     def sequence(self, open_, close, dfa) -> str:
