@@ -482,3 +482,8 @@ def test_merged_branches_split_overlapping_literal_values():
                 {"x": 1, "kind": "b"}, {"kind": 1, "y": "s"}, {"kind": None, "x": 2}],
                [{"kind": "a", "y": "s"}, {"kind": "c", "x": 1}, {"kind": "b"}, {"kind": "b", "x": 1, "y": "s"},
                 {"kind": None, "y": "s"}])
+
+
+def test_nested_union_branch_without_instances_is_absent():
+    schema = {"anyOf": [{"type": "integer", "anyOf": [{"type": "string"}, {"type": "null"}]}, {"type": "boolean"}]}
+    test_cases("nested_empty_union", schema, [True, False], [1, "s", None])

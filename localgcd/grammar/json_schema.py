@@ -54,8 +54,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from decimal import Decimal
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from localgcd.errors import GrammarError
@@ -361,9 +361,8 @@ FORMATS = {
 # integer and decimal ranges as regular languages
 # --------------------------------------------------------------------------
 
-def _digit_block(a: int, b: int, n: int) -> str:
-    """A first digit in [a, b] followed by any ``n`` digits."""
-    return (f"[{a}-{b}]" if a != b else str(a)) + (f"[0-9]{{{n}}}" if n else "")
+def _digit_class(a: int, b: int) -> str:
+    return str(a) if a == b else f"[{a}-{b}]"
 
 
 def _digits_range(lo: str, hi: str) -> list[str]:
@@ -382,7 +381,8 @@ def _digits_range(lo: str, hi: str) -> list[str]:
     if hi[1:] != "9" * n:
         tail = [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
         b -= 1
-    return head + ([_digit_block(a, b, n)] if a <= b else []) + tail
+    block = _digit_class(a, b) + (f"[0-9]{{{n}}}" if n else "")  # any n digits after
+    return head + ([block] if a <= b else []) + tail
 
 
 def nat_range(lo: int, hi: int | None) -> str:
@@ -425,10 +425,6 @@ def _split(x: Decimal) -> tuple[int, str]:
     """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
     whole, _, frac = format(x, "f").partition(".")
     return int(whole), frac.rstrip("0")
-
-
-def _digit_class(a: int, b: int) -> str:
-    return str(a) if a == b else f"[{a}-{b}]"
 
 
 def _frac_above(lo: str) -> list[str]:
@@ -526,7 +522,7 @@ class _Pos:
     words: set = field(default_factory=set)  # 'true', 'false', 'null'
 
 
-class NoInstance(GrammarError):
+class _NoInstance(GrammarError):
     """A (sub)schema has no valid instance: an error at the top, an absent alternative inside."""
 
 
@@ -535,7 +531,7 @@ def _fail(ctx, ptr, msg):
 
 
 def _empty(ctx, ptr, msg):
-    raise NoInstance(f"{ptr or '/'}: {msg}", source=ctx.source)
+    raise _NoInstance(f"{ptr or '/'}: {msg}", source=ctx.source)
 
 
 class _Ctx:
@@ -936,7 +932,10 @@ class _Translator:
             if "anyOf" in merged or "oneOf" in merged:
                 if presence:
                     ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
-                others.append(self.union(merged, bptr))
+                try:
+                    others.append(self.union(merged, bptr))
+                except _NoInstance:  # a branch with no valid instance adds nothing
+                    pass
                 continue
             for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
                 others.append(alt)
@@ -1084,11 +1083,12 @@ class _Translator:
             spec = self.num_spec(s, ptr, integer="number" not in types)
             if spec is not None:
                 pos.nums.append(spec)
-        for kind, build in (("object", lambda: self.object(s, ptr, presence)), ("array", lambda: self.array(s, ptr))):
+        builders = (("object", lambda: self.object(s, ptr, presence)), ("array", lambda: self.array(s, ptr)))
+        for kind, build in builders:
             if kind in types:
                 try:
                     alts.append(build())
-                except NoInstance:  # no valid object (array): the other types' instances remain
+                except _NoInstance:  # no valid object (array): the other types' instances remain
                     pass
         if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
             alts.insert(0, ctx.scalar(pos))
@@ -1552,7 +1552,7 @@ class _Translator:
         """The rule for ``sub``, or None when it has no valid instance."""
         try:
             return self.value(sub, ptr)
-        except NoInstance:
+        except _NoInstance:
             return None
 
     # ---- arrays ------------------------------------------------------------
