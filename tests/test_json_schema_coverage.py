@@ -487,3 +487,16 @@ def test_merged_branches_split_overlapping_literal_values():
 def test_nested_union_branch_without_instances_is_absent():
     schema = {"anyOf": [{"type": "integer", "anyOf": [{"type": "string"}, {"type": "null"}]}, {"type": "boolean"}]}
     test_cases("nested_empty_union", schema, [True, False], [1, "s", None])
+
+
+def test_pattern_split_at_the_length_bounds_it_straddles():
+    """A plain bounded string beside an unbounded pattern: the pattern's terminal is split into pieces
+    by length (its intersection with each length class), the bounded position takes the pieces inside."""
+    schema = {"type": "object", "properties": {"title": {"type": "string", "minLength": 3, "maxLength": 10},
+                                               "uri": _str("^[a-z]*$"), "code": {"type": "string", "maxLength": 4,
+                                                                                "pattern": "^[a-z]+$"}}}
+    test_cases("pattern_pieces", schema,
+               [{"title": "abc", "uri": "abcdefghijklmnop"}, {"title": "abcdefghij", "uri": ""}, {"title": "ab-1"},
+                {"code": "abcd", "title": "abcdefghij"}],
+               [{"title": "ab"}, {"title": "abcdefghijk"}, {"uri": "A"}, {"code": "abcde"}, {"code": ""}])
+    test_accepted_walks_validate("pattern_pieces", schema, [], [])

@@ -1822,7 +1822,7 @@ def _lit_matches_spec(s: str, spec: StrSpec) -> bool:
 # --------------------------------------------------------------------------
 
 MAX_PATTERNS = 48  # pattern terminals, intersections included
-MAX_PRODUCT_STATES = 400  # product automata (and the regexes read off them) stay small
+MAX_PRODUCT_STATES = 2000  # product automata (and the regexes read off them) stay small
 MAX_PRODUCT_REGEX = 20000
 
 
@@ -1898,8 +1898,9 @@ class _CharNFA:
         return frozenset(seen)
 
 
-def _intersection_regex(ra: str, rb: str) -> str:
-    """A body regex for the strings both body regexes match (raises _Unsupported when too large)."""
+def _intersection_regex(ra: str, rb: str) -> str | None:
+    """A body regex for the strings both body regexes match, None when there are none (raises
+    _Unsupported when too large)."""
     import bisect
 
     na, nb = _CharNFA(ra), _CharNFA(rb)
@@ -1969,11 +1970,11 @@ def _class_of(classes, bounds) -> str:
                          for lo, hi in iv) + "]"
 
 
-def _dfa_regex(dfa, bounds) -> str:
+def _dfa_regex(dfa, bounds) -> str | None:
     """State elimination: a regex (every edge kept safe to concatenate) for a small DFA."""
     rows, accept = dfa
     if not accept:
-        raise _Unsupported("empty intersection")
+        return None
     n = len(rows)
     S, F = n, n + 1
     out: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
@@ -1995,7 +1996,14 @@ def _dfa_regex(dfa, bounds) -> str:
             by_target.setdefault(t, []).append(c)
         for t, cs in by_target.items():
             add(q, t, _class_of(cs, bounds))
-    for k in sorted(range(n), key=lambda q: len(out[q]) * len(into[q])):
+    dist, todo = {0: 0}, [0]
+    for q in todo:  # breadth-first distances from the start
+        for t in rows[q].values():
+            if t not in dist:
+                dist[t] = dist[q] + 1
+                todo.append(t)
+    # farthest states first: a chain of bounded repetitions nests instead of growing quadratically
+    for k in sorted(range(n), key=lambda q: (-dist.get(q, 0), len(out[q]) * len(into[q]))):
         loop = out[k].pop(k, None)
         into[k].pop(k, None)
         star = f"(?:{loop})*" if loop else ""
@@ -2145,6 +2153,7 @@ class _Resolver:
     def run(self):
         ctx = self.ctx
         positions = ctx.positions
+        self.len_cuts = {0}  # every string length bound (lo, hi + 1) of the schema
         str_lits, num_lits, patterns = set(), set(), {}
         bounds_len = {0}
         int_cuts, dec_cuts = set(), set()
@@ -2158,10 +2167,10 @@ class _Resolver:
                 for f in sp.forbid:
                     patterns.setdefault(f, sp.ptr)
                 str_lits |= sp.exclude
+                spec_cuts = {sp.lo} | ({sp.hi + 1} if sp.hi is not None else set())
+                self.len_cuts |= spec_cuts
                 if sp.pattern is None:
-                    bounds_len.add(sp.lo)
-                    if sp.hi is not None:
-                        bounds_len.add(sp.hi + 1)
+                    bounds_len |= spec_cuts
             for ns in pos.nums:
                 any_num = True
                 for b in (ns.lo, ns.hi):
@@ -2201,7 +2210,7 @@ class _Resolver:
             if self.relate(a, b):
                 continue
             try:
-                body = _intersection_regex(a, b)
+                body = _intersection_regex(a, b)  # not None: they intersect
             except _Unsupported as exc:
                 ctx.unsupported(patterns[a], "pattern",
                                 f"overlapping partially with the pattern at {patterns[b]} ({exc})")
@@ -2217,14 +2226,16 @@ class _Resolver:
         depth = {}
         for b in plist:
             depth[b] = self._depth(b, set())
+        self.pat_units, self.pieces = {}, {}
         for b in plist:
-            name = self.pat_name[b]
-            self.terms[name] = f"{name}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
+            self.pieces[b] = self.length_pieces(b, patterns[b])
+        for b in plist:
+            self.drop_covered_pieces(b)
+            for piece_body, (_lo, _hi, piece) in zip(*self.pieces[b]):
+                self.terms[piece] = f"{piece}.{2 + depth[b]}: {_lark_regex(chr(34) + piece_body + chr(34))}"
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
             self.terms[name] = f"{name}.{lit_prio}: {_lark_regex(re.escape(encode_string(s)))}"
-        self.pat_len_cache = {}
-        self.pat_units = {}  # pattern body -> (min, max or None) characters
         # numbers
         self.int_atoms, self.dec_atoms = [], []
         if any_num:
@@ -2301,27 +2312,64 @@ class _Resolver:
         outer = [c for c, ins in self.inside.items() if b in ins and c not in stack and c != b]
         return 0 if not outer else 1 + max(self._depth(c, stack | {b}) for c in outer)
 
-    def pattern_lengths_within(self, body, lo, hi, ptr):
-        """True if every string of the pattern has length in [lo, hi]; False if none; else error."""
-        key = (body, lo, hi)
-        if key in self.pat_len_cache:
-            return self.pat_len_cache[key]
-        if lo == 0 and hi is None:
-            res = True
-        else:
-            if body not in self.pat_units:
-                self.pat_units[body] = _unit_length_range(self.pat_dfa[body])
-            mn, mx = self.pat_units[body]
-            if mn >= lo and mx is not None and (hi is None or mx <= hi) or mn >= lo and hi is None:
-                res = True
-            elif (hi is not None and mn > hi) or (mx is not None and mx < lo):
-                res = False
-            else:
+    def units(self, body):
+        """(fewest, most or None) characters of the pattern's strings."""
+        if body not in self.pat_units:
+            self.pat_units[body] = _unit_length_range(self.pat_dfa[body])
+        return self.pat_units[body]
+
+    def length_pieces(self, body, ptr):
+        """([regex], [(fewest, most, terminal)]): the pattern split at every length bound of the
+        schema that its strings straddle (each piece its intersection with a length class), so
+        that a bounded position takes exactly the pieces inside its bounds."""
+        name = self.pat_name[body]
+        mn, mx = self.units(body) if self.len_cuts != {0} else (0, None)
+        cuts = sorted(c for c in self.len_cuts if mn < c and (mx is None or c <= mx))
+        if not cuts:
+            return [body], [(mn, mx, name)]
+        edges = [mn] + cuts + [None if mx is None else mx + 1]
+        regexes, pieces = [], []
+        for i, (a, z) in enumerate(zip(edges, edges[1:])):
+            rep = "{%d,%s}" % (a, "" if z is None else z - 1)
+            try:
+                rx = _intersection_regex(body, UNIT + rep)
+            except _Unsupported as exc:
+                self.ctx.unsupported(ptr, "maxLength", f"together with a pattern/format whose strings straddle "
+                                                      f"the bound ({exc})")
+                return [body], [(mn, mx, name)]
+            if rx is not None:
+                regexes.append(rx)
+                pieces.append((a, None if z is None else z - 1, f"{name}_{i}"))
+        return regexes, pieces
+
+    def drop_covered_pieces(self, body):
+        """Drop the length pieces of ``body`` inside one piece of a pattern nested in it (that one
+        wins every such string: a terminal never produced is an error)."""
+        regexes, pieces = self.pieces[body]
+        if len(pieces) < 2:
+            return
+        keep = []
+        for rx, (lo, hi, name) in zip(regexes, pieces):
+            dfa = _byte_dfa('"' + rx + '"')
+            covered = any(alo <= lo and (ahi is None or (hi is not None and hi <= ahi))
+                          and _relation(dfa, _byte_dfa('"' + arx + '"'))[1]
+                          for a in self._all_inside(body) for arx, (alo, ahi, _n) in zip(*self.pieces[a]))
+            if not covered:
+                keep.append((rx, (lo, hi, name)))
+        self.pieces[body] = ([rx for rx, _p in keep], [p for _rx, p in keep])
+
+    def pieces_within(self, body, lo, hi, ptr) -> list[str]:
+        """The terminals of the pattern's pieces whose lengths lie in [lo, hi] (a piece that
+        straddles the bounds: an error)."""
+        out = []
+        for mn, mx, name in self.pieces[body][1]:
+            if mn >= lo and (hi is None or (mx is not None and mx <= hi)):
+                out.append(name)
+            elif not ((hi is not None and mn > hi) or (mx is not None and mx < lo)):
                 self.ctx.unsupported(ptr, "maxLength" if hi is not None else "minLength",
                                      "together with a pattern/format whose strings straddle the bound")
-                res = True
-        self.pat_len_cache[key] = res
-        return res
+                out.append(name)
+        return out
 
     def resolve(self, pos: _Pos) -> list[str]:
         out = []
@@ -2343,8 +2391,7 @@ class _Resolver:
                         out.append(name)
                 allowed = set(self.pat_name)
             for b in sorted(allowed - forbid):
-                if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
-                    out.append(self.pat_name[b])
+                out += self.pieces_within(b, sp.lo, sp.hi, sp.ptr)
         out += [self.lit_name[s] for s in sorted(lits)]
         for ns in pos.nums:
             ilo, ihi = _int_bounds(ns)
