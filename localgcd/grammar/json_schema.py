@@ -24,11 +24,12 @@ Language (what the grammar accepts), precisely:
   while an object declares at most 5 properties; beyond that it tracks only
   the required ones (each exactly once) and an optional declared property may
   repeat (every occurrence's value is checked, so the parsed object is valid
-  whichever duplicate a JSON parser keeps); beyond 6 required properties
+  whichever duplicate a JSON parser keeps); beyond 9 required properties
   ``"any"`` is an error (with ``lenient=True``: a warning, and the required
   ones keep their schema order among themselves).
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
-  tracked property doubles the member automaton: 8 cost 20 s of compile.)
+  tracked property doubles the member automaton: 9 cost about 5 s of compile,
+  10 about 15 s.)
 * **Duplicate member names** are never produced for declared properties in
   ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
   may share a name (each value is checked).
@@ -36,7 +37,8 @@ Language (what the grammar accepts), precisely:
 Terminals are designed for the one context-free maximal-munch lexer: every
 string lexeme has exactly one terminal (literals — property names, enum and
 const strings — win ties; length classes partition the rest; pattern/format
-terminals have higher priority and must be pairwise disjoint or nested), and
+terminals have higher priority and are pairwise disjoint or nested, two that
+overlap partially getting their intersection as a pattern nested in both), and
 every position accepts exactly the terminals whose (effective) language lies
 inside what the position allows; a terminal that straddles a position's
 constraint is an error, never an approximation.  Integers are partitioned
@@ -53,6 +55,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from localgcd.errors import GrammarError
@@ -76,7 +79,7 @@ VALIDATION_KEYWORDS = frozenset({
     "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "nullable",
 })
 ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
-ANY_ORDER_REQUIRED = 6  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
+ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
@@ -221,14 +224,12 @@ class _PatternTranslator:
         return "(?:" + "|".join(alts) + ")"
 
     def top(self, items) -> tuple[bool, bool, str]:
-        """(anchored at the start, anchored at the end, body regex) of one top-level branch."""
-        anchored_start = anchored_end = False
-        if items and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
-            anchored_start = True
-            items = items[1:]
-        if items and items[-1][0] is sre.AT and items[-1][1] in (sre.AT_END, sre.AT_END_STRING):
-            anchored_end = True
-            items = items[:-1]
+        """(anchored at the start, anchored at the end, body regex) of one top-level branch.  An
+        anchor may also sit inside a lone group, or end (start) every branch of a final (first)
+        alternation: re's parser factors ``^01$|^07$`` into ``^0(?:1$|7$)``."""
+        items = _unwrap(items)
+        anchored_start, items = _strip_anchor(items, 0, (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING))
+        anchored_end, items = _strip_anchor(items, -1, (sre.AT_END, sre.AT_END_STRING))
         return anchored_start, anchored_end, self.seq(items)
 
     def seq(self, items) -> str:
@@ -294,6 +295,30 @@ class _PatternTranslator:
         return self.cls(arg)
 
 
+def _unwrap(items):
+    """The items of a lone group without flags, else the items."""
+    while len(items) == 1 and items[0][0] is sre.SUBPATTERN and not items[0][1][1] and not items[0][1][2]:
+        items = list(items[0][1][3])
+    return list(items)
+
+
+def _strip_anchor(items, at, kinds):
+    """(anchored, items without it) for an anchor of ``kinds`` at index ``at`` (0 or -1), also
+    when every branch of an alternation there has it at that end."""
+    if not items:
+        return False, items
+    op, arg = items[at]
+    rest = items[1:] if at == 0 else items[:-1]
+    if op is sre.AT and arg in kinds:
+        return True, rest
+    if op is sre.BRANCH:
+        stripped = [_strip_anchor(_unwrap(b), at, kinds) for b in arg[1]]
+        if all(found for found, _b in stripped):
+            branch = (sre.BRANCH, (None, [b for _f, b in stripped]))
+            return True, ([branch] + rest if at == 0 else rest + [branch])
+    return False, items
+
+
 def pattern_body(pattern: str) -> str:
     """The regex (over canonical string contents, without quotes) of ``pattern``."""
     return _PatternTranslator(pattern).translate()
@@ -336,22 +361,28 @@ FORMATS = {
 # integer and decimal ranges as regular languages
 # --------------------------------------------------------------------------
 
+def _digit_class(a: int, b: int) -> str:
+    return str(a) if a == b else f"[{a}-{b}]"
+
+
 def _digits_range(lo: str, hi: str) -> list[str]:
-    """Regexes for equal-length digit strings between lo and hi inclusive."""
+    """Regexes for equal-length digit strings between lo and hi inclusive (O(digits) of them:
+    a full block of trailing digits is one class, never split)."""
     if lo == hi:
         return [lo]
-    if len(lo) == 1:
-        return [f"[{lo}-{hi}]"]
+    n = len(lo) - 1
     if lo[0] == hi[0]:
         return [lo[0] + r for r in _digits_range(lo[1:], hi[1:])]
-    n = len(lo) - 1
-    out = []
-    out += [lo[0] + r for r in _digits_range(lo[1:], "9" * n)]
-    if int(hi[0]) - int(lo[0]) > 1:
-        a, b = int(lo[0]) + 1, int(hi[0]) - 1
-        out.append((f"[{a}-{b}]" if a != b else str(a)) + f"[0-9]{{{n}}}")
-    out += [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
-    return out
+    a, b = int(lo[0]), int(hi[0])
+    head, tail = [], []
+    if lo[1:] != "0" * n:
+        head = [lo[0] + r for r in _digits_range(lo[1:], "9" * n)]
+        a += 1
+    if hi[1:] != "9" * n:
+        tail = [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
+        b -= 1
+    block = _digit_class(a, b) + (f"[0-9]{{{n}}}" if n else "")  # any n digits after
+    return head + ([block] if a <= b else []) + tail
 
 
 def nat_range(lo: int, hi: int | None) -> str:
@@ -390,34 +421,67 @@ def int_range(lo: int | None, hi: int | None) -> str | None:
     return "(?:" + "|".join(alts) + ")"
 
 
-_NZ_FRAC = r"[0-9]*[1-9][0-9]*"
+def _split(x: Decimal) -> tuple[int, str]:
+    """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
+    whole, _, frac = format(x, "f").partition(".")
+    return int(whole), frac.rstrip("0")
 
 
-def _mag_open(p: int, q: int | None) -> str | None:
-    """Plain decimals (with a '.') whose magnitude lies in the open interval (p, q), p >= 0."""
-    alts = [nat_range(p, p) + r"\." + _NZ_FRAC]
-    if q is None or p + 1 <= q - 1:
-        alts.append(nat_range(p + 1, None if q is None else q - 1) + r"\.[0-9]+")
+def _frac_above(lo: str) -> list[str]:
+    """Fraction digit strings F (non-empty) with 0.F > 0.lo."""
+    alts = [lo[:i] + _digit_class(int(d) + 1, 9) + "[0-9]*" for i, d in enumerate(lo) if d != "9"]
+    return alts + [lo + "[0-9]*[1-9][0-9]*"]
+
+
+def _frac_open(lo: str, hi: str) -> list[str]:
+    """Fraction digit strings F (non-empty) with 0.lo < 0.F < 0.hi (``hi`` non-empty)."""
+    a, b = int(lo[0]) if lo else 0, int(hi[0])
+    if a == b:
+        return [f"{a}{r}" for r in _frac_open(lo[1:], hi[1:])] if hi[1:] else []
+    alts = [f"{a}{r}" for r in _frac_above(lo[1:])]
+    if b - a > 1:
+        alts.append(_digit_class(a + 1, b - 1) + "[0-9]*")
+    if hi[1:]:  # first digit b, then 0.rest < 0.hi[1:]
+        alts.append(f"{b}(?:" + "|".join(["0*"] + _frac_open("", hi[1:])) + ")")
+    return alts
+
+
+def _mag_open(p: Decimal, q: Decimal | None) -> str | None:
+    """Plain decimals (with a '.') whose magnitude lies in the open interval (p, q), 0 <= p < q."""
+    pi, pf = _split(p)
+    qi, qf = _split(q) if q is not None else (None, "")
+    if qi == pi:
+        fracs = _frac_open(pf, qf)
+        return nat_range(pi, pi) + r"\.(?:" + "|".join(fracs) + ")" if fracs else None
+    alts = [nat_range(pi, pi) + r"\.(?:" + "|".join(_frac_above(pf)) + ")"]
+    if qi is None or pi + 1 <= qi - 1:
+        alts.append(nat_range(pi + 1, None if qi is None else qi - 1) + r"\.[0-9]+")
+    if qf:
+        alts.append(nat_range(qi, qi) + r"\.(?:0+|" + "|".join(_frac_open("", qf)) + ")")
     return "(?:" + "|".join(alts) + ")"
 
 
-def dec_point(b: int) -> str:
-    m = nat_range(abs(b), abs(b)) + r"\.0+"
+def dec_point(b: Decimal) -> str:
+    """Plain decimals (with a '.') equal to ``b``."""
+    whole, frac = _split(abs(b))
+    m = nat_range(whole, whole) + r"\." + (frac + "0*" if frac else "0+")
     if b == 0:
         return "-?" + m
     return ("-" if b < 0 else "") + m
 
 
-def dec_open(a: int | None, b: int | None) -> str | None:
+def dec_open(a: Decimal | None, b: Decimal | None) -> str | None:
     """Plain decimals with value in the open interval (a, b) (None: infinite)."""
     alts = []
     if b is None or b > 0:
-        alts.append(_mag_open(max(a, 0) if a is not None else 0, b))
+        alts.append(_mag_open(max(a, 0) if a is not None else Decimal(0), b))
     if a is None or a < 0:
-        lo = max(-b, 0) if b is not None else 0
-        alts.append("-" + _mag_open(lo, None if a is None else -a))
+        lo = max(-b, 0) if b is not None else Decimal(0)
+        neg = _mag_open(lo, None if a is None else -a)
+        alts.append(None if neg is None else "-" + neg)
     if (a is None or a < 0) and (b is None or b > 0):
         alts.append(r"-?0\.0+")
+    alts = [x for x in alts if x is not None]
     return "(?:" + "|".join(alts) + ")" if alts else None
 
 
@@ -441,8 +505,8 @@ class StrSpec:
 @dataclass(frozen=True)
 class NumSpec:
     integer: bool
-    lo: int | None = None  # inclusive integer bounds (None: unbounded)
-    hi: int | None = None
+    lo: int | Decimal | None = None  # bounds (None: unbounded); integers: inclusive integer bounds
+    hi: int | Decimal | None = None
     lo_open: bool = False  # for non-integers: (lo, ...) instead of [lo, ...]
     hi_open: bool = False
     ptr: str = field(default="", compare=False)
@@ -458,8 +522,16 @@ class _Pos:
     words: set = field(default_factory=set)  # 'true', 'false', 'null'
 
 
+class _NoInstance(GrammarError):
+    """A (sub)schema has no valid instance: an error at the top, an absent alternative inside."""
+
+
 def _fail(ctx, ptr, msg):
     raise GrammarError(f"{ptr or '/'}: {msg}", source=ctx.source)
+
+
+def _empty(ctx, ptr, msg):
+    raise _NoInstance(f"{ptr or '/'}: {msg}", source=ctx.source)
 
 
 class _Ctx:
@@ -473,6 +545,7 @@ class _Ctx:
         self.rules: dict[str, list[str]] = {}
         self.memo: dict = {}
         self.positions: dict[str, _Pos] = {}
+        self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.n = 0
 
     def name(self, prefix):
@@ -725,6 +798,7 @@ class _Translator:
         self.ws_comma = "COMMA"
         self.any_name = None
         self.obj_dfas = {}
+        self.members: dict[str, tuple[str, str]] = {}  # member rule -> (key rule, value rule)
 
     # ---- entry -------------------------------------------------------
     def value(self, s, ptr) -> str:
@@ -752,7 +826,7 @@ class _Translator:
         if s is True or s == {}:
             return self.any_value()
         if s is False:
-            _fail(ctx, ptr, "schema false admits no value")
+            _empty(ctx, ptr, "schema false admits no value")
         if not isinstance(s, dict):
             _fail(ctx, ptr, "a schema must be an object or a boolean")
         s = _deref(ctx, s, ptr)
@@ -761,12 +835,12 @@ class _Translator:
             merged = _merge_all(ctx, [({k: v for k, v in s.items() if k != "allOf"}, ptr)]
                                 + [(x, _ptr_join(ptr, "allOf", i)) for i, x in enumerate(s["allOf"])], ptr)
             if merged is False:
-                _fail(ctx, ptr, "keyword 'allOf' has no valid instance")
+                _empty(ctx, ptr, "keyword 'allOf' has no valid instance")
             s = merged
         if "enum" in s or "const" in s:  # a finite language: every keyword checked on each value
             alts = self.typed(s, ptr, whole=whole)
             if not alts:
-                _fail(ctx, ptr, "schema has no valid instance")
+                _empty(ctx, ptr, "schema has no valid instance")
             return self.alt_rule(alts)
         s, presence = self.presence_and_checks(s, ptr)
         if "anyOf" in s or "oneOf" in s:
@@ -776,7 +850,7 @@ class _Translator:
             return self.union(s, ptr)
         alts = self.typed(s, ptr, presence=presence)
         if not alts:
-            _fail(ctx, ptr, "schema has no valid instance")
+            _empty(ctx, ptr, "schema has no valid instance")
         return self.alt_rule(alts)
 
     def presence_and_checks(self, s, ptr):
@@ -843,11 +917,9 @@ class _Translator:
             branches = [b + [(x, _ptr_join(ptr, kw, i))] for b in branches for i, x in enumerate(lst)]
         scal = _Pos()
         others = []
-        sigs = []
         for combo in branches:
             sub = [(rest, ptr)] + combo if rest else combo
-            merged = _merge_all(ctx, sub, ptr) if len(sub) > 1 or not isinstance(sub[0][0], dict) \
-                else _deref(ctx, sub[0][0], sub[0][1])
+            merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
             if merged is False:
                 continue
             if merged is True or merged == {}:
@@ -860,13 +932,15 @@ class _Translator:
             if "anyOf" in merged or "oneOf" in merged:
                 if presence:
                     ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
-                others.append(self.union(merged, bptr))
+                try:
+                    others.append(self.union(merged, bptr))
+                except _NoInstance:  # a branch with no valid instance adds nothing
+                    pass
                 continue
             for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
                 others.append(alt)
-            sigs.append(merged)
         if "oneOf" in s:
-            self.check_oneof(s["oneOf"], ptr)
+            self.check_oneof(s, ptr)
         alts = []
         if scal.strs or scal.str_lits or scal.nums or scal.num_lits or scal.words:
             alts.append(ctx.scalar(scal))
@@ -876,12 +950,13 @@ class _Translator:
             # one object rule for the union: subset construction over the member symbols,
             # so equal members are one reduction (no reduce/reduce conflict between branches)
             merged = self.union_dfa([self.obj_dfas[o] for o in objs], ptr)
+            ctx.inline_members.update(sym for out in merged["edges"].values() for sym in out)
             name = self.sequence("LBRACE", "RBRACE", merged)
             self.obj_dfas[name] = merged
             others = [o for o in others if o not in objs] + [name]
         alts += others
         if not alts:
-            _fail(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
+            _empty(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
 
     def union_dfa(self, dfas, ptr):
@@ -898,7 +973,7 @@ class _Translator:
                 if q in dfas[i]["accept"]:
                     accept.add(S)
             edges[S] = {}
-            for sym, T in out.items():
+            for sym, T in self.split_shared_keys(out).items():
                 T = frozenset(T)
                 edges[S][sym] = T
                 if T not in seen:
@@ -906,31 +981,64 @@ class _Translator:
                     todo.append(T)
         return {"start": start, "accept": accept, "edges": edges}
 
-    def check_oneof(self, branches, ptr):
-        """oneOf = anyOf when the branches are pairwise disjoint; checked by type and const/enum/required."""
-        ctx = self.ctx
-        infos = []
-        for i, b in enumerate(branches):
-            b = _deref(ctx, b, ptr) if isinstance(b, dict) else b
-            if not isinstance(b, dict):
-                infos.append((None, None))
+    def split_shared_keys(self, out):
+        """``out`` ({member: targets}) of one state of merged object branches, where members of one
+        key whose values are finite literal sets that overlap become one member per set of those
+        members a literal belongs to (otherwise the parser, reading such a literal, cannot tell
+        whose value it reads: an LALR reduce/reduce conflict)."""
+        by_key: dict[str, list[str]] = {}
+        for sym in out:
+            if sym in self.members:
+                by_key.setdefault(self.members[sym][0], []).append(sym)
+        for key, syms in by_key.items():
+            values = {sym: self.literal_values(self.members[sym][1]) for sym in syms}
+            if len(syms) < 2 or any(v is None for v in values.values()):
                 continue
-            t = b.get("type")
-            types = None if t is None else ({t} if isinstance(t, str) else set(t))
-            if types and "number" in types:
-                types = types | {"integer"}
-            infos.append((types, b))
-        for i in range(len(infos)):
-            for j in range(i + 1, len(infos)):
-                ti, bi = infos[i]
-                tj, bj = infos[j]
-                if ti is not None and tj is not None and not (ti & tj):
-                    continue
-                if bi is not None and bj is not None and _disjoint_by_value(bi, bj):
-                    continue
-                ctx.unsupported(_ptr_join(ptr, "oneOf"), "oneOf",
-                                f"with branches {i} and {j} that may overlap (treated as anyOf)")
-                return
+            owners: dict = {}
+            for sym in syms:
+                for x in values[sym]:
+                    owners.setdefault(x, []).append(sym)
+            if all(len(o) == 1 for o in owners.values()):
+                continue
+            parts: dict[tuple, list] = {}
+            for x, o in owners.items():
+                parts.setdefault(tuple(o), []).append(x)
+            targets = {sym: out.pop(sym) for sym in syms}
+            for o, xs in parts.items():
+                member = self.member_rule(key, self.literal_position(xs))
+                out.setdefault(member, set()).update(*(targets[sym] for sym in o))
+        return out
+
+    def literal_values(self, rule):
+        """The values of a scalar position that admits only literals (strings, true/false/null,
+        integers), as tagged tuples; None for any other rule."""
+        pos = self.ctx.positions.get(rule)
+        if pos is None or pos.strs or pos.num_lits or \
+                any(not ns.integer or ns.lo is None or ns.lo != ns.hi for ns in pos.nums):
+            return None
+        return ({("s", x) for x in pos.str_lits} | {("w", w) for w in pos.words}
+                | {("i", ns.lo) for ns in pos.nums})
+
+    def literal_position(self, values) -> str:
+        """The scalar position admitting exactly ``values`` (tagged as by literal_values)."""
+        return self.ctx.scalar(_Pos(str_lits={x for k, x in values if k == "s"},
+                                    words={x for k, x in values if k == "w"},
+                                    nums=[NumSpec(True, x, x) for k, x in sorted(values) if k == "i"]))
+
+    def check_oneof(self, s, ptr):
+        """oneOf = anyOf when the branches, each conjoined with the keywords beside the oneOf, are
+        pairwise disjoint (see _Disjointness)."""
+        ctx = self.ctx
+        rest = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
+        branches = [_merge_all(ctx, [(rest, ptr), (b, _ptr_join(ptr, "oneOf", i))], ptr)
+                    for i, b in enumerate(s["oneOf"])]
+        test = _Disjointness(ctx)
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                if not test.disjoint(branches[i], branches[j]):
+                    ctx.unsupported(_ptr_join(ptr, "oneOf"), "oneOf",
+                                    f"with branches {i} and {j} that may overlap (treated as anyOf)")
+                    return
 
     # ---- typed schemas -------------------------------------------------
     def typed(self, s, ptr, scal_into: _Pos | None = None, whole=None, presence=()) -> list[str]:
@@ -975,10 +1083,13 @@ class _Translator:
             spec = self.num_spec(s, ptr, integer="number" not in types)
             if spec is not None:
                 pos.nums.append(spec)
-        if "object" in types:
-            alts.append(self.object(s, ptr, presence))
-        if "array" in types:
-            alts.append(self.array(s, ptr))
+        builders = (("object", lambda: self.object(s, ptr, presence)), ("array", lambda: self.array(s, ptr)))
+        for kind, build in builders:
+            if kind in types:
+                try:
+                    alts.append(build())
+                except _NoInstance:  # no valid object (array): the other types' instances remain
+                    pass
         if scal_into is None and (pos.strs or pos.str_lits or pos.nums or pos.num_lits or pos.words):
             alts.insert(0, ctx.scalar(pos))
         return alts
@@ -1117,10 +1228,7 @@ class _Translator:
                 c = int(v) + op if float(v).is_integer() else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
-                if not float(v).is_integer():
-                    ctx.unsupported(ptr, "minimum", "with a non-integer bound on a number")
-                    continue
-                v = int(v)
+                v = _exact(v)
                 if lo is None or v > lo or (v == lo and op):
                     lo, lo_open = v, op
         for v, op in highs:
@@ -1128,10 +1236,7 @@ class _Translator:
                 c = int(v) - op if float(v).is_integer() else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
-                if not float(v).is_integer():
-                    ctx.unsupported(ptr, "maximum", "with a non-integer bound on a number")
-                    continue
-                v = int(v)
+                v = _exact(v)
                 if hi is None or v < hi or (v == hi and op):
                     hi, hi_open = v, op
         if "multipleOf" in s:
@@ -1156,8 +1261,8 @@ class _Translator:
             return self.ctx.memo[key]
         name = self.ctx.name("m")
         self.ctx.memo[key] = name
-        # the key's terminals are inlined (see _inline_keys): two key positions sharing a
-        # terminal in one parser state must not be two competing one-terminal reductions
+        self.members[name] = (key_rule, value_rule)
+        # the key's terminals are inlined or named by _share_string_terminals
         return self.ctx.add_rule(name, [f"@{key_rule}@ COLON {value_rule}"])
 
     def sequence(self, open_, close, dfa) -> str:
@@ -1205,30 +1310,34 @@ class _Translator:
         alts = []
         if dfa["start"] in dfa["accept"]:
             alts.append(f"{open_} {close}")
+        reached = {t for q in order for t in edges.get(q, {}).values() if t in live}
         for q in order:
-            for sym, t in edges.get(q, {}).items():
-                if t not in live:
-                    continue
+            for t, sym in self.edge_symbols(edges.get(q, {}), live):
                 if q == dfa["start"]:
                     ctx.rules[nt(t)].append(f"{open_} {sym}")
-                if q in state_name or q != dfa["start"]:
-                    pass
-        # transitions from non-initial prefix states: L_t -> L_q COMMA sym (for q reached by >= 1 element)
-        reached = {}
-        for q in order:
-            for sym, t in edges.get(q, {}).items():
-                if t in live:
-                    reached.setdefault(t, True)
-        for q in order:
-            if q not in reached:
-                continue
-            for sym, t in edges.get(q, {}).items():
-                if t in live:
+                if q in reached:  # L_t -> L_q COMMA sym, for q reached by >= 1 element
                     ctx.rules[nt(t)].append(f"{nt(q)} COMMA {sym}")
-        for q in reached:
-            if q in dfa["accept"]:
+        for q in order:
+            if q in reached and q in dfa["accept"]:
                 alts.append(f"{nt(q)} {close}")
         return ctx.add_rule(name, alts)
+
+    def edge_symbols(self, out, live):
+        """(target, symbol) per live target of one state; the element symbols leading to one target
+        are one rule shared by every state with that set (objects with many optional properties
+        repeat them at every state of the member automaton: 2^k states for k tracked)."""
+        by_target: dict = {}
+        for sym, t in out.items():
+            if t in live:
+                by_target.setdefault(t, []).append(sym)
+        for t, syms in by_target.items():
+            if len(syms) == 1:
+                yield t, syms[0]
+                continue
+            key = ("elements", tuple(sorted(syms)))
+            if key not in self.ctx.memo:
+                self.ctx.memo[key] = self.ctx.add_rule(self.ctx.name("el"), sorted(syms))
+            yield t, self.ctx.memo[key]
 
     # ---- objects -----------------------------------------------------------
     def object(self, s, ptr, presence=()) -> str:
@@ -1255,7 +1364,7 @@ class _Translator:
                 # an undeclared name: its value is what patternProperties / additionalProperties allow
                 if not any(re.search(p, r) for p in pprops) and addl is False:
                     if r in required:
-                        _fail(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
+                        _empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
                     continue
                 props = dict(props)
                 props[r] = True if any(re.search(p, r) for p in pprops) else addl
@@ -1279,7 +1388,7 @@ class _Translator:
         for n in names:
             if key_spec_extra is not None and not _lit_matches_spec(n, key_spec_extra):
                 if n in required:
-                    _fail(ctx, ptr, f"required property {n!r} violates propertyNames")
+                    _empty(ctx, ptr, f"required property {n!r} violates propertyNames")
                 continue
             sub = props[n]
             matching = [sp for b, p, sp in pat_bodies if re.search(p, n)]
@@ -1288,7 +1397,7 @@ class _Translator:
             vrule = self.try_value(sub, _ptr_join(ptr, "properties", n))
             if vrule is None:
                 if n in required:
-                    _fail(ctx, _ptr_join(ptr, "properties", n), "required property has no valid value")
+                    _empty(ctx, _ptr_join(ptr, "properties", n), "required property has no valid value")
                 continue
             keyr = ctx.scalar(_Pos(str_lits={n}))
             members.append((self.member_rule(keyr, vrule), n, n in required))
@@ -1326,7 +1435,7 @@ class _Translator:
         dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr, watched | free, presence, free)
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
-            _fail(ctx, ptr, "object schema has no valid instance")
+            _empty(ctx, ptr, "object schema has no valid instance")
         self.obj_dfas[name] = dfa
         return name
 
@@ -1440,12 +1549,11 @@ class _Translator:
                 frozenset(nm for nm in optional if nm not in watched))
 
     def try_value(self, sub, ptr):
+        """The rule for ``sub``, or None when it has no valid instance."""
         try:
             return self.value(sub, ptr)
-        except GrammarError as exc:
-            if "no valid instance" in str(exc) or "admits no value" in str(exc):
-                return None
-            raise
+        except _NoInstance:
+            return None
 
     # ---- arrays ------------------------------------------------------------
     def array(self, s, ptr) -> str:
@@ -1462,7 +1570,7 @@ class _Translator:
         mx = s.get("maxItems")
         mx = int(mx) if mx is not None else None
         if mx is not None and mx < mn:
-            _fail(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
+            _empty(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
         if mn > MAX_COUNT or (mx is not None and mx > MAX_COUNT):
             ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_COUNT else "minItems", f"above {MAX_COUNT}")
             mn = min(mn, MAX_COUNT)
@@ -1490,7 +1598,7 @@ class _Translator:
                 out[sym] = i + 1
         name = self.sequence("LSQB", "RSQB", {"start": 0, "accept": accept, "edges": edges})
         if name is None:
-            _fail(ctx, ptr, "array schema has no valid instance")
+            _empty(ctx, ptr, "array schema has no valid instance")
         return name
 
 
@@ -1510,30 +1618,188 @@ def _type_of(v):
     return "object"
 
 
-def _disjoint_by_value(a: dict, b: dict) -> bool:
-    """Cheap sufficient test that two schemas share no instance."""
-    va = [a["const"]] if "const" in a else a.get("enum")
-    vb = [b["const"]] if "const" in b else b.get("enum")
-    if va is not None and vb is not None and isinstance(va, list) and isinstance(vb, list):
-        return not any(_json_eq(x, y) for x in va for y in vb)
-    pa, pb = a.get("properties") or {}, b.get("properties") or {}
-    for name in set(pa) & set(pb):
-        if name in (a.get("required") or []) and name in (b.get("required") or []):
-            x, y = pa[name], pb[name]
-            if isinstance(x, dict) and isinstance(y, dict) and _disjoint_by_value(x, y):
+class _Disjointness:
+    """A sufficient test that two schemas share no instance: by type, by enum/const values (each
+    checked exactly against the other schema), by string patterns (their automata do not
+    intersect), by integer/number ranges, and for objects by presence (no set of property names
+    satisfies both schemas' required / presence formulas / closed property lists) or by a
+    property both require whose values are disjoint."""
+
+    MAX_NAMES = 12  # presence: at most 2^12 sets of names enumerated
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def resolve(self, s):
+        """A schema as one dict (references followed, allOf merged), or True / False."""
+        if isinstance(s, dict):
+            s = _deref(self.ctx, s, "")
+        if isinstance(s, dict) and "allOf" in s:
+            s = _merge_all(self.ctx, [({k: v for k, v in s.items() if k != "allOf"}, "")]
+                           + [(x, "") for x in s["allOf"]], "")
+        if s == {}:
+            return True
+        return s if isinstance(s, (dict, bool)) else True
+
+    def disjoint(self, a, b) -> bool:
+        a, b = self.resolve(a), self.resolve(b)
+        if a is False or b is False:
+            return True
+        if a is True or b is True:
+            return False
+        common = _types_of(a) & _types_of(b)
+        if not common:
+            return True
+        if self.by_values(a, b) or self.by_values(b, a):
+            return True
+        return all(self.disjoint_as(t, a, b) for t in common)
+
+    def by_values(self, a, b) -> bool:
+        """Every value of ``a``'s enum/const is invalid for ``b`` (checked exactly)."""
+        values = [a["const"]] if "const" in a else a.get("enum")
+        if not isinstance(values, list):
+            return False
+        try:
+            return not any(validates(v, b, lambda ref: _resolve_ref(self.ctx, ref, "")[0], self.matches)
+                           for v in values)
+        except (UnknownKeyword, RecursionError):
+            return False
+
+    @staticmethod
+    def matches(kind, arg, text):
+        if kind == "format":
+            return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
+        try:
+            return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
+        except _Unsupported:
+            raise UnknownKeyword("pattern") from None
+
+    def disjoint_as(self, t, a, b) -> bool:
+        """No instance of type ``t`` is valid for both."""
+        if t == "object":
+            return self.objects_disjoint(a, b)
+        if not all(f(None) for _n, f in self.presence(a)) or not all(f(None) for _n, f in self.presence(b)):
+            return True  # a presence formula that no non-object passes
+        if t == "string":
+            return _lengths_disjoint(a, b) or self.patterns_disjoint(a, b)
+        if t in ("integer", "number"):
+            return _ranges_disjoint(a, b)
+        return False
+
+    def presence(self, s):
+        """The presence formulas of ``s``: its required names and presence-only keywords."""
+        _rest, formulas = _take_presence(self.ctx, s, "")
+        req = s.get("required")
+        if isinstance(req, list) and req:
+            formulas.append((frozenset(req), lambda p, r=frozenset(req): p is None or r <= p))
+        return formulas
+
+    def objects_disjoint(self, a, b) -> bool:
+        pa, pb = a.get("properties") or {}, b.get("properties") or {}
+        both = set(a.get("required") or []) & set(b.get("required") or [])
+        if any(self.disjoint(pa[n], pb[n]) for n in both if n in pa and n in pb):
+            return True
+        if any(not _may_have(b, n) for n in a.get("required") or []) or \
+                any(not _may_have(a, n) for n in b.get("required") or []):
+            return True
+        fa, fb = self.presence(a), self.presence(b)
+        names = sorted(frozenset().union(*(n for n, _f in fa + fb)))
+        if len(names) > self.MAX_NAMES:
+            return False
+        allowed = [n for n in names if _may_have(a, n) and _may_have(b, n)]
+        for k in range(1 << len(allowed)):
+            present = frozenset(n for i, n in enumerate(allowed) if k >> i & 1)
+            if all(f(present) for _n, f in fa + fb):
+                return False
+        return True
+
+    def patterns_disjoint(self, a, b) -> bool:
+        pa, pb = _string_pattern(a), _string_pattern(b)
+        if pa is None or pb is None:
+            return False
+        try:
+            inter, _ = _relation(_byte_dfa('"' + pa + '"'), _byte_dfa('"' + pb + '"'))
+        except ValueError:  # a regex the lexer refuses
+            return False
+        return not inter
+
+
+def _types_of(s: dict) -> set:
+    """The instance types ``s`` admits by its type / enum / const (``integer`` inside ``number``)."""
+    t = s.get("type")
+    types = set(_TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
+    if "number" in types:
+        types.add("integer")
+    if "const" in s or isinstance(s.get("enum"), list):
+        values = [s["const"]] if "const" in s else s["enum"]
+        kinds = {_type_of(v) for v in values}
+        kinds |= {"integer" for v in values if isinstance(v, float) and v.is_integer()}
+        kinds |= {"number" for v in values if _type_of(v) == "integer"}
+        types &= kinds
+    if s.get("nullable") is True:
+        types.add("null")
+    return types
+
+
+def _may_have(s: dict, name: str) -> bool:
+    """Can an instance of ``s`` have the member ``name`` (closed objects: only declared names)?"""
+    if s.get("additionalProperties") is not False or name in (s.get("properties") or {}):
+        return True
+    return any(re.search(p, name) for p in s.get("patternProperties") or {})
+
+
+def _string_pattern(s: dict) -> str | None:
+    """The one pattern (or known format) of a string schema, as a canonical-body regex."""
+    pats = [p for p in (s.get("pattern"), FORMATS.get(s.get("format"))) if isinstance(p, str)]
+    if len(pats) != 1:
+        return None
+    if "pattern" in s:
+        try:
+            return pattern_body(s["pattern"])
+        except _Unsupported:
+            return None
+    return pats[0]
+
+
+def _lengths_disjoint(a: dict, b: dict) -> bool:
+    """minLength of one above maxLength of the other."""
+    def get(s, k):
+        return s[k] if _is_num(s.get(k)) else None
+
+    return any(lo is not None and hi is not None and lo > hi
+               for lo in (get(a, "minLength"), get(b, "minLength"))
+               for hi in (get(a, "maxLength"), get(b, "maxLength")))
+
+
+def _ranges_disjoint(a: dict, b: dict) -> bool:
+    """The numeric bounds of ``a`` and ``b`` leave no common value."""
+    def bounds(s):
+        lo = [(s["minimum"], s.get("exclusiveMinimum") is True)] if _is_num(s.get("minimum")) else []
+        hi = [(s["maximum"], s.get("exclusiveMaximum") is True)] if _is_num(s.get("maximum")) else []
+        lo += [(s["exclusiveMinimum"], True)] if _is_num(s.get("exclusiveMinimum")) else []
+        hi += [(s["exclusiveMaximum"], True)] if _is_num(s.get("exclusiveMaximum")) else []
+        return lo, hi
+
+    (la, ha), (lb, hb) = bounds(a), bounds(b)
+    for lo, lo_open in la + lb:
+        for hi, hi_open in ha + hb:
+            if lo > hi or (lo == hi and (lo_open or hi_open)):
                 return True
-    for name in set(a.get("required") or []):
-        if b.get("additionalProperties") is False and name not in pb:
-            return True
-    for name in set(b.get("required") or []):
-        if a.get("additionalProperties") is False and name not in pa:
-            return True
     return False
 
 
+def _exact(v) -> int | Decimal:
+    """A bound as an exact number: an integer, or the decimal a float is written as (its repr,
+    the value a JSON text spells)."""
+    if isinstance(v, int) or v.is_integer():
+        return int(v)
+    return Decimal(repr(v))
+
+
 def _int_bounds(ns):
-    lo = None if ns.lo is None else ns.lo + (1 if ns.lo_open else 0)
-    hi = None if ns.hi is None else ns.hi - (1 if ns.hi_open else 0)
+    """The least and greatest integers inside the bounds of ``ns`` (None: unbounded)."""
+    lo = None if ns.lo is None else math.floor(ns.lo) + 1 if ns.lo_open or ns.lo % 1 else int(ns.lo)
+    hi = None if ns.hi is None else math.ceil(ns.hi) - 1 if ns.hi_open or ns.hi % 1 else int(ns.hi)
     return lo, hi
 
 
@@ -1549,6 +1815,208 @@ def _lit_matches_spec(s: str, spec: StrSpec) -> bool:
     if s in spec.exclude:
         return False
     return True
+
+
+# --------------------------------------------------------------------------
+# pattern intersections: code-point automata of two body regexes, their product, back to a regex
+# --------------------------------------------------------------------------
+
+MAX_PATTERNS = 48  # pattern terminals, intersections included
+MAX_PRODUCT_STATES = 2000  # product automata (and the regexes read off them) stay small
+MAX_PRODUCT_REGEX = 20000
+
+
+class _CharNFA:
+    """A Thompson NFA over code points of one body regex: ``edges[s]`` are (intervals, target),
+    ``eps[s]`` ε-targets; one start and one final state."""
+
+    def __init__(self, regex: str):
+        self.edges: list[list] = []
+        self.eps: list[list[int]] = []
+        self.start, self.final = self.seq(list(sre_parse.parse(regex)))
+
+    def state(self) -> int:
+        self.edges.append([])
+        self.eps.append([])
+        return len(self.edges) - 1
+
+    def seq(self, items) -> tuple[int, int]:
+        start = cur = self.state()
+        for op, arg in items:
+            a, b = self.node(op, arg)
+            self.eps[cur].append(a)
+            cur = b
+        return start, cur
+
+    def node(self, op, arg) -> tuple[int, int]:
+        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.IN):
+            iv = ([(arg, arg)] if op is sre.LITERAL else _complement([(arg, arg)]) if op is sre.NOT_LITERAL
+                  else _PatternTranslator("").cls(arg))
+            a, b = self.state(), self.state()
+            self.edges[a].append((iv, b))
+            return a, b
+        if op is sre.SUBPATTERN:
+            return self.seq(list(arg[3]))
+        if op is sre.BRANCH:
+            a, b = self.state(), self.state()
+            for branch in arg[1]:
+                s, e = self.seq(list(branch))
+                self.eps[a].append(s)
+                self.eps[e].append(b)
+            return a, b
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            return self.repeat(*arg)
+        raise _Unsupported(f"regex construct {op} in an intersection")
+
+    def repeat(self, lo, hi, sub) -> tuple[int, int]:
+        start = cur = self.state()
+        for _ in range(lo):
+            s, e = self.seq(list(sub))
+            self.eps[cur].append(s)
+            cur = e
+        end = self.state()
+        self.eps[cur].append(end)
+        if hi is sre.MAXREPEAT:
+            s, e = self.seq(list(sub))
+            self.eps[cur].append(s)
+            self.eps[e] += [s, end]
+            return start, end
+        for _ in range(hi - lo):
+            s, e = self.seq(list(sub))
+            self.eps[cur].append(s)
+            self.eps[e].append(end)
+            cur = e
+        return start, end
+
+    def closure(self, states) -> frozenset:
+        seen, todo = set(states), list(states)
+        while todo:
+            for t in self.eps[todo.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+
+def _intersection_regex(ra: str, rb: str) -> str | None:
+    """A body regex for the strings both body regexes match, None when there are none (raises
+    _Unsupported when too large)."""
+    import bisect
+
+    na, nb = _CharNFA(ra), _CharNFA(rb)
+    cuts = {0, MAXCP + 1}
+    for nfa in (na, nb):
+        cuts |= {x for out in nfa.edges for iv, _t in out for lo, hi in iv for x in (lo, hi + 1)}
+    bounds = sorted(cuts)
+
+    def moves(nfa, states):  # class index -> closure of targets
+        out: dict[int, set] = {}
+        for q in states:
+            for iv, t in nfa.edges[q]:
+                for lo, hi in iv:
+                    for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
+                        out.setdefault(c, set()).add(t)
+        return {c: nfa.closure(ts) for c, ts in out.items()}
+
+    start = (na.closure([na.start]), nb.closure([nb.start]))
+    index, states, edges, accept = {start: 0}, [start], [], set()
+    for i, (sa, sb) in enumerate(states):  # grows while iterating
+        if len(states) > MAX_PRODUCT_STATES:
+            raise _Unsupported("intersection automaton too large")
+        if na.final in sa and nb.final in sb:
+            accept.add(i)
+        ma, mb = moves(na, sa), moves(nb, sb)
+        row = {}
+        for c in ma.keys() & mb.keys():
+            nxt = (ma[c], mb[c])
+            if nxt not in index:
+                index[nxt] = len(states)
+                states.append(nxt)
+            row[c] = index[nxt]
+        edges.append(row)
+    return _dfa_regex(_minimize_rows(edges, accept), bounds)
+
+
+def _minimize_rows(edges, accept):
+    """(edges, accept) of the trim minimal DFA (start 0) of a DFA given as rows {class: target}."""
+    live, changed = set(accept), True
+    while changed:
+        changed = False
+        for q, row in enumerate(edges):
+            if q not in live and any(t in live for t in row.values()):
+                live.add(q)
+                changed = True
+    if 0 not in live:
+        return [{}], set()
+    block = {q: int(q in accept) for q in live}
+    while True:
+        sig = {q: (block[q], tuple(sorted((c, block[t]) for c, t in edges[q].items() if t in live))) for q in live}
+        ids = {v: i for i, v in enumerate(dict.fromkeys(sig[q] for q in sorted(live)))}
+        new = {q: ids[sig[q]] for q in live}
+        if len(set(new.values())) == len(set(block.values())):
+            break
+        block = new
+    order = {b: i for i, b in enumerate(dict.fromkeys([block[0]] + [block[q] for q in sorted(live)]))}
+    rows = [dict() for _ in order]
+    for q in live:
+        rows[order[block[q]]] = {c: order[block[t]] for c, t in edges[q].items() if t in live}
+    return rows, {order[block[q]] for q in accept if q in live}
+
+
+def _class_of(classes, bounds) -> str:
+    """A character class for a set of elementary interval indices."""
+    iv = _norm([(bounds[c], bounds[c + 1] - 1) for c in classes])
+    return "[" + "".join('"' if lo == hi == 0x22 else _cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}"
+                         for lo, hi in iv) + "]"
+
+
+def _dfa_regex(dfa, bounds) -> str | None:
+    """State elimination: a regex (every edge kept safe to concatenate) for a small DFA."""
+    rows, accept = dfa
+    if not accept:
+        return None
+    n = len(rows)
+    S, F = n, n + 1
+    out: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
+    into: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
+
+    def add(p, q, rx):
+        old = out[p].get(q)
+        rx = rx if old is None else f"(?:{old}|{rx})"
+        if len(rx) > MAX_PRODUCT_REGEX:
+            raise _Unsupported("intersection regex too large")
+        out[p][q] = into[q][p] = rx
+
+    add(S, 0, "")
+    for q in accept:
+        add(q, F, "")
+    for q, row in enumerate(rows):
+        by_target: dict[int, list[int]] = {}
+        for c, t in row.items():
+            by_target.setdefault(t, []).append(c)
+        for t, cs in by_target.items():
+            add(q, t, _class_of(cs, bounds))
+    dist, todo = {0: 0}, [0]
+    for q in todo:  # breadth-first distances from the start
+        for t in rows[q].values():
+            if t not in dist:
+                dist[t] = dist[q] + 1
+                todo.append(t)
+    # farthest states first: a chain of bounded repetitions nests instead of growing quadratically
+    for k in sorted(range(n), key=lambda q: (-dist.get(q, 0), len(out[q]) * len(into[q]))):
+        loop = out[k].pop(k, None)
+        into[k].pop(k, None)
+        star = f"(?:{loop})*" if loop else ""
+        ins, outs = list(into[k].items()), list(out[k].items())
+        for p, _r in ins:
+            del out[p][k]
+        for q, _r in outs:
+            del into[q][k]
+        out[k], into[k] = {}, {}
+        for p, rin in ins:
+            for q, rout in outs:
+                add(p, q, rin + star + rout)
+    return out[S][F]
 
 
 # --------------------------------------------------------------------------
@@ -1685,6 +2153,7 @@ class _Resolver:
     def run(self):
         ctx = self.ctx
         positions = ctx.positions
+        self.len_cuts = {0}  # every string length bound (lo, hi + 1) of the schema
         str_lits, num_lits, patterns = set(), set(), {}
         bounds_len = {0}
         int_cuts, dec_cuts = set(), set()
@@ -1698,10 +2167,10 @@ class _Resolver:
                 for f in sp.forbid:
                     patterns.setdefault(f, sp.ptr)
                 str_lits |= sp.exclude
+                spec_cuts = {sp.lo} | ({sp.hi + 1} if sp.hi is not None else set())
+                self.len_cuts |= spec_cuts
                 if sp.pattern is None:
-                    bounds_len.add(sp.lo)
-                    if sp.hi is not None:
-                        bounds_len.add(sp.hi + 1)
+                    bounds_len |= spec_cuts
             for ns in pos.nums:
                 any_num = True
                 for b in (ns.lo, ns.hi):
@@ -1729,39 +2198,44 @@ class _Resolver:
                 rep = "{%d}" % lo
             self.terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + rep + chr(34))}'
             self.len_atoms.append((lo, hi, name))
-        # pattern terminals: pairwise disjoint or nested
-        self.pat_name, self.pat_dfa = {}, {}
-        plist = sorted(patterns)
-        for i, body in enumerate(plist):
-            self.pat_name[body] = f"PAT{i}"
+        # pattern terminals: pairwise disjoint or nested; two that overlap partially get their
+        # intersection as one more pattern nested in both (it wins their common strings)
+        self.pat_dfa, self.inside, self.alias = {}, {}, {}
+        plist = []
+        for body in sorted(patterns):
+            self.add_pattern(body, patterns[body], plist)
+        pairs = [(a, b) for i, a in enumerate(plist) for b in plist[i + 1:]]
+        while pairs:
+            a, b = pairs.pop()
+            if self.relate(a, b):
+                continue
             try:
-                self.pat_dfa[body] = _byte_dfa('"' + body + '"')
-            except Exception as exc:  # noqa: BLE001
-                _fail(ctx, patterns[body], f"keyword 'pattern' cannot be compiled: {exc}")
-        self.inside = {b: set() for b in plist}  # patterns nested inside b
-        depth = {b: 0 for b in plist}
-        for i, a in enumerate(plist):
-            for b in plist[i + 1:]:
-                inter, a_in_b = _relation(self.pat_dfa[a], self.pat_dfa[b])
-                if not inter:
-                    continue
-                _, b_in_a = _relation(self.pat_dfa[b], self.pat_dfa[a])
-                if a_in_b and b_in_a:
-                    continue  # same language (different spelling): treat as nested both ways
-                if a_in_b:
-                    self.inside[b].add(a)
-                elif b_in_a:
-                    self.inside[a].add(b)
-                else:
-                    ctx.unsupported(patterns[a], "pattern",
-                                    f"overlapping partially with the pattern at {patterns[b]}")
+                body = _intersection_regex(a, b)  # not None: they intersect
+            except _Unsupported as exc:
+                ctx.unsupported(patterns[a], "pattern",
+                                f"overlapping partially with the pattern at {patterns[b]} ({exc})")
+                continue
+            if body not in self.pat_dfa and body not in self.alias:
+                if len(plist) >= MAX_PATTERNS:
+                    ctx.unsupported(patterns[a], "pattern", f"with more than {MAX_PATTERNS} pattern intersections")
+                    break
+                others, patterns[body] = list(plist), patterns[a]
+                if self.add_pattern(body, patterns[a], plist):
+                    pairs += [(body, c) for c in others]
+        self.pat_name = {b: f"PAT{i}" for i, b in enumerate(plist)}
+        depth = {}
         for b in plist:
             depth[b] = self._depth(b, set())
+        self.pat_units, self.pieces = {}, {}
         for b in plist:
-            name = self.pat_name[b]
-            self.terms[name] = f"{name}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
-        self.pat_len_cache = {}
-        self.pat_units = {}  # pattern body -> (min, max or None) characters
+            self.pieces[b] = self.length_pieces(b, patterns[b])
+        for b in plist:
+            self.drop_covered_pieces(b)
+            for piece_body, (_lo, _hi, piece) in zip(*self.pieces[b]):
+                self.terms[piece] = f"{piece}.{2 + depth[b]}: {_lark_regex(chr(34) + piece_body + chr(34))}"
+        lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
+        for s, name in self.lit_name.items():
+            self.terms[name] = f"{name}.{lit_prio}: {_lark_regex(re.escape(encode_string(s)))}"
         # numbers
         self.int_atoms, self.dec_atoms = [], []
         if any_num:
@@ -1801,32 +2275,101 @@ class _Resolver:
             if not ctx.rules[rule]:
                 ctx.rules[rule] = ["NOTHING"]
 
+    def add_pattern(self, body, ptr, plist) -> bool:
+        """Add a pattern terminal; False when one with the same language exists (``body`` is
+        then an alias of it: two terminals for one language, one of them never produced)."""
+        try:
+            dfa = _byte_dfa('"' + body + '"')
+        except Exception as exc:  # noqa: BLE001
+            _fail(self.ctx, ptr, f"keyword 'pattern' cannot be compiled: {exc}")
+        for c in plist:
+            if _relation(dfa, self.pat_dfa[c])[1] and _relation(self.pat_dfa[c], dfa)[1]:
+                self.alias[body] = c
+                return False
+        self.pat_dfa[body], self.inside[body] = dfa, set()
+        plist.append(body)
+        return True
+
+    def relate(self, a, b) -> bool:
+        """Record whether one pattern is nested in the other (both ways: the same language);
+        False when they overlap partially."""
+        inter, a_in_b = _relation(self.pat_dfa[a], self.pat_dfa[b])
+        if not inter:
+            return True
+        _, b_in_a = _relation(self.pat_dfa[b], self.pat_dfa[a])
+        if a_in_b:
+            self.inside[b].add(a)
+        if b_in_a:
+            self.inside[a].add(b)
+        return a_in_b or b_in_a
+
+    def string_terms(self) -> set[str]:
+        """The names of the string terminals (literals, length classes, patterns)."""
+        return set(self.lit_name.values()) | {name for _lo, _hi, name in self.len_atoms} | set(self.pat_name.values())
+
     def _depth(self, b, stack):
         """Longest chain of patterns containing ``b``: inner patterns must win ties."""
         outer = [c for c, ins in self.inside.items() if b in ins and c not in stack and c != b]
         return 0 if not outer else 1 + max(self._depth(c, stack | {b}) for c in outer)
 
-    def pattern_lengths_within(self, body, lo, hi, ptr):
-        """True if every string of the pattern has length in [lo, hi]; False if none; else error."""
-        key = (body, lo, hi)
-        if key in self.pat_len_cache:
-            return self.pat_len_cache[key]
-        if lo == 0 and hi is None:
-            res = True
-        else:
-            if body not in self.pat_units:
-                self.pat_units[body] = _unit_length_range(self.pat_dfa[body])
-            mn, mx = self.pat_units[body]
-            if mn >= lo and mx is not None and (hi is None or mx <= hi) or mn >= lo and hi is None:
-                res = True
-            elif (hi is not None and mn > hi) or (mx is not None and mx < lo):
-                res = False
-            else:
+    def units(self, body):
+        """(fewest, most or None) characters of the pattern's strings."""
+        if body not in self.pat_units:
+            self.pat_units[body] = _unit_length_range(self.pat_dfa[body])
+        return self.pat_units[body]
+
+    def length_pieces(self, body, ptr):
+        """([regex], [(fewest, most, terminal)]): the pattern split at every length bound of the
+        schema that its strings straddle (each piece its intersection with a length class), so
+        that a bounded position takes exactly the pieces inside its bounds."""
+        name = self.pat_name[body]
+        mn, mx = self.units(body) if self.len_cuts != {0} else (0, None)
+        cuts = sorted(c for c in self.len_cuts if mn < c and (mx is None or c <= mx))
+        if not cuts:
+            return [body], [(mn, mx, name)]
+        edges = [mn] + cuts + [None if mx is None else mx + 1]
+        regexes, pieces = [], []
+        for i, (a, z) in enumerate(zip(edges, edges[1:])):
+            rep = "{%d,%s}" % (a, "" if z is None else z - 1)
+            try:
+                rx = _intersection_regex(body, UNIT + rep)
+            except _Unsupported as exc:
+                self.ctx.unsupported(ptr, "maxLength", f"together with a pattern/format whose strings straddle "
+                                                      f"the bound ({exc})")
+                return [body], [(mn, mx, name)]
+            if rx is not None:
+                regexes.append(rx)
+                pieces.append((a, None if z is None else z - 1, f"{name}_{i}"))
+        return regexes, pieces
+
+    def drop_covered_pieces(self, body):
+        """Drop the length pieces of ``body`` inside one piece of a pattern nested in it (that one
+        wins every such string: a terminal never produced is an error)."""
+        regexes, pieces = self.pieces[body]
+        if len(pieces) < 2:
+            return
+        keep = []
+        for rx, (lo, hi, name) in zip(regexes, pieces):
+            dfa = _byte_dfa('"' + rx + '"')
+            covered = any(alo <= lo and (ahi is None or (hi is not None and hi <= ahi))
+                          and _relation(dfa, _byte_dfa('"' + arx + '"'))[1]
+                          for a in self._all_inside(body) for arx, (alo, ahi, _n) in zip(*self.pieces[a]))
+            if not covered:
+                keep.append((rx, (lo, hi, name)))
+        self.pieces[body] = ([rx for rx, _p in keep], [p for _rx, p in keep])
+
+    def pieces_within(self, body, lo, hi, ptr) -> list[str]:
+        """The terminals of the pattern's pieces whose lengths lie in [lo, hi] (a piece that
+        straddles the bounds: an error)."""
+        out = []
+        for mn, mx, name in self.pieces[body][1]:
+            if mn >= lo and (hi is None or (mx is not None and mx <= hi)):
+                out.append(name)
+            elif not ((hi is not None and mn > hi) or (mx is not None and mx < lo)):
                 self.ctx.unsupported(ptr, "maxLength" if hi is not None else "minLength",
                                      "together with a pattern/format whose strings straddle the bound")
-                res = True
-        self.pat_len_cache[key] = res
-        return res
+                out.append(name)
+        return out
 
     def resolve(self, pos: _Pos) -> list[str]:
         out = []
@@ -1837,22 +2380,18 @@ class _Resolver:
             for s in self.lit_name:
                 if _lit_matches_spec(s, sp):
                     lits.add(s)
+            forbid = {self.alias.get(f, f) for f in sp.forbid}
+            forbid |= set().union(*(self._all_inside(f) for f in forbid))  # nested strings match too
             if sp.pattern is not None:
-                allowed = {sp.pattern} | self._all_inside(sp.pattern)
-                for b in allowed:
-                    if b in sp.forbid:
-                        continue
-                    if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
-                        out.append(self.pat_name[b])
+                pattern = self.alias.get(sp.pattern, sp.pattern)
+                allowed = {pattern} | self._all_inside(pattern)
             else:
                 for lo, hi, name in self.len_atoms:
                     if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
                         out.append(name)
-                for b, name in self.pat_name.items():
-                    if b in sp.forbid or any(b in self._all_inside(f) for f in sp.forbid):
-                        continue
-                    if self.pattern_lengths_within(b, sp.lo, sp.hi, sp.ptr):
-                        out.append(name)
+                allowed = set(self.pat_name)
+            for b in sorted(allowed - forbid):
+                out += self.pieces_within(b, sp.lo, sp.hi, sp.ptr)
         out += [self.lit_name[s] for s in sorted(lits)]
         for ns in pos.nums:
             ilo, ihi = _int_bounds(ns)
@@ -1898,6 +2437,47 @@ class _Resolver:
         return res
 
 
+STRING_GROUP_MIN = 4  # a position with at least this many string terminals names them through shared rules
+
+
+def _share_string_terminals(ctx, string_terms):
+    """Each position names its string terminals through shared rules (a schema with many literals
+    would otherwise repeat all of them at every string position and every additional-member key:
+    50 000 alternatives, minutes of LALR construction); see _string_sets.  A member rule names its
+    key's rule, except members of merged anyOf objects (``ctx.inline_members``): there two
+    branches' keys may share a terminal in one parser state, and one-terminal reductions of two
+    key rules would conflict, so their key terminals are inlined."""
+    sets = {}
+    for name in ctx.positions:
+        strs = tuple(a for a in ctx.rules[name] if a in string_terms)
+        if len(strs) >= STRING_GROUP_MIN:
+            sets[name] = strs
+    covers = _string_sets(ctx, set(sets.values()))
+    keys = {}
+    for name, strs in sets.items():
+        keys[name] = (covers[strs], ctx.rules[name])
+        ctx.rules[name] = [a for a in ctx.rules[name] if a not in string_terms] + [covers[strs]]
+    for name, alts in list(ctx.rules.items()):
+        out = []
+        for a in alts:
+            m = re.match(r"@(\w+)@ (.*)", a)
+            if not m:
+                out.append(a)
+            elif m.group(1) in keys and name not in ctx.inline_members:
+                out.append(f"{keys[m.group(1)][0]} {m.group(2)}")
+            else:
+                terms = keys[m.group(1)][1] if m.group(1) in keys else ctx.rules[m.group(1)]
+                out += [f"{k} {m.group(2)}" for k in terms]
+        ctx.rules[name] = out
+
+
+def _string_sets(ctx, sets) -> dict:
+    """One flat rule per set of string terminals (flat: a rule's LALR closure then holds one
+    nonterminal; shared sub-rules multiply the nonterminals every closure holds, which lark's
+    lookback computation pays for quadratically).  Returns {set: rule name}."""
+    return {strs: ctx.add_rule(ctx.name("strs"), list(strs)) for strs in sorted(sets)}
+
+
 # --------------------------------------------------------------------------
 # front door
 # --------------------------------------------------------------------------
@@ -1938,17 +2518,9 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
         root = tr.value(schema, "")
     except RecursionError:
         raise GrammarError(f"{source}: schema nesting too deep") from None
-    _Resolver(ctx).run()
-    # drop rules that can produce nothing (e.g. positions with no terminal)
-    for name, alts in ctx.rules.items():
-        new_alts = []
-        for a in alts:
-            m = re.match(r"@(\w+)@ (.*)", a)
-            if m:
-                new_alts += [f"{k} {m.group(2)}" for k in ctx.rules[m.group(1)]]
-            else:
-                new_alts.append(a)
-        ctx.rules[name] = new_alts
+    resolver = _Resolver(ctx)
+    resolver.run()
+    _share_string_terminals(ctx, resolver.string_terms())
     lines = [f"start: {root}"]
     terms = dict(_Resolver_terms(ctx))
     for name, alts in ctx.rules.items():
