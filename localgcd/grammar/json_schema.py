@@ -582,6 +582,16 @@ class _Ctx:
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
 
+def _string_keyword_matches(kind, arg, text):
+    """Does the string ``text`` satisfy ``format``/``pattern`` ``arg`` (for checking enum and const values)?"""
+    if kind == "format":
+        return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
+    try:
+        return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
+    except _Unsupported:
+        raise UnknownKeyword("pattern") from None
+
+
 def _ptr_join(ptr, *parts):
     for p in parts:
         ptr += "/" + str(p).replace("~", "~0").replace("/", "~1")
@@ -1097,17 +1107,8 @@ class _Translator:
     def value_ok(self, v, s, ptr) -> bool:
         """Is the enum/const value ``v`` valid for the whole schema ``s`` (every keyword, exactly)?"""
         ctx = self.ctx
-
-        def matches(kind, arg, text):
-            if kind == "format":
-                return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
-            try:
-                return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
-            except _Unsupported:
-                raise UnknownKeyword("pattern") from None
-
         try:
-            return validates(v, s, lambda ref: _resolve_ref(ctx, ref, ptr)[0], matches)
+            return validates(v, s, lambda ref: _resolve_ref(ctx, ref, ptr)[0], _string_keyword_matches)
         except UnknownKeyword as exc:
             ctx.unsupported(ptr, exc.args[0], "next to enum/const")
             return True
@@ -1660,19 +1661,10 @@ class _Disjointness:
         if not isinstance(values, list):
             return False
         try:
-            return not any(validates(v, b, lambda ref: _resolve_ref(self.ctx, ref, "")[0], self.matches)
+            return not any(validates(v, b, lambda ref: _resolve_ref(self.ctx, ref, "")[0], _string_keyword_matches)
                            for v in values)
         except (UnknownKeyword, RecursionError):
             return False
-
-    @staticmethod
-    def matches(kind, arg, text):
-        if kind == "format":
-            return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None
-        try:
-            return re.fullmatch(pattern_body(arg), encode_string(text)[1:-1]) is not None
-        except _Unsupported:
-            raise UnknownKeyword("pattern") from None
 
     def disjoint_as(self, t, a, b) -> bool:
         """No instance of type ``t`` is valid for both."""
