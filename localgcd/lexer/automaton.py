@@ -16,8 +16,9 @@ from __future__ import annotations
 from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError
 from localgcd.grammar.terminals import Terminal
-from localgcd.lexer.dfa import DFA, determinize
-from localgcd.lexer.nfa import NFA, UnsupportedRegex
+from localgcd.lexer.dfa import DFA
+from localgcd.lexer.nfa import UnsupportedRegex, literal_bytes
+from localgcd.lexer.product import product_dfa, terminal_dfa
 
 
 def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "") -> DFA:
@@ -31,14 +32,13 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         context = lines[terminal.line - 1] if terminal.line and terminal.line <= len(lines) else None
         return GrammarError(message, source, terminal.line, terminal.column, context)
 
-    nfa = NFA()
-    starts = []
-    for index, terminal in enumerate(terminals):
+    for terminal in terminals:  # each terminal's own automaton first: an error names its terminal
         try:
-            starts.append(nfa.add_regex(terminal.regex, index))
+            if literal_bytes(terminal.regex) is None:
+                terminal_dfa(terminal.regex)
         except UnsupportedRegex as exc:
             raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
-    dfa = determinize(nfa, starts, rank=list(range(len(terminals))))
+    dfa = product_dfa([terminal.regex for terminal in terminals])
     if dfa.accept[0] >= 0:
         terminal = terminals[int(dfa.accept[0])]
         raise error(terminal, f"terminal {terminal.name} matches the empty string")

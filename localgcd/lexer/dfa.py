@@ -152,7 +152,7 @@ def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndar
     return new_table, accept[representative].astype(np.int32)
 
 
-def _mixed_weights(count: int) -> np.ndarray:
+def mixed_weights(count: int) -> np.ndarray:
     """``count`` odd pseudo-random 64-bit weights (splitmix64 of 1, 2, …; no ``np.random`` import)."""
     with np.errstate(over="ignore"):
         x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
@@ -170,7 +170,7 @@ def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
     collision could only merge states, never split equivalent ones.
     """
     n_blocks = int(block.max()) + 1
-    weights = _mixed_weights(table.shape[1] + 1)
+    weights = mixed_weights(table.shape[1] + 1)
     while True:
         succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
         signature = np.concatenate([block[:, None], succ], axis=1)

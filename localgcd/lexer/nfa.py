@@ -94,6 +94,24 @@ def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
+@lru_cache(maxsize=4096)
+def literal_bytes(pattern: str) -> bytes | None:
+    """The UTF-8 bytes of ``pattern`` when it matches exactly one string (literal characters only,
+    no case folding); None otherwise (and for a pattern that does not parse)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    if parsed.state.flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
+        return None
+    if not len(parsed) or any(op is not sre.LITERAL for op, _arg in parsed):
+        return None
+    try:
+        return "".join(chr(arg) for _op, arg in parsed).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the regex path refuses or encodes it
+        return None
+
+
 class _Builder:
     """Thompson construction of one parsed pattern into an :class:`NFA`."""
 

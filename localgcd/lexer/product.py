@@ -1,0 +1,182 @@
+"""Terminal DFAs → the lexer DFA, as their product.
+
+Each regex terminal is determinized and minimized on its own, memoized per
+pattern (the grammars of one kind — a JSON Schema's strings, numbers and
+keys — share most of their terminals, and a terminal's own subset
+construction is small).  Terminals that are plain strings share one
+component: the byte trie of those strings.  The lexer DFA is then the
+product of the components, explored breadth-first with numpy a whole
+frontier at a time, labelled in each state with the lowest-ranked terminal
+whose component accepts, and minimized.
+
+A product state is the vector of its components' states, so it stands for
+exactly the residual languages of every terminal: the minimized result is
+the minimal DFA of the terminals (the same one the subset construction of
+their union gives), numbered in breadth-first order over byte classes.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from localgcd.arrays import unique_first_inverse
+from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize, mixed_weights
+from localgcd.lexer.nfa import NFA, literal_bytes
+
+_SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
+
+
+@lru_cache(maxsize=4096)
+def terminal_dfa(pattern: str) -> DFA:
+    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern."""
+    nfa = NFA()
+    start = nfa.add_regex(pattern, 0)
+    return determinize(nfa, [start], [0])
+
+
+def literal_trie(literals: Sequence[tuple[bytes, int]]) -> DFA:
+    """The byte trie of plain-string terminals: one DFA accepting each string with its terminal
+    (the lowest index where two terminals are the same string)."""
+    children: list[dict[int, int]] = [{}]
+    accept = [-1]
+    for data, terminal in literals:
+        node = 0
+        for byte in data:
+            nxt = children[node].get(byte)
+            if nxt is None:
+                nxt = len(children)
+                children[node][byte] = nxt
+                children.append({})
+                accept.append(-1)
+            node = nxt
+        if accept[node] < 0 or terminal < accept[node]:
+            accept[node] = terminal
+    table = np.full((len(children), 256), DEAD_STATE, dtype=np.int32)
+    for node, edges in enumerate(children):
+        if edges:
+            table[node, list(edges)] = list(edges.values())
+    return DFA(transitions=table, accept=np.asarray(accept, dtype=np.int32))
+
+
+def product_dfa(regexes: Sequence[str]) -> DFA:
+    """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
+    a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct."""
+    literals, components = [], []
+    for index, regex in enumerate(regexes):
+        data = literal_bytes(regex)
+        if data is not None:
+            literals.append((data, index))
+        else:
+            dfa = terminal_dfa(regex)
+            components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
+    if literals:
+        components.insert(0, literal_trie(literals))
+    return _explore(components)
+
+
+def _explore(components: list[DFA]) -> DFA:
+    """Breadth-first product of ``components``, then minimization."""
+    sizes = [c.n_states for c in components]
+    offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
+    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)  # row 0: the sink
+    labels = np.full(1 + sum(sizes), np.iinfo(np.int32).max, dtype=np.int64)
+    for c, off in zip(components, offsets):
+        glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
+        labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, labels[0])
+    # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
+    _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
+    order = np.argsort(first_byte, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    class_of = rank[class_of]
+    by_class = glued[:, first_byte[order]]  # [S, C]
+    n_classes = by_class.shape[1]
+    k = len(components)
+    weights = mixed_weights(k)
+
+    states = [offsets.copy()]  # product states, in discovery order
+    known: dict[int, int] = {int(_row_hash(offsets[None, :], weights)[0]): 0}
+    sink_row = np.zeros(k, dtype=np.int64)
+    rows = []
+    frontier = offsets[None, :]
+    while frontier.size:
+        succ = by_class[frontier]  # [f, k, C]
+        succ = np.ascontiguousarray(succ.transpose(0, 2, 1)).reshape(-1, k)  # [f*C, k], state-major
+        keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
+        ids = np.empty(keys.size, dtype=np.int64)
+        fresh = []
+        for j in np.argsort(first, kind="stable").tolist():  # new states numbered in first-appearance order
+            key = int(keys[j])
+            found = known.get(key)
+            if found is None:
+                row = succ[first[j]]
+                if row.any():
+                    found = len(states)
+                    states.append(row)
+                    fresh.append(row)
+                else:
+                    found = DEAD_STATE
+                known[key] = found
+            ids[j] = found
+        # Rows with one hash must be one row (within this frontier and with the state it names).
+        named = np.stack([states[i] if i >= 0 else sink_row for i in ids.tolist()])
+        if not np.array_equal(succ, named[inverse]):  # pragma: no cover - a 64-bit hash collision
+            return _explore_exact(components)
+        rows.append(ids[inverse].reshape(-1, n_classes))
+        frontier = np.asarray(fresh, dtype=np.int64).reshape(-1, k)
+    table = np.concatenate(rows).astype(np.int32)
+    product = np.asarray(states, dtype=np.int64)
+    best = labels[product].min(axis=1)
+    accept = np.where(best == labels[0], -1, best).astype(np.int32)
+    table, accept = minimize(table, accept)
+    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
+
+
+def _explore_exact(components: list[DFA]) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
+    """The product by exact row identity (Python tuples), for the never-seen hash collision."""
+    sizes = [c.n_states for c in components]
+    offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
+    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
+    labels = np.full(1 + sum(sizes), np.iinfo(np.int32).max, dtype=np.int64)
+    for c, off in zip(components, offsets):
+        glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
+        labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, labels[0])
+    start = tuple(offsets.tolist())
+    index, states, rows = {start: 0}, [start], []
+    for state in states:
+        row = [DEAD_STATE] * 256
+        succ = glued[list(state)].T.tolist()
+        for byte in range(256):
+            nxt = tuple(succ[byte])
+            if any(nxt):
+                if nxt not in index:
+                    index[nxt] = len(states)
+                    states.append(nxt)
+                row[byte] = index[nxt]
+        rows.append(row)
+    best = labels[np.asarray(states)].min(axis=1)
+    accept = np.where(best == labels[0], -1, best).astype(np.int32)
+    table, accept = minimize(np.asarray(rows, dtype=np.int32), accept)
+    return DFA(transitions=table, accept=accept)
+
+
+def _column_keys(table: np.ndarray) -> np.ndarray:
+    """A 64-bit key per byte column (equal columns, equal keys; distinct columns: distinct
+    keys but for a 2^-64 chance, which only merges classes the caller then checks)."""
+    weights = mixed_weights(table.shape[0])
+    with np.errstate(over="ignore"):
+        keys = (table.astype(np.uint64) + np.uint64(1)).T @ weights
+    _, first, inverse = unique_first_inverse(keys)
+    if not np.array_equal(table, table[:, first[inverse]]):  # pragma: no cover - a collision
+        _, inverse = np.unique(table.T, axis=0, return_inverse=True)
+        return inverse.reshape(-1).astype(np.uint64)
+    return keys
+
+
+def _row_hash(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (rows.astype(np.uint64) + np.uint64(1)) @ weights
+
