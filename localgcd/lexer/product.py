@@ -27,6 +27,7 @@ from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize, mixed_wei
 from localgcd.lexer.nfa import NFA, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
+_NO_LABEL = np.iinfo(np.int32).max
 
 
 @lru_cache(maxsize=4096)
@@ -78,14 +79,14 @@ def product_dfa(regexes: Sequence[str]) -> DFA:
 
 
 def _explore(components: list[DFA]) -> DFA:
-    """Breadth-first product of ``components``, then minimization."""
-    sizes = [c.n_states for c in components]
-    offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
-    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)  # row 0: the sink
-    labels = np.full(1 + sum(sizes), np.iinfo(np.int32).max, dtype=np.int64)
-    for c, off in zip(components, offsets):
-        glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
-        labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, labels[0])
+    """Breadth-first product of ``components``, then minimization.
+
+    A product state is identified by a 64-bit hash of its component vector;
+    known hashes are kept sorted, so a frontier is looked up, numbered and
+    added with a few array operations.  Every round checks that rows sharing
+    a hash are one row, and falls back to exact identities if not.
+    """
+    glued, labels, offsets = _glue(components)
     # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
     _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
     order = np.argsort(first_byte, kind="stable")
@@ -97,53 +98,43 @@ def _explore(components: list[DFA]) -> DFA:
     k = len(components)
     weights = mixed_weights(k)
 
-    states = [offsets.copy()]  # product states, in discovery order
-    known: dict[int, int] = {int(_row_hash(offsets[None, :], weights)[0]): 0}
-    sink_row = np.zeros(k, dtype=np.int64)
-    rows = []
-    frontier = offsets[None, :]
+    sink_row = np.zeros((1, k), dtype=np.int64)
+    start_key, sink_key = _row_hash(np.vstack([offsets, sink_row]), weights)
+    known = np.array(sorted([start_key, sink_key]), dtype=np.uint64)
+    known_ids = np.array([0, DEAD_STATE] if start_key < sink_key else [DEAD_STATE, 0], dtype=np.int64)
+    store = np.empty((64, k), dtype=np.int64)  # product states, in discovery order
+    store[0] = offsets
+    n_states, rows = 1, []
+    frontier = store[:1]
     while frontier.size:
-        succ = by_class[frontier]  # [f, k, C]
-        succ = np.ascontiguousarray(succ.transpose(0, 2, 1)).reshape(-1, k)  # [f*C, k], state-major
+        succ = np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k)  # state-major
         keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
-        ids = np.empty(keys.size, dtype=np.int64)
-        fresh = []
-        for j in np.argsort(first, kind="stable").tolist():  # new states numbered in first-appearance order
-            key = int(keys[j])
-            found = known.get(key)
-            if found is None:
-                row = succ[first[j]]
-                if row.any():
-                    found = len(states)
-                    states.append(row)
-                    fresh.append(row)
-                else:
-                    found = DEAD_STATE
-                known[key] = found
-            ids[j] = found
-        # Rows with one hash must be one row (within this frontier and with the state it names).
-        named = np.stack([states[i] if i >= 0 else sink_row for i in ids.tolist()])
+        at = np.minimum(np.searchsorted(known, keys), known.size - 1)
+        hit = known[at] == keys
+        ids = np.where(hit, known_ids[at], DEAD_STATE)
+        new = np.flatnonzero(~hit)
+        new = new[np.argsort(first[new], kind="stable")]  # numbered in first-appearance order
+        ids[new] = n_states + np.arange(new.size)
+        if n_states + new.size > store.shape[0]:
+            store = np.concatenate([store, np.empty((max(store.shape[0], new.size), k), dtype=np.int64)])
+        store[n_states:n_states + new.size] = succ[first[new]]
+        named = store[np.maximum(ids, 0)]
+        named[ids < 0] = 0
         if not np.array_equal(succ, named[inverse]):  # pragma: no cover - a 64-bit hash collision
             return _explore_exact(components)
+        merged = np.argsort(np.concatenate([known, keys[new]]), kind="stable")
+        known = np.concatenate([known, keys[new]])[merged]
+        known_ids = np.concatenate([known_ids, ids[new]])[merged]
         rows.append(ids[inverse].reshape(-1, n_classes))
-        frontier = np.asarray(fresh, dtype=np.int64).reshape(-1, k)
+        frontier = store[n_states:n_states + new.size]
+        n_states += new.size
     table = np.concatenate(rows).astype(np.int32)
-    product = np.asarray(states, dtype=np.int64)
-    best = labels[product].min(axis=1)
-    accept = np.where(best == labels[0], -1, best).astype(np.int32)
-    table, accept = minimize(table, accept)
-    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
+    return _minimal(table, labels[store[:n_states]], class_of)
 
 
 def _explore_exact(components: list[DFA]) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
     """The product by exact row identity (Python tuples), for the never-seen hash collision."""
-    sizes = [c.n_states for c in components]
-    offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
-    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
-    labels = np.full(1 + sum(sizes), np.iinfo(np.int32).max, dtype=np.int64)
-    for c, off in zip(components, offsets):
-        glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
-        labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, labels[0])
+    glued, labels, offsets = _glue(components)
     start = tuple(offsets.tolist())
     index, states, rows = {start: 0}, [start], []
     for state in states:
@@ -157,10 +148,28 @@ def _explore_exact(components: list[DFA]) -> DFA:  # pragma: no cover - needs a 
                     states.append(nxt)
                 row[byte] = index[nxt]
         rows.append(row)
-    best = labels[np.asarray(states)].min(axis=1)
-    accept = np.where(best == labels[0], -1, best).astype(np.int32)
-    table, accept = minimize(np.asarray(rows, dtype=np.int32), accept)
-    return DFA(transitions=table, accept=accept)
+    return _minimal(np.asarray(rows, dtype=np.int32), labels[np.asarray(states)], np.arange(256))
+
+
+def _glue(components: list[DFA]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(one transition table over all components' states, row 0 the shared dead sink; each
+    state's terminal label, ``_NO_LABEL`` if none; each component's start state)."""
+    sizes = [c.n_states for c in components]
+    offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
+    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
+    labels = np.full(1 + sum(sizes), _NO_LABEL, dtype=np.int64)
+    for c, off in zip(components, offsets):
+        glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
+        labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, _NO_LABEL)
+    return glued, labels, offsets
+
+
+def _minimal(table: np.ndarray, state_labels: np.ndarray, class_of: np.ndarray) -> DFA:
+    """Label each product state with its lowest-ranked accepting component, minimize, expand classes."""
+    best = state_labels.min(axis=1)
+    accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+    table, accept = minimize(table, accept)
+    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
 
 
 def _column_keys(table: np.ndarray) -> np.ndarray:
