@@ -70,6 +70,10 @@ CASES = [
     ("pattern_properties", {"type": "object", "patternProperties": {"^x-": {"type": "integer"}},
                             "additionalProperties": False},
      [{"x-a": 1}, {}], [{"y": 1}, {"x-a": "s"}]),
+    ("pattern_properties_disjoint", {"type": "object", "properties": {"foo": {"type": "string"}},
+                                     "patternProperties": {"^S_": {"type": "string"}, "^I_": {"type": "integer"}},
+                                     "additionalProperties": False},
+     [{"foo": "x", "S_a": "y", "I_b": 3}, {"I_": 1, "S_": ""}, {}], [{"S_a": 3}, {"I_b": "x"}, {"X": 1}]),
     ("array", {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
      [[1], [1, 2, 3]], [[], [1, 2, 3, 4], ["a"]]),
     ("prefix_items", {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
@@ -193,6 +197,8 @@ def test_unsupported_keyword_named_with_pointer():
         schema_to_lark({"not": {"type": "string"}})
     with pytest.raises(GrammarError, match="look-around"):
         schema_to_lark({"type": "string", "pattern": "a(?=b)"})
+    with pytest.raises(GrammarError, match=r"/patternProperties: keyword 'patternProperties' with overlapping"):
+        schema_to_lark({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"type": "string"}}})
 
 
 def test_invalid_and_unsatisfiable():

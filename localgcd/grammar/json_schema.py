@@ -1405,8 +1405,11 @@ class _Translator:
         extra_syms = []
         declared = frozenset(names)
         forbid = frozenset(b for b, _p, _s in pat_bodies)
-        if len(pat_bodies) > 1:
-            ctx.unsupported(_ptr_join(ptr, "patternProperties"), "patternProperties", "with more than one pattern")
+        if len(pat_bodies) > 1 and not _patterns_disjoint([b for b, _p, _s in pat_bodies]):
+            # a name matching several patterns must satisfy all their schemas: a key class per
+            # overlap would be needed; disjoint patterns each keep their own members
+            ctx.unsupported(_ptr_join(ptr, "patternProperties"), "patternProperties",
+                            "with overlapping patterns")
             pat_bodies = pat_bodies[:1]
             forbid = frozenset(b for b, _p, _s in pat_bodies)
         for body, p, sub in pat_bodies:
@@ -2051,6 +2054,12 @@ def _relation(a, b):
         if inter and not subset:
             break
     return inter, subset
+
+
+def _patterns_disjoint(bodies) -> bool:
+    """No string matches two of the (encoded-body) patterns."""
+    dfas = [_byte_dfa('"' + b + '"') for b in bodies]
+    return not any(_relation(a, b)[0] for i, a in enumerate(dfas) for b in dfas[i + 1:])
 
 
 def _unit_length_range(dfa) -> tuple[int, int | None]:
