@@ -24,7 +24,7 @@ from localgcd.grammar.formats import to_lark
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.lexer.dfa import determinize
 from localgcd.lexer.nfa import NFA, UnsupportedRegex, literal_bytes
-from localgcd.lexer.product import literal_trie, product_dfa
+from localgcd.lexer.product import literal_trie, product_dfa, terminal_dfa
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
@@ -86,6 +86,20 @@ PIECES = ["if", "i", "iff", "[a-z]+", "[0-9]+", "-?[0-9]+(\\.[0-9]+)?", '"(?:[^"
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=7))
 def test_any_ranked_terminal_list_gives_the_subset_construction(regexes: list[str]) -> None:
     assert_same_dfa(regexes)
+
+
+JSON_CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))'
+COUNTED = ['"' + JSON_CHAR + rep + '"' for rep in ("{0,}", "{3}", "{2,}", "{0,1}", "{0}", "{4,9}", "{1,40}")] + [
+    "ab(?:cd){2,3}", "(?:cd){2,}", "(?:cd)*x", "[0-9]{4}", "x(?:[a-z]){3,}yz", "(?:a|ab){2}x", "(?:ab|a){1,3}b",
+    "(?:é|[α-ω]){2,5}!", "q(?:x?){2}", "(?:a|aa){2,4}"]
+
+
+@pytest.mark.parametrize("pattern", COUNTED)
+def test_a_counted_repetition_written_level_by_level_is_the_subset_construction(pattern: str) -> None:
+    """Prefix-code units take the direct chain construction, the others (``a|ab``, ``x?``) fall back."""
+    assert_same_dfa([pattern])
+    assert_same_dfa([pattern, '"x"', "[0-9]+", "cd"])
+    assert terminal_dfa(pattern).n_states == union_dfa([pattern]).n_states  # minimal as built
 
 
 @pytest.mark.parametrize("pattern, expected", [

@@ -112,6 +112,46 @@ def literal_bytes(pattern: str) -> bytes | None:
         return None
 
 
+@dataclass(frozen=True)
+class CountedPattern:
+    """A pattern ``prefix unit{lo,hi} suffix`` with literal ends (a JSON string of counted characters)."""
+
+    prefix: bytes
+    unit: NFA  # the unit alone, accepting with label 0
+    unit_start: int
+    unit_key: str  # the unit's parse, as text: equal keys, equal units
+    lo: int
+    hi: int | None
+    suffix: bytes
+
+
+@lru_cache(maxsize=1024)
+def counted_pattern(pattern: str) -> CountedPattern | None:
+    """``pattern`` as literal bytes, one greedy counted repetition and literal bytes; None otherwise."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    flags = parsed.state.flags
+    if flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
+        return None
+    items = list(parsed)
+    repeats = [i for i, (op, _arg) in enumerate(items) if op is sre.MAX_REPEAT]
+    if len(repeats) != 1 or any(op is not sre.LITERAL for i, (op, _a) in enumerate(items) if i != repeats[0]):
+        return None
+    at = repeats[0]
+    lo, hi, sub = items[at][1]
+    try:
+        prefix = "".join(chr(arg) for _op, arg in items[:at]).encode("utf-8")
+        suffix = "".join(chr(arg) for _op, arg in items[at + 1:]).encode("utf-8")
+        unit = NFA()
+        start, end = _Builder(unit).sequence(sub, flags)
+    except (UnicodeEncodeError, UnsupportedRegex):
+        return None
+    unit.accept[end] = 0
+    return CountedPattern(prefix, unit, start, f"{flags}:{sub!s}", lo, None if hi is sre.MAXREPEAT else hi, suffix)
+
+
 class _Builder:
     """Thompson construction of one parsed pattern into an :class:`NFA`."""
 
