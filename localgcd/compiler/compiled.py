@@ -24,7 +24,7 @@ from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning.
-TABLE_FORMAT_VERSION = 6
+TABLE_FORMAT_VERSION = 7
 
 
 @dataclass

@@ -107,13 +107,14 @@ class Compiler:
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf)
+                                    user_text=translation.user_text, plain=translation.plain_bnf,
+                                    modes=translation.modes)
         tables, conflicts = build_parse_tables(grammar, strict=strict)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
         dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text)
-        lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals))
+        lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals])
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()

@@ -82,7 +82,8 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False) -> Grammar:
+                      user_text: str = "", plain: bool = False,
+                      modes: dict[str, tuple[int, int]] | None = None) -> Grammar:
     """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
 
     For Lark text another front end generated, ``origins`` maps generated
@@ -104,7 +105,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
             raise _located(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, origins)
+    terminals = _ranked_terminals(term_defs, ignore, origins, modes or {})
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))
@@ -152,8 +153,8 @@ _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
-def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
-                      origins: dict[str, tuple[int, int]]) -> list[Terminal]:
+def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[str, tuple[int, int]],
+                      modes: dict[str, tuple[int, int]]) -> list[Terminal]:
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics"."""
     ranked = sorted(
         defs,
@@ -166,9 +167,10 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str],
         line, column = origins.get(t.name, (None, None))
         regex = t.pattern.to_regexp()
         regex = _EXACT_ESCAPED_STRING if regex == _LARK_ESCAPED_STRING else regex
+        mode, next_mode = modes.get(t.name, (0, 0))
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
-                            line=line, column=column))
+                            line=line, column=column, mode=mode, next_mode=next_mode))
     return out
 
 

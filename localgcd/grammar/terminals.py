@@ -16,6 +16,8 @@ class Terminal:
     ignored: bool
     line: int | None = None  # where the user's grammar defines it, for messages
     column: int | None = None
+    mode: int = 0  # the lexer mode it is lexed in (0: the one lexing starts in)
+    next_mode: int = 0  # the mode lexing goes on in after it (see localgcd.lexer.product)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -22,7 +22,8 @@ from localgcd.lexer.product import product_dfa, terminal_dfa
 
 
 def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "") -> DFA:
-    """The combined lexer DFA; its accept labels are indices into ``terminals``.
+    """The combined lexer DFA; its accept labels are indices into ``terminals``, and it has a start
+    state per lexer mode (``Terminal.mode``; a grammar without modes has one, state 0).
 
     ``text`` (the grammar's source) only serves to show the offending line in errors.
     """
@@ -38,10 +39,11 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
                 terminal_dfa(terminal.regex)
         except UnsupportedRegex as exc:
             raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
-    dfa = product_dfa([terminal.regex for terminal in terminals])
-    if dfa.accept[0] >= 0:
-        terminal = terminals[int(dfa.accept[0])]
-        raise error(terminal, f"terminal {terminal.name} matches the empty string")
+    dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals])
+    for start in dfa.mode_starts:
+        if dfa.accept[start] >= 0:
+            terminal = terminals[int(dfa.accept[start])]
+            raise error(terminal, f"terminal {terminal.name} matches the empty string")
     missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
     for index in sorted(missing):
         terminal = terminals[index]

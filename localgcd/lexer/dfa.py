@@ -30,6 +30,7 @@ class DFA:
 
     transitions: np.ndarray  # int32 [n_states, 256]
     accept: np.ndarray  # int32 [n_states]
+    mode_starts: tuple[int, ...] = (0,)  # the start state of each lexer mode (mode 0 starts in state 0)
 
     @property
     def n_states(self) -> int:
@@ -134,6 +135,12 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
 
 def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Moore minimization of a class-compressed DFA (start state 0 stays 0)."""
+    table, accept, _block = minimize_mapped(table, accept)
+    return table, accept
+
+
+def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`minimize`, and the new state of every old one."""
     n = table.shape[0]
     _, block = unique_inverse(np.asarray(accept).reshape(-1))
     block = block.reshape(-1).astype(np.int64)
@@ -149,7 +156,7 @@ def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndar
     representative[block[::-1]] = np.arange(n)[::-1]
     new_table = table[representative]
     new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD_STATE).astype(np.int32)
-    return new_table, accept[representative].astype(np.int32)
+    return new_table, accept[representative].astype(np.int32), block
 
 
 def mixed_weights(count: int) -> np.ndarray:

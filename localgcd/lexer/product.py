@@ -22,8 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import unique_first_inverse
-from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize, mixed_weights
+from localgcd.arrays import sorted_unique, unique_first_inverse
+from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize_mapped, mixed_weights
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
@@ -126,31 +126,39 @@ def literal_trie(literals: Sequence[tuple[bytes, int]]) -> DFA:
     return DFA(transitions=table, accept=np.asarray(accept, dtype=np.int32))
 
 
-def product_dfa(regexes: Sequence[str]) -> DFA:
+def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
-    a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct."""
-    literals, components = [], []
-    for index, regex in enumerate(regexes):
+    a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
+
+    ``modes[i]`` is the lexer mode terminal ``i`` is lexed in (default 0 for all): each mode has
+    its own start state (``DFA.mode_starts``), from which only its terminals begin.
+    """
+    modes = list(modes) if modes is not None else [0] * len(regexes)
+    literals: dict[int, list[tuple[bytes, int]]] = {}
+    components, component_modes = [], []
+    for index, (regex, mode) in enumerate(zip(regexes, modes)):
         data = literal_bytes(regex)
         if data is not None:
-            literals.append((data, index))
+            literals.setdefault(mode, []).append((data, index))
         else:
             dfa = terminal_dfa(regex)
             components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
-    if literals:
-        components.insert(0, literal_trie(literals))
-    return _explore(components)
+            component_modes.append(mode)
+    for mode in sorted(literals, reverse=True):
+        components.insert(0, literal_trie(literals[mode]))
+        component_modes.insert(0, mode)
+    return _explore(components, component_modes, max(modes, default=0) + 1)
 
 
-def _explore(components: list[DFA]) -> DFA:
-    """Breadth-first product of ``components``, then minimization.
+def _explore(components: list[DFA], component_modes: list[int], n_modes: int) -> DFA:
+    """Breadth-first product of ``components`` from each mode's start, then minimization.
 
     A product state is identified by a 64-bit hash of its component vector;
     known hashes are kept sorted, so a frontier is looked up, numbered and
     added with a few array operations.  Every round checks that rows sharing
     a hash are one row, and falls back to exact identities if not.
     """
-    glued, labels, offsets = _glue(components)
+    glued, labels, starts = _glue(components, component_modes, n_modes)
     # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
     _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
     order = np.argsort(first_byte, kind="stable")
@@ -163,13 +171,16 @@ def _explore(components: list[DFA]) -> DFA:
     weights = mixed_weights(k)
 
     sink_row = np.zeros((1, k), dtype=np.int64)
-    start_key, sink_key = _row_hash(np.vstack([offsets, sink_row]), weights)
-    known = np.array(sorted([start_key, sink_key]), dtype=np.uint64)
-    known_ids = np.array([0, DEAD_STATE] if start_key < sink_key else [DEAD_STATE, 0], dtype=np.int64)
-    store = np.empty((64, k), dtype=np.int64)  # product states, in discovery order
-    store[0] = offsets
-    n_states, rows = 1, []
-    frontier = store[:1]
+    first_keys = _row_hash(np.vstack([starts, sink_row]), weights)
+    if sorted_unique(first_keys).size != n_modes + 1:  # pragma: no cover - a collision, or an empty mode
+        return _explore_exact(components, component_modes, n_modes)
+    sorting = np.argsort(first_keys, kind="stable")
+    known = first_keys[sorting]
+    known_ids = np.append(np.arange(n_modes), DEAD_STATE)[sorting].astype(np.int64)
+    store = np.empty((max(64, n_modes), k), dtype=np.int64)  # product states, in discovery order
+    store[:n_modes] = starts
+    n_states, rows = n_modes, []
+    frontier = store[:n_modes]
     while frontier.size:
         succ = np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k)  # state-major
         keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
@@ -185,7 +196,7 @@ def _explore(components: list[DFA]) -> DFA:
         named = store[np.maximum(ids, 0)]
         named[ids < 0] = 0
         if not np.array_equal(succ, named[inverse]):  # pragma: no cover - a 64-bit hash collision
-            return _explore_exact(components)
+            return _explore_exact(components, component_modes, n_modes)
         merged = np.argsort(np.concatenate([known, keys[new]]), kind="stable")
         known = np.concatenate([known, keys[new]])[merged]
         known_ids = np.concatenate([known_ids, ids[new]])[merged]
@@ -193,14 +204,16 @@ def _explore(components: list[DFA]) -> DFA:
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
     table = np.concatenate(rows).astype(np.int32)
-    return _minimal(table, labels[store[:n_states]], class_of)
+    return _minimal(table, labels[store[:n_states]], class_of, n_modes)
 
 
-def _explore_exact(components: list[DFA]) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
+def _explore_exact(components: list[DFA], component_modes: list[int],
+                   n_modes: int) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
     """The product by exact row identity (Python tuples), for the never-seen hash collision."""
-    glued, labels, offsets = _glue(components)
-    start = tuple(offsets.tolist())
-    index, states, rows = {start: 0}, [start], []
+    glued, labels, starts = _glue(components, component_modes, n_modes)
+    states = [tuple(row) for row in starts.tolist()]
+    index = {state: i for i, state in enumerate(states)}
+    rows = []
     for state in states:
         row = [DEAD_STATE] * 256
         succ = glued[list(state)].T.tolist()
@@ -212,12 +225,14 @@ def _explore_exact(components: list[DFA]) -> DFA:  # pragma: no cover - needs a 
                     states.append(nxt)
                 row[byte] = index[nxt]
         rows.append(row)
-    return _minimal(np.asarray(rows, dtype=np.int32), labels[np.asarray(states)], np.arange(256))
+    return _minimal(np.asarray(rows, dtype=np.int32), labels[np.asarray(states)], np.arange(256), n_modes)
 
 
-def _glue(components: list[DFA]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _glue(components: list[DFA], component_modes: list[int],
+          n_modes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(one transition table over all components' states, row 0 the shared dead sink; each
-    state's terminal label, ``_NO_LABEL`` if none; each component's start state)."""
+    state's terminal label, ``_NO_LABEL`` if none; each mode's start vector: its components'
+    start states, the sink for the others)."""
     sizes = [c.n_states for c in components]
     offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
     glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
@@ -225,15 +240,18 @@ def _glue(components: list[DFA]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for c, off in zip(components, offsets):
         glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
         labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, _NO_LABEL)
-    return glued, labels, offsets
+    starts = np.where(np.arange(n_modes)[:, None] == np.asarray(component_modes, dtype=np.int64)[None, :],
+                      offsets[None, :], _SINK)
+    return glued, labels, starts
 
 
-def _minimal(table: np.ndarray, state_labels: np.ndarray, class_of: np.ndarray) -> DFA:
+def _minimal(table: np.ndarray, state_labels: np.ndarray, class_of: np.ndarray, n_modes: int) -> DFA:
     """Label each product state with its lowest-ranked accepting component, minimize, expand classes."""
     best = state_labels.min(axis=1)
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    table, accept = minimize(table, accept)
-    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
+    table, accept, block = minimize_mapped(table, accept)
+    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept,
+               mode_starts=tuple(int(b) for b in block[:n_modes]))
 
 
 def _column_keys(table: np.ndarray) -> np.ndarray:

@@ -4,8 +4,13 @@ From lexer state ``q`` reading byte ``b``:
 
 * if the DFA has a transition, the pending lexeme grows: ``(δ(q, b), no output)``;
 * else, if ``q`` accepts terminal ``T`` and some lexeme starts with ``b``, ``T``
-  is emitted and lexing restarts: ``(δ(0, b), T)``;
+  is emitted and lexing restarts: ``(δ(r(T), b), T)``;
 * else the text is dead.
+
+``r(T)`` is the start state of the lexer mode that follows ``T``: state 0 in a
+grammar without modes.  Modes let a front end split one long lexeme into
+several terminals that no other terminal can start (a JSON string longer than
+a counted automaton should be: chunks of characters, lexed only inside it).
 
 At end of text, a pending lexeme in an accepting state emits its terminal.
 ``Prod(q)`` — the terminals the pending lexeme can still become — is
@@ -22,7 +27,7 @@ from localgcd.arrays import sorted_unique, unique_first_inverse
 from localgcd.lexer.dfa import DEAD_STATE, DFA
 
 NO_EMIT = -1
-_ARRAYS = ("next_state", "emitted", "accept", "producible")
+_ARRAYS = ("next_state", "emitted", "accept", "producible", "restart")
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class LexingTransducer:
     emitted: np.ndarray  # int32 [Q, 256]: terminal emitted before the byte, NO_EMIT if none
     accept: np.ndarray  # int32 [Q]: terminal recognized by the pending lexeme, -1 if none
     producible: np.ndarray  # bool [Q, n_terminals]: Prod(q)
+    restart: np.ndarray  # int32 [n_terminals]: the state lexing restarts in after the terminal
 
     @property
     def nbytes(self) -> int:
@@ -47,17 +53,21 @@ class LexingTransducer:
         return cls(**{name: arrays[name] for name in _ARRAYS})
 
     @classmethod
-    def from_dfa(cls, dfa: DFA, n_terminals: int) -> "LexingTransducer":
+    def from_dfa(cls, dfa: DFA, n_terminals: int, next_mode: np.ndarray | None = None) -> "LexingTransducer":
+        """``next_mode[T]``: the lexer mode after terminal ``T`` (default: all 0, the start state)."""
         trans, accept = dfa.transitions, dfa.accept
-        restart = trans[0]  # state after byte b from the start state
-        can_emit = (accept[:, None] >= 0) & (trans == DEAD_STATE) & (restart[None, :] != DEAD_STATE)
-        next_state = np.where(trans != DEAD_STATE, trans, np.where(can_emit, restart[None, :], DEAD_STATE))
+        modes = np.zeros(n_terminals, dtype=np.int64) if next_mode is None else np.asarray(next_mode, np.int64)
+        restart = np.asarray(dfa.mode_starts, dtype=np.int32)[modes]
+        after = trans[restart[np.maximum(accept, 0)]]  # per state: the row lexing restarts with
+        can_emit = (accept[:, None] >= 0) & (trans == DEAD_STATE) & (after != DEAD_STATE)
+        next_state = np.where(trans != DEAD_STATE, trans, np.where(can_emit, after, DEAD_STATE))
         emitted = np.where(can_emit, accept[:, None], NO_EMIT)
         return cls(
             next_state=next_state.astype(np.int32),
             emitted=emitted.astype(np.int32),
             accept=accept,
             producible=_producible(dfa, n_terminals),
+            restart=restart,
         )
 
     @property

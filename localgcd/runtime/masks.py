@@ -93,6 +93,7 @@ class MaskEngine:
         self.rows = spanner.rows()  # built on first use (a lazy spanner builds them then)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
+        self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
         self._producible = lexer.producible
         self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
         self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses)
@@ -226,7 +227,7 @@ class MaskEngine:
             after, after_layout, step_low = self._emit_pending(q, node, layout)
             low = min(low, step_low)
             if after != DEAD_STACK:
-                fresh = self._split(0, after, after_layout.paren)
+                fresh = self._split(self._restart[self.lexer_accept[q]], after, after_layout.paren)
                 emits = self.rows.class_emits(q)
                 base = self._combined(q, split, fresh, emits)
                 fresh_extra, fresh_low = self._dependent_classes(fresh, after, after_layout.paren)

@@ -357,38 +357,60 @@ def _token_classes(
     return class_of.astype(np.int32), class_first_byte, class_rows
 
 
-def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> np.ndarray:
-    """``suffix[offsets[p] + d]``: outcome of lexing token ``p``'s bytes ``d:`` afresh."""
+def restart_slots(lexer: LexingTransducer) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct states lexing restarts in, state 0 first; the slot of each terminal's restart)."""
+    states = sorted_unique(np.append(lexer.restart.astype(np.int64), 0))
+    return states, np.searchsorted(states, lexer.restart.astype(np.int64))
+
+
+class SuffixTable:
+    """:func:`suffix_outcomes`' entries, computed up front: one row per restart state."""
+
+    def __init__(self, values: np.ndarray, slot_of_terminal: np.ndarray) -> None:
+        self.values, self.slot_of_terminal = values, slot_of_terminal
+
+    def after(self, terminals: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """Outcomes of the bytes from ``flat`` on, lexed afresh after each of ``terminals``."""
+        return self.values[self.slot_of_terminal[terminals], flat]
+
+
+def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> SuffixTable:
+    """``suffix.after(T, offsets[p] + d)``: outcome of lexing token ``p``'s bytes ``d:`` afresh in
+    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes)."""
     offsets, lengths = trie.offsets, trie.lengths
     total = int(offsets[-1])
-    # One walker per (position, start byte d), i.e. per flat byte index, run until its first emission.
-    start = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    emit_at, emit_term, end_state = first_emissions(lexer, trie.data, np.arange(total, dtype=np.int64),
-                                                    np.repeat(offsets[1:], lengths))
+    states, slot_of_terminal = restart_slots(lexer)
+    # One walker per (restart state, position, start byte d), run until its first emission.
+    flat = np.tile(np.arange(total, dtype=np.int64), states.size)
+    start = flat - np.tile(np.repeat(offsets[:-1], lengths), states.size)
+    emit_at, emit_term, end_state = first_emissions(lexer, trie.data, flat,
+                                                    np.tile(np.repeat(offsets[1:], lengths), states.size),
+                                                    np.repeat(states, total))
 
-    # Resolve outcomes from the last byte backwards: a walker that emitted at j
-    # continues with the outcome of bytes j: of the same token.
+    # Resolve outcomes from the last byte backwards: a walker that emitted at j continues with
+    # the outcome of bytes j: of the same token, from the state lexing restarts in after it.
     suffix = end_state  # "nothing emitted" outcomes are the end states
     emitting = np.nonzero(emit_at >= 0)[0]
     emitting = emitting[np.argsort(-start[emitting], kind="stable")]
     bounds = np.flatnonzero(np.diff(start[emitting])) + 1
     for idx in np.split(emitting, bounds):
         if idx.size:
-            suffix[idx] = outcomes.cons(emit_term[idx], suffix[emit_at[idx]])
-    return suffix
+            after = slot_of_terminal[emit_term[idx]] * total + emit_at[idx]
+            suffix[idx] = outcomes.cons(emit_term[idx], suffix[after])
+    return SuffixTable(suffix.reshape(states.size, total), slot_of_terminal)
 
 
-def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray,
-                    ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lex ``data[starts[i]:ends[i]]`` from the start state, all walkers at once, up to the first
-    emission: (flat index of the byte that emitted or -1, the terminal emitted, the end state when
-    nothing was emitted -- ``DEAD_STATE`` where the lexer died)."""
+def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    states: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lex ``data[starts[i]:ends[i]]`` from ``states[i]`` (default: the start state), all walkers at
+    once, up to the first emission: (flat index of the byte that emitted or -1, the terminal
+    emitted, the end state when nothing was emitted -- ``DEAD_STATE`` where the lexer died)."""
     next_state, emitted = lexer.next_state, lexer.emitted
     emit_at = np.full(starts.size, -1, dtype=np.int64)
     emit_term = np.full(starts.size, NO_EMIT, dtype=np.int64)
     end_state = np.full(starts.size, DEAD_STATE, dtype=np.int64)
     walker = np.arange(starts.size, dtype=np.int64)
-    state = np.zeros(starts.size, dtype=np.int64)
+    state = np.zeros(starts.size, dtype=np.int64) if states is None else states.astype(np.int64)
     cursor = starts.copy()
     while walker.size:
         byte = data[cursor]
@@ -408,52 +430,65 @@ def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarra
 class SuffixOutcomes:
     """:func:`suffix_outcomes`, entry by entry on demand (for rows built lazily).
 
-    ``suffix[flat]`` with ``flat = offsets[p] + d`` computes the entries not
-    known yet: a walker from byte ``d`` of token ``p`` in the start state runs
-    to its first emission at byte ``j``, whose outcome continues with entry
-    ``offsets[p] + j`` (computed first, recursively: ``j > d``).
+    An entry is ``(restart slot, flat)`` with ``flat = offsets[p] + d``, keyed
+    ``slot * total + flat``: a walker from byte ``d`` of token ``p`` in the
+    slot's restart state runs to its first emission of ``T`` at byte ``j``,
+    whose outcome continues with entry ``(slot after T, offsets[p] + j)``
+    (computed first, recursively: ``j > d``).
     """
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
         self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
-        total = int(trie.offsets[-1])
-        self._values = np.empty(total, dtype=np.int64)  # read only where known: untouched pages cost nothing
-        self._known = np.zeros(total, dtype=bool)
+        self._states, self.slot_of_terminal = restart_slots(lexer)
+        self._total = int(trie.offsets[-1])
+        size = self._total * self._states.size
+        self._values = np.empty(size, dtype=np.int64)  # read only where known: untouched pages cost nothing
+        self._known = np.zeros(size, dtype=bool)
 
-    def __getitem__(self, flat: np.ndarray) -> np.ndarray:
-        self._fill(flat)
-        return self._values[flat]
+    def after(self, terminals: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """Outcomes of the bytes from ``flat`` on, lexed afresh after each of ``terminals``."""
+        keys = self.slot_of_terminal[terminals] * self._total + flat
+        self._fill(keys)
+        return self._values[keys]
 
-    def _fill(self, flat: np.ndarray) -> None:
-        """Compute the unknown entries among ``flat`` and every later start of their tokens, in one walk.
+    def _fill(self, keys: np.ndarray) -> None:
+        """Compute the unknown entries among ``keys`` and every later start of their tokens, in one walk.
 
         An entry reads only the entry where its first emission leaves off (same
         token, further on), so all of them are walked at once and resolved in
-        rounds, as many as the longest chain of emissions in a token.
+        rounds, as many as the longest chain of emissions in a token; entries
+        left off in another restart slot are filled first.
         """
-        flat = flat[~self._known[flat]]
-        if not flat.size:
+        keys = keys[~self._known[keys]]
+        if not keys.size:
             return
-        offsets = self.trie.offsets
+        total, offsets = self._total, self.trie.offsets
+        flat = keys % total
         ends = offsets[np.searchsorted(offsets, flat, side="right")]  # one past each token's last byte
         counts = ends - flat
         firsts = np.cumsum(counts) - counts
-        every = np.repeat(flat - firsts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
-        every = sorted_unique(every)
+        every = sorted_unique(np.repeat(keys - firsts, counts) + np.arange(int(counts.sum()), dtype=np.int64))
         every = every[~self._known[every]]
-        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, every,
-                                                        offsets[np.searchsorted(offsets, every, side="right")])
+        slot, flat = np.divmod(every, total)
+        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat,
+                                                        offsets[np.searchsorted(offsets, flat, side="right")],
+                                                        self._states[slot])
         values, known = self._values, self._known
         quiet = emit_at < 0
         values[every[quiet]] = end_state[quiet]
         known[every[quiet]] = True
         pending = np.flatnonzero(~quiet)
+        after = self.slot_of_terminal[emit_term[pending]] * total + emit_at[pending]
+        elsewhere = after[~known[after]]
+        elsewhere = elsewhere[~np.isin(elsewhere, every)]  # in another slot: not walked above
+        if elsewhere.size:
+            self._fill(sorted_unique(elsewhere))
         while pending.size:  # in rounds: an entry is ready once the entry after its emission is known
-            ready = known[emit_at[pending]]
+            ready = known[after]
             done = pending[ready]
-            values[every[done]] = self.outcomes.cons(emit_term[done], values[emit_at[done]])
+            values[every[done]] = self.outcomes.cons(emit_term[done], values[after[ready]])
             known[every[done]] = True
-            pending = pending[~ready]
+            pending, after = pending[~ready], after[~ready]
 
 
 def first_kinds(lexer: LexingTransducer) -> np.ndarray:
@@ -527,7 +562,7 @@ class BranchRows:
     walked together, breadth-first over the trie with numpy.
     """
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "np.ndarray | SuffixOutcomes",
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "SuffixTable | SuffixOutcomes",
                  outcomes: OutcomeTable) -> None:
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
         root = trie.levels[0] if trie.levels else None
@@ -602,9 +637,10 @@ class BranchRows:
             emit = (term != NO_EMIT) & (nxt != DEAD_STATE)
             if emit.any():
                 positions, which = expand_ranges(level.lo[nodes[emit]], level.hi[nodes[emit]])
-                tails = suffix[trie.offsets[positions] + depth]
+                terms = term[emit][which]
+                tails = suffix.after(terms, trie.offsets[positions] + depth)
                 positions_out.append(positions)
-                values_out.append(outcomes.cons(term[emit][which], tails))
+                values_out.append(outcomes.cons(terms, tails))
                 origins_out.append(origin[emit][which])
             go = (term == NO_EMIT) & (nxt != DEAD_STATE)
             nodes, states, origin = nodes[go], nxt[go], origin[go]
