@@ -107,8 +107,7 @@ class Compiler:
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf,
-                                    modes=translation.modes)
+                                    user_text=translation.user_text, plain=translation.plain_bnf)
         tables, conflicts = build_parse_tables(grammar, strict=strict)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)

@@ -61,6 +61,7 @@ from typing import Any
 from localgcd.errors import GrammarError
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
+from localgcd.grammar.modes import modes_pragma
 from localgcd.grammar.translation import Translation
 
 __all__ = ["schema_to_lark"]
@@ -80,7 +81,8 @@ VALIDATION_KEYWORDS = frozenset({
 })
 ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
 ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
-MAX_LENGTH_BOUND = 256  # longer counted strings make lexer DFAs too large to compile fast
+CHUNK = 256  # a string longer than this is lexed in chunks of CHUNK characters (see _long_strings)
+MAX_LENGTH_BOUND = 100_000  # minLength/maxLength up to this (a chain of bound / CHUNK rules)
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
 
@@ -546,6 +548,7 @@ class _Ctx:
         self.memo: dict = {}
         self.positions: dict[str, _Pos] = {}
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
+        self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
         self.n = 0
 
     def name(self, prefix):
@@ -2188,17 +2191,25 @@ class _Resolver:
             name = f"S{i}"
             self.lit_name[s] = name
             self.terms[name] = f"{name}.9: {_lark_regex(re.escape(encode_string(s)))}"
-        # length atoms
+        # length atoms: one terminal per length class up to CHUNK characters, one chunked rule per
+        # longer class when some bound lies beyond CHUNK + 1 (else the last class is one terminal)
+        if any(c > CHUNK + 1 for c in bounds_len):
+            bounds_len.add(CHUNK + 1)
         cuts = sorted(bounds_len)
         self.len_atoms = []
+        long_classes = []
         for i, lo in enumerate(cuts):
             hi = cuts[i + 1] - 1 if i + 1 < len(cuts) else None
+            if lo > CHUNK and max(cuts) > CHUNK + 1:
+                long_classes.append((lo, hi))
+                continue
             name = f"STR{i}"
             rep = "{%d,%s}" % (lo, "" if hi is None else hi)
             if hi is not None and lo == hi:
                 rep = "{%d}" % lo
             self.terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + rep + chr(34))}'
             self.len_atoms.append((lo, hi, name))
+        self.long_atoms = _long_strings(ctx, self.terms, long_classes)
         # pattern terminals: pairwise disjoint or nested; two that overlap partially get their
         # intersection as one more pattern nested in both (it wins their common strings)
         self.pat_dfa, self.inside, self.alias = {}, {}, {}
@@ -2387,7 +2398,7 @@ class _Resolver:
                 pattern = self.alias.get(sp.pattern, sp.pattern)
                 allowed = {pattern} | self._all_inside(pattern)
             else:
-                for lo, hi, name in self.len_atoms:
+                for lo, hi, name in self.len_atoms + self.long_atoms:
                     if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
                         out.append(name)
                 allowed = set(self.pat_name)
@@ -2436,6 +2447,61 @@ class _Resolver:
                     res.add(y)
                     todo.append(y)
         return res
+
+
+def _long_strings(ctx, terms: dict, classes: list) -> list:
+    """Rules for the length classes beyond CHUNK characters: [(lo, hi, rule)].
+
+    Such a string is lexed in chunks, in a lexer mode of its own (``Translation.modes``):
+    ``LOPEN`` (the quote and CHUNK characters) switches to it, ``LMID`` (CHUNK characters) stays
+    in it, a ``LTAIL`` piece (1 to CHUNK characters and the closing quote) leaves it.  Maximal
+    munch makes the split unique: a string of L > CHUNK characters is LOPEN, m LMIDs and a tail
+    of t characters with L = CHUNK * (1 + m) + t, 1 <= t <= CHUNK (exactly CHUNK characters are
+    one closed string terminal; a quote after a full chunk extends the tail).  The tail pieces
+    are cut where some class bound falls, so each class is a chain of rules over m, exact for
+    any bound up to MAX_LENGTH_BOUND, without a counter of its size in the lexer.
+    """
+    if not classes:
+        return []
+
+    def split(length):  # -> (m, t)
+        m = (length - 1) // CHUNK - 1
+        return m, length - CHUNK * (1 + m)
+
+    cuts = {1}
+    for lo, hi in classes:
+        cuts.add(split(lo)[1])
+        if hi is not None:
+            cuts.add(split(hi + 1)[1])
+    cuts = sorted(c for c in cuts if 1 <= c <= CHUNK)
+    pieces = []  # (first t, last t, terminal)
+    for i, a in enumerate(cuts):
+        b = cuts[i + 1] - 1 if i + 1 < len(cuts) else CHUNK
+        name = f"LTAIL{i}"
+        terms[name] = f'{name}: {_lark_regex(UNIT + "{%d,%d}" % (a, b) + chr(34))}'
+        pieces.append((a, b, name))
+    terms["LOPEN"] = f'LOPEN: {_lark_regex(chr(34) + UNIT + "{%d}" % CHUNK)}'
+    terms["LMID"] = f'LMID: {_lark_regex(UNIT + "{%d}" % CHUNK)}'
+    ctx.modes = {"LOPEN": (0, 1), "LMID": (1, 1), **{name: (1, 0) for _a, _b, name in pieces}}
+    out = []
+    for c, (lo, hi) in enumerate(classes):
+        m_lo, t_lo = split(lo)
+        m_hi, t_hi = split(hi) if hi is not None else (None, None)
+        last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
+        names = [f"lstr_{c}_{k}" for k in range(last + 1)]
+        for k in range(last + 1):
+            alts = []
+            if k >= m_lo:
+                for a, b, name in pieces:
+                    if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi):
+                        alts.append(name)
+            if hi is None or k < m_hi:
+                alts.append(f"LMID {names[min(k + 1, last)]}")
+            ctx.rules[names[k]] = alts
+        rule = f"lstr_{c}"
+        ctx.rules[rule] = [f"LOPEN {names[0]}"]
+        out.append((lo, hi, rule))
+    return out
 
 
 STRING_GROUP_MIN = 4  # a position with at least this many string terminals names them through shared rules
@@ -2542,6 +2608,8 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     text = "\n".join(lines) + "\n"
     if "NOTHING" in text:
         text += 'NOTHING: /\\x00\\x01never/\n'
+    if ctx.modes:
+        text = modes_pragma(ctx.modes) + "\n" + text
     return Translation(text, warnings=tuple(ctx.warnings))
 
 

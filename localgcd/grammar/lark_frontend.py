@@ -23,6 +23,7 @@ from lark.utils import get_regexp_width
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
+from localgcd.grammar.modes import read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Terminal
 
@@ -82,15 +83,15 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False,
-                      modes: dict[str, tuple[int, int]] | None = None) -> Grammar:
+                      user_text: str = "", plain: bool = False) -> Grammar:
     """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
 
     For Lark text another front end generated, ``origins`` maps generated
     names to (line, column) in ``user_text``, the user's own grammar, so that
     later errors point there; ``plain=True`` says the text is in the plain
     BNF subset those front ends write, read without lark's parser when it is
-    (:mod:`localgcd.grammar.plain_bnf`).
+    (:mod:`localgcd.grammar.plain_bnf`).  Lexer modes come from the text's
+    ``// localgcd: modes`` line (:mod:`localgcd.grammar.modes`).
     """
     read = read_plain_bnf(text, start) if plain else None
     if read is not None:
@@ -105,7 +106,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
             raise _located(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, origins, modes or {})
+    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source))  # unused: dropped
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))

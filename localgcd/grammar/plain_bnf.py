@@ -5,7 +5,7 @@ parser for the whole Lark language, then tree transformers) costs tens of
 milliseconds on the text the JSON Schema front end generates.  That text uses
 a small subset — ``name: sym sym | sym`` rules (continued on ``    | `` lines)
 and ``NAME: /regex/``, ``NAME.PRIO: /regex/`` or ``NAME: "literal"``
-terminals — which this module reads line by line into exactly what lark's
+terminals, and ``//`` comment lines, — which this module reads line by line into exactly what lark's
 loader would give: the same terminal definitions (anonymous literals named as
 lark names them), the same rules, unused ones dropped as lark drops them.
 Anything outside the subset answers ``None`` and the caller uses lark.
@@ -32,7 +32,7 @@ def read_plain_bnf(text: str, start: str = "start") -> tuple[list[TerminalDef], 
     terminals: list[TerminalDef] = []
     current: list[list[str]] | None = None
     for line in text.splitlines():
-        if not line:
+        if not line or line.startswith("//"):
             continue
         found = _ALTERNATIVE.fullmatch(line)
         if found and current is not None:

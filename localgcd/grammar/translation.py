@@ -16,4 +16,3 @@ class Translation:
     warnings: tuple[str, ...] = ()
     user_text: str = ""  # the user's own text, for caret lines (empty for Lark input)
     plain_bnf: bool = False  # written in the plain BNF subset (localgcd.grammar.plain_bnf reads it)
-    modes: dict[str, tuple[int, int]] | None = None  # terminal → (lexer mode, mode after it); others (0, 0)

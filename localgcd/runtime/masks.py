@@ -146,7 +146,7 @@ class MaskEngine:
             return DEAD_STACK, DEAD_STACK, layout
         if self.rows.class_emits(q)[cls]:
             node = self._after_pending(q, node)
-            q = 0
+            q = self._restart[self.lexer_accept[q]]
             if node == DEAD_STACK:
                 return DEAD_STACK, DEAD_STACK, layout
         outcome = int(self.rows.class_row(q)[cls])

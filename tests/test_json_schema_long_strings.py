@@ -1,0 +1,183 @@
+"""Strings longer than one counted chunk (``minLength``/``maxLength`` beyond 256 characters).
+
+Such strings are lexed in chunks in a lexer mode of their own (see
+``localgcd.grammar.json_schema._long_strings``).  The specification:
+
+* the language: canonical JSON strings whose decoded length lies in the
+  bounds, checked byte by byte at and around every boundary (256/257
+  characters, the schema's bounds, multiples of the chunk), with multi-byte
+  characters and escapes, against ``jsonschema``;
+* the masks, token by token with a real vocabulary (tokens that straddle a
+  chunk boundary included): at prefixes of long instances, a token is allowed
+  exactly when the text with it can still become a valid instance, which a
+  small decoder written here from the JSON grammar decides.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import localgcd
+
+from schema_support import accepts, compile_schema
+
+jsonschema = pytest.importorskip("jsonschema")
+
+CHARS = ["a", "é", "\n", '"', "\\", "😀", "\x01", "z", " "]
+
+SCHEMAS = {
+    "max_1000": {"type": "string", "maxLength": 1000},
+    "between_300_600": {"type": "string", "minLength": 300, "maxLength": 600},
+    "min_513": {"type": "string", "minLength": 513},
+    "max_65535": {"type": "string", "maxLength": 65535},
+    "two_classes": {"anyOf": [{"type": "string", "maxLength": 300},
+                              {"type": "string", "minLength": 1000, "maxLength": 1100}]},
+    "beside_short_strings": {"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 700}, "b": {"type": "string", "maxLength": 10}, "c": {"type": "string"}}},
+}
+LENGTHS = [0, 1, 10, 11, 255, 256, 257, 258, 299, 300, 301, 511, 512, 513, 514, 599, 600, 601, 699, 700, 701,
+           768, 769, 999, 1000, 1001, 1099, 1100, 1101, 1500]
+
+
+def _text(rng: random.Random, length: int) -> str:
+    return "".join(rng.choice(CHARS) for _ in range(length))
+
+
+def _instances(name: str, schema: dict, rng: random.Random):
+    for length in LENGTHS:
+        text = _text(rng, length)
+        if schema.get("type") == "object":
+            yield from ({"a": text}, {"b": text}, {"a": "x", "c": text})
+        else:
+            yield text
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_the_language_is_the_length_bounds(name: str) -> None:
+    schema = SCHEMAS[name]
+    _t, g = compile_schema(json.dumps(schema))
+    rng = random.Random(name)
+    wrong = []
+    for data in _instances(name, schema, rng):
+        text = json.dumps(data, ensure_ascii=False)
+        valid = jsonschema.Draft202012Validator(schema).is_valid(data)
+        if accepts(g, text) != valid:
+            wrong.append((len(data) if isinstance(data, str) else data.keys(), valid))
+    assert not wrong, wrong[:5]
+
+
+def test_bounds_beyond_the_limit_are_a_named_error() -> None:
+    with pytest.raises(localgcd.GrammarError, match=r"/maxLength: keyword 'maxLength' above 100000"):
+        compile_schema(json.dumps({"type": "string", "maxLength": 2**31 - 1}))
+
+
+# ------------------------------------------------------------------ masks, with a real vocabulary
+
+_CANONICAL_U = {f"00{c:02x}" for c in range(0x20) if c not in (8, 9, 10, 12, 13)}
+
+
+def walk(body: bytes, count: int) -> tuple[str, int, bytes]:
+    """Decode a canonical JSON string body (after the opening quote) as far as it goes:
+    ("bad" | "open" | "closed", characters so far, an incomplete last character or escape);
+    "closed" when its only quote is its last byte."""
+    i = 0
+    while i < len(body):
+        byte = body[i]
+        if byte == 0x22:
+            return ("closed" if i == len(body) - 1 else "bad"), count, b""
+        if byte == 0x5C:
+            escape = body[i + 1:i + 2]
+            if escape and escape in b'"\\bfnrt':
+                i, count = i + 2, count + 1
+                continue
+            if escape and escape != b"u":
+                return "bad", count, b""
+            digits = body[i + 2:i + 6].decode("ascii", "replace")
+            if escape and not any(u.startswith(digits) for u in _CANONICAL_U):
+                return "bad", count, b""
+            if not escape or len(digits) < 4:
+                return "open", count, body[i:]
+            i, count = i + 6, count + 1
+            continue
+        if byte < 0x20:
+            return "bad", count, b""
+        width = 1 if byte < 0x80 else 2 if byte >> 5 == 6 else 3 if byte >> 4 == 14 else 4 if byte >> 3 == 30 else 0
+        if not width:
+            return "bad", count, b""
+        chunk = body[i:i + width]
+        if len(chunk) < width:
+            completes = any(_completes(chunk, tail) for tail in (b"\x80" * 3, b"\xa0" * 3, b"\x90" * 3, b"\xbf" * 3))
+            return ("open" if completes else "bad"), count, chunk
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError:
+            return "bad", count, b""
+        i, count = i + width, count + 1
+    return "open", count, b""
+
+
+def viable(state: tuple[str, int, bytes], more: bytes, lo: int, hi: int | None) -> bool:
+    """After a body prefix that ``walk`` left in ``state``, can ``more`` still lead to a string of
+    lo..hi characters?  (An incomplete last unit counts as one more character.)"""
+    verdict, count, rest = state
+    if verdict != "open":
+        return False
+    verdict, count, rest = walk(rest + more, count)
+    if verdict == "bad":
+        return False
+    if verdict == "closed":
+        return count >= lo and (hi is None or count <= hi)
+    return hi is None or count + bool(rest) <= hi
+
+
+def _completes(prefix: bytes, tail: bytes) -> bool:
+    """Some valid UTF-8 character starts with ``prefix`` (tried with continuation bytes ``tail``)."""
+    width = 2 if prefix[0] >> 5 == 6 else 3 if prefix[0] >> 4 == 14 else 4
+    try:
+        (prefix + tail)[:width].decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+MASK_CASES = [("between_300_600", 300, 600), ("min_513", 513, None), ("two_classes", None, None)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, lo, hi", MASK_CASES)
+def test_masks_are_exact_inside_long_strings(load_vocab, name: str, lo: int | None, hi: int | None) -> None:
+    vocab = load_vocab("llama-bpe")
+    schema = SCHEMAS[name]
+    g = localgcd.compile_json_schema(schema, vocab, use_cache=False)
+    tokens = vocab.token_bytes
+    text_ids = np.flatnonzero([bool(t) and i not in vocab.end_ids for i, t in enumerate(tokens)])
+    rng = random.Random(name)
+    ranges = [(0, 300), (1000, 1100)] if name == "two_classes" else [(lo, hi)]
+
+    quote_or_letter = [int(t) for t in text_ids if tokens[t][:1] in (b'"', b"a", b"\\")][:800]
+    checked = 0
+    for length in (310, 520, 580, 1050):
+        data = _text(rng, length)
+        if not jsonschema.Draft202012Validator(schema).is_valid(data):
+            continue
+        text = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        m = g.matcher()
+        # force the text byte-wise up to cut points around the chunk boundaries
+        cuts = sorted({c for c in (250, 256, 257, 258, 260, 300, 511, 513, 515, len(text) - 3, len(text) - 1)
+                       if 0 < c < len(text)})
+        at = 0
+        for cut in cuts:
+            assert m.accept_bytes(text[at:cut])
+            at = cut
+            mask = m.allowed_token_mask()
+            state = walk(text[1:cut], 0)
+            sample = rng.sample(text_ids.tolist(), 1500) + quote_or_letter
+            for t in sample:
+                want = any(viable(state, tokens[t], a, b) for a, b in ranges)
+                assert bool(mask[t]) == want, (name, cut, tokens[t], want)
+                checked += 1
+    assert checked > 1000
