@@ -102,17 +102,38 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
             rules.append(Rule(NonTerminal(origin), expansion, order, None, RuleOptions()))
     if len(set(rules)) != len(rules) or start not in alternatives:
         return None
-    while True:
-        count = len(rules)
-        used = {s for r in rules for s in r.expansion if isinstance(s, NonTerminal) and s != r.origin}
-        used.add(NonTerminal(start))
-        rules = [r for r in rules if r.origin in used]
-        if len(rules) == count:
-            break
+    rules = _drop_unused(rules, NonTerminal(start))
     used_terminals = {s.name for r in rules for s in r.expansion if s.is_term}
     if not used_terminals <= names:
         return None  # a terminal used but not defined: lark's loader words the error
     return [t for t in terminals if t.name in used_terminals], rules
+
+
+def _drop_unused(rules: list[Rule], start: NonTerminal) -> list[Rule]:
+    """Lark's rule: drop the rules of a nonterminal no other rule uses (but ``start``), until none
+    is left -- with use counts, so a chain of unused rules goes in one pass, not one per link."""
+    uses: dict[NonTerminal, int] = {}
+    for r in rules:
+        for s in r.expansion:
+            if isinstance(s, NonTerminal) and s != r.origin:
+                uses[s] = uses.get(s, 0) + 1
+    by_origin: dict[NonTerminal, list[Rule]] = {}
+    for r in rules:
+        by_origin.setdefault(r.origin, []).append(r)
+    dropped: set[NonTerminal] = set()
+    todo = [o for o in by_origin if o != start and not uses.get(o)]
+    while todo:
+        origin = todo.pop()
+        if origin in dropped:
+            continue
+        dropped.add(origin)
+        for r in by_origin[origin]:
+            for s in r.expansion:
+                if isinstance(s, NonTerminal) and s != r.origin:
+                    uses[s] -= 1
+                    if not uses[s] and s != start and s in by_origin:
+                        todo.append(s)
+    return [r for r in rules if r.origin not in dropped]
 
 
 def _anonymous_name(value: str, names: set[str]) -> str | None:

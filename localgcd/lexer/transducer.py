@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_first_inverse
+from localgcd.arrays import sorted_unique
 from localgcd.lexer.dfa import DEAD_STATE, DFA
 
 NO_EMIT = -1
@@ -88,21 +88,28 @@ class LexingTransducer:
 
 
 def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
-    """``prod[q, T]``: some path from ``q`` reaches a state accepting ``T``."""
+    """``prod[q, T]``: some path from ``q`` reaches a state accepting ``T``.
+
+    Backwards from the accepting states, a frontier of new (state, terminal) pairs at a time
+    over the reversed edges: each pair is expanded once, however long the paths.
+    """
     n = dfa.n_states
     prod = np.zeros((n, n_terminals), dtype=bool)
-    accepting = np.nonzero(dfa.accept >= 0)[0]
-    prod[accepting, dfa.accept[accepting]] = True
     trans = dfa.transitions
     src, byte = np.nonzero(trans != DEAD_STATE)
-    dst = trans[src, byte]
-    pairs = sorted_unique(src.astype(np.int64) * n + dst)  # sorted by source
-    src, dst = np.divmod(pairs, n)
-    sources, starts, _ = unique_first_inverse(src)
-    while True:  # propagate backwards along edges to a fixpoint
-        grown = prod.copy()
-        if sources.size:
-            grown[sources] |= np.logical_or.reduceat(prod[dst], starts, axis=0)
-        if np.array_equal(grown, prod):
-            return prod
-        prod = grown
+    dst = trans[src, byte].astype(np.int64)
+    pairs = sorted_unique(dst * n + src)  # distinct edges, by target
+    into, out_of = np.divmod(pairs, n)
+    starts = np.searchsorted(into, np.arange(n + 1))  # predecessors of q: out_of[starts[q]:starts[q + 1]]
+    states = np.flatnonzero(dfa.accept >= 0)
+    terms = dfa.accept[states].astype(np.int64)
+    prod[states, terms] = True
+    while states.size:
+        counts = starts[states + 1] - starts[states]
+        first = np.repeat(starts[states] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        states, terms = out_of[first], np.repeat(terms, counts)
+        new = ~prod[states, terms]
+        keys = sorted_unique(states[new] * n_terminals + terms[new])
+        states, terms = np.divmod(keys, n_terminals)
+        prod[states, terms] = True
+    return prod
