@@ -1,11 +1,11 @@
-"""Strings longer than one counted chunk (``minLength``/``maxLength`` beyond 256 characters).
+"""Strings longer than one counted chunk (``minLength``/``maxLength`` beyond ``CHUNK`` characters).
 
 Such strings are lexed in chunks in a lexer mode of their own (see
 ``localgcd.grammar.json_schema._long_strings``).  The specification:
 
 * the language: canonical JSON strings whose decoded length lies in the
-  bounds, checked byte by byte at and around every boundary (256/257
-  characters, the schema's bounds, multiples of the chunk), with multi-byte
+  bounds, checked byte by byte at and around every boundary (multiples of
+  the chunk, the schema's bounds), with multi-byte
   characters and escapes, against ``jsonschema``;
 * the masks, token by token with a real vocabulary (tokens that straddle a
   chunk boundary included): at prefixes of long instances, a token is allowed
@@ -23,6 +23,8 @@ import pytest
 
 import localgcd
 
+from localgcd.grammar.json_schema import CHUNK
+
 from schema_support import accepts, compile_schema
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -30,6 +32,8 @@ jsonschema = pytest.importorskip("jsonschema")
 CHARS = ["a", "é", "\n", '"', "\\", "😀", "\x01", "z", " "]
 
 SCHEMAS = {
+    "max_100": {"type": "string", "maxLength": 100},
+    "between_70_200": {"type": "string", "minLength": 70, "maxLength": 200},
     "max_1000": {"type": "string", "maxLength": 1000},
     "between_300_600": {"type": "string", "minLength": 300, "maxLength": 600},
     "min_513": {"type": "string", "minLength": 513},
@@ -39,8 +43,9 @@ SCHEMAS = {
     "beside_short_strings": {"type": "object", "properties": {
         "a": {"type": "string", "maxLength": 700}, "b": {"type": "string", "maxLength": 10}, "c": {"type": "string"}}},
 }
-LENGTHS = [0, 1, 10, 11, 255, 256, 257, 258, 299, 300, 301, 511, 512, 513, 514, 599, 600, 601, 699, 700, 701,
-           768, 769, 999, 1000, 1001, 1099, 1100, 1101, 1500]
+LENGTHS = sorted({0, 1, 10, 11, 255, 256, 257, 258, 299, 300, 301, 511, 512, 513, 514, 599, 600, 601, 699, 700,
+                  701, 768, 769, 999, 1000, 1001, 1099, 1100, 1101, 1500}
+                 | {k * CHUNK + d for k in (1, 2, 3) for d in (-1, 0, 1)})
 
 
 def _text(rng: random.Random, length: int) -> str:
@@ -144,7 +149,7 @@ def _completes(prefix: bytes, tail: bytes) -> bool:
         return False
 
 
-MASK_CASES = [("between_300_600", 300, 600), ("min_513", 513, None), ("two_classes", None, None)]
+MASK_CASES = [("between_70_200", 70, 200), ("between_300_600", 300, 600), ("min_513", 513, None), ("two_classes", None, None)]
 
 
 @pytest.mark.slow
@@ -160,15 +165,15 @@ def test_masks_are_exact_inside_long_strings(load_vocab, name: str, lo: int | No
 
     quote_or_letter = [int(t) for t in text_ids if tokens[t][:1] in (b'"', b"a", b"\\")][:800]
     checked = 0
-    for length in (310, 520, 580, 1050):
+    for length in (75, 130, 199, 310, 520, 580, 1050):
         data = _text(rng, length)
         if not jsonschema.Draft202012Validator(schema).is_valid(data):
             continue
         text = json.dumps(data, ensure_ascii=False).encode("utf-8")
         m = g.matcher()
         # force the text byte-wise up to cut points around the chunk boundaries
-        cuts = sorted({c for c in (250, 256, 257, 258, 260, 300, 511, 513, 515, len(text) - 3, len(text) - 1)
-                       if 0 < c < len(text)})
+        near_chunks = {k * CHUNK + d for k in range(1, 9) for d in (-6, 0, 1, 2)}
+        cuts = sorted({c for c in near_chunks | {300, 511, 513, len(text) - 3, len(text) - 1} if 0 < c < len(text)})
         at = 0
         for cut in cuts:
             assert m.accept_bytes(text[at:cut])

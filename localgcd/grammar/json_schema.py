@@ -81,7 +81,7 @@ VALIDATION_KEYWORDS = frozenset({
 })
 ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
 ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
-CHUNK = 256  # a string longer than this is lexed in chunks of CHUNK characters (see _long_strings)
+CHUNK = 64  # a string longer than this is lexed in chunks of CHUNK characters (see _long_strings)
 MAX_LENGTH_BOUND = 100_000  # minLength/maxLength up to this (a chain of bound / CHUNK rules)
 MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
 
