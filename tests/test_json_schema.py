@@ -76,6 +76,8 @@ CASES = [
      [{"foo": "x", "S_a": "y", "I_b": 3}, {"I_": 1, "S_": ""}, {}], [{"S_a": 3}, {"I_b": "x"}, {"X": 1}]),
     ("array", {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
      [[1], [1, 2, 3]], [[], [1, 2, 3, 4], ["a"]]),
+    ("array_many_items", {"type": "array", "items": {"type": "integer"}, "minItems": 70, "maxItems": 300},
+     [list(range(70)), list(range(300))], [list(range(69)), list(range(301))]),
     ("prefix_items", {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
      [["a", 1], ["a"], []], [["a", "b"], ["a", 1, 2]]),
     ("ref_recursion", {"$defs": {"node": {"type": "object", "properties": {

@@ -83,7 +83,8 @@ ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties
 ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 CHUNK = 64  # a string longer than this is lexed in chunks of CHUNK characters (see _long_strings)
 MAX_LENGTH_BOUND = 100_000  # minLength/maxLength up to this (a chain of bound / CHUNK rules)
-MAX_COUNT = 64  # minItems/maxItems/min-maxProperties expanded up to this count
+MAX_COUNT = 64  # minProperties/maxProperties expanded up to this count (member automata multiply)
+MAX_ITEMS = 1024  # minItems/maxItems up to this count (a chain of positions: one rule each)
 
 
 # --------------------------------------------------------------------------
@@ -1578,10 +1579,10 @@ class _Translator:
         mx = int(mx) if mx is not None else None
         if mx is not None and mx < mn:
             _empty(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
-        if mn > MAX_COUNT or (mx is not None and mx > MAX_COUNT):
-            ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_COUNT else "minItems", f"above {MAX_COUNT}")
-            mn = min(mn, MAX_COUNT)
-            mx = None if mx is None or mx > MAX_COUNT else mx
+        if mn > MAX_ITEMS or (mx is not None and mx > MAX_ITEMS):
+            ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_ITEMS else "minItems", f"above {MAX_ITEMS}")
+            mn = min(mn, MAX_ITEMS)
+            mx = None if mx is None or mx > MAX_ITEMS else mx
         syms = []
         for i, sub in enumerate(prefix):
             syms.append(self.try_value(sub, _ptr_join(ptr, "prefixItems" if "prefixItems" in s else "items", i)))
