@@ -6,10 +6,10 @@ trie, llguidance's tokenizer, xgrammar's compiler -- is made once before the
 first schema), then force every test instance, serialized as
 ``json.dumps(data, indent=None, ensure_ascii=False)`` and tokenized with the
 Llama-3 tokenizer (llama-bpe), token by token; the instance is accepted when
-every token is in the mask and the matcher accepts at the end.  Each engine
-runs with its defaults: properties in the order the schema lists them (the
-only order llguidance generates; ``--order any`` for localgcd's any-order
-grammars).  A schema
+every token is in the mask and the matcher accepts at the end.  localgcd
+compiles with ``property_order="any"`` (the schema's language: a few
+instances list keys out of the schema's order; ``--order schema`` for
+localgcd's default, the only order llguidance generates).  A schema
 passes when it compiles and every valid instance is accepted and every
 invalid one rejected.  Mask times are per mask computed while forcing.
 
@@ -58,7 +58,7 @@ def run_localgcd(schema, instances):
 
     vocab = _STATE["vocab"]
     t0 = time.perf_counter()
-    g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=_STATE.get("order", "schema"))
+    g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=_STATE.get("order", "any"))
     bm = localgcd.allocate_token_bitmask(1, len(vocab))
     localgcd.fill_next_token_bitmask([g.matcher()], bm)
     ttfm = time.perf_counter() - t0
@@ -234,9 +234,10 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--engines", default="localgcd,llguidance,xgrammar")
     ap.add_argument("--out", default="bench-jsonschema.json")
-    ap.add_argument("--order", default="schema", choices=("any", "schema"),
-                    help="localgcd property order: 'schema' (its default, and the only order llguidance "
-                         "generates) or 'any' (maskbench-dev's schemas have their keys sorted, a few instances not)")
+    ap.add_argument("--order", default="any", choices=("any", "schema"),
+                    help="localgcd property order: 'any' (JSON Schema's language: maskbench-dev's schemas have "
+                         "their keys sorted, a few instances not) or 'schema' (localgcd's default, and the only "
+                         "order llguidance generates)")
     ap.add_argument("--bytes", action="store_true",
                     help="localgcd only, over a 256-byte vocabulary: the grammar's language verdicts "
                          "(instances forced byte by byte) without the Llama-3 vocabulary's compile cost")
