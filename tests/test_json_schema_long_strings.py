@@ -75,6 +75,16 @@ def test_the_language_is_the_length_bounds(name: str) -> None:
     assert not wrong, wrong[:5]
 
 
+def test_long_keys_of_a_free_object_are_accepted() -> None:
+    """Keys are strings too: beside a long bound, a free object's keys of any length are members."""
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 1000},
+                                               "b": {"enum": ["x", "y", "z"]}, "c": {"type": "object"}}}
+    _t, g = compile_schema(json.dumps(schema))
+    for length in (1, 2, CHUNK, CHUNK + 1, 300, 1500):
+        assert accepts(g, json.dumps({"c": {"k" * length: 1}})), length
+    assert not accepts(g, json.dumps({"a": "k" * 1001}))
+
+
 def test_bounds_beyond_the_limit_are_a_named_error() -> None:
     with pytest.raises(localgcd.GrammarError, match=r"/maxLength: keyword 'maxLength' above 100000"):
         compile_schema(json.dumps({"type": "string", "maxLength": 2**31 - 1}))

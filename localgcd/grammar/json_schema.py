@@ -2532,7 +2532,10 @@ def _share_string_terminals(ctx, string_terms):
             if not m:
                 out.append(a)
             elif m.group(1) in keys and name not in ctx.inline_members:
-                out.append(f"{keys[m.group(1)][0]} {m.group(2)}")
+                # the key's own rule when it has more than its shared string group (a chunked long
+                # string, a pattern's length piece); the group alone would drop those keys
+                others = [k for k in keys[m.group(1)][1] if k not in string_terms]
+                out.append(f"{m.group(1) if others else keys[m.group(1)][0]} {m.group(2)}")
             else:
                 terms = keys[m.group(1)][1] if m.group(1) in keys else ctx.rules[m.group(1)]
                 out += [f"{k} {m.group(2)}" for k in terms]
