@@ -30,3 +30,13 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(keys, inverse)`` with ``keys[inverse] == values``, keys sorted and distinct."""
     keys, _, inverse = unique_first_inverse(values)
     return keys, inverse
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All integers of the ranges ``[lo[i], hi[i])`` and, for each, its range index ``i``."""
+    counts = (hi - lo).astype(np.int64)
+    total = int(counts.sum())
+    which = np.repeat(np.arange(lo.size), counts)
+    starts = np.cumsum(counts) - counts
+    values = np.arange(total, dtype=np.int64) - np.repeat(starts - lo.astype(np.int64), counts)
+    return values, which

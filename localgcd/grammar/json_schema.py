@@ -2023,12 +2023,10 @@ def _dfa_regex(dfa, bounds) -> str | None:
 # --------------------------------------------------------------------------
 
 def _byte_dfa(regex: str):
-    from localgcd.lexer.dfa import determinize
-    from localgcd.lexer.nfa import NFA
+    """The minimal byte DFA of one regex (the lexer's own, memoized per pattern)."""
+    from localgcd.lexer.product import terminal_dfa
 
-    nfa = NFA()
-    start = nfa.add_regex(regex, 0)
-    return determinize(nfa, [start], [0])
+    return terminal_dfa(regex)
 
 
 def _relation(a, b):
@@ -2453,7 +2451,8 @@ class _Resolver:
 def _long_strings(ctx, terms: dict, classes: list) -> list:
     """Rules for the length classes beyond CHUNK characters: [(lo, hi, rule)].
 
-    Such a string is lexed in chunks, in a lexer mode of its own (``Translation.modes``):
+    Such a string is lexed in chunks, in a lexer mode of its own (the text's ``// localgcd: modes``
+    line, :mod:`localgcd.grammar.modes`):
     ``LOPEN`` (the quote and CHUNK characters) switches to it, ``LMID`` (CHUNK characters) stays
     in it, a ``LTAIL`` piece (1 to CHUNK characters and the closing quote) leaves it.  Maximal
     munch makes the split unique: a string of L > CHUNK characters is LOPEN, m LMIDs and a tail

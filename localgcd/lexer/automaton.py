@@ -12,7 +12,6 @@ keywords; across priorities it is what priority means.
 
 from __future__ import annotations
 
-
 from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError
 from localgcd.grammar.terminals import Terminal

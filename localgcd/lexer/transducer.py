@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique
+from localgcd.arrays import expand_ranges, sorted_unique
 from localgcd.lexer.dfa import DEAD_STATE, DFA
 
 NO_EMIT = -1
@@ -105,9 +105,8 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     terms = dfa.accept[states].astype(np.int64)
     prod[states, terms] = True
     while states.size:
-        counts = starts[states + 1] - starts[states]
-        first = np.repeat(starts[states] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        states, terms = out_of[first], np.repeat(terms, counts)
+        edges, which = expand_ranges(starts[states], starts[states + 1])
+        states, terms = out_of[edges], terms[which]
         new = ~prod[states, terms]
         keys = sorted_unique(states[new] * n_terminals + terms[new])
         states, terms = np.divmod(keys, n_terminals)

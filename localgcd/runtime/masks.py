@@ -146,7 +146,7 @@ class MaskEngine:
             return DEAD_STACK, DEAD_STACK, layout
         if self.rows.class_emits(q)[cls]:
             node = self._after_pending(q, node)
-            q = self._restart[self.lexer_accept[q]]
+            q = self._restart_after(q)
             if node == DEAD_STACK:
                 return DEAD_STACK, DEAD_STACK, layout
         outcome = int(self.rows.class_row(q)[cls])
@@ -227,7 +227,7 @@ class MaskEngine:
             after, after_layout, step_low = self._emit_pending(q, node, layout)
             low = min(low, step_low)
             if after != DEAD_STACK:
-                fresh = self._split(self._restart[self.lexer_accept[q]], after, after_layout.paren)
+                fresh = self._split(self._restart_after(q), after, after_layout.paren)
                 emits = self.rows.class_emits(q)
                 base = self._combined(q, split, fresh, emits)
                 fresh_extra, fresh_low = self._dependent_classes(fresh, after, after_layout.paren)
@@ -289,6 +289,10 @@ class MaskEngine:
             return node, layout, self.pda.height[node]
         node, low = self.pda.step(node, term)
         return node, layout, low
+
+    def _restart_after(self, q: int) -> int:
+        """The lexer state a fresh lexeme starts in once ``q``'s pending lexeme is emitted."""
+        return self._restart[self.lexer_accept[q]]
 
     def _after_pending(self, q: int, node: int) -> int:
         return self._emit_pending(q, node, NO_LAYOUT)[0]

@@ -38,10 +38,10 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_inverse
+from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
-from localgcd.spanner.trie import VocabTrie, expand_ranges
+from localgcd.spanner.trie import VocabTrie
 
 _KEY_SHIFT = np.int64(1) << np.int64(32)
 
@@ -465,9 +465,7 @@ class SuffixOutcomes:
         total, offsets = self._total, self.trie.offsets
         flat = keys % total
         ends = offsets[np.searchsorted(offsets, flat, side="right")]  # one past each token's last byte
-        counts = ends - flat
-        firsts = np.cumsum(counts) - counts
-        every = sorted_unique(np.repeat(keys - firsts, counts) + np.arange(int(counts.sum()), dtype=np.int64))
+        every = sorted_unique(expand_ranges(keys, keys + (ends - flat))[0])
         every = every[~self._known[every]]
         slot, flat = np.divmod(every, total)
         emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat,

@@ -153,13 +153,3 @@ class VocabTrie:
         n_root = linked[0].lo.size if linked else 0
         return cls(token_ids, np.asarray(order, dtype=np.int32), position_of_sorted, lengths, offsets, data,
                    tuple(linked), (0, n_root))
-
-
-def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All integers of the ranges ``[lo[i], hi[i])`` and, for each, its range index ``i``."""
-    counts = (hi - lo).astype(np.int64)
-    total = int(counts.sum())
-    which = np.repeat(np.arange(lo.size), counts)
-    starts = np.cumsum(counts) - counts
-    values = np.arange(total, dtype=np.int64) - np.repeat(starts - lo.astype(np.int64), counts)
-    return values, which
