@@ -61,8 +61,10 @@ from typing import Any
 from localgcd.errors import GrammarError
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
-from localgcd.grammar.modes import modes_pragma
+from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
+from localgcd.lexer.nfa import UnsupportedRegex
+from localgcd.lexer.product import intersected_dfa, terminal_dfa
 
 __all__ = ["schema_to_lark"]
 
@@ -550,6 +552,7 @@ class _Ctx:
         self.positions: dict[str, _Pos] = {}
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
+        self.also: dict[str, str] = {}  # terminal -> the second regex its lexemes match (a length class)
         self.n = 0
 
     def name(self, prefix):
@@ -1822,6 +1825,7 @@ def _lit_matches_spec(s: str, spec: StrSpec) -> bool:
 
 MAX_PATTERNS = 48  # pattern terminals, intersections included
 MAX_PRODUCT_STATES = 2000  # product automata (and the regexes read off them) stay small
+MAX_PIECE_STATES = 20_000  # a pattern within a length class: an automaton the lexer builds, not a regex
 MAX_PRODUCT_REGEX = 20000
 
 
@@ -2024,8 +2028,6 @@ def _dfa_regex(dfa, bounds) -> str | None:
 
 def _byte_dfa(regex: str):
     """The minimal byte DFA of one regex (the lexer's own, memoized per pattern)."""
-    from localgcd.lexer.product import terminal_dfa
-
     return terminal_dfa(regex)
 
 
@@ -2242,8 +2244,10 @@ class _Resolver:
             self.pieces[b] = self.length_pieces(b, patterns[b])
         for b in plist:
             self.drop_covered_pieces(b)
-            for piece_body, (_lo, _hi, piece) in zip(*self.pieces[b]):
-                self.terms[piece] = f"{piece}.{2 + depth[b]}: {_lark_regex(chr(34) + piece_body + chr(34))}"
+            for lengths, (_lo, _hi, piece) in zip(*self.pieces[b]):
+                self.terms[piece] = f"{piece}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
+                if lengths:
+                    ctx.also[piece] = lengths
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
             self.terms[name] = f"{name}.{lit_prio}: {_lark_regex(re.escape(encode_string(s)))}"
@@ -2330,44 +2334,53 @@ class _Resolver:
         return self.pat_units[body]
 
     def length_pieces(self, body, ptr):
-        """([regex], [(fewest, most, terminal)]): the pattern split at every length bound of the
-        schema that its strings straddle (each piece its intersection with a length class), so
-        that a bounded position takes exactly the pieces inside its bounds."""
+        """([length regex or ""], [(fewest, most, terminal)]): the pattern split at every length
+        bound of the schema that its strings straddle, so that a bounded position takes exactly the
+        pieces inside its bounds.  A piece is the pattern's terminal with a second regex, its length
+        class, that the lexer intersects with it (``// localgcd: also``): the product of the two
+        automata, built once and checked here, never written back as a regex."""
         name = self.pat_name[body]
         mn, mx = self.units(body) if self.len_cuts != {0} else (0, None)
         cuts = sorted(c for c in self.len_cuts if mn < c and (mx is None or c <= mx))
         if not cuts:
-            return [body], [(mn, mx, name)]
+            return [""], [(mn, mx, name)]
         edges = [mn] + cuts + [None if mx is None else mx + 1]
-        regexes, pieces = [], []
+        lengths, pieces = [], []
         for i, (a, z) in enumerate(zip(edges, edges[1:])):
             rep = "{%d,%s}" % (a, "" if z is None else z - 1)
+            piece_lengths = '"' + UNIT + rep + '"'
             try:
-                rx = _intersection_regex(body, UNIT + rep)
-            except _Unsupported as exc:
+                dfa = self.piece_dfa(body, piece_lengths)
+            except UnsupportedRegex as exc:
                 self.ctx.unsupported(ptr, "maxLength", f"together with a pattern/format whose strings straddle "
                                                       f"the bound ({exc})")
-                return [body], [(mn, mx, name)]
-            if rx is not None:
-                regexes.append(rx)
+                return [""], [(mn, mx, name)]
+            if dfa.accept.max() >= 0:
+                lengths.append(piece_lengths)
                 pieces.append((a, None if z is None else z - 1, f"{name}_{i}"))
-        return regexes, pieces
+        return lengths, pieces
+
+    def piece_dfa(self, body, lengths):
+        """The byte DFA of the pattern's strings (quoted) within a length class ("": all of them)."""
+        if not lengths:
+            return _byte_dfa('"' + body + '"')
+        return intersected_dfa('"' + body + '"', lengths, MAX_PIECE_STATES)
 
     def drop_covered_pieces(self, body):
         """Drop the length pieces of ``body`` inside one piece of a pattern nested in it (that one
         wins every such string: a terminal never produced is an error)."""
-        regexes, pieces = self.pieces[body]
+        lengths, pieces = self.pieces[body]
         if len(pieces) < 2:
             return
         keep = []
-        for rx, (lo, hi, name) in zip(regexes, pieces):
-            dfa = _byte_dfa('"' + rx + '"')
+        for piece_lengths, (lo, hi, name) in zip(lengths, pieces):
+            dfa = self.piece_dfa(body, piece_lengths)
             covered = any(alo <= lo and (ahi is None or (hi is not None and hi <= ahi))
-                          and _relation(dfa, _byte_dfa('"' + arx + '"'))[1]
-                          for a in self._all_inside(body) for arx, (alo, ahi, _n) in zip(*self.pieces[a]))
+                          and _relation(dfa, self.piece_dfa(a, alen))[1]
+                          for a in self._all_inside(body) for alen, (alo, ahi, _n) in zip(*self.pieces[a]))
             if not covered:
-                keep.append((rx, (lo, hi, name)))
-        self.pieces[body] = ([rx for rx, _p in keep], [p for _rx, p in keep])
+                keep.append((piece_lengths, (lo, hi, name)))
+        self.pieces[body] = ([x for x, _p in keep], [p for _x, p in keep])
 
     def pieces_within(self, body, lo, hi, ptr) -> list[str]:
         """The terminals of the pattern's pieces whose lengths lie in [lo, hi] (a piece that
@@ -2611,6 +2624,8 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     text = "\n".join(lines) + "\n"
     if "NOTHING" in text:
         text += 'NOTHING: /\\x00\\x01never/\n'
+    if ctx.also:
+        text = "".join(also_pragma(name, regex) + "\n" for name, regex in ctx.also.items()) + text
     if ctx.modes:
         text = modes_pragma(ctx.modes) + "\n" + text
     return Translation(text, warnings=tuple(ctx.warnings))

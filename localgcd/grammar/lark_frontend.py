@@ -23,7 +23,7 @@ from lark.utils import get_regexp_width
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
-from localgcd.grammar.modes import read_modes
+from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Terminal
 
@@ -106,7 +106,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
             raise _located(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source))  # unused: dropped
+    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source), read_also(text, source))
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))
@@ -155,8 +155,11 @@ _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
 def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[str, tuple[int, int]],
-                      modes: dict[str, tuple[int, int]]) -> list[Terminal]:
-    """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics"."""
+                      modes: dict[str, tuple[int, int]], also: dict[str, str]) -> list[Terminal]:
+    """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics".
+
+    ``modes`` and ``also`` come from the text's ``// localgcd:`` lines (names of unused terminals
+    there are ignored: lark drops those terminals)."""
     ranked = sorted(
         defs,
         key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -_max_width(t.pattern),
@@ -171,7 +174,8 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[
         mode, next_mode = modes.get(t.name, (0, 0))
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
-                            line=line, column=column, mode=mode, next_mode=next_mode))
+                            line=line, column=column, mode=mode, next_mode=next_mode,
+                            also=also.get(t.name, "")))
     return out
 
 

@@ -18,6 +18,7 @@ class Terminal:
     column: int | None = None
     mode: int = 0  # the lexer mode it is lexed in (0: the one lexing starts in)
     next_mode: int = 0  # the mode lexing goes on in after it (see localgcd.lexer.product)
+    also: str = ""  # a second regex every lexeme must match too ("": none)
 
     def to_json(self) -> dict:
         return asdict(self)

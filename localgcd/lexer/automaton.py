@@ -36,9 +36,12 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         try:
             if literal_bytes(terminal.regex) is None:
                 terminal_dfa(terminal.regex)
+            if terminal.also:
+                terminal_dfa(terminal.also)
         except UnsupportedRegex as exc:
             raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
-    dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals])
+    dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
+                      [terminal.also for terminal in terminals])
     for start in dfa.mode_starts:
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]

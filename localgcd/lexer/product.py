@@ -24,7 +24,7 @@ import numpy as np
 
 from localgcd.arrays import sorted_unique, unique_first_inverse
 from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize_mapped, mixed_weights
-from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
+from localgcd.lexer.nfa import NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
 _NO_LABEL = np.iinfo(np.int32).max
@@ -42,6 +42,51 @@ def terminal_dfa(pattern: str) -> DFA:
     nfa = NFA()
     start = nfa.add_regex(pattern, 0)
     return determinize(nfa, [start], [0])
+
+
+@lru_cache(maxsize=1024)
+def intersected_dfa(pattern: str, also: str, limit: int | None = None) -> DFA:
+    """The trim DFA of the strings both ``pattern`` and ``also`` match (accept label 0), memoized.
+
+    Raises ``UnsupportedRegex`` when it has more than ``limit`` states."""
+    return intersection(terminal_dfa(pattern), terminal_dfa(also), limit)
+
+
+def intersection(a: DFA, b: DFA, limit: int | None = None) -> DFA:
+    """The trim product automaton of two DFAs, accepting where both do (label 0)."""
+    index, pairs, rows = {(0, 0): 0}, [(0, 0)], []
+    for p, q in pairs:  # grows while iterating
+        if limit is not None and len(pairs) > limit:
+            raise UnsupportedRegex(f"intersection automaton above {limit} states")
+        ra, rb = a.transitions[p], b.transitions[q]
+        live = np.flatnonzero((ra >= 0) & (rb >= 0))
+        keys = ra[live].astype(np.int64) * b.n_states + rb[live]
+        targets, inverse = np.unique(keys, return_inverse=True)
+        ids = []
+        for key in targets.tolist():
+            pair = divmod(key, b.n_states)
+            found = index.get(pair)
+            if found is None:
+                found = index[pair] = len(pairs)
+                pairs.append(pair)
+            ids.append(found)
+        row = np.full(256, DEAD_STATE, dtype=np.int64)
+        row[live] = np.asarray(ids, dtype=np.int64)[inverse.reshape(-1)]
+        rows.append(row)
+    table = np.asarray(rows, dtype=np.int64).reshape(len(pairs), 256)
+    both = np.asarray([a.accept[p] >= 0 and b.accept[q] >= 0 for p, q in pairs])
+    alive = both.copy()  # states from which an accepting one is reachable
+    while True:
+        grown = alive | ((table >= 0) & alive[np.maximum(table, 0)]).any(axis=1)
+        if np.array_equal(grown, alive):
+            break
+        alive = grown
+    if not alive[0]:
+        return DFA(transitions=np.full((1, 256), DEAD_STATE, dtype=np.int32), accept=np.full(1, -1, np.int32))
+    new_id = np.cumsum(alive) - 1
+    table = table[alive]
+    table = np.where((table >= 0) & alive[np.maximum(table, 0)], new_id[np.maximum(table, 0)], DEAD_STATE)
+    return DFA(transitions=table.astype(np.int32), accept=np.where(both[alive], 0, -1).astype(np.int32))
 
 
 _UNITS: dict[str, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
@@ -126,22 +171,25 @@ def literal_trie(literals: Sequence[tuple[bytes, int]]) -> DFA:
     return DFA(transitions=table, accept=np.asarray(accept, dtype=np.int32))
 
 
-def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None) -> DFA:
+def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
+                also: Sequence[str] | None = None) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
     ``modes[i]`` is the lexer mode terminal ``i`` is lexed in (default 0 for all): each mode has
     its own start state (``DFA.mode_starts``), from which only its terminals begin.
+    ``also[i]`` (when not empty) is a second regex every lexeme of terminal ``i`` must match.
     """
     modes = list(modes) if modes is not None else [0] * len(regexes)
+    also = list(also) if also is not None else [""] * len(regexes)
     literals: dict[int, list[tuple[bytes, int]]] = {}
     components, component_modes = [], []
-    for index, (regex, mode) in enumerate(zip(regexes, modes)):
-        data = literal_bytes(regex)
+    for index, (regex, mode, second) in enumerate(zip(regexes, modes, also)):
+        data = literal_bytes(regex) if not second else None
         if data is not None:
             literals.setdefault(mode, []).append((data, index))
         else:
-            dfa = terminal_dfa(regex)
+            dfa = intersected_dfa(regex, second) if second else terminal_dfa(regex)
             components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
             component_modes.append(mode)
     for mode in sorted(literals, reverse=True):
