@@ -58,13 +58,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+
 from localgcd.errors import GrammarError
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
-from localgcd.lexer.nfa import UnsupportedRegex
-from localgcd.lexer.product import intersected_dfa, terminal_dfa
+from localgcd.grammar.terminals import Also
+from localgcd.lexer.product import product_dfa, terminal_dfa
 
 __all__ = ["schema_to_lark"]
 
@@ -552,7 +554,7 @@ class _Ctx:
         self.positions: dict[str, _Pos] = {}
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
-        self.also: dict[str, str] = {}  # terminal -> the second regex its lexemes match (a length class)
+        self.also: dict[str, list] = {}  # terminal -> the conditions (Also) its lexemes meet too
         self.n = 0
 
     def name(self, prefix):
@@ -2194,14 +2196,15 @@ class _Resolver:
             self.terms[name] = f"{name}.9: {_lark_regex(re.escape(encode_string(s)))}"
         # length atoms: one terminal per length class up to CHUNK characters, one chunked rule per
         # longer class when some bound lies beyond CHUNK + 1 (else the last class is one terminal)
-        if any(c > CHUNK + 1 for c in bounds_len):
-            bounds_len.add(CHUNK + 1)
+        self.chunked = any(c > CHUNK + 1 for c in self.len_cuts)
+        if self.chunked:  # long classes are cut at every bound, a pattern's too
+            bounds_len |= {CHUNK + 1} | {c for c in self.len_cuts if c > CHUNK + 1}
         cuts = sorted(bounds_len)
         self.len_atoms = []
         long_classes = []
         for i, lo in enumerate(cuts):
             hi = cuts[i + 1] - 1 if i + 1 < len(cuts) else None
-            if lo > CHUNK and max(cuts) > CHUNK + 1:
+            if lo > CHUNK and self.chunked:
                 long_classes.append((lo, hi))
                 continue
             name = f"STR{i}"
@@ -2210,7 +2213,6 @@ class _Resolver:
                 rep = "{%d}" % lo
             self.terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + rep + chr(34))}'
             self.len_atoms.append((lo, hi, name))
-        self.long_atoms = _long_strings(ctx, self.terms, long_classes)
         # pattern terminals: pairwise disjoint or nested; two that overlap partially get their
         # intersection as one more pattern nested in both (it wins their common strings)
         self.pat_dfa, self.inside, self.alias = {}, {}, {}
@@ -2239,7 +2241,7 @@ class _Resolver:
         depth = {}
         for b in plist:
             depth[b] = self._depth(b, set())
-        self.pat_units, self.pieces = {}, {}
+        self.pat_units, self.pieces, self.long_patterns = {}, {}, set()
         for b in plist:
             self.pieces[b] = self.length_pieces(b, patterns[b])
         for b in plist:
@@ -2247,7 +2249,13 @@ class _Resolver:
             for lengths, (_lo, _hi, piece) in zip(*self.pieces[b]):
                 self.terms[piece] = f"{piece}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
                 if lengths:
-                    ctx.also[piece] = lengths
+                    ctx.also[piece] = [Also(lengths)]
+        referenced = set()
+        for pos in positions.values():
+            for sp in pos.strs:
+                referenced |= {self.alias.get(b, b) for b in ([sp.pattern] if sp.pattern else []) + list(sp.forbid)}
+        self.tracked = [b for b in plist if b in self.long_patterns and b in referenced]
+        self.long = _LongStrings(ctx, self.terms, long_classes, self.tracked, patterns)
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
             self.terms[name] = f"{name}.{lit_prio}: {_lark_regex(re.escape(encode_string(s)))}"
@@ -2338,23 +2346,28 @@ class _Resolver:
         bound of the schema that its strings straddle, so that a bounded position takes exactly the
         pieces inside its bounds.  A piece is the pattern's terminal with a second regex, its length
         class, that the lexer intersects with it (``// localgcd: also``): the product of the two
-        automata, built once and checked here, never written back as a regex."""
+        automata, never written back as a regex.  When long strings are chunked, pieces stop at
+        CHUNK characters; the pattern's longer strings are tracked through the chunks."""
         name = self.pat_name[body]
         mn, mx = self.units(body) if self.len_cuts != {0} else (0, None)
-        cuts = sorted(c for c in self.len_cuts if mn < c and (mx is None or c <= mx))
-        if not cuts:
+        top = mx
+        if self.chunked and (mx is None or mx > CHUNK):
+            self.long_patterns.add(body)
+            top = CHUNK
+            if mn > CHUNK:
+                return [], []
+        cuts = sorted(c for c in self.len_cuts if mn < c and (top is None or c <= top))
+        if not cuts and top == mx:
             return [""], [(mn, mx, name)]
-        edges = [mn] + cuts + [None if mx is None else mx + 1]
+        edges = [mn] + cuts + [None if top is None else top + 1]
         lengths, pieces = [], []
         for i, (a, z) in enumerate(zip(edges, edges[1:])):
             rep = "{%d,%s}" % (a, "" if z is None else z - 1)
             piece_lengths = '"' + UNIT + rep + '"'
-            try:
-                dfa = self.piece_dfa(body, piece_lengths)
-            except UnsupportedRegex as exc:
-                self.ctx.unsupported(ptr, "maxLength", f"together with a pattern/format whose strings straddle "
-                                                      f"the bound ({exc})")
-                return [""], [(mn, mx, name)]
+            dfa = self.piece_dfa(body, piece_lengths)
+            if dfa.n_states > MAX_PIECE_STATES:
+                self.ctx.unsupported(ptr, "maxLength", "together with a pattern/format whose strings straddle "
+                                     f"the bound (intersection automaton above {MAX_PIECE_STATES} states)")
             if dfa.accept.max() >= 0:
                 lengths.append(piece_lengths)
                 pieces.append((a, None if z is None else z - 1, f"{name}_{i}"))
@@ -2364,7 +2377,7 @@ class _Resolver:
         """The byte DFA of the pattern's strings (quoted) within a length class ("": all of them)."""
         if not lengths:
             return _byte_dfa('"' + body + '"')
-        return intersected_dfa('"' + body + '"', lengths, MAX_PIECE_STATES)
+        return product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
 
     def drop_covered_pieces(self, body):
         """Drop the length pieces of ``body`` inside one piece of a pattern nested in it (that one
@@ -2395,8 +2408,18 @@ class _Resolver:
                 out.append(name)
         return out
 
+    def long_signatures(self, pattern, forbid) -> set:
+        """The signatures (which tracked patterns a long string matches) of the long strings of a
+        string spec: all of them, or its pattern's; none of a forbidden pattern's."""
+        index = {b: p for p, b in enumerate(self.tracked)}
+        if pattern is not None and pattern not in index:
+            return set()  # a pattern whose strings are never that long
+        banned = [index[f] for f in forbid if f in index]
+        return {sig for sig in self.long.signatures
+                if (pattern is None or sig[index[pattern]]) and not any(sig[p] for p in banned)}
+
     def resolve(self, pos: _Pos) -> list[str]:
-        out = []
+        out, long_allowed = [], {}
         for w in sorted(pos.words):
             out.append({"true": '"true"', "false": '"false"', "null": '"null"'}[w])
         lits = set(pos.str_lits)
@@ -2406,16 +2429,24 @@ class _Resolver:
                     lits.add(s)
             forbid = {self.alias.get(f, f) for f in sp.forbid}
             forbid |= set().union(*(self._all_inside(f) for f in forbid))  # nested strings match too
+            pattern = None
             if sp.pattern is not None:
                 pattern = self.alias.get(sp.pattern, sp.pattern)
                 allowed = {pattern} | self._all_inside(pattern)
             else:
-                for lo, hi, name in self.len_atoms + self.long_atoms:
+                for lo, hi, name in self.len_atoms:
                     if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
                         out.append(name)
                 allowed = set(self.pat_name)
             for b in sorted(allowed - forbid):
                 out += self.pieces_within(b, sp.lo, sp.hi, sp.ptr)
+            for c, (lo, hi) in enumerate(self.long.classes):
+                if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
+                    long_allowed.setdefault(c, set()).update(self.long_signatures(pattern, forbid))
+        for c in sorted(long_allowed):
+            rule = self.long.rule(c, frozenset(long_allowed[c]))
+            if rule is not None:
+                out.append(rule)
         out += [self.lit_name[s] for s in sorted(lits)]
         for ns in pos.nums:
             ilo, ihi = _int_bounds(ns)
@@ -2461,60 +2492,206 @@ class _Resolver:
         return res
 
 
-def _long_strings(ctx, terms: dict, classes: list) -> list:
-    """Rules for the length classes beyond CHUNK characters: [(lo, hi, rule)].
+class _LongStrings:
+    """Strings longer than CHUNK characters, lexed in chunks in lexer modes of their own.
 
-    Such a string is lexed in chunks, in a lexer mode of its own (the text's ``// localgcd: modes``
-    line, :mod:`localgcd.grammar.modes`):
-    ``LOPEN`` (the quote and CHUNK characters) switches to it, ``LMID`` (CHUNK characters) stays
-    in it, a ``LTAIL`` piece (1 to CHUNK characters and the closing quote) leaves it.  Maximal
-    munch makes the split unique: a string of L > CHUNK characters is LOPEN, m LMIDs and a tail
-    of t characters with L = CHUNK * (1 + m) + t, 1 <= t <= CHUNK (exactly CHUNK characters are
-    one closed string terminal; a quote after a full chunk extends the tail).  The tail pieces
-    are cut where some class bound falls, so each class is a chain of rules over m, exact for
-    any bound up to MAX_LENGTH_BOUND, without a counter of its size in the lexer.
+    ``LOPEN`` (the quote and CHUNK characters) enters a chunk mode, ``LMID`` (CHUNK characters)
+    stays in one, a ``LTAIL`` piece (1 to CHUNK characters and the closing quote) leaves it.
+    Maximal munch makes the split unique: a string of L > CHUNK characters is LOPEN, m LMIDs and
+    a tail of t characters with L = CHUNK * (1 + m) + t, 1 <= t <= CHUNK (exactly CHUNK
+    characters are one closed string terminal; a quote after a full chunk extends the tail).  The
+    tail pieces are cut where some class bound falls, so each length class is a chain of rules
+    over m, exact for any bound up to MAX_LENGTH_BOUND, without a counter of its size in the lexer.
+
+    Patterns whose strings may be that long are *tracked*: the chunks carry the state their
+    automata (the product of all of them, a vector) reach, one lexer mode per vector, with the
+    ``// localgcd: also`` conditions that say so; a tail terminal then says which of the patterns
+    the whole string matches (its signature), and a position's long strings are the tails of
+    the signatures it allows.  Untracked, there is one chunk mode and one terminal of each kind.
     """
-    if not classes:
-        return []
 
+    def __init__(self, ctx, terms: dict, classes: list, tracked: list[str], ptr_of: dict) -> None:
+        self.ctx, self.terms, self.classes = ctx, terms, classes
+        self.tracked = tracked  # pattern bodies
+        self.rules: dict = {}
+        if not classes:
+            return
+        cuts = {1}
+        for lo, hi in classes:
+            cuts.add(self.split(lo)[1])
+            if hi is not None:
+                cuts.add(self.split(hi + 1)[1])
+        cuts = sorted(c for c in cuts if 1 <= c <= CHUNK)
+        self.tails = [(a, cuts[i + 1] - 1 if i + 1 < len(cuts) else CHUNK) for i, a in enumerate(cuts)]
+        self.vectors, self.steps, self.signatures = _track(tracked, self.tails, ptr_of, ctx)
+        self.modes, self.also = {}, {}
+        quoted = ['"' + body + '"' for body in tracked]
+        plain = not tracked
+        self.open_names, self.mid_names = [], []
+        self.tail_names = {}  # (tail index, signature) -> [terminal]
+        for i, v in enumerate(self.vectors):
+            if i in self.steps["open"]:
+                name = "LOPEN" if plain else f"LOPEN_{i}"
+                terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + "{%d}" % CHUNK)}'
+                self.modes[name] = (0, 1 + i)
+                self.also[name] = [Also(rx, 0, (v[p],)) for p, rx in enumerate(quoted)]
+                self.open_names.append(name)
+            for j in self.steps["mid"][i]:
+                name = "LMID" if plain else f"LMID_{i}_{j}"
+                terms[name] = f'{name}: {_lark_regex(UNIT + "{%d}" % CHUNK)}'
+                self.modes[name] = (1 + i, 1 + j)
+                self.also[name] = [Also(rx, v[p], (self.vectors[j][p],))
+                                   for p, rx in enumerate(quoted) if v[p] >= 0]
+                self.mid_names.append(name)
+            for x, (a, b) in enumerate(self.tails):
+                for sig in self.steps["tail"][i, x]:
+                    name = f"LTAIL{x}" if plain else f"LTAIL{x}_{i}_{self.signatures.index(sig)}"
+                    terms[name] = f'{name}: {_lark_regex(UNIT + "{%d,%d}" % (a, b) + chr(34))}'
+                    self.modes[name] = (1 + i, 0)
+                    self.also[name] = [Also(rx, v[p], self._ends(p, sig[p]))
+                                       for p, rx in enumerate(quoted) if v[p] >= 0]
+                    self.tail_names.setdefault((x, sig), []).append(name)
+        if plain:
+            self.lopen, self.lmid = "LOPEN", "LMID"
+        else:
+            self.lopen = ctx.add_rule("lopen", self.open_names)
+            self.lmid = ctx.add_rule("lmid", self.mid_names)
+        ctx.modes = self.modes
+        for name, conditions in self.also.items():
+            if conditions:
+                ctx.also[name] = conditions
+
+    def _ends(self, p: int, accepting: bool) -> tuple[int, ...]:
+        dfa = _byte_dfa('"' + self.tracked[p] + '"')
+        states = np.flatnonzero((dfa.accept >= 0) == accepting).tolist()
+        return tuple(states) if accepting else tuple(states) + (-1,)
+
+    @staticmethod
     def split(length):  # -> (m, t)
         m = (length - 1) // CHUNK - 1
         return m, length - CHUNK * (1 + m)
 
-    cuts = {1}
-    for lo, hi in classes:
-        cuts.add(split(lo)[1])
-        if hi is not None:
-            cuts.add(split(hi + 1)[1])
-    cuts = sorted(c for c in cuts if 1 <= c <= CHUNK)
-    pieces = []  # (first t, last t, terminal)
-    for i, a in enumerate(cuts):
-        b = cuts[i + 1] - 1 if i + 1 < len(cuts) else CHUNK
-        name = f"LTAIL{i}"
-        terms[name] = f'{name}: {_lark_regex(UNIT + "{%d,%d}" % (a, b) + chr(34))}'
-        pieces.append((a, b, name))
-    terms["LOPEN"] = f'LOPEN: {_lark_regex(chr(34) + UNIT + "{%d}" % CHUNK)}'
-    terms["LMID"] = f'LMID: {_lark_regex(UNIT + "{%d}" % CHUNK)}'
-    ctx.modes = {"LOPEN": (0, 1), "LMID": (1, 1), **{name: (1, 0) for _a, _b, name in pieces}}
-    out = []
-    for c, (lo, hi) in enumerate(classes):
-        m_lo, t_lo = split(lo)
-        m_hi, t_hi = split(hi) if hi is not None else (None, None)
+    def all_signatures(self) -> frozenset:
+        return frozenset(self.signatures)
+
+    def rule(self, c: int, allowed: frozenset) -> str | None:
+        """The rule of the strings of length class ``c`` whose signature is in ``allowed``."""
+        allowed = allowed & self.all_signatures()
+        if not allowed:
+            return None
+        key = (c, allowed)
+        if key in self.rules:
+            return self.rules[key]
+        lo, hi = self.classes[c]
+        m_lo, t_lo = self.split(lo)
+        m_hi, t_hi = self.split(hi) if hi is not None else (None, None)
         last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
-        names = [f"lstr_{c}_{k}" for k in range(last + 1)]
+        tag = f"{c}" if allowed == self.all_signatures() else f"{c}_{len(self.rules)}"
+        names = [f"lstr_{tag}_{k}" for k in range(last + 1)]
         for k in range(last + 1):
             alts = []
             if k >= m_lo:
-                for a, b, name in pieces:
+                for x, (a, b) in enumerate(self.tails):
                     if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi):
-                        alts.append(name)
+                        for sig in sorted(allowed):
+                            alts += self.tail_names.get((x, sig), [])
             if hi is None or k < m_hi:
-                alts.append(f"LMID {names[min(k + 1, last)]}")
-            ctx.rules[names[k]] = alts
-        rule = f"lstr_{c}"
-        ctx.rules[rule] = [f"LOPEN {names[0]}"]
-        out.append((lo, hi, rule))
-    return out
+                alts.append(f"{self.lmid} {names[min(k + 1, last)]}")
+            self.ctx.rules[names[k]] = alts
+        rule = f"lstr_{tag}"
+        self.ctx.rules[rule] = [f"{self.lopen} {names[0]}"]
+        self.rules[key] = rule
+        return rule
+
+
+MAX_TRACKED_VECTORS = 48  # chunk modes when patterns are tracked through long strings
+
+
+def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
+    """The vectors of the tracked patterns' automaton states a long string's chunks reach, and
+    the steps between them: ({"open": {vector}, "mid": {vector: [vector]}, "tail": {(vector,
+    tail): [signature]}}, signatures in order).  Vector 0..n-1; a component -1: that pattern died."""
+    if not tracked:
+        return [()], {"open": {0}, "mid": {0: [0]}, "tail": {(0, x): [()] for x in range(len(tails))}}, [()]
+    dfas = [_byte_dfa('"' + body + '"') for body in tracked]
+    unit = _byte_dfa(UNIT)
+    quote = ord('"')
+
+    def advance(v, byte_seq):
+        out = []
+        for p, d in enumerate(dfas):
+            st = v[p]
+            for byte in byte_seq:
+                if st < 0:
+                    break
+                st = int(d.transitions[st, byte])
+            out.append(st)
+        return tuple(out)
+
+    step_cache: dict = {}
+
+    def one_unit(v):
+        """Vectors one character (a unit of the JSON string) after ``v``."""
+        if v in step_cache:
+            return step_cache[v]
+        found, seen, todo = set(), set(), [(0, v)]
+        while todo:
+            u, w = todo.pop()
+            row = unit.transitions[u]
+            for byte in np.flatnonzero(row >= 0).tolist():
+                nu = int(row[byte])
+                nw = tuple(int(d.transitions[st, byte]) if st >= 0 else -1 for st, d in zip(w, dfas))
+                if unit.accept[nu] >= 0:
+                    found.add(nw)
+                elif (nu, nw) not in seen:
+                    seen.add((nu, nw))
+                    todo.append((nu, nw))
+        step_cache[v] = frozenset(found)
+        return step_cache[v]
+
+    def after(vs, count):
+        for _ in range(count):
+            vs = frozenset().union(*(one_unit(v) for v in vs)) if vs else vs
+        return vs
+
+    start = advance(tuple(0 for _ in dfas), [quote])
+    opened = after(frozenset([start]), CHUNK)
+    order, index, mid = [], {}, {}
+    todo = sorted(opened)
+    for v in todo:
+        index[v] = len(order)
+        order.append(v)
+    k = 0
+    while k < len(order):
+        if len(order) > MAX_TRACKED_VECTORS:
+            ptr = ptr_of[tracked[0]]
+            ctx.unsupported(ptr, "maxLength", "beside a pattern/format whose strings may be longer than "
+                            f"{CHUNK} characters (more than {MAX_TRACKED_VECTORS} automaton states to track)")
+            return _track([], tails, ptr_of, ctx)
+        v = order[k]
+        nxt = sorted(after(frozenset([v]), CHUNK))
+        for w in nxt:
+            if w not in index:
+                index[w] = len(order)
+                order.append(w)
+        mid[k] = [index[w] for w in nxt]
+        k += 1
+    signatures, tail = [], {}
+    for i, v in enumerate(order):
+        sets = [frozenset([v])]
+        for _ in range(CHUNK):
+            sets.append(after(sets[-1], 1))
+        for x, (a, b) in enumerate(tails):
+            sigs = set()
+            for w in frozenset().union(*sets[a:b + 1]):
+                end = advance(w, [quote])
+                sigs.add(tuple(st >= 0 and bool(d.accept[st] >= 0) for st, d in zip(end, dfas)))
+            tail[i, x] = sorted(sigs)
+            for sig in tail[i, x]:
+                if sig not in signatures:
+                    signatures.append(sig)
+    signatures.sort()
+    return order, {"open": {index[v] for v in opened}, "mid": mid, "tail": tail}, signatures
 
 
 STRING_GROUP_MIN = 4  # a position with at least this many string terminals names them through shared rules
@@ -2625,7 +2802,8 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     if "NOTHING" in text:
         text += 'NOTHING: /\\x00\\x01never/\n'
     if ctx.also:
-        text = "".join(also_pragma(name, regex) + "\n" for name, regex in ctx.also.items()) + text
+        text = "".join(also_pragma(name, condition) + "\n"
+                       for name, conditions in ctx.also.items() for condition in conditions) + text
     if ctx.modes:
         text = modes_pragma(ctx.modes) + "\n" + text
     return Translation(text, warnings=tuple(ctx.warnings))

@@ -25,7 +25,7 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
 from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
-from localgcd.grammar.terminals import Terminal
+from localgcd.grammar.terminals import Also, Terminal
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
 def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[str, tuple[int, int]],
-                      modes: dict[str, tuple[int, int]], also: dict[str, str]) -> list[Terminal]:
+                      modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]]) -> list[Terminal]:
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics".
 
     ``modes`` and ``also`` come from the text's ``// localgcd:`` lines (names of unused terminals
@@ -175,7 +175,7 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
                             line=line, column=column, mode=mode, next_mode=next_mode,
-                            also=also.get(t.name, "")))
+                            also=also.get(t.name, ())))
     return out
 
 

@@ -8,8 +8,14 @@ JSON Schema front end writes one to lex strings longer than a counted
 automaton should hold in chunks.
 
 A line ``// localgcd: also NAME /regex/`` says that every lexeme of terminal
-``NAME`` must match ``regex`` too (the lexer intersects the two automata):
-the JSON Schema front end cuts a pattern's strings at a length bound this way.
+``NAME`` must match ``regex`` too, and ``// localgcd: also NAME /regex/ S>E,E``
+that the minimal DFA of ``regex`` (numbered as the lexer numbers it), read
+from state ``S``, ends each lexeme in one of the states ``E`` (-1: dead);
+several lines for one terminal must all hold (see
+:class:`localgcd.grammar.terminals.Also`).  The lexer builds such a terminal
+as the product of automata, never as one regex: the JSON Schema front end
+cuts a pattern's strings at a length bound, and follows a pattern through a
+long string's chunks, this way.
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from __future__ import annotations
 import re
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.terminals import Also
 
 PRAGMA = "// localgcd: modes"
 _LINE = re.compile(r"//\s*localgcd:\s*modes\b(.*)")
 _ENTRY = re.compile(r"([A-Z_][A-Z0-9_]*)=(\d+):(\d+)")
 ALSO = "// localgcd: also"
-_ALSO = re.compile(r"//\s*localgcd:\s*also\s+([A-Z_][A-Z0-9_]*)\s+/(.+)/")
+_ALSO = re.compile(r"//\s*localgcd:\s*also\s+([A-Z_][A-Z0-9_]*)\s+/(.+)/(?:\s+(\d+)>(-?\d+(?:,-?\d+)*))?")
 
 
 def modes_pragma(modes: dict[str, tuple[int, int]]) -> str:
@@ -48,14 +55,16 @@ def read_modes(text: str, source: str = "<grammar>") -> dict[str, tuple[int, int
     return modes
 
 
-def also_pragma(name: str, regex: str) -> str:
-    """The comment line saying that terminal ``name``'s lexemes also match ``regex``."""
-    return f"{ALSO} {name} /{regex}/"
+def also_pragma(name: str, condition: Also) -> str:
+    """The comment line saying that terminal ``name``'s lexemes meet ``condition`` too."""
+    path = "" if condition.ends is None else f" {condition.start}>{','.join(map(str, condition.ends))}"
+    return f"{ALSO} {name} /{condition.regex}/{path}"
 
 
-def read_also(text: str, source: str = "<grammar>") -> dict[str, str]:
-    """Terminal → the second regex its lexemes must match, from the text's ``also`` lines."""
-    found: dict[str, str] = {}
+def read_also(text: str, source: str = "<grammar>") -> dict[str, tuple[Also, ...]]:
+    """Terminal → the conditions its lexemes meet besides its regex, from the text's ``also``
+    lines (several lines for one terminal: all of them)."""
+    found: dict[str, tuple[Also, ...]] = {}
     if "localgcd:" not in text:
         return found
     for number, line in enumerate(text.splitlines(), 1):
@@ -64,6 +73,9 @@ def read_also(text: str, source: str = "<grammar>") -> dict[str, str]:
             continue
         parsed = _ALSO.fullmatch(stripped)
         if parsed is None:
-            raise GrammarError("terminal intersection is not 'also NAME /regex/'", source, number, 1, line)
-        found[parsed.group(1)] = parsed.group(2)
+            raise GrammarError("terminal condition is not 'also NAME /regex/' or 'also NAME /regex/ START>END,END'",
+                               source, number, 1, line)
+        name, regex, start, ends = parsed.groups()
+        condition = Also(regex) if start is None else Also(regex, int(start), tuple(int(e) for e in ends.split(",")))
+        found[name] = found.get(name, ()) + (condition,)
     return found

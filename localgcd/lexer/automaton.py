@@ -36,8 +36,11 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         try:
             if literal_bytes(terminal.regex) is None:
                 terminal_dfa(terminal.regex)
-            if terminal.also:
-                terminal_dfa(terminal.also)
+            for condition in terminal.also:
+                states = terminal_dfa(condition.regex).n_states
+                if not (0 <= condition.start < states and all(-1 <= end < states for end in condition.ends or ())):
+                    raise UnsupportedRegex(f"a condition names a state outside the {states} states of "
+                                           f"/{condition.regex}/")
         except UnsupportedRegex as exc:
             raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
     dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],

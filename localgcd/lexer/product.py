@@ -23,8 +23,9 @@ from typing import Sequence
 import numpy as np
 
 from localgcd.arrays import sorted_unique, unique_first_inverse
+from localgcd.grammar.terminals import Also
 from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize_mapped, mixed_weights
-from localgcd.lexer.nfa import NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_bytes
+from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
 _NO_LABEL = np.iinfo(np.int32).max
@@ -42,51 +43,6 @@ def terminal_dfa(pattern: str) -> DFA:
     nfa = NFA()
     start = nfa.add_regex(pattern, 0)
     return determinize(nfa, [start], [0])
-
-
-@lru_cache(maxsize=1024)
-def intersected_dfa(pattern: str, also: str, limit: int | None = None) -> DFA:
-    """The trim DFA of the strings both ``pattern`` and ``also`` match (accept label 0), memoized.
-
-    Raises ``UnsupportedRegex`` when it has more than ``limit`` states."""
-    return intersection(terminal_dfa(pattern), terminal_dfa(also), limit)
-
-
-def intersection(a: DFA, b: DFA, limit: int | None = None) -> DFA:
-    """The trim product automaton of two DFAs, accepting where both do (label 0)."""
-    index, pairs, rows = {(0, 0): 0}, [(0, 0)], []
-    for p, q in pairs:  # grows while iterating
-        if limit is not None and len(pairs) > limit:
-            raise UnsupportedRegex(f"intersection automaton above {limit} states")
-        ra, rb = a.transitions[p], b.transitions[q]
-        live = np.flatnonzero((ra >= 0) & (rb >= 0))
-        keys = ra[live].astype(np.int64) * b.n_states + rb[live]
-        targets, inverse = np.unique(keys, return_inverse=True)
-        ids = []
-        for key in targets.tolist():
-            pair = divmod(key, b.n_states)
-            found = index.get(pair)
-            if found is None:
-                found = index[pair] = len(pairs)
-                pairs.append(pair)
-            ids.append(found)
-        row = np.full(256, DEAD_STATE, dtype=np.int64)
-        row[live] = np.asarray(ids, dtype=np.int64)[inverse.reshape(-1)]
-        rows.append(row)
-    table = np.asarray(rows, dtype=np.int64).reshape(len(pairs), 256)
-    both = np.asarray([a.accept[p] >= 0 and b.accept[q] >= 0 for p, q in pairs])
-    alive = both.copy()  # states from which an accepting one is reachable
-    while True:
-        grown = alive | ((table >= 0) & alive[np.maximum(table, 0)]).any(axis=1)
-        if np.array_equal(grown, alive):
-            break
-        alive = grown
-    if not alive[0]:
-        return DFA(transitions=np.full((1, 256), DEAD_STATE, dtype=np.int32), accept=np.full(1, -1, np.int32))
-    new_id = np.cumsum(alive) - 1
-    table = table[alive]
-    table = np.where((table >= 0) & alive[np.maximum(table, 0)], new_id[np.maximum(table, 0)], DEAD_STATE)
-    return DFA(transitions=table.astype(np.int32), accept=np.where(both[alive], 0, -1).astype(np.int32))
 
 
 _UNITS: dict[str, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
@@ -172,33 +128,118 @@ def literal_trie(literals: Sequence[tuple[bytes, int]]) -> DFA:
 
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
-                also: Sequence[str] | None = None) -> DFA:
+                also: Sequence[Sequence[Also]] | None = None) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
     ``modes[i]`` is the lexer mode terminal ``i`` is lexed in (default 0 for all): each mode has
     its own start state (``DFA.mode_starts``), from which only its terminals begin.
-    ``also[i]`` (when not empty) is a second regex every lexeme of terminal ``i`` must match.
+    ``also[i]``: conditions every lexeme of terminal ``i`` meets besides its regex (see
+    :class:`Also`); each (regex, start) is one more component of the product, a *tracker*, that
+    only decides which terminal a state accepts.
     """
     modes = list(modes) if modes is not None else [0] * len(regexes)
-    also = list(also) if also is not None else [""] * len(regexes)
+    also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     literals: dict[int, list[tuple[bytes, int]]] = {}
-    components, component_modes = [], []
-    for index, (regex, mode, second) in enumerate(zip(regexes, modes, also)):
-        data = literal_bytes(regex) if not second else None
+    components, component_modes, component_starts = [], [], []
+    claims: dict[int, list[tuple[int, tuple[Also, ...]]]] = {}  # base component -> (terminal, conditions)
+    base_of: dict[tuple[str, int], int] = {}
+    trackers: dict[tuple[str, int, int], int] = {}  # (regex, start, mode) -> tracker component
+
+    def add(dfa: DFA, mode: int, start: int = 0) -> int:
+        components.append(dfa)
+        component_modes.append(mode)
+        component_starts.append(start)
+        return len(components) - 1
+
+    for index, (regex, mode, conditions) in enumerate(zip(regexes, modes, also)):
+        if conditions:
+            key = (regex, mode)
+            if key not in base_of:
+                dfa = terminal_dfa(regex)
+                base_of[key] = add(DFA(dfa.transitions, np.where(dfa.accept >= 0, 0, -1).astype(np.int32)), mode)
+            claims.setdefault(base_of[key], []).append((index, conditions))
+            for condition in conditions:
+                if (condition.regex, condition.start, mode) not in trackers:
+                    trackers[condition.regex, condition.start, mode] = add(terminal_dfa(condition.regex), mode,
+                                                                            condition.start)
+            continue
+        data = literal_bytes(regex)
         if data is not None:
             literals.setdefault(mode, []).append((data, index))
         else:
-            dfa = intersected_dfa(regex, second) if second else terminal_dfa(regex)
-            components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
-            component_modes.append(mode)
+            dfa = terminal_dfa(regex)
+            add(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)), mode)
+    shift = 0
     for mode in sorted(literals, reverse=True):
         components.insert(0, literal_trie(literals[mode]))
         component_modes.insert(0, mode)
-    return _explore(components, component_modes, max(modes, default=0) + 1)
+        component_starts.insert(0, 0)
+        shift += 1
+    product = _Product(components, component_modes, component_starts, max(modes, default=0) + 1,
+                       {c + shift: v for c, v in claims.items()},
+                       {k: c + shift for k, c in trackers.items()})
+    return _explore(product)
 
 
-def _explore(components: list[DFA], component_modes: list[int], n_modes: int) -> DFA:
+class _Product:
+    """The components of a lexer product and how a product state's terminal is read off them."""
+
+    def __init__(self, components: list[DFA], component_modes: list[int], component_starts: list[int],
+                 n_modes: int, claims: dict[int, list[tuple[int, tuple[Also, ...]]]],
+                 trackers: dict[tuple[str, int, int], int]) -> None:
+        self.components, self.modes, self.n_modes = components, component_modes, n_modes
+        self.claims, self.trackers = claims, trackers
+        self.tracker_columns = np.asarray(sorted(trackers.values()), dtype=np.int64)
+        self.base_columns = np.setdiff1d(np.arange(len(components)), self.tracker_columns)
+        sizes = [c.n_states for c in components]
+        self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
+        glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
+        labels = np.full(1 + sum(sizes), _NO_LABEL, dtype=np.int64)
+        for column, (c, off) in enumerate(zip(components, self.offsets)):
+            glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
+            if column not in claims and column not in self.tracker_columns:
+                labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, _NO_LABEL)
+        self.glued, self.labels = glued, labels
+        starts = np.asarray(component_starts, dtype=np.int64) + self.offsets
+        self.starts = np.where(np.arange(n_modes)[:, None] == np.asarray(component_modes, dtype=np.int64)[None, :],
+                               starts[None, :], _SINK)
+
+    def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
+        """Product vectors whose every non-tracker component is dead are the dead state (a
+        tracker alone recognizes nothing)."""
+        if self.tracker_columns.size:
+            vectors[~(vectors[:, self.base_columns] != _SINK).any(axis=1)] = _SINK
+        return vectors
+
+    def accept_labels(self, vectors: np.ndarray) -> np.ndarray:
+        """Each product state's terminal: the lowest-ranked one whose component accepts and whose
+        conditions its trackers meet (``_NO_LABEL``: none)."""
+        best = self.labels[vectors].min(axis=1)
+        for column, terminal_claims in self.claims.items():
+            component, off = self.components[column], self.offsets[column]
+            state = vectors[:, column]
+            accepting = (state != _SINK) & (component.accept[np.clip(state - off, 0, None)] >= 0)
+            for terminal, conditions in terminal_claims:
+                met = accepting.copy()
+                for condition in conditions:
+                    met &= self._meets(self.trackers[condition.regex, condition.start, self.modes[column]],
+                                       vectors, condition)
+                best = np.minimum(best, np.where(met, terminal, _NO_LABEL))
+        return best
+
+    def _meets(self, column: int, vectors: np.ndarray, condition: Also) -> np.ndarray:
+        """Whether each vector's tracker (component ``column``) is in one of the condition's ends."""
+        tracker, state = self.components[column], vectors[:, column]
+        ends = np.flatnonzero(tracker.accept >= 0) if condition.ends is None else \
+            np.asarray([e for e in condition.ends if e >= 0], dtype=np.int64)
+        allowed = np.zeros(tracker.n_states + 1, dtype=bool)  # by local state + 1; 0: dead
+        allowed[ends + 1] = True
+        allowed[0] = condition.ends is not None and -1 in condition.ends
+        return allowed[np.where(state == _SINK, 0, state - self.offsets[column] + 1)]
+
+
+def _explore(product: _Product) -> DFA:
     """Breadth-first product of ``components`` from each mode's start, then minimization.
 
     A product state is identified by a 64-bit hash of its component vector;
@@ -206,7 +247,7 @@ def _explore(components: list[DFA], component_modes: list[int], n_modes: int) ->
     added with a few array operations.  Every round checks that rows sharing
     a hash are one row, and falls back to exact identities if not.
     """
-    glued, labels, starts = _glue(components, component_modes, n_modes)
+    glued, starts, n_modes = product.glued, product.starts, product.n_modes
     # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
     _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
     order = np.argsort(first_byte, kind="stable")
@@ -215,13 +256,13 @@ def _explore(components: list[DFA], component_modes: list[int], n_modes: int) ->
     class_of = rank[class_of]
     by_class = glued[:, first_byte[order]]  # [S, C]
     n_classes = by_class.shape[1]
-    k = len(components)
+    k = len(product.components)
     weights = mixed_weights(k)
 
     sink_row = np.zeros((1, k), dtype=np.int64)
     first_keys = _row_hash(np.vstack([starts, sink_row]), weights)
     if sorted_unique(first_keys).size != n_modes + 1:  # pragma: no cover - a collision, or an empty mode
-        return _explore_exact(components, component_modes, n_modes)
+        return _explore_exact(product)
     sorting = np.argsort(first_keys, kind="stable")
     known = first_keys[sorting]
     known_ids = np.append(np.arange(n_modes), DEAD_STATE)[sorting].astype(np.int64)
@@ -230,7 +271,7 @@ def _explore(components: list[DFA], component_modes: list[int], n_modes: int) ->
     n_states, rows = n_modes, []
     frontier = store[:n_modes]
     while frontier.size:
-        succ = np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k)  # state-major
+        succ = product.kill_dead(np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k))
         keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
         at = np.minimum(np.searchsorted(known, keys), known.size - 1)
         hit = known[at] == keys
@@ -244,7 +285,7 @@ def _explore(components: list[DFA], component_modes: list[int], n_modes: int) ->
         named = store[np.maximum(ids, 0)]
         named[ids < 0] = 0
         if not np.array_equal(succ, named[inverse]):  # pragma: no cover - a 64-bit hash collision
-            return _explore_exact(components, component_modes, n_modes)
+            return _explore_exact(product)
         merged = np.argsort(np.concatenate([known, keys[new]]), kind="stable")
         known = np.concatenate([known, keys[new]])[merged]
         known_ids = np.concatenate([known_ids, ids[new]])[merged]
@@ -252,19 +293,17 @@ def _explore(components: list[DFA], component_modes: list[int], n_modes: int) ->
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
     table = np.concatenate(rows).astype(np.int32)
-    return _minimal(table, labels[store[:n_states]], class_of, n_modes)
+    return _minimal(table, product.accept_labels(store[:n_states]), class_of, n_modes)
 
 
-def _explore_exact(components: list[DFA], component_modes: list[int],
-                   n_modes: int) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
+def _explore_exact(product: _Product) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
     """The product by exact row identity (Python tuples), for the never-seen hash collision."""
-    glued, labels, starts = _glue(components, component_modes, n_modes)
-    states = [tuple(row) for row in starts.tolist()]
+    states = [tuple(row) for row in product.starts.tolist()]
     index = {state: i for i, state in enumerate(states)}
     rows = []
     for state in states:
         row = [DEAD_STATE] * 256
-        succ = glued[list(state)].T.tolist()
+        succ = product.kill_dead(product.glued[list(state)].T.copy()).tolist()
         for byte in range(256):
             nxt = tuple(succ[byte])
             if any(nxt):
@@ -273,33 +312,48 @@ def _explore_exact(components: list[DFA], component_modes: list[int],
                     states.append(nxt)
                 row[byte] = index[nxt]
         rows.append(row)
-    return _minimal(np.asarray(rows, dtype=np.int32), labels[np.asarray(states)], np.arange(256), n_modes)
+    return _minimal(np.asarray(rows, dtype=np.int32), product.accept_labels(np.asarray(states)), np.arange(256),
+                    product.n_modes)
 
 
-def _glue(components: list[DFA], component_modes: list[int],
-          n_modes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(one transition table over all components' states, row 0 the shared dead sink; each
-    state's terminal label, ``_NO_LABEL`` if none; each mode's start vector: its components'
-    start states, the sink for the others)."""
-    sizes = [c.n_states for c in components]
-    offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
-    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
-    labels = np.full(1 + sum(sizes), _NO_LABEL, dtype=np.int64)
-    for c, off in zip(components, offsets):
-        glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
-        labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, _NO_LABEL)
-    starts = np.where(np.arange(n_modes)[:, None] == np.asarray(component_modes, dtype=np.int64)[None, :],
-                      offsets[None, :], _SINK)
-    return glued, labels, starts
-
-
-def _minimal(table: np.ndarray, state_labels: np.ndarray, class_of: np.ndarray, n_modes: int) -> DFA:
-    """Label each product state with its lowest-ranked accepting component, minimize, expand classes."""
-    best = state_labels.min(axis=1)
+def _minimal(table: np.ndarray, best: np.ndarray, class_of: np.ndarray, n_modes: int) -> DFA:
+    """Label each product state with its terminal (``best``), trim, minimize, expand classes."""
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+    table, accept = _trim(table, accept, n_modes)
     table, accept, block = minimize_mapped(table, accept)
     return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept,
                mode_starts=tuple(int(b) for b in block[:n_modes]))
+
+
+def _trim(table: np.ndarray, accept: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Send every transition into a state that reaches no accepting state to the dead state and
+    drop such states (the mode starts stay).  Only a terminal with conditions leaves such states:
+    its own automaton is alive where its trackers can no longer meet their ends."""
+    n = table.shape[0]
+    live = accept >= 0
+    sources, classes = np.nonzero(table >= 0)
+    targets = table[sources, classes].astype(np.int64)
+    order = np.argsort(targets, kind="stable")
+    sources, targets = sources[order], targets[order]
+    bounds = np.searchsorted(targets, np.arange(n + 1))
+    frontier = np.flatnonzero(live)
+    while frontier.size:
+        reached = np.concatenate([sources[bounds[t]:bounds[t + 1]] for t in frontier.tolist()]) \
+            if frontier.size < 64 else sources[np.isin(targets, frontier)]
+        reached = np.unique(reached[~live[reached]])
+        live[reached] = True
+        frontier = reached
+    if live.all():
+        return table, accept
+    keep = live.copy()
+    keep[:n_modes] = True
+    new_id = np.full(n, DEAD_STATE, dtype=np.int64)
+    new_id[keep] = np.arange(int(keep.sum()))
+    new_id[~live] = DEAD_STATE
+    new_id[:n_modes] = np.arange(n_modes)  # the starts come first, in order
+    table = table[keep]
+    table = np.where(table >= 0, new_id[np.maximum(table, 0)], DEAD_STATE).astype(np.int32)
+    return table, accept[keep]
 
 
 def _column_keys(table: np.ndarray) -> np.ndarray:
