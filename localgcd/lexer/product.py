@@ -140,76 +140,113 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     """
     modes = list(modes) if modes is not None else [0] * len(regexes)
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
-    literals: dict[int, list[tuple[bytes, int]]] = {}
-    components, component_modes, component_starts = [], [], []
+    n_modes = max(modes, default=0) + 1
+    tables, labels = [], []
+    for mode in range(n_modes):  # modes never meet in one product state: each is explored alone
+        members = [i for i, m in enumerate(modes) if m == mode]
+        product = _mode_product([regexes[i] for i in members], [also[i] for i in members])
+        table, best = _explore(product) if product is not None else \
+            (np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, _NO_LABEL, dtype=np.int64))
+        terminal = np.asarray(members + [0], dtype=np.int64)  # the mode's label i -> terminal members[i]
+        best = np.where(best == _NO_LABEL, _NO_LABEL, terminal[np.minimum(best, len(members))])
+        accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+        if any(also[i] for i in members):  # trimmed, not minimized: a tracked mode's states are
+            # (nearly) all distinct, its chunk positions times tracker states, and Moore's rounds
+            # would cost one per position
+            table, accept = _trim(table, accept)
+        else:
+            table, accept, _block = minimize_mapped(table, accept)
+        tables.append(table)
+        labels.append(accept)
+    table, accept = _merge_modes(tables, labels)
+    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)))
+
+
+def _mode_product(regexes: list[str], also: list[tuple[Also, ...]]) -> "_Product | None":
+    """The components of one mode's terminals (terminal ``i`` of the mode labelled ``i``)."""
+    literals: list[tuple[bytes, int]] = []
+    components, starts, trackers_list = [], [], []
     claims: dict[int, list[tuple[int, tuple[Also, ...]]]] = {}  # base component -> (terminal, conditions)
-    base_of: dict[tuple[str, int], int] = {}
-    trackers: dict[tuple[str, int, int], int] = {}  # (regex, start, mode) -> tracker component
-
-    def add(dfa: DFA, mode: int, start: int = 0) -> int:
-        components.append(dfa)
-        component_modes.append(mode)
-        component_starts.append(start)
-        return len(components) - 1
-
-    for index, (regex, mode, conditions) in enumerate(zip(regexes, modes, also)):
+    base_of: dict[str, int] = {}
+    trackers: dict[tuple[str, int], int] = {}  # (regex, start) -> index into trackers_list
+    for index, (regex, conditions) in enumerate(zip(regexes, also)):
         if conditions:
-            key = (regex, mode)
-            if key not in base_of:
+            if regex not in base_of:
                 dfa = terminal_dfa(regex)
-                base_of[key] = add(DFA(dfa.transitions, np.where(dfa.accept >= 0, 0, -1).astype(np.int32)), mode)
-            claims.setdefault(base_of[key], []).append((index, conditions))
+                base_of[regex] = len(components)
+                components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, 0, -1).astype(np.int32)))
+                starts.append(0)
+            claims.setdefault(base_of[regex], []).append((index, conditions))
             for condition in conditions:
-                if (condition.regex, condition.start, mode) not in trackers:
-                    trackers[condition.regex, condition.start, mode] = add(terminal_dfa(condition.regex), mode,
-                                                                            condition.start)
+                if (condition.regex, condition.start) not in trackers:
+                    trackers[condition.regex, condition.start] = len(trackers_list)
+                    trackers_list.append((terminal_dfa(condition.regex), condition.start))
             continue
         data = literal_bytes(regex)
         if data is not None:
-            literals.setdefault(mode, []).append((data, index))
+            literals.append((data, index))
         else:
             dfa = terminal_dfa(regex)
-            add(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)), mode)
+            components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
+            starts.append(0)
     shift = 0
-    for mode in sorted(literals, reverse=True):
-        components.insert(0, literal_trie(literals[mode]))
-        component_modes.insert(0, mode)
-        component_starts.insert(0, 0)
-        shift += 1
-    product = _Product(components, component_modes, component_starts, max(modes, default=0) + 1,
-                       {c + shift: v for c, v in claims.items()},
-                       {k: c + shift for k, c in trackers.items()})
-    return _explore(product)
+    if literals:
+        components.insert(0, literal_trie(literals))
+        starts.insert(0, 0)
+        shift = 1
+    if not components:
+        return None
+    n_base = len(components)
+    components += [dfa for dfa, _start in trackers_list]
+    starts += [start for _dfa, start in trackers_list]
+    return _Product(components, starts, n_base, {c + shift: v for c, v in claims.items()},
+                    {key: n_base + t for key, t in trackers.items()})
+
+
+def _merge_modes(tables: list[np.ndarray], labels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One table (and accept labels) of every mode's states (each ``[S_m, 256]``, its start first):
+    the starts get ids 0..n_modes-1, then each mode's other states in turn."""
+    n_modes = len(tables)
+    sizes = np.asarray([t.shape[0] for t in tables])
+    new_ids = []
+    after = n_modes
+    for mode, size in enumerate(sizes.tolist()):
+        ids = np.empty(size, dtype=np.int64)
+        ids[0] = mode
+        ids[1:] = after + np.arange(size - 1)
+        after += size - 1
+        new_ids.append(ids)
+    table = np.full((after, 256), DEAD_STATE, dtype=np.int32)
+    accept = np.full(after, -1, dtype=np.int32)
+    for ids, t, a in zip(new_ids, tables, labels):
+        table[ids] = np.where(t >= 0, ids[np.maximum(t, 0)], DEAD_STATE)
+        accept[ids] = a
+    return table, accept
 
 
 class _Product:
     """The components of a lexer product and how a product state's terminal is read off them."""
 
-    def __init__(self, components: list[DFA], component_modes: list[int], component_starts: list[int],
-                 n_modes: int, claims: dict[int, list[tuple[int, tuple[Also, ...]]]],
-                 trackers: dict[tuple[str, int, int], int]) -> None:
-        self.components, self.modes, self.n_modes = components, component_modes, n_modes
+    def __init__(self, components: list[DFA], component_starts: list[int], n_base: int,
+                 claims: dict[int, list[tuple[int, tuple[Also, ...]]]], trackers: dict[tuple[str, int], int]) -> None:
+        self.components, self.n_base = components, n_base  # trackers: the columns from n_base on
         self.claims, self.trackers = claims, trackers
-        self.tracker_columns = np.asarray(sorted(trackers.values()), dtype=np.int64)
-        self.base_columns = np.setdiff1d(np.arange(len(components)), self.tracker_columns)
         sizes = [c.n_states for c in components]
         self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
         glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
         labels = np.full(1 + sum(sizes), _NO_LABEL, dtype=np.int64)
         for column, (c, off) in enumerate(zip(components, self.offsets)):
             glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
-            if column not in claims and column not in self.tracker_columns:
+            if column not in claims and column < n_base:
                 labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, _NO_LABEL)
         self.glued, self.labels = glued, labels
-        starts = np.asarray(component_starts, dtype=np.int64) + self.offsets
-        self.starts = np.where(np.arange(n_modes)[:, None] == np.asarray(component_modes, dtype=np.int64)[None, :],
-                               starts[None, :], _SINK)
+        self.starts = (np.asarray(component_starts, dtype=np.int64) + self.offsets)[None, :]
 
     def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
         """Product vectors whose every non-tracker component is dead are the dead state (a
         tracker alone recognizes nothing)."""
-        if self.tracker_columns.size:
-            vectors[~(vectors[:, self.base_columns] != _SINK).any(axis=1)] = _SINK
+        if self.n_base < len(self.components):
+            vectors[~vectors[:, :self.n_base].any(axis=1)] = _SINK
         return vectors
 
     def accept_labels(self, vectors: np.ndarray) -> np.ndarray:
@@ -223,8 +260,7 @@ class _Product:
             for terminal, conditions in terminal_claims:
                 met = accepting.copy()
                 for condition in conditions:
-                    met &= self._meets(self.trackers[condition.regex, condition.start, self.modes[column]],
-                                       vectors, condition)
+                    met &= self._meets(self.trackers[condition.regex, condition.start], vectors, condition)
                 best = np.minimum(best, np.where(met, terminal, _NO_LABEL))
         return best
 
@@ -239,15 +275,16 @@ class _Product:
         return allowed[np.where(state == _SINK, 0, state - self.offsets[column] + 1)]
 
 
-def _explore(product: _Product) -> DFA:
+def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     """Breadth-first product of ``components`` from each mode's start, then minimization.
 
     A product state is identified by a 64-bit hash of its component vector;
     known hashes are kept sorted, so a frontier is looked up, numbered and
     added with a few array operations.  Every round checks that rows sharing
-    a hash are one row, and falls back to exact identities if not.
+    a hash are one row, and falls back to exact identities if not.  Returns the transition table
+    over bytes (the start is state 0) and each state's terminal (``_NO_LABEL``: none).
     """
-    glued, starts, n_modes = product.glued, product.starts, product.n_modes
+    glued, starts, n_modes = product.glued, product.starts, 1
     # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
     _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
     order = np.argsort(first_byte, kind="stable")
@@ -293,10 +330,10 @@ def _explore(product: _Product) -> DFA:
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
     table = np.concatenate(rows).astype(np.int32)
-    return _minimal(table, product.accept_labels(store[:n_states]), class_of, n_modes)
+    return np.ascontiguousarray(table[:, class_of]), product.accept_labels(store[:n_states])
 
 
-def _explore_exact(product: _Product) -> DFA:  # pragma: no cover - needs a 64-bit hash collision
+def _explore_exact(product: _Product) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - a hash collision
     """The product by exact row identity (Python tuples), for the never-seen hash collision."""
     states = [tuple(row) for row in product.starts.tolist()]
     index = {state: i for i, state in enumerate(states)}
@@ -312,48 +349,32 @@ def _explore_exact(product: _Product) -> DFA:  # pragma: no cover - needs a 64-b
                     states.append(nxt)
                 row[byte] = index[nxt]
         rows.append(row)
-    return _minimal(np.asarray(rows, dtype=np.int32), product.accept_labels(np.asarray(states)), np.arange(256),
-                    product.n_modes)
+    return np.asarray(rows, dtype=np.int32), product.accept_labels(np.asarray(states))
 
 
-def _minimal(table: np.ndarray, best: np.ndarray, class_of: np.ndarray, n_modes: int) -> DFA:
-    """Label each product state with its terminal (``best``), trim, minimize, expand classes."""
-    accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    table, accept = _trim(table, accept, n_modes)
-    table, accept, block = minimize_mapped(table, accept)
-    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept,
-               mode_starts=tuple(int(b) for b in block[:n_modes]))
-
-
-def _trim(table: np.ndarray, accept: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
+def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Send every transition into a state that reaches no accepting state to the dead state and
-    drop such states (the mode starts stay).  Only a terminal with conditions leaves such states:
-    its own automaton is alive where its trackers can no longer meet their ends."""
+    drop such states (the start, state 0, stays).  Only a terminal with conditions leaves such
+    states: its own automaton is alive where its trackers can no longer meet their ends."""
     n = table.shape[0]
     live = accept >= 0
-    sources, classes = np.nonzero(table >= 0)
-    targets = table[sources, classes].astype(np.int64)
-    order = np.argsort(targets, kind="stable")
-    sources, targets = sources[order], targets[order]
-    bounds = np.searchsorted(targets, np.arange(n + 1))
+    sources, columns = np.nonzero(table >= 0)
+    targets = table[sources, columns].astype(np.int64)
     frontier = np.flatnonzero(live)
     while frontier.size:
-        reached = np.concatenate([sources[bounds[t]:bounds[t + 1]] for t in frontier.tolist()]) \
-            if frontier.size < 64 else sources[np.isin(targets, frontier)]
-        reached = np.unique(reached[~live[reached]])
+        reached = np.unique(sources[np.isin(targets, frontier)])
+        reached = reached[~live[reached]]
         live[reached] = True
         frontier = reached
     if live.all():
         return table, accept
     keep = live.copy()
-    keep[:n_modes] = True
+    keep[0] = True
     new_id = np.full(n, DEAD_STATE, dtype=np.int64)
     new_id[keep] = np.arange(int(keep.sum()))
     new_id[~live] = DEAD_STATE
-    new_id[:n_modes] = np.arange(n_modes)  # the starts come first, in order
     table = table[keep]
-    table = np.where(table >= 0, new_id[np.maximum(table, 0)], DEAD_STATE).astype(np.int32)
-    return table, accept[keep]
+    return np.where(table >= 0, new_id[np.maximum(table, 0)], DEAD_STATE).astype(np.int32), accept[keep]
 
 
 def _column_keys(table: np.ndarray) -> np.ndarray:
