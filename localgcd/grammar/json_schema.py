@@ -2443,8 +2443,16 @@ class _Resolver:
             for c, (lo, hi) in enumerate(self.long.classes):
                 if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
                     long_allowed.setdefault(c, set()).update(self.long_signatures(pattern, forbid))
+        ranges = []  # consecutive classes allowing the same signatures: one range, one chain
         for c in sorted(long_allowed):
-            rule = self.long.rule(c, frozenset(long_allowed[c]))
+            lo, hi = self.long.classes[c]
+            allowed = frozenset(long_allowed[c])
+            if ranges and ranges[-1][2] == allowed and ranges[-1][1] is not None and ranges[-1][1] + 1 == lo:
+                ranges[-1][1] = hi
+            else:
+                ranges.append([lo, hi, allowed])
+        for lo, hi, allowed in ranges:
+            rule = self.long.rule(lo, hi, allowed)
             if rule is not None:
                 out.append(rule)
         out += [self.lit_name[s] for s in sorted(lits)]
@@ -2514,6 +2522,7 @@ class _LongStrings:
         self.ctx, self.terms, self.classes = ctx, terms, classes
         self.tracked = tracked  # pattern bodies
         self.rules: dict = {}
+        self.groups: dict = {}
         if not classes:
             return
         cuts = {1}
@@ -2574,27 +2583,38 @@ class _LongStrings:
     def all_signatures(self) -> frozenset:
         return frozenset(self.signatures)
 
-    def rule(self, c: int, allowed: frozenset) -> str | None:
-        """The rule of the strings of length class ``c`` whose signature is in ``allowed``."""
+    def tail_group(self, x: int, allowed: frozenset) -> list[str]:
+        """The tail terminals of piece ``x`` with a signature in ``allowed``, named once through a
+        shared rule when there are several (a chain of a long class names it at every link)."""
+        names = [name for sig in sorted(allowed) for name in self.tail_names.get((x, sig), [])]
+        if len(names) <= 1:
+            return names
+        key = (x, allowed)
+        if key not in self.groups:
+            self.groups[key] = self.ctx.add_rule(f"ltail_{x}_{len(self.groups)}", names)
+        return [self.groups[key]]
+
+    def rule(self, lo: int, hi: int | None, allowed: frozenset) -> str | None:
+        """The rule of the strings of ``lo`` to ``hi`` characters (beyond CHUNK; None: no most)
+        whose signature is in ``allowed``."""
         allowed = allowed & self.all_signatures()
         if not allowed:
             return None
-        key = (c, allowed)
+        key = (lo, hi, allowed)
         if key in self.rules:
             return self.rules[key]
-        lo, hi = self.classes[c]
+        c = len(self.rules)
         m_lo, t_lo = self.split(lo)
         m_hi, t_hi = self.split(hi) if hi is not None else (None, None)
         last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
-        tag = f"{c}" if allowed == self.all_signatures() else f"{c}_{len(self.rules)}"
+        tag = f"{c}"
         names = [f"lstr_{tag}_{k}" for k in range(last + 1)]
         for k in range(last + 1):
             alts = []
             if k >= m_lo:
                 for x, (a, b) in enumerate(self.tails):
                     if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi):
-                        for sig in sorted(allowed):
-                            alts += self.tail_names.get((x, sig), [])
+                        alts += self.tail_group(x, allowed)
             if hi is None or k < m_hi:
                 alts.append(f"{self.lmid} {names[min(k + 1, last)]}")
             self.ctx.rules[names[k]] = alts

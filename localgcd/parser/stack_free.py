@@ -56,13 +56,26 @@ def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarr
     refuses = np.zeros(action.shape, dtype=bool)
     takes[:, :-1] = action[:, :-1] >= 0
     refuses[:, :-1] = action[:, :-1] == NO_ACTION
+    # Least fixpoint: a reduce pair is decided once every state it may expose is.  Worked off by
+    # rounds of newly decided pairs, each waking only the pairs that wait on it (a chain of
+    # reductions, a long string's chunks, takes one round per link).
+    width_t = action.shape[1]
+    waits_on = target.astype(np.int64) * width_t + term_of_row
+    order = np.argsort(waits_on, kind="stable")
+    waits_on, waiting_pair = waits_on[order], pair[order]
     for decided in (takes, refuses):
-        # Least fixpoint: a reduce pair is decided once every state it may expose is.
-        while True:
-            undecided_rows = ~decided[target, term_of_row]
-            all_decided = has_exposure & (np.bincount(pair, weights=undecided_rows, minlength=n_pairs) == 0)
-            newly = all_decided & ~decided[states, terms]
-            if not newly.any():
-                break
+        waiting = np.bincount(pair, weights=~decided[target, term_of_row], minlength=n_pairs).astype(np.int64)
+        done = decided[states, terms].copy()
+        newly = np.flatnonzero(has_exposure & (waiting == 0) & ~done)
+        while newly.size:
+            done[newly] = True
             decided[states[newly], terms[newly]] = True
+            keys = states[newly].astype(np.int64) * width_t + terms[newly]
+            lo = np.searchsorted(waits_on, keys, side="left")
+            hi = np.searchsorted(waits_on, keys, side="right")
+            counts = hi - lo
+            woken = waiting_pair[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))]
+            waiting -= np.bincount(woken, minlength=n_pairs)
+            woken = np.unique(woken)
+            newly = woken[(waiting[woken] == 0) & ~done[woken]]
     return takes, refuses
