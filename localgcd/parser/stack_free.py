@@ -75,7 +75,7 @@ def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarr
             hi = np.searchsorted(waits_on, keys, side="right")
             counts = hi - lo
             woken = waiting_pair[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))]
-            waiting -= np.bincount(woken, minlength=n_pairs)
+            np.subtract.at(waiting, woken, 1)
             woken = np.unique(woken)
             newly = woken[(waiting[woken] == 0) & ~done[woken]]
     return takes, refuses

@@ -51,7 +51,12 @@ class OutcomeChecker:
         self._prod_parsed = np.zeros((producible.shape[0], self._n_terms), dtype=bool)
         self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
         self._prod_terms = _row_lists(self._prod_parsed)
-        self._final_sure, self._final_may = _final_tables(pda, producible)
+        # lexer states with one set of producible terminals share a column of the final tables
+        packed = np.packbits(producible, axis=1)
+        _, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+        self._producible_class = inverse.reshape(-1).astype(np.int64)
+        self._producible_class_list = self._producible_class.tolist()
+        self._final_sure, self._final_may = _final_tables(pda, producible[first])
         self._final_sure_rows, self._final_may_rows = self._final_sure.tolist(), self._final_may.tolist()
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._action_rows = tables.action.tolist()
@@ -308,10 +313,11 @@ class OutcomeChecker:
         node_list = nodes.tolist()
         tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=nodes.size)
         lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=nodes.size)
-        ok = self._final_sure[tops, lexer_states]
+        classes = self._producible_class[lexer_states]
+        ok = self._final_sure[tops, classes]
         if self.indenter is not None:
             ok |= dropped & self._prod_newline[lexer_states]
-        open_pairs = np.flatnonzero(~ok & self._final_may[tops, lexer_states])
+        open_pairs = np.flatnonzero(~ok & self._final_may[tops, classes])
         if open_pairs.size:
             distinct, inverse = unique_inverse(nodes[open_pairs])
             accepted, read = zip(*(self._acceptance(n) for n in distinct.tolist()))
@@ -334,10 +340,11 @@ class OutcomeChecker:
         """
         pda = self.pda
         top, height = pda.state[node], pda.height[node]
-        if self._final_sure_rows[top][lexer_state] or (dropped and self.indenter is not None
-                                                       and self._prod_newline[lexer_state]):
+        producible_class = self._producible_class_list[lexer_state]
+        if self._final_sure_rows[top][producible_class] or (dropped and self.indenter is not None
+                                                            and self._prod_newline[lexer_state]):
             return True, height
-        if not self._final_may_rows[top][lexer_state]:
+        if not self._final_may_rows[top][producible_class]:
             return False, height
         accepted, read = self._acceptance(node)
         low_ok, low_no = None, height
@@ -376,7 +383,7 @@ def _row_lists(table: np.ndarray) -> list[list[int]]:
 
 
 def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """bool [parser states, lexer states]: the pending lexeme surely fits / may fit.
+    """bool [parser states, rows of ``producible``]: the pending lexeme surely fits / may fit.
 
     Surely: some terminal it can become is taken whatever lies below the top
     state (or is ignored).  May: some such terminal is not surely refused.
