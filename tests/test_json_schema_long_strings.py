@@ -90,6 +90,57 @@ def test_bounds_beyond_the_limit_are_a_named_error() -> None:
         compile_schema(json.dumps({"type": "string", "maxLength": 2**31 - 1}))
 
 
+# ------------------------------------------------------------------ patterns through long strings
+
+PATTERN_SCHEMAS = {
+    # a pattern position beside a long bound elsewhere: its strings longer than a chunk are tracked
+    "path_beside_long": {"type": "object", "properties": {
+        "d": {"type": "string", "maxLength": 300}, "u": {"type": "string", "pattern": "^[a-z]+(/[a-z0-9.]*)*$"}}},
+    "fraction_beside_long": {"type": "object", "properties": {
+        "d": {"type": "string", "maxLength": 1000}, "t": {"type": "string", "pattern": "^[0-9]{2}(\\.[0-9]+)?Z$"}}},
+    "pattern_with_its_own_long_bound": {"type": "string", "pattern": "^[a-z]([a-z-]*[a-z])?$", "maxLength": 255},
+    "unanchored_with_bounds": {"type": "string", "pattern": "ab+c", "minLength": 3, "maxLength": 150},
+    "two_patterns": {"type": "object", "properties": {
+        "d": {"type": "string", "minLength": 80, "maxLength": 400},
+        "u": {"type": "string", "pattern": "^[a-z]+$"}, "v": {"type": "string", "pattern": "^[a-m]*x$"}}},
+}
+PATTERN_LENGTHS = sorted({1, 2, 3, 60, 63, 64, 65, 66, 100, 127, 128, 129, 130, 150, 151, 200, 255, 256, 257, 300, 301,
+                          400, 401, 520})
+
+
+def _pattern_texts(rng: random.Random, length: int) -> list[str]:
+    """Strings near the patterns' languages: matching ones, and ones that stop matching late
+    (past a chunk boundary: the lexer must not need to back up to the last chunk)."""
+    out = ["a" * length, "a" * (length - 1) + "x", "12" + "." + "7" * max(0, length - 4) + "Z",
+           "ab" + "b" * max(0, length - 3) + "c", "a" * (length - 1) + "/" if length > 1 else "a"]
+    for cut in (length // 2, length - 1, 64, 70, 130):
+        if 0 <= cut < length:
+            base = list(rng.choice(out[:4]))
+            base[cut] = rng.choice("#A/é")
+            out.append("".join(base))
+    out.append("".join(rng.choice("ab/c.-z") for _ in range(length)))
+    return [t[:length] for t in out]
+
+
+@pytest.mark.parametrize("name", list(PATTERN_SCHEMAS))
+def test_patterns_are_exact_through_long_strings(name: str) -> None:
+    schema = PATTERN_SCHEMAS[name]
+    _t, g = compile_schema(json.dumps(schema))
+    rng = random.Random(name)
+    validator = jsonschema.Draft202012Validator(schema)
+    keys = list(schema["properties"]) if schema.get("type") == "object" else [None]
+    wrong, checked = [], 0
+    for length in PATTERN_LENGTHS:
+        for text in _pattern_texts(rng, length):
+            for key in keys:
+                data = text if key is None else {key: text}
+                valid = validator.is_valid(data)
+                checked += 1
+                if accepts(g, json.dumps(data, ensure_ascii=False)) != valid:
+                    wrong.append((key, len(text), text[-8:], valid))
+    assert checked > 100 and not wrong, wrong[:5]
+
+
 # ------------------------------------------------------------------ masks, with a real vocabulary
 
 _CANONICAL_U = {f"00{c:02x}" for c in range(0x20) if c not in (8, 9, 10, 12, 13)}

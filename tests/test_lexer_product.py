@@ -114,3 +114,72 @@ def test_two_terminals_with_one_string_keep_the_lower_rank() -> None:
     trie = literal_trie([(b"ab", 3), (b"ab", 1), (b"a", 2)])
     assert trie.accept[trie.run(b"ab")] == 1
     assert trie.accept[trie.run(b"a")] == 2
+
+
+# --------------------------------------------------------------------------
+# terminals with conditions (``// localgcd: also``): a label read off trackers
+# --------------------------------------------------------------------------
+
+def _dfa_run(dfa, data: bytes, state: int = 0) -> int:
+    for byte in data:
+        if state < 0:
+            return -1
+        state = int(dfa.transitions[state, byte])
+    return state
+
+
+def _in_language(regex: str, conditions, data: bytes) -> bool:
+    """The definition: the regex matches, and every condition's automaton, read from its start
+    state, ends in one of its end states (an accepting one when none are named)."""
+    import re
+
+    if re.fullmatch(regex.encode("latin-1"), data) is None:
+        return False
+    for condition in conditions:
+        tracker = terminal_dfa(condition.regex)
+        end = _dfa_run(tracker, data, condition.start)
+        if condition.ends is None:
+            if end < 0 or tracker.accept[end] < 0:
+                return False
+        elif end not in condition.ends:
+            return False
+    return True
+
+
+def _conditioned_cases():
+    from localgcd.grammar.terminals import Also
+
+    even_a = "(?:b*ab*a)*b*"  # an even number of a: states 0 (even) and 1 (odd) of its minimal DFA
+    even = terminal_dfa(even_a)
+    odd_state = _dfa_run(even, b"a")
+    return {
+        "intersection": (["[ab]{2,5}", "[ab]+"], [(Also("a*b*"),), ()]),
+        "parity_partition": (["[ab]{3}", "[ab]{3}", "c"],
+                             [(Also(even_a, 0, (0,)),), (Also(even_a, 0, (odd_state,)),), ()]),
+        "from_a_later_state": (["[ab]{1,4}"], [(Also(even_a, odd_state, (0,)),)]),
+        "dead_allowed": (["[abc]{2}", "[abc]{2}"], [(Also("a[ab]*", 0, (-1,)),), ()]),
+        "two_conditions": (["[ab]{1,3}"], [(Also(even_a), Also("a.*"))]),
+        "never_met_prefix_is_dead": (["[ab]{4}", "c"], [(Also("b*", 0, (0,)),), ()]),
+    }
+
+
+@pytest.mark.parametrize("case", list(_conditioned_cases()))
+def test_terminals_with_conditions_label_exactly_their_lexemes(case: str) -> None:
+    """Every string up to length 5 over the alphabet: the product's label is the lowest-ranked
+    terminal whose language (regex and conditions) holds it, and a state is live exactly when
+    some continuation (up to length 5 more) is a lexeme."""
+    import itertools
+
+    regexes, conditions = _conditioned_cases()[case]
+    dfa = product_dfa(regexes, also=conditions)
+    alphabet = b"abc"
+    words = [bytes(w) for n in range(6) for w in itertools.product(alphabet, repeat=n)]
+    for word in words:
+        state = _dfa_run(dfa, word)
+        members = [i for i, (rx, cond) in enumerate(zip(regexes, conditions)) if _in_language(rx, cond, word)]
+        label = -1 if state < 0 else int(dfa.accept[state])
+        assert label == (members[0] if members else -1), (word, label, members)
+        live = any(_in_language(rx, cond, word + bytes(rest))
+                   for rx, cond in zip(regexes, conditions)
+                   for n in range(6) for rest in itertools.product(alphabet, repeat=n))
+        assert (state >= 0) == live, (word, state, live)

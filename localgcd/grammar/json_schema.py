@@ -1204,7 +1204,7 @@ class _Translator:
         if len(pats) > 1:
             ctx.unsupported(ptr, "format", "together with 'pattern'")
             pats = pats[:1]
-        if pats:
+        if pats and not _matches_every_string(pats[0]):  # ``^.*$`` and the like constrain nothing
             pattern = pats[0]
         return StrSpec(lo, hi, pattern, ptr=ptr)
 
@@ -2033,6 +2033,11 @@ def _byte_dfa(regex: str):
     return terminal_dfa(regex)
 
 
+def _matches_every_string(body: str) -> bool:
+    """Whether a pattern body (over canonical string text) matches every string."""
+    return _relation(_byte_dfa('"' + UNIT + '*"'), _byte_dfa('"' + body + '"'))[1]
+
+
 def _relation(a, b):
     """(intersect, a ⊆ b) for two trim byte DFAs."""
     seen = {(0, 0)}
@@ -2250,6 +2255,7 @@ class _Resolver:
                 self.terms[piece] = f"{piece}.{2 + depth[b]}: {_lark_regex(chr(34) + b + chr(34))}"
                 if lengths:
                     ctx.also[piece] = [Also(lengths)]
+        self.drop_shadowed_atoms()
         referenced = set()
         for pos in positions.values():
             for sp in pos.strs:
@@ -2378,6 +2384,22 @@ class _Resolver:
         if not lengths:
             return _byte_dfa('"' + body + '"')
         return product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
+
+    def drop_shadowed_atoms(self):
+        """Drop a length atom whose every string one pattern piece of its lengths matches (the
+        piece wins them all, and every position that takes the atom takes the piece or forbids
+        its pattern: a terminal never produced is an error)."""
+        keep = []
+        for lo, hi, name in self.len_atoms:
+            rep = "{%d,%s}" % (lo, "" if hi is None else hi)
+            atom = _byte_dfa('"' + UNIT + rep + '"')
+            shadowed = any(plo == lo and phi == hi and _relation(atom, self.piece_dfa(b, lengths))[1]
+                           for b in self.pieces for lengths, (plo, phi, _n) in zip(*self.pieces[b]))
+            if shadowed:
+                del self.terms[name]
+            else:
+                keep.append((lo, hi, name))
+        self.len_atoms = keep
 
     def drop_covered_pieces(self, body):
         """Drop the length pieces of ``body`` inside one piece of a pattern nested in it (that one
