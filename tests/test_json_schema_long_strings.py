@@ -141,6 +141,25 @@ def test_patterns_are_exact_through_long_strings(name: str) -> None:
     assert checked > 100 and not wrong, wrong[:5]
 
 
+def test_literals_longer_than_a_chunk_are_exact_beside_chunked_strings() -> None:
+    """A long enum value or key is tracked through the chunks too: a plain string that shares its
+    first 70 characters and then differs is still a plain string (the lexer never backs up)."""
+    long_key = "k" * 90
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 300}, "b": {"enum": ["x" * 80, "y" * 100 + "é"]},
+        "c": {"type": "string", "pattern": "^x+$"}, long_key: {"type": "integer"}},
+        "additionalProperties": False}
+    _t, g = compile_schema(json.dumps(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    texts = ["x" * 70 + "y", "x" * 80, "x" * 79, "x" * 81, "x" * 90, "x" * 75, "y" * 100 + "é", "y" * 100, "k" * 90]
+    checked = 0
+    for text in texts:
+        for data in ({"a": text}, {"b": text}, {"c": text}, {text: 1}):
+            checked += 1
+            assert accepts(g, json.dumps(data, ensure_ascii=False)) == validator.is_valid(data), data
+    assert checked == 36
+
+
 # ------------------------------------------------------------------ masks, with a real vocabulary
 
 _CANONICAL_U = {f"00{c:02x}" for c in range(0x20) if c not in (8, 9, 10, 12, 13)}

@@ -2193,6 +2193,11 @@ class _Resolver:
                     int_cuts.add(ilo)
                 if ihi is not None:
                     int_cuts.add(ihi + 1)
+        self.chunked = any(c > CHUNK + 1 for c in self.len_cuts)
+        # literals longer than a chunk are tracked through the chunks (as a pattern would be): a
+        # terminal of their own would read on past LOPEN and have to back up when they fail
+        self.long_lits = sorted(x for x in str_lits if len(x) > CHUNK) if self.chunked else []
+        str_lits -= set(self.long_lits)
         # string literal terminals (win every tie)
         self.lit_name = {}
         for i, s in enumerate(sorted(str_lits)):
@@ -2201,7 +2206,6 @@ class _Resolver:
             self.terms[name] = f"{name}.9: {_lark_regex(re.escape(encode_string(s)))}"
         # length atoms: one terminal per length class up to CHUNK characters, one chunked rule per
         # longer class when some bound lies beyond CHUNK + 1 (else the last class is one terminal)
-        self.chunked = any(c > CHUNK + 1 for c in self.len_cuts)
         if self.chunked:  # long classes are cut at every bound, a pattern's too
             bounds_len |= {CHUNK + 1} | {c for c in self.len_cuts if c > CHUNK + 1}
         cuts = sorted(bounds_len)
@@ -2261,6 +2265,8 @@ class _Resolver:
             for sp in pos.strs:
                 referenced |= {self.alias.get(b, b) for b in ([sp.pattern] if sp.pattern else []) + list(sp.forbid)}
         self.tracked = [b for b in plist if b in self.long_patterns and b in referenced]
+        self.lit_track = {x: len(self.tracked) + i for i, x in enumerate(self.long_lits)}
+        self.tracked += [re.escape(encode_string(x)[1:-1]) for x in self.long_lits]
         self.long = _LongStrings(ctx, self.terms, long_classes, self.tracked, patterns)
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
@@ -2430,13 +2436,13 @@ class _Resolver:
                 out.append(name)
         return out
 
-    def long_signatures(self, pattern, forbid) -> set:
+    def long_signatures(self, pattern, forbid, exclude=()) -> set:
         """The signatures (which tracked patterns a long string matches) of the long strings of a
-        string spec: all of them, or its pattern's; none of a forbidden pattern's."""
+        string spec: all of them, or its pattern's; none of a forbidden pattern's or excluded literal's."""
         index = {b: p for p, b in enumerate(self.tracked)}
         if pattern is not None and pattern not in index:
             return set()  # a pattern whose strings are never that long
-        banned = [index[f] for f in forbid if f in index]
+        banned = [index[f] for f in forbid if f in index] + [self.lit_track[x] for x in exclude if x in self.lit_track]
         return {sig for sig in self.long.signatures
                 if (pattern is None or sig[index[pattern]]) and not any(sig[p] for p in banned)}
 
@@ -2464,7 +2470,10 @@ class _Resolver:
                 out += self.pieces_within(b, sp.lo, sp.hi, sp.ptr)
             for c, (lo, hi) in enumerate(self.long.classes):
                 if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
-                    long_allowed.setdefault(c, set()).update(self.long_signatures(pattern, forbid))
+                    long_allowed.setdefault(c, set()).update(self.long_signatures(pattern, forbid, sp.exclude))
+        for x in sorted(lits & set(self.lit_track)):  # a long literal: its class, its signatures
+            c = next(c for c, (lo, hi) in enumerate(self.long.classes) if lo <= len(x) and (hi is None or len(x) <= hi))
+            long_allowed.setdefault(c, set()).update(sig for sig in self.long.signatures if sig[self.lit_track[x]])
         ranges = []  # consecutive classes allowing the same signatures: one range, one chain
         for c in sorted(long_allowed):
             lo, hi = self.long.classes[c]
@@ -2477,7 +2486,7 @@ class _Resolver:
             rule = self.long.rule(lo, hi, allowed)
             if rule is not None:
                 out.append(rule)
-        out += [self.lit_name[s] for s in sorted(lits)]
+        out += [self.lit_name[s] for s in sorted(lits) if s in self.lit_name]
         for ns in pos.nums:
             ilo, ihi = _int_bounds(ns)
             if ilo is not None and ihi is not None and ilo > ihi:
@@ -2706,7 +2715,7 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
     k = 0
     while k < len(order):
         if len(order) > MAX_TRACKED_VECTORS:
-            ptr = ptr_of[tracked[0]]
+            ptr = next((ptr_of[b] for b in tracked if b in ptr_of), "/")
             ctx.unsupported(ptr, "maxLength", "beside a pattern/format whose strings may be longer than "
                             f"{CHUNK} characters (more than {MAX_TRACKED_VECTORS} automaton states to track)")
             return _track([], tails, ptr_of, ctx)
