@@ -160,6 +160,22 @@ def test_literals_longer_than_a_chunk_are_exact_beside_chunked_strings() -> None
     assert checked == 36
 
 
+def test_too_many_states_to_track_is_a_named_error_or_a_lenient_warning() -> None:
+    """An unanchored 62-character pattern has a state per character matched so far: more than
+    the chunk modes allowed.  Strict: a one-line error naming the keyword and its pointer;
+    lenient: a warning naming them, and long strings of that pattern are left out (never more)."""
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 300},
+        "p": {"type": "string", "pattern": "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"}}}
+    with pytest.raises(localgcd.GrammarError, match=r"/properties/p: keyword 'pattern' whose strings may be "
+                                                    r"longer than 64 characters"):
+        compile_schema(json.dumps(schema))
+    translation, g = compile_schema(json.dumps(schema), lenient=True)
+    assert any("/properties/p: keyword 'pattern'" in w for w in translation.warnings)
+    assert accepts(g, json.dumps({"a": "x" * 200, "p": "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"}))
+    assert not accepts(g, json.dumps({"p": "z" * 70}))
+
+
 # ------------------------------------------------------------------ masks, with a real vocabulary
 
 _CANONICAL_U = {f"00{c:02x}" for c in range(0x20) if c not in (8, 9, 10, 12, 13)}

@@ -2267,9 +2267,11 @@ class _Resolver:
             for sp in pos.strs:
                 referenced |= {self.alias.get(b, b) for b in ([sp.pattern] if sp.pattern else []) + list(sp.forbid)}
         self.tracked = [b for b in plist if b in self.long_patterns and b in referenced]
-        self.lit_track = {x: len(self.tracked) + i for i, x in enumerate(self.long_lits)}
-        self.tracked += [re.escape(encode_string(x)[1:-1]) for x in self.long_lits]
+        lit_bodies = {x: re.escape(encode_string(x)[1:-1]) for x in self.long_lits}
+        self.tracked += list(lit_bodies.values())
         self.long = _LongStrings(ctx, self.terms, long_classes, self.tracked, patterns)
+        self.track_index = {b: p for p, b in enumerate(self.long.tracked)}  # none when not tracked (lenient)
+        self.lit_track = {x: self.track_index[b] for x, b in lit_bodies.items() if b in self.track_index}
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
             self.terms[name] = f"{name}.{lit_prio}: {_lark_regex(re.escape(encode_string(s)))}"
@@ -2441,7 +2443,7 @@ class _Resolver:
     def long_signatures(self, pattern, forbid, exclude=()) -> set:
         """The signatures (which tracked patterns a long string matches) of the long strings of a
         string spec: all of them, or its pattern's; none of a forbidden pattern's or excluded literal's."""
-        index = {b: p for p, b in enumerate(self.tracked)}
+        index = self.track_index
         if pattern is not None and pattern not in index:
             return set()  # a pattern whose strings are never that long
         banned = [index[f] for f in forbid if f in index] + [self.lit_track[x] for x in exclude if x in self.lit_track]
@@ -2553,7 +2555,8 @@ class _LongStrings:
 
     def __init__(self, ctx, terms: dict, classes: list, tracked: list[str], ptr_of: dict) -> None:
         self.ctx, self.terms, self.classes = ctx, terms, classes
-        self.tracked = tracked  # pattern bodies
+        self.tracked: list[str] = []  # the pattern bodies really tracked (none: lenient fallback)
+        self.signatures: list[tuple] = [()]
         self.rules: dict = {}
         self.groups: dict = {}
         if not classes:
@@ -2565,10 +2568,10 @@ class _LongStrings:
                 cuts.add(self.split(hi + 1)[1])
         cuts = sorted(c for c in cuts if 1 <= c <= CHUNK)
         self.tails = [(a, cuts[i + 1] - 1 if i + 1 < len(cuts) else CHUNK) for i, a in enumerate(cuts)]
-        self.vectors, self.steps, self.signatures = _track(tracked, self.tails, ptr_of, ctx)
+        self.vectors, self.steps, self.signatures, self.tracked = _track(tracked, self.tails, ptr_of, ctx)
         self.modes, self.also = {}, {}
-        quoted = ['"' + body + '"' for body in tracked]
-        plain = not tracked
+        quoted = ['"' + body + '"' for body in self.tracked]
+        plain = not self.tracked
         self.open_names, self.mid_names = [], []
         self.tail_names = {}  # (tail index, signature) -> [terminal]
         for i, v in enumerate(self.vectors):
@@ -2665,7 +2668,7 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
     the steps between them: ({"open": {vector}, "mid": {vector: [vector]}, "tail": {(vector,
     tail): [signature]}}, signatures in order).  Vector 0..n-1; a component -1: that pattern died."""
     if not tracked:
-        return [()], {"open": {0}, "mid": {0: [0]}, "tail": {(0, x): [()] for x in range(len(tails))}}, [()]
+        return [()], {"open": {0}, "mid": {0: [0]}, "tail": {(0, x): [()] for x in range(len(tails))}}, [()], []
     dfas = [_byte_dfa('"' + body + '"') for body in tracked]
     unit = _byte_dfa(UNIT)
     quote = ord('"')
@@ -2718,8 +2721,8 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
     while k < len(order):
         if len(order) > MAX_TRACKED_VECTORS:
             ptr = next((ptr_of[b] for b in tracked if b in ptr_of), "/")
-            ctx.unsupported(ptr, "maxLength", "beside a pattern/format whose strings may be longer than "
-                            f"{CHUNK} characters (more than {MAX_TRACKED_VECTORS} automaton states to track)")
+            ctx.unsupported(ptr, "pattern", f"whose strings may be longer than {CHUNK} characters, beside "
+                            f"chunked long strings (more than {MAX_TRACKED_VECTORS} state vectors to track)")
             return _track([], tails, ptr_of, ctx)
         v = order[k]
         nxt = sorted(after(frozenset([v]), CHUNK))
@@ -2744,7 +2747,7 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
                 if sig not in signatures:
                     signatures.append(sig)
     signatures.sort()
-    return order, {"open": {index[v] for v in opened}, "mid": mid, "tail": tail}, signatures
+    return order, {"open": {index[v] for v in opened}, "mid": mid, "tail": tail}, signatures, tracked
 
 
 STRING_GROUP_MIN = 4  # a position with at least this many string terminals names them through shared rules
