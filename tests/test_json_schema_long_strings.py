@@ -141,6 +141,45 @@ def test_patterns_are_exact_through_long_strings(name: str) -> None:
     assert checked > 100 and not wrong, wrong[:5]
 
 
+PREFIX_CASES = [("path_beside_long", "u"), ("fraction_beside_long", "t"), ("two_patterns", "u"),
+                ("two_patterns", "v"), ("pattern_with_its_own_long_bound", None)]
+
+
+@pytest.mark.parametrize("name,key", PREFIX_CASES)
+def test_a_pattern_position_refuses_a_long_string_at_the_byte_it_dies(name: str, key: str | None) -> None:
+    """Soundness inside the chunks: the first byte the matcher refuses is the first byte after
+    which no string matching the (anchored) pattern can follow — not the closing quote."""
+    regex = pytest.importorskip("regex")
+    schema = PATTERN_SCHEMAS[name]
+    spec = schema["properties"][key] if key else schema
+    body = spec["pattern"][1:-1]  # anchored both ends
+    most = spec.get("maxLength")
+    _t, g = compile_schema(json.dumps(schema))
+    rng = random.Random(name + str(key))
+    head = ('{"%s": "' % key) if key else '"'
+    checked = 0
+    for length in PATTERN_LENGTHS:
+        for text in _pattern_texts(rng, length):
+            expected = len(text)  # characters of the text that can still lead to a match
+            for n in range(len(text) + 1):
+                if regex.fullmatch(body, text[:n], partial=True) is None or (most is not None and n > most):
+                    expected = n - 1
+                    break
+            m = g.matcher()
+            taken = 0
+            for byte in (head + text).encode("utf-8"):
+                if not m.advance(byte):
+                    break
+                taken += 1
+            want = len((head + text[:expected]).encode("utf-8"))
+            if expected < len(text):  # the first byte of the character that kills it is refused
+                assert taken == want, (len(text), text[max(0, expected - 5):expected + 3], taken, want)
+            else:
+                assert taken == len((head + text).encode("utf-8")), (len(text), taken)
+            checked += 1
+    assert checked > 100
+
+
 def test_literals_longer_than_a_chunk_are_exact_beside_chunked_strings() -> None:
     """A long enum value or key is tracked through the chunks too: a plain string that shares its
     first 70 characters and then differs is still a plain string (the lexer never backs up)."""

@@ -2487,7 +2487,7 @@ class _Resolver:
             else:
                 ranges.append([lo, hi, allowed])
         for lo, hi, allowed in ranges:
-            rule = self.long.rule(lo, hi, allowed)
+            rule = self.long.rule(lo, hi, allowed, pos.strs[0].ptr if pos.strs else "/")
             if rule is not None:
                 out.append(rule)
         out += [self.lit_name[s] for s in sorted(lits) if s in self.lit_name]
@@ -2574,6 +2574,7 @@ class _LongStrings:
         plain = not self.tracked
         self.open_names, self.mid_names = [], []
         self.tail_names = {}  # (tail index, signature) -> [terminal]
+        self.open_of, self.mid_of, self.tail_of = {}, {}, {}  # by vector: (i), (i, j), (tail, i, signature)
         for i, v in enumerate(self.vectors):
             if i in self.steps["open"]:
                 name = "LOPEN" if plain else f"LOPEN_{i}"
@@ -2581,6 +2582,7 @@ class _LongStrings:
                 self.modes[name] = (0, 1 + i)
                 self.also[name] = [Also(rx, 0, (v[p],)) for p, rx in enumerate(quoted)]
                 self.open_names.append(name)
+                self.open_of[i] = name
             for j in self.steps["mid"][i]:
                 name = "LMID" if plain else f"LMID_{i}_{j}"
                 terms[name] = f'{name}: {_lark_regex(UNIT + "{%d}" % CHUNK)}'
@@ -2588,6 +2590,7 @@ class _LongStrings:
                 self.also[name] = [Also(rx, v[p], (self.vectors[j][p],))
                                    for p, rx in enumerate(quoted) if v[p] >= 0]
                 self.mid_names.append(name)
+                self.mid_of[i, j] = name
             for x, (a, b) in enumerate(self.tails):
                 for sig in self.steps["tail"][i, x]:
                     name = f"LTAIL{x}" if plain else f"LTAIL{x}_{i}_{self.signatures.index(sig)}"
@@ -2596,6 +2599,7 @@ class _LongStrings:
                     self.also[name] = [Also(rx, v[p], self._ends(p, sig[p]))
                                        for p, rx in enumerate(quoted) if v[p] >= 0]
                     self.tail_names.setdefault((x, sig), []).append(name)
+                    self.tail_of[x, i, sig] = name
         if plain:
             self.lopen, self.lmid = "LOPEN", "LMID"
         else:
@@ -2630,9 +2634,10 @@ class _LongStrings:
             self.groups[key] = self.ctx.add_rule(f"ltail_{x}_{len(self.groups)}", names)
         return [self.groups[key]]
 
-    def rule(self, lo: int, hi: int | None, allowed: frozenset) -> str | None:
+    def rule(self, lo: int, hi: int | None, allowed: frozenset, ptr: str = "/") -> str | None:
         """The rule of the strings of ``lo`` to ``hi`` characters (beyond CHUNK; None: no most)
-        whose signature is in ``allowed``."""
+        whose signature is in ``allowed`` (``ptr``: where, for an error)."""
+        self.ptr = ptr
         allowed = allowed & self.all_signatures()
         if not allowed:
             return None
@@ -2643,23 +2648,64 @@ class _LongStrings:
         m_lo, t_lo = self.split(lo)
         m_hi, t_hi = self.split(hi) if hi is not None else (None, None)
         last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
-        tag = f"{c}"
-        names = [f"lstr_{tag}_{k}" for k in range(last + 1)]
-        for k in range(last + 1):
-            alts = []
-            if k >= m_lo:
-                for x, (a, b) in enumerate(self.tails):
-                    if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi):
-                        alts += self.tail_group(x, allowed)
-            if hi is None or k < m_hi:
-                alts.append(f"{self.lmid} {names[min(k + 1, last)]}")
-            self.ctx.rules[names[k]] = alts
-        rule = f"lstr_{tag}"
-        self.ctx.rules[rule] = [f"{self.lopen} {names[0]}"]
+
+        def tail_pieces(k):  # the tail pieces that end a string after k middle chunks
+            if k < m_lo:
+                return []
+            return [x for x, (a, b) in enumerate(self.tails)
+                    if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi)]
+
+        def goes_on(k):
+            return hi is None or k < m_hi
+
+        if allowed == self.all_signatures():  # every string of these lengths: whatever the chunks
+            names = [f"lstr_{c}_{k}" for k in range(last + 1)]
+            for k in range(last + 1):
+                alts = [group for x in tail_pieces(k) for group in self.tail_group(x, allowed)]
+                if goes_on(k):
+                    alts.append(f"{self.lmid} {names[min(k + 1, last)]}")
+                self.ctx.rules[names[k]] = alts
+            rule = f"lstr_{c}"
+            self.ctx.rules[rule] = [f"{self.lopen} {names[0]}"]
+            self.rules[key] = rule
+            return rule
+        # Some signatures only: the rules follow the vector, so that a chunk is taken only when a
+        # string with an allowed signature can still come of it (the mask is sound at every chunk).
+        n = len(self.vectors)
+        if (last + 1) * n > MAX_TRACKED_LINKS:
+            self.ctx.unsupported(self.ptr, "maxLength", f"together with a pattern/format whose strings are longer "
+                                 f"than {CHUNK} characters ({(last + 1) * n} tracked chain links)")
+            return None
+        tails = {(k, i): [self.tail_of[x, i, g] for x in tail_pieces(k) for g in sorted(allowed)
+                          if (x, i, g) in self.tail_of] for k in range(last + 1) for i in range(n)}
+        viable = {key_: bool(names_) for key_, names_ in tails.items()}
+        changed = True
+        while changed:  # a link is viable when a tail, or a chunk into a viable link, follows
+            changed = False
+            for (k, i), ok in viable.items():
+                if not ok and goes_on(k) and any(viable[min(k + 1, last), j] for j in self.steps["mid"][i]):
+                    viable[k, i] = changed = True
+        roots = [i for i in sorted(self.steps["open"]) if viable[0, i]]
+        if not roots:
+            return None
+
+        def name(k, i):
+            return f"lstr_{c}_{k}_{i}"
+
+        for (k, i), ok in viable.items():
+            if ok:
+                alts = list(tails[k, i])
+                if goes_on(k):
+                    alts += [f"{self.mid_of[i, j]} {name(min(k + 1, last), j)}" for j in self.steps["mid"][i]
+                             if viable[min(k + 1, last), j]]
+                self.ctx.rules[name(k, i)] = alts
+        rule = f"lstr_{c}"
+        self.ctx.rules[rule] = [f"{self.open_of[i]} {name(0, i)}" for i in roots]
         self.rules[key] = rule
         return rule
 
 
+MAX_TRACKED_LINKS = 4096  # rules of one pattern-constrained long string (chain links times vectors)
 MAX_TRACKED_VECTORS = 48  # chunk modes when patterns are tracked through long strings
 
 
