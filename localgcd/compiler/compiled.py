@@ -23,8 +23,11 @@ from localgcd.runtime.matcher import Matcher
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 
-#: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning.
-TABLE_FORMAT_VERSION = 7
+#: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning, and whenever a
+#: front end translates the same source differently (the cache key is the source text: a JSON
+#: Schema's entry must not outlive the translation that made it).  8: terminals with conditions,
+#: patterns and long literals tracked through long strings.
+TABLE_FORMAT_VERSION = 8
 
 
 @dataclass
