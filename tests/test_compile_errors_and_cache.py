@@ -139,6 +139,22 @@ def entry_files(root) -> list:
     return sorted(p for p in (root / "tables").glob("*.npz") if not p.name.startswith("trie-"))
 
 
+def test_a_lexer_above_the_eager_limit_is_built_lazily_and_not_cached(tmp_path) -> None:
+    """Its whole spanner would take minutes (tens of thousands of lexer states): rows come on
+    first visits, nothing is written, and the masks are the eager build's."""
+    from localgcd.spanner.lazy import LazyTokenSpanner
+
+    compiled = Compiler(tmp_path, eager_lexer_limit=3).compile(JSONISH, BYTES_VOCAB)
+    assert isinstance(compiled.spanner, LazyTokenSpanner)
+    assert not [p for p in (tmp_path / "tables").glob("*") if not p.name.startswith("trie-")]
+    eager = Compiler(use_cache=False, lazy_tables=False).compile(JSONISH, BYTES_VOCAB)
+    for text in ["", '{"a"', '{"a": ["x", true', '{"a": "x']:
+        lazy_matcher, eager_matcher = compiled.matcher(), eager.matcher()
+        for byte in text.encode():
+            assert lazy_matcher.advance(byte) and eager_matcher.advance(byte)
+        assert np.array_equal(lazy_matcher.allowed_token_mask(), eager_matcher.allowed_token_mask()), text
+
+
 def test_small_grammars_carry_their_alg5_statuses_through_the_cache(tmp_path) -> None:
     """Alg. 5 runs at compile time for small grammars; the statuses are cached
     and give the same masks as an engine that classifies lazily."""

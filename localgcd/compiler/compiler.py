@@ -51,16 +51,20 @@ class Compiler:
     spanner row on its first visit and classify lazily, so the first mask
     waits for one row instead of all (grammars with an Indenter are built
     whole).  A cache entry is always the whole table set: with the cache on,
-    compilation builds everything before it writes.
+    compilation builds everything before it writes — unless the lexer has
+    more than ``eager_lexer_limit`` states (a JSON Schema's patterns tracked
+    through long strings: tens of thousands), whose whole spanner would take
+    minutes; such a grammar is built lazily and not cached.
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True,
                  eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20,
-                 lazy_tables: bool = True) -> None:
+                 lazy_tables: bool = True, eager_lexer_limit: int = 8192) -> None:
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
         self.lazy_tables = lazy_tables
         self.eager_status_limit = eager_status_limit
+        self.eager_lexer_limit = eager_lexer_limit
         self.token_mask_budget = token_mask_budget
         self.store = TableStore(self.cache_root / "tables")
         self._tries: dict[str, VocabTrie] = {}
@@ -90,7 +94,7 @@ class Compiler:
                 return compiled
         compiled = self.build(text, vocab, source, strict, indenter, fmt,
                               lazy=self.lazy_tables and not self.use_cache, **options)
-        if self.use_cache:
+        if self.use_cache and not isinstance(compiled.spanner, LazyTokenSpanner):
             self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
         return compiled
 
@@ -117,7 +121,7 @@ class Compiler:
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
-        lazy = lazy and grammar.indenter is None
+        lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
         spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else build_token_spanner(lexer, trie, len(vocab))
         t4 = time.perf_counter()
         compiled = CompiledGrammar(
