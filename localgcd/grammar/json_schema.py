@@ -2472,9 +2472,11 @@ class _Resolver:
                 allowed = set(self.pat_name)
             for b in sorted(allowed - forbid):
                 out += self.pieces_within(b, sp.lo, sp.hi, sp.ptr)
-            for c, (lo, hi) in enumerate(self.long.classes):
-                if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi)):
-                    long_allowed.setdefault(c, set()).update(self.long_signatures(pattern, forbid, sp.exclude))
+            inside = [c for c, (lo, hi) in enumerate(self.long.classes)
+                      if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi))]
+            signatures = self.long_signatures(pattern, forbid, sp.exclude) if inside else set()
+            for c in inside:
+                long_allowed.setdefault(c, set()).update(signatures)
         for x in sorted(lits & set(self.lit_track)):  # a long literal: its class, its signatures
             c = next(c for c, (lo, hi) in enumerate(self.long.classes) if lo <= len(x) and (hi is None or len(x) <= hi))
             long_allowed.setdefault(c, set()).update(sig for sig in self.long.signatures if sig[self.lit_track[x]])
@@ -2572,8 +2574,6 @@ class _LongStrings:
         self.modes, self.also = {}, {}
         quoted = ['"' + body + '"' for body in self.tracked]
         plain = not self.tracked
-        self.open_names, self.mid_names = [], []
-        self.tail_names = {}  # (tail index, signature) -> [terminal]
         self.open_of, self.mid_of, self.tail_of = {}, {}, {}  # by vector: (i), (i, j), (tail, i, signature)
         for i, v in enumerate(self.vectors):
             if i in self.steps["open"]:
@@ -2581,7 +2581,6 @@ class _LongStrings:
                 terms[name] = f'{name}: {_lark_regex(chr(34) + UNIT + "{%d}" % CHUNK)}'
                 self.modes[name] = (0, 1 + i)
                 self.also[name] = [Also(rx, 0, (v[p],)) for p, rx in enumerate(quoted)]
-                self.open_names.append(name)
                 self.open_of[i] = name
             for j in self.steps["mid"][i]:
                 name = "LMID" if plain else f"LMID_{i}_{j}"
@@ -2589,7 +2588,6 @@ class _LongStrings:
                 self.modes[name] = (1 + i, 1 + j)
                 self.also[name] = [Also(rx, v[p], (self.vectors[j][p],))
                                    for p, rx in enumerate(quoted) if v[p] >= 0]
-                self.mid_names.append(name)
                 self.mid_of[i, j] = name
             for x, (a, b) in enumerate(self.tails):
                 for sig in self.steps["tail"][i, x]:
@@ -2598,13 +2596,12 @@ class _LongStrings:
                     self.modes[name] = (1 + i, 0)
                     self.also[name] = [Also(rx, v[p], self._ends(p, sig[p]))
                                        for p, rx in enumerate(quoted) if v[p] >= 0]
-                    self.tail_names.setdefault((x, sig), []).append(name)
                     self.tail_of[x, i, sig] = name
         if plain:
             self.lopen, self.lmid = "LOPEN", "LMID"
         else:
-            self.lopen = ctx.add_rule("lopen", self.open_names)
-            self.lmid = ctx.add_rule("lmid", self.mid_names)
+            self.lopen = ctx.add_rule("lopen", list(self.open_of.values()))
+            self.lmid = ctx.add_rule("lmid", list(self.mid_of.values()))
         ctx.modes = self.modes
         for name, conditions in self.also.items():
             if conditions:
@@ -2626,7 +2623,8 @@ class _LongStrings:
     def tail_group(self, x: int, allowed: frozenset) -> list[str]:
         """The tail terminals of piece ``x`` with a signature in ``allowed``, named once through a
         shared rule when there are several (a chain of a long class names it at every link)."""
-        names = [name for sig in sorted(allowed) for name in self.tail_names.get((x, sig), [])]
+        names = [self.tail_of[x, i, sig] for sig in sorted(allowed) for i in range(len(self.vectors))
+                 if (x, i, sig) in self.tail_of]
         if len(names) <= 1:
             return names
         key = (x, allowed)
@@ -2637,7 +2635,6 @@ class _LongStrings:
     def rule(self, lo: int, hi: int | None, allowed: frozenset, ptr: str = "/") -> str | None:
         """The rule of the strings of ``lo`` to ``hi`` characters (beyond CHUNK; None: no most)
         whose signature is in ``allowed`` (``ptr``: where, for an error)."""
-        self.ptr = ptr
         allowed = allowed & self.all_signatures()
         if not allowed:
             return None
@@ -2673,7 +2670,7 @@ class _LongStrings:
         # string with an allowed signature can still come of it (the mask is sound at every chunk).
         n = len(self.vectors)
         if (last + 1) * n > MAX_TRACKED_LINKS:
-            self.ctx.unsupported(self.ptr, "maxLength", f"together with a pattern/format whose strings are longer "
+            self.ctx.unsupported(ptr, "maxLength", f"together with a pattern/format whose strings are longer "
                                  f"than {CHUNK} characters ({(last + 1) * n} tracked chain links)")
             return None
         tails = {(k, i): [self.tail_of[x, i, g] for x in tail_pieces(k) for g in sorted(allowed)

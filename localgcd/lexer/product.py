@@ -5,9 +5,11 @@ pattern (the grammars of one kind — a JSON Schema's strings, numbers and
 keys — share most of their terminals, and a terminal's own subset
 construction is small).  Terminals that are plain strings share one
 component: the byte trie of those strings.  The lexer DFA is then the
-product of the components, explored breadth-first with numpy a whole
-frontier at a time, labelled in each state with the lowest-ranked terminal
-whose component accepts, and minimized.
+product of the components, one lexer mode at a time (modes never meet in a
+state), explored breadth-first with numpy a whole frontier at a time,
+labelled in each state with the lowest-ranked terminal whose component
+accepts (and whose trackers meet its conditions), and minimized — or, in a
+mode with conditions, only trimmed.
 
 A product state is the vector of its components' states, so it stands for
 exactly the residual languages of every terminal: the minimized result is
@@ -22,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_first_inverse
+from localgcd.arrays import expand_ranges, unique_first_inverse
 from localgcd.grammar.terminals import Also
 from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize_mapped, mixed_weights
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
@@ -144,11 +146,9 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     tables, labels = [], []
     for mode in range(n_modes):  # modes never meet in one product state: each is explored alone
         members = [i for i, m in enumerate(modes) if m == mode]
-        product = _mode_product([regexes[i] for i in members], [also[i] for i in members])
+        product = _mode_product(members, regexes, also)
         table, best = _explore(product) if product is not None else \
             (np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, _NO_LABEL, dtype=np.int64))
-        terminal = np.asarray(members + [0], dtype=np.int64)  # the mode's label i -> terminal members[i]
-        best = np.where(best == _NO_LABEL, _NO_LABEL, terminal[np.minimum(best, len(members))])
         accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
         if any(also[i] for i in members):  # trimmed, not minimized: a tracked mode's states are
             # (nearly) all distinct, its chunk positions times tracker states, and Moore's rounds
@@ -162,14 +162,15 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)))
 
 
-def _mode_product(regexes: list[str], also: list[tuple[Also, ...]]) -> "_Product | None":
-    """The components of one mode's terminals (terminal ``i`` of the mode labelled ``i``)."""
+def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]]) -> "_Product | None":
+    """The components of one mode's terminals (``members``, indices into ``regexes``)."""
     literals: list[tuple[bytes, int]] = []
     components, starts, trackers_list = [], [], []
     claims: dict[int, list[tuple[int, tuple[Also, ...]]]] = {}  # base component -> (terminal, conditions)
     base_of: dict[str, int] = {}
     trackers: dict[tuple[str, int], int] = {}  # (regex, start) -> index into trackers_list
-    for index, (regex, conditions) in enumerate(zip(regexes, also)):
+    for index in members:
+        regex, conditions = regexes[index], also[index]
         if conditions:
             if regex not in base_of:
                 dfa = terminal_dfa(regex)
@@ -276,7 +277,7 @@ class _Product:
 
 
 def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
-    """Breadth-first product of ``components`` from each mode's start, then minimization.
+    """Breadth-first product of the components from their start vector.
 
     A product state is identified by a 64-bit hash of its component vector;
     known hashes are kept sorted, so a frontier is looked up, numbered and
@@ -284,7 +285,7 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     a hash are one row, and falls back to exact identities if not.  Returns the transition table
     over bytes (the start is state 0) and each state's terminal (``_NO_LABEL``: none).
     """
-    glued, starts, n_modes = product.glued, product.starts, 1
+    glued, starts = product.glued, product.starts
     # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
     _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
     order = np.argsort(first_byte, kind="stable")
@@ -298,15 +299,15 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
 
     sink_row = np.zeros((1, k), dtype=np.int64)
     first_keys = _row_hash(np.vstack([starts, sink_row]), weights)
-    if sorted_unique(first_keys).size != n_modes + 1:  # pragma: no cover - a collision, or an empty mode
+    if first_keys[0] == first_keys[1]:  # pragma: no cover - a collision
         return _explore_exact(product)
     sorting = np.argsort(first_keys, kind="stable")
     known = first_keys[sorting]
-    known_ids = np.append(np.arange(n_modes), DEAD_STATE)[sorting].astype(np.int64)
-    store = np.empty((max(64, n_modes), k), dtype=np.int64)  # product states, in discovery order
-    store[:n_modes] = starts
-    n_states, rows = n_modes, []
-    frontier = store[:n_modes]
+    known_ids = np.asarray([0, DEAD_STATE], dtype=np.int64)[sorting]
+    store = np.empty((64, k), dtype=np.int64)  # product states, in discovery order
+    store[:1] = starts
+    n_states, rows = 1, []
+    frontier = store[:1]
     while frontier.size:
         succ = product.kill_dead(np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k))
         keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
@@ -360,9 +361,13 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     live = accept >= 0
     sources, columns = np.nonzero(table >= 0)
     targets = table[sources, columns].astype(np.int64)
+    order = np.argsort(targets, kind="stable")
+    sources, targets = sources[order], targets[order]
     frontier = np.flatnonzero(live)
-    while frontier.size:
-        reached = np.unique(sources[np.isin(targets, frontier)])
+    while frontier.size:  # backwards from the accepting states, over the edges into the frontier
+        into = expand_ranges(np.searchsorted(targets, frontier, side="left"),
+                             np.searchsorted(targets, frontier, side="right"))[0]
+        reached = np.unique(sources[into])
         reached = reached[~live[reached]]
         live[reached] = True
         frontier = reached

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from localgcd.arrays import expand_ranges
 from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
 
 
@@ -46,12 +47,11 @@ def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarr
         key, following = key[keep], following[keep]
     wanted = states.astype(np.int64) * width + rules
     lo, hi = np.searchsorted(key, wanted, side="left"), np.searchsorted(key, wanted, side="right")
-    counts = hi - lo
-    pair = np.repeat(np.arange(states.size), counts)
-    target = following[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))]
+    rows, pair = expand_ranges(lo, hi)
+    target = following[rows]
     term_of_row = terms[pair]
     n_pairs = states.size
-    has_exposure = counts > 0
+    has_exposure = hi > lo
     takes = np.zeros(action.shape, dtype=bool)
     refuses = np.zeros(action.shape, dtype=bool)
     takes[:, :-1] = action[:, :-1] >= 0
@@ -71,10 +71,8 @@ def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarr
             done[newly] = True
             decided[states[newly], terms[newly]] = True
             keys = states[newly].astype(np.int64) * width_t + terms[newly]
-            lo = np.searchsorted(waits_on, keys, side="left")
-            hi = np.searchsorted(waits_on, keys, side="right")
-            counts = hi - lo
-            woken = waiting_pair[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))]
+            woken = waiting_pair[expand_ranges(np.searchsorted(waits_on, keys, side="left"),
+                                               np.searchsorted(waits_on, keys, side="right"))[0]]
             np.subtract.at(waiting, woken, 1)
             woken = np.unique(woken)
             newly = woken[(waiting[woken] == 0) & ~done[woken]]
