@@ -203,3 +203,45 @@ def test_case_folding_is_exactly_pythons_re_ignorecase() -> None:
         mine = {b for a, b in pairs if a == c}
         python = {o for o in universe if o != c and re.fullmatch(re.escape(ch), chr(o), re.IGNORECASE)}
         assert mine == python, f"U+{c:04X}: localgcd {sorted(mine)} vs re {sorted(python)}"
+
+
+def coarsest_congruence(table, accept) -> list[list[bool]]:
+    """Table filling: states ``i`` and ``j`` are equivalent unless a label or a successor
+    (the dead state -1 being one more, unmergeable, state) tells them apart."""
+    n = len(accept)
+    apart = [[accept[i] != accept[j] for j in range(n)] for i in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n):
+            for j in range(n):
+                if apart[i][j]:
+                    continue
+                for a, b in zip(table[i], table[j]):
+                    if (a < 0) != (b < 0) or (a >= 0 and apart[a][b]):
+                        apart[i][j] = changed = True
+                        break
+    return [[not apart[i][j] for j in range(n)] for i in range(n)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(1, 9), n_columns=st.integers(1, 4))
+def test_minimization_merges_exactly_the_equivalent_states(data, n: int, n_columns: int) -> None:
+    """On 256 byte columns drawn from a few distinct ones (as a lexer's are)."""
+    import numpy as np
+
+    from localgcd.lexer.dfa import minimize_mapped
+
+    columns = data.draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n),
+                                 min_size=n_columns, max_size=n_columns))
+    byte_column = data.draw(st.lists(st.integers(0, n_columns - 1), min_size=256, max_size=256))
+    accept = data.draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))
+    table = np.asarray(columns, dtype=np.int32).T[:, byte_column]
+    new_table, new_accept, block = minimize_mapped(table, np.asarray(accept, dtype=np.int32))
+    same = coarsest_congruence(table.tolist(), accept)
+    assert [[block[i] == block[j] for j in range(n)] for i in range(n)] == same
+    assert block[0] == 0
+    for state in range(n):  # the minimized DFA moves as the original, block for block
+        expected = np.where(table[state] >= 0, block[np.maximum(table[state], 0)], DEAD_STATE)
+        assert np.array_equal(new_table[block[state]], expected)
+        assert new_accept[block[state]] == accept[state]

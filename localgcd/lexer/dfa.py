@@ -144,8 +144,11 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, 
     n = table.shape[0]
     _, block = unique_inverse(np.asarray(accept).reshape(-1))
     block = block.reshape(-1).astype(np.int64)
-    refined = _refine(table, block, exact=False)
-    block = refined if _is_congruence(table, accept, refined) else _refine(table, block, exact=True)
+    # Refinement reads one column per class of equal columns (a lexer's 256 byte columns are a
+    # handful of classes): a round costs states x classes, not states x 256.
+    classes = _distinct_columns(table)
+    refined = _refine(classes, block, exact=False)
+    block = refined if _is_congruence(classes, accept, refined) else _refine(classes, block, exact=True)
     n_blocks = int(block.max()) + 1
     # Renumber blocks in order of first appearance so the start block is 0.
     order = np.full(n_blocks, -1, dtype=np.int64)
@@ -157,6 +160,15 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, 
     new_table = table[representative]
     new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD_STATE).astype(np.int32)
     return new_table, accept[representative].astype(np.int32), block
+
+
+def _distinct_columns(table: np.ndarray) -> np.ndarray:
+    """One column of ``table`` per class of equal columns (hashed, then checked; all of them on a collision)."""
+    with np.errstate(over="ignore"):
+        hashed = mixed_weights(table.shape[0]) @ (table.astype(np.uint64) + np.uint64(1))
+    _, first, class_of = unique_first_inverse(hashed)
+    columns = table[:, first]
+    return columns if np.array_equal(columns[:, class_of], table) else table
 
 
 def mixed_weights(count: int) -> np.ndarray:
