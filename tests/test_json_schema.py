@@ -218,3 +218,27 @@ def test_openai_and_string_forms():
     a = schema_to_lark({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer"}}})
     b = schema_to_lark('{"type": "integer"}')
     assert a.lark == b.lark
+
+
+def test_translation_does_not_depend_on_the_hash_seed():
+    """Objects merged from anyOf branches (any order) track sets of property names; the grammar
+    (and so the cache key's tables, and whether a schema compiles) must not follow set order."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from localgcd.grammar.json_schema import schema_to_lark\n"
+        "def obj(names, req):\n"
+        "    return {'type': 'object', 'properties': {n: {'type': 'string'} for n in names},"
+        " 'required': req, 'additionalProperties': False}\n"
+        "s = {'anyOf': [obj(['alpha', 'beta', 'gamma', 'delta'], ['alpha']),"
+        " obj(['alpha', 'epsilon', 'zeta', 'eta'], ['eta']), obj(['beta', 'theta', 'iota'], ['iota'])]}\n"
+        "sys.stdout.write(schema_to_lark(s, property_order='any').lark)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    texts = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+             for seed in range(4)}
+    assert len(texts) == 1

@@ -986,7 +986,7 @@ class _Translator:
             if len(seen) > 5000:
                 _fail(self.ctx, ptr, "anyOf/oneOf: union of object branches too large")
             out = {}
-            for i, q in S:
+            for i, q in sorted(S, key=_canonical):  # S holds sets of names: its own order is the hash seed's
                 for sym, t in dfas[i]["edges"].get(q, {}).items():
                     out.setdefault(sym, set()).add((i, t))
                 if q in dfas[i]["accept"]:
@@ -1015,7 +1015,7 @@ class _Translator:
                 continue
             owners: dict = {}
             for sym in syms:
-                for x in values[sym]:
+                for x in sorted(values[sym]):  # sorted: a set of strings iterates in hash-seed order
                     owners.setdefault(x, []).append(sym)
             if all(len(o) == 1 for o in owners.values()):
                 continue
@@ -1973,6 +1973,16 @@ def _class_of(classes, bounds) -> str:
     iv = _norm([(bounds[c], bounds[c + 1] - 1) for c in classes])
     return "[" + "".join('"' if lo == hi == 0x22 else _cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}"
                          for lo, hi in iv) + "]"
+
+
+def _canonical(value):
+    """``value`` with every (frozen)set replaced by its sorted tuple, recursively: a sort key that,
+    unlike a set's iteration order or repr, does not depend on the hash seed."""
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(map(_canonical, value)))
+    if isinstance(value, tuple):
+        return tuple(map(_canonical, value))
+    return value
 
 
 def _dfa_regex(dfa, bounds) -> str | None:
