@@ -84,3 +84,16 @@ def test_the_analysis_decides_reductions_the_action_table_leaves_open(name: str)
     assert np.array_equal(tables.refuses[:, :-1] & (action == -1), action == -1), "every error is refused"
     assert not (tables.takes & tables.refuses).any()
     assert not tables.takes[:, -1].any() and not tables.refuses[:, -1].any(), "$END is left to the PDA"
+
+
+@pytest.mark.parametrize("name", LIBRARY + INLINE)
+def test_the_fixpoint_by_groups_equals_the_fixpoint_by_pairs(name: str, monkeypatch) -> None:
+    """The two ways to the least fixpoint (chosen by size) decide exactly the same pairs."""
+    from localgcd.parser import stack_free
+
+    monkeypatch.setattr(stack_free, "PAIR_ROWS_LIMIT", 1 << 62)
+    by_pairs = tables_of(name)
+    monkeypatch.setattr(stack_free, "PAIR_ROWS_LIMIT", -1)
+    by_groups = tables_of(name)
+    assert np.array_equal(by_pairs.takes, by_groups.takes)
+    assert np.array_equal(by_pairs.refuses, by_groups.refuses)

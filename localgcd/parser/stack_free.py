@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from localgcd.arrays import expand_ranges
+from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
+
+
+# Above this many (reduce pair, next state) rows, the fixpoint runs on groups and bitsets.
+PAIR_ROWS_LIMIT = 8_000_000
 
 
 def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -34,46 +38,106 @@ def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarr
     rule's body leads to ``state``, and ``goto(p, lhs)`` comes next — for
     every such ``p`` (the LALR analysis walks them: its lookback relation).
     """
-    states, terms = np.nonzero(is_reduce(action[:, :-1]))
-    rules = reduced_rule(action[states, terms]).astype(np.int64)
-    # Join each reduce pair (state, terminal, rule) with the next states of (state, rule).
-    done_state, done_rule, next_state = completions
-    width = int(max(rules.max(initial=0), done_rule.max(initial=0))) + 1
-    key = done_state.astype(np.int64) * width + done_rule
-    order = np.lexsort((next_state, key))
-    key, following = key[order], next_state[order]
-    if key.size:
-        keep = np.concatenate(([True], (key[1:] != key[:-1]) | (following[1:] != following[:-1])))
-        key, following = key[keep], following[keep]
-    wanted = states.astype(np.int64) * width + rules
-    lo, hi = np.searchsorted(key, wanted, side="left"), np.searchsorted(key, wanted, side="right")
-    rows, pair = expand_ranges(lo, hi)
-    target = following[rows]
-    term_of_row = terms[pair]
-    n_pairs = states.size
-    has_exposure = hi > lo
+    reductions = _Reductions(action, completions)
     takes = np.zeros(action.shape, dtype=bool)
     refuses = np.zeros(action.shape, dtype=bool)
     takes[:, :-1] = action[:, :-1] >= 0
     refuses[:, :-1] = action[:, :-1] == NO_ACTION
-    # Least fixpoint: a reduce pair is decided once every state it may expose is.  Worked off by
-    # rounds of newly decided pairs, each waking only the pairs that wait on it (a chain of
-    # reductions, a long string's chunks, takes one round per link).
-    width_t = action.shape[1]
-    waits_on = target.astype(np.int64) * width_t + term_of_row
+    # Least fixpoint: a reduce pair is decided once every state it may expose is.  Both ways give
+    # it exactly; by pairs is quicker until the rows (pairs x their next states) run to millions.
+    fixpoint = _fixpoint_by_pairs if reductions.n_rows <= PAIR_ROWS_LIMIT else _fixpoint_by_groups
+    for decided in (takes, refuses):
+        fixpoint(reductions, decided)
+    return takes, refuses
+
+
+class _Reductions:
+    """The reduce pairs (state, terminal) of an action table, grouped by (state, rule): every
+    terminal a state reduces by one rule waits on the same next states, the group's."""
+
+    def __init__(self, action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        self.states, self.terms = np.nonzero(is_reduce(action[:, :-1]))
+        rules = reduced_rule(action[self.states, self.terms]).astype(np.int64)
+        done_state, done_rule, next_state = completions
+        width = int(max(rules.max(initial=0), done_rule.max(initial=0))) + 1
+        groups, self.group_of_pair = unique_inverse(self.states.astype(np.int64) * width + rules)
+        key = done_state.astype(np.int64) * width + done_rule
+        order = np.lexsort((next_state, key))
+        key, following = key[order], next_state[order].astype(np.int64)
+        if key.size:
+            keep = np.concatenate(([True], (key[1:] != key[:-1]) | (following[1:] != following[:-1])))
+            key, following = key[keep], following[keep]
+        lo, hi = np.searchsorted(key, groups, side="left"), np.searchsorted(key, groups, side="right")
+        self.n_groups = groups.size
+        self.group_state = groups // width
+        self.size = hi - lo  # next states per group
+        self.start = np.cumsum(self.size) - self.size
+        self.exposed = following[expand_ranges(lo, hi)[0]]  # each group's next states, group after group
+        self.n_rows = int(self.size[self.group_of_pair].sum())
+
+
+def _fixpoint_by_pairs(r: _Reductions, decided: np.ndarray) -> None:
+    """Counts per reduce pair of the next states still undecided on its terminal, worked off by
+    rounds of newly decided pairs, each waking only the pairs that wait on it."""
+    states, terms = r.states, r.terms
+    size = r.size[r.group_of_pair]
+    rows, pair = expand_ranges(r.start[r.group_of_pair], r.start[r.group_of_pair] + size)
+    target, term_of_row = r.exposed[rows], terms[pair]
+    width_t = decided.shape[1]
+    waits_on = target * width_t + term_of_row
     order = np.argsort(waits_on, kind="stable")
     waits_on, waiting_pair = waits_on[order], pair[order]
-    for decided in (takes, refuses):
-        waiting = np.bincount(pair, weights=~decided[target, term_of_row], minlength=n_pairs).astype(np.int64)
-        done = decided[states, terms].copy()
-        newly = np.flatnonzero(has_exposure & (waiting == 0) & ~done)
-        while newly.size:
-            done[newly] = True
-            decided[states[newly], terms[newly]] = True
-            keys = states[newly].astype(np.int64) * width_t + terms[newly]
-            woken = waiting_pair[expand_ranges(np.searchsorted(waits_on, keys, side="left"),
-                                               np.searchsorted(waits_on, keys, side="right"))[0]]
-            np.subtract.at(waiting, woken, 1)
-            woken = np.unique(woken)
-            newly = woken[(waiting[woken] == 0) & ~done[woken]]
-    return takes, refuses
+    waiting = np.bincount(pair, weights=~decided[target, term_of_row], minlength=states.size).astype(np.int64)
+    done = decided[states, terms].copy()
+    newly = np.flatnonzero((size > 0) & (waiting == 0) & ~done)
+    while newly.size:
+        done[newly] = True
+        decided[states[newly], terms[newly]] = True
+        keys = states[newly].astype(np.int64) * width_t + terms[newly]
+        woken = waiting_pair[expand_ranges(np.searchsorted(waits_on, keys, side="left"),
+                                           np.searchsorted(waits_on, keys, side="right"))[0]]
+        np.subtract.at(waiting, woken, 1)
+        woken = np.unique(woken)
+        newly = woken[(waiting[woken] == 0) & ~done[woken]]
+
+
+def _fixpoint_by_groups(r: _Reductions, decided: np.ndarray) -> None:
+    """Per group, the AND of its next states' decided terminals as 64-bit words, by rounds that
+    re-read only the open groups waiting on a state that just gained (a long string's chain of
+    chunks, whose groups have a thousand next states, makes millions of rows)."""
+    n_words = (decided.shape[1] + 63) // 64
+    group_bits = np.zeros((r.n_groups, n_words), dtype=np.uint64)
+    np.bitwise_or.at(group_bits, (r.group_of_pair, r.terms // 64),
+                     np.left_shift(np.uint64(1), (r.terms % 64).astype(np.uint64)))
+    by_next = np.argsort(r.exposed, kind="stable")
+    waiting_group = np.repeat(np.arange(r.n_groups), r.size)[by_next]
+    waited_on = r.exposed[by_next]
+    bits = _pack(decided, n_words)
+    open_group = np.ones(r.n_groups, dtype=bool)  # some terminal of the group still undecided
+    todo = np.flatnonzero(r.size > 0)
+    while todo.size:
+        size, state = r.size[todo], r.group_state[todo]
+        rows = expand_ranges(r.start[todo], r.start[todo] + size)[0]
+        common = np.bitwise_and.reduceat(bits[r.exposed[rows]], np.cumsum(size) - size)
+        gained = common & group_bits[todo] & ~bits[state]
+        some = gained.any(axis=1)
+        if not some.any():
+            break
+        np.bitwise_or.at(bits, state[some], gained[some])
+        open_group[todo] = (group_bits[todo] & ~bits[state]).any(axis=1)
+        changed = sorted_unique(state[some])
+        todo = sorted_unique(waiting_group[expand_ranges(np.searchsorted(waited_on, changed, side="left"),
+                                                         np.searchsorted(waited_on, changed, side="right"))[0]])
+        todo = todo[open_group[todo]]
+    decided |= _unpack(bits, decided.shape[1])
+
+
+def _pack(decided: np.ndarray, n_words: int) -> np.ndarray:
+    """bool [S, T] → uint64 [S, n_words]: bit ``t % 64`` of word ``t // 64``."""
+    padded = np.zeros((decided.shape[0], n_words * 64), dtype=bool)
+    padded[:, :decided.shape[1]] = decided
+    return np.packbits(padded, axis=1, bitorder="little").view(np.uint64)
+
+
+def _unpack(bits: np.ndarray, n_columns: int) -> np.ndarray:
+    return np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, :n_columns].astype(bool)
