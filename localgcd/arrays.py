@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 
@@ -40,3 +42,38 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     starts = np.cumsum(counts) - counts
     values = np.arange(total, dtype=np.int64) - np.repeat(starts - lo.astype(np.int64), counts)
     return values, which
+
+
+# A table this big is converted to Python lists a row at a time, on first read.
+EAGER_LIST_CELLS = 1 << 20
+
+
+class LazyRowLists(dict):
+    """Rows as Python lists (for scalar reads in interpreted loops), each made by ``make_row(i)``
+    on its first read.  A dict, so a row already made is found at C speed."""
+
+    def __init__(self, make_row: Callable[[int], list]) -> None:
+        super().__init__()
+        self._make_row = make_row
+
+    def __missing__(self, row: int) -> list:
+        values = self[row] = self._make_row(row)
+        return values
+
+
+def row_lists(table: np.ndarray) -> "list[list] | LazyRowLists":
+    """``table.tolist()`` -- lazily, row by row, for a table of millions of cells (a 28K-state
+    parser's action table takes a second to convert whole)."""
+    if table.size <= EAGER_LIST_CELLS:
+        return table.tolist()
+    return LazyRowLists(lambda row: table[row].tolist())
+
+
+def true_columns(table: np.ndarray) -> "list[list[int]] | LazyRowLists":
+    """The column indices of the True entries of each row of a bool table (lazily when big)."""
+    if table.size > EAGER_LIST_CELLS:
+        return LazyRowLists(lambda row: np.flatnonzero(table[row]).tolist())
+    rows, columns = np.nonzero(table)
+    bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
+    flat = columns.tolist()
+    return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]

@@ -105,3 +105,18 @@ def test_a_lazily_compiled_grammar_builds_only_the_rows_it_visits() -> None:
     matcher = lazy.matcher()
     matcher.allowed_token_mask()
     assert len(lazy.engine.rows._rows) < lazy.lexer.n_states
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), CASES)
+def test_parser_tables_read_row_by_row_give_the_same_masks(name: str, vocab_kind: str, monkeypatch) -> None:
+    """Big parse tables reach the interpreter's loops as rows made on first read (and the final
+    tables are filled per parser state); forced on here, masks must not change."""
+    from localgcd import arrays
+
+    text, vocab = grammar_and_vocab(name, vocab_kind)
+    whole = Compiler(use_cache=False).compile(text, vocab)
+    assert isinstance(whole.engine.pda._action, list)  # the engine (and its tables' lists) made now
+    monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", -1)
+    by_rows = Compiler(use_cache=False).compile(text, vocab)
+    assert isinstance(by_rows.engine.pda._action, arrays.LazyRowLists)
+    assert walk_masks([whole, by_rows], vocab, seed=len(text) + 1) > 0

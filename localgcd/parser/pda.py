@@ -26,6 +26,7 @@ from typing import Generic, Hashable, TypeVar
 
 import numpy as np
 
+from localgcd.arrays import row_lists
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduced_rule
 
 DEAD_STACK = -1  # the stack after a terminal the parser refuses
@@ -122,11 +123,11 @@ class PushdownAutomaton:
         self.tables = tables
         self.end_terminal = tables.action.shape[1] - 1
         self.ignored = ignored  # bool [n_terminals]: dropped before the parser
-        self._action = tables.action.tolist()
-        self._goto = tables.goto.tolist()
+        self._action = row_lists(tables.action)
+        self._goto = row_lists(tables.goto)
         self._rule_length = tables.rule_length.tolist()
         self._rule_lhs = tables.rule_lhs.tolist()
-        self._refuses = tables.refuses.tolist()
+        self._refuses = row_lists(tables.refuses)
         self.state: list[int] = []
         self.parent: list[int] = []
         self.height: list[int] = []

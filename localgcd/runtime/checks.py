@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
+from localgcd.arrays import (LazyRowLists, row_lists, sorted_unique, true_columns, unique_first_inverse,
+                             unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.spanner.token_spanner import TokenSpanner
@@ -50,18 +51,17 @@ class OutcomeChecker:
         # Terminals the pending lexeme of each lexer state may become, as parser columns.
         self._prod_parsed = np.zeros((producible.shape[0], self._n_terms), dtype=bool)
         self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
-        self._prod_terms = _row_lists(self._prod_parsed)
+        self._prod_terms = true_columns(self._prod_parsed)
         # lexer states with one set of producible terminals share a column of the final tables
         packed = np.packbits(producible, axis=1)
         _, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
         self._producible_class = inverse.reshape(-1).astype(np.int64)
         self._producible_class_list = self._producible_class.tolist()
-        self._final_sure, self._final_may = _final_tables(pda, producible[first])
-        self._final_sure_rows, self._final_may_rows = self._final_sure.tolist(), self._final_may.tolist()
+        self._final = _FinalTables(pda, producible[first])
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
-        self._action_rows = tables.action.tolist()
+        self._action_rows = row_lists(tables.action)
         open_columns = ~tables.takes & ~tables.refuses & self._prod_parsed.any(axis=0)[None, :]
-        self._open_terms = _row_lists(open_columns)
+        self._open_terms = true_columns(open_columns)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._ignored_all = self._ignored_np.tolist()
         self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
@@ -96,7 +96,8 @@ class OutcomeChecker:
         width = self.status_table.shape[1]
         if n > width:
             grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
-            grown[:, :width] = self.status_table
+            used = np.flatnonzero(self.status_table.any(axis=1))  # copying only these leaves the
+            grown[used, :width] = self.status_table[used]  # other rows unmapped (np.zeros' pages)
             self.status_table = grown
 
     def status_row(self, state: int, paren_key: int = 0) -> int:
@@ -314,10 +315,11 @@ class OutcomeChecker:
         tops = np.fromiter((pda.state[n] for n in node_list), dtype=np.int64, count=nodes.size)
         lows = np.fromiter((pda.height[n] for n in node_list), dtype=np.int64, count=nodes.size)
         classes = self._producible_class[lexer_states]
-        ok = self._final_sure[tops, classes]
+        self._final.fill(tops)
+        ok = self._final.sure[tops, classes]
         if self.indenter is not None:
             ok |= dropped & self._prod_newline[lexer_states]
-        open_pairs = np.flatnonzero(~ok & self._final_may[tops, classes])
+        open_pairs = np.flatnonzero(~ok & self._final.may[tops, classes])
         if open_pairs.size:
             distinct, inverse = unique_inverse(nodes[open_pairs])
             accepted, read = zip(*(self._acceptance(n) for n in distinct.tolist()))
@@ -341,10 +343,10 @@ class OutcomeChecker:
         pda = self.pda
         top, height = pda.state[node], pda.height[node]
         producible_class = self._producible_class_list[lexer_state]
-        if self._final_sure_rows[top][producible_class] or (dropped and self.indenter is not None
+        if self._final.sure_rows[top][producible_class] or (dropped and self.indenter is not None
                                                             and self._prod_newline[lexer_state]):
             return True, height
-        if not self._final_may_rows[top][producible_class]:
+        if not self._final.may_rows[top][producible_class]:
             return False, height
         accepted, read = self._acceptance(node)
         low_ok, low_no = None, height
@@ -374,26 +376,40 @@ class OutcomeChecker:
         return found
 
 
-def _row_lists(table: np.ndarray) -> list[list[int]]:
-    """The column indices of the True entries of each row of a bool table (one nonzero, not one per row)."""
-    rows, columns = np.nonzero(table)
-    bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
-    flat = columns.tolist()
-    return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-
-def _final_tables(pda: PushdownAutomaton, producible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """bool [parser states, rows of ``producible``]: the pending lexeme surely fits / may fit.
+class _FinalTables:
+    """bool [parser states, producible classes]: the pending lexeme surely fits / may fit.
 
     Surely: some terminal it can become is taken whatever lies below the top
     state (or is ignored).  May: some such terminal is not surely refused.
+    Filled a parser state's row at a time, on first use: a grammar of 28K
+    states would spend seconds on rows its matchers never meet.
     """
-    n_terms = producible.shape[1]
-    wanted = (producible & ~pda.ignored[None, :]).astype(np.float32)
-    takes = (pda.tables.takes[:, :n_terms].astype(np.float32) @ wanted.T) > 0
-    may = ((~pda.tables.refuses[:, :n_terms]).astype(np.float32) @ wanted.T) > 0
-    takes |= (producible & pda.ignored[None, :]).any(axis=1)[None, :]
-    return takes, may | takes
+
+    def __init__(self, pda: PushdownAutomaton, producible: np.ndarray) -> None:
+        n_terms = producible.shape[1]
+        self._wanted = (producible & ~pda.ignored[None, :]).astype(np.float32).T  # [terminals, classes]
+        self._ignored_only = (producible & pda.ignored[None, :]).any(axis=1)
+        self._takes = pda.tables.takes[:, :n_terms]
+        self._not_refused = ~pda.tables.refuses[:, :n_terms]
+        shape = (pda.tables.n_states, producible.shape[0])
+        self.sure = np.zeros(shape, dtype=bool)  # np.zeros maps untouched rows lazily
+        self.may = np.zeros(shape, dtype=bool)
+        self._filled = np.zeros(shape[0], dtype=bool)
+        self.sure_rows = LazyRowLists(lambda top: self._filled_row(self.sure, top))  # for scalar reads
+        self.may_rows = LazyRowLists(lambda top: self._filled_row(self.may, top))
+
+    def fill(self, tops: np.ndarray) -> None:
+        """Compute the rows of ``tops`` not filled yet."""
+        todo = sorted_unique(tops[~self._filled[tops]])
+        if todo.size:
+            sure = ((self._takes[todo].astype(np.float32) @ self._wanted) > 0) | self._ignored_only[None, :]
+            self.sure[todo] = sure
+            self.may[todo] = ((self._not_refused[todo].astype(np.float32) @ self._wanted) > 0) | sure
+            self._filled[todo] = True
+
+    def _filled_row(self, table: np.ndarray, top: int) -> list:
+        self.fill(np.array([top]))
+        return table[top].tolist()
 
 
 def outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
