@@ -245,3 +245,34 @@ def test_minimization_merges_exactly_the_equivalent_states(data, n: int, n_colum
         expected = np.where(table[state] >= 0, block[np.maximum(table[state], 0)], DEAD_STATE)
         assert np.array_equal(new_table[block[state]], expected)
         assert new_accept[block[state]] == accept[state]
+
+
+def reference_relation(a, b) -> tuple[bool, bool]:
+    """(share a string, a ⊆ b), by walking the pairs of states one byte at a time."""
+    seen, todo = {(0, 0)}, [(0, 0)]
+    intersect, subset = False, True
+    while todo:
+        p, q = todo.pop()
+        in_a, in_b = a.accept[p] >= 0, q >= 0 and b.accept[q] >= 0
+        intersect |= bool(in_a and in_b)
+        subset &= not (in_a and not in_b)
+        for byte in range(256):
+            p2 = int(a.transitions[p][byte])
+            q2 = int(b.transitions[q][byte]) if q >= 0 else -1
+            if p2 >= 0 and (p2, q2) not in seen:
+                seen.add((p2, q2))
+                todo.append((p2, q2))
+    return intersect, subset
+
+
+RELATION_REGEXES = ["[a-z]+", "[a-z0-9]*x", "ab(c|d)*", "[0-9]{3}-[0-9]{2}", "x", "(ab)+", "[^\"]*", "a{2,5}",
+                    "é+", "[a-f0-9]{4}", "(a|b)*abb", "b*"]
+
+
+@pytest.mark.parametrize("a", RELATION_REGEXES)
+def test_relation_of_two_automata_is_intersection_and_inclusion(a: str) -> None:
+    from localgcd.lexer.dfa import relation
+    from localgcd.lexer.product import terminal_dfa
+
+    for b in RELATION_REGEXES:
+        assert relation(terminal_dfa(a), terminal_dfa(b)) == reference_relation(terminal_dfa(a), terminal_dfa(b)), b

@@ -51,6 +51,7 @@ Keywords that change validity and are not enforced exactly raise
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -66,6 +67,7 @@ from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
+from localgcd.lexer.dfa import relation
 from localgcd.lexer.product import product_dfa, terminal_dfa
 
 __all__ = ["schema_to_lark"]
@@ -1722,7 +1724,7 @@ class _Disjointness:
         if pa is None or pb is None:
             return False
         try:
-            inter, _ = _relation(_byte_dfa('"' + pa + '"'), _byte_dfa('"' + pb + '"'))
+            inter, _ = relation(_byte_dfa('"' + pa + '"'), _byte_dfa('"' + pb + '"'))
         except ValueError:  # a regex the lexer refuses
             return False
         return not inter
@@ -2038,6 +2040,12 @@ def _dfa_regex(dfa, bounds) -> str | None:
 # terminal resolution
 # --------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=256)
+def _piece_dfa(body: str, lengths: str):
+    """The byte DFA of a pattern's strings (quoted) whose length the regex ``lengths`` allows."""
+    return product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
+
+
 def _byte_dfa(regex: str):
     """The minimal byte DFA of one regex (the lexer's own, memoized per pattern)."""
     return terminal_dfa(regex)
@@ -2047,42 +2055,13 @@ def _matches_every_string(body: str) -> bool:
     """Whether a pattern body (over canonical string text) matches every string."""
     if not all(re.fullmatch('"' + body + '"', encode_string(x)) for x in ("", "a", "\n", "\u2028", "é", '"')):
         return False  # the common case, without automata
-    return _relation(_byte_dfa('"' + UNIT + '*"'), _byte_dfa('"' + body + '"'))[1]
-
-
-def _relation(a, b):
-    """(intersect, a ⊆ b) for two trim byte DFAs."""
-    seen = {(0, 0)}
-    todo = [(0, 0)]
-    inter = False
-    subset = True
-    while todo:
-        p, q = todo.pop()
-        ap = a.accept[p] >= 0
-        bq = q >= 0 and b.accept[q] >= 0
-        if ap and bq:
-            inter = True
-        if ap and not bq:
-            subset = False
-        ta = a.transitions[p]
-        tb = b.transitions[q] if q >= 0 else None
-        for byte in range(256):
-            p2 = int(ta[byte])
-            if p2 < 0:
-                continue
-            q2 = int(tb[byte]) if tb is not None else -1
-            if (p2, q2) not in seen:
-                seen.add((p2, q2))
-                todo.append((p2, q2))
-        if inter and not subset:
-            break
-    return inter, subset
+    return relation(_byte_dfa('"' + UNIT + '*"'), _byte_dfa('"' + body + '"'))[1]
 
 
 def _patterns_disjoint(bodies) -> bool:
     """No string matches two of the (encoded-body) patterns."""
     dfas = [_byte_dfa('"' + b + '"') for b in bodies]
-    return not any(_relation(a, b)[0] for i, a in enumerate(dfas) for b in dfas[i + 1:])
+    return not any(relation(a, b)[0] for i, a in enumerate(dfas) for b in dfas[i + 1:])
 
 
 def _unit_length_range(dfa) -> tuple[int, int | None]:
@@ -2332,7 +2311,7 @@ class _Resolver:
         except Exception as exc:  # noqa: BLE001
             _fail(self.ctx, ptr, f"keyword 'pattern' cannot be compiled: {exc}")
         for c in plist:
-            if _relation(dfa, self.pat_dfa[c])[1] and _relation(self.pat_dfa[c], dfa)[1]:
+            if relation(dfa, self.pat_dfa[c])[1] and relation(self.pat_dfa[c], dfa)[1]:
                 self.alias[body] = c
                 return False
         self.pat_dfa[body], self.inside[body] = dfa, set()
@@ -2342,10 +2321,10 @@ class _Resolver:
     def relate(self, a, b) -> bool:
         """Record whether one pattern is nested in the other (both ways: the same language);
         False when they overlap partially."""
-        inter, a_in_b = _relation(self.pat_dfa[a], self.pat_dfa[b])
+        inter, a_in_b = relation(self.pat_dfa[a], self.pat_dfa[b])
         if not inter:
             return True
-        _, b_in_a = _relation(self.pat_dfa[b], self.pat_dfa[a])
+        _, b_in_a = relation(self.pat_dfa[b], self.pat_dfa[a])
         if a_in_b:
             self.inside[b].add(a)
         if b_in_a:
@@ -2403,7 +2382,7 @@ class _Resolver:
         """The byte DFA of the pattern's strings (quoted) within a length class ("": all of them)."""
         if not lengths:
             return _byte_dfa('"' + body + '"')
-        return product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
+        return _piece_dfa(body, lengths)
 
     def drop_shadowed_atoms(self):
         """Drop a length atom whose every string one pattern piece of its lengths matches (the
@@ -2413,7 +2392,7 @@ class _Resolver:
         for lo, hi, name in self.len_atoms:
             rep = "{%d,%s}" % (lo, "" if hi is None else hi)
             atom = _byte_dfa('"' + UNIT + rep + '"')
-            shadowed = any(plo == lo and phi == hi and _relation(atom, self.piece_dfa(b, lengths))[1]
+            shadowed = any(plo == lo and phi == hi and relation(atom, self.piece_dfa(b, lengths))[1]
                            for b in self.pieces for lengths, (plo, phi, _n) in zip(*self.pieces[b]))
             if shadowed:
                 del self.terms[name]
@@ -2431,7 +2410,7 @@ class _Resolver:
         for piece_lengths, (lo, hi, name) in zip(lengths, pieces):
             dfa = self.piece_dfa(body, piece_lengths)
             covered = any(alo <= lo and (ahi is None or (hi is not None and hi <= ahi))
-                          and _relation(dfa, self.piece_dfa(a, alen))[1]
+                          and relation(dfa, self.piece_dfa(a, alen))[1]
                           for a in self._all_inside(body) for alen, (alo, ahi, _n) in zip(*self.pieces[a]))
             if not covered:
                 keep.append((piece_lengths, (lo, hi, name)))
@@ -2743,18 +2722,21 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
         """Vectors one character (a unit of the JSON string) after ``v``."""
         if v in step_cache:
             return step_cache[v]
-        found, seen, todo = set(), set(), [(0, v)]
-        while todo:
-            u, w = todo.pop()
-            row = unit.transitions[u]
-            for byte in np.flatnonzero(row >= 0).tolist():
-                nu = int(row[byte])
-                nw = tuple(int(d.transitions[st, byte]) if st >= 0 else -1 for st, d in zip(w, dfas))
-                if unit.accept[nu] >= 0:
-                    found.add(nw)
-                elif (nu, nw) not in seen:
-                    seen.add((nu, nw))
-                    todo.append((nu, nw))
+        found: set = set()
+        units, vectors = np.zeros(1, dtype=np.int64), np.asarray([v], dtype=np.int64)  # the byte frontier
+        seen: set = set()
+        while units.size:  # every byte of a character at once: (unit state, vector) pairs by depth
+            moves = unit.transitions[units]
+            source, byte = np.nonzero(moves >= 0)
+            units = moves[source, byte].astype(np.int64)
+            vectors = np.stack([np.where(vectors[source, p] >= 0,
+                                         d.transitions[np.maximum(vectors[source, p], 0), byte], -1)
+                                for p, d in enumerate(dfas)], axis=1).astype(np.int64)
+            done = unit.accept[units] >= 0
+            found.update(map(tuple, vectors[done].tolist()))
+            fresh = [i for i, key in enumerate(zip(units[~done].tolist(), map(tuple, vectors[~done].tolist())))
+                     if not (key in seen or seen.add(key))]
+            units, vectors = units[~done][fresh], vectors[~done][fresh]
         step_cache[v] = frozenset(found)
         return step_cache[v]
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import unique_first_inverse, unique_inverse
+from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
 from localgcd.lexer.nfa import NFA
 
 DEAD_STATE = -1
@@ -213,3 +213,31 @@ def _is_congruence(table: np.ndarray, accept: np.ndarray, block: np.ndarray) -> 
     succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
     rep = first[block]
     return bool(np.array_equal(accept, accept[rep]) and np.array_equal(succ, succ[rep]))
+
+
+def relation(a: DFA, b: DFA) -> tuple[bool, bool]:
+    """``(a and b share a string, every string of a is in b)`` for two trim DFAs (start 0).
+
+    Their product is explored a frontier at a time; ``b``'s dead state is one
+    more (column 0), so the pairs where only ``a`` lives are kept.
+    """
+    width = b.n_states + 1
+    b_moves = np.vstack([np.full((1, b.transitions.shape[1]), DEAD_STATE, dtype=np.int64),
+                         b.transitions.astype(np.int64)]) + 1  # row q + 1; 0 = dead
+    a_accepts, b_accepts = a.accept >= 0, np.append(False, b.accept >= 0)
+    seen = np.zeros(a.n_states * width, dtype=bool)
+    frontier = np.array([1], dtype=np.int64)  # (0, 0)
+    seen[frontier] = True
+    intersect, subset = False, True
+    while frontier.size:
+        p, q = np.divmod(frontier, width)
+        intersect |= bool((a_accepts[p] & b_accepts[q]).any())
+        subset &= not bool((a_accepts[p] & ~b_accepts[q]).any())
+        if intersect and not subset:
+            break
+        p_next, q_next = a.transitions[p].astype(np.int64), b_moves[q]
+        live = p_next >= 0
+        keys = sorted_unique(p_next[live] * width + q_next[live])
+        frontier = keys[~seen[keys]]
+        seen[frontier] = True
+    return intersect, subset
