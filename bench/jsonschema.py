@@ -58,7 +58,12 @@ def run_localgcd(schema, instances):
 
     vocab = _STATE["vocab"]
     t0 = time.perf_counter()
-    g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=_STATE.get("order", "any"))
+    order = _STATE.get("order", "any")
+    if "eager" in _STATE:  # every spanner row (and Alg. 5 for small grammars) before the first mask
+        g = _STATE["eager"].compile(schema if isinstance(schema, str) else json.dumps(schema), vocab,
+                                    "json_schema", "<schema>", property_order=order)
+    else:
+        g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=order)
     bm = localgcd.allocate_token_bitmask(1, len(vocab))
     localgcd.fill_next_token_bitmask([g.matcher()], bm)
     ttfm = time.perf_counter() - t0
@@ -241,6 +246,10 @@ def main(argv=None):
     ap.add_argument("--bytes", action="store_true",
                     help="localgcd only, over a 256-byte vocabulary: the grammar's language verdicts "
                          "(instances forced byte by byte) without the Llama-3 vocabulary's compile cost")
+    ap.add_argument("--eager", action="store_true",
+                    help="localgcd builds every lexer state's spanner row before the first mask "
+                         "(Compiler(lazy_tables=False)) instead of on each state's first visit: the "
+                         "time-to-first-mask / mask-tail trade-off")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="do not compile a small warm-up schema per engine before the first schema")
     args = ap.parse_args(argv)
@@ -260,6 +269,11 @@ def main(argv=None):
         from localgcd.paths import cache_dir
 
         default_compiler(str(cache_dir()), False).vocabulary_trie(vocab)
+        if args.eager:
+            from localgcd.compiler.compiler import Compiler
+
+            _STATE["eager"] = Compiler(use_cache=False, lazy_tables=False)
+            _STATE["eager"].vocabulary_trie(vocab)
     if "llguidance" in engines:
         try:
             _STATE["llg_tok"] = _llg_tokenizer(vocab)

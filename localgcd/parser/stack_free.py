@@ -26,7 +26,8 @@ from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
 
 
 # Above this many (reduce pair, next state) rows, the fixpoint runs on groups and bitsets.
-PAIR_ROWS_LIMIT = 8_000_000
+PAIR_ROWS_LIMIT = 2_000_000
+_CHUNK = 32  # next states per kept AND of a group's (see _fixpoint_by_groups)
 
 
 def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -102,23 +103,38 @@ def _fixpoint_by_pairs(r: _Reductions, decided: np.ndarray) -> None:
 
 
 def _fixpoint_by_groups(r: _Reductions, decided: np.ndarray) -> None:
-    """Per group, the AND of its next states' decided terminals as 64-bit words, by rounds that
-    re-read only the open groups waiting on a state that just gained (a long string's chain of
-    chunks, whose groups have a thousand next states, makes millions of rows)."""
+    """Per group, the AND of its next states' decided terminals as 64-bit words, by rounds.
+
+    A long string's chain of chunks gives groups a thousand next states and decides one link a
+    round, so a group's next states are cut into chunks of ``_CHUNK`` whose ANDs are kept: a
+    round re-reads only the chunks holding a state that just gained, then ANDs the chunk words
+    of their open groups.
+    """
     n_words = (decided.shape[1] + 63) // 64
     group_bits = np.zeros((r.n_groups, n_words), dtype=np.uint64)
     np.bitwise_or.at(group_bits, (r.group_of_pair, r.terms // 64),
                      np.left_shift(np.uint64(1), (r.terms % 64).astype(np.uint64)))
-    by_next = np.argsort(r.exposed, kind="stable")
-    waiting_group = np.repeat(np.arange(r.n_groups), r.size)[by_next]
+    n_chunks_of = (r.size + _CHUNK - 1) // _CHUNK
+    first_chunk = np.cumsum(n_chunks_of) - n_chunks_of
+    chunk_group = np.repeat(np.arange(r.n_groups), n_chunks_of)
+    chunk_lo = r.start[chunk_group] + (np.arange(chunk_group.size) - first_chunk[chunk_group]) * _CHUNK
+    chunk_hi = np.minimum(chunk_lo + _CHUNK, r.start[chunk_group] + r.size[chunk_group])
+    by_next = np.argsort(r.exposed, kind="stable")  # who waits on whom: exposures by next state
+    waiting_chunk = np.repeat(np.arange(chunk_group.size), chunk_hi - chunk_lo)[by_next]
     waited_on = r.exposed[by_next]
     bits = _pack(decided, n_words)
+    chunk_and = np.zeros((chunk_group.size, n_words), dtype=np.uint64)
     open_group = np.ones(r.n_groups, dtype=bool)  # some terminal of the group still undecided
+    dirty = np.arange(chunk_group.size)
     todo = np.flatnonzero(r.size > 0)
     while todo.size:
-        size, state = r.size[todo], r.group_state[todo]
-        rows = expand_ranges(r.start[todo], r.start[todo] + size)[0]
-        common = np.bitwise_and.reduceat(bits[r.exposed[rows]], np.cumsum(size) - size)
+        size = chunk_hi[dirty] - chunk_lo[dirty]
+        rows = expand_ranges(chunk_lo[dirty], chunk_hi[dirty])[0]
+        chunk_and[dirty] = np.bitwise_and.reduceat(bits[r.exposed[rows]], np.cumsum(size) - size)
+        count = n_chunks_of[todo]
+        chunks = expand_ranges(first_chunk[todo], first_chunk[todo] + count)[0]
+        common = np.bitwise_and.reduceat(chunk_and[chunks], np.cumsum(count) - count)
+        state = r.group_state[todo]
         gained = common & group_bits[todo] & ~bits[state]
         some = gained.any(axis=1)
         if not some.any():
@@ -126,8 +142,9 @@ def _fixpoint_by_groups(r: _Reductions, decided: np.ndarray) -> None:
         np.bitwise_or.at(bits, state[some], gained[some])
         open_group[todo] = (group_bits[todo] & ~bits[state]).any(axis=1)
         changed = sorted_unique(state[some])
-        todo = sorted_unique(waiting_group[expand_ranges(np.searchsorted(waited_on, changed, side="left"),
-                                                         np.searchsorted(waited_on, changed, side="right"))[0]])
+        dirty = sorted_unique(waiting_chunk[expand_ranges(np.searchsorted(waited_on, changed, side="left"),
+                                                          np.searchsorted(waited_on, changed, side="right"))[0]])
+        todo = sorted_unique(chunk_group[dirty])
         todo = todo[open_group[todo]]
     decided |= _unpack(bits, decided.shape[1])
 
