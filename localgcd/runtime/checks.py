@@ -390,7 +390,7 @@ class _FinalTables:
         self._wanted = (producible & ~pda.ignored[None, :]).astype(np.float32).T  # [terminals, classes]
         self._ignored_only = (producible & pda.ignored[None, :]).any(axis=1)
         self._takes = pda.tables.takes[:, :n_terms]
-        self._not_refused = ~pda.tables.refuses[:, :n_terms]
+        self._refuses = pda.tables.refuses[:, :n_terms]
         shape = (pda.tables.n_states, producible.shape[0])
         self.sure = np.zeros(shape, dtype=bool)  # np.zeros maps untouched rows lazily
         self.may = np.zeros(shape, dtype=bool)
@@ -404,7 +404,7 @@ class _FinalTables:
         if todo.size:
             sure = ((self._takes[todo].astype(np.float32) @ self._wanted) > 0) | self._ignored_only[None, :]
             self.sure[todo] = sure
-            self.may[todo] = ((self._not_refused[todo].astype(np.float32) @ self._wanted) > 0) | sure
+            self.may[todo] = (((~self._refuses[todo]).astype(np.float32) @ self._wanted) > 0) | sure
             self._filled[todo] = True
 
     def _filled_row(self, table: np.ndarray, top: int) -> list:
