@@ -40,7 +40,7 @@ def feed(tables: ParseTables, stack: list[int], terminal: int) -> list[int] | No
             return stack + [move]
         rule = -2 - move
         del stack[len(stack) - int(tables.rule_length[rule]):]
-        stack.append(int(tables.goto[stack[-1], tables.rule_lhs[rule]]))
+        stack.append(tables.goto(stack[-1], int(tables.rule_lhs[rule])))
 
 
 def reachable_stacks(tables: ParseTables, rng: random.Random, walks: int, steps: int) -> list[list[int]]:

@@ -27,7 +27,7 @@ from localgcd.spanner.token_spanner import TokenSpanner
 #: front end translates the same source differently (the cache key is the source text: a JSON
 #: Schema's entry must not outlive the translation that made it).  8: terminals with conditions,
 #: patterns and long literals tracked through long strings.
-TABLE_FORMAT_VERSION = 8
+TABLE_FORMAT_VERSION = 9
 
 
 @dataclass

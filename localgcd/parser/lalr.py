@@ -155,15 +155,21 @@ def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Gr
     n_states = len(automaton.transitions)
     n_terms = symbols.end
     action = np.full((n_states, n_terms + 1), NO_ACTION, dtype=np.int32)
-    goto = np.full((n_states, len(symbols.nonterminals)), NO_ACTION, dtype=np.int32)
     _fill(action, actions, 0)
-    _fill(goto, [{s: t for s, t in out.items() if s > n_terms} for out in automaton.transitions], n_terms + 1)
+    gotos = [{s - n_terms - 1: t for s, t in out.items() if s > n_terms} for out in automaton.transitions]
+    sizes = np.fromiter(map(len, gotos), dtype=np.int64, count=n_states)
+    goto_symbols = np.fromiter(itertools.chain.from_iterable(gotos), dtype=np.int32, count=int(sizes.sum()))
+    goto_targets = np.fromiter(itertools.chain.from_iterable(map(dict.values, gotos)), dtype=np.int32,
+                               count=int(sizes.sum()))
+    order = np.lexsort((goto_symbols, np.repeat(np.arange(n_states), sizes)))  # by state, then nonterminal
     rules = grammar.rules
     rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
     takes, refuses = stack_free_moves(action, automaton.completions)
     return ParseTables(
         action=action,
-        goto=goto,
+        goto_offsets=np.concatenate(([0], np.cumsum(sizes))),
+        goto_symbols=goto_symbols[order],
+        goto_targets=goto_targets[order],
         rule_length=np.asarray([len(r.expansion) for r in rules], dtype=np.int32),
         rule_lhs=np.asarray(rule_lhs, dtype=np.int32),
         takes=takes,

@@ -124,7 +124,7 @@ class PushdownAutomaton:
         self.end_terminal = tables.action.shape[1] - 1
         self.ignored = ignored  # bool [n_terminals]: dropped before the parser
         self._action = row_lists(tables.action)
-        self._goto = row_lists(tables.goto)
+        self._goto = tables.goto_rows()
         self._rule_length = tables.rule_length.tolist()
         self._rule_lhs = tables.rule_lhs.tolist()
         self._refuses = row_lists(tables.refuses)
@@ -142,12 +142,12 @@ class PushdownAutomaton:
         Each is the path of shifts and gotos from the start state that
         reaches the state first (breadth first): a viable prefix.
         """
-        action, goto = self.tables.action.tolist(), self.tables.goto.tolist()
+        action, goto = self.tables.action.tolist(), self.tables.goto_rows()
         stacks = {self.tables.start_state: self.root}
         queue = deque([self.tables.start_state])
         while queue:
             state = queue.popleft()
-            for target in [t for t in action[state] if t >= 0] + [t for t in goto[state] if t >= 0]:
+            for target in [t for t in action[state] if t >= 0] + list(goto[state].values()):
                 if target not in stacks:
                     stacks[target] = self.push(stacks[state], target)
                     queue.append(target)
