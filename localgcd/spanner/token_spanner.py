@@ -44,6 +44,7 @@ from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import VocabTrie
 
 _KEY_SHIFT = np.int64(1) << np.int64(32)
+_SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
 
 class OutcomeTable:
@@ -65,6 +66,9 @@ class OutcomeTable:
 
     def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
         """Outcome ids of ``(heads[i], tails[i])``; DEAD_STATE where ``tails[i]`` is DEAD_STATE."""
+        if heads.size <= _SCALAR_CONS:  # a handful: cheaper one by one than a few array ops per head
+            return np.fromiter((self._cons_one(h, t) for h, t in zip(heads.tolist(), tails.tolist())),
+                               dtype=np.int64, count=heads.size)
         out = np.full(heads.shape, DEAD_STATE, dtype=np.int64)
         live = tails != DEAD_STATE
         if not live.any():
@@ -83,6 +87,15 @@ class OutcomeTable:
                 ids = lookup[sel_tails]
             out[sel] = ids
         return out
+
+    def _cons_one(self, head: int, tail: int) -> int:
+        if tail == DEAD_STATE:
+            return DEAD_STATE
+        cell = int(self._lookup(head)[tail])
+        if cell < 0:
+            cell = int(self._append(head, np.asarray([tail], dtype=np.int64))[0])
+            self._lookup(head)[tail] = cell
+        return cell
 
     def _lookup(self, head: int) -> np.ndarray:
         table = self._by_head.get(head)
