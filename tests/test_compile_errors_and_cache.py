@@ -283,3 +283,22 @@ def test_an_entry_of_another_version_is_rebuilt_without_a_warning(tmp_path) -> N
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert store.read("entry", "k", 2) is None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_definition_positions_are_each_names_first_line_and_column(seed: int) -> None:
+    """Errors point at a rule's or terminal's first definition: line and column, counted here by
+    splitting the text into lines (the front end counts newlines as it goes)."""
+    import random
+
+    from localgcd.grammar.lark_frontend import definition_positions
+
+    rng = random.Random(seed)
+    shapes = ["r{}: b", "  c{} : d", "// r{} : no", 'E{}: "e"', "", "?f{}.2: g", "\t!h{}: i", "x: r{}"]
+    lines = [rng.choice(shapes).format(rng.randrange(60)) for _ in range(400)]
+    expected: dict[str, tuple[int, int]] = {}
+    for number, line in enumerate(lines, start=1):
+        found = re.match(r"[ \t]*[?!]?([A-Za-z_]\w*)(?:\.-?\d+)?[ \t]*:", line)
+        if found and not line.lstrip().startswith("//"):
+            expected.setdefault(found.group(1), (number, found.start(1) + 1))
+    assert definition_positions("\n".join(lines)) == expected

@@ -252,11 +252,14 @@ _GENERATED = re.compile(r"^_*(?P<base>.*?)(?:_(?:star|plus|opt|inline)_\d+|_\d+)
 def definition_positions(text: str) -> dict[str, tuple[int, int]]:
     """Rule and terminal name → (line, column) of its first definition in ``text``."""
     positions: dict[str, tuple[int, int]] = {}
+    line, counted = 1, 0  # newlines counted up to ``counted``: definitions come in text order
     for found in _DEFINITION.finditer(text):
         name = found.group("name")
         if name not in positions:
             offset = found.start("name")
-            positions[name] = _line_column(text, offset)
+            line += text.count("\n", counted, offset)
+            counted = offset
+            positions[name] = line, offset - (text.rfind("\n", 0, offset) + 1) + 1
     return positions
 
 

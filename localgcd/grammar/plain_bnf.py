@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from lark.grammar import NonTerminal, Rule, RuleOptions
+from lark.grammar import NonTerminal, Rule, RuleOptions, Symbol
 from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr, TerminalDef
 from lark.load_grammar import _TERMINAL_NAMES, eval_escaping
@@ -78,10 +78,15 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
     by_pattern = {t.pattern: t for t in terminals}
     anonymous = 0
     rules: list[Rule] = []
+    made: dict[str, Symbol] = {}  # one symbol object per name: a schema's grammar repeats a few thousand
     for origin, alts in alternatives.items():
         for order, spelled in enumerate(alts):
             expansion = []
             for symbol in spelled:
+                found = made.get(symbol)
+                if found is not None:
+                    expansion.append(found)
+                    continue
                 if symbol[0] == '"':
                     pattern = _pattern(symbol)
                     definition = by_pattern.get(pattern)
@@ -92,13 +97,14 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
                         definition = by_pattern[pattern] = TerminalDef(name, pattern)
                         names.add(name)
                         terminals.append(definition)
-                    expansion.append(LarkTerminal(definition.name, filter_out=True))
+                    made[symbol] = LarkTerminal(definition.name, filter_out=True)
                 elif symbol[0].isupper():
-                    expansion.append(LarkTerminal(symbol, filter_out=False))
+                    made[symbol] = LarkTerminal(symbol, filter_out=False)
                 elif symbol in alternatives:
-                    expansion.append(NonTerminal(symbol))
+                    made[symbol] = NonTerminal(symbol)
                 else:
                     return None  # an undefined rule: lark's loader words the error
+                expansion.append(made[symbol])
             rules.append(Rule(NonTerminal(origin), expansion, order, None, RuleOptions()))
     if len(set(rules)) != len(rules) or start not in alternatives:
         return None
