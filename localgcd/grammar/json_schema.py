@@ -2734,9 +2734,13 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
                                 for p, d in enumerate(dfas)], axis=1).astype(np.int64)
             done = unit.accept[units] >= 0
             found.update(map(tuple, vectors[done].tolist()))
-            fresh = [i for i, key in enumerate(zip(units[~done].tolist(), map(tuple, vectors[~done].tolist())))
-                     if not (key in seen or seen.add(key))]
-            units, vectors = units[~done][fresh], vectors[~done][fresh]
+            units, vectors = units[~done], vectors[~done]
+            fresh = []
+            for i, key in enumerate(zip(units.tolist(), map(tuple, vectors.tolist()))):
+                if key not in seen:
+                    seen.add(key)
+                    fresh.append(i)
+            units, vectors = units[fresh], vectors[fresh]
         step_cache[v] = frozenset(found)
         return step_cache[v]
 

@@ -259,7 +259,7 @@ def definition_positions(text: str) -> dict[str, tuple[int, int]]:
             offset = found.start("name")
             line += text.count("\n", counted, offset)
             counted = offset
-            positions[name] = line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+            positions[name] = line, _column(text, offset)
     return positions
 
 
@@ -272,8 +272,11 @@ def _base_name(name: str) -> str:
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return text.count("\n", 0, offset) + 1, _column(text, offset)
+
+
+def _column(text: str, offset: int) -> int:
+    return offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def _source_line(text: str, line: int | None) -> str | None:

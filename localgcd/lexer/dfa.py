@@ -146,7 +146,7 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, 
     block = block.reshape(-1).astype(np.int64)
     # Refinement reads one column per class of equal columns (a lexer's 256 byte columns are a
     # handful of classes): a round costs states x classes, not states x 256.
-    classes = _distinct_columns(table)
+    classes = table[:, column_classes(table)[0]]
     refined = _refine(classes, block, exact=False)
     block = refined if _is_congruence(classes, accept, refined) else _refine(classes, block, exact=True)
     n_blocks = int(block.max()) + 1
@@ -162,13 +162,16 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, 
     return new_table, accept[representative].astype(np.int32), block
 
 
-def _distinct_columns(table: np.ndarray) -> np.ndarray:
-    """One column of ``table`` per class of equal columns (hashed, then checked; all of them on a collision)."""
+def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, class_of)``: the first column of each class of equal columns of ``table``, and
+    each column's class (columns hashed, then checked; compared whole on a collision)."""
     with np.errstate(over="ignore"):
         hashed = mixed_weights(table.shape[0]) @ (table.astype(np.uint64) + np.uint64(1))
     _, first, class_of = unique_first_inverse(hashed)
-    columns = table[:, first]
-    return columns if np.array_equal(columns[:, class_of], table) else table
+    if not np.array_equal(table[:, first[class_of]], table):  # pragma: no cover - a 64-bit hash collision
+        _, first, class_of = np.unique(table.T, axis=0, return_index=True, return_inverse=True)
+        class_of = class_of.reshape(-1)
+    return first, class_of
 
 
 def mixed_weights(count: int) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 
 from localgcd.arrays import expand_ranges, unique_first_inverse
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import DEAD_STATE, DFA, determinize, minimize_mapped, mixed_weights
+from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped, mixed_weights
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
@@ -287,7 +287,7 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     """
     glued, starts = product.glued, product.starts
     # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
-    _, first_byte, class_of = unique_first_inverse(_column_keys(glued))
+    first_byte, class_of = column_classes(glued)
     order = np.argsort(first_byte, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -380,19 +380,6 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     new_id[~live] = DEAD_STATE
     table = table[keep]
     return np.where(table >= 0, new_id[np.maximum(table, 0)], DEAD_STATE).astype(np.int32), accept[keep]
-
-
-def _column_keys(table: np.ndarray) -> np.ndarray:
-    """A 64-bit key per byte column (equal columns, equal keys; distinct columns: distinct
-    keys but for a 2^-64 chance, which only merges classes the caller then checks)."""
-    weights = mixed_weights(table.shape[0])
-    with np.errstate(over="ignore"):
-        keys = (table.astype(np.uint64) + np.uint64(1)).T @ weights
-    _, first, inverse = unique_first_inverse(keys)
-    if not np.array_equal(table, table[:, first[inverse]]):  # pragma: no cover - a collision
-        _, inverse = np.unique(table.T, axis=0, return_inverse=True)
-        return inverse.reshape(-1).astype(np.uint64)
-    return keys
 
 
 def _row_hash(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:

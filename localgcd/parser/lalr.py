@@ -155,7 +155,7 @@ def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Gr
     n_states = len(automaton.transitions)
     n_terms = symbols.end
     action = np.full((n_states, n_terms + 1), NO_ACTION, dtype=np.int32)
-    _fill(action, actions, 0)
+    _fill(action, actions)
     gotos = [{s - n_terms - 1: t for s, t in out.items() if s > n_terms} for out in automaton.transitions]
     sizes = np.fromiter(map(len, gotos), dtype=np.int64, count=n_states)
     goto_symbols = np.fromiter(itertools.chain.from_iterable(gotos), dtype=np.int32, count=int(sizes.sum()))
@@ -180,12 +180,12 @@ def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Gr
     )
 
 
-def _fill(table: np.ndarray, rows: list[dict[int, int]], offset: int) -> None:
-    """``table[state, key - offset] = value`` for every entry of every row's dict."""
+def _fill(table: np.ndarray, rows: list[dict[int, int]]) -> None:
+    """``table[state, key] = value`` for every entry of every row's dict."""
     sizes = [len(row) for row in rows]
     if not sum(sizes):
         return
     states = np.repeat(np.arange(len(rows)), sizes)
     keys = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=sum(sizes))
     values = np.fromiter(itertools.chain.from_iterable(map(dict.values, rows)), dtype=np.int64, count=sum(sizes))
-    table[states, keys - offset] = values
+    table[states, keys] = values

@@ -142,7 +142,7 @@ class PushdownAutomaton:
         Each is the path of shifts and gotos from the start state that
         reaches the state first (breadth first): a viable prefix.
         """
-        action, goto = self.tables.action.tolist(), self.tables.goto_rows()
+        action, goto = self._action, self._goto
         stacks = {self.tables.start_state: self.root}
         queue = deque([self.tables.start_state])
         while queue:
