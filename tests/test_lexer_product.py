@@ -88,6 +88,28 @@ def test_any_ranked_terminal_list_gives_the_subset_construction(regexes: list[st
     assert_same_dfa(regexes)
 
 
+LITERAL_PIECES = ["if", "i", "iff", "=", "==", "é", '"name"', '"n"', '"names"', "true", "null", "{", ":", ",",
+                  "[a-z]+", "[0-9]+", '"(?:[^"\\\\]|\\\\.)*"', "\\s+", "-?[0-9]+(\\.[0-9]+)?"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(LITERAL_PIECES), min_size=1, max_size=9))
+def test_the_trie_over_memoized_regexes_is_the_whole_product(regexes: list[str]) -> None:
+    """Plain strings take the trie-over-``R`` construction; with its node limit at zero the same
+    terminals take the whole product: the two tables are equal."""
+    import localgcd.lexer.product as product
+
+    split = product_dfa(regexes)
+    saved = product._TRIE_NODES_LIMIT
+    product._TRIE_NODES_LIMIT = 0
+    try:
+        whole = product_dfa(regexes)
+    finally:
+        product._TRIE_NODES_LIMIT = saved
+    assert np.array_equal(split.accept, whole.accept)
+    assert np.array_equal(split.transitions, whole.transitions)
+
+
 JSON_CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))'
 COUNTED = ['"' + JSON_CHAR + rep + '"' for rep in ("{0,}", "{3}", "{2,}", "{0,1}", "{0}", "{4,9}", "{1,40}")] + [
     "ab(?:cd){2,3}", "(?:cd){2,}", "(?:cd)*x", "[0-9]{4}", "x(?:[a-z]){3,}yz", "(?:a|ab){2}x", "(?:ab|a){1,3}b",

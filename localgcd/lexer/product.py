@@ -4,8 +4,12 @@ Each regex terminal is determinized and minimized on its own, memoized per
 pattern (the grammars of one kind — a JSON Schema's strings, numbers and
 keys — share most of their terminals, and a terminal's own subset
 construction is small).  Terminals that are plain strings share one
-component: the byte trie of those strings.  The lexer DFA is then the
-product of the components, one lexer mode at a time (modes never meet in a
+component: the byte trie of those strings.  In a mode without conditions the
+product is the trie's nodes over the minimal DFA of the regex terminals
+alone, memoized per pattern tuple, and only the nodes are classed (children
+first, in Python: a schema's keys make a trie tens of bytes deep, which a
+round-per-byte refinement would pay for in numpy calls).  Otherwise the lexer
+DFA is the product of the components, one lexer mode at a time (modes never meet in a
 state), explored breadth-first with numpy a whole frontier at a time,
 labelled in each state with the lowest-ranked terminal whose component
 accepts (and whose trackers meet its conditions), and minimized — or, in a
@@ -108,6 +112,17 @@ def _counted_dfa(pattern: CountedPattern) -> DFA | None:
 def literal_trie(literals: Sequence[tuple[bytes, int]]) -> DFA:
     """The byte trie of plain-string terminals: one DFA accepting each string with its terminal
     (the lowest index where two terminals are the same string)."""
+    children, accept = _trie_nodes(literals)
+    table = np.full((len(children), 256), DEAD_STATE, dtype=np.int32)
+    for node, edges in enumerate(children):
+        if edges:
+            table[node, list(edges)] = list(edges.values())
+    return DFA(transitions=table, accept=np.asarray(accept, dtype=np.int32))
+
+
+def _trie_nodes(literals: Sequence[tuple[bytes, int]]) -> tuple[list[dict[int, int]], list[int]]:
+    """The trie of ``literals`` as each node's children (byte → node; a child is numbered after
+    its parent) and each node's terminal (-1: none)."""
     children: list[dict[int, int]] = [{}]
     accept = [-1]
     for data, terminal in literals:
@@ -122,11 +137,7 @@ def literal_trie(literals: Sequence[tuple[bytes, int]]) -> DFA:
             node = nxt
         if accept[node] < 0 or terminal < accept[node]:
             accept[node] = terminal
-    table = np.full((len(children), 256), DEAD_STATE, dtype=np.int32)
-    for node, edges in enumerate(children):
-        if edges:
-            table[node, list(edges)] = list(edges.values())
-    return DFA(transitions=table, accept=np.asarray(accept, dtype=np.int32))
+    return children, accept
 
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
@@ -146,6 +157,12 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     tables, labels = [], []
     for mode in range(n_modes):  # modes never meet in one product state: each is explored alone
         members = [i for i, m in enumerate(modes) if m == mode]
+        if not any(also[i] for i in members):
+            split = _trie_over_regexes(members, regexes)
+            if split is not None:
+                tables.append(split[0])
+                labels.append(split[1])
+                continue
         product = _mode_product(members, regexes, also)
         table, best = _explore(product) if product is not None else \
             (np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, _NO_LABEL, dtype=np.int64))
@@ -160,6 +177,96 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
     return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)))
+
+
+_TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product
+
+
+@lru_cache(maxsize=64)
+def _regex_product(patterns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
+    """The minimal DFA of ranked regex terminals alone, memoized per pattern tuple (the grammars
+    of one kind share theirs: a JSON Schema's strings, numbers and integers): its table (start
+    0), each state's winning pattern (its position; -1: none) and the table as lists."""
+    components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
+                  for position, d in enumerate(map(terminal_dfa, patterns))]
+    table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {}))
+    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32))
+    table.setflags(write=False)
+    winner.setflags(write=False)
+    return table, winner, table.tolist()
+
+
+def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """One mode's minimal lexer table and accept labels, from the trie of its plain strings and
+    the (memoized) minimal DFA ``R`` of its regexes; None when the trie is too big for this.
+
+    A state of the product whose trie component is alive is a trie node, its regex part fixed by
+    the node's string, so the product is the trie nodes (each over its ``R`` state, its children
+    overriding their bytes) above the states of ``R``.  ``R`` is minimal, so its states are each
+    their own class; a node's class is then read off its label and its successors' classes,
+    children before parents, and the result is numbered breadth-first (bytes ascending) — the
+    numbering :func:`_explore` and :func:`minimize_mapped` give.
+    """
+    literals = [(data, i) for i in members if (data := literal_bytes(regexes[i])) is not None]
+    if not literals:
+        return None
+    children, trie_accept = _trie_nodes(literals)
+    n_nodes = len(children)
+    if n_nodes > _TRIE_NODES_LIMIT:
+        return None
+    regex_members = np.asarray([i for i in members if literal_bytes(regexes[i]) is None], dtype=np.int64)
+    if regex_members.size:
+        r_table, winner, r_rows = _regex_product(tuple(regexes[i] for i in regex_members))
+    else:
+        r_table, winner, r_rows = np.full((0, 256), DEAD_STATE, dtype=np.int32), np.zeros(0, dtype=np.int32), []
+    n_regex = r_table.shape[0]
+    # Each node's R state (-1: dead), parents first; the child edges override their bytes.
+    over = [0 if n_regex else DEAD_STATE] + [DEAD_STATE] * (n_nodes - 1)
+    sources, bytes_, targets = [], [], []
+    for node, edges in enumerate(children):
+        row = r_rows[over[node]] if over[node] >= 0 else None
+        for byte, child in edges.items():
+            over[child] = row[byte] if row is not None else DEAD_STATE
+            sources.append(node)
+            bytes_.append(byte)
+            targets.append(child)
+    over_r = np.asarray(over, dtype=np.int64)
+    shifted = np.where(r_table >= 0, r_table.astype(np.int64) + n_nodes, DEAD_STATE)
+    table = np.empty((n_nodes + n_regex, 256), dtype=np.int64)
+    table[n_nodes:] = shifted
+    table[:n_nodes] = shifted[np.maximum(over_r, 0)] if n_regex else DEAD_STATE
+    table[:n_nodes][over_r < 0] = DEAD_STATE
+    table[sources, bytes_] = targets
+    regex_label = np.where(winner >= 0, regex_members[np.maximum(winner, 0)] if n_regex else 0, _NO_LABEL)
+    node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)] if n_regex else _NO_LABEL, _NO_LABEL)
+    trie_label = np.asarray(trie_accept, dtype=np.int64)
+    node_label = np.minimum(node_label, np.where(trie_label >= 0, trie_label, _NO_LABEL))
+    label = np.concatenate([node_label, regex_label]).tolist()
+    first_byte, _class_of = column_classes(table)
+    rows = table[:, np.sort(first_byte)].tolist()
+    # Classes: R's states are their own; a node joins the first state of equal label and successors.
+    block = list(range(n_nodes + n_regex)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
+    first_of: dict[tuple, int] = {(label[s], tuple(rows[s])): s for s in range(n_nodes, n_nodes + n_regex)}
+    for node in range(n_nodes - 1, -1, -1):
+        block[node] = first_of.setdefault((label[node], tuple([block[t] for t in rows[node]])), node)
+    # Breadth-first numbering of the classes from the start's.
+    order = [block[0]]
+    number = {block[0]: 0}
+    for state in order:  # grows while iterating
+        for target in rows[state]:
+            if target >= 0:
+                target = block[target]
+                if target not in number:
+                    number[target] = len(order)
+                    order.append(target)
+    new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
+    new_id[list(number)] = list(number.values())
+    new_id = new_id[np.asarray(block[:-1], dtype=np.int64)]
+    kept = np.asarray(order, dtype=np.int64)
+    result = table[kept]
+    result = np.where(result >= 0, new_id[np.maximum(result, 0)], DEAD_STATE).astype(np.int32)
+    accept = np.asarray(label, dtype=np.int64)[kept]
+    return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
 
 
 def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]]) -> "_Product | None":
