@@ -19,14 +19,23 @@ invalid one rejected.  Mask times are per mask computed while forcing.
 
 Before the first schema each engine compiles one small warm-up schema in the
 parent (as a server has done after start-up; --no-warmup skips it).  Each
-schema runs in a forked child with a wall-clock budget (--budget s);
-running past it counts as a compile error ("timeout").  llguidance and
+schema runs in a forked child with a wall-clock budget (--budget s); running
+past it counts as a compile error ("timeout").  A fork is not a server: the
+child's first writes to the parent's pages -- every object whose reference
+count the engine's code touches, every heap page it reuses -- are
+copy-on-write faults, a few thousand (about 7 ms) for a Python engine and
+few for a native one.  So the parent's objects are frozen out of the child's
+garbage collections (``gc.freeze``, as the gc module's documentation advises
+for fork without exec), and the child compiles the warm-up schema again,
+untimed, before the schema it times (--no-child-warmup: timed first thing,
+faults included).  llguidance and
 xgrammar run beside localgcd when importable.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import json
 import multiprocessing as mp
@@ -165,8 +174,10 @@ def _setup(engines, gguf_path):
     return None
 
 
-def _child(engine, schema, instances, conn):
+def _child(engine, schema, instances, conn, child_warmup):
     try:
+        if child_warmup:  # untimed: the fork's copy-on-write faults of the engine's code and heap
+            run_one_here(engine, WARMUP_SCHEMA)
         ttfm, masks, results = ENGINES[engine](schema, instances)
         conn.send(("ok", ttfm, masks, results))
     except BaseException as exc:  # noqa: BLE001 - anything is a compile error for the table
@@ -174,9 +185,14 @@ def _child(engine, schema, instances, conn):
     conn.close()
 
 
-def run_one(engine, schema, instances, budget):
+def run_one(engine, schema, instances, budget, child_warmup=True):
     parent, child = mp.Pipe(duplex=False)
-    p = mp.get_context("fork").Process(target=_child, args=(engine, schema, instances, child))
+    p = mp.get_context("fork").Process(target=_child, args=(engine, schema, instances, child, child_warmup))
+    # The parent's objects go to the permanent generation before each fork, as the gc module's
+    # documentation advises for fork without exec: else the child's first full collection walks
+    # (and writes the header of) every object the parent made -- vocabulary, tokenizer, the
+    # engines' modules -- a copy-on-write fault per page, charged to whichever engine runs.
+    gc.freeze()
     p.start()
     child.close()
     if parent.poll(budget):
@@ -252,6 +268,8 @@ def main(argv=None):
                          "time-to-first-mask / mask-tail trade-off")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="do not compile a small warm-up schema per engine before the first schema")
+    ap.add_argument("--no-child-warmup", dest="child_warmup", action="store_false",
+                    help="time each schema first thing in its forked child (its copy-on-write faults included)")
     args = ap.parse_args(argv)
     engines = available_engines(args.engines.split(","))
     if args.bytes:
@@ -305,7 +323,8 @@ def main(argv=None):
         instances = [list(x.encode("utf-8")) if tok is None else
                      list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
         for e in engines:
-            st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget)
+            st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget,
+                                               args.warmup and args.child_warmup)
             r = per[e]
             if st != "ok":
                 r["compile_errors"] += 1

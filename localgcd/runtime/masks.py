@@ -106,7 +106,7 @@ class MaskEngine:
         nothing = np.zeros(self.n_tokens, dtype=bool)
         nothing.flags.writeable = False
         self.terminated_mask = Mask(nothing, nothing, True, 0)
-        self._token_class = spanner.token_class.astype(np.intp)  # intp: numpy gathers it 2x faster
+        self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._combined_cache: dict[tuple, np.ndarray] = {}

@@ -17,8 +17,6 @@ build (classes, sparse rows); outcome ids there are the eager build's own.
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
 from localgcd.lexer.dfa import DEAD_STATE
@@ -90,11 +88,10 @@ class LazyTokenSpanner:
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in self._current()) + self.token_class.nbytes + self.first_kind.nbytes)
 
-    @cached_property
+    @property
     def class_members(self) -> tuple[np.ndarray, np.ndarray]:
-        """(token ids grouped by position, offsets): the trie keeps text tokens sorted by position."""
-        counts = np.bincount(self.trie.text_positions, minlength=self.n_classes)
-        return self.trie.text_tokens.astype(np.int64), np.concatenate(([0], np.cumsum(counts)))
+        """(token ids grouped by position, offsets): the trie's, shared by every grammar."""
+        return self.trie.position_members
 
     def terminals(self, outcome: int) -> list[int]:
         """The terminals an outcome emits, in order."""
@@ -105,10 +102,11 @@ class LazyTokenSpanner:
             outcome = int(tail[outcome])
         return out
 
-    def class_row(self, q: int) -> np.ndarray:
-        """int32 [n_classes]: outcome of each continuing position from ``q``, -1 elsewhere (built now)."""
+    def padded_row(self, q: int) -> np.ndarray:
+        """int32 [n_classes + 1]: outcome of each continuing position from ``q``, -1 elsewhere and
+        in the last slot (class -1, not text, reads it) -- built now."""
         positions, values = self._branches.row(q)
-        row = np.full(self.n_classes, DEAD_STATE, dtype=np.int32)
+        row = np.full(self.n_classes + 1, DEAD_STATE, dtype=np.int32)
         row[positions] = values
         return row
 
@@ -134,9 +132,13 @@ class LazyRows(Rows):
 
     def class_row(self, q: int) -> np.ndarray:
         """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
-        row = self._rows.get(q)
+        return self.padded_row(q)[:-1]
+
+    def padded_row(self, q: int) -> np.ndarray:
+        """``class_row(q)`` with the slot class -1 reads: the row is built with it, not copied."""
+        row = self._padded.get(q)
         if row is None:
-            row = self._rows[q] = self.spanner.class_row(q)
+            row = self._padded[q] = self.spanner.padded_row(q)
             row.flags.writeable = False
         return row
 

@@ -67,7 +67,7 @@ class OutcomeTable:
     def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
         """Outcome ids of ``(heads[i], tails[i])``; DEAD_STATE where ``tails[i]`` is DEAD_STATE."""
         if heads.size <= _SCALAR_CONS:  # a handful: cheaper one by one than a few array ops per head
-            return np.fromiter((self._cons_one(h, t) for h, t in zip(heads.tolist(), tails.tolist())),
+            return np.fromiter((self.cons_one(h, t) for h, t in zip(heads.tolist(), tails.tolist())),
                                dtype=np.int64, count=heads.size)
         out = np.full(heads.shape, DEAD_STATE, dtype=np.int64)
         live = tails != DEAD_STATE
@@ -88,7 +88,8 @@ class OutcomeTable:
             out[sel] = ids
         return out
 
-    def _cons_one(self, head: int, tail: int) -> int:
+    def cons_one(self, head: int, tail: int) -> int:
+        """The outcome id of one ``(head, tail)`` (DEAD_STATE when ``tail`` is)."""
         if tail == DEAD_STATE:
             return DEAD_STATE
         cell = int(self._lookup(head)[tail])
@@ -491,10 +492,21 @@ class SuffixOutcomes:
         pending = np.flatnonzero(~quiet)
         after = self.slot_of_terminal[emit_term[pending]] * total + emit_at[pending]
         elsewhere = after[~known[after]]
-        elsewhere = elsewhere[~np.isin(elsewhere, every)]  # in another slot: not walked above
+        at = np.minimum(np.searchsorted(every, elsewhere), every.size - 1)
+        elsewhere = elsewhere[every[at] != elsewhere]  # in another slot: not walked above
         if elsewhere.size:
             self._fill(sorted_unique(elsewhere))
         while pending.size:  # in rounds: an entry is ready once the entry after its emission is known
+            if pending.size <= _SCALAR_CONS:  # the last links of long chains (a token of 16 "}"):
+                # one by one, later bytes first -- an entry's emission leaves off further on
+                cons_one = self.outcomes.cons_one
+                last_first = np.argsort(-(every[pending] % total), kind="stable")
+                for entry, term, next_key in zip(every[pending[last_first]].tolist(),
+                                                 emit_term[pending[last_first]].tolist(),
+                                                 after[last_first].tolist()):
+                    values[entry] = cons_one(term, int(values[next_key]))
+                    known[entry] = True
+                return
             ready = known[after]
             done = pending[ready]
             values[every[done]] = self.outcomes.cons(emit_term[done], values[after[ready]])

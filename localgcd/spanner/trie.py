@@ -63,15 +63,26 @@ class VocabTrie:
         return np.bincount(self.first_bytes, minlength=256).astype(np.int64)
 
     def token_positions(self, n_tokens: int) -> np.ndarray:
-        """int32 [n_tokens]: each text token's position, -1 for the others (read-only; made once per trie)."""
+        """intp [n_tokens]: each text token's position, -1 for the others (read-only; made once per
+        trie, in the index type numpy gathers with, so that every grammar's mask engine shares it)."""
         memo = self.__dict__.setdefault("_token_positions", {})
         found = memo.get(n_tokens)
         if found is None:
-            found = np.full(n_tokens, -1, dtype=np.int32)
+            found = np.full(n_tokens, -1, dtype=np.intp)
             found[self.text_tokens] = self.text_positions
             found.flags.writeable = False
             memo[n_tokens] = found
         return found
+
+    @cached_property
+    def position_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """(text token ids grouped by position, offsets): the trie keeps them sorted by position
+        (read-only; made once per trie)."""
+        counts = np.bincount(self.text_positions, minlength=self.n_positions)
+        tokens, offsets = self.text_tokens.astype(np.int64), np.concatenate(([0], np.cumsum(counts)))
+        tokens.flags.writeable = False
+        offsets.flags.writeable = False
+        return tokens, offsets
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat arrays (levels concatenated) for the on-disk cache."""
