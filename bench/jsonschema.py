@@ -350,6 +350,7 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         report(per, engines, n + 1, args, quiet=True)  # a partial table survives an interrupted run
     report(per, engines, len(files), args)
+    _STATE.clear()  # the tokenizer's model freed now: at interpreter exit llama_cpp's bindings are gone
     return 0
 
 

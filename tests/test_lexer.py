@@ -247,6 +247,41 @@ def test_minimization_merges_exactly_the_equivalent_states(data, n: int, n_colum
         assert new_accept[block[state]] == accept[state]
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(1, 12), n_columns=st.integers(1, 4), n_terminals=st.integers(1, 3))
+def test_producible_terminals_are_the_reachable_labels_by_either_method(data, n: int, n_columns: int,
+                                                                          n_terminals: int) -> None:
+    """Prod(q) -- the terminals some path from q accepts -- by squaring (small lexers) and by the
+    backward frontier (big ones) is the breadth-first reachability of every state, one by one."""
+    import numpy as np
+
+    import localgcd.lexer.transducer as transducer
+    from localgcd.lexer.dfa import DFA
+
+    columns = data.draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n),
+                                 min_size=n_columns, max_size=n_columns))
+    byte_column = data.draw(st.lists(st.integers(0, n_columns - 1), min_size=256, max_size=256))
+    accept = data.draw(st.lists(st.integers(-1, n_terminals - 1), min_size=n, max_size=n))
+    dfa = DFA(np.asarray(columns, dtype=np.int32).T[:, byte_column].copy(), np.asarray(accept, dtype=np.int32))
+    expected = np.zeros((n, n_terminals), dtype=bool)
+    for q in range(n):
+        seen, todo = {q}, [q]
+        while todo:
+            state = todo.pop()
+            if accept[state] >= 0:
+                expected[q, accept[state]] = True
+            for target in set(dfa.transitions[state].tolist()) - {-1} - seen:
+                seen.add(target)
+                todo.append(target)
+    assert np.array_equal(transducer._producible_by_squaring(dfa, n_terminals), expected)
+    saved = transducer._SQUARING_LIMIT
+    transducer._SQUARING_LIMIT = 0
+    try:
+        assert np.array_equal(transducer._producible(dfa, n_terminals), expected)
+    finally:
+        transducer._SQUARING_LIMIT = saved
+
+
 def reference_relation(a, b) -> tuple[bool, bool]:
     """(share a string, a ⊆ b), by walking the pairs of states one byte at a time."""
     seen, todo = {(0, 0)}, [(0, 0)]

@@ -26,8 +26,9 @@ from localgcd.spanner.token_spanner import TokenSpanner
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning, and whenever a
 #: front end translates the same source differently (the cache key is the source text: a JSON
 #: Schema's entry must not outlive the translation that made it).  8: terminals with conditions,
-#: patterns and long literals tracked through long strings.
-TABLE_FORMAT_VERSION = 9
+#: patterns and long literals tracked through long strings.  9: sparse gotos.  10: the parse
+#: tables without their rules' descriptions (no reader; kb_149's were 26K strings).
+TABLE_FORMAT_VERSION = 10
 
 
 @dataclass
@@ -75,7 +76,7 @@ class CompiledGrammar:
             "terminals": len(self.terminals),
             "lexer_states": int(self.lexer.accept.size),
             "parser_states": self.tables.n_states,
-            "rules": len(self.tables.rules),
+            "rules": self.tables.n_rules,
             "outcomes": int(len(self.spanner.head)),
             "token_classes": self.spanner.n_classes,
             "vocab_size": self.n_tokens,

@@ -55,6 +55,7 @@ import functools
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -211,7 +212,9 @@ class _PatternTranslator:
 
     def translate(self) -> str:
         try:
-            parsed = sre_parse.parse(self.pattern)
+            with warnings.catch_warnings():  # "possible nested set" ("[[", "--"): a set in the ECMA
+                warnings.simplefilter("ignore", FutureWarning)  # dialect too, and read as one today
+                parsed = sre_parse.parse(self.pattern)
         except re.error as exc:
             raise _Unsupported(f"invalid regular expression: {exc}") from None
         if parsed.state.flags & ~(sre.SRE_FLAG_UNICODE):

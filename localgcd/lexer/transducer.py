@@ -87,13 +87,20 @@ class LexingTransducer:
         return out, state
 
 
+_SQUARING_LIMIT = 160  # a lexer with at most this many states gets its reachability by squaring
+
+
 def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     """``prod[q, T]``: some path from ``q`` reaches a state accepting ``T``.
 
-    Backwards from the accepting states, a frontier of new (state, terminal) pairs at a time
+    A small lexer squares its reachability matrix (a schema's keys make paths tens of bytes
+    long: as many frontier rounds, against a handful of squarings); a bigger one goes
+    backwards from the accepting states, a frontier of new (state, terminal) pairs at a time
     over the reversed edges: each pair is expanded once, however long the paths.
     """
     n = dfa.n_states
+    if n <= _SQUARING_LIMIT:
+        return _producible_by_squaring(dfa, n_terminals)
     prod = np.zeros((n, n_terminals), dtype=bool)
     trans = dfa.transitions
     src, byte = np.nonzero(trans != DEAD_STATE)
@@ -112,3 +119,24 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
         states, terms = np.divmod(keys, n_terminals)
         prod[states, terms] = True
     return prod
+
+
+def _producible_by_squaring(dfa: DFA, n_terminals: int) -> np.ndarray:
+    """:func:`_producible` by squaring ``I + A`` until it stops growing (float32 products of
+    0/1 entries count paths up to ``n`` exactly)."""
+    n = dfa.n_states
+    reach = np.zeros((n, n), dtype=np.float32)
+    src, byte = np.nonzero(dfa.transitions != DEAD_STATE)
+    reach[src, dfa.transitions[src, byte]] = 1.0
+    reach[np.arange(n), np.arange(n)] = 1.0
+    known = int(np.count_nonzero(reach))
+    while True:
+        reach = (reach @ reach > 0).astype(np.float32)
+        grown = int(np.count_nonzero(reach))
+        if grown == known:
+            break
+        known = grown
+    accepting = np.flatnonzero(dfa.accept >= 0)
+    labels = np.zeros((n, n_terminals), dtype=np.float32)
+    labels[accepting, dfa.accept[accepting]] = 1.0
+    return reach @ labels > 0

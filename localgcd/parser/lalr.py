@@ -176,7 +176,6 @@ def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Gr
         refuses=refuses,
         start_state=0,
         end_state=automaton.end_state(),
-        rules=tuple(grammar.describe_rule(r) for r in rules),
     )
 
 

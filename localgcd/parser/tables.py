@@ -52,11 +52,14 @@ class ParseTables:
     refuses: np.ndarray  # bool [S, n_terminals + 1]: refused whatever lies below the top
     start_state: int
     end_state: int
-    rules: tuple[str, ...]  # each rule in the user's words, for messages
 
     @property
     def n_states(self) -> int:
         return int(self.action.shape[0])
+
+    @property
+    def n_rules(self) -> int:
+        return int(self.rule_length.shape[0])
 
     @property
     def end_column(self) -> int:
@@ -80,10 +83,10 @@ class ParseTables:
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON header, arrays) for the cache."""
-        header = {"start_state": self.start_state, "end_state": self.end_state, "rules": list(self.rules)}
+        header = {"start_state": self.start_state, "end_state": self.end_state}
         return header, {name: getattr(self, name) for name in _ARRAYS}
 
     @classmethod
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray]) -> "ParseTables":
         return cls(**{name: arrays[name] for name in _ARRAYS}, start_state=header["start_state"],
-                   end_state=header["end_state"], rules=tuple(header["rules"]))
+                   end_state=header["end_state"])
