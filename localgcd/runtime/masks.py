@@ -149,7 +149,7 @@ class MaskEngine:
             q = self._restart_after(q)
             if node == DEAD_STACK:
                 return DEAD_STACK, DEAD_STACK, layout
-        outcome = int(self.rows.class_row(q)[cls])
+        outcome = self.rows.outcome_of(q, cls)
         if outcome == DEAD_STACK:
             return DEAD_STACK, DEAD_STACK, layout
         for term in spanner.terminals(outcome):
@@ -360,23 +360,24 @@ class MaskEngine:
         if split is None:
             outcomes = self.rows.outcomes(q)
             self.checker.grow()  # a lazily built row may have made new outcome ids
-            row = self.rows.padded_row(q)  # extra class slot: "not text"
+            positions, values = self.rows.continuing(q)  # the classes that continue, and their outcomes
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indentation is not None:
                 emits_newline = self.indentation.emits_newline
                 outcomes = outcomes[~emits_newline[outcomes]]
-                layout_classes = np.flatnonzero(np.append(emits_newline, False)[row[:-1]])  # -1 reads False
+                layout_classes = positions[emits_newline[values]]
             status = self.checker.statuses(node, outcomes, paren_key)
             status_row = self.checker.status_table[self.checker.status_row(self.pda.state[node], paren_key)]
-            status_by_outcome = np.append(status_row, np.int8(UNKNOWN))  # last slot: DEAD_STACK (-1)
             if self.indentation is not None:
-                status_by_outcome[:-1][self.indentation.emits_newline] = UNKNOWN  # those take the layout path
-            class_status = status_by_outcome[row]
-            always = class_status == ALWAYS
+                status_row = status_row.copy()
+                status_row[self.indentation.emits_newline] = UNKNOWN  # those take the layout path
+            class_status = status_row[values]
+            always = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # last slot: class -1, not text
+            always[positions[class_status == ALWAYS]] = True
             always.flags.writeable = False
             dependent = outcomes[status == DEPENDENT]
-            classes = np.flatnonzero(class_status == DEPENDENT)
-            split = _ParserStateSplit(always, dependent, classes, row[classes], layout_classes)
+            on_stack = class_status == DEPENDENT
+            split = _ParserStateSplit(always, dependent, positions[on_stack], values[on_stack], layout_classes)
             self._splits[key] = split
         return split
 

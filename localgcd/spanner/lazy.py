@@ -26,6 +26,7 @@ from localgcd.spanner.token_spanner import (
     BranchRows,
     OutcomeTable,
     Rows,
+    SparseRow,
     SuffixOutcomes,
     TokenSpanner,
     build_token_spanner,
@@ -102,13 +103,10 @@ class LazyTokenSpanner:
             outcome = int(tail[outcome])
         return out
 
-    def padded_row(self, q: int) -> np.ndarray:
-        """int32 [n_classes + 1]: outcome of each continuing position from ``q``, -1 elsewhere and
-        in the last slot (class -1, not text, reads it) -- built now."""
-        positions, values = self._branches.row(q)
-        row = np.full(self.n_classes + 1, DEAD_STATE, dtype=np.int32)
-        row[positions] = values
-        return row
+    def continuing(self, q: int) -> SparseRow:
+        """(positions ascending, outcomes) of the tokens whose first byte continues ``q``'s lexeme
+        (built now)."""
+        return self._branches.row(q)
 
     def row_outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes of ``q``'s row, sorted."""
@@ -138,9 +136,18 @@ class LazyRows(Rows):
         """``class_row(q)`` with the slot class -1 reads: the row is built with it, not copied."""
         row = self._padded.get(q)
         if row is None:
-            row = self._padded[q] = self.spanner.padded_row(q)
+            positions, values = self.continuing(q)
+            row = self._padded[q] = np.full(self.spanner.n_classes + 1, DEAD_STATE, dtype=np.int32)
+            row[positions] = values
             row.flags.writeable = False
         return row
+
+    def continuing(self, q: int) -> SparseRow:
+        """The row's continuing positions and their outcomes, as the walk gives them (kept)."""
+        found = self._continuing.get(q)
+        if found is None:
+            found = self._continuing[q] = self.spanner.continuing(q)
+        return found
 
     def outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes in ``class_row(q)``."""

@@ -221,6 +221,9 @@ class TokenSpanner:
         return Rows(self)
 
 
+SparseRow = tuple[np.ndarray, np.ndarray]  # (sorted trie positions or classes, outcome ids)
+
+
 class Rows:
     """Class rows of a :class:`TokenSpanner`, materialized on first use and kept."""
 
@@ -230,6 +233,7 @@ class Rows:
         self._outcomes: dict[int, np.ndarray] = {}
         self._emits: dict[int, np.ndarray] = {}
         self._padded: dict[int, np.ndarray] = {}
+        self._continuing: dict[int, SparseRow] = {}
 
     def class_row(self, q: int) -> np.ndarray:
         """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
@@ -258,6 +262,21 @@ class Rows:
         if found is None:
             row = self.class_row(q)
             found = self._outcomes[q] = sorted_unique(row[row >= 0])
+        return found
+
+    def outcome_of(self, q: int, cls: int) -> int:
+        """The outcome of class ``cls`` from ``q`` (DEAD_STATE: it does not continue ``q``)."""
+        classes, outcomes = self.continuing(q)
+        at = int(np.searchsorted(classes, cls))
+        return int(outcomes[at]) if at < classes.size and classes[at] == cls else DEAD_STATE
+
+    def continuing(self, q: int) -> SparseRow:
+        """``class_row(q)`` without its dead entries: (classes ascending, their outcomes)."""
+        found = self._continuing.get(q)
+        if found is None:
+            row = self.class_row(q)
+            classes = np.flatnonzero(row >= 0)
+            found = self._continuing[q] = (classes, row[classes])
         return found
 
     def class_emits(self, q: int) -> np.ndarray:
@@ -523,7 +542,6 @@ def first_kinds(lexer: LexingTransducer) -> np.ndarray:
     return kind
 
 
-SparseRow = tuple[np.ndarray, np.ndarray]  # (sorted trie positions or classes, outcome ids)
 _EMPTY_ROW: SparseRow = (np.empty(0, np.int64), np.empty(0, np.int32))
 _AGREEMENT_SAMPLE = 128
 
