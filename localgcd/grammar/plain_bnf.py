@@ -106,40 +106,42 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
                     return None  # an undefined rule: lark's loader words the error
                 expansion.append(made[symbol])
             rules.append(Rule(NonTerminal(origin), expansion, order, None, RuleOptions()))
-    if len(set(rules)) != len(rules) or start not in alternatives:
+    # Duplicates and uses by name (a rule's name, a terminal's: never the same), hashed as strings:
+    # lark's symbols hash and compare in Python, a few thousand calls for a schema's grammar.
+    if len({(r.origin.name, *(s.name for s in r.expansion)) for r in rules}) != len(rules) or start not in alternatives:
         return None
-    rules = _drop_unused(rules, NonTerminal(start))
+    rules = _drop_unused(rules, start)
     used_terminals = {s.name for r in rules for s in r.expansion if s.is_term}
     if not used_terminals <= names:
         return None  # a terminal used but not defined: lark's loader words the error
     return [t for t in terminals if t.name in used_terminals], rules
 
 
-def _drop_unused(rules: list[Rule], start: NonTerminal) -> list[Rule]:
+def _drop_unused(rules: list[Rule], start: str) -> list[Rule]:
     """Lark's rule: drop the rules of a nonterminal no other rule uses (but ``start``), until none
-    is left -- with use counts, so a chain of unused rules goes in one pass, not one per link."""
-    uses: dict[NonTerminal, int] = {}
+    is left -- with use counts, so a chain of unused rules goes in one pass, not one per link.
+    Nonterminals are keyed by name."""
+    uses: dict[str, int] = {}
+    by_origin: dict[str, list[list[str]]] = {}  # name -> the nonterminals each of its rules uses
     for r in rules:
-        for s in r.expansion:
-            if isinstance(s, NonTerminal) and s != r.origin:
-                uses[s] = uses.get(s, 0) + 1
-    by_origin: dict[NonTerminal, list[Rule]] = {}
-    for r in rules:
-        by_origin.setdefault(r.origin, []).append(r)
-    dropped: set[NonTerminal] = set()
+        origin = r.origin.name
+        used = [s.name for s in r.expansion if not s.is_term and s.name != origin]
+        by_origin.setdefault(origin, []).append(used)
+        for name in used:
+            uses[name] = uses.get(name, 0) + 1
+    dropped: set[str] = set()
     todo = [o for o in by_origin if o != start and not uses.get(o)]
     while todo:
         origin = todo.pop()
         if origin in dropped:
             continue
         dropped.add(origin)
-        for r in by_origin[origin]:
-            for s in r.expansion:
-                if isinstance(s, NonTerminal) and s != r.origin:
-                    uses[s] -= 1
-                    if not uses[s] and s != start and s in by_origin:
-                        todo.append(s)
-    return [r for r in rules if r.origin not in dropped]
+        for used in by_origin[origin]:
+            for name in used:
+                uses[name] -= 1
+                if not uses[name] and name != start and name in by_origin:
+                    todo.append(name)
+    return [r for r in rules if r.origin.name not in dropped]
 
 
 def _anonymous_name(value: str, names: set[str]) -> str | None:

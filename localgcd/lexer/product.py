@@ -247,18 +247,17 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
     # Classes: R's states are their own; a node joins the first state of equal label and successors.
     block = list(range(n_nodes + n_regex)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
     first_of: dict[tuple, int] = {(label[s], tuple(rows[s])): s for s in range(n_nodes, n_nodes + n_regex)}
+    class_of = block.__getitem__
     for node in range(n_nodes - 1, -1, -1):
-        block[node] = first_of.setdefault((label[node], tuple([block[t] for t in rows[node]])), node)
-    # Breadth-first numbering of the classes from the start's.
+        block[node] = first_of.setdefault((label[node], tuple(map(class_of, rows[node]))), node)
+    # Breadth-first numbering of the classes from the start's (a row's distinct targets, in order).
     order = [block[0]]
     number = {block[0]: 0}
     for state in order:  # grows while iterating
-        for target in rows[state]:
-            if target >= 0:
-                target = block[target]
-                if target not in number:
-                    number[target] = len(order)
-                    order.append(target)
+        for target in dict.fromkeys(map(class_of, rows[state])):
+            if target >= 0 and target not in number:
+                number[target] = len(order)
+                order.append(target)
     new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
     new_id[list(number)] = list(number.values())
     new_id = new_id[np.asarray(block[:-1], dtype=np.int64)]
