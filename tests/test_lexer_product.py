@@ -132,6 +132,28 @@ def test_a_plain_string_pattern_is_read_as_its_bytes(pattern: str, expected: byt
     assert literal_bytes(pattern) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='ab"\\.^$*+?{}[]|()# -:é\n0', max_size=6))
+def test_a_pattern_is_read_as_its_bytes_exactly_when_it_parses_to_literals(pattern: str) -> None:
+    """The metacharacter-free shortcut and the parse agree: bytes when every item is a literal."""
+    import re
+    import warnings
+    from re import _constants as sre, _parser as sre_parse
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            parsed = sre_parse.parse(pattern)
+        except re.error:
+            parsed = None
+    expected = None
+    if parsed is not None and len(parsed) and all(op is sre.LITERAL for op, _ in parsed):
+        expected = "".join(chr(arg) for _, arg in parsed).encode("utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        assert literal_bytes.__wrapped__(pattern) == expected
+
+
 def test_two_terminals_with_one_string_keep_the_lower_rank() -> None:
     trie = literal_trie([(b"ab", 3), (b"ab", 1), (b"a", 2)])
     assert trie.accept[trie.run(b"ab")] == 1

@@ -26,6 +26,7 @@ from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
 from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Also, Terminal
+from localgcd.lexer.nfa import literal_bytes
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def _max_width(pattern: PatternStr | PatternRE) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _regex_max_width(regex: str) -> int:
-    return int(get_regexp_width(regex)[1])
+    data = literal_bytes(regex)  # a schema's keys: one string each, its width its characters
+    return len(data.decode("utf-8")) if data is not None else int(get_regexp_width(regex)[1])
 
 
 _NEWLINE_NAMES = ("_NEWLINE", "_NL", "NEWLINE", "NL", "_EOL", "EOL")

@@ -94,10 +94,18 @@ def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
+_PLAIN_CHARACTERS = re.compile(r"[^\\.^$*+?{}\[\]|()]+")
+
+
 @lru_cache(maxsize=4096)
 def literal_bytes(pattern: str) -> bytes | None:
     """The UTF-8 bytes of ``pattern`` when it matches exactly one string (literal characters only,
     no case folding); None otherwise (and for a pattern that does not parse)."""
+    if pattern and _PLAIN_CHARACTERS.fullmatch(pattern):  # no metacharacter: each character itself
+        try:                                           # (a schema's keys, read once each: no parse)
+            return pattern.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:
