@@ -43,7 +43,6 @@ from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import VocabTrie
 
-_KEY_SHIFT = np.int64(1) << np.int64(32)
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
 
@@ -58,6 +57,8 @@ class OutcomeTable:
         self.n_base = n_lexer_states
         self._head = np.full(max(1024, 2 * n_lexer_states), -1, dtype=np.int32)
         self._tail = self._head.copy()
+        self._end = self._head.copy()  # a cell's end state is its tail's: kept as cells are made
+        self._end[:n_lexer_states] = np.arange(n_lexer_states)
         self._size = n_lexer_states
         self._by_head: dict[int, np.ndarray] = {}
 
@@ -93,15 +94,19 @@ class OutcomeTable:
         if tail == DEAD_STATE:
             return DEAD_STATE
         cell = int(self._lookup(head)[tail])
-        if cell < 0:
-            cell = int(self._append(head, np.asarray([tail], dtype=np.int64))[0])
+        if cell < 0:  # one new cell, written in place (no arrays made for it)
+            cell = self._size
+            if cell == self._head.size:
+                self._grow(cell + 1)
+            self._head[cell], self._tail[cell], self._end[cell] = head, tail, self._end[tail]
+            self._size += 1
             self._lookup(head)[tail] = cell
         return cell
 
     def _lookup(self, head: int) -> np.ndarray:
         table = self._by_head.get(head)
         if table is None or table.size < self._size:
-            grown = np.full(max(2 * self._size, 4096), -1, dtype=np.int64)
+            grown = np.full(max(2 * self._size, 1024), -1, dtype=np.int32)  # a fresh page costs a fault
             if table is not None:
                 grown[: table.size] = table
             self._by_head[head] = table = grown
@@ -110,32 +115,22 @@ class OutcomeTable:
     def _append(self, head: int, tails: np.ndarray) -> np.ndarray:
         n = tails.size
         if self._size + n > self._head.size:
-            capacity = max(2 * self._head.size, self._size + n)
-            self._head = np.concatenate([self._head, np.full(capacity - self._head.size, -1, np.int32)])
-            self._tail = np.concatenate([self._tail, np.full(capacity - self._tail.size, -1, np.int32)])
+            self._grow(self._size + n)
         ids = np.arange(self._size, self._size + n, dtype=np.int64)
         self._head[ids] = head
         self._tail[ids] = tails
+        self._end[ids] = self._end[tails]
         self._size += n
         return ids
 
+    def _grow(self, needed: int) -> None:
+        capacity = max(2 * self._head.size, needed)
+        extra = np.full(capacity - self._head.size, -1, np.int32)
+        self._head, self._tail, self._end = (np.concatenate([a, extra]) for a in (self._head, self._tail, self._end))
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(head, tail, end)`` int32 arrays indexed by outcome id (-1 for none)."""
-        head = self._head[: self._size].copy()
-        tail = self._tail[: self._size].copy()
-        end = _resolve_ends(head, tail, self.n_base)
-        return head, tail, end
-
-
-def _resolve_ends(head: np.ndarray, tail: np.ndarray, n_base: int) -> np.ndarray:
-    """End lexer state of every outcome (follow tails down to a base id)."""
-    ptr = np.arange(head.size, dtype=np.int64)
-    ptr[n_base:] = tail[n_base:]
-    while True:
-        deeper = ptr >= n_base
-        if not deeper.any():
-            return ptr.astype(np.int32)
-        ptr[deeper] = tail[ptr[deeper]]
+        return self._head[: self._size].copy(), self._tail[: self._size].copy(), self._end[: self._size].copy()
 
 
 FIRST_DEAD, FIRST_EMITS, FIRST_CONTINUES = 0, 1, 2
