@@ -13,6 +13,7 @@ Anything outside the subset answers ``None`` and the caller uses lark.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from lark.grammar import NonTerminal, Rule, RuleOptions, Symbol
@@ -63,8 +64,10 @@ def _symbols(body: str) -> list[str] | None:
     return spelled if " ".join(spelled) == body else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _pattern(literal: str) -> PatternStr | PatternRE:
-    """lark's reading of a ``"string"`` or ``/regex/`` literal (no flags)."""
+    """lark's reading of a ``"string"`` or ``/regex/`` literal (no flags); memoized, as a schema's
+    grammars share their strings, numbers and punctuation (lark's unescaping is per character)."""
     value = eval_escaping(literal[1:-1])
     if literal[0] == '"':
         return PatternStr(value.replace("\\\\", "\\"), (), raw=literal)
@@ -79,7 +82,9 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
     anonymous = 0
     rules: list[Rule] = []
     made: dict[str, Symbol] = {}  # one symbol object per name: a schema's grammar repeats a few thousand
+    options = RuleOptions()  # no rule of the subset has options: one shared, read-only
     for origin, alts in alternatives.items():
+        origin_symbol = made.get(origin) or made.setdefault(origin, NonTerminal(origin))
         for order, spelled in enumerate(alts):
             expansion = []
             for symbol in spelled:
@@ -105,7 +110,7 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
                 else:
                     return None  # an undefined rule: lark's loader words the error
                 expansion.append(made[symbol])
-            rules.append(Rule(NonTerminal(origin), expansion, order, None, RuleOptions()))
+            rules.append(Rule(origin_symbol, expansion, order, None, options))
     # Duplicates and uses by name (a rule's name, a terminal's: never the same), hashed as strings:
     # lark's symbols hash and compare in Python, a few thousand calls for a schema's grammar.
     if len({(r.origin.name, *(s.name for s in r.expansion)) for r in rules}) != len(rules) or start not in alternatives:
