@@ -227,3 +227,20 @@ def test_terminals_with_conditions_label_exactly_their_lexemes(case: str) -> Non
                    for rx, cond in zip(regexes, conditions)
                    for n in range(6) for rest in itertools.product(alphabet, repeat=n))
         assert (state >= 0) == live, (word, state, live)
+
+
+def test_the_memo_of_regex_products_keeps_a_bounded_number_of_small_ones() -> None:
+    """A long-running process compiling grammar after grammar keeps at most so many products,
+    and none over the cell bound (their tables are memory, not only time)."""
+    import localgcd.lexer.product as product
+
+    for n in range(product._REGEX_PRODUCTS_KEPT + 5):
+        product._regex_product(("[a-z]{%d}" % (n + 1), "[0-9]+"))
+    assert len(product._REGEX_PRODUCTS) <= product._REGEX_PRODUCTS_KEPT
+    saved = product._REGEX_PRODUCT_CELLS
+    product._REGEX_PRODUCT_CELLS = 0
+    try:
+        table, _winner = product._regex_product(("[a-z]{99}x",))
+    finally:
+        product._REGEX_PRODUCT_CELLS = saved
+    assert table.shape[0] > 99 and ("[a-z]{99}x",) not in product._REGEX_PRODUCTS

@@ -182,18 +182,32 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
 _TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product
 
 
-@lru_cache(maxsize=64)
-def _regex_product(patterns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
-    """The minimal DFA of ranked regex terminals alone, memoized per pattern tuple (the grammars
-    of one kind share theirs: a JSON Schema's strings, numbers and integers): its table (start
-    0), each state's winning pattern (its position; -1: none) and the table as lists."""
+_REGEX_PRODUCTS: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}  # the oldest goes first
+_REGEX_PRODUCTS_KEPT = 64  # products kept at most, each of at most _REGEX_PRODUCT_CELLS cells
+_REGEX_PRODUCT_CELLS = 1 << 20
+
+
+def _regex_product(patterns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The minimal DFA of ranked regex terminals alone: its table (start 0) and each state's winning
+    pattern (its position; -1: none).  Memoized per pattern tuple (the grammars of one kind share
+    theirs: a JSON Schema's strings, numbers and integers), small ones only, a bounded number."""
+    found = _REGEX_PRODUCTS.get(patterns)
+    if found is not None:
+        return found
     components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
                   for position, d in enumerate(map(terminal_dfa, patterns))]
     table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {}))
     table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32))
     table.setflags(write=False)
     winner.setflags(write=False)
-    return table, winner, table.tolist()
+    if table.size <= _REGEX_PRODUCT_CELLS:
+        if len(_REGEX_PRODUCTS) >= _REGEX_PRODUCTS_KEPT:
+            try:  # the oldest (another thread compiling may have dropped it, or be adding one)
+                del _REGEX_PRODUCTS[next(iter(_REGEX_PRODUCTS))]
+            except (KeyError, RuntimeError, StopIteration):
+                pass
+        _REGEX_PRODUCTS[patterns] = (table, winner)
+    return table, winner
 
 
 def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -216,15 +230,20 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
         return None
     regex_members = np.asarray([i for i in members if literal_bytes(regexes[i]) is None], dtype=np.int64)
     if regex_members.size:
-        r_table, winner, r_rows = _regex_product(tuple(regexes[i] for i in regex_members))
+        r_table, winner = _regex_product(tuple(regexes[i] for i in regex_members))
     else:
-        r_table, winner, r_rows = np.full((0, 256), DEAD_STATE, dtype=np.int32), np.zeros(0, dtype=np.int32), []
+        r_table, winner = np.full((0, 256), DEAD_STATE, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    r_rows: dict[int, list[int]] = {}  # the R states the trie's nodes sit over, as lists
     n_regex = r_table.shape[0]
     # Each node's R state (-1: dead), parents first; the child edges override their bytes.
     over = [0 if n_regex else DEAD_STATE] + [DEAD_STATE] * (n_nodes - 1)
     sources, bytes_, targets = [], [], []
     for node, edges in enumerate(children):
-        row = r_rows[over[node]] if over[node] >= 0 else None
+        state, row = over[node], None
+        if state >= 0 and edges:
+            row = r_rows.get(state)
+            if row is None:
+                row = r_rows[state] = r_table[state].tolist()
         for byte, child in edges.items():
             over[child] = row[byte] if row is not None else DEAD_STATE
             sources.append(node)
