@@ -84,7 +84,7 @@ def _compile(alternatives: dict[str, list[list[str]]], terminals: list[TerminalD
     made: dict[str, Symbol] = {}  # one symbol object per name: a schema's grammar repeats a few thousand
     options = RuleOptions()  # no rule of the subset has options: one shared, read-only
     for origin, alts in alternatives.items():
-        origin_symbol = made.get(origin) or made.setdefault(origin, NonTerminal(origin))
+        origin_symbol = made.setdefault(origin, NonTerminal(origin))
         for order, spelled in enumerate(alts):
             expansion = []
             for symbol in spelled:

@@ -221,22 +221,28 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
     children before parents, and the result is numbered breadth-first (bytes ascending) — the
     numbering :func:`_explore` and :func:`minimize_mapped` give.
     """
-    literals = [(data, i) for i in members if (data := literal_bytes(regexes[i])) is not None]
+    literals, regex_members = [], []
+    for i in members:
+        data = literal_bytes(regexes[i])
+        if data is None:
+            regex_members.append(i)
+        else:
+            literals.append((data, i))
     if not literals:
         return None
     children, trie_accept = _trie_nodes(literals)
     n_nodes = len(children)
     if n_nodes > _TRIE_NODES_LIMIT:
         return None
-    regex_members = np.asarray([i for i in members if literal_bytes(regexes[i]) is None], dtype=np.int64)
-    if regex_members.size:
+    if regex_members:
         r_table, winner = _regex_product(tuple(regexes[i] for i in regex_members))
-    else:
-        r_table, winner = np.full((0, 256), DEAD_STATE, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    else:  # no regexes: R is one dead state (it accepts nothing, so no path keeps it)
+        r_table, winner = np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, -1, dtype=np.int32)
+    regex_members = np.asarray(regex_members, dtype=np.int64)
     r_rows: dict[int, list[int]] = {}  # the R states the trie's nodes sit over, as lists
     n_regex = r_table.shape[0]
     # Each node's R state (-1: dead), parents first; the child edges override their bytes.
-    over = [0 if n_regex else DEAD_STATE] + [DEAD_STATE] * (n_nodes - 1)
+    over = [0] + [DEAD_STATE] * (n_nodes - 1)
     sources, bytes_, targets = [], [], []
     for node, edges in enumerate(children):
         state, row = over[node], None
@@ -253,11 +259,11 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
     shifted = np.where(r_table >= 0, r_table.astype(np.int64) + n_nodes, DEAD_STATE)
     table = np.empty((n_nodes + n_regex, 256), dtype=np.int64)
     table[n_nodes:] = shifted
-    table[:n_nodes] = shifted[np.maximum(over_r, 0)] if n_regex else DEAD_STATE
-    table[:n_nodes][over_r < 0] = DEAD_STATE
+    table[:n_nodes] = np.where(over_r[:, None] >= 0, shifted[np.maximum(over_r, 0)], DEAD_STATE)
     table[sources, bytes_] = targets
-    regex_label = np.where(winner >= 0, regex_members[np.maximum(winner, 0)] if n_regex else 0, _NO_LABEL)
-    node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)] if n_regex else _NO_LABEL, _NO_LABEL)
+    regex_label = np.full(n_regex, _NO_LABEL, dtype=np.int64)
+    regex_label[winner >= 0] = regex_members[winner[winner >= 0]]
+    node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)], _NO_LABEL)
     trie_label = np.asarray(trie_accept, dtype=np.int64)
     node_label = np.minimum(node_label, np.where(trie_label >= 0, trie_label, _NO_LABEL))
     label = np.concatenate([node_label, regex_label]).tolist()

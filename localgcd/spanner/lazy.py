@@ -126,28 +126,27 @@ class LazyTokenSpanner:
 
 class LazyRows(Rows):
     """:class:`~localgcd.spanner.token_spanner.Rows` over a :class:`LazyTokenSpanner`: a row is
-    built on its state's first visit, and its outcomes come from the walk, not from a sort."""
+    built on its state's first visit, kept sparse as the walk gives it, and its outcomes come from
+    the walk, not from a sort."""
 
-    def class_row(self, q: int) -> np.ndarray:
-        """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
-        return self.padded_row(q)[:-1]
-
-    def padded_row(self, q: int) -> np.ndarray:
-        """``class_row(q)`` with the slot class -1 reads: the row is built with it, not copied."""
-        row = self._padded.get(q)
-        if row is None:
-            positions, values = self.continuing(q)
-            row = self._padded[q] = np.full(self.spanner.n_classes + 1, DEAD_STATE, dtype=np.int32)
-            row[positions] = values
-            row.flags.writeable = False
-        return row
+    def __init__(self, spanner: LazyTokenSpanner) -> None:
+        super().__init__(spanner)
+        self._rows: dict[int, SparseRow] = {}  # the rows built so far (sparse, unlike an eager one's)
 
     def continuing(self, q: int) -> SparseRow:
-        """The row's continuing positions and their outcomes, as the walk gives them (kept)."""
-        found = self._continuing.get(q)
+        """The row's continuing positions and their outcomes (built on the first call)."""
+        found = self._rows.get(q)
         if found is None:
-            found = self._continuing[q] = self.spanner.continuing(q)
+            found = self._rows[q] = self.spanner.continuing(q)
         return found
+
+    def class_row(self, q: int) -> np.ndarray:
+        """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere (made from
+        the sparse row each call: the engine reads the sparse one)."""
+        positions, values = self.continuing(q)
+        row = np.full(self.spanner.n_classes, DEAD_STATE, dtype=np.int32)
+        row[positions] = values
+        return row
 
     def outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes in ``class_row(q)``."""

@@ -227,7 +227,6 @@ class Rows:
         self._rows: dict[int, np.ndarray] = {}
         self._outcomes: dict[int, np.ndarray] = {}
         self._emits: dict[int, np.ndarray] = {}
-        self._padded: dict[int, np.ndarray] = {}
         self._continuing: dict[int, SparseRow] = {}
 
     def class_row(self, q: int) -> np.ndarray:
@@ -242,14 +241,6 @@ class Rows:
             row.flags.writeable = False
             self._rows[q] = row
         return row
-
-    def padded_row(self, q: int) -> np.ndarray:
-        """``class_row(q)`` with one more slot, DEAD_STATE, that class -1 (not text) reads (kept per state)."""
-        found = self._padded.get(q)
-        if found is None:
-            found = self._padded[q] = np.append(self.class_row(q), np.int32(DEAD_STATE))
-            found.flags.writeable = False
-        return found
 
     def outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes in ``class_row(q)``."""
