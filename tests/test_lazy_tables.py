@@ -17,11 +17,14 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
 from localgcd.grammar.json_schema import schema_to_lark
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
+from localgcd.spanner.trie import VocabTrie
 from localgcd.vocab import Vocabulary
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary, small_vocabulary
@@ -120,3 +123,59 @@ def test_parser_tables_read_row_by_row_give_the_same_masks(name: str, vocab_kind
     by_rows = Compiler(use_cache=False).compile(text, vocab)
     assert isinstance(by_rows.engine.pda._action, arrays.LazyRowLists)
     assert walk_masks([whole, by_rows], vocab, seed=len(text) + 1) > 0
+
+
+# A branch walk is each token lexed on its own
+# --------------------------------------------------------------------------
+
+_JSON_BYTES = b'{}[]",: -.0123456789eEtrufalsn\\/'
+_BYTE = st.sampled_from(list(b'""""",,::{}[] 0-.e\\a'))  # quotes often: strings close inside tokens
+_TOKEN = st.lists(st.tuples(_BYTE, st.sampled_from([1, 1, 1, 2, 3, 24])), min_size=1, max_size=5).map(
+    lambda runs: b"".join(bytes([byte]) * n for byte, n in runs))  # long runs: deep, thin trie tails
+
+
+@pytest.fixture(scope="module")
+def json_lexer():
+    return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=st.lists(_TOKEN, min_size=1, max_size=80, unique=True), data=st.data())
+def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, tokens: list[bytes], data) -> None:
+    """Whichever branches of a row are walked together (a random subset of terminals picks
+    them, so walks mix dense and sparse rounds), each entry is what lexing the token's bytes
+    from that state gives; a branch is kept iff its state can still become a chosen terminal."""
+    token_bytes = tuple(bytes([b]) for b in _JSON_BYTES) + tuple(tokens)
+    trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
+    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes))
+    n_terminals = json_lexer.producible.shape[1]
+    for q in range(json_lexer.n_states):
+        chosen = np.array(data.draw(st.lists(st.booleans(), min_size=n_terminals, max_size=n_terminals)))
+        kept = spanner.branches_of(q, chosen)
+        (positions, values), _ = spanner.branch_row(kept)
+        for position, outcome in zip(positions.tolist(), values.tolist()):
+            text = trie.data[trie.offsets[position]:trie.offsets[position + 1]].tobytes()
+            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, text)
+        every = spanner.continuing(q)[0]
+        first_states = json_lexer.next_state[q, trie.first_bytes[every]]
+        expected = every[json_lexer.producible[first_states][:, chosen].any(axis=1)]
+        assert np.array_equal(np.sort(positions), expected)
+        alone = LazyTokenSpanner(json_lexer, trie, len(token_bytes))  # one token's outcome: its branch only
+        row = dict(zip(*(part.tolist() for part in spanner.continuing(q))))
+        for position in range(trie.n_positions):
+            found = alone.outcome_of(q, position)
+            if position not in row:
+                assert found == -1
+            else:
+                assert (alone.terminals(found), int(alone.end[found])) == \
+                    (spanner.terminals(row[position]), int(spanner.end[row[position]]))
+
+
+def test_the_first_mask_walks_only_branches_the_parser_can_start_with() -> None:
+    """At the start of an object schema only ``{`` can come first: the start state's other
+    branches (strings, numbers, literals, brackets) are not walked for the first mask."""
+    text, vocab = grammar_and_vocab("schema", "json-small")
+    lazy = Compiler(use_cache=False).compile(text, vocab)
+    lazy.matcher().allowed_token_mask()
+    walked = len(lazy.spanner._branches)
+    assert 0 < walked < len(lazy.spanner.branches_of(0))

@@ -109,6 +109,8 @@ class MaskEngine:
         self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
+        self._first_terminals_of: dict[int, np.ndarray] = {}
+        self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
         self._dependent_groups: SuffixCache[tuple[int, np.ndarray, np.ndarray]] = SuffixCache(pda)
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
@@ -352,15 +354,30 @@ class MaskEngine:
 
     # -- Alg. 5 ---------------------------------------------------------------------
 
+    def _first_terminals(self, node: int) -> np.ndarray | None:
+        """bool per lexer terminal: those a token's first emission may be on a stack with
+        ``node``'s top -- every terminal but the ones that state refuses whatever lies below
+        (ignored ones are skipped, not fed).  None with an Indenter, whose newlines take the
+        layout path."""
+        if self.indentation is not None:
+            return None
+        top = self.pda.state[node]
+        found = self._first_terminals_of.get(top)
+        if found is None:
+            refused = self.pda.tables.refuses[top, :self._n_lexer_terminals] & ~self.pda.ignored
+            found = self._first_terminals_of[top] = ~refused
+        return found
+
     def _split(self, q: int, node: int, paren: int) -> _ParserStateSplit:
         """Alg. 5, lazily: classify ``q``'s outcomes once per parser state (and bracket depth)."""
         paren_key = min(paren, self.checker.paren_cap) if self.indentation is not None else 0
         key = (q, self.pda.state[node], paren_key)
         split = self._splits.get(key)
         if split is None:
-            outcomes = self.rows.outcomes(q)
+            # the classes that continue, their outcomes, and the distinct ones (a lazy row only
+            # as far as its tokens can start with a terminal this parser state does not refuse)
+            (positions, values), outcomes = self.rows.continuing_within(q, self._first_terminals(node))
             self.checker.grow()  # a lazily built row may have made new outcome ids
-            positions, values = self.rows.continuing(q)  # the classes that continue, and their outcomes
             layout_classes = np.empty(0, dtype=np.int64)
             if self.indentation is not None:
                 emits_newline = self.indentation.emits_newline

@@ -108,6 +108,19 @@ class LazyTokenSpanner:
         (built now)."""
         return self._branches.row(q)
 
+    def outcome_of(self, q: int, position: int) -> int:
+        """The outcome of one position from ``q`` (walks only its branch)."""
+        return self._branches.outcome_of(q, position)
+
+    def branches_of(self, q: int, first_terminals: np.ndarray | None = None) -> np.ndarray:
+        """Ids of the branches of ``q``'s row, only those that can start with ``first_terminals``
+        when given (walked now if new)."""
+        return self._branches.branches_of(q, first_terminals)
+
+    def branch_row(self, ids: np.ndarray) -> tuple[SparseRow, np.ndarray]:
+        """(positions ascending, outcomes) of the given branches, and their distinct outcomes."""
+        return self._branches.row_of(ids), self._branches.distinct_outcomes_of(ids)
+
     def row_outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes of ``q``'s row, sorted."""
         return self._branches.distinct_outcomes(q)
@@ -132,6 +145,7 @@ class LazyRows(Rows):
     def __init__(self, spanner: LazyTokenSpanner) -> None:
         super().__init__(spanner)
         self._rows: dict[int, SparseRow] = {}  # the rows built so far (sparse, unlike an eager one's)
+        self._parts: dict[bytes, tuple[SparseRow, np.ndarray]] = {}  # branch ids → their part of a row
 
     def continuing(self, q: int) -> SparseRow:
         """The row's continuing positions and their outcomes (built on the first call)."""
@@ -139,6 +153,26 @@ class LazyRows(Rows):
         if found is None:
             found = self._rows[q] = self.spanner.continuing(q)
         return found
+
+    def continuing_within(self, q: int, first_terminals: np.ndarray | None) -> tuple[SparseRow, np.ndarray]:
+        """The part of ``q``'s row a parser that can take only ``first_terminals`` next may
+        allow, and its distinct outcomes: the row's branches that can start with one of them
+        (only those are walked; parts are kept per set of branches)."""
+        if first_terminals is None:
+            return self.continuing(q), self.outcomes(q)
+        ids = self.spanner.branches_of(q, first_terminals)
+        key = ids.tobytes()
+        found = self._parts.get(key)
+        if found is None:
+            found = self._parts[key] = self.spanner.branch_row(ids)
+        return found
+
+    def outcome_of(self, q: int, cls: int) -> int:
+        """The outcome of class (position) ``cls`` from ``q``: from the built row, else from its
+        branch alone (a token fed without a mask need not walk the whole row)."""
+        if q in self._rows:
+            return super().outcome_of(q, cls)
+        return self.spanner.outcome_of(q, cls)
 
     def class_row(self, q: int) -> np.ndarray:
         """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere (made from

@@ -41,7 +41,7 @@ import numpy as np
 from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
-from localgcd.spanner.trie import VocabTrie
+from localgcd.spanner.trie import TrieLevel, VocabTrie
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -264,6 +264,11 @@ class Rows:
             classes = np.flatnonzero(row >= 0)
             found = self._continuing[q] = (classes, row[classes])
         return found
+
+    def continuing_within(self, q: int, first_terminals: np.ndarray | None) -> tuple[SparseRow, np.ndarray]:
+        """(:meth:`continuing`, its distinct outcomes) for a parser that can take only
+        ``first_terminals`` next: a superset suffices, and an eager row is the whole one."""
+        return self.continuing(q), self.outcomes(q)
 
     def class_emits(self, q: int) -> np.ndarray:
         """bool [n_classes]: classes whose first byte ends the pending lexeme of ``q``."""
@@ -606,85 +611,184 @@ class BranchRows:
         """(sorted trie positions, outcome ids) of branch ``b``; dead entries left out."""
         return self._positions[b], self._values[b]
 
-    def branches_of(self, q: int) -> np.ndarray:
-        """Ids of the branches that make up ``q``'s row, in position order (walked if new)."""
+    def branches_of(self, q: int, first_terminals: np.ndarray | None = None) -> np.ndarray:
+        """Ids of the branches that make up ``q``'s row, in position order (walked if new).
+
+        With ``first_terminals`` (bool per terminal), only the branches whose
+        entered state can still become one of them: a token's first emission
+        is a terminal its branch's state can become, so the other branches'
+        tokens all start with a terminal outside the set.
+        """
+        children, state = self._continuing_children(q)
+        if first_terminals is not None:
+            keep = (self.lexer.producible[state] & first_terminals).any(axis=1)
+            children, state = children[keep], state[keep]
+        keys = (children * self.lexer.n_states + state).tolist()
+        ids = self._ids
+        missing = [i for i, key in enumerate(keys) if key not in ids]
+        if missing:
+            self._walk(children[missing], state[missing])
+        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(root children whose byte continues ``q``'s lexeme, the state each enters)."""
         lexer = self.lexer
         term = lexer.emitted[q, self._root_bytes]
         state = lexer.next_state[q, self._root_bytes]
         children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
-        keys = (children * lexer.n_states + state[children]).tolist()
-        ids = self._ids
-        missing = [i for i, key in enumerate(keys) if key not in ids]
-        if missing:
-            self._walk(children[missing], state[children[missing]].astype(np.int64))
-        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        return children, state[children].astype(np.int64)
 
-    def distinct_outcomes(self, q: int) -> np.ndarray:
-        """The distinct outcomes of ``q``'s row (each branch's are found once and shared)."""
+    def outcome_of(self, q: int, position: int) -> int:
+        """The outcome of one trie position from ``q`` (DEAD_STATE: its first byte does not
+        continue ``q``'s lexeme); walks only the position's branch."""
+        byte = int(self.trie.first_bytes[position])
+        state = int(self.lexer.next_state[q, byte])
+        if state == DEAD_STATE or int(self.lexer.emitted[q, byte]) != NO_EMIT:
+            return DEAD_STATE
+        child = int(np.searchsorted(self._root_bytes, byte))
+        key = child * self.lexer.n_states + state
+        if key not in self._ids:
+            self._walk(np.array([child], dtype=np.int64), np.array([state], dtype=np.int64))
+        positions, values = self.branch(self._ids[key])
+        at = int(np.searchsorted(positions, position))
+        return int(values[at]) if at < positions.size and positions[at] == position else DEAD_STATE
+
+    def distinct_outcomes(self, q: int, first_terminals: np.ndarray | None = None) -> np.ndarray:
+        """The distinct outcomes of ``q``'s row (each branch's are found once and shared); with
+        ``first_terminals``, of the branches :meth:`branches_of` keeps."""
+        return self.distinct_outcomes_of(self.branches_of(q, first_terminals))
+
+    def distinct_outcomes_of(self, ids: np.ndarray) -> np.ndarray:
+        """The distinct outcomes of the given branches."""
         parts = []
-        for b in self.branches_of(q).tolist():
+        for b in ids.tolist():
             found = self._distinct.get(b)
             if found is None:
                 found = self._distinct[b] = sorted_unique(self._values[b])
+                found.flags.writeable = False
             parts.append(found)
+        if len(parts) == 1:
+            return parts[0]
         return sorted_unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int32)
 
-    def row(self, q: int) -> SparseRow:
-        """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
-        ids = self.branches_of(q).tolist()
+    def row(self, q: int, first_terminals: np.ndarray | None = None) -> SparseRow:
+        """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position (with
+        ``first_terminals``, of the branches :meth:`branches_of` keeps)."""
+        return self.row_of(self.branches_of(q, first_terminals))
+
+    def row_of(self, ids: np.ndarray) -> SparseRow:
+        """The given branches' entries, by trie position (branches are in position order)."""
+        ids = ids.tolist()
         if not ids:
             return _EMPTY_ROW
+        if len(ids) == 1:
+            return self._positions[ids[0]], self._values[ids[0]]
         return (np.concatenate([self._positions[b] for b in ids]),
                 np.concatenate([self._values[b] for b in ids]))
 
     def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
-        """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
-        lexer, trie, suffix, outcomes = self.lexer, self.trie, self.suffix, self.outcomes
-        next_state, emitted = lexer.next_state, lexer.emitted
-        n_states = lexer.n_states
-        for key in (roots * n_states + states).tolist():
+        """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them.
+
+        One numpy round per trie level.  While most nodes of the walked span
+        are alive, a round runs over the span's whole level (each node reads
+        its parent's state: a few passes over contiguous arrays); once few
+        are, only over the live (node, state) pairs.  A branch's positions lie
+        in its root child's range, so ordering the entries by position also
+        groups them by branch.
+        """
+        trie, code = self.trie, self._byte_codes
+        for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        level = trie.levels[0]
-        origin = np.arange(roots.size, dtype=np.int64)
-        ends_here = level.token_at[roots]
+        root = trie.levels[0]
+        ends_here = root.token_at[roots]
         has_token = ends_here >= 0
-        positions_out = [ends_here[has_token].astype(np.int64)]
-        values_out = [states[has_token]]
-        origins_out = [origin[has_token]]
-        nodes, which = expand_ranges(level.child_start[roots], level.child_end[roots])
-        states, origin = states[which], origin[which]
-        for depth in range(1, len(trie.levels)):
-            if not nodes.size:
-                break
+        positions_out, values_out = [ends_here[has_token]], [states[has_token]]
+        lo, hi = int(roots.min()), int(roots.max()) + 1
+        depth, nodes = 1, None
+        if 4 * int((root.hi[roots] - root.lo[roots]).sum()) >= int(root.hi[hi - 1] - root.lo[lo]):
+            # Dense: the states of the nodes [lo, hi) of the previous level (DEAD_STATE: not alive).
+            span = np.full(hi - lo, DEAD_STATE, dtype=np.int64)
+            span[roots - lo] = states
+            while depth < len(trie.levels):
+                above = trie.levels[depth - 1]
+                first, stop = int(above.child_start[lo]), int(above.child_end[hi - 1])
+                if first >= stop:
+                    break
+                level = trie.levels[depth]
+                step = code[(span[level.parent[first:stop] - lo] + 1) * 256 + level.byte[first:stop]]
+                emitting = np.flatnonzero(step < DEAD_STATE)
+                self._emissions(level, emitting + first, step[emitting], depth, positions_out, values_out)
+                ends_here = level.token_at[first:stop]
+                has_token = (ends_here >= 0) & (step >= 0)
+                positions_out.append(ends_here[has_token])
+                values_out.append(step[has_token])
+                span, lo, hi = np.maximum(step, DEAD_STATE), first, stop
+                depth += 1
+                alive = np.flatnonzero(span >= 0)
+                if 4 * alive.size < span.size:  # few left alive: on with the pairs
+                    nodes, which = expand_ranges(level.child_start[alive + lo], level.child_end[alive + lo])
+                    states = span[alive][which]
+                    break
+        else:
+            nodes, which = expand_ranges(root.child_start[roots], root.child_end[roots])
+            states = states[which]
+        while nodes is not None and nodes.size and depth < len(trie.levels):
             level = trie.levels[depth]
-            byte = level.byte[nodes]
-            term = emitted[states, byte]
-            nxt = next_state[states, byte]
-            # Branches that emit here: every token below continues with suffix[·, depth].
-            emit = (term != NO_EMIT) & (nxt != DEAD_STATE)
-            if emit.any():
-                positions, which = expand_ranges(level.lo[nodes[emit]], level.hi[nodes[emit]])
-                terms = term[emit][which]
-                tails = suffix.after(terms, trie.offsets[positions] + depth)
-                positions_out.append(positions)
-                values_out.append(outcomes.cons(terms, tails))
-                origins_out.append(origin[emit][which])
-            go = (term == NO_EMIT) & (nxt != DEAD_STATE)
-            nodes, states, origin = nodes[go], nxt[go], origin[go]
+            step = code[(states + 1) * 256 + level.byte[nodes]]
+            emitting = step < DEAD_STATE
+            self._emissions(level, nodes[emitting], step[emitting], depth, positions_out, values_out)
+            go = step >= 0
+            nodes, states = nodes[go], step[go]
             ends_here = level.token_at[nodes]
             has_token = ends_here >= 0
-            positions_out.append(ends_here[has_token].astype(np.int64))
+            positions_out.append(ends_here[has_token])
             values_out.append(states[has_token])
-            origins_out.append(origin[has_token])
-            children, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
-            nodes, states, origin = children, states[which], origin[which]
-        positions = np.concatenate(positions_out)
-        values = np.concatenate(values_out).astype(np.int32)
-        origin = np.concatenate(origins_out)
-        live = values != DEAD_STATE
-        positions, values, origin = positions[live], values[live], origin[live]
-        order = np.argsort(origin * trie.n_positions + positions)  # positions are distinct per origin
-        positions, values = positions[order], values[order]
-        bounds = np.cumsum(np.bincount(origin, minlength=roots.size))[:-1].tolist()
-        self._positions.extend(np.split(positions, bounds))
-        self._values.extend(np.split(values, bounds))
+            nodes, which = expand_ranges(level.child_start[nodes], level.child_end[nodes])
+            states = states[which]
+            depth += 1
+        positions, values = _by_position(np.concatenate(positions_out), np.concatenate(values_out),
+                                         int(root.lo[roots].min()), int(root.hi[roots].max()))
+        starts = np.searchsorted(positions, root.lo[roots]).tolist()
+        stops = np.searchsorted(positions, root.hi[roots]).tolist()
+        for start, stop in zip(starts, stops):
+            self._positions.append(positions[start:stop])
+            self._values.append(values[start:stop])
+
+    def _emissions(self, level: TrieLevel, nodes: np.ndarray, codes: np.ndarray, depth: int,
+                   positions_out: list[np.ndarray], values_out: list[np.ndarray]) -> None:
+        """Entries of every token below ``nodes`` (of ``level``), whose byte at ``depth`` ends the
+        lexeme emitting ``_EMITS_BASE - codes[i]``: that terminal, then their bytes from
+        ``depth`` on lexed afresh."""
+        if not nodes.size:
+            return
+        positions, which = expand_ranges(level.lo[nodes], level.hi[nodes])
+        terms = (_EMITS_BASE - codes)[which]
+        positions_out.append(positions)
+        values_out.append(self.outcomes.cons(terms, self.suffix.after(terms, self.trie.offsets[positions] + depth)))
+
+    @cached_property
+    def _byte_codes(self) -> np.ndarray:
+        """int64 [(Q + 1) * 256] at ``(state + 1) * 256 + byte``: the next state when the byte
+        continues the lexeme, ``DEAD_STATE`` when it kills it, ``_EMITS_BASE - T`` when it ends it
+        emitting ``T``; the first row, for state ``DEAD_STATE``, is all dead."""
+        next_state, emitted = self.lexer.next_state, self.lexer.emitted
+        code = np.where(emitted == NO_EMIT, next_state, _EMITS_BASE - emitted)
+        code = np.where(next_state == DEAD_STATE, DEAD_STATE, code).astype(np.int64).reshape(-1)
+        return np.concatenate([np.full(256, DEAD_STATE, dtype=np.int64), code])
+
+
+_EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
+
+
+def _by_position(positions: np.ndarray, values: np.ndarray, lo: int, hi: int) -> SparseRow:
+    """The live entries (distinct positions in ``[lo, hi)``) sorted by position: scattered into
+    the range when they fill a good part of it, else sorted."""
+    live = values != DEAD_STATE
+    positions, values = positions[live], values[live].astype(np.int32)
+    if 8 * positions.size >= hi - lo:
+        slots = np.full(hi - lo, DEAD_STATE, dtype=np.int32)
+        slots[positions - lo] = values
+        found = np.flatnonzero(slots != DEAD_STATE)
+        return found + lo, slots[found]
+    order = np.argsort(positions)
+    return positions[order].astype(np.int64), values[order]
