@@ -179,3 +179,16 @@ def test_the_first_mask_walks_only_branches_the_parser_can_start_with() -> None:
     lazy.matcher().allowed_token_mask()
     walked = len(lazy.spanner._branches)
     assert 0 < walked < len(lazy.spanner.branches_of(0))
+
+
+@pytest.mark.parametrize("lazy_tables", [True, False])
+def test_parser_states_that_agree_on_a_rows_statuses_share_its_split(lazy_tables: bool) -> None:
+    """A split reads only the statuses of its row's distinct outcomes: along walks through a
+    schema's strings under different keys, some parser states share one (and masks stay those
+    of the other build)."""
+    text, vocab = grammar_and_vocab("schema", "json-small")
+    compiled = Compiler(use_cache=False, lazy_tables=lazy_tables).compile(text, vocab)
+    other = Compiler(use_cache=False, lazy_tables=not lazy_tables).compile(text, vocab)
+    assert walk_masks([compiled, other], vocab, seed=3, walks=12) > 0
+    engine = compiled.engine
+    assert 0 < len(engine._splits_by_status) < len(engine._splits)

@@ -109,6 +109,8 @@ class MaskEngine:
         self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
+        self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
+        self._ranks: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # row part → its classes' outcome ranks
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -369,7 +371,12 @@ class MaskEngine:
         return found
 
     def _split(self, q: int, node: int, paren: int) -> _ParserStateSplit:
-        """Alg. 5, lazily: classify ``q``'s outcomes once per parser state (and bracket depth)."""
+        """Alg. 5, lazily: classify ``q``'s outcomes once per parser state (and bracket depth).
+
+        The split reads only the statuses of the row's distinct outcomes, so
+        parser states that give them the same statuses share one split (and
+        its token mask).
+        """
         paren_key = min(paren, self.checker.paren_cap) if self.indentation is not None else 0
         key = (q, self.pda.state[node], paren_key)
         split = self._splits.get(key)
@@ -378,25 +385,57 @@ class MaskEngine:
             # as far as its tokens can start with a terminal this parser state does not refuse)
             (positions, values), outcomes = self.rows.continuing_within(q, self._first_terminals(node))
             self.checker.grow()  # a lazily built row may have made new outcome ids
-            layout_classes = np.empty(0, dtype=np.int64)
-            if self.indentation is not None:
-                emits_newline = self.indentation.emits_newline
-                outcomes = outcomes[~emits_newline[outcomes]]
-                layout_classes = positions[emits_newline[values]]
             status = self.checker.statuses(node, outcomes, paren_key)
-            status_row = self.checker.status_table[self.checker.status_row(self.pda.state[node], paren_key)]
             if self.indentation is not None:
-                status_row = status_row.copy()
-                status_row[self.indentation.emits_newline] = UNKNOWN  # those take the layout path
-            class_status = status_row[values]
-            always = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # last slot: class -1, not text
-            always[positions[class_status == ALWAYS]] = True
-            always.flags.writeable = False
-            dependent = outcomes[status == DEPENDENT]
-            on_stack = class_status == DEPENDENT
-            split = _ParserStateSplit(always, dependent, positions[on_stack], values[on_stack], layout_classes)
+                status = np.where(self.indentation.emits_newline[outcomes], UNKNOWN, status)  # the layout path
+            by_status = (id(values), status.tobytes())
+            split = self._splits_by_status.get(by_status)
+            if split is None:
+                split = self._splits_by_status[by_status] = self._classify(positions, values, outcomes, status)
             self._splits[key] = split
         return split
+
+    def _classify(self, positions: np.ndarray, values: np.ndarray, outcomes: np.ndarray,
+                  status: np.ndarray) -> _ParserStateSplit:
+        """The split of a row part (classes ``positions`` with outcomes ``values``) given the status
+        of each of its distinct ``outcomes``: a lookup of each entry's outcome rank (over every
+        class at once for a part that covers many)."""
+        ranks, dense = self._ranks_of(positions, values, outcomes)
+        always_of = np.append(status == ALWAYS, False)  # rank -1 (no entry) reads False
+        if dense is not None:
+            always = always_of[dense]
+        else:
+            always = np.zeros(self.spanner.n_classes + 1, dtype=bool)
+            always[positions[always_of[ranks]]] = True
+        always.flags.writeable = False
+        dependent = status == DEPENDENT
+        if dependent.any():
+            on_stack = np.flatnonzero(dependent[ranks])
+            dependent_classes, dependent_outcomes = positions[on_stack], values[on_stack]
+        else:
+            dependent_classes, dependent_outcomes = _NO_TOKENS, _NO_TOKENS
+        layout_classes = _NO_TOKENS
+        if self.indentation is not None:
+            layout_classes = positions[self.indentation.emits_newline[values]]
+        return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes)
+
+    def _ranks_of(self, positions: np.ndarray, values: np.ndarray,
+                  outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Each entry's outcome rank among the part's distinct ``outcomes``; for a part covering
+        an eighth of the classes or more, also the rank per class (-1 outside the part, and in a
+        last slot for class -1).  Made once per part."""
+        found = self._ranks.get(id(values))
+        if found is None:
+            rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if outcomes.size else 0, dtype=np.int32)
+            rank_of_outcome[outcomes] = np.arange(outcomes.size, dtype=np.int32)
+            ranks = rank_of_outcome[values]
+            dense = None
+            if 8 * positions.size >= self.spanner.n_classes:
+                dense = np.full(self.spanner.n_classes + 1, -1,
+                                dtype=np.int16 if outcomes.size < np.iinfo(np.int16).max else np.int32)
+                dense[positions] = ranks
+            found = self._ranks[id(values)] = (values, ranks, dense)  # the values kept: their id is the key
+        return found[1], found[2]
 
 
 _NO_TOKENS = np.empty(0, dtype=np.int64)
