@@ -715,7 +715,7 @@ class BranchRows:
                 if first >= stop:
                     break
                 level = trie.levels[depth]
-                step = code[(span[level.parent[first:stop] - lo] + 1) * 256 + level.byte[first:stop]]
+                step = code[(np.take(span, level.parent[first:stop] - lo) + 1) * 256 + level.byte[first:stop]]
                 emitting = np.flatnonzero(step < DEAD_STATE)
                 self._emissions(level, emitting + first, step[emitting], depth, positions_out, values_out)
                 ends_here = level.token_at[first:stop]
