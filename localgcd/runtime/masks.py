@@ -110,7 +110,8 @@ class MaskEngine:
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
-        self._ranks: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # row part → its classes' outcome ranks
+        # row part (its values' id) → (values, each entry's outcome rank, per class for a big part)
+        self._ranks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -357,10 +358,10 @@ class MaskEngine:
     # -- Alg. 5 ---------------------------------------------------------------------
 
     def _first_terminals(self, node: int) -> np.ndarray | None:
-        """bool per lexer terminal: those a token's first emission may be on a stack with
-        ``node``'s top -- every terminal but the ones that state refuses whatever lies below
-        (ignored ones are skipped, not fed).  None with an Indenter, whose newlines take the
-        layout path."""
+        """bool per lexer terminal: what a token's first emission may be and still be taken on a
+        stack with ``node``'s top state -- every terminal but those that state refuses whatever
+        lies below (an ignored terminal is never fed, so never refused).  None with an Indenter,
+        whose newlines take the layout path."""
         if self.indentation is not None:
             return None
         top = self.pda.state[node]
