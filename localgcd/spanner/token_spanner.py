@@ -715,7 +715,7 @@ class BranchRows:
                 if first >= stop:
                     break
                 level = trie.levels[depth]
-                step = code[(np.take(span, level.parent[first:stop] - lo) + 1) * 256 + level.byte[first:stop]]
+                step = np.take(code, (np.take(span, level.parent[first:stop] - lo) + 1) * 256 + level.byte[first:stop])
                 emitting = np.flatnonzero(step < DEAD_STATE)
                 self._emissions(level, emitting + first, step[emitting], depth, positions_out, values_out)
                 ends_here = level.token_at[first:stop]
@@ -734,7 +734,7 @@ class BranchRows:
             states = states[which]
         while nodes is not None and nodes.size and depth < len(trie.levels):
             level = trie.levels[depth]
-            step = code[(states + 1) * 256 + level.byte[nodes]]
+            step = np.take(code, (states + 1) * 256 + level.byte[nodes])
             emitting = step < DEAD_STATE
             self._emissions(level, nodes[emitting], step[emitting], depth, positions_out, values_out)
             go = step >= 0
@@ -768,13 +768,16 @@ class BranchRows:
 
     @cached_property
     def _byte_codes(self) -> np.ndarray:
-        """int64 [(Q + 1) * 256] at ``(state + 1) * 256 + byte``: the next state when the byte
+        """int32 [(Q + 1) * 256] at ``(state + 1) * 256 + byte``: the next state when the byte
         continues the lexeme, ``DEAD_STATE`` when it kills it, ``_EMITS_BASE - T`` when it ends it
         emitting ``T``; the first row, for state ``DEAD_STATE``, is all dead."""
         next_state, emitted = self.lexer.next_state, self.lexer.emitted
-        code = np.where(emitted == NO_EMIT, next_state, _EMITS_BASE - emitted)
-        code = np.where(next_state == DEAD_STATE, DEAD_STATE, code).astype(np.int64).reshape(-1)
-        return np.concatenate([np.full(256, DEAD_STATE, dtype=np.int64), code])
+        code = np.empty((next_state.shape[0] + 1, 256), dtype=np.int32)  # int32 and in place: a
+        code[0] = DEAD_STATE                                                # 10K-state lexer's is 10 MB
+        code[1:] = next_state
+        ends = (emitted != NO_EMIT) & (next_state != DEAD_STATE)
+        code[1:][ends] = _EMITS_BASE - emitted[ends]
+        return code.reshape(-1)
 
 
 _EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
