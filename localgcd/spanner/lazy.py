@@ -168,10 +168,8 @@ class LazyRows(Rows):
         return found
 
     def outcome_of(self, q: int, cls: int) -> int:
-        """The outcome of class (position) ``cls`` from ``q``: from the built row, else from its
-        branch alone (a token fed without a mask need not walk the whole row)."""
-        if q in self._rows:
-            return super().outcome_of(q, cls)
+        """The outcome of class (position) ``cls`` from ``q``, read in its branch alone (a token
+        fed without a mask need not walk the whole row)."""
         return self.spanner.outcome_of(q, cls)
 
     def class_row(self, q: int) -> np.ndarray:

@@ -599,6 +599,7 @@ class BranchRows:
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
+        self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
         self._ids: dict[int, int] = {}  # root child * n_lexer_states + state → branch id
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
@@ -645,7 +646,7 @@ class BranchRows:
         state = int(self.lexer.next_state[q, byte])
         if state == DEAD_STATE or int(self.lexer.emitted[q, byte]) != NO_EMIT:
             return DEAD_STATE
-        child = int(np.searchsorted(self._root_bytes, byte))
+        child = self._root_child[byte]
         key = child * self.lexer.n_states + state
         if key not in self._ids:
             self._walk(np.array([child], dtype=np.int64), np.array([state], dtype=np.int64))
@@ -653,10 +654,9 @@ class BranchRows:
         at = int(np.searchsorted(positions, position))
         return int(values[at]) if at < positions.size and positions[at] == position else DEAD_STATE
 
-    def distinct_outcomes(self, q: int, first_terminals: np.ndarray | None = None) -> np.ndarray:
-        """The distinct outcomes of ``q``'s row (each branch's are found once and shared); with
-        ``first_terminals``, of the branches :meth:`branches_of` keeps."""
-        return self.distinct_outcomes_of(self.branches_of(q, first_terminals))
+    def distinct_outcomes(self, q: int) -> np.ndarray:
+        """The distinct outcomes of ``q``'s row (each branch's are found once and shared)."""
+        return self.distinct_outcomes_of(self.branches_of(q))
 
     def distinct_outcomes_of(self, ids: np.ndarray) -> np.ndarray:
         """The distinct outcomes of the given branches."""
@@ -671,10 +671,9 @@ class BranchRows:
             return parts[0]
         return sorted_unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int32)
 
-    def row(self, q: int, first_terminals: np.ndarray | None = None) -> SparseRow:
-        """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position (with
-        ``first_terminals``, of the branches :meth:`branches_of` keeps)."""
-        return self.row_of(self.branches_of(q, first_terminals))
+    def row(self, q: int) -> SparseRow:
+        """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
+        return self.row_of(self.branches_of(q))
 
     def row_of(self, ids: np.ndarray) -> SparseRow:
         """The given branches' entries, by trie position (branches are in position order)."""
