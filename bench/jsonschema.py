@@ -316,7 +316,7 @@ def main(argv=None):
             run_one_here(e, WARMUP_SCHEMA)
     files = sorted(glob.glob(os.path.join(args.data, "*.json")))[:: args.every][: args.limit]
     per = {e: {"passing": 0, "compile_errors": 0, "validation_errors": 0, "invalidation_errors": 0,
-               "ttfm": [], "masks": [], "failures": []} for e in engines}
+               "ttfm": [], "masks": [], "failures": [], "per_schema": {}} for e in engines}
     for n, f in enumerate(files):
         d = json.loads(Path(f).read_text())
         texts = [json.dumps(t["data"], indent=None, ensure_ascii=False) for t in d["tests"]]
@@ -333,6 +333,10 @@ def main(argv=None):
                 continue
             r["ttfm"].append(ttfm)
             r["masks"] += masks
+            r["per_schema"][os.path.basename(f)] = {
+                "ttfm_ms": round(ttfm * 1e3, 3), "masks": len(masks),
+                "mask_max_us": round(max(masks, default=0.0) * 1e6, 1),
+                "masks_over_500us": sum(m > 5e-4 for m in masks)}
             ok = True
             for t, a in zip(d["tests"], results):
                 if a and not t["valid"]:
@@ -367,7 +371,7 @@ def report(per, engines, n_done, args, quiet=False):
              "validation_errors": r["validation_errors"], "invalidation_errors": r["invalidation_errors"],
              "ttfm_p50_ms": float(np.percentile(t, 50) * 1e3), "ttfm_p99_ms": float(np.percentile(t, 99) * 1e3),
              "mask_p50_us": float(np.percentile(mk, 50) * 1e6), "mask_p99_us": float(np.percentile(mk, 99) * 1e6),
-             "n_masks": len(r["masks"]), "failures": r["failures"]}
+             "n_masks": len(r["masks"]), "failures": r["failures"], "per_schema": r["per_schema"]}
         summary[e] = s
         rows.append(f"| {e} | {len(files)} | {s['passing']} | {s['compile_errors']} | {s['validation_errors']} |"
                     f" {s['invalidation_errors']} | {s['ttfm_p50_ms']:.1f} ms | {s['ttfm_p99_ms']:.0f} ms |"

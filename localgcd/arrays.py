@@ -34,6 +34,38 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys, inverse
 
 
+def mixed_weights(count: int) -> np.ndarray:
+    """``count`` odd pseudo-random 64-bit weights (splitmix64 of 1, 2, …; no ``np.random`` import)."""
+    with np.errstate(over="ignore"):
+        x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (x ^ (x >> np.uint64(31))) | np.uint64(1)
+
+
+def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, inverse)`` of a 2-d bool or integer table's distinct rows: each distinct row's
+    first index, and each row's distinct-row number (``table[first][inverse] == table``).
+
+    Rows are hashed to one 64-bit key (a bool row packed to bits first) and the keys sorted, not
+    the rows; the result is checked, and a hash collision falls back to numpy's row sort.
+    """
+    if table.dtype == bool:  # 32 columns a word: a linear hash mod 2**64 is weak in words' high bits
+        packed = np.packbits(table, axis=1)
+        words = np.zeros((table.shape[0], -(-packed.shape[1] // 4) * 4), dtype=np.uint8)
+        words[:, :packed.shape[1]] = packed
+        words = words.view(np.uint32).astype(np.uint64)
+    else:
+        words = table.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        hashed = (words + np.uint64(1)) @ mixed_weights(words.shape[1])
+    _, first, inverse = unique_first_inverse(hashed)
+    if not np.array_equal(words[first[inverse]], words):  # pragma: no cover - a 64-bit hash collision
+        _, first, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1).astype(np.int64)
+    return first, inverse
+
+
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All integers of the ranges ``[lo[i], hi[i])`` and, for each, its range index ``i``."""
     counts = (hi - lo).astype(np.int64)
@@ -44,8 +76,9 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return values, which
 
 
-# A table this big is converted to Python lists a row at a time, on first read.
-EAGER_LIST_CELLS = 1 << 20
+# A table bigger than this is converted to Python lists a row at a time, on first read (most rows
+# of a big lexer or parser are never read: a 34K-state lexer took 40 ms to list whole).
+EAGER_LIST_CELLS = 1 << 16
 
 
 class LazyRowLists(dict):

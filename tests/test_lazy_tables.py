@@ -117,6 +117,7 @@ def test_parser_tables_read_row_by_row_give_the_same_masks(name: str, vocab_kind
     from localgcd import arrays
 
     text, vocab = grammar_and_vocab(name, vocab_kind)
+    monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", 1 << 62)
     whole = Compiler(use_cache=False).compile(text, vocab)
     assert isinstance(whole.engine.pda._action, list)  # the engine (and its tables' lists) made now
     monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", -1)

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import sorted_unique, unique_first_inverse, unique_inverse
+from localgcd.arrays import mixed_weights, sorted_unique, unique_first_inverse, unique_inverse
 from localgcd.lexer.nfa import NFA
 
 DEAD_STATE = -1
@@ -172,15 +172,6 @@ def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, first, class_of = np.unique(table.T, axis=0, return_index=True, return_inverse=True)
         class_of = class_of.reshape(-1)
     return first, class_of
-
-
-def mixed_weights(count: int) -> np.ndarray:
-    """``count`` odd pseudo-random 64-bit weights (splitmix64 of 1, 2, …; no ``np.random`` import)."""
-    with np.errstate(over="ignore"):
-        x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return (x ^ (x >> np.uint64(31))) | np.uint64(1)
 
 
 def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:

@@ -28,9 +28,9 @@ from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import expand_ranges, unique_first_inverse
+from localgcd.arrays import expand_ranges, mixed_weights, unique_first_inverse
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped, mixed_weights
+from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)

@@ -58,13 +58,20 @@ class LexingTransducer:
         trans, accept = dfa.transitions, dfa.accept
         modes = np.zeros(n_terminals, dtype=np.int64) if next_mode is None else np.asarray(next_mode, np.int64)
         restart = np.asarray(dfa.mode_starts, dtype=np.int32)[modes]
-        after = trans[restart[np.maximum(accept, 0)]]  # per state: the row lexing restarts with
-        can_emit = (accept[:, None] >= 0) & (trans == DEAD_STATE) & (after != DEAD_STATE)
-        next_state = np.where(trans != DEAD_STATE, trans, np.where(can_emit, after, DEAD_STATE))
-        emitted = np.where(can_emit, accept[:, None], NO_EMIT)
+        # Only an accepting state can emit, and a big lexer has few (a long string's chunk positions
+        # are not): the other rows are the DFA's own, and emit nothing.
+        next_state = trans.astype(np.int32, copy=True)
+        emitted = np.full(trans.shape, NO_EMIT, dtype=np.int32)
+        accepting = np.flatnonzero(accept >= 0)
+        if accepting.size:
+            own, term = trans[accepting], accept[accepting].astype(np.int32)
+            after = trans[restart[term]]  # the row lexing restarts with after the terminal
+            can_emit = (own == DEAD_STATE) & (after != DEAD_STATE)
+            next_state[accepting] = np.where(can_emit, after, own)
+            emitted[accepting] = np.where(can_emit, term[:, None], NO_EMIT)
         return cls(
-            next_state=next_state.astype(np.int32),
-            emitted=emitted.astype(np.int32),
+            next_state=next_state,
+            emitted=emitted,
             accept=accept,
             producible=_producible(dfa, n_terminals),
             restart=restart,
@@ -103,7 +110,13 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
         return _producible_by_squaring(dfa, n_terminals)
     prod = np.zeros((n, n_terminals), dtype=bool)
     trans = dfa.transitions
-    src, byte = np.nonzero(trans != DEAD_STATE)
+    # A row's successors come in runs of bytes (a range like a-z goes to one state): one edge per run
+    # before the sort, a tenth of the (state, byte) pairs of a big lexer.
+    run_start = np.empty(trans.shape, dtype=bool)
+    run_start[:, 0] = True
+    np.not_equal(trans[:, 1:], trans[:, :-1], out=run_start[:, 1:])
+    run_start &= trans != DEAD_STATE
+    src, byte = np.nonzero(run_start)
     dst = trans[src, byte].astype(np.int64)
     pairs = sorted_unique(dst * n + src)  # distinct edges, by target
     into, out_of = np.divmod(pairs, n)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from localgcd.arrays import (LazyRowLists, row_lists, sorted_unique, true_columns, unique_first_inverse,
-                             unique_inverse)
+from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_unique, true_columns,
+                             unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.spanner.token_spanner import TokenSpanner
@@ -53,7 +53,7 @@ class OutcomeChecker:
         self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
         self._prod_terms = true_columns(self._prod_parsed)
         # lexer states with one set of producible terminals share a column of the final tables
-        first, inverse = _distinct_rows(producible)
+        first, inverse = distinct_rows(producible)
         self._producible_class = inverse
         self._producible_class_list = self._producible_class.tolist()
         self._final = _FinalTables(pda, producible[first])
@@ -432,16 +432,3 @@ def outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np.
         ptr[idx] = spanner.tail[ptr[idx]]
         live = ptr >= spanner.n_base
     return emits, delta, closes
-
-
-def _distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(first, inverse)`` of a bool table's distinct rows: each one's first row, and each row's
-    (rows of up to 64 columns are one 64-bit key each; wider ones go through numpy's row sort)."""
-    packed = np.packbits(table, axis=1)
-    if packed.shape[1] <= 8:
-        keys = np.zeros((packed.shape[0], 8), dtype=np.uint8)
-        keys[:, :packed.shape[1]] = packed
-        _, first, inverse = unique_first_inverse(keys.view(np.uint64).reshape(-1))
-        return first, inverse
-    _, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1).astype(np.int64)

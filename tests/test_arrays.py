@@ -1,0 +1,77 @@
+"""The numpy helpers every table builder leans on: their contracts, for all inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from localgcd.arrays import distinct_rows, expand_ranges, sorted_unique, true_columns, unique_first_inverse
+
+
+def _check_distinct_rows(table: np.ndarray) -> None:
+    first, inverse = distinct_rows(table)
+    assert np.array_equal(table[first[inverse]], table)  # every row is its class's first row
+    expected = np.unique(table, axis=0).shape[0] if table.shape[0] else 0
+    assert first.size == expected  # no two classes hold equal rows
+    assert all(inverse[f] == k for k, f in enumerate(first.tolist()))  # first is each class's first row
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 300), st.floats(0.0, 0.2), st.integers(0, 2**32 - 1))
+def test_distinct_rows_of_a_bool_table_are_numpys_unique_rows(n_rows: int, n_columns: int, density: float,
+                                                              seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    table = rng.random((n_rows, n_columns)) < density
+    table = np.concatenate([table, table[rng.integers(0, n_rows, n_rows)]])  # repeats for sure
+    _check_distinct_rows(table)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 20), st.integers(0, 2**32 - 1))
+def test_distinct_rows_of_an_integer_table_are_numpys_unique_rows(n_rows: int, n_columns: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-1, 4, size=(n_rows, n_columns)).astype(np.int32)
+    table = np.concatenate([table, table[::-1]])
+    _check_distinct_rows(table)
+
+
+@pytest.mark.parametrize("columns", [(0, 32), (0, 64), (56, 120), (7, 39)])
+def test_rows_differing_only_in_high_bits_stay_apart(columns: tuple[int, int]) -> None:
+    """Rows differing in two columns that land on the top bits of their hash words (a linear hash
+    over 64-bit words sends exactly these together)."""
+    table = np.zeros((3, 128), dtype=bool)
+    table[1, list(columns)] = True
+    table[2, columns[0]] = True
+    _check_distinct_rows(table)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-50, 50), max_size=60))
+def test_unique_helpers_agree_with_numpy(values: list[int]) -> None:
+    array = np.asarray(values, dtype=np.int64)
+    assert np.array_equal(sorted_unique(array), np.unique(array))
+    keys, first, inverse = unique_first_inverse(array)
+    assert np.array_equal(keys, np.unique(array))
+    assert np.array_equal(keys[inverse], array) and np.array_equal(array[first], keys)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10)), max_size=20))
+def test_expand_ranges_lists_every_range_in_order(ranges: list[tuple[int, int]]) -> None:
+    lo = np.asarray([a for a, _ in ranges], dtype=np.int64)
+    hi = lo + np.asarray([n for _, n in ranges], dtype=np.int64)
+    values, which = expand_ranges(lo, hi)
+    assert values.tolist() == [v for a, b in zip(lo.tolist(), hi.tolist()) for v in range(a, b)]
+    assert which.tolist() == [i for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())) for _ in range(a, b)]
+
+
+@pytest.mark.parametrize("eager_cells", [1 << 62, -1])
+def test_true_columns_lists_each_rows_true_columns_eagerly_or_by_row(eager_cells: int, monkeypatch) -> None:
+    from localgcd import arrays
+
+    monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", eager_cells)
+    table = np.random.default_rng(3).random((40, 17)) < 0.3
+    rows = true_columns(table)
+    assert [rows[i] for i in range(40)] == [np.flatnonzero(r).tolist() for r in table]
