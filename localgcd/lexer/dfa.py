@@ -9,6 +9,7 @@ numpy.  States are renumbered so that the start state is 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -35,6 +36,14 @@ class DFA:
     @property
     def n_states(self) -> int:
         return int(self.accept.shape[0])
+
+    @cached_property
+    def byte_classes(self) -> np.ndarray:
+        """``class_of[b]``: bytes whose transition columns are equal share a class (made once per
+        automaton: a memoized terminal's serves every product it joins)."""
+        class_of = column_classes(self.transitions)[1]
+        class_of.flags.writeable = False
+        return class_of
 
     def run(self, data: bytes, state: int = 0) -> int:
         """The state after reading ``data`` from ``state`` (``DEAD_STATE`` if it dies)."""

@@ -24,16 +24,18 @@ their union gives), numbered in breadth-first order over byte classes.
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import repeat
 from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import expand_ranges, mixed_weights, unique_first_inverse
+from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.grammar.terminals import Also
 from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
+_NEW_STATE = -2  # a successor not seen before, while a frontier is looked up
 _NO_LABEL = np.iinfo(np.int32).max
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 
@@ -194,9 +196,11 @@ def _regex_product(patterns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     found = _REGEX_PRODUCTS.get(patterns)
     if found is not None:
         return found
+    automata = [terminal_dfa(pattern) for pattern in patterns]
     components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
-                  for position, d in enumerate(map(terminal_dfa, patterns))]
-    table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {}))
+                  for position, d in enumerate(automata)]
+    table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {},
+                                    [d.byte_classes for d in automata]))
     table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32))
     table.setflags(write=False)
     winner.setflags(write=False)
@@ -296,7 +300,7 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
 def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]]) -> "_Product | None":
     """The components of one mode's terminals (``members``, indices into ``regexes``)."""
     literals: list[tuple[bytes, int]] = []
-    components, starts, trackers_list = [], [], []
+    components, starts, trackers_list, byte_classes = [], [], [], []
     claims: dict[int, list[tuple[int, tuple[Also, ...]]]] = {}  # base component -> (terminal, conditions)
     base_of: dict[str, int] = {}
     trackers: dict[tuple[str, int], int] = {}  # (regex, start) -> index into trackers_list
@@ -308,6 +312,7 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
                 base_of[regex] = len(components)
                 components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, 0, -1).astype(np.int32)))
                 starts.append(0)
+                byte_classes.append(dfa.byte_classes)
             claims.setdefault(base_of[regex], []).append((index, conditions))
             for condition in conditions:
                 if (condition.regex, condition.start) not in trackers:
@@ -321,18 +326,22 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
             dfa = terminal_dfa(regex)
             components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
             starts.append(0)
+            byte_classes.append(dfa.byte_classes)
     shift = 0
     if literals:
-        components.insert(0, literal_trie(literals))
+        trie = literal_trie(literals)
+        components.insert(0, trie)
         starts.insert(0, 0)
+        byte_classes.insert(0, trie.byte_classes)
         shift = 1
     if not components:
         return None
     n_base = len(components)
     components += [dfa for dfa, _start in trackers_list]
     starts += [start for _dfa, start in trackers_list]
+    byte_classes += [dfa.byte_classes for dfa, _start in trackers_list]
     return _Product(components, starts, n_base, {c + shift: v for c, v in claims.items()},
-                    {key: n_base + t for key, t in trackers.items()})
+                    {key: n_base + t for key, t in trackers.items()}, byte_classes)
 
 
 def _merge_modes(tables: list[np.ndarray], labels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -360,8 +369,11 @@ class _Product:
     """The components of a lexer product and how a product state's terminal is read off them."""
 
     def __init__(self, components: list[DFA], component_starts: list[int], n_base: int,
-                 claims: dict[int, list[tuple[int, tuple[Also, ...]]]], trackers: dict[tuple[str, int], int]) -> None:
+                 claims: dict[int, list[tuple[int, tuple[Also, ...]]]], trackers: dict[tuple[str, int], int],
+                 byte_classes: list[np.ndarray]) -> None:
+        """``byte_classes[i]``: component ``i``'s :attr:`DFA.byte_classes` (its memoized automaton's)."""
         self.components, self.n_base = components, n_base  # trackers: the columns from n_base on
+        self.byte_classes = np.stack(byte_classes) if byte_classes else np.zeros((0, 256), dtype=np.int64)
         self.claims, self.trackers = claims, trackers
         sizes = [c.n_states for c in components]
         self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
@@ -411,14 +423,15 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     """Breadth-first product of the components from their start vector.
 
     A product state is identified by a 64-bit hash of its component vector;
-    known hashes are kept sorted, so a frontier is looked up, numbered and
-    added with a few array operations.  Every round checks that rows sharing
+    a frontier's distinct hashes are looked up in a dict of the known ones,
+    and the new ones numbered and added with a few array operations.  Every round checks that rows sharing
     a hash are one row, and falls back to exact identities if not.  Returns the transition table
     over bytes (the start is state 0) and each state's terminal (``_NO_LABEL``: none).
     """
     glued, starts = product.glued, product.starts
-    # Byte classes: bytes whose columns agree in every component, ordered by their least byte.
-    first_byte, class_of = column_classes(glued)
+    # Byte classes: bytes whose columns agree in every component (read off each component's own
+    # classes, not the glued table), ordered by their least byte.
+    first_byte, class_of = distinct_rows(product.byte_classes.T)
     order = np.argsort(first_byte, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -429,12 +442,10 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     weights = mixed_weights(k)
 
     sink_row = np.zeros((1, k), dtype=np.int64)
-    first_keys = _row_hash(np.vstack([starts, sink_row]), weights)
+    first_keys = _row_hash(np.vstack([starts, sink_row]), weights).tolist()
     if first_keys[0] == first_keys[1]:  # pragma: no cover - a collision
         return _explore_exact(product)
-    sorting = np.argsort(first_keys, kind="stable")
-    known = first_keys[sorting]
-    known_ids = np.asarray([0, DEAD_STATE], dtype=np.int64)[sorting]
+    known = {first_keys[0]: 0, first_keys[1]: DEAD_STATE}  # hash of a product state -> its id
     store = np.empty((64, k), dtype=np.int64)  # product states, in discovery order
     store[:1] = starts
     n_states, rows = 1, []
@@ -442,10 +453,9 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     while frontier.size:
         succ = product.kill_dead(np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k))
         keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
-        at = np.minimum(np.searchsorted(known, keys), known.size - 1)
-        hit = known[at] == keys
-        ids = np.where(hit, known_ids[at], DEAD_STATE)
-        new = np.flatnonzero(~hit)
+        keys = keys.tolist()
+        ids = np.fromiter(map(known.get, keys, repeat(_NEW_STATE)), dtype=np.int64, count=len(keys))
+        new = np.flatnonzero(ids == _NEW_STATE)
         new = new[np.argsort(first[new], kind="stable")]  # numbered in first-appearance order
         ids[new] = n_states + np.arange(new.size)
         if n_states + new.size > store.shape[0]:
@@ -455,9 +465,7 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
         named[ids < 0] = 0
         if not np.array_equal(succ, named[inverse]):  # pragma: no cover - a 64-bit hash collision
             return _explore_exact(product)
-        merged = np.argsort(np.concatenate([known, keys[new]]), kind="stable")
-        known = np.concatenate([known, keys[new]])[merged]
-        known_ids = np.concatenate([known_ids, ids[new]])[merged]
+        known.update(zip(map(keys.__getitem__, new.tolist()), ids[new].tolist()))
         rows.append(ids[inverse].reshape(-1, n_classes))
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
@@ -490,7 +498,10 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     states: its own automaton is alive where its trackers can no longer meet their ends."""
     n = table.shape[0]
     live = accept >= 0
-    sources, columns = np.nonzero(table >= 0)
+    run_start = np.empty(table.shape, dtype=bool)  # one edge per run of bytes into one state
+    run_start[:, 0] = True
+    np.not_equal(table[:, 1:], table[:, :-1], out=run_start[:, 1:])
+    sources, columns = np.nonzero(run_start & (table >= 0))
     targets = table[sources, columns].astype(np.int64)
     order = np.argsort(targets, kind="stable")
     sources, targets = sources[order], targets[order]
@@ -498,7 +509,7 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     while frontier.size:  # backwards from the accepting states, over the edges into the frontier
         into = expand_ranges(np.searchsorted(targets, frontier, side="left"),
                              np.searchsorted(targets, frontier, side="right"))[0]
-        reached = np.unique(sources[into])
+        reached = sorted_unique(sources[into])
         reached = reached[~live[reached]]
         live[reached] = True
         frontier = reached
