@@ -36,21 +36,31 @@ from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, TokenSp
 
 @dataclass(frozen=True)
 class Mask:
-    """One cached token mask (read-only arrays)."""
+    """One cached token mask, kept as the packed bits a bitmask row holds (a mask in 16 KB for
+    Llama-3's 128K tokens, not 128 KB of bools: a new mask's memory is fresh pages)."""
 
-    allowed: np.ndarray  # bool [n_tokens]
-    text_allowed: np.ndarray  # bool [n_tokens]: as ``allowed`` but without the end tokens
+    packed: np.ndarray  # uint32 [ceil(n_tokens / 32)], read-only: bit ``i % 32`` of word ``i // 32`` is token ``i``
+    n_tokens: int
     accepting: bool  # the text so far is a complete sentence
     n_allowed: int  # text tokens allowed (end tokens not counted)
 
-    @cached_property
-    def packed(self) -> np.ndarray:
-        """uint32 [ceil(n_tokens / 32)]: bit ``i % 32`` of word ``i // 32`` is token ``i``."""
-        bits = np.packbits(self.allowed, bitorder="little")
-        packed = np.zeros((self.allowed.size + 31) // 32, dtype=np.uint32)
+    @classmethod
+    def of(cls, text_allowed: np.ndarray, accepting: bool, end_ids: np.ndarray) -> "Mask":
+        """The mask of the text tokens ``text_allowed`` (bool), and the end tokens when accepting."""
+        bits = np.packbits(text_allowed, bitorder="little")
+        packed = np.zeros((text_allowed.size + 31) // 32, dtype=np.uint32)
         packed.view(np.uint8)[:bits.size] = bits
+        if accepting and end_ids.size:
+            np.bitwise_or.at(packed, end_ids // 32, np.left_shift(np.uint32(1), (end_ids % 32).astype(np.uint32)))
         packed.flags.writeable = False
-        return packed
+        return cls(packed, text_allowed.size, accepting, int(np.count_nonzero(text_allowed)))
+
+    @cached_property
+    def allowed(self) -> np.ndarray:
+        """bool [n_tokens], read-only: whether each token is allowed (end tokens included)."""
+        allowed = np.unpackbits(self.packed.view(np.uint8), count=self.n_tokens, bitorder="little").view(bool)
+        allowed.flags.writeable = False
+        return allowed
 
 
 @dataclass(frozen=True)
@@ -103,15 +113,13 @@ class MaskEngine:
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
-        nothing = np.zeros(self.n_tokens, dtype=bool)
-        nothing.flags.writeable = False
-        self.terminated_mask = Mask(nothing, nothing, True, 0)
+        self.terminated_mask = Mask.of(np.zeros(self.n_tokens, dtype=bool), True, end_ids[:0])
         self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
         # row part (its values' id) → (values, each entry's outcome rank, per class for a big part)
-        self._ranks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
+        self._ranks: dict[int, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -245,14 +253,7 @@ class MaskEngine:
             text_allowed[tokens] = True
         accepting, acc_low = self.is_accepting(q, node, at_start, layout)
         low = min(low, acc_low)
-        n_allowed = int(np.count_nonzero(text_allowed))
-        allowed = text_allowed
-        if accepting:
-            allowed = text_allowed.copy()
-            allowed[self.end_ids] = True
-            allowed.flags.writeable = False
-        text_allowed.flags.writeable = False
-        return Mask(allowed, text_allowed, accepting, n_allowed), low
+        return Mask.of(text_allowed, accepting, self.end_ids), low
 
     def _token_mask(self, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
         """Token ids allowed: the classes in ``base`` (bool) plus the ``extra`` class ids.
@@ -399,21 +400,25 @@ class MaskEngine:
     def _classify(self, positions: np.ndarray, values: np.ndarray, outcomes: np.ndarray,
                   status: np.ndarray) -> _ParserStateSplit:
         """The split of a row part (classes ``positions`` with outcomes ``values``) given the status
-        of each of its distinct ``outcomes``: a lookup of each entry's outcome rank (over every
-        class at once for a part that covers many)."""
+        of each of its distinct ``outcomes``: a lookup of each class's (or entry's) outcome rank in
+        a table by rank, over every class at once for a part that covers many."""
         ranks, dense = self._ranks_of(positions, values, outcomes)
-        always_of = np.append(status == ALWAYS, False)  # rank -1 (no entry) reads False
+        always_of = np.append(status == ALWAYS, False)  # rank outcomes.size (no entry) reads False
+        dependent = status == DEPENDENT
+        any_dependent = bool(dependent.any())
         if dense is not None:
-            always = np.take(always_of, dense)  # take: numpy's fancy indexing by int16 is 4x slower
+            always = np.take(always_of, dense)  # take: numpy's fancy indexing by a small int type is 2-4x slower
+            if any_dependent:
+                dependent_classes = np.flatnonzero(np.take(np.append(dependent, False), dense))
+                dependent_outcomes = outcomes[dense[dependent_classes]]
         else:
             always = np.zeros(self.spanner.n_classes + 1, dtype=bool)
             always[positions[np.take(always_of, ranks)]] = True
+            if any_dependent:
+                on_stack = np.flatnonzero(np.take(dependent, ranks))
+                dependent_classes, dependent_outcomes = positions[on_stack], values[on_stack]
         always.flags.writeable = False
-        dependent = status == DEPENDENT
-        if dependent.any():
-            on_stack = np.flatnonzero(np.take(dependent, ranks))
-            dependent_classes, dependent_outcomes = positions[on_stack], values[on_stack]
-        else:
+        if not any_dependent:
             dependent_classes, dependent_outcomes = _NO_TOKENS, _NO_TOKENS
         layout_classes = _NO_TOKENS
         if self.indentation is not None:
@@ -421,20 +426,25 @@ class MaskEngine:
         return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes)
 
     def _ranks_of(self, positions: np.ndarray, values: np.ndarray,
-                  outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Each entry's outcome rank among the part's distinct ``outcomes``; for a part covering
-        an eighth of the classes or more, also the rank per class (-1 outside the part, and in a
-        last slot for class -1).  Made once per part."""
+                  outcomes: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """A part's outcome ranks among its distinct ``outcomes``, made once per part: per class
+        (``dense``; rank ``outcomes.size`` outside the part, and in a last slot for class -1) for
+        a part covering an eighth of the classes or more, else per entry (``ranks``).
+
+        Ranks take the smallest unsigned type that holds them (a row of 123K entries has some
+        70 distinct outcomes): a new part's arrays are fresh memory, and a page first touched
+        costs more than the lookup that fills it."""
         found = self._ranks.get(id(values))
         if found is None:
-            rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if outcomes.size else 0, dtype=np.int32)
-            rank_of_outcome[outcomes] = np.arange(outcomes.size, dtype=np.int32)
-            ranks = np.take(rank_of_outcome, values)
-            dense = None
+            n = outcomes.size
+            rank_type = np.uint8 if n < 255 else np.uint16 if n < 65535 else np.int32
+            rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if n else 0, dtype=rank_type)
+            rank_of_outcome[outcomes] = np.arange(n, dtype=rank_type)
             if 8 * positions.size >= self.spanner.n_classes:
-                dense = np.full(self.spanner.n_classes + 1, -1,
-                                dtype=np.int16 if outcomes.size < np.iinfo(np.int16).max else np.int32)
-                dense[positions] = ranks
+                ranks, dense = None, np.full(self.spanner.n_classes + 1, n, dtype=rank_type)
+                dense[positions] = np.take(rank_of_outcome, values)
+            else:
+                ranks, dense = np.take(rank_of_outcome, values), None
             found = self._ranks[id(values)] = (values, ranks, dense)  # the values kept: their id is the key
         return found[1], found[2]
 
