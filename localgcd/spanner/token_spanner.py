@@ -774,8 +774,9 @@ class BranchRows:
         code = np.empty((next_state.shape[0] + 1, 256), dtype=np.int32)  # int32 and in place: a
         code[0] = DEAD_STATE                                                # 10K-state lexer's is 10 MB
         code[1:] = next_state
-        ends = (emitted != NO_EMIT) & (next_state != DEAD_STATE)
-        code[1:][ends] = _EMITS_BASE - emitted[ends]
+        accepting = np.flatnonzero(self.lexer.accept >= 0)  # only an accepting state emits (a big lexer
+        ends = (emitted[accepting] != NO_EMIT) & (next_state[accepting] != DEAD_STATE)  # has few)
+        code[1 + accepting] = np.where(ends, _EMITS_BASE - emitted[accepting], code[1 + accepting])
         return code.reshape(-1)
 
 
