@@ -92,6 +92,7 @@ def test_the_fixpoint_by_groups_equals_the_fixpoint_by_pairs(name: str, monkeypa
     from localgcd.parser import stack_free
 
     monkeypatch.setattr(stack_free, "PAIR_ROWS_LIMIT", 1 << 62)
+    monkeypatch.setattr(stack_free, "GROUP_ROWS_MIN", 1 << 62)
     by_pairs = tables_of(name)
     monkeypatch.setattr(stack_free, "PAIR_ROWS_LIMIT", -1)
     by_groups = tables_of(name)
