@@ -31,7 +31,7 @@ from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.lexer.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
-from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, TokenSpanner
+from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, RowPart, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,6 @@ class MaskEngine:
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
         # row part (its values' id) → (values, each entry's outcome rank, per class for a big part)
-        self._ranks: dict[int, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -385,68 +384,44 @@ class MaskEngine:
         if split is None:
             # the classes that continue, their outcomes, and the distinct ones (a lazy row only
             # as far as its tokens can start with a terminal this parser state does not refuse)
-            (positions, values), outcomes = self.rows.continuing_within(q, self._first_terminals(node))
+            part = self.rows.part_within(q, self._first_terminals(node))
             self.checker.grow()  # a lazily built row may have made new outcome ids
-            status = self.checker.statuses(node, outcomes, paren_key)
+            status = self.checker.statuses(node, part.outcomes, paren_key)
             if self.indentation is not None:
-                status = np.where(self.indentation.emits_newline[outcomes], UNKNOWN, status)  # the layout path
-            by_status = (id(values), status.tobytes())
+                status = np.where(self.indentation.emits_newline[part.outcomes], UNKNOWN, status)  # the layout path
+            by_status = (id(part), status.tobytes())  # parts are kept, so their ids stay theirs
             split = self._splits_by_status.get(by_status)
             if split is None:
-                split = self._splits_by_status[by_status] = self._classify(positions, values, outcomes, status)
+                split = self._splits_by_status[by_status] = self._classify(part, status)
             self._splits[key] = split
         return split
 
-    def _classify(self, positions: np.ndarray, values: np.ndarray, outcomes: np.ndarray,
-                  status: np.ndarray) -> _ParserStateSplit:
-        """The split of a row part (classes ``positions`` with outcomes ``values``) given the status
-        of each of its distinct ``outcomes``: a lookup of each class's (or entry's) outcome rank in
-        a table by rank, over every class at once for a part that covers many."""
-        ranks, dense = self._ranks_of(positions, values, outcomes)
+    def _classify(self, part: RowPart, status: np.ndarray) -> _ParserStateSplit:
+        """The split of a row part given the status of each of its distinct outcomes: a lookup of
+        each class's (or entry's) outcome rank in a table by rank, over every class at once for a
+        part that covers many."""
+        outcomes = part.outcomes
         always_of = np.append(status == ALWAYS, False)  # rank outcomes.size (no entry) reads False
         dependent = status == DEPENDENT
         any_dependent = bool(dependent.any())
-        if dense is not None:
-            always = np.take(always_of, dense)  # take: numpy's fancy indexing by a small int type is 2-4x slower
+        dependent_classes = dependent_outcomes = _NO_TOKENS
+        if part.dense is not None:
+            always = np.take(always_of, part.dense)  # take: numpy's fancy indexing by a small int type is 2-4x slower
             if any_dependent:
-                dependent_classes = np.flatnonzero(np.take(np.append(dependent, False), dense))
-                dependent_outcomes = outcomes[dense[dependent_classes]]
+                dependent_classes = np.flatnonzero(np.take(np.append(dependent, False), part.dense))
+                dependent_outcomes = outcomes[part.dense[dependent_classes]]
         else:
             always = np.zeros(self.spanner.n_classes + 1, dtype=bool)
-            always[positions[np.take(always_of, ranks)]] = True
+            always[part.classes[np.take(always_of, part.ranks)]] = True
             if any_dependent:
-                on_stack = np.flatnonzero(np.take(dependent, ranks))
-                dependent_classes, dependent_outcomes = positions[on_stack], values[on_stack]
+                on_stack = np.flatnonzero(np.take(dependent, part.ranks))
+                dependent_classes, dependent_outcomes = part.classes[on_stack], outcomes[part.ranks[on_stack]]
         always.flags.writeable = False
-        if not any_dependent:
-            dependent_classes, dependent_outcomes = _NO_TOKENS, _NO_TOKENS
         layout_classes = _NO_TOKENS
         if self.indentation is not None:
-            layout_classes = positions[self.indentation.emits_newline[values]]
+            classes, values = part.entries()
+            layout_classes = classes[self.indentation.emits_newline[values]]
         return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes)
-
-    def _ranks_of(self, positions: np.ndarray, values: np.ndarray,
-                  outcomes: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """A part's outcome ranks among its distinct ``outcomes``, made once per part: per class
-        (``dense``; rank ``outcomes.size`` outside the part, and in a last slot for class -1) for
-        a part covering an eighth of the classes or more, else per entry (``ranks``).
-
-        Ranks take the smallest unsigned type that holds them (a row of 123K entries has some
-        70 distinct outcomes): a new part's arrays are fresh memory, and a page first touched
-        costs more than the lookup that fills it."""
-        found = self._ranks.get(id(values))
-        if found is None:
-            n = outcomes.size
-            rank_type = np.uint8 if n < 255 else np.uint16 if n < 65535 else np.int32
-            rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if n else 0, dtype=rank_type)
-            rank_of_outcome[outcomes] = np.arange(n, dtype=rank_type)
-            if 8 * positions.size >= self.spanner.n_classes:
-                ranks, dense = None, np.full(self.spanner.n_classes + 1, n, dtype=rank_type)
-                dense[positions] = np.take(rank_of_outcome, values)
-            else:
-                ranks, dense = np.take(rank_of_outcome, values), None
-            found = self._ranks[id(values)] = (values, ranks, dense)  # the values kept: their id is the key
-        return found[1], found[2]
 
 
 _NO_TOKENS = np.empty(0, dtype=np.int64)

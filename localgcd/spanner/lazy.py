@@ -25,6 +25,7 @@ from localgcd.spanner.token_spanner import (
     FIRST_EMITS,
     BranchRows,
     OutcomeTable,
+    RowPart,
     Rows,
     SparseRow,
     SuffixOutcomes,
@@ -145,7 +146,7 @@ class LazyRows(Rows):
     def __init__(self, spanner: LazyTokenSpanner) -> None:
         super().__init__(spanner)
         self._rows: dict[int, SparseRow] = {}  # the rows built so far (sparse, unlike an eager one's)
-        self._parts: dict[bytes, tuple[SparseRow, np.ndarray]] = {}  # branch ids → their part of a row
+        self._parts: dict[bytes | int, RowPart] = {}  # branch ids (or -1 - q: the whole row) → their part
 
     def continuing(self, q: int) -> SparseRow:
         """The row's continuing positions and their outcomes (built on the first call)."""
@@ -154,17 +155,22 @@ class LazyRows(Rows):
             found = self._rows[q] = self.spanner.continuing(q)
         return found
 
-    def continuing_within(self, q: int, first_terminals: np.ndarray | None) -> tuple[SparseRow, np.ndarray]:
+    def part_within(self, q: int, first_terminals: np.ndarray | None) -> RowPart:
         """The part of ``q``'s row a parser that can take only ``first_terminals`` next may
-        allow, and its distinct outcomes: the row's branches that can start with one of them
-        (only those are walked; parts are kept per set of branches)."""
+        allow: the row's branches that can start with one of them (only those are walked; a
+        part is kept per set of branches, as ranks: its entries are joined only to be ranked)."""
         if first_terminals is None:
-            return self.continuing(q), self.outcomes(q)
-        ids = self.spanner.branches_of(q, first_terminals)
-        key = ids.tobytes()
+            key, ids = -1 - q, None  # the whole row
+        else:
+            ids = self.spanner.branches_of(q, first_terminals)
+            key = ids.tobytes()
         found = self._parts.get(key)
         if found is None:
-            found = self._parts[key] = self.spanner.branch_row(ids)
+            if ids is None:
+                (classes, values), outcomes = self.continuing(q), self.outcomes(q)
+            else:
+                (classes, values), outcomes = self.spanner.branch_row(ids)
+            found = self._parts[key] = RowPart(classes, values, outcomes, self.spanner.n_classes)
         return found
 
     def outcome_of(self, q: int, cls: int) -> int:

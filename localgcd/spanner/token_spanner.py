@@ -219,6 +219,42 @@ class TokenSpanner:
 SparseRow = tuple[np.ndarray, np.ndarray]  # (sorted trie positions or classes, outcome ids)
 
 
+class RowPart:
+    """A row, or the part of it a parser state may allow, as its classes' outcome *ranks* among
+    its distinct outcomes (what Alg. 5's split reads: a status per distinct outcome).
+
+    A part covering an eighth of the classes or more keeps one rank per class (``dense``, rank
+    ``outcomes.size`` for no entry and in a last slot for class -1), in the smallest unsigned
+    type that holds the ranks, and drops its entries: a string state's 123K entries are 1.5 MB
+    as (position, outcome) pairs and 128 KB as byte ranks, and every new part is fresh memory.
+    A smaller part keeps its entries (``classes`` ascending, ``ranks``).
+    """
+
+    __slots__ = ("outcomes", "dense", "classes", "ranks")
+
+    def __init__(self, classes: np.ndarray, values: np.ndarray, outcomes: np.ndarray, n_classes: int) -> None:
+        """``(classes, values)``: the part's entries; ``outcomes``: its distinct values, sorted."""
+        n = outcomes.size
+        rank_type = np.uint8 if n < 255 else np.uint16 if n < 65535 else np.int32
+        rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if n else 0, dtype=rank_type)
+        rank_of_outcome[outcomes] = np.arange(n, dtype=rank_type)
+        self.outcomes = outcomes
+        if 8 * classes.size >= n_classes:
+            self.dense = np.full(n_classes + 1, n, dtype=rank_type)
+            self.dense[classes] = np.take(rank_of_outcome, values)  # take: 2-4x numpy's fancy indexing here
+            self.classes = self.ranks = None
+        else:
+            self.dense = None
+            self.classes, self.ranks = classes, np.take(rank_of_outcome, values)
+
+    def entries(self) -> SparseRow:
+        """(classes ascending, their outcome ids)."""
+        if self.dense is None:
+            return self.classes, self.outcomes[self.ranks]
+        classes = np.flatnonzero(self.dense[:-1] != self.outcomes.size)
+        return classes, self.outcomes[self.dense[classes]]
+
+
 class Rows:
     """Class rows of a :class:`TokenSpanner`, materialized on first use and kept."""
 
@@ -228,6 +264,7 @@ class Rows:
         self._outcomes: dict[int, np.ndarray] = {}
         self._emits: dict[int, np.ndarray] = {}
         self._continuing: dict[int, SparseRow] = {}
+        self._parts: dict[int, RowPart] = {}
 
     def class_row(self, q: int) -> np.ndarray:
         """int32 [n_classes]: outcome of each continuing class from ``q``, -1 elsewhere."""
@@ -265,10 +302,14 @@ class Rows:
             found = self._continuing[q] = (classes, row[classes])
         return found
 
-    def continuing_within(self, q: int, first_terminals: np.ndarray | None) -> tuple[SparseRow, np.ndarray]:
-        """(:meth:`continuing`, its distinct outcomes) for a parser that can take only
-        ``first_terminals`` next: a superset suffices, and an eager row is the whole one."""
-        return self.continuing(q), self.outcomes(q)
+    def part_within(self, q: int, first_terminals: np.ndarray | None) -> RowPart:
+        """The :class:`RowPart` of :meth:`continuing` a parser that can take only
+        ``first_terminals`` next may allow: a superset suffices, and an eager row's is the whole
+        row (made once per state)."""
+        found = self._parts.get(q)
+        if found is None:
+            found = self._parts[q] = RowPart(*self.continuing(q), self.outcomes(q), self.spanner.n_classes)
+        return found
 
     def class_emits(self, q: int) -> np.ndarray:
         """bool [n_classes]: classes whose first byte ends the pending lexeme of ``q``."""
