@@ -2831,16 +2831,22 @@ def _share_string_terminals(ctx, string_terms):
 
 
 def _string_sets(ctx, sets) -> dict:
-    """One rule per set of string terminals, over *atoms*: the terminals held by exactly the same
-    sets, one rule each (when not tiny).  Returns {set: rule name}.
+    """One rule per set of string terminals, over *atoms* gathered in blocks.  Returns
+    {set: rule name}.
 
-    Sets of one schema mostly share a core (every key literal a string value may spell): with
-    each set a flat rule, shifting a literal from each set's rule was a state of its own, 83 sets
-    x 275 literals = 23K of Kubernetes---kb_149's 28K LR states.  An atom's rule is shifted once
-    per literal, whichever set reads it.  A set is a union of atoms, so two sets holding a
-    literal hold its whole atom: no two rules of a parser state reduce one literal where flat
-    rules did not.  (A deeper tree of unions has fewer states still, but each of its nodes is a
-    nonterminal edge of every state expecting a string, and the LALR lookaheads cost more.)"""
+    An atom is the terminals held by exactly the same sets (one rule each when not tiny): every
+    set is a union of atoms.  The atoms, ordered by the sets holding them, are cut into blocks
+    of about sqrt(atoms), a rule each, and a set names the blocks it holds whole and the atoms of
+    the others it holds.
+
+    A schema's sets are mostly "every key literal but an object's own keys" (the keys of its
+    additional members).  With one flat rule per set, each (set, literal) shift is a parser state
+    of its own: 83 sets x 275 literals made 23K of Kubernetes---kb_149's 28K LR states.  Over
+    atoms a literal is shifted once, whichever set reads it; over blocks a set that misses one
+    atom names some 2 sqrt(atoms) symbols, not all the atoms.  (A deeper tree names fewer still,
+    but each of its nodes is a nonterminal edge of every state expecting a string, and LALR's
+    lookaheads then cost more than the states saved.)  Two sets holding a literal hold its whole
+    atom, so no two rules of a parser state reduce one literal where flat rules did not."""
     ordered = sorted(sets)
     holders: dict[str, tuple[int, ...]] = {}  # terminal -> the sets holding it
     for i, strs in enumerate(ordered):
@@ -2849,17 +2855,28 @@ def _string_sets(ctx, sets) -> dict:
     atoms: dict[tuple[int, ...], list[str]] = {}
     for term, held in holders.items():
         atoms.setdefault(held, []).append(term)
-    atom_rules = {held: ctx.add_rule(ctx.name("lits"), terms)
-                  for held, terms in atoms.items() if len(terms) >= ATOM_RULE_MIN}
+    leaves = sorted(atoms)  # by the sets holding them, so a set's atoms tend to run together
+    # an atom's alternatives: its rule, or its few terminals themselves
+    leaf_alts = [[ctx.add_rule(ctx.name("lits"), terms)] if len(terms) >= ATOM_RULE_MIN else list(terms)
+                 for terms in map(atoms.__getitem__, leaves)]
+    size = max(2, math.isqrt(len(leaves)))
+    blocks = [range(lo, min(lo + size, len(leaves))) for lo in range(0, len(leaves), size)]
+    block_rules: dict[int, str] = {}
+
+    def block_rule(b: int) -> str:
+        if b not in block_rules:
+            block_rules[b] = ctx.add_rule(ctx.name("lits"), [a for leaf in blocks[b] for a in leaf_alts[leaf]])
+        return block_rules[b]
+
     rules = {}
-    for strs in ordered:
+    for i, strs in enumerate(ordered):
         alts: list[str] = []
-        for term in strs:
-            rule = atom_rules.get(holders[term])
-            if rule is None:
-                alts.append(term)
-            elif rule not in alts:
-                alts.append(rule)
+        for b, block in enumerate(blocks):
+            held = [leaf for leaf in block if i in leaves[leaf]]
+            if len(held) == len(block) > 1:
+                alts.append(block_rule(b))
+            else:
+                alts += [a for leaf in held for a in leaf_alts[leaf]]
         rules[strs] = alts[0] if len(alts) == 1 and alts[0] in ctx.rules else ctx.add_rule(ctx.name("strs"), alts)
     return rules
 
