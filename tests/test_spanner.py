@@ -428,3 +428,28 @@ def test_case_insensitive_match_of_dotted_capital_i() -> None:
     assert case.reference(b"", "İ".encode()) == ([], "İ".encode())  # the reference agrees with re here
     assert compile_for(grammar, vocab).matcher().allowed_token_mask()[0], "the mask refuses 'İ'"
     assert case.localgcd(0, 0) is not None, "the spanner finds 'İ' dead from the start state"
+
+
+# A row part as ranks
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_outcomes", [1, 3, 254, 255, 300, 70000])
+@pytest.mark.parametrize("share", [0.01, 0.5])
+def test_a_row_part_gives_back_its_entries_from_ranks(n_outcomes: int, share: float) -> None:
+    """A part is its classes' ranks among its distinct outcomes (per class once it covers an
+    eighth of the classes, in the smallest type holding them): its entries come back as given."""
+    from localgcd.spanner.token_spanner import RowPart
+
+    rng = np.random.default_rng(n_outcomes)
+    n_classes = 200_000
+    classes = np.sort(rng.choice(n_classes, int(share * n_classes), replace=False))
+    distinct = np.sort(rng.choice(10 * n_outcomes + 5, n_outcomes, replace=False)).astype(np.int32)
+    values = distinct[rng.integers(0, n_outcomes, classes.size)]
+    outcomes = np.unique(values)
+    part = RowPart(classes, values, outcomes, n_classes)
+    assert (part.dense is not None) == (8 * classes.size >= n_classes)
+    if part.dense is not None:
+        assert part.dense.size == n_classes + 1 and part.dense[-1] == outcomes.size  # class -1: no entry
+        assert np.iinfo(part.dense.dtype).max >= outcomes.size
+    got_classes, got_values = part.entries()
+    assert np.array_equal(got_classes, classes) and np.array_equal(got_values, values)

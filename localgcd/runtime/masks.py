@@ -118,7 +118,6 @@ class MaskEngine:
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
-        # row part (its values' id) → (values, each entry's outcome rank, per class for a big part)
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
