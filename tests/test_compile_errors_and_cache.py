@@ -139,20 +139,24 @@ def entry_files(root) -> list:
     return sorted(p for p in (root / "tables").glob("*.npz") if not p.name.startswith("trie-"))
 
 
-def test_a_lexer_above_the_eager_limit_is_built_lazily_and_not_cached(tmp_path) -> None:
+def test_a_lexer_above_the_eager_limit_is_cached_without_its_spanner(tmp_path) -> None:
     """Its whole spanner would take minutes (tens of thousands of lexer states): rows come on
-    first visits, nothing is written, and the masks are the eager build's."""
+    first visits, the entry holds everything else, a load builds rows on first visit again, and
+    the masks are the eager build's."""
     from localgcd.spanner.lazy import LazyTokenSpanner
 
     compiled = Compiler(tmp_path, eager_lexer_limit=3).compile(JSONISH, BYTES_VOCAB)
     assert isinstance(compiled.spanner, LazyTokenSpanner)
-    assert not [p for p in (tmp_path / "tables").glob("*") if not p.name.startswith("trie-")]
+    assert len([p for p in (tmp_path / "tables").glob("*") if not p.name.startswith("trie-")]) == 1
+    loaded = Compiler(tmp_path, eager_lexer_limit=3).compile(JSONISH, BYTES_VOCAB)
+    assert isinstance(loaded.spanner, LazyTokenSpanner) and "cache_load" in loaded.timings
     eager = Compiler(use_cache=False, lazy_tables=False).compile(JSONISH, BYTES_VOCAB)
     for text in ["", '{"a"', '{"a": ["x", true', '{"a": "x']:
-        lazy_matcher, eager_matcher = compiled.matcher(), eager.matcher()
+        matchers = [compiled.matcher(), loaded.matcher(), eager.matcher()]
         for byte in text.encode():
-            assert lazy_matcher.advance(byte) and eager_matcher.advance(byte)
-        assert np.array_equal(lazy_matcher.allowed_token_mask(), eager_matcher.allowed_token_mask()), text
+            assert all(m.advance(byte) for m in matchers)
+        masks = [m.allowed_token_mask() for m in matchers]
+        assert np.array_equal(masks[0], masks[2]) and np.array_equal(masks[1], masks[2]), text
 
 
 def test_small_grammars_carry_their_alg5_statuses_through_the_cache(tmp_path) -> None:

@@ -22,13 +22,15 @@ from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
+from localgcd.spanner.trie import VocabTrie
 
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning, and whenever a
 #: front end translates the same source differently (the cache key is the source text: a JSON
 #: Schema's entry must not outlive the translation that made it).  8: terminals with conditions,
 #: patterns and long literals tracked through long strings.  9: sparse gotos.  10: the parse
-#: tables without their rules' descriptions (no reader; kb_149's were 26K strings).
-TABLE_FORMAT_VERSION = 10
+#: tables without their rules' descriptions (no reader; kb_149's were 26K strings).  11: an entry
+#: may hold no spanner (a lexer too big to span ahead), to be built lazily on load.
+TABLE_FORMAT_VERSION = 11
 
 
 @dataclass
@@ -87,13 +89,17 @@ class CompiledGrammar:
 
     # -- persistence ---------------------------------------------------------------
 
-    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+    def to_arrays(self, spanner_rows: bool = True) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON header, arrays): everything but the vocabulary, which the cache key pins.
 
-        A lazy spanner is stored whole (its eager build, with that build's outcome ids).
+        A lazy spanner is stored whole (its eager build, with that build's outcome ids), or, with
+        ``spanner_rows=False``, not at all: :meth:`from_arrays` then builds a lazy one.
         """
         table_header, table_arrays = self.tables.to_arrays()
-        spanner_header, spanner_arrays = self.spanner.to_arrays()
+        if spanner_rows or not isinstance(self.spanner, LazyTokenSpanner):
+            spanner_header, spanner_arrays = self.spanner.to_arrays()
+        else:
+            spanner_header, spanner_arrays = {"lazy": True}, {}
         header = {
             "terminals": [t.to_json() for t in self.terminals],
             "tables": table_header,
@@ -108,18 +114,32 @@ class CompiledGrammar:
             arrays["statuses"] = self.statuses
         return header, arrays
 
+    @staticmethod
+    def spans_lazily(header: dict) -> bool:
+        """Whether an entry (its :meth:`to_arrays` header) holds no spanner: loading it needs the
+        vocabulary's trie."""
+        return bool(header["spanner"].get("lazy"))
+
     @classmethod
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray], token_bytes: tuple[bytes, ...],
-                    end_ids: np.ndarray, source: str) -> "CompiledGrammar":
-        """Inverse of :meth:`to_arrays`, for the vocabulary the entry was compiled for."""
+                    end_ids: np.ndarray, source: str, trie: VocabTrie | None = None) -> "CompiledGrammar":
+        """Inverse of :meth:`to_arrays`, for the vocabulary the entry was compiled for (``trie``:
+        that vocabulary's, for an entry that :meth:`spans_lazily`)."""
 
         def part(prefix: str) -> dict[str, np.ndarray]:
             return {n[len(prefix):]: a for n, a in arrays.items() if n.startswith(prefix)}
 
+        lexer = LexingTransducer.from_arrays(part("lexer_"))
+        if cls.spans_lazily(header):
+            if trie is None:
+                raise ValueError("this entry's spanner is built on load: pass the vocabulary's trie")
+            spanner: TokenSpanner | LazyTokenSpanner = LazyTokenSpanner(lexer, trie, len(token_bytes))
+        else:
+            spanner = TokenSpanner.from_arrays(header["spanner"], part("spanner_"))
         return cls(
             terminals=tuple(Terminal.from_json(t) for t in header["terminals"]),
-            lexer=LexingTransducer.from_arrays(part("lexer_")),
-            spanner=TokenSpanner.from_arrays(header["spanner"], part("spanner_")),
+            lexer=lexer,
+            spanner=spanner,
             tables=ParseTables.from_arrays(header["tables"], part("tables_")),
             token_bytes=token_bytes,
             end_ids=end_ids,

@@ -54,7 +54,8 @@ class Compiler:
     compilation builds everything before it writes — unless the lexer has
     more than ``eager_lexer_limit`` states (a JSON Schema's patterns tracked
     through long strings: tens of thousands), whose whole spanner would take
-    minutes; such a grammar is built lazily and not cached.
+    minutes; such a grammar's entry holds everything but the spanner, whose
+    rows are again built on first visit after a load.
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True,
@@ -88,14 +89,15 @@ class Compiler:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION)
             if entry is not None:
-                compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source)
+                trie = self.vocabulary_trie(vocab) if CompiledGrammar.spans_lazily(entry[0]) else None
+                compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie)
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 return compiled
         compiled = self.build(text, vocab, source, strict, indenter, fmt,
                               lazy=self.lazy_tables and not self.use_cache, **options)
-        if self.use_cache and not isinstance(compiled.spanner, LazyTokenSpanner):
-            self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
+        if self.use_cache:  # a lazy spanner (a lexer too big to span ahead) is left out, and built on load
+            self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays(spanner_rows=False))
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
