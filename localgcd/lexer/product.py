@@ -424,9 +424,10 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
 
     A product state is identified by a 64-bit hash of its component vector;
     a frontier's distinct hashes are looked up in a dict of the known ones,
-    and the new ones numbered and added with a few array operations.  Every round checks that rows sharing
-    a hash are one row, and falls back to exact identities if not.  Returns the transition table
-    over bytes (the start is state 0) and each state's terminal (``_NO_LABEL``: none).
+    and the new ones numbered and added with a few array operations.  Every
+    round checks that rows sharing a hash are one row, and falls back to
+    exact identities if not.  Returns the transition table over bytes (the
+    start is state 0) and each state's terminal (``_NO_LABEL``: none).
     """
     glued, starts = product.glued, product.starts
     # Byte classes: bytes whose columns agree in every component (read off each component's own

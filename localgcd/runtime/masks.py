@@ -39,7 +39,7 @@ class Mask:
     """One cached token mask, kept as the packed bits a bitmask row holds (a mask in 16 KB for
     Llama-3's 128K tokens, not 128 KB of bools: a new mask's memory is fresh pages)."""
 
-    packed: np.ndarray  # uint32 [ceil(n_tokens / 32)], read-only: bit ``i % 32`` of word ``i // 32`` is token ``i``
+    packed: np.ndarray  # uint32 [ceil(n_tokens / 32)], read-only: bit i % 32 of word i // 32 is token i
     n_tokens: int
     accepting: bool  # the text so far is a complete sentence
     n_allowed: int  # text tokens allowed (end tokens not counted)
@@ -405,7 +405,7 @@ class MaskEngine:
         any_dependent = bool(dependent.any())
         dependent_classes = dependent_outcomes = _NO_TOKENS
         if part.dense is not None:
-            always = np.take(always_of, part.dense)  # take: numpy's fancy indexing by a small int type is 2-4x slower
+            always = np.take(always_of, part.dense)  # take: fancy indexing by a small int type is 2-4x slower
             if any_dependent:
                 dependent_classes = np.flatnonzero(np.take(np.append(dependent, False), part.dense))
                 dependent_outcomes = outcomes[part.dense[dependent_classes]]
