@@ -191,32 +191,35 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
     rules = automaton.rules
     end_bit = 1 << (n_terminals - 1)
 
-    width = max((max(edges, default=0) for edges in transitions), default=0) + 1
-    transition_ids: dict[int, int] = {}  # state * width + nonterminal → index
-    pairs: list[tuple[int, int]] = []
-    terminal_bits: list[int] = []  # per state: the terminals it shifts
-    nullable_edges: list[list[int]] = []  # per state: its nullable nonterminal edges
-    for state, edges in enumerate(transitions):
-        bits = 0
-        here = []
-        for symbol in edges:
-            if symbol < n_terminals:
-                bits |= 1 << symbol
-            else:
-                transition_ids[state * width + symbol] = len(pairs)
-                pairs.append((state, symbol))
-                if symbol in nullable:
-                    here.append(symbol)
-        terminal_bits.append(bits)
-        nullable_edges.append(here)
+    # Every edge at once, in (state, edge) order: a state expecting a string shifts hundreds of
+    # literal terminals, too many edges for a Python loop per edge.
+    n_states = len(transitions)
+    sizes = np.fromiter(map(len, transitions), dtype=np.int64, count=n_states)
+    total = int(sizes.sum())
+    edge_state = np.repeat(np.arange(n_states, dtype=np.int64), sizes)
+    edge_symbol = np.fromiter(itertools.chain.from_iterable(transitions), dtype=np.int64, count=total)
+    edge_target = np.fromiter(itertools.chain.from_iterable(map(dict.values, transitions)), dtype=np.int64,
+                              count=total)
+    width = int(edge_symbol.max(initial=0)) + 1
+    shifted = edge_symbol < n_terminals
+    shifts = np.zeros((n_states, n_terminals), dtype=bool)
+    shifts[edge_state[shifted], edge_symbol[shifted]] = True
+    packed = np.packbits(shifts, axis=1, bitorder="little")
+    row_bytes, data = packed.shape[1], packed.tobytes()
+    terminal_bits = [int.from_bytes(data[i:i + row_bytes], "little") for i in range(0, len(data), row_bytes)]
+    pair_state, pair_symbol = edge_state[~shifted], edge_symbol[~shifted]
+    pair_target = edge_target[~shifted]
+    pairs = list(zip(pair_state.tolist(), pair_symbol.tolist()))  # the nonterminal transitions (p, A)
     count = len(pairs)
-    direct = [0] * count
-    reads: list[list[int]] = [[] for _ in range(count)]
-    for index, (state, symbol) in enumerate(pairs):
-        target = transitions[state][symbol]
-        direct[index] = terminal_bits[target]
-        if nullable_edges[target]:
-            reads[index] = [transition_ids[target * width + c] for c in nullable_edges[target]]
+    transition_ids = dict(zip((pair_state * width + pair_symbol).tolist(), range(count)))
+    direct = [terminal_bits[target] for target in pair_target.tolist()]
+    nullable_pairs: dict[int, list[int]] = {}  # state -> its nullable nonterminal transitions
+    if nullable:
+        on_nullable = np.isin(pair_symbol, np.fromiter(nullable, dtype=np.int64, count=len(nullable)))
+        for index, state in zip(np.flatnonzero(on_nullable).tolist(), pair_state[on_nullable].tolist()):
+            nullable_pairs.setdefault(state, []).append(index)
+    no_reads: list[int] = []  # shared: _digraph only reads a relation's lists
+    reads = [nullable_pairs.get(target, no_reads) for target in pair_target.tolist()]
     direct[transition_ids[rules[automaton.root_rule][1][0]]] |= end_bit  # state 0's start transition
 
     # includes and lookback, walking each rule of A from the state where (p, A) starts; as lark
@@ -255,7 +258,7 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
 
     read = _digraph(count, reads, direct)
     follow = _digraph(count, includes, read)
-    goto_target = np.asarray([transitions[p][a] for p, a in pairs], dtype=np.int64)
+    goto_target = pair_target
     completions = (walk_end, walk_rule, goto_target[walk_transition])
     return _gather(follow, walk_end, walk_rule, walk_transition, len(transitions), n_terminals), completions
 
