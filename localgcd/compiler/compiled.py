@@ -89,17 +89,17 @@ class CompiledGrammar:
 
     # -- persistence ---------------------------------------------------------------
 
-    def to_arrays(self, spanner_rows: bool = True) -> tuple[dict, dict[str, np.ndarray]]:
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON header, arrays): everything but the vocabulary, which the cache key pins.
 
-        A lazy spanner is stored whole (its eager build, with that build's outcome ids), or, with
-        ``spanner_rows=False``, not at all: :meth:`from_arrays` then builds a lazy one.
+        A lazy spanner (a lexer too big to span ahead) is left out: :meth:`from_arrays` builds a
+        lazy one again.
         """
         table_header, table_arrays = self.tables.to_arrays()
-        if spanner_rows or not isinstance(self.spanner, LazyTokenSpanner):
-            spanner_header, spanner_arrays = self.spanner.to_arrays()
-        else:
+        if isinstance(self.spanner, LazyTokenSpanner):
             spanner_header, spanner_arrays = {"lazy": True}, {}
+        else:
+            spanner_header, spanner_arrays = self.spanner.to_arrays()
         header = {
             "terminals": [t.to_json() for t in self.terminals],
             "tables": table_header,

@@ -97,7 +97,7 @@ class Compiler:
         compiled = self.build(text, vocab, source, strict, indenter, fmt,
                               lazy=self.lazy_tables and not self.use_cache, **options)
         if self.use_cache:  # a lazy spanner (a lexer too big to span ahead) is left out, and built on load
-            self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays(spanner_rows=False))
+            self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,

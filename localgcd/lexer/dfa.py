@@ -171,6 +171,17 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, 
     return new_table, accept[representative].astype(np.int32), block
 
 
+def run_edges(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(states, bytes)``: one live edge of a transition table per run of consecutive bytes going
+    to the same state (a range like a-z is one edge), each run named by its first byte: a tenth
+    of a big lexer's (state, byte) pairs, for the walks that need each successor, not each byte."""
+    run_start = np.empty(table.shape, dtype=bool)
+    run_start[:, 0] = True
+    np.not_equal(table[:, 1:], table[:, :-1], out=run_start[:, 1:])
+    run_start &= table != DEAD_STATE
+    return np.nonzero(run_start)
+
+
 def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, class_of)``: the first column of each class of equal columns of ``table``, and
     each column's class (columns hashed, then checked; compared whole on a collision)."""

@@ -31,7 +31,7 @@ import numpy as np
 
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped
+from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped, run_edges
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
@@ -499,10 +499,7 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     states: its own automaton is alive where its trackers can no longer meet their ends."""
     n = table.shape[0]
     live = accept >= 0
-    run_start = np.empty(table.shape, dtype=bool)  # one edge per run of bytes into one state
-    run_start[:, 0] = True
-    np.not_equal(table[:, 1:], table[:, :-1], out=run_start[:, 1:])
-    sources, columns = np.nonzero(run_start & (table >= 0))
+    sources, columns = run_edges(table)
     targets = table[sources, columns].astype(np.int64)
     order = np.argsort(targets, kind="stable")
     sources, targets = sources[order], targets[order]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique
-from localgcd.lexer.dfa import DEAD_STATE, DFA
+from localgcd.lexer.dfa import DEAD_STATE, DFA, run_edges
 
 NO_EMIT = -1
 _ARRAYS = ("next_state", "emitted", "accept", "producible", "restart")
@@ -110,13 +110,7 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
         return _producible_by_squaring(dfa, n_terminals)
     prod = np.zeros((n, n_terminals), dtype=bool)
     trans = dfa.transitions
-    # A row's successors come in runs of bytes (a range like a-z goes to one state): one edge per run
-    # before the sort, a tenth of the (state, byte) pairs of a big lexer.
-    run_start = np.empty(trans.shape, dtype=bool)
-    run_start[:, 0] = True
-    np.not_equal(trans[:, 1:], trans[:, :-1], out=run_start[:, 1:])
-    run_start &= trans != DEAD_STATE
-    src, byte = np.nonzero(run_start)
+    src, byte = run_edges(trans)
     dst = trans[src, byte].astype(np.int64)
     pairs = sorted_unique(dst * n + src)  # distinct edges, by target
     into, out_of = np.divmod(pairs, n)

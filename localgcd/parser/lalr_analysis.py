@@ -209,8 +209,7 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
     terminal_bits = [int.from_bytes(data[i:i + row_bytes], "little") for i in range(0, len(data), row_bytes)]
     pair_state, pair_symbol = edge_state[~shifted], edge_symbol[~shifted]
     pair_target = edge_target[~shifted]
-    pairs = list(zip(pair_state.tolist(), pair_symbol.tolist()))  # the nonterminal transitions (p, A)
-    count = len(pairs)
+    count = int(pair_state.size)  # the nonterminal transitions (p, A), numbered in edge order
     transition_ids = dict(zip((pair_state * width + pair_symbol).tolist(), range(count)))
     direct = [terminal_bits[target] for target in pair_target.tolist()]
     nullable_pairs: dict[int, list[int]] = {}  # state -> its nullable nonterminal transitions
@@ -231,16 +230,17 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
         while k and rhs[k - 1] in nullable:
             k -= 1
         nullable_from.append(k)
-    transition_pairs = set(pairs)
-    walk_transition, walk_rule, walk_end = _walk_rules(automaton, pairs, transition_ids, width, nullable_from,
-                                                       includes)
+    edge_transition = np.where(shifted, -1, np.cumsum(~shifted) - 1)  # per edge: its transition, or -1
+    walk_transition, walk_rule, walk_end = _walk_rules(
+        automaton, (edge_state * width + edge_symbol, edge_target, edge_transition), (pair_state, pair_symbol),
+        width, nullable_from, includes)
     later_kernel: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (state, lhs) → kernel (rule, dot > 0)
     rule_of_item = np.repeat(np.arange(len(rules)), [len(rhs) + 1 for _, rhs in rules]).tolist()
     item_base = automaton.item_base
     for state, kernel in enumerate(automaton.kernels):
         for item in kernel:
             rule = rule_of_item[item]
-            if (state, rules[rule][0]) in transition_pairs and item > item_base[rule]:
+            if state * width + rules[rule][0] in transition_ids and item > item_base[rule]:
                 later_kernel.setdefault((state, rules[rule][0]), []).append((rule, item - item_base[rule]))
     for (state, symbol), walks in later_kernel.items():
         index = transition_ids[state * width + symbol]
@@ -285,26 +285,22 @@ def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: 
     return table
 
 
-def _walk_rules(automaton: LALRAutomaton, pairs: list[tuple[int, int]], transition_ids: dict[int, int], width: int,
-                nullable_from: list[int], includes: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _walk_rules(automaton: LALRAutomaton, edges: tuple[np.ndarray, np.ndarray, np.ndarray],
+                transitions: tuple[np.ndarray, np.ndarray], width: int, nullable_from: list[int],
+                includes: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every rule of A walked from p for every transition (p, A), all at once.
 
-    Adds the ``includes`` edges the walks find and returns the lookback as
-    arrays (transition, rule, state where the rule completes).
+    ``edges``: every edge's key ``state * width + symbol``, target, and transition number (-1 for
+    a shift); ``transitions``: the (p, A) of each transition number.  Adds the ``includes`` edges
+    the walks find and returns the lookback as arrays (transition, rule, state where the rule
+    completes).
     """
-    rules, transitions, n_terminals = automaton.rules, automaton.transitions, automaton.n_terminals
-    # Edges as sorted keys state * width + symbol (a dense [states, symbols] table can be gigabytes).
-    sizes = [len(edges) for edges in transitions]
-    edge_key = np.repeat(np.arange(len(transitions), dtype=np.int64) * width, sizes) + np.fromiter(
-        itertools.chain.from_iterable(transitions), dtype=np.int64, count=sum(sizes))
-    edge_target = np.fromiter(itertools.chain.from_iterable(map(dict.values, transitions)), dtype=np.int64,
-                              count=sum(sizes))
+    rules, n_terminals = automaton.rules, automaton.n_terminals
+    # Edges as sorted keys (a dense [states, symbols] table can be gigabytes).
+    edge_key, edge_target, edge_transition = edges
     order = np.argsort(edge_key, kind="stable")
-    edge_key, edge_target = edge_key[order], edge_target[order]
-    edge_transition = np.full(edge_key.size, -1, dtype=np.int64)
-    if pairs:
-        states, symbols = np.asarray(pairs, dtype=np.int64).T
-        edge_transition[np.searchsorted(edge_key, states * width + symbols)] = np.arange(len(pairs))
+    edge_key, edge_target, edge_transition = edge_key[order], edge_target[order], edge_transition[order]
+    states, symbols = transitions
 
     def edge(at: np.ndarray, symbol: np.ndarray) -> np.ndarray:
         """Index of the edge (at, symbol) in the sorted keys (it exists: LR(0) walks never fail)."""
@@ -317,12 +313,12 @@ def _walk_rules(automaton: LALRAutomaton, pairs: list[tuple[int, int]], transiti
     lhs = np.asarray([l for l, _ in rules], dtype=np.int64)
     by_lhs = np.argsort(lhs, kind="stable")
     first = np.searchsorted(lhs[by_lhs], np.arange(width + 1))
-    if not pairs:
+    if not states.size:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty
     counts = first[symbols + 1] - first[symbols]
     total = int(counts.sum())
-    walk_transition = np.repeat(np.arange(len(pairs)), counts)
+    walk_transition = np.repeat(np.arange(states.size), counts)
     walk_rule = by_lhs[np.repeat(first[symbols] - np.cumsum(counts) + counts, counts) + np.arange(total)]
     current = states[walk_transition]
     last = np.asarray(nullable_from, dtype=np.int64)[walk_rule] - 1

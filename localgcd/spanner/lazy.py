@@ -146,7 +146,7 @@ class LazyRows(Rows):
     def __init__(self, spanner: LazyTokenSpanner) -> None:
         super().__init__(spanner)
         self._rows: dict[int, SparseRow] = {}  # the rows built so far (sparse, unlike an eager one's)
-        self._parts: dict[bytes | int, RowPart] = {}  # branch ids (or -1 - q: the whole row) → their part
+        self._parts: dict[bytes, RowPart] = {}  # branch ids → their part of a row
 
     def continuing(self, q: int) -> SparseRow:
         """The row's continuing positions and their outcomes (built on the first call)."""
@@ -156,20 +156,15 @@ class LazyRows(Rows):
         return found
 
     def part_within(self, q: int, first_terminals: np.ndarray | None) -> RowPart:
-        """The part of ``q``'s row a parser that can take only ``first_terminals`` next may
-        allow: the row's branches that can start with one of them (only those are walked; a
-        part is kept per set of branches, as ranks: its entries are joined only to be ranked)."""
-        if first_terminals is None:
-            key, ids = -1 - q, None  # the whole row
-        else:
-            ids = self.spanner.branches_of(q, first_terminals)
-            key = ids.tobytes()
+        """The part of ``q``'s row a parser that can take only ``first_terminals`` next (None:
+        anything) may allow: the row's branches that can start with one of them (only those are
+        walked; a part is kept per set of branches, as ranks: its entries are joined only to be
+        ranked)."""
+        ids = self.spanner.branches_of(q, first_terminals)
+        key = ids.tobytes()
         found = self._parts.get(key)
         if found is None:
-            if ids is None:
-                (classes, values), outcomes = self.continuing(q), self.outcomes(q)
-            else:
-                (classes, values), outcomes = self.spanner.branch_row(ids)
+            (classes, values), outcomes = self.spanner.branch_row(ids)
             found = self._parts[key] = RowPart(classes, values, outcomes, self.spanner.n_classes)
         return found
 
