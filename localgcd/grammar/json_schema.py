@@ -2067,6 +2067,13 @@ def _patterns_disjoint(bodies) -> bool:
     return not any(relation(a, b)[0] for i, a in enumerate(dfas) for b in dfas[i + 1:])
 
 
+def _representative_bytes(classes: list[np.ndarray]) -> list[int]:
+    """One byte of each class of bytes that every ``class_of[b]`` array puts together (bytes
+    alike in all of them take the same edges everywhere: one stands for all)."""
+    _, first = np.unique(np.stack(classes, axis=1), axis=0, return_index=True)
+    return sorted(first.tolist())
+
+
 def _unit_length_range(dfa) -> tuple[int, int | None]:
     """(fewest, most or None when unbounded) decoded characters over the strings of ``dfa``,
     a trim byte DFA of ``"`` + canonical string body + ``"``.  A character starts at every
@@ -2081,6 +2088,9 @@ def _unit_length_range(dfa) -> tuple[int, int | None]:
         return (esc + 1 if esc < 5 else 0), 0
 
     trans = dfa.transitions
+    kind = np.zeros(256, dtype=np.int64)  # what step() reads of a byte: a class splits no kind
+    kind[0x80:0xC0], kind[0x5C], kind[0x75] = 1, 2, 3
+    representatives = _representative_bytes([dfa.byte_classes, kind])
     start = (0, 0)
     dist = {start: 0}
     order, graph = [start], {}
@@ -2089,7 +2099,7 @@ def _unit_length_range(dfa) -> tuple[int, int | None]:
         q, esc = order[i]
         i += 1
         outs = []
-        for b in range(256):
+        for b in representatives:
             q2 = int(trans[q][b])
             if q2 < 0:
                 continue
@@ -2696,6 +2706,34 @@ class _LongStrings:
 
 MAX_TRACKED_LINKS = 4096  # rules of one pattern-constrained long string (chain links times vectors)
 MAX_TRACKED_VECTORS = 48  # chunk modes when patterns are tracked through long strings
+MAX_UNIT_STEPS = 1 << 22  # cells of a tracked pattern's table of states after each character shape
+
+
+def _unit_paths(unit, representatives: np.ndarray) -> np.ndarray:
+    """The characters of a JSON string, one per sequence of byte classes: int64 [paths, most
+    bytes], a representative byte per class, -1 after a shorter one's end."""
+    states, prefix, ends = np.zeros(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64), []
+    while states.size:
+        moves = unit.transitions[states][:, representatives]
+        source, column = np.nonzero(moves >= 0)
+        states = moves[source, column].astype(np.int64)
+        prefix = np.column_stack([prefix[source], representatives[column]])
+        done = unit.accept[states] >= 0
+        ends.append(prefix[done])
+        states, prefix = states[~done], prefix[~done]
+    width = max(e.shape[1] for e in ends)
+    return np.concatenate([np.pad(e, ((0, 0), (0, width - e.shape[1])), constant_values=-1) for e in ends])
+
+
+def _steps_by_path(dfa, paths: np.ndarray) -> np.ndarray:
+    """int64 [n_states + 1, paths]: the state of ``dfa`` after each path from each state (-1:
+    dead; the last row, read for state -1, is all dead)."""
+    current = np.repeat(np.arange(dfa.n_states, dtype=np.int64)[:, None], paths.shape[0], axis=1)
+    for column in paths.T:
+        has_byte = column >= 0
+        moved = dfa.transitions[np.maximum(current, 0), np.maximum(column, 0)[None, :]]
+        current = np.where(has_byte[None, :], np.where(current >= 0, moved, -1), current)
+    return np.vstack([current, np.full((1, paths.shape[0]), -1, dtype=np.int64)])
 
 
 def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
@@ -2707,6 +2745,7 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
     dfas = [_byte_dfa('"' + body + '"') for body in tracked]
     unit = _byte_dfa(UNIT)
     quote = ord('"')
+    representatives = np.asarray(_representative_bytes([unit.byte_classes] + [d.byte_classes for d in dfas]))
 
     def advance(v, byte_seq):
         out = []
@@ -2720,32 +2759,43 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
         return tuple(out)
 
     step_cache: dict = {}
+    paths = _unit_paths(unit, representatives)
+    if sum(d.n_states + 1 for d in dfas) * paths.shape[0] <= MAX_UNIT_STEPS:
+        steps = [_steps_by_path(d, paths) for d in dfas]  # per pattern: state after each character shape
 
-    def one_unit(v):
-        """Vectors one character (a unit of the JSON string) after ``v``."""
-        if v in step_cache:
+        def one_unit(v):
+            """Vectors one character (a unit of the JSON string) after ``v``."""
+            if v not in step_cache:
+                rows = np.stack([table[state] for table, state in zip(steps, v)], axis=1)
+                step_cache[v] = frozenset(map(tuple, rows.tolist()))
             return step_cache[v]
-        found: set = set()
-        units, vectors = np.zeros(1, dtype=np.int64), np.asarray([v], dtype=np.int64)  # the byte frontier
-        seen: set = set()
-        while units.size:  # every byte of a character at once: (unit state, vector) pairs by depth
-            moves = unit.transitions[units]
-            source, byte = np.nonzero(moves >= 0)
-            units = moves[source, byte].astype(np.int64)
-            vectors = np.stack([np.where(vectors[source, p] >= 0,
-                                         d.transitions[np.maximum(vectors[source, p], 0), byte], -1)
-                                for p, d in enumerate(dfas)], axis=1).astype(np.int64)
-            done = unit.accept[units] >= 0
-            found.update(map(tuple, vectors[done].tolist()))
-            units, vectors = units[~done], vectors[~done]
-            fresh = []
-            for i, key in enumerate(zip(units.tolist(), map(tuple, vectors.tolist()))):
-                if key not in seen:
-                    seen.add(key)
-                    fresh.append(i)
-            units, vectors = units[fresh], vectors[fresh]
-        step_cache[v] = frozenset(found)
-        return step_cache[v]
+    else:
+        def one_unit(v):
+            """Vectors one character (a unit of the JSON string) after ``v``: every byte of it
+            at once, (unit state, vector) pairs by depth, a byte per class of bytes alike."""
+            if v in step_cache:
+                return step_cache[v]
+            found: set = set()
+            units, vectors = np.zeros(1, dtype=np.int64), np.asarray([v], dtype=np.int64)
+            seen: set = set()
+            while units.size:
+                moves = unit.transitions[units][:, representatives]
+                source, column = np.nonzero(moves >= 0)
+                units, byte = moves[source, column].astype(np.int64), representatives[column]
+                vectors = np.stack([np.where(vectors[source, p] >= 0,
+                                             d.transitions[np.maximum(vectors[source, p], 0), byte], -1)
+                                    for p, d in enumerate(dfas)], axis=1).astype(np.int64)
+                done = unit.accept[units] >= 0
+                found.update(map(tuple, vectors[done].tolist()))
+                units, vectors = units[~done], vectors[~done]
+                fresh = []
+                for i, key in enumerate(zip(units.tolist(), map(tuple, vectors.tolist()))):
+                    if key not in seen:
+                        seen.add(key)
+                        fresh.append(i)
+                units, vectors = units[fresh], vectors[fresh]
+            step_cache[v] = frozenset(found)
+            return step_cache[v]
 
     def after(vs, count):
         for _ in range(count):
