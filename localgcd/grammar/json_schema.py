@@ -68,7 +68,7 @@ from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import relation
+from localgcd.lexer.dfa import relation, representative_bytes
 from localgcd.lexer.product import product_dfa, terminal_dfa
 
 __all__ = ["schema_to_lark"]
@@ -2067,13 +2067,6 @@ def _patterns_disjoint(bodies) -> bool:
     return not any(relation(a, b)[0] for i, a in enumerate(dfas) for b in dfas[i + 1:])
 
 
-def _representative_bytes(classes: list[np.ndarray]) -> list[int]:
-    """One byte of each class of bytes that every ``class_of[b]`` array puts together (bytes
-    alike in all of them take the same edges everywhere: one stands for all)."""
-    _, first = np.unique(np.stack(classes, axis=1), axis=0, return_index=True)
-    return sorted(first.tolist())
-
-
 def _unit_length_range(dfa) -> tuple[int, int | None]:
     """(fewest, most or None when unbounded) decoded characters over the strings of ``dfa``,
     a trim byte DFA of ``"`` + canonical string body + ``"``.  A character starts at every
@@ -2090,7 +2083,7 @@ def _unit_length_range(dfa) -> tuple[int, int | None]:
     trans = dfa.transitions
     kind = np.zeros(256, dtype=np.int64)  # what step() reads of a byte: a class splits no kind
     kind[0x80:0xC0], kind[0x5C], kind[0x75] = 1, 2, 3
-    representatives = _representative_bytes([dfa.byte_classes, kind])
+    representatives = representative_bytes([dfa.byte_classes, kind]).tolist()
     start = (0, 0)
     dist = {start: 0}
     order, graph = [start], {}
@@ -2745,7 +2738,7 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
     dfas = [_byte_dfa('"' + body + '"') for body in tracked]
     unit = _byte_dfa(UNIT)
     quote = ord('"')
-    representatives = np.asarray(_representative_bytes([unit.byte_classes] + [d.byte_classes for d in dfas]))
+    representatives = representative_bytes([unit.byte_classes] + [d.byte_classes for d in dfas])
 
     def advance(v, byte_seq):
         out = []

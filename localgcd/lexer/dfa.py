@@ -229,15 +229,25 @@ def _is_congruence(table: np.ndarray, accept: np.ndarray, block: np.ndarray) -> 
     return bool(np.array_equal(accept, accept[rep]) and np.array_equal(succ, succ[rep]))
 
 
+def representative_bytes(classes: list[np.ndarray]) -> np.ndarray:
+    """One byte (the first) of each class of bytes that every ``class_of[b]`` array puts together:
+    bytes alike in all of them take the same edges in each automaton, so one stands for all."""
+    _, first = np.unique(np.stack(classes, axis=1), axis=0, return_index=True)
+    return np.sort(first)
+
+
 def relation(a: DFA, b: DFA) -> tuple[bool, bool]:
     """``(a and b share a string, every string of a is in b)`` for two trim DFAs (start 0).
 
-    Their product is explored a frontier at a time; ``b``'s dead state is one
-    more (column 0), so the pairs where only ``a`` lives are kept.
+    Their product is explored a frontier at a time, a byte per class of bytes
+    alike in both; ``b``'s dead state is one more (column 0), so the pairs
+    where only ``a`` lives are kept.
     """
     width = b.n_states + 1
-    b_moves = np.vstack([np.full((1, b.transitions.shape[1]), DEAD_STATE, dtype=np.int64),
-                         b.transitions.astype(np.int64)]) + 1  # row q + 1; 0 = dead
+    columns = representative_bytes([a.byte_classes, b.byte_classes])  # a byte per class alike in both
+    a_moves = a.transitions[:, columns].astype(np.int64)
+    b_moves = np.vstack([np.full((1, columns.size), DEAD_STATE, dtype=np.int64),
+                         b.transitions[:, columns].astype(np.int64)]) + 1  # row q + 1; 0 = dead
     a_accepts, b_accepts = a.accept >= 0, np.append(False, b.accept >= 0)
     seen = np.zeros(a.n_states * width, dtype=bool)
     frontier = np.array([1], dtype=np.int64)  # (0, 0)
@@ -249,7 +259,7 @@ def relation(a: DFA, b: DFA) -> tuple[bool, bool]:
         subset &= not bool((a_accepts[p] & ~b_accepts[q]).any())
         if intersect and not subset:
             break
-        p_next, q_next = a.transitions[p].astype(np.int64), b_moves[q]
+        p_next, q_next = a_moves[p], b_moves[q]
         live = p_next >= 0
         keys = sorted_unique(p_next[live] * width + q_next[live])
         frontier = keys[~seen[keys]]
