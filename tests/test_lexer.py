@@ -311,3 +311,14 @@ def test_relation_of_two_automata_is_intersection_and_inclusion(a: str) -> None:
 
     for b in RELATION_REGEXES:
         assert relation(terminal_dfa(a), terminal_dfa(b)) == reference_relation(terminal_dfa(a), terminal_dfa(b)), b
+
+
+def test_relations_of_many_pairs_at_once_are_each_pairs_relation() -> None:
+    """Products explored side by side (pairs of different sizes, finishing at different depths)
+    give each pair the verdicts it gets alone."""
+    from localgcd.lexer.dfa import relations
+    from localgcd.lexer.product import terminal_dfa
+
+    pairs = [(terminal_dfa(a), terminal_dfa(b)) for a in RELATION_REGEXES for b in RELATION_REGEXES]
+    assert relations(pairs) == [reference_relation(a, b) for a, b in pairs]
+    assert relations(pairs[::-7]) == [reference_relation(a, b) for a, b in pairs[::-7]]

@@ -68,7 +68,7 @@ from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import relation, representative_bytes
+from localgcd.lexer.dfa import relation, relations, representative_bytes
 from localgcd.lexer.product import product_dfa, terminal_dfa
 
 __all__ = ["schema_to_lark"]
@@ -2064,7 +2064,7 @@ def _matches_every_string(body: str) -> bool:
 def _patterns_disjoint(bodies) -> bool:
     """No string matches two of the (encoded-body) patterns."""
     dfas = [_byte_dfa('"' + b + '"') for b in bodies]
-    return not any(relation(a, b)[0] for i, a in enumerate(dfas) for b in dfas[i + 1:])
+    return not any(shared for shared, _a_in_b in relations([(a, b) for i, a in enumerate(dfas) for b in dfas[i + 1:]]))
 
 
 def _unit_length_range(dfa) -> tuple[int, int | None]:
@@ -2226,9 +2226,14 @@ class _Resolver:
         for body in sorted(patterns):
             self.add_pattern(body, patterns[body], plist)
         pairs = [(a, b) for i, a in enumerate(plist) for b in plist[i + 1:]]
+        known: dict = {}  # (a, b) -> relation(a, b), found for the pairs waiting all at once
         while pairs:
             a, b = pairs.pop()
-            if self.relate(a, b):
+            if (a, b) not in known:
+                both_ways = [(x, y) for x, y in pairs + [(a, b)] if (x, y) not in known]
+                both_ways += [(y, x) for x, y in both_ways]
+                known.update(zip(both_ways, relations([(self.pat_dfa[x], self.pat_dfa[y]) for x, y in both_ways])))
+            if self.relate(a, b, known):
                 continue
             try:
                 body = _intersection_regex(a, b)  # not None: they intersect
@@ -2316,21 +2321,23 @@ class _Resolver:
             dfa = _byte_dfa('"' + body + '"')
         except Exception as exc:  # noqa: BLE001
             _fail(self.ctx, ptr, f"keyword 'pattern' cannot be compiled: {exc}")
-        for c in plist:
-            if relation(dfa, self.pat_dfa[c])[1] and relation(self.pat_dfa[c], dfa)[1]:
+        inside = [c for c, (_shared, a_in_b) in zip(plist, relations([(dfa, self.pat_dfa[c]) for c in plist]))
+                  if a_in_b]
+        for c, (_shared, c_in_body) in zip(inside, relations([(self.pat_dfa[c], dfa) for c in inside])):
+            if c_in_body:
                 self.alias[body] = c
                 return False
         self.pat_dfa[body], self.inside[body] = dfa, set()
         plist.append(body)
         return True
 
-    def relate(self, a, b) -> bool:
+    def relate(self, a, b, known: dict) -> bool:
         """Record whether one pattern is nested in the other (both ways: the same language);
-        False when they overlap partially."""
-        inter, a_in_b = relation(self.pat_dfa[a], self.pat_dfa[b])
+        False when they overlap partially.  ``known[a, b]``: relation(a, b), when found already."""
+        inter, a_in_b = known[a, b] if (a, b) in known else relation(self.pat_dfa[a], self.pat_dfa[b])
         if not inter:
             return True
-        _, b_in_a = relation(self.pat_dfa[b], self.pat_dfa[a])
+        _, b_in_a = known[b, a] if (b, a) in known else relation(self.pat_dfa[b], self.pat_dfa[a])
         if a_in_b:
             self.inside[b].add(a)
         if b_in_a:

@@ -237,31 +237,49 @@ def representative_bytes(classes: list[np.ndarray]) -> np.ndarray:
 
 
 def relation(a: DFA, b: DFA) -> tuple[bool, bool]:
-    """``(a and b share a string, every string of a is in b)`` for two trim DFAs (start 0).
+    """``(a and b share a string, every string of a is in b)`` for two trim DFAs (start 0)."""
+    return relations([(a, b)])[0]
 
-    Their product is explored a frontier at a time, a byte per class of bytes
-    alike in both; ``b``'s dead state is one more (column 0), so the pairs
-    where only ``a`` lives are kept.
+
+def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
+    """:func:`relation` of each pair ``(a, b)``, their products explored side by side.
+
+    A pair's product is explored a frontier at a time, a byte per class of
+    bytes alike in all the automata; ``b``'s dead state is one more (column
+    0), so the states where only ``a`` lives are kept.  A product state is one
+    key, its pair's base plus ``p * (|b| + 1) + q``: every pair's frontier
+    takes the same few array operations, a round per depth for all of them,
+    and a pair leaves once it has both verdicts.
     """
-    width = b.n_states + 1
-    columns = representative_bytes([a.byte_classes, b.byte_classes])  # a byte per class alike in both
-    a_moves = a.transitions[:, columns].astype(np.int64)
-    b_moves = np.vstack([np.full((1, columns.size), DEAD_STATE, dtype=np.int64),
-                         b.transitions[:, columns].astype(np.int64)]) + 1  # row q + 1; 0 = dead
-    a_accepts, b_accepts = a.accept >= 0, np.append(False, b.accept >= 0)
-    seen = np.zeros(a.n_states * width, dtype=bool)
-    frontier = np.array([1], dtype=np.int64)  # (0, 0)
+    if not pairs:
+        return []
+    columns = representative_bytes([d.byte_classes for pair in pairs for d in pair])
+    a_moves = np.vstack([a.transitions[:, columns] for a, _b in pairs]).astype(np.int64)
+    b_moves = np.vstack([np.vstack([np.full((1, columns.size), DEAD_STATE, dtype=np.int64),
+                                    b.transitions[:, columns].astype(np.int64)]) + 1  # row q + 1; 0 = dead
+                         for _a, b in pairs])
+    a_accepts = np.concatenate([a.accept >= 0 for a, _b in pairs])
+    b_accepts = np.concatenate([np.append(False, b.accept >= 0) for _a, b in pairs])
+    a_sizes = np.asarray([a.n_states for a, _b in pairs], dtype=np.int64)
+    width = np.asarray([b.n_states + 1 for _a, b in pairs], dtype=np.int64)
+    a_first = np.concatenate(([0], np.cumsum(a_sizes)[:-1]))  # pair's first row in a_moves
+    b_first = np.concatenate(([0], np.cumsum(width)[:-1]))  # ... in b_moves
+    base = np.concatenate(([0], np.cumsum(a_sizes * width)[:-1]))  # pair's first product key
+    seen = np.zeros(int((a_sizes * width).sum()), dtype=bool)
+    frontier = base + 1  # every pair's (0, 0)
     seen[frontier] = True
-    intersect, subset = False, True
+    shared, a_in_b = np.zeros(len(pairs), dtype=bool), np.ones(len(pairs), dtype=bool)
     while frontier.size:
-        p, q = np.divmod(frontier, width)
-        intersect |= bool((a_accepts[p] & b_accepts[q]).any())
-        subset &= not bool((a_accepts[p] & ~b_accepts[q]).any())
-        if intersect and not subset:
-            break
+        pair = np.searchsorted(base, frontier, side="right") - 1
+        p, q = np.divmod(frontier - base[pair], width[pair])
+        p, q = p + a_first[pair], q + b_first[pair]
+        shared[pair[a_accepts[p] & b_accepts[q]]] = True
+        a_in_b[pair[a_accepts[p] & ~b_accepts[q]]] = False
+        going = ~(shared & ~a_in_b)[pair]  # a pair with both verdicts final stops
+        pair, p, q = pair[going], p[going], q[going]
         p_next, q_next = a_moves[p], b_moves[q]
         live = p_next >= 0
-        keys = sorted_unique(p_next[live] * width + q_next[live])
+        keys = sorted_unique(((base[pair] + p_next.T * width[pair]).T + q_next)[live])
         frontier = keys[~seen[keys]]
         seen[frontier] = True
-    return intersect, subset
+    return list(zip(shared.tolist(), a_in_b.tolist()))
