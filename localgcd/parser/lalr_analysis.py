@@ -142,6 +142,21 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
     kernels: list[tuple[int, ...]] = [(item_base[root],)]
     index_of = {kernels[0]: 0}
     transitions: list[dict[int, int]] = []
+
+    def target_of(advanced: list[int] | tuple[int, ...]) -> int:
+        """The state of the kernel of these advanced items (numbered now if new)."""
+        kernel = tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
+        target = index_of.get(kernel)
+        if target is None:
+            target = index_of[kernel] = len(kernels)
+            kernels.append(kernel)
+        return target
+
+    # Per closure (nonterminal set): the targets of the symbols only its initial items move on,
+    # shared by every state with that closure (found as first needed, so states are numbered
+    # in the same order: a state's kernel symbols first, then its closure's, in order).
+    closure_edges: dict[tuple[int, ...], dict[int, int]] = {}
+    no_moves: dict[int, tuple[int, ...]] = {}
     state = 0
     while state < len(kernels):
         moves: dict[int, list[int]] = {}
@@ -150,17 +165,20 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
             if symbol >= 0:
                 moves.setdefault(symbol, []).append(item + 1)
         nonterminals = tuple(sorted(symbol for symbol in moves if symbol >= n_terminals))
-        if nonterminals:
-            for symbol, advanced in moves_of_closure(nonterminals).items():
-                moves.setdefault(symbol, []).extend(advanced)
+        closure = moves_of_closure(nonterminals) if nonterminals else no_moves
         edges: dict[int, int] = {}
         for symbol, advanced in moves.items():
-            kernel = tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
-            target = index_of.get(kernel)
-            if target is None:
-                target = index_of[kernel] = len(kernels)
-                kernels.append(kernel)
-            edges[symbol] = target
+            extra = closure.get(symbol)
+            edges[symbol] = target_of(advanced + list(extra) if extra else advanced)
+        if closure:
+            shared = closure_edges.setdefault(nonterminals, {})
+            missing = closure.keys() - shared.keys() - edges.keys()
+            if missing:
+                for symbol in [symbol for symbol in closure if symbol in missing]:
+                    shared[symbol] = target_of(closure[symbol])
+            kernel_edges = edges
+            edges = kernel_edges | shared  # a kernel symbol keeps its place and its own target
+            edges.update(kernel_edges)
         transitions.append(edges)
         state += 1
     return LALRAutomaton(rules, n_terminals, kernels, transitions, item_base=item_base)
