@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
 from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.lexer.transducer import NO_EMIT
+from localgcd.spanner import token_spanner
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
@@ -140,12 +142,16 @@ def json_lexer():
     return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
 
 
+@pytest.mark.parametrize("small_frontier", [0, token_spanner.SMALL_FRONTIER, 1 << 30])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(_TOKEN, min_size=1, max_size=80, unique=True), data=st.data())
-def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, tokens: list[bytes], data) -> None:
+def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_frontier: int, monkeypatch,
+                                                            tokens: list[bytes], data) -> None:
     """Whichever branches of a row are walked together (a random subset of terminals picks
-    them, so walks mix dense and sparse rounds), each entry is what lexing the token's bytes
-    from that state gives; a branch is kept iff its state can still become a chosen terminal."""
+    them, so walks mix dense and sparse rounds, and levels of arrays with levels node by node:
+    none, the usual few, or all of them), each entry is what lexing the token's bytes from that
+    state gives; a branch is kept iff its state can still become a chosen terminal."""
+    monkeypatch.setattr(token_spanner, "SMALL_FRONTIER", small_frontier)
     token_bytes = tuple(bytes([b]) for b in _JSON_BYTES) + tuple(tokens)
     trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
     spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes))
@@ -158,6 +164,9 @@ def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, tokens: 
             text = trie.data[trie.offsets[position]:trie.offsets[position + 1]].tobytes()
             assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, text)
         every = spanner.continuing(q)[0]
+        texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
+        assert every.tolist() == [p for p, text in enumerate(texts)  # every token that continues and lives
+                                  if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
         first_states = json_lexer.next_state[q, trie.first_bytes[every]]
         expected = every[json_lexer.producible[first_states][:, chosen].any(axis=1)]
         assert np.array_equal(np.sort(positions), expected)

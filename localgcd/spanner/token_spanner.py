@@ -645,6 +645,7 @@ class BranchRows:
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
+        self._code_rows: dict[int, list[int]] = {}  # state → its row of _byte_codes (small levels read it)
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -754,6 +755,11 @@ class BranchRows:
                 first, stop = int(above.child_start[lo]), int(above.child_end[hi - 1])
                 if first >= stop:
                     break
+                if stop - first <= SMALL_FRONTIER:  # a handful of nodes: on with the pairs, node by node
+                    alive = np.flatnonzero(span >= 0)
+                    nodes, which = expand_ranges(above.child_start[alive + lo], above.child_end[alive + lo])
+                    states = span[alive][which]
+                    break
                 level = trie.levels[depth]
                 step = np.take(code, (np.take(span, level.parent[first:stop] - lo) + 1) * 256 + level.byte[first:stop])
                 emitting = np.flatnonzero(step < DEAD_STATE)
@@ -774,6 +780,11 @@ class BranchRows:
             states = states[which]
         while nodes is not None and nodes.size and depth < len(trie.levels):
             level = trie.levels[depth]
+            if nodes.size <= SMALL_FRONTIER:  # a few nodes: a level in Python beats a dozen array calls
+                nodes, states = self._small_level(level, nodes.tolist(), states.tolist(), depth,
+                                                  positions_out, values_out)
+                depth += 1
+                continue
             step = np.take(code, (states + 1) * 256 + level.byte[nodes])
             emitting = step < DEAD_STATE
             self._emissions(level, nodes[emitting], step[emitting], depth, positions_out, values_out)
@@ -793,6 +804,38 @@ class BranchRows:
         for start, stop in zip(starts, stops):
             self._positions.append(positions[start:stop])
             self._values.append(values[start:stop])
+
+    def _small_level(self, level: TrieLevel, nodes: list[int], states: list[int], depth: int,
+                     positions_out: list[np.ndarray], values_out: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """One level of the walk for a few (node, state) pairs, node by node: the same entries
+        and emissions as a level of array operations, and the children's (nodes, states)."""
+        code_rows = self._code_rows
+        byte, token_at, child_start, child_end = level.byte, level.token_at, level.child_start, level.child_end
+        positions, values, emit_nodes, emit_codes, next_nodes, next_states = [], [], [], [], [], []
+        for node, state in zip(nodes, states):
+            row = code_rows.get(state)
+            if row is None:
+                row = code_rows[state] = self._byte_codes[(state + 1) * 256:(state + 2) * 256].tolist()
+            step = row[byte.item(node)]
+            if step >= 0:
+                token = token_at.item(node)
+                if token >= 0:
+                    positions.append(token)
+                    values.append(step)
+                first, stop = child_start.item(node), child_end.item(node)
+                if first < stop:
+                    next_nodes.extend(range(first, stop))
+                    next_states.extend([step] * (stop - first))
+            elif step < DEAD_STATE:
+                emit_nodes.append(node)
+                emit_codes.append(step)
+        if emit_nodes:
+            self._emissions(level, np.asarray(emit_nodes, dtype=np.int64), np.asarray(emit_codes, dtype=np.int32),
+                            depth, positions_out, values_out)
+        if positions:
+            positions_out.append(np.asarray(positions, dtype=np.int64))
+            values_out.append(np.asarray(values, dtype=np.int64))
+        return np.asarray(next_nodes, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
 
     def _emissions(self, level: TrieLevel, nodes: np.ndarray, codes: np.ndarray, depth: int,
                    positions_out: list[np.ndarray], values_out: list[np.ndarray]) -> None:
@@ -822,6 +865,7 @@ class BranchRows:
 
 
 _EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
+SMALL_FRONTIER = 24  # (node, state) pairs at most for a level of a walk done node by node
 
 
 def _by_position(positions: np.ndarray, values: np.ndarray, lo: int, hi: int) -> SparseRow:
