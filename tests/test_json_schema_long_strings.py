@@ -321,3 +321,20 @@ def test_masks_are_exact_inside_long_strings(load_vocab, name: str, lo: int | No
                 assert bool(mask[t]) == want, (name, cut, tokens[t], want)
                 checked += 1
     assert checked > 1000
+
+
+MULTI_BYTE_PATTERNS = {"accents_and_emoji_beside_long": {"type": "object", "properties": {
+    "d": {"type": "string", "maxLength": 200}, "w": {"type": "string", "pattern": "^[a-zà-ÿ]+(😀|é)*$"}}}}
+
+
+@pytest.mark.parametrize("name", sorted(PATTERN_SCHEMAS) + sorted(MULTI_BYTE_PATTERNS))
+def test_a_character_steps_tracked_patterns_alike_by_table_and_by_bytes(name: str, monkeypatch) -> None:
+    """Tracked patterns step over one string character by a table of their states after each
+    character shape (a sequence of byte classes), or byte by byte when the table would be too
+    big: the grammar is the same either way."""
+    from localgcd.grammar import json_schema
+
+    schema = json.dumps({**PATTERN_SCHEMAS, **MULTI_BYTE_PATTERNS}[name])
+    by_table = json_schema.schema_to_lark(schema).lark
+    monkeypatch.setattr(json_schema, "MAX_UNIT_STEPS", 0)
+    assert json_schema.schema_to_lark(schema).lark == by_table

@@ -2709,11 +2709,14 @@ MAX_TRACKED_VECTORS = 48  # chunk modes when patterns are tracked through long s
 MAX_UNIT_STEPS = 1 << 22  # cells of a tracked pattern's table of states after each character shape
 
 
-def _unit_paths(unit, representatives: np.ndarray) -> np.ndarray:
+def _unit_paths(unit, representatives: np.ndarray, limit: int) -> np.ndarray | None:
     """The characters of a JSON string, one per sequence of byte classes: int64 [paths, most
-    bytes], a representative byte per class, -1 after a shorter one's end."""
+    bytes], a representative byte per class, -1 after a shorter one's end; None past ``limit``
+    (patterns telling many multi-byte characters apart)."""
     states, prefix, ends = np.zeros(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64), []
     while states.size:
+        if states.size + sum(e.shape[0] for e in ends) > limit:
+            return None
         moves = unit.transitions[states][:, representatives]
         source, column = np.nonzero(moves >= 0)
         states = moves[source, column].astype(np.int64)
@@ -2759,8 +2762,8 @@ def _track(tracked: list[str], tails: list, ptr_of: dict, ctx):
         return tuple(out)
 
     step_cache: dict = {}
-    paths = _unit_paths(unit, representatives)
-    if sum(d.n_states + 1 for d in dfas) * paths.shape[0] <= MAX_UNIT_STEPS:
+    paths = _unit_paths(unit, representatives, MAX_UNIT_STEPS // sum(d.n_states + 1 for d in dfas))
+    if paths is not None:
         steps = [_steps_by_path(d, paths) for d in dfas]  # per pattern: state after each character shape
 
         def one_unit(v):

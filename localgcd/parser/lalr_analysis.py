@@ -153,8 +153,9 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
         return target
 
     # Per closure (nonterminal set): the targets of the symbols only its initial items move on,
-    # shared by every state with that closure (found as first needed, so states are numbered
-    # in the same order: a state's kernel symbols first, then its closure's, in order).
+    # shared by every state with that closure.  Each is found when a state first needs it, so
+    # new states are numbered as a walk over each state's kernel symbols, then its closure's, finds
+    # them: the same numbering as without the sharing.
     closure_edges: dict[tuple[int, ...], dict[int, int]] = {}
     no_moves: dict[int, tuple[int, ...]] = {}
     state = 0
