@@ -232,8 +232,12 @@ def _is_congruence(table: np.ndarray, accept: np.ndarray, block: np.ndarray) -> 
 def representative_bytes(classes: list[np.ndarray]) -> np.ndarray:
     """One byte (the first) of each class of bytes that every ``class_of[b]`` array puts together:
     bytes alike in all of them take the same edges in each automaton, so one stands for all."""
-    _, first = np.unique(np.stack(classes, axis=1), axis=0, return_index=True)
-    return np.sort(first)
+    key = np.zeros(256, dtype=np.int64)  # the class ids so far as one number (ids are bytes' classes: < 256)
+    for class_of in classes:
+        key = key * 256 + class_of
+        if int(key.max()) >= 1 << 52:  # renumbered before the next one could overflow it
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+    return np.sort(np.unique(key, return_index=True)[1])
 
 
 def relation(a: DFA, b: DFA) -> tuple[bool, bool]:
@@ -275,8 +279,10 @@ def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
         p, q = p + a_first[pair], q + b_first[pair]
         shared[pair[a_accepts[p] & b_accepts[q]]] = True
         a_in_b[pair[a_accepts[p] & ~b_accepts[q]]] = False
-        going = ~(shared & ~a_in_b)[pair]  # a pair with both verdicts final stops
-        pair, p, q = pair[going], p[going], q[going]
+        decided = shared & ~a_in_b  # both verdicts final: the pair stops
+        if decided.any():
+            going = ~decided[pair]
+            pair, p, q = pair[going], p[going], q[going]
         p_next, q_next = a_moves[p], b_moves[q]
         live = p_next >= 0
         keys = sorted_unique(((base[pair] + p_next.T * width[pair]).T + q_next)[live])
