@@ -142,16 +142,19 @@ def json_lexer():
     return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
 
 
+@pytest.mark.parametrize("eager_step_rows", [1 << 30, 0])
 @pytest.mark.parametrize("small_frontier", [0, token_spanner.SMALL_FRONTIER, 1 << 30])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(_TOKEN, min_size=1, max_size=80, unique=True), data=st.data())
-def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_frontier: int, monkeypatch,
-                                                            tokens: list[bytes], data) -> None:
+def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_frontier: int, eager_step_rows: int,
+                                                            monkeypatch, tokens: list[bytes], data) -> None:
     """Whichever branches of a row are walked together (a random subset of terminals picks
     them, so walks mix dense and sparse rounds, and levels of arrays with levels node by node:
-    none, the usual few, or all of them), each entry is what lexing the token's bytes from that
-    state gives; a branch is kept iff its state can still become a chosen terminal."""
+    none, the usual few, or all of them; the step codes made up front or as states are reached),
+    each entry is what lexing the token's bytes from that state gives; a branch is kept iff its
+    state can still become a chosen terminal."""
     monkeypatch.setattr(token_spanner, "SMALL_FRONTIER", small_frontier)
+    monkeypatch.setattr(token_spanner, "EAGER_STEP_ROWS", eager_step_rows)
     token_bytes = tuple(bytes([b]) for b in _JSON_BYTES) + tuple(tokens)
     trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
     spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes))

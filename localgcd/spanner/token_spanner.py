@@ -645,7 +645,7 @@ class BranchRows:
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
-        self._code_rows: dict[int, list[int]] = {}  # state → its row of _byte_codes (small levels read it)
+        self._code_rows: dict[int, list[int]] = {}  # state → its row of step codes (small levels read it)
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -737,7 +737,8 @@ class BranchRows:
         in its root child's range, so ordering the entries by position also
         groups them by branch.
         """
-        trie, code = self.trie, self._byte_codes
+        trie, codes = self.trie, self._step_codes
+        code = codes.flat
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
         root = trie.levels[0]
@@ -761,6 +762,7 @@ class BranchRows:
                     states = span[alive][which]
                     break
                 level = trie.levels[depth]
+                codes.ensure(span)
                 step = np.take(code, (np.take(span, level.parent[first:stop] - lo) + 1) * 256 + level.byte[first:stop])
                 emitting = np.flatnonzero(step < DEAD_STATE)
                 self._emissions(level, emitting + first, step[emitting], depth, positions_out, values_out)
@@ -785,6 +787,7 @@ class BranchRows:
                                                   positions_out, values_out)
                 depth += 1
                 continue
+            codes.ensure(states)
             step = np.take(code, (states + 1) * 256 + level.byte[nodes])
             emitting = step < DEAD_STATE
             self._emissions(level, nodes[emitting], step[emitting], depth, positions_out, values_out)
@@ -815,7 +818,7 @@ class BranchRows:
         for node, state in zip(nodes, states):
             row = code_rows.get(state)
             if row is None:
-                row = code_rows[state] = self._byte_codes[(state + 1) * 256:(state + 2) * 256].tolist()
+                row = code_rows[state] = self._step_codes.row(state)
             step = row[byte.item(node)]
             if step >= 0:
                 token = token_at.item(node)
@@ -837,6 +840,10 @@ class BranchRows:
             values_out.append(np.asarray(values, dtype=np.int64))
         return np.asarray(next_nodes, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
 
+    @cached_property
+    def _step_codes(self) -> "StepCodes":
+        return StepCodes(self.lexer)
+
     def _emissions(self, level: TrieLevel, nodes: np.ndarray, codes: np.ndarray, depth: int,
                    positions_out: list[np.ndarray], values_out: list[np.ndarray]) -> None:
         """Entries of every token below ``nodes`` (of ``level``), whose byte at ``depth`` ends the
@@ -849,23 +856,52 @@ class BranchRows:
         positions_out.append(positions)
         values_out.append(self.outcomes.cons(terms, self.suffix.after(terms, self.trie.offsets[positions] + depth)))
 
-    @cached_property
-    def _byte_codes(self) -> np.ndarray:
-        """int32 [(Q + 1) * 256] at ``(state + 1) * 256 + byte``: the next state when the byte
-        continues the lexeme, ``DEAD_STATE`` when it kills it, ``_EMITS_BASE - T`` when it ends it
-        emitting ``T``; the first row, for state ``DEAD_STATE``, is all dead."""
-        next_state, emitted = self.lexer.next_state, self.lexer.emitted
-        code = np.empty((next_state.shape[0] + 1, 256), dtype=np.int32)  # int32 and in place: a
-        code[0] = DEAD_STATE                                                # 10K-state lexer's is 10 MB
-        code[1:] = next_state
-        accepting = np.flatnonzero(self.lexer.accept >= 0)  # only an accepting state emits (a big lexer
-        ends = (emitted[accepting] != NO_EMIT) & (next_state[accepting] != DEAD_STATE)  # has few)
-        code[1 + accepting] = np.where(ends, _EMITS_BASE - emitted[accepting], code[1 + accepting])
-        return code.reshape(-1)
-
-
 _EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
 SMALL_FRONTIER = 24  # (node, state) pairs at most for a level of a walk done node by node
+EAGER_STEP_ROWS = 4096  # lexer states up to which every row of the step codes is made up front
+
+
+class StepCodes:
+    """The walk's step code of every (lexer state, byte), flat at ``(state + 1) * 256 + byte``:
+    the next state when the byte continues the lexeme, ``DEAD_STATE`` when it kills it,
+    ``_EMITS_BASE - T`` when it ends it emitting ``T``; the first row, for ``DEAD_STATE``, is all
+    dead.  A big lexer's rows are made as walks first reach their states (:meth:`ensure`): a
+    34K-state lexer's whole table is 35 MB of fresh memory, and its walks read a few hundred rows."""
+
+    def __init__(self, lexer: LexingTransducer) -> None:
+        self.lexer = lexer
+        n = lexer.n_states
+        self.flat = np.empty((n + 1) * 256, dtype=np.int32)  # untouched rows stay unmapped
+        self.flat[:256] = DEAD_STATE
+        self._made: np.ndarray | None = None  # by state + 1: row made (None: all of them)
+        if n > EAGER_STEP_ROWS:
+            self._made = np.zeros(n + 1, dtype=bool)
+            self._made[0] = True
+        else:
+            self._make(np.arange(n))
+
+    def ensure(self, states: np.ndarray) -> None:
+        """Make the rows of ``states`` (``DEAD_STATE`` allowed) not made yet."""
+        if self._made is not None:
+            missing = states[~self._made[states + 1]]
+            if missing.size:
+                self._make(sorted_unique(missing))
+
+    def row(self, state: int) -> list[int]:
+        """The 256 step codes of one state."""
+        self.ensure(np.array([state], dtype=np.int64))
+        return self.flat[(state + 1) * 256:(state + 2) * 256].tolist()
+
+    def _make(self, states: np.ndarray) -> None:
+        lexer = self.lexer
+        rows = lexer.next_state[states]
+        accepting = np.flatnonzero(lexer.accept[states] >= 0)  # only an accepting state emits (a big
+        emitted = lexer.emitted[states[accepting]]              # lexer has few)
+        ends = (emitted != NO_EMIT) & (rows[accepting] != DEAD_STATE)
+        rows[accepting] = np.where(ends, _EMITS_BASE - emitted, rows[accepting])
+        self.flat.reshape(-1, 256)[states + 1] = rows
+        if self._made is not None:
+            self._made[states + 1] = True
 
 
 def _by_position(positions: np.ndarray, values: np.ndarray, lo: int, hi: int) -> SparseRow:
