@@ -2233,7 +2233,7 @@ class _Resolver:
                 both_ways = [(x, y) for x, y in pairs + [(a, b)] if (x, y) not in known]
                 both_ways += [(y, x) for x, y in both_ways]
                 known.update(zip(both_ways, relations([(self.pat_dfa[x], self.pat_dfa[y]) for x, y in both_ways])))
-            if self.relate(a, b, known):
+            if self.relate(a, b, known[a, b], known[b, a]):
                 continue
             try:
                 body = _intersection_regex(a, b)  # not None: they intersect
@@ -2331,13 +2331,13 @@ class _Resolver:
         plist.append(body)
         return True
 
-    def relate(self, a, b, known: dict) -> bool:
-        """Record whether one pattern is nested in the other (both ways: the same language);
-        False when they overlap partially.  ``known[a, b]``: relation(a, b), when found already."""
-        inter, a_in_b = known[a, b] if (a, b) in known else relation(self.pat_dfa[a], self.pat_dfa[b])
+    def relate(self, a, b, a_to_b: tuple[bool, bool], b_to_a: tuple[bool, bool]) -> bool:
+        """Record whether one pattern is nested in the other (both ways: the same language), from
+        ``relation(a, b)`` and ``relation(b, a)``; False when they overlap partially."""
+        inter, a_in_b = a_to_b
         if not inter:
             return True
-        _, b_in_a = known[b, a] if (b, a) in known else relation(self.pat_dfa[b], self.pat_dfa[a])
+        b_in_a = b_to_a[1]
         if a_in_b:
             self.inside[b].add(a)
         if b_in_a:

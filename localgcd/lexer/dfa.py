@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import mixed_weights, sorted_unique, unique_first_inverse, unique_inverse
+from localgcd.arrays import distinct_rows, mixed_weights, sorted_unique, unique_first_inverse, unique_inverse
 from localgcd.lexer.nfa import NFA
 
 DEAD_STATE = -1
@@ -184,14 +184,8 @@ def run_edges(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, class_of)``: the first column of each class of equal columns of ``table``, and
-    each column's class (columns hashed, then checked; compared whole on a collision)."""
-    with np.errstate(over="ignore"):
-        hashed = mixed_weights(table.shape[0]) @ (table.astype(np.uint64) + np.uint64(1))
-    _, first, class_of = unique_first_inverse(hashed)
-    if not np.array_equal(table[:, first[class_of]], table):  # pragma: no cover - a 64-bit hash collision
-        _, first, class_of = np.unique(table.T, axis=0, return_index=True, return_inverse=True)
-        class_of = class_of.reshape(-1)
-    return first, class_of
+    each column's class (the distinct rows of its transpose)."""
+    return distinct_rows(table.T)
 
 
 def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
@@ -232,12 +226,7 @@ def _is_congruence(table: np.ndarray, accept: np.ndarray, block: np.ndarray) -> 
 def representative_bytes(classes: list[np.ndarray]) -> np.ndarray:
     """One byte (the first) of each class of bytes that every ``class_of[b]`` array puts together:
     bytes alike in all of them take the same edges in each automaton, so one stands for all."""
-    key = np.zeros(256, dtype=np.int64)  # the class ids so far as one number (ids are bytes' classes: < 256)
-    for class_of in classes:
-        key = key * 256 + class_of
-        if int(key.max()) >= 1 << 52:  # renumbered before the next one could overflow it
-            key = np.unique(key, return_inverse=True)[1].reshape(-1)
-    return np.sort(np.unique(key, return_index=True)[1])
+    return np.sort(distinct_rows(np.stack(classes, axis=1))[0])
 
 
 def relation(a: DFA, b: DFA) -> tuple[bool, bool]:

@@ -277,8 +277,7 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
 
     read = _digraph(count, reads, direct)
     follow = _digraph(count, includes, read)
-    goto_target = pair_target
-    completions = (walk_end, walk_rule, goto_target[walk_transition])
+    completions = (walk_end, walk_rule, pair_target[walk_transition])
     return _gather(follow, walk_end, walk_rule, walk_transition, len(transitions), n_terminals), completions
 
 

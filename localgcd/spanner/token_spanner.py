@@ -645,7 +645,6 @@ class BranchRows:
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
-        self._code_rows: dict[int, list[int]] = {}  # state → its row of step codes (small levels read it)
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -812,14 +811,11 @@ class BranchRows:
                      positions_out: list[np.ndarray], values_out: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """One level of the walk for a few (node, state) pairs, node by node: the same entries
         and emissions as a level of array operations, and the children's (nodes, states)."""
-        code_rows = self._code_rows
+        row_of = self._step_codes.row
         byte, token_at, child_start, child_end = level.byte, level.token_at, level.child_start, level.child_end
         positions, values, emit_nodes, emit_codes, next_nodes, next_states = [], [], [], [], [], []
         for node, state in zip(nodes, states):
-            row = code_rows.get(state)
-            if row is None:
-                row = code_rows[state] = self._step_codes.row(state)
-            step = row[byte.item(node)]
+            step = row_of(state)[byte.item(node)]
             if step >= 0:
                 token = token_at.item(node)
                 if token >= 0:
@@ -874,6 +870,7 @@ class StepCodes:
         self.flat = np.empty((n + 1) * 256, dtype=np.int32)  # untouched rows stay unmapped
         self.flat[:256] = DEAD_STATE
         self._made: np.ndarray | None = None  # by state + 1: row made (None: all of them)
+        self._rows: dict[int, list[int]] = {}  # state → its row as a list (walk levels done node by node)
         if n > EAGER_STEP_ROWS:
             self._made = np.zeros(n + 1, dtype=bool)
             self._made[0] = True
@@ -888,9 +885,12 @@ class StepCodes:
                 self._make(sorted_unique(missing))
 
     def row(self, state: int) -> list[int]:
-        """The 256 step codes of one state."""
-        self.ensure(np.array([state], dtype=np.int64))
-        return self.flat[(state + 1) * 256:(state + 2) * 256].tolist()
+        """The 256 step codes of one state, as a list (made once)."""
+        found = self._rows.get(state)
+        if found is None:
+            self.ensure(np.array([state], dtype=np.int64))
+            found = self._rows[state] = self.flat[(state + 1) * 256:(state + 2) * 256].tolist()
+        return found
 
     def _make(self, states: np.ndarray) -> None:
         lexer = self.lexer
