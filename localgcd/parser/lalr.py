@@ -61,8 +61,8 @@ class GrammarSymbols:
 def build_parse_tables(grammar: Grammar, strict: bool = False) -> tuple[ParseTables, tuple[Conflict, ...]]:
     """LALR(1) tables for ``grammar`` and the conflicts resolved on the way."""
     automaton, symbols = analyze_grammar(grammar)
-    actions, conflicts = _resolve(automaton, grammar, symbols, strict)
-    return _tables(automaton, actions, grammar, symbols), conflicts
+    action, conflicts = _resolve(automaton, grammar, symbols, strict)
+    return _tables(automaton, action, grammar, symbols), conflicts
 
 
 def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
@@ -84,39 +84,55 @@ def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
 
 
 def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols, strict: bool):
-    """Per state, terminal → action (lark's rules: shift wins, else the higher priority)."""
+    """The action table (lark's rules: shift wins, else the higher priority) and the conflicts
+    resolved.  The cells one reduction alone claims are written at once; the few others, where
+    several rules or a shift meet, are settled one by one."""
+    n_states, end = len(automaton.transitions), symbols.end
+    action = np.full((n_states, end + 1), NO_ACTION, dtype=np.int32)
+    _fill(action, [{symbol: target for symbol, target in edges.items() if symbol <= end}
+                   for edges in automaton.transitions])
+    state, terminal, rule = automaton.reductions
+    cell = state * (end + 1) + terminal  # sorted: the rows are in (state, terminal, rule) order
+    alone = np.ones(cell.size, dtype=bool)
+    if cell.size > 1:
+        shared = cell[1:] == cell[:-1]
+        alone[1:] &= ~shared
+        alone[:-1] &= ~shared
+    clash = alone & (action[state, terminal] >= 0)
+    plain = alone & ~clash
+    action[state[plain], terminal[plain]] = reduce_action(rule[plain])
+    unsettled = np.flatnonzero(~plain)
+    if not unsettled.size:
+        return action, ()
     terminal_names = {column: name for name, column in symbols.columns.items()}
     priority = [r.options.priority or 0 for r in grammar.rules]
     conflicts: list[Conflict] = []
     unresolved: list[Conflict] = []
-    table: list[dict[int, int]] = []
-    end = symbols.end
-    for state, edges in enumerate(automaton.transitions):
-        actions = {symbol: target for symbol, target in edges.items() if symbol <= end}
-        for la, rules in automaton.lookaheads[state].items():
-            if len(rules) == 1 and la not in actions:
-                actions[la] = reduce_action(rules[0])
-                continue
-            terminal = grammar.describe_symbol(terminal_names[la]) if la != end else "end of input"
-            if len(rules) > 1:
-                ranked = sorted(rules, key=lambda r: priority[r], reverse=True)
-                described = tuple(grammar.describe_rule(grammar.rules[r]) for r in ranked)
-                if priority[ranked[0]] > priority[ranked[1]] and not strict:
-                    conflicts.append(_conflict(grammar, "reduce/reduce", terminal, ranked, described,
-                                               f"reduce by {described[0]} (priority)"))
-                    rules = [ranked[0]]
-                else:
-                    unresolved.append(_conflict(grammar, "reduce/reduce", terminal, ranked, described, ""))
-                    continue
-            (rule,) = rules
-            if la in actions:
-                involved = (rule, *_shifting_rules(automaton, state, la))
-                described = tuple(dict.fromkeys(grammar.describe_rule(grammar.rules[r]) for r in involved))
-                conflict = _conflict(grammar, "shift/reduce", terminal, involved, described, "shift")
-                (unresolved if strict else conflicts).append(conflict)
+    rows = cell[unsettled]
+    bounds = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1], [True])))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        at = unsettled[lo]
+        q, la = int(state[at]), int(terminal[at])
+        rules = rule[unsettled[lo:hi]].tolist()
+        name = grammar.describe_symbol(terminal_names[la]) if la != end else "end of input"
+        if len(rules) > 1:
+            ranked = sorted(rules, key=lambda r: priority[r], reverse=True)
+            described = tuple(grammar.describe_rule(grammar.rules[r]) for r in ranked)
+            if priority[ranked[0]] > priority[ranked[1]] and not strict:
+                conflicts.append(_conflict(grammar, "reduce/reduce", name, ranked, described,
+                                           f"reduce by {described[0]} (priority)"))
+                rules = [ranked[0]]
             else:
-                actions[la] = reduce_action(rule)
-        table.append(actions)
+                unresolved.append(_conflict(grammar, "reduce/reduce", name, ranked, described, ""))
+                continue
+        (chosen,) = rules
+        if action[q, la] >= 0:
+            involved = (chosen, *_shifting_rules(automaton, q, la))
+            described = tuple(dict.fromkeys(grammar.describe_rule(grammar.rules[r]) for r in involved))
+            conflict = _conflict(grammar, "shift/reduce", name, involved, described, "shift")
+            (unresolved if strict else conflicts).append(conflict)
+        else:
+            action[q, la] = reduce_action(chosen)
     order = lambda c: (c.line or 0, c.column or 0, c.kind, c.terminal, c.rules)  # noqa: E731
     conflicts.sort(key=order)
     if unresolved:
@@ -131,7 +147,7 @@ def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols
             context = lines[line - 1] if 0 < line <= len(lines) else None
         raise GrammarError(f"LALR {first.kind} conflict on {first.terminal} between "
                            f"{' and '.join(first.rules)}{hint}{more}", grammar.source, line, column, context)
-    return table, tuple(conflicts)
+    return action, tuple(conflicts)
 
 
 def _shifting_rules(automaton: LALRAutomaton, state: int, terminal: int) -> list[int]:
@@ -150,12 +166,10 @@ def _conflict(grammar: Grammar, kind: str, terminal: str, rules, described, reso
     return Conflict(kind, terminal, tuple(described), resolution, line, column)
 
 
-def _tables(automaton: LALRAutomaton, actions: list[dict[int, int]], grammar: Grammar,
+def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar,
             symbols: GrammarSymbols) -> ParseTables:
     n_states = len(automaton.transitions)
     n_terms = symbols.end
-    action = np.full((n_states, n_terms + 1), NO_ACTION, dtype=np.int32)
-    _fill(action, actions)
     gotos = [{s - n_terms - 1: t for s, t in out.items() if s > n_terms} for out in automaton.transitions]
     sizes = np.fromiter(map(len, gotos), dtype=np.int64, count=n_states)
     goto_symbols = np.fromiter(itertools.chain.from_iterable(gotos), dtype=np.int32, count=int(sizes.sum()))

@@ -32,11 +32,20 @@ class LALRAutomaton:
     n_terminals: int
     kernels: list[tuple[int, ...]]  # per state: its kernel items
     transitions: list[dict[int, int]]  # per state: symbol → next state
-    lookaheads: list[dict[int, list[int]]] = field(default_factory=list)  # per state: terminal → rules
+    #: The LALR(1) reduce lookaheads as rows (state, terminal, rule), sorted in that order.
+    reductions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     item_base: list[int] = field(default_factory=list)
     #: Where each rule completes when walked from the states with a transition on its left side:
     #: (state q, rule, state after the goto), one row per walk (DeRemer–Pennello's lookback).
     completions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def lookaheads(self) -> list[dict[int, list[int]]]:
+        """Per state: terminal → the rules it reduces by (the rows of :attr:`reductions`, as dicts)."""
+        table: list[dict[int, list[int]]] = [{} for _ in self.transitions]
+        for state, terminal, rule in zip(*(column.tolist() for column in self.reductions)):
+            table[state].setdefault(terminal, []).append(rule)
+        return table
 
     @property
     def root_rule(self) -> int:
@@ -81,7 +90,7 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
     root_symbol = max([n_terminals - 1, start] + [lhs for lhs, _ in rules] + [s for _, rhs in rules for s in rhs]) + 1
     all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules] + [(root_symbol, (start,))]
     automaton = _lr0(all_rules, n_terminals)
-    automaton.lookaheads, automaton.completions = _lookaheads(automaton, _nullable(all_rules))
+    automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules))
     return automaton
 
 
@@ -278,15 +287,16 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
     read = _digraph(count, reads, direct)
     follow = _digraph(count, includes, read)
     completions = (walk_end, walk_rule, pair_target[walk_transition])
-    return _gather(follow, walk_end, walk_rule, walk_transition, len(transitions), n_terminals), completions
+    return _gather(follow, walk_end, walk_rule, walk_transition, n_terminals), completions
 
 
-def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: np.ndarray, n_states: int,
-            n_terminals: int) -> list[dict[int, list[int]]]:
-    """LA(q, rule) = ∪ Follow(transition) over the lookback (q, rule, transition), as terminal → rules per state."""
-    table: list[dict[int, list[int]]] = [{} for _ in range(n_states)]
+def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: np.ndarray,
+            n_terminals: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LA(q, rule) = ∪ Follow(transition) over the lookback (q, rule, transition), as rows (q,
+    terminal, rule) sorted in that order."""
     if not transition.size:
-        return table
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
     width = (n_terminals + 7) // 8
     packed = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in follow), dtype=np.uint8)
     packed = packed.reshape(len(follow), width)
@@ -298,9 +308,9 @@ def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: 
     lookaheads = np.unpackbits(merged, axis=1, bitorder="little")[:, :n_terminals]
     groups, terminals = np.nonzero(lookaheads)
     first = order[starts[groups]]
-    for q, r, t in zip(state[first].tolist(), rule[first].tolist(), terminals.tolist()):
-        table[q].setdefault(t, []).append(r)
-    return table
+    q, r, t = state[first].astype(np.int64), rule[first].astype(np.int64), terminals.astype(np.int64)
+    rows = np.lexsort((r, t, q))
+    return q[rows], t[rows], r[rows]
 
 
 def _walk_rules(automaton: LALRAutomaton, edges: tuple[np.ndarray, np.ndarray, np.ndarray],
