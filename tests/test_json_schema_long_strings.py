@@ -23,7 +23,7 @@ import pytest
 
 import localgcd
 
-from localgcd.grammar.json_schema import CHUNK
+from localgcd.grammar.json_schema import CHUNK, _LongStrings
 
 from schema_support import accepts, compile_schema
 
@@ -61,10 +61,18 @@ def _instances(name: str, schema: dict, rng: random.Random):
             yield text
 
 
+@pytest.fixture(params=[True, False], ids=["counted_left", "links"])
+def chain_form(request, monkeypatch) -> bool:
+    """Both forms of a long string's chunk count: a prefix counted left to right, and links."""
+    monkeypatch.setattr(_LongStrings, "count_left", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("name", list(SCHEMAS))
-def test_the_language_is_the_length_bounds(name: str) -> None:
+def test_the_language_is_the_length_bounds(name: str, chain_form: bool) -> None:
     schema = SCHEMAS[name]
-    _t, g = compile_schema(json.dumps(schema))
+    translation, g = compile_schema.__wrapped__(json.dumps(schema))  # not the memo: the form is switched
+    assert ("lpre_" in translation.lark) == (chain_form and name != "two_classes")  # two ranges: links
     rng = random.Random(name)
     wrong = []
     for data in _instances(name, schema, rng):

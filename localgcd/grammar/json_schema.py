@@ -2490,8 +2490,8 @@ class _Resolver:
                 ranges[-1][1] = hi
             else:
                 ranges.append([lo, hi, allowed])
-        for lo, hi, allowed in ranges:
-            rule = self.long.rule(lo, hi, allowed, pos.strs[0].ptr if pos.strs else "/")
+        for lo, hi, allowed in ranges:  # one range is counted left to right (see _LongStrings.rule)
+            rule = self.long.rule(lo, hi, allowed, pos.strs[0].ptr if pos.strs else "/", len(ranges) == 1)
             if rule is not None:
                 out.append(rule)
         out += [self.lit_name[s] for s in sorted(lits) if s in self.lit_name]
@@ -2556,6 +2556,15 @@ class _LongStrings:
     the whole string matches (its signature), and a position's long strings are the tails of
     the signatures it allows.  Untracked, there is one chunk mode and one terminal of each kind.
     """
+
+    #: A chain of every signature where no other long string rule is expected is counted left to
+    #: right (``lpre_c_k``: the opening and k middle chunks, reduced as each chunk comes), not as
+    #: links waiting on the rest of the string: a reduction then exposes the string's own position
+    #: at once, where a thousand links' reductions would unwind one by one (the LALR analysis and
+    #: the stack-free moves followed them link by link: ``Github_hard---o82339``'s parse tables
+    #: 331 -> 123 ms, its reduce cells, now 255K, written as arrays).  Two such rules at one position would both reduce the opening: there, the
+    #: links stay.  Tests switch it off to check the links too.
+    count_left = True
 
     def __init__(self, ctx, terms: dict, classes: list, tracked: list[str], ptr_of: dict) -> None:
         self.ctx, self.terms, self.classes = ctx, terms, classes
@@ -2634,13 +2643,15 @@ class _LongStrings:
             self.groups[key] = self.ctx.add_rule(f"ltail_{x}_{len(self.groups)}", names)
         return [self.groups[key]]
 
-    def rule(self, lo: int, hi: int | None, allowed: frozenset, ptr: str = "/") -> str | None:
+    def rule(self, lo: int, hi: int | None, allowed: frozenset, ptr: str = "/", alone: bool = False) -> str | None:
         """The rule of the strings of ``lo`` to ``hi`` characters (beyond CHUNK; None: no most)
-        whose signature is in ``allowed`` (``ptr``: where, for an error)."""
+        whose signature is in ``allowed`` (``ptr``: where, for an error).  ``alone``: no other
+        long string rule is expected where this one is."""
         allowed = allowed & self.all_signatures()
         if not allowed:
             return None
-        key = (lo, hi, allowed)
+        alone = alone and self.count_left
+        key = (lo, hi, allowed, alone)
         if key in self.rules:
             return self.rules[key]
         c = len(self.rules)
@@ -2657,6 +2668,18 @@ class _LongStrings:
         def goes_on(k):
             return hi is None or k < m_hi
 
+        if allowed == self.all_signatures() and alone:  # whatever the chunks, counted left
+            # to right: a prefix of k middle chunks is one nonterminal, reduced as each chunk comes
+            prefix = [f"lpre_{c}_{k}" for k in range(last + 1)]
+            self.ctx.rules[prefix[0]] = [self.lopen]
+            for k in range(1, last + 1):
+                self.ctx.rules[prefix[k]] = [f"{prefix[k - 1]} {self.lmid}"] + \
+                    ([f"{prefix[k]} {self.lmid}"] if k == last and goes_on(k) else [])
+            rule = f"lstr_{c}"
+            self.ctx.rules[rule] = [f"{prefix[k]} {group}" for k in range(last + 1)
+                                    for x in tail_pieces(k) for group in self.tail_group(x, allowed)]
+            self.rules[key] = rule
+            return rule
         if allowed == self.all_signatures():  # every string of these lengths: whatever the chunks
             names = [f"lstr_{c}_{k}" for k in range(last + 1)]
             for k in range(last + 1):
