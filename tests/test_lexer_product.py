@@ -244,3 +244,54 @@ def test_the_memo_of_regex_products_keeps_a_bounded_number_of_small_ones() -> No
     finally:
         product._REGEX_PRODUCT_CELLS = saved
     assert table.shape[0] > 99 and ("[a-z]{99}x",) not in product._REGEX_PRODUCTS
+
+
+# --------------------------------------------------------------------------
+# tracked modes explored together are each mode's own product
+# --------------------------------------------------------------------------
+
+def _multi_mode_cases():
+    from localgcd.grammar.terminals import Also
+
+    even_a = "(?:b*ab*a)*b*"
+    odd = _dfa_run(terminal_dfa(even_a), b"a")
+    # Three modes with conditions over the same automata from other starts (as long string chunk
+    # modes are), a mode without conditions, and one with conditions and a plain string (alone).
+    regexes = ["[ab]{3}", "[ab]{1,3}c", "[ab]{3}", "[ab]{1,3}c", "[ab]{2}", "c+", "[ab]{2}", "x"]
+    modes = [1, 1, 2, 2, 3, 0, 4, 4]
+    also = [(Also(even_a, 0, (0,)),), (Also(even_a, 0, (odd,)), Also("a.*")), (Also(even_a, odd, (0,)),),
+            (Also(even_a, odd, (odd, -1)),), (Also("a.*"),), (), (Also(even_a, 0, (0,)),), ()]
+    yield "synthetic", regexes, modes, also
+    from localgcd.grammar.json_schema import schema_to_lark
+    schemas = {
+        "two_patterns_beside_long": {"type": "object", "properties": {
+            "d": {"type": "string", "minLength": 80, "maxLength": 400},
+            "u": {"type": "string", "pattern": "^[a-z]+$"}, "v": {"type": "string", "pattern": "^[a-m]*x$"}}},
+        "url_beside_long": {"type": "object", "properties": {
+            "d": {"type": "string", "maxLength": 1000},
+            "u": {"type": "string", "pattern": "^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$"},
+            "n": {"type": "string", "pattern": "^[a-zA-Z_]{1}[\\w-]*$"}}},
+    }
+    for name, schema in schemas.items():
+        translation = schema_to_lark(schema)
+        grammar = load_lark_grammar(translation.lark, name, origins=translation.origins)
+        terminals = list(grammar.terminals)
+        yield name, [t.regex for t in terminals], [t.mode for t in terminals], [t.also for t in terminals]
+
+
+@pytest.mark.parametrize("case", list(_multi_mode_cases()), ids=lambda case: case[0])
+def test_tracked_modes_explored_together_are_each_modes_own_product(case, monkeypatch) -> None:
+    from localgcd.lexer import product
+
+    _name, regexes, modes, also = case
+    explored = []
+    together = product._explore_tracked_modes
+    monkeypatch.setattr(product, "_explore_tracked_modes",
+                        lambda *args: explored.append(together(*args)) or explored[-1])
+    joint = product_dfa(regexes, modes, also)
+    assert len(explored[0]) >= 2  # at least two modes were explored together
+    monkeypatch.setattr(product, "_explore_tracked_modes", lambda *args: {})
+    alone = product_dfa(regexes, modes, also)
+    assert joint.mode_starts == alone.mode_starts
+    assert np.array_equal(joint.accept, alone.accept)
+    assert np.array_equal(joint.transitions, alone.transitions)

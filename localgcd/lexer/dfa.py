@@ -20,6 +20,15 @@ from localgcd.lexer.nfa import NFA
 DEAD_STATE = -1
 
 
+def renumbered(table: np.ndarray, new_id: np.ndarray) -> np.ndarray:
+    """int32 ``table`` with every state through ``new_id`` (``DEAD_STATE`` stays): one gather from
+    a copy of ``new_id`` that ends with the dead state, where index -1 reads."""
+    lookup = np.empty(new_id.size + 1, dtype=np.int32)
+    lookup[:-1] = new_id
+    lookup[-1] = DEAD_STATE
+    return lookup[table]
+
+
 @dataclass(frozen=True)
 class DFA:
     """A deterministic byte automaton.
@@ -167,7 +176,7 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, 
     representative = np.zeros(n_blocks, dtype=np.int64)
     representative[block[::-1]] = np.arange(n)[::-1]
     new_table = table[representative]
-    new_table = np.where(new_table >= 0, block[np.maximum(new_table, 0)], DEAD_STATE).astype(np.int32)
+    new_table = renumbered(new_table, block)
     return new_table, accept[representative].astype(np.int32), block
 
 

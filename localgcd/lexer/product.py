@@ -23,7 +23,7 @@ their union gives), numbered in breadth-first order over byte classes.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import repeat
 from typing import Sequence
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped, run_edges
+from localgcd.lexer.dfa import DEAD_STATE, DFA, column_classes, determinize, minimize_mapped, renumbered, run_edges
 from localgcd.lexer.nfa import NFA, CountedPattern, counted_pattern, literal_bytes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
@@ -156,9 +156,15 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     modes = list(modes) if modes is not None else [0] * len(regexes)
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     n_modes = max(modes, default=0) + 1
+    members_of = {mode: [i for i, m in enumerate(modes) if m == mode] for mode in range(n_modes)}
+    together = _explore_tracked_modes(members_of, regexes, also)
     tables, labels = [], []
-    for mode in range(n_modes):  # modes never meet in one product state: each is explored alone
-        members = [i for i, m in enumerate(modes) if m == mode]
+    for mode in range(n_modes):  # modes never meet in one product state
+        members = members_of[mode]
+        if mode in together:  # already trimmed
+            tables.append(together[mode][0])
+            labels.append(together[mode][1])
+            continue
         if not any(also[i] for i in members):
             split = _trie_over_regexes(members, regexes)
             if split is not None:
@@ -292,7 +298,7 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
     new_id = new_id[np.asarray(block[:-1], dtype=np.int64)]
     kept = np.asarray(order, dtype=np.int64)
     result = table[kept]
-    result = np.where(result >= 0, new_id[np.maximum(result, 0)], DEAD_STATE).astype(np.int32)
+    result = renumbered(result, new_id)
     accept = np.asarray(label, dtype=np.int64)[kept]
     return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
 
@@ -360,7 +366,7 @@ def _merge_modes(tables: list[np.ndarray], labels: list[np.ndarray]) -> tuple[np
     table = np.full((after, 256), DEAD_STATE, dtype=np.int32)
     accept = np.full(after, -1, dtype=np.int32)
     for ids, t, a in zip(new_ids, tables, labels):
-        table[ids] = np.where(t >= 0, ids[np.maximum(t, 0)], DEAD_STATE)
+        table[ids] = renumbered(t, ids)
         accept[ids] = a
     return table, accept
 
@@ -377,14 +383,21 @@ class _Product:
         self.claims, self.trackers = claims, trackers
         sizes = [c.n_states for c in components]
         self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
-        glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
         labels = np.full(1 + sum(sizes), _NO_LABEL, dtype=np.int64)
         for column, (c, off) in enumerate(zip(components, self.offsets)):
-            glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
             if column not in claims and column < n_base:
                 labels[off:off + c.n_states] = np.where(c.accept >= 0, c.accept, _NO_LABEL)
-        self.glued, self.labels = glued, labels
+        self.labels = labels
         self.starts = (np.asarray(component_starts, dtype=np.int64) + self.offsets)[None, :]
+
+    @cached_property
+    def glued(self) -> np.ndarray:
+        """int64 [1 + states of all components, 256]: every component's transitions side by side
+        (row 0: the sink), made when this product is explored on its own."""
+        glued = np.zeros((int(self.labels.size), 256), dtype=np.int64)
+        for c, off in zip(self.components, self.offsets.tolist()):
+            glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
+        return glued
 
     def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
         """Product vectors whose every non-tracker component is dead are the dead state (a
@@ -419,15 +432,137 @@ class _Product:
         return allowed[np.where(state == _SINK, 0, state - self.offsets[column] + 1)]
 
 
-def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
-    """Breadth-first product of the components from their start vector.
+def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[str],
+                           also: list[tuple[Also, ...]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each tracked mode's table and accept labels, as :func:`_explore` and :func:`_trim` of its
+    own product give them, from one breadth-first walk of them all (see :class:`_TrackedModes`); {} when fewer than two
+    modes qualify.  A mode qualifies when it has conditions and no plain strings (a trie of its
+    own would only widen every other mode's vectors)."""
+    products = {}
+    for mode, members in members_of.items():
+        if any(also[i] for i in members) and not any(
+                literal_bytes(regexes[i]) is not None for i in members if not also[i]):
+            product = _mode_product(members, regexes, also)
+            if product is not None:
+                products[mode] = product
+    together = _TrackedModes.of(products) if len(products) > 1 else None
+    if together is None:
+        return {}
+    table, vectors = _explore_states(together)
+    best = together.accept_labels(vectors)
+    accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+    return together.split(table, accept, vectors, _live_states(table, accept))
+
+
+class _TrackedModes:
+    """Several modes' products explored as one: the long string chunk modes of a JSON Schema are
+    a dozen or more, each the same chunk counters and the same patterns' trackers from other
+    starts, so alone each paid its ~70 breadth-first rounds for a thousand states.
+
+    A vector is the mode (a component of constant states) and one slot per distinct component
+    automaton (a base automaton or a tracker: each mode's own, the others' dead in it); a mode's
+    states are exactly its own product's, found at the same depths in the same order, so each
+    mode's states, in discovery order, are the table its own :func:`_explore` gives.
+    """
+
+    def __init__(self, products: dict[int, _Product], slots: list[np.ndarray], columns: dict[int, list[int]],
+                 is_base: list[bool], slot_classes: list[np.ndarray]) -> None:
+        self.products, self.order = products, sorted(products)
+        self.columns = columns  # mode -> the slot of each of its product's columns
+        sizes = [len(self.order)] + [t.shape[0] for t in slots]
+        self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
+        glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
+        glued[self.offsets[0]:self.offsets[0] + sizes[0]] = np.arange(sizes[0])[:, None] + self.offsets[0]
+        for off, table in zip(self.offsets[1:].tolist(), slots):
+            glued[off:off + table.shape[0]] = np.where(table >= 0, table.astype(np.int64) + off, _SINK)
+        self.glued = glued
+        self.components = [None] * (1 + len(slots))  # (their number: the width of a vector)
+        self.base_columns = 1 + np.flatnonzero(is_base)
+        self.byte_classes = np.stack([np.zeros(256, dtype=np.int64)] + slot_classes)
+        starts = np.zeros((len(self.order), 1 + len(slots)), dtype=np.int64)
+        for i, mode in enumerate(self.order):
+            product, slot = products[mode], np.asarray(columns[mode], dtype=np.int64)
+            starts[i, 0] = self.offsets[0] + i
+            starts[i, 1 + slot] = product.starts[0] - product.offsets + self.offsets[1 + slot]
+        self.starts = starts
+
+    @classmethod
+    def of(cls, products: dict[int, _Product]) -> "_TrackedModes | None":
+        """None when a mode's product runs one automaton in two columns (they cannot share a slot)."""
+        slot_of: dict[tuple[bool, int], int] = {}
+        slots, is_base, slot_classes, columns = [], [], [], {}
+        for mode, product in products.items():
+            mine = []
+            for column, component in enumerate(product.components):
+                key = (column < product.n_base, id(component.transitions))
+                if key not in slot_of:
+                    slot_of[key] = len(slots)
+                    slots.append(component.transitions)
+                    is_base.append(key[0])
+                    slot_classes.append(product.byte_classes[column])
+                mine.append(slot_of[key])
+            if len(set(mine)) != len(mine):
+                return None
+            columns[mode] = mine
+        return cls(products, slots, columns, is_base, slot_classes)
+
+    def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
+        """As each mode's own: every base component dead is the dead state."""
+        vectors[~vectors[:, self.base_columns].any(axis=1)] = _SINK
+        return vectors
+
+    def _mode_vectors(self, vectors: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(mode, its rows, those rows as its own product's vectors) per mode."""
+        index = vectors[:, 0] - self.offsets[0]
+        out = []
+        for i, mode in enumerate(self.order):
+            rows = np.flatnonzero(index == i)
+            product, slot = self.products[mode], np.asarray(self.columns[mode], dtype=np.int64)
+            mine = vectors[rows][:, 1 + slot]
+            own = np.where(mine == _SINK, _SINK, mine - self.offsets[1 + slot] + product.offsets)
+            out.append((mode, rows, own))
+        return out
+
+    def accept_labels(self, vectors: np.ndarray) -> np.ndarray:
+        """Each state's terminal, as its mode's product labels it."""
+        best = np.full(vectors.shape[0], _NO_LABEL, dtype=np.int64)
+        for mode, rows, own in self._mode_vectors(vectors):
+            best[rows] = self.products[mode].accept_labels(own)
+        return best
+
+    def split(self, table: np.ndarray, accept: np.ndarray, vectors: np.ndarray, live: np.ndarray
+              ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Mode -> its table and accept labels, trimmed as :func:`_trim` trims its own: its live
+        states and its start, the start first, in order; transitions into the others dead."""
+        keep = live.copy()
+        keep[:len(self.order)] = True  # the starts
+        kept = np.flatnonzero(keep)
+        mode_of = vectors[kept, 0] - self.offsets[0]
+        order = np.argsort(mode_of, kind="stable")
+        bounds = np.searchsorted(mode_of[order], np.arange(len(self.order) + 1))
+        local = np.full(table.shape[0], DEAD_STATE, dtype=np.int64)
+        local[kept[order]] = np.arange(order.size) - np.repeat(bounds[:-1], np.diff(bounds))
+        local[~live] = DEAD_STATE
+        return {mode: (renumbered(table[kept[rows]], local), accept[kept[rows]])
+                for mode, rows in zip(self.order, np.split(order, bounds[1:-1]))}
+
+
+def _explore(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:
+    """The product's transition table over bytes and each state's terminal (``_NO_LABEL``: none);
+    see :func:`_explore_states`."""
+    table, vectors = _explore_states(product)
+    return table, product.accept_labels(vectors)
+
+
+def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:
+    """Breadth-first product of the components from their start vectors.
 
     A product state is identified by a 64-bit hash of its component vector;
     a frontier's distinct hashes are looked up in a dict of the known ones,
     and the new ones numbered and added with a few array operations.  Every
     round checks that rows sharing a hash are one row, and falls back to
     exact identities if not.  Returns the transition table over bytes (the
-    start is state 0) and each state's terminal (``_NO_LABEL``: none).
+    starts are states 0, 1, ...) and each state's component vector.
     """
     glued, starts = product.glued, product.starts
     # Byte classes: bytes whose columns agree in every component (read off each component's own
@@ -439,18 +574,19 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
     class_of = rank[class_of]
     by_class = glued[:, first_byte[order]]  # [S, C]
     n_classes = by_class.shape[1]
-    k = len(product.components)
+    n_starts, k = starts.shape
     weights = mixed_weights(k)
 
     sink_row = np.zeros((1, k), dtype=np.int64)
     first_keys = _row_hash(np.vstack([starts, sink_row]), weights).tolist()
-    if first_keys[0] == first_keys[1]:  # pragma: no cover - a collision
+    if len(set(first_keys)) != n_starts + 1:  # pragma: no cover - a collision
         return _explore_exact(product)
-    known = {first_keys[0]: 0, first_keys[1]: DEAD_STATE}  # hash of a product state -> its id
-    store = np.empty((64, k), dtype=np.int64)  # product states, in discovery order
-    store[:1] = starts
-    n_states, rows = 1, []
-    frontier = store[:1]
+    known = dict(zip(first_keys, range(n_starts)))  # hash of a product state -> its id
+    known[first_keys[-1]] = DEAD_STATE
+    store = np.empty((max(64, n_starts), k), dtype=np.int64)  # product states, in discovery order
+    store[:n_starts] = starts
+    n_states, rows = n_starts, []
+    frontier = store[:n_starts]
     while frontier.size:
         succ = product.kill_dead(np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k))
         keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
@@ -471,10 +607,10 @@ def _explore(product: _Product) -> tuple[np.ndarray, np.ndarray]:
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
     table = np.concatenate(rows).astype(np.int32)
-    return np.ascontiguousarray(table[:, class_of]), product.accept_labels(store[:n_states])
+    return np.ascontiguousarray(table[:, class_of]), store[:n_states]
 
 
-def _explore_exact(product: _Product) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - a hash collision
+def _explore_exact(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """The product by exact row identity (Python tuples), for the never-seen hash collision."""
     states = [tuple(row) for row in product.starts.tolist()]
     index = {state: i for i, state in enumerate(states)}
@@ -490,14 +626,26 @@ def _explore_exact(product: _Product) -> tuple[np.ndarray, np.ndarray]:  # pragm
                     states.append(nxt)
                 row[byte] = index[nxt]
         rows.append(row)
-    return np.asarray(rows, dtype=np.int32), product.accept_labels(np.asarray(states))
+    return np.asarray(rows, dtype=np.int32), np.asarray(states, dtype=np.int64)
 
 
 def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Send every transition into a state that reaches no accepting state to the dead state and
     drop such states (the start, state 0, stays).  Only a terminal with conditions leaves such
     states: its own automaton is alive where its trackers can no longer meet their ends."""
-    n = table.shape[0]
+    live = _live_states(table, accept)
+    if live.all():
+        return table, accept
+    keep = live.copy()
+    keep[0] = True
+    new_id = np.full(table.shape[0], DEAD_STATE, dtype=np.int64)
+    new_id[keep] = np.arange(int(keep.sum()))
+    new_id[~live] = DEAD_STATE
+    return renumbered(table[keep], new_id), accept[keep]
+
+
+def _live_states(table: np.ndarray, accept: np.ndarray) -> np.ndarray:
+    """bool [states]: some path reaches an accepting state."""
     live = accept >= 0
     sources, columns = run_edges(table)
     targets = table[sources, columns].astype(np.int64)
@@ -511,15 +659,7 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
         reached = reached[~live[reached]]
         live[reached] = True
         frontier = reached
-    if live.all():
-        return table, accept
-    keep = live.copy()
-    keep[0] = True
-    new_id = np.full(n, DEAD_STATE, dtype=np.int64)
-    new_id[keep] = np.arange(int(keep.sum()))
-    new_id[~live] = DEAD_STATE
-    table = table[keep]
-    return np.where(table >= 0, new_id[np.maximum(table, 0)], DEAD_STATE).astype(np.int32), accept[keep]
+    return live
 
 
 def _row_hash(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
