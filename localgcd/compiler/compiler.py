@@ -119,7 +119,8 @@ class Compiler:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
         dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text)
-        lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals])
+        lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals],
+                                          take_table=True)
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()

@@ -2562,8 +2562,9 @@ class _LongStrings:
     #: links waiting on the rest of the string: a reduction then exposes the string's own position
     #: at once, where a thousand links' reductions would unwind one by one (the LALR analysis and
     #: the stack-free moves followed them link by link: ``Github_hard---o82339``'s parse tables
-    #: 331 -> 123 ms, its reduce cells, now 255K, written as arrays).  Two such rules at one position would both reduce the opening: there, the
-    #: links stay.  Tests switch it off to check the links too.
+    #: 331 -> 123 ms, with its 255K reduce cells written as arrays).  Two such rules at one
+    #: position would both reduce the opening: there, the links stay.  Tests switch it off to
+    #: check the links too.
     count_left = True
 
     def __init__(self, ctx, terms: dict, classes: list, tracked: list[str], ptr_of: dict) -> None:

@@ -162,13 +162,14 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
         if mode in together:  # already trimmed
-            tables.append(together[mode][0])
-            labels.append(together[mode][1])
+            table, class_of, accept = together[mode]
+            tables.append((table, class_of))
+            labels.append(accept)
             continue
         if not any(also[i] for i in members):
             split = _trie_over_regexes(members, regexes)
             if split is not None:
-                tables.append(split[0])
+                tables.append((split[0], None))
                 labels.append(split[1])
                 continue
         product = _mode_product(members, regexes, also)
@@ -181,7 +182,7 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
             table, accept = _trim(table, accept)
         else:
             table, accept, _block = minimize_mapped(table, accept)
-        tables.append(table)
+        tables.append((table, None))
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
     return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)))
@@ -350,24 +351,30 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
                     {key: n_base + t for key, t in trackers.items()}, byte_classes)
 
 
-def _merge_modes(tables: list[np.ndarray], labels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """One table (and accept labels) of every mode's states (each ``[S_m, 256]``, its start first):
-    the starts get ids 0..n_modes-1, then each mode's other states in turn."""
+def _merge_modes(tables: list[tuple[np.ndarray, np.ndarray | None]], labels: list[np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """One table (and accept labels) of every mode's states, its start first: each a table over
+    bytes ``[S_m, 256]`` (``None``), or over byte classes and each byte's class (written out to
+    bytes only here, into the one table).  The starts get ids 0..n_modes-1, then each mode's
+    other states in turn."""
     n_modes = len(tables)
-    sizes = np.asarray([t.shape[0] for t in tables])
-    new_ids = []
+    sizes = [t.shape[0] for t, _ in tables]
+    table = np.empty((sum(sizes), 256), dtype=np.int32)  # every row is written below
+    accept = np.empty(table.shape[0], dtype=np.int32)
     after = n_modes
-    for mode, size in enumerate(sizes.tolist()):
+    for mode, ((t, class_of), a, size) in enumerate(zip(tables, labels, sizes)):
         ids = np.empty(size, dtype=np.int64)
         ids[0] = mode
         ids[1:] = after + np.arange(size - 1)
-        after += size - 1
-        new_ids.append(ids)
-    table = np.full((after, 256), DEAD_STATE, dtype=np.int32)
-    accept = np.full(after, -1, dtype=np.int32)
-    for ids, t, a in zip(new_ids, tables, labels):
-        table[ids] = renumbered(t, ids)
+        t = renumbered(t, ids)
+        if class_of is None:
+            table[mode] = t[0]
+            table[after:after + size - 1] = t[1:]
+        else:
+            table[mode] = t[0, class_of]
+            np.take(t[1:], class_of, axis=1, out=table[after:after + size - 1])
         accept[ids] = a
+        after += size - 1
     return table, accept
 
 
@@ -433,9 +440,10 @@ class _Product:
 
 
 def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[str],
-                           also: list[tuple[Also, ...]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Each tracked mode's table and accept labels, as :func:`_explore` and :func:`_trim` of its
-    own product give them, from one breadth-first walk of them all (see :class:`_TrackedModes`); {} when fewer than two
+                           also: list[tuple[Also, ...]]) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each tracked mode's table (over byte classes: [states, classes] and each byte's class) and
+    accept labels, as :func:`_explore` and :func:`_trim` of its own product give them, from one
+    breadth-first walk of them all (see :class:`_TrackedModes`); {} when fewer than two
     modes qualify.  A mode qualifies when it has conditions and no plain strings (a trie of its
     own would only widen every other mode's vectors)."""
     products = {}
@@ -448,10 +456,11 @@ def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[s
     together = _TrackedModes.of(products) if len(products) > 1 else None
     if together is None:
         return {}
-    table, vectors = _explore_states(together)
+    table, class_of, vectors = _explore_states(together)
     best = together.accept_labels(vectors)
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    return together.split(table, accept, vectors, _live_states(table, accept))
+    return {mode: (mine, class_of, labels) for mode, (mine, labels)
+            in together.split(table, accept, vectors, _live_states(table, accept)).items()}
 
 
 class _TrackedModes:
@@ -550,19 +559,20 @@ class _TrackedModes:
 def _explore(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:
     """The product's transition table over bytes and each state's terminal (``_NO_LABEL``: none);
     see :func:`_explore_states`."""
-    table, vectors = _explore_states(product)
-    return table, product.accept_labels(vectors)
+    table, class_of, vectors = _explore_states(product)
+    return np.ascontiguousarray(table[:, class_of]), product.accept_labels(vectors)
 
 
-def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:
+def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Breadth-first product of the components from their start vectors.
 
     A product state is identified by a 64-bit hash of its component vector;
     a frontier's distinct hashes are looked up in a dict of the known ones,
     and the new ones numbered and added with a few array operations.  Every
     round checks that rows sharing a hash are one row, and falls back to
-    exact identities if not.  Returns the transition table over bytes (the
-    starts are states 0, 1, ...) and each state's component vector.
+    exact identities if not.  Returns the transition table over byte classes
+    (the starts are states 0, 1, ...), each byte's class, and each state's
+    component vector.
     """
     glued, starts = product.glued, product.starts
     # Byte classes: bytes whose columns agree in every component (read off each component's own
@@ -606,11 +616,10 @@ def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np
         rows.append(ids[inverse].reshape(-1, n_classes))
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
-    table = np.concatenate(rows).astype(np.int32)
-    return np.ascontiguousarray(table[:, class_of]), store[:n_states]
+    return np.concatenate(rows).astype(np.int32), class_of, store[:n_states]
 
 
-def _explore_exact(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+def _explore_exact(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """The product by exact row identity (Python tuples), for the never-seen hash collision."""
     states = [tuple(row) for row in product.starts.tolist()]
     index = {state: i for i, state in enumerate(states)}
@@ -626,7 +635,7 @@ def _explore_exact(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.
                     states.append(nxt)
                 row[byte] = index[nxt]
         rows.append(row)
-    return np.asarray(rows, dtype=np.int32), np.asarray(states, dtype=np.int64)
+    return np.asarray(rows, dtype=np.int32), np.arange(256), np.asarray(states, dtype=np.int64)
 
 
 def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -53,14 +53,18 @@ class LexingTransducer:
         return cls(**{name: arrays[name] for name in _ARRAYS})
 
     @classmethod
-    def from_dfa(cls, dfa: DFA, n_terminals: int, next_mode: np.ndarray | None = None) -> "LexingTransducer":
-        """``next_mode[T]``: the lexer mode after terminal ``T`` (default: all 0, the start state)."""
+    def from_dfa(cls, dfa: DFA, n_terminals: int, next_mode: np.ndarray | None = None, *,
+                 take_table: bool = False) -> "LexingTransducer":
+        """``next_mode[T]``: the lexer mode after terminal ``T`` (default: all 0, the start state).
+        ``take_table``: the DFA's transition table becomes ``next_state``, rewritten in place (for
+        a DFA made only for this transducer: a 34K-state lexer's table is 35 MB of fresh memory)."""
         trans, accept = dfa.transitions, dfa.accept
         modes = np.zeros(n_terminals, dtype=np.int64) if next_mode is None else np.asarray(next_mode, np.int64)
         restart = np.asarray(dfa.mode_starts, dtype=np.int32)[modes]
+        producible = _producible(dfa, n_terminals)  # before the table is rewritten
         # Only an accepting state can emit, and a big lexer has few (a long string's chunk positions
         # are not): the other rows are the DFA's own, and emit nothing.
-        next_state = trans.astype(np.int32, copy=True)
+        next_state = trans.astype(np.int32, copy=not take_table)
         emitted = np.full(trans.shape, NO_EMIT, dtype=np.int32)
         accepting = np.flatnonzero(accept >= 0)
         if accepting.size:
@@ -73,7 +77,7 @@ class LexingTransducer:
             next_state=next_state,
             emitted=emitted,
             accept=accept,
-            producible=_producible(dfa, n_terminals),
+            producible=producible,
             restart=restart,
         )
 
