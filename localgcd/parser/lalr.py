@@ -14,7 +14,6 @@ the rules and the terminal involved:
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,8 +88,9 @@ def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols
     several rules or a shift meet, are settled one by one."""
     n_states, end = len(automaton.transitions), symbols.end
     action = np.full((n_states, end + 1), NO_ACTION, dtype=np.int32)
-    _fill(action, [{symbol: target for symbol, target in edges.items() if symbol <= end}
-                   for edges in automaton.transitions])
+    edge_state, edge_symbol, edge_target = automaton.edges
+    shifted = edge_symbol <= end
+    action[edge_state[shifted], edge_symbol[shifted]] = edge_target[shifted]
     state, terminal, rule = automaton.reductions
     cell = state * (end + 1) + terminal  # sorted: the rows are in (state, terminal, rule) order
     alone = np.ones(cell.size, dtype=bool)
@@ -170,12 +170,13 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar,
             symbols: GrammarSymbols) -> ParseTables:
     n_states = len(automaton.transitions)
     n_terms = symbols.end
-    gotos = [{s - n_terms - 1: t for s, t in out.items() if s > n_terms} for out in automaton.transitions]
-    sizes = np.fromiter(map(len, gotos), dtype=np.int64, count=n_states)
-    goto_symbols = np.fromiter(itertools.chain.from_iterable(gotos), dtype=np.int32, count=int(sizes.sum()))
-    goto_targets = np.fromiter(itertools.chain.from_iterable(map(dict.values, gotos)), dtype=np.int32,
-                               count=int(sizes.sum()))
-    order = np.lexsort((goto_symbols, np.repeat(np.arange(n_states), sizes)))  # by state, then nonterminal
+    edge_state, edge_symbol, edge_target = automaton.edges
+    is_goto = edge_symbol > n_terms
+    goto_states = edge_state[is_goto]
+    goto_symbols = (edge_symbol[is_goto] - n_terms - 1).astype(np.int32)
+    goto_targets = edge_target[is_goto].astype(np.int32)
+    sizes = np.bincount(goto_states, minlength=n_states)
+    order = np.lexsort((goto_symbols, goto_states))  # by state, then nonterminal
     rules = grammar.rules
     rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
     takes, refuses = stack_free_moves(action, automaton.completions)
@@ -191,14 +192,3 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar,
         start_state=0,
         end_state=automaton.end_state(),
     )
-
-
-def _fill(table: np.ndarray, rows: list[dict[int, int]]) -> None:
-    """``table[state, key] = value`` for every entry of every row's dict."""
-    sizes = [len(row) for row in rows]
-    if not sum(sizes):
-        return
-    states = np.repeat(np.arange(len(rows)), sizes)
-    keys = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=sum(sizes))
-    values = np.fromiter(itertools.chain.from_iterable(map(dict.values, rows)), dtype=np.int64, count=sum(sizes))
-    table[states, keys] = values

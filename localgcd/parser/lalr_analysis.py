@@ -34,6 +34,8 @@ class LALRAutomaton:
     transitions: list[dict[int, int]]  # per state: symbol → next state
     #: The LALR(1) reduce lookaheads as rows (state, terminal, rule), sorted in that order.
     reductions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: Every transition as rows (state, symbol, next state), in (state, edge) order.
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     item_base: list[int] = field(default_factory=list)
     #: Where each rule completes when walked from the states with a transition on its left side:
     #: (state q, rule, state after the goto), one row per walk (DeRemer–Pennello's lookback).
@@ -90,8 +92,23 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
     root_symbol = max([n_terminals - 1, start] + [lhs for lhs, _ in rules] + [s for _, rhs in rules for s in rhs]) + 1
     all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules] + [(root_symbol, (start,))]
     automaton = _lr0(all_rules, n_terminals)
+    automaton.edges = _edges(automaton.transitions)
     automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules))
     return automaton
+
+
+def _edges(transitions: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(state, symbol, next state) of every transition, in (state, edge) order, all at once: a
+    state expecting a string shifts hundreds of literal terminals, too many edges for a Python
+    loop per edge."""
+    n_states = len(transitions)
+    sizes = np.fromiter(map(len, transitions), dtype=np.int64, count=n_states)
+    total = int(sizes.sum())
+    edge_state = np.repeat(np.arange(n_states, dtype=np.int64), sizes)
+    edge_symbol = np.fromiter(itertools.chain.from_iterable(transitions), dtype=np.int64, count=total)
+    edge_target = np.fromiter(itertools.chain.from_iterable(map(dict.values, transitions)), dtype=np.int64,
+                              count=total)
+    return edge_state, edge_symbol, edge_target
 
 
 # --------------------------------------------------------------------------- LR(0)
@@ -219,15 +236,8 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
     rules = automaton.rules
     end_bit = 1 << (n_terminals - 1)
 
-    # Every edge at once, in (state, edge) order: a state expecting a string shifts hundreds of
-    # literal terminals, too many edges for a Python loop per edge.
     n_states = len(transitions)
-    sizes = np.fromiter(map(len, transitions), dtype=np.int64, count=n_states)
-    total = int(sizes.sum())
-    edge_state = np.repeat(np.arange(n_states, dtype=np.int64), sizes)
-    edge_symbol = np.fromiter(itertools.chain.from_iterable(transitions), dtype=np.int64, count=total)
-    edge_target = np.fromiter(itertools.chain.from_iterable(map(dict.values, transitions)), dtype=np.int64,
-                              count=total)
+    edge_state, edge_symbol, edge_target = automaton.edges
     width = int(edge_symbol.max(initial=0)) + 1
     shifted = edge_symbol < n_terminals
     shifts = np.zeros((n_states, n_terminals), dtype=bool)
