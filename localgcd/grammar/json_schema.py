@@ -1813,17 +1813,14 @@ def _int_bounds(ns):
 
 
 def _lit_matches_spec(s: str, spec: StrSpec) -> bool:
-    if len(s) < spec.lo or (spec.hi is not None and len(s) > spec.hi):
+    if len(s) < spec.lo or (spec.hi is not None and len(s) > spec.hi) or s in spec.exclude:
         return False
+    if spec.pattern is None and not spec.forbid:  # a free string's spec: every position's literals
+        return True
     enc = encode_string(s)
     if spec.pattern is not None and not re.fullmatch('"' + spec.pattern + '"', enc):
         return False
-    for f in spec.forbid:
-        if re.fullmatch('"' + f + '"', enc):
-            return False
-    if s in spec.exclude:
-        return False
-    return True
+    return not any(re.fullmatch('"' + f + '"', enc) for f in spec.forbid)
 
 
 # --------------------------------------------------------------------------
@@ -2573,6 +2570,7 @@ class _LongStrings:
         self.signatures: list[tuple] = [()]
         self.rules: dict = {}
         self.groups: dict = {}
+        self.tail_groups: dict = {}  # (tail piece, signatures) -> what a chain names for it
         if not classes:
             return
         cuts = {1}
@@ -2635,14 +2633,16 @@ class _LongStrings:
     def tail_group(self, x: int, allowed: frozenset) -> list[str]:
         """The tail terminals of piece ``x`` with a signature in ``allowed``, named once through a
         shared rule when there are several (a chain of a long class names it at every link)."""
-        names = [self.tail_of[x, i, sig] for sig in sorted(allowed) for i in range(len(self.vectors))
-                 if (x, i, sig) in self.tail_of]
-        if len(names) <= 1:
-            return names
         key = (x, allowed)
-        if key not in self.groups:
-            self.groups[key] = self.ctx.add_rule(f"ltail_{x}_{len(self.groups)}", names)
-        return [self.groups[key]]
+        found = self.tail_groups.get(key)
+        if found is None:  # (asked once per link of a chain: a thousand times for maxLength 65535)
+            found = [self.tail_of[x, i, sig] for sig in sorted(allowed) for i in range(len(self.vectors))
+                     if (x, i, sig) in self.tail_of]
+            if len(found) > 1:
+                self.groups[key] = self.ctx.add_rule(f"ltail_{x}_{len(self.groups)}", found)
+                found = [self.groups[key]]
+            self.tail_groups[key] = found
+        return found
 
     def rule(self, lo: int, hi: int | None, allowed: frozenset, ptr: str = "/", alone: bool = False) -> str | None:
         """The rule of the strings of ``lo`` to ``hi`` characters (beyond CHUNK; None: no most)
