@@ -2569,8 +2569,8 @@ class _LongStrings:
         self.tracked: list[str] = []  # the pattern bodies really tracked (none: lenient fallback)
         self.signatures: list[tuple] = [()]
         self.rules: dict = {}
-        self.groups: dict = {}
         self.tail_groups: dict = {}  # (tail piece, signatures) -> what a chain names for it
+        self.n_tail_rules = 0
         if not classes:
             return
         cuts = {1}
@@ -2639,8 +2639,8 @@ class _LongStrings:
             found = [self.tail_of[x, i, sig] for sig in sorted(allowed) for i in range(len(self.vectors))
                      if (x, i, sig) in self.tail_of]
             if len(found) > 1:
-                self.groups[key] = self.ctx.add_rule(f"ltail_{x}_{len(self.groups)}", found)
-                found = [self.groups[key]]
+                found = [self.ctx.add_rule(f"ltail_{x}_{self.n_tail_rules}", found)]
+                self.n_tail_rules += 1
             self.tail_groups[key] = found
         return found
 

@@ -208,7 +208,7 @@ def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
     n_blocks = int(block.max()) + 1
     weights = mixed_weights(table.shape[1] + 1)
     while True:
-        succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
+        succ = renumbered(table, block)
         signature = np.concatenate([block[:, None], succ], axis=1)
         if exact:
             _, new_block = np.unique(signature, axis=0, return_inverse=True)
@@ -227,7 +227,7 @@ def _is_congruence(table: np.ndarray, accept: np.ndarray, block: np.ndarray) -> 
     """Every state of a block has the label of the block's first state and goes, on every class, to the same block."""
     first = np.zeros(int(block.max()) + 1, dtype=np.int64)
     first[block[::-1]] = np.arange(block.size)[::-1]
-    succ = np.where(table >= 0, block[np.maximum(table, 0)], -1)
+    succ = renumbered(table, block)
     rep = first[block]
     return bool(np.array_equal(accept, accept[rep]) and np.array_equal(succ, succ[rep]))
 

@@ -399,12 +399,9 @@ class _Product:
 
     @cached_property
     def glued(self) -> np.ndarray:
-        """int64 [1 + states of all components, 256]: every component's transitions side by side
-        (row 0: the sink), made when this product is explored on its own."""
-        glued = np.zeros((int(self.labels.size), 256), dtype=np.int64)
-        for c, off in zip(self.components, self.offsets.tolist()):
-            glued[off:off + c.n_states] = np.where(c.transitions >= 0, c.transitions.astype(np.int64) + off, _SINK)
-        return glued
+        """The components' transitions side by side (see :func:`_glue`), made when this product is
+        explored on its own."""
+        return _glue([c.transitions for c in self.components], self.offsets)
 
     def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
         """Product vectors whose every non-tracker component is dead are the dead state (a
@@ -437,6 +434,16 @@ class _Product:
         allowed[ends + 1] = True
         allowed[0] = condition.ends is not None and -1 in condition.ends
         return allowed[np.where(state == _SINK, 0, state - self.offsets[column] + 1)]
+
+
+def _glue(tables: list[np.ndarray], offsets: np.ndarray) -> np.ndarray:
+    """int64 [1 + all tables' states, 256]: each component's transitions at its offset (row 0,
+    ``_SINK``, is where every dead transition goes, and stays)."""
+    sizes = [t.shape[0] for t in tables]
+    glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
+    for table, off, size in zip(tables, offsets.tolist(), sizes):
+        glued[off:off + size] = np.where(table >= 0, table.astype(np.int64) + off, _SINK)
+    return glued
 
 
 def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[str],
@@ -478,14 +485,11 @@ class _TrackedModes:
                  is_base: list[bool], slot_classes: list[np.ndarray]) -> None:
         self.products, self.order = products, sorted(products)
         self.columns = columns  # mode -> the slot of each of its product's columns
-        sizes = [len(self.order)] + [t.shape[0] for t in slots]
+        mode_states = np.repeat(np.arange(len(self.order))[:, None], 256, axis=1)  # each its own, always
+        tables = [mode_states] + slots
+        sizes = [t.shape[0] for t in tables]
         self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
-        glued = np.zeros((1 + sum(sizes), 256), dtype=np.int64)
-        glued[self.offsets[0]:self.offsets[0] + sizes[0]] = np.arange(sizes[0])[:, None] + self.offsets[0]
-        for off, table in zip(self.offsets[1:].tolist(), slots):
-            glued[off:off + table.shape[0]] = np.where(table >= 0, table.astype(np.int64) + off, _SINK)
-        self.glued = glued
-        self.components = [None] * (1 + len(slots))  # (their number: the width of a vector)
+        self.glued = _glue(tables, self.offsets)
         self.base_columns = 1 + np.flatnonzero(is_base)
         self.byte_classes = np.stack([np.zeros(256, dtype=np.int64)] + slot_classes)
         starts = np.zeros((len(self.order), 1 + len(slots)), dtype=np.int64)
