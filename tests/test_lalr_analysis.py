@@ -13,7 +13,10 @@ import glob
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lark.common import ParserConf
 from lark.parsers.lalr_analysis import LALR_Analyzer
 
@@ -21,6 +24,7 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.formats import to_lark
 from localgcd.grammar.lark_frontend import Grammar, load_lark_grammar
 from localgcd.parser.lalr import analyze_grammar
+from localgcd.parser.lalr_analysis import _relation_closure
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
@@ -125,3 +129,26 @@ def test_json_schema_grammars_get_larks_automaton(path: str) -> None:
 def test_small_grammars_get_larks_automaton(text: str) -> None:
     text += "\nA: \"a\"\nB: \"b\"\nC: \"c\"\n" if "A" in text or "B" in text or "C" in text else "\n"
     assert_same_automaton(load_lark_grammar(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.lists(st.integers(0, 2 ** 12 - 1), min_size=n, max_size=n))))
+def test_relation_closure_is_the_least_fixpoint(case) -> None:
+    """F(x) = initial(x) ∪ ⋃ F(y) over x R y, for any relation: acyclic ones level by level,
+    cyclic ones through the SCC walk."""
+    pairs, initial = case
+    count = len(initial)
+    expected = list(initial)
+    changed = True
+    while changed:  # the obvious fixpoint
+        changed = False
+        for x, y in pairs:
+            if expected[x] | expected[y] != expected[x]:
+                expected[x] |= expected[y]
+                changed = True
+    rows = np.array([[bits & 0xFF, bits >> 8] for bits in initial], dtype=np.uint8)
+    relation = (np.array([x for x, _ in pairs], dtype=np.int64), np.array([y for _, y in pairs], dtype=np.int64))
+    closed = _relation_closure(relation, rows)
+    assert [int(low) | int(high) << 8 for low, high in closed] == expected

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from localgcd.arrays import expand_ranges
+
 
 @dataclass
 class LALRAutomaton:
@@ -113,6 +115,10 @@ def _edges(transitions: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, n
 
 # --------------------------------------------------------------------------- LR(0)
 
+#: A closure's moves, shared by the states that expand the same nonterminals: (targets, pending,
+#: gathered, base) -- see ``_lr0``.
+_Shared = tuple[dict[int, int], dict[int, tuple[int, ...]], dict[int, list[int]], dict[int, tuple[int, ...]]]
+
 
 def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAutomaton:
     item_base, total = [], 0
@@ -127,14 +133,15 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
         for dot, symbol in enumerate(rhs):
             next_of[base + dot] = symbol
 
-    # Per nonterminal: the nonterminals its closure brings in (itself included), and
-    # per nonterminal, the moves of its rules' initial items: symbol → advanced items.
-    first_moves: dict[int, dict[int, list[int]]] = {}
+    # Per nonterminal: the moves of its rules' initial items (symbol → advanced items), and the
+    # nonterminals its closure brings in (itself included).
+    first_moves: dict[int, dict[int, tuple[int, ...]]] = {}
     for lhs, indices in by_lhs.items():
-        moves: dict[int, list[int]] = {}
+        moves: dict[int, tuple[int, ...]] = {}
         for index in indices:
             if rules[index][1]:
-                moves.setdefault(rules[index][1][0], []).append(item_base[index] + 1)
+                symbol = rules[index][1][0]
+                moves[symbol] = moves.get(symbol, ()) + (item_base[index] + 1,)
         first_moves[lhs] = moves
     reach: dict[int, tuple[int, ...]] = {}
 
@@ -150,18 +157,20 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
             found = reach[symbol] = tuple(order)
         return found
 
-    closure_moves: dict[tuple[int, ...], dict[int, tuple[int, ...]]] = {}
+    expansion_moves: dict[int, dict[int, tuple[int, ...]]] = {}
 
-    def moves_of_closure(nonterminals: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
-        """The moves of the initial items the nonterminals bring in (shared by the states that expand them)."""
-        found = closure_moves.get(nonterminals)
+    def moves_of(nonterminal: int) -> dict[int, tuple[int, ...]]:
+        """The moves of the initial items ``nonterminal`` brings into a closure: symbol → advanced
+        items (a copy of the largest expanded rule set's moves, the others merged in: a string
+        value's closure brings in hundreds of key literals from one nonterminal)."""
+        found = expansion_moves.get(nonterminal)
         if found is None:
-            expanded = dict.fromkeys(nt for symbol in nonterminals for nt in reached(symbol))
-            merged: dict[int, list[int]] = {}
-            for nonterminal in expanded:
-                for symbol, advanced in first_moves.get(nonterminal, {}).items():
-                    merged.setdefault(symbol, []).extend(advanced)
-            found = closure_moves[nonterminals] = {symbol: tuple(items) for symbol, items in merged.items()}
+            expanded = sorted((first_moves.get(n, {}) for n in reached(nonterminal)), key=len, reverse=True)
+            found = expansion_moves[nonterminal] = dict(expanded[0])
+            for moves in expanded[1:]:
+                for symbol, advanced in moves.items():
+                    so_far = found.get(symbol)
+                    found[symbol] = advanced if so_far is None else so_far + advanced
         return found
 
     root = len(rules) - 1
@@ -171,19 +180,69 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
 
     def target_of(advanced: list[int] | tuple[int, ...]) -> int:
         """The state of the kernel of these advanced items (numbered now if new)."""
-        kernel = tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
+        return number(kernel_of(advanced))
+
+    def kernel_of(advanced: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
+
+    def number(kernel: tuple[int, ...]) -> int:
         target = index_of.get(kernel)
         if target is None:
             target = index_of[kernel] = len(kernels)
             kernels.append(kernel)
         return target
 
-    # Per closure (nonterminal set): the targets of the symbols only its initial items move on,
-    # shared by every state with that closure.  Each is found when a state first needs it, so
-    # new states are numbered as a walk over each state's kernel symbols, then its closure's, finds
-    # them: the same numbering as without the sharing.
-    closure_edges: dict[tuple[int, ...], dict[int, int]] = {}
-    no_moves: dict[int, tuple[int, ...]] = {}
+    # A closure's moves are shared by every state that expands the same nonterminals, as
+    # (targets, pending): the target of each symbol, or -1 while its kernel is still unnumbered
+    # (pending: symbol → kernel).  A state numbers only the pending kernels it uses, so a kernel
+    # that every such state reaches with kernel items of its own never becomes a state.
+    def targets_of(symbol_items) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
+        targets: dict[int, int] = {}
+        pending: dict[int, tuple[int, ...]] = {}
+        for symbol, advanced in symbol_items:
+            kernel = kernel_of(advanced)
+            target = targets[symbol] = index_of.get(kernel, -1)
+            if target < 0:
+                pending[symbol] = kernel
+        return targets, pending
+
+    expansions: dict[int, _Shared] = {}
+
+    def expansion(nonterminal: int) -> _Shared:
+        """The moves one nonterminal's expansion brings into a closure."""
+        found = expansions.get(nonterminal)
+        if found is None:
+            moves = moves_of(nonterminal)
+            found = expansions[nonterminal] = (*targets_of(moves.items()), {}, moves)
+        return found
+
+    # Several nonterminals: the targets start as a copy of the largest expansion's; only the other
+    # expansions' symbols are looked at, so a state expecting one of hundreds of optional keys beside
+    # a few required ones pays for the few (the hundreds are one dict copy per set of nonterminals).
+    closures: dict[tuple[int, ...], _Shared] = {}
+
+    def closure_of(nonterminals: tuple[int, ...]) -> _Shared:
+        if len(nonterminals) == 1:
+            return expansion(nonterminals[0])
+        found = closures.get(nonterminals)
+        if found is None:
+            ordered = sorted(nonterminals, key=lambda nonterminal: -len(moves_of(nonterminal)))
+            base_targets, base_pending, _, base = expansion(ordered[0])
+            gathered: dict[int, list[int]] = {}  # a symbol the smaller expansions move on: all its items
+            for nonterminal in ordered[1:]:
+                for symbol, advanced in moves_of(nonterminal).items():
+                    so_far = gathered.get(symbol)
+                    if so_far is None:
+                        gathered[symbol] = [*base.get(symbol, ()), *advanced]
+                    else:
+                        so_far.extend(advanced)
+            targets, pending = targets_of(gathered.items())
+            found = closures[nonterminals] = (base_targets | targets, base_pending | pending, gathered, base)
+            for symbol in targets.keys() & base_pending.keys():
+                if targets[symbol] >= 0:
+                    del found[1][symbol]
+        return found
+
     state = 0
     while state < len(kernels):
         moves: dict[int, list[int]] = {}
@@ -192,20 +251,18 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
             if symbol >= 0:
                 moves.setdefault(symbol, []).append(item + 1)
         nonterminals = tuple(sorted(symbol for symbol in moves if symbol >= n_terminals))
-        closure = moves_of_closure(nonterminals) if nonterminals else no_moves
-        edges: dict[int, int] = {}
-        for symbol, advanced in moves.items():
-            extra = closure.get(symbol)
-            edges[symbol] = target_of(advanced + list(extra) if extra else advanced)
-        if closure:
-            shared = closure_edges.setdefault(nonterminals, {})
-            missing = closure.keys() - shared.keys() - edges.keys()
-            if missing:
-                for symbol in [symbol for symbol in closure if symbol in missing]:
-                    shared[symbol] = target_of(closure[symbol])
-            kernel_edges = edges
-            edges = kernel_edges | shared  # a kernel symbol keeps its place and its own target
-            edges.update(kernel_edges)
+        if nonterminals:
+            shared, pending, gathered, base = closure_of(nonterminals)
+            own = {}
+            for symbol, advanced in moves.items():
+                extra = gathered.get(symbol) or base.get(symbol)
+                own[symbol] = target_of(advanced + list(extra) if extra else advanced)
+            if pending:
+                for symbol in [symbol for symbol in pending if symbol not in own]:
+                    shared[symbol] = number(pending.pop(symbol))
+            edges = shared | own  # a kernel symbol's target includes its kernel items
+        else:
+            edges = {symbol: target_of(advanced) for symbol, advanced in moves.items()}
         transitions.append(edges)
         state += 1
     return LALRAutomaton(rules, n_terminals, kernels, transitions, item_base=item_base)
@@ -234,7 +291,6 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
     n_terminals = automaton.n_terminals
     transitions = automaton.transitions
     rules = automaton.rules
-    end_bit = 1 << (n_terminals - 1)
 
     n_states = len(transitions)
     edge_state, edge_symbol, edge_target = automaton.edges
@@ -242,26 +298,18 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
     shifted = edge_symbol < n_terminals
     shifts = np.zeros((n_states, n_terminals), dtype=bool)
     shifts[edge_state[shifted], edge_symbol[shifted]] = True
-    packed = np.packbits(shifts, axis=1, bitorder="little")
-    row_bytes, data = packed.shape[1], packed.tobytes()
-    terminal_bits = [int.from_bytes(data[i:i + row_bytes], "little") for i in range(0, len(data), row_bytes)]
+    shift_sets = np.packbits(shifts, axis=1, bitorder="little")  # per state: its shifted terminals, as bits
     pair_state, pair_symbol = edge_state[~shifted], edge_symbol[~shifted]
     pair_target = edge_target[~shifted]
     count = int(pair_state.size)  # the nonterminal transitions (p, A), numbered in edge order
     transition_ids = dict(zip((pair_state * width + pair_symbol).tolist(), range(count)))
-    direct = [terminal_bits[target] for target in pair_target.tolist()]
-    nullable_pairs: dict[int, list[int]] = {}  # state -> its nullable nonterminal transitions
-    if nullable:
-        on_nullable = np.isin(pair_symbol, np.fromiter(nullable, dtype=np.int64, count=len(nullable)))
-        for index, state in zip(np.flatnonzero(on_nullable).tolist(), pair_state[on_nullable].tolist()):
-            nullable_pairs.setdefault(state, []).append(index)
-    no_reads: list[int] = []  # shared: _digraph only reads a relation's lists
-    reads = [nullable_pairs.get(target, no_reads) for target in pair_target.tolist()]
-    direct[transition_ids[rules[automaton.root_rule][1][0]]] |= end_bit  # state 0's start transition
+    direct = shift_sets[pair_target]
+    start = transition_ids[rules[automaton.root_rule][1][0]]  # state 0's start transition
+    direct[start, (n_terminals - 1) // 8] |= 1 << ((n_terminals - 1) % 8)  # ... is followed by $END
+    reads = _reads(pair_state, pair_symbol, pair_target, nullable)
 
     # includes and lookback, walking each rule of A from the state where (p, A) starts; as lark
     # does, a kernel item of A in p (dot > 0) is walked from p too.
-    includes: list[list[int]] = [[] for _ in range(count)]
     nullable_from = []  # per rule: the first position from which the rest of its right side is nullable
     for _, rhs in rules:
         k = len(rhs)
@@ -269,9 +317,9 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
             k -= 1
         nullable_from.append(k)
     edge_transition = np.where(shifted, -1, np.cumsum(~shifted) - 1)  # per edge: its transition, or -1
-    walk_transition, walk_rule, walk_end = _walk_rules(
+    walk_transition, walk_rule, walk_end, includes = _walk_rules(
         automaton, (edge_state * width + edge_symbol, edge_target, edge_transition), (pair_state, pair_symbol),
-        width, nullable_from, includes)
+        width, nullable_from)
     later_kernel: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (state, lhs) → kernel (rule, dot > 0)
     rule_of_item = np.repeat(np.arange(len(rules)), [len(rhs) + 1 for _, rhs in rules]).tolist()
     item_base = automaton.item_base
@@ -280,6 +328,7 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
             rule = rule_of_item[item]
             if state * width + rules[rule][0] in transition_ids and item > item_base[rule]:
                 later_kernel.setdefault((state, rules[rule][0]), []).append((rule, item - item_base[rule]))
+    later_includes: list[tuple[int, int]] = []
     for (state, symbol), walks in later_kernel.items():
         index = transition_ids[state * width + symbol]
         for rule, dot in walks:
@@ -291,30 +340,30 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
                 if position >= last and step >= n_terminals:
                     here = transition_ids.get(current * width + step)
                     if here is not None:
-                        includes[here].append(index)
+                        later_includes.append((here, index))
                 current = transitions[current][step]
+    if later_includes:
+        includes.append(tuple(np.asarray(later_includes, dtype=np.int64).T))
+    includes = (np.concatenate([x for x, _ in includes]), np.concatenate([y for _, y in includes]))
 
-    read = _digraph(count, reads, direct)
-    follow = _digraph(count, includes, read)
+    read = _relation_closure(reads, direct)
+    follow = _relation_closure(includes, read)
     completions = (walk_end, walk_rule, pair_target[walk_transition])
     return _gather(follow, walk_end, walk_rule, walk_transition, n_terminals), completions
 
 
-def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: np.ndarray,
+def _gather(follow: np.ndarray, state: np.ndarray, rule: np.ndarray, transition: np.ndarray,
             n_terminals: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LA(q, rule) = ∪ Follow(transition) over the lookback (q, rule, transition), as rows (q,
-    terminal, rule) sorted in that order."""
+    terminal, rule) sorted in that order (``follow``: per transition, its terminals as bits)."""
     if not transition.size:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty
-    width = (n_terminals + 7) // 8
-    packed = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in follow), dtype=np.uint8)
-    packed = packed.reshape(len(follow), width)
     key = state * (int(rule.max()) + 1) + rule
     order = np.argsort(key, kind="stable")
     key = key[order]
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    merged = np.bitwise_or.reduceat(packed[transition[order]], starts, axis=0)  # per (q, rule), still packed
+    merged = np.bitwise_or.reduceat(follow[transition[order]], starts, axis=0)  # per (q, rule), still packed
     lookaheads = np.unpackbits(merged, axis=1, bitorder="little")[:, :n_terminals]
     groups, terminals = np.nonzero(lookaheads)
     first = order[starts[groups]]
@@ -325,13 +374,13 @@ def _gather(follow: list[int], state: np.ndarray, rule: np.ndarray, transition: 
 
 def _walk_rules(automaton: LALRAutomaton, edges: tuple[np.ndarray, np.ndarray, np.ndarray],
                 transitions: tuple[np.ndarray, np.ndarray], width: int, nullable_from: list[int],
-                includes: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """Every rule of A walked from p for every transition (p, A), all at once.
 
     ``edges``: every edge's key ``state * width + symbol``, target, and transition number (-1 for
-    a shift); ``transitions``: the (p, A) of each transition number.  Adds the ``includes`` edges
-    the walks find and returns the lookback as arrays (transition, rule, state where the rule
-    completes).
+    a shift); ``transitions``: the (p, A) of each transition number.  Returns the lookback as arrays
+    (transition, rule, state where the rule completes) and the ``includes`` pairs the walks find
+    (as chunks of (transition, transition it includes)).
     """
     rules, n_terminals = automaton.rules, automaton.n_terminals
     # Edges as sorted keys (a dense [states, symbols] table can be gigabytes).
@@ -351,9 +400,10 @@ def _walk_rules(automaton: LALRAutomaton, edges: tuple[np.ndarray, np.ndarray, n
     lhs = np.asarray([l for l, _ in rules], dtype=np.int64)
     by_lhs = np.argsort(lhs, kind="stable")
     first = np.searchsorted(lhs[by_lhs], np.arange(width + 1))
+    empty = np.empty(0, dtype=np.int64)
+    includes = [(empty, empty)]
     if not states.size:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty, empty
+        return empty, empty, empty, includes
     counts = first[symbols + 1] - first[symbols]
     total = int(counts.sum())
     walk_transition = np.repeat(np.arange(states.size), counts)
@@ -371,10 +421,76 @@ def _walk_rules(automaton: LALRAutomaton, edges: tuple[np.ndarray, np.ndarray, n
         if check.size:
             here = edge_transition[edge(current[check], right[walk_rule[check], position])]
             found = here >= 0
-            for target, source in zip(here[found].tolist(), walk_transition[check[found]].tolist()):
-                includes[target].append(source)
+            includes.append((here[found], walk_transition[check[found]]))
         current[active] = edge_target[edge(at, step)]
-    return walk_transition, walk_rule, current
+    return walk_transition, walk_rule, current, includes
+
+
+def _reads(pair_state: np.ndarray, pair_symbol: np.ndarray, pair_target: np.ndarray,
+           nullable: set[int]) -> tuple[np.ndarray, np.ndarray]:
+    """DeRemer–Pennello's reads as pairs: (p, A) reads (r, C) where r = goto(p, A) and C is nullable."""
+    if not nullable:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    on_nullable = np.flatnonzero(np.isin(pair_symbol, np.fromiter(nullable, dtype=np.int64, count=len(nullable))))
+    by_state = on_nullable[np.argsort(pair_state[on_nullable], kind="stable")]
+    states = pair_state[by_state]
+    lo, hi = np.searchsorted(states, pair_target), np.searchsorted(states, pair_target, side="right")
+    positions, which = expand_ranges(lo, hi)
+    return which, by_state[positions]
+
+
+def _relation_closure(relation: tuple[np.ndarray, np.ndarray], initial: np.ndarray) -> np.ndarray:
+    """F(x) = initial(x) ∪ ⋃ F(y) over the pairs (x, y) of ``relation``; sets as rows of bits.
+
+    Level by level from the nodes in no pair as x: a node's set is final once every node it
+    relates to is final, and then it is folded into the nodes relating to it, all of one level
+    at once.  A cycle leaves its nodes (and those relating to them) unfinished; DeRemer and
+    Pennello's SCC walk (:func:`_digraph`) finishes those.
+    """
+    source, target = relation
+    result = initial.copy()
+    if not source.size:
+        return result
+    count = initial.shape[0]
+    waiting = np.bincount(source, minlength=count)  # per node: pairs whose y is not final yet
+    order = np.argsort(target, kind="stable")
+    by_target = source[order]  # the x of each pair, grouped by its y
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(target, minlength=count), out=offsets[1:])
+    final = np.flatnonzero(waiting == 0)
+    n_final = final.size
+    while final.size:
+        positions, which = expand_ranges(offsets[final], offsets[final + 1])
+        if not positions.size:
+            break
+        xs, ys = by_target[positions], final[which]
+        grouped = np.argsort(xs, kind="stable")
+        xs, ys = xs[grouped], ys[grouped]
+        starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
+        nodes = xs[starts]
+        result[nodes] |= np.bitwise_or.reduceat(result[ys], starts, axis=0)
+        waiting[nodes] -= np.diff(np.append(starts, xs.size))
+        final = nodes[waiting[nodes] == 0]
+        n_final += final.size
+    if n_final == count:
+        return result
+    # The rest reach a cycle; every pair with a final y is folded in already, so the SCC walk
+    # needs only the pairs among them.
+    rest = np.flatnonzero(waiting > 0)
+    local = np.full(count, -1, dtype=np.int64)
+    local[rest] = np.arange(rest.size)
+    among = local[target] >= 0
+    successors: list[list[int]] = [[] for _ in range(rest.size)]
+    for x, y in zip(local[source[among]].tolist(), local[target[among]].tolist()):
+        successors[x].append(y)
+    width = initial.shape[1]
+    data = result[rest].tobytes()
+    sets = _digraph(rest.size, successors, [int.from_bytes(data[i:i + width], "little")
+                                            for i in range(0, len(data), width)])
+    result[rest] = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in sets),
+                                 dtype=np.uint8).reshape(rest.size, width)
+    return result
 
 
 def _digraph(count: int, relation: list[list[int]], initial: list[int]) -> list[int]:
