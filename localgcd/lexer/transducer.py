@@ -35,7 +35,7 @@ class LexingTransducer:
     """Byte-level transducer tables derived from a lexer :class:`DFA`."""
 
     next_state: np.ndarray  # int32 [Q, 256]: state after the byte, DEAD_STATE if dead
-    emitted: np.ndarray  # int32 [Q, 256]: terminal emitted before the byte, NO_EMIT if none
+    emitted: np.ndarray  # int16 [Q, 256] (int32 past 32K terminals): terminal emitted before the byte, NO_EMIT if none
     accept: np.ndarray  # int32 [Q]: terminal recognized by the pending lexeme, -1 if none
     producible: np.ndarray  # bool [Q, n_terminals]: Prod(q)
     restart: np.ndarray  # int32 [n_terminals]: the state lexing restarts in after the terminal
@@ -65,7 +65,9 @@ class LexingTransducer:
         # Only an accepting state can emit, and a big lexer has few (a long string's chunk positions
         # are not): the other rows are the DFA's own, and emit nothing.
         next_state = trans.astype(np.int32, copy=not take_table)
-        emitted = np.full(trans.shape, NO_EMIT, dtype=np.int32)
+        # int16: a big lexer's [Q, 256] table is all NO_EMIT but for its few accepting rows, and
+        # fresh memory is what it costs (14 MB, not 28, for 27K states)
+        emitted = np.full(trans.shape, NO_EMIT, dtype=np.int16 if n_terminals < 2**15 else np.int32)
         accepting = np.flatnonzero(accept >= 0)
         if accepting.size:
             own, term = trans[accepting], accept[accepting].astype(np.int32)

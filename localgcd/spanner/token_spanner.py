@@ -567,10 +567,11 @@ class SuffixOutcomes:
 
 def first_kinds(lexer: LexingTransducer) -> np.ndarray:
     """int8 [Q, 256]: whether byte ``b`` kills, ends or extends the pending lexeme of ``q``."""
-    kind = np.full(lexer.next_state.shape, FIRST_DEAD, dtype=np.int8)
-    alive = lexer.next_state != DEAD_STATE
-    kind[alive & (lexer.emitted != NO_EMIT)] = FIRST_EMITS
-    kind[alive & (lexer.emitted == NO_EMIT)] = FIRST_CONTINUES
+    kind = np.where(lexer.next_state != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
+    accepting = np.flatnonzero(lexer.accept >= 0)  # only an accepting state emits (a big lexer has few)
+    rows = kind[accepting]
+    rows[(lexer.emitted[accepting] != NO_EMIT) & (rows != FIRST_DEAD)] = FIRST_EMITS
+    kind[accepting] = rows
     return kind
 
 
@@ -898,7 +899,7 @@ class StepCodes:
         accepting = np.flatnonzero(lexer.accept[states] >= 0)  # only an accepting state emits (a big
         emitted = lexer.emitted[states[accepting]]              # lexer has few)
         ends = (emitted != NO_EMIT) & (rows[accepting] != DEAD_STATE)
-        rows[accepting] = np.where(ends, _EMITS_BASE - emitted, rows[accepting])
+        rows[accepting] = np.where(ends, _EMITS_BASE - emitted.astype(np.int32), rows[accepting])
         self.flat.reshape(-1, 256)[states + 1] = rows
         if self._made is not None:
             self._made[states + 1] = True
