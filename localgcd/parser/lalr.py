@@ -70,12 +70,19 @@ def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
                              {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
     if grammar.start not in symbols.nonterminals:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined", grammar.source)
+    terminal_ids = symbols.columns
+    rule_ids = {name: symbols.id(name, False) for name in symbols.nonterminals}
     encoded = []
     for rule in grammar.rules:
-        for s in rule.expansion:
-            if not s.is_term and s.name not in symbols.nonterminals:
-                raise grammar.error(f"rule {rule.origin.name!r} uses the undefined rule {s.name!r}", rule.origin.name)
-        encoded.append((symbols.id(rule.origin.name, False), tuple(symbols.id(s.name, s.is_term) for s in rule.expansion)))
+        try:
+            rhs = tuple([terminal_ids[s.name] if s.is_term else rule_ids[s.name] for s in rule.expansion])
+        except KeyError:
+            undefined = next((s.name for s in rule.expansion if not s.is_term and s.name not in rule_ids), None)
+            if undefined is None:
+                raise
+            raise grammar.error(f"rule {rule.origin.name!r} uses the undefined rule {undefined!r}",
+                                rule.origin.name) from None
+        encoded.append((rule_ids[rule.origin.name], rhs))
     if len(set(encoded)) != len(encoded):
         twice = next(grammar.describe_rule(r) for r, e in zip(grammar.rules, encoded) if encoded.count(e) > 1)
         raise grammar.error(f"rule defined twice: {twice}", twice.split(":")[0])
