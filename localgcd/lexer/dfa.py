@@ -112,11 +112,12 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
         """Class → closure of the targets, for one NFA state (built on first use)."""
         found = moves.get(state)
         if found is None:
-            by_class: dict[int, list[int]] = {}
+            found = moves[state] = {}
             for lo, hi, target in nfa.edges[state]:
+                reached = closure_of(target)  # once per edge, not per class it spans
                 for c in range(class_of[lo], class_of[hi] + 1):
-                    by_class.setdefault(c, []).append(target)
-            found = moves[state] = {c: closure(targets) for c, targets in by_class.items()}
+                    so_far = found.get(c)
+                    found[c] = reached if so_far is None else so_far | reached
         return found
 
     start = closure(start_states)
