@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_unique, true_columns,
-                             unique_first_inverse, unique_inverse)
+from localgcd.arrays import (EAGER_LIST_CELLS, LazyRowLists, distinct_rows, row_lists, sorted_unique,
+                             true_columns, unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.spanner.token_spanner import TokenSpanner
@@ -48,10 +48,11 @@ class OutcomeChecker:
         ignored = pda.ignored
         tables = pda.tables
         self._n_terms = pda.end_terminal + 1
-        # Terminals the pending lexeme of each lexer state may become, as parser columns.
-        self._prod_parsed = np.zeros((producible.shape[0], self._n_terms), dtype=bool)
-        self._prod_parsed[:, :producible.shape[1]] = producible & ~ignored[None, :]
-        self._prod_terms = true_columns(self._prod_parsed)
+        # Terminals the pending lexeme of each lexer state may become, as parser columns: read a
+        # few rows at a time (a big lexer's whole [Q, terminals] table is megabytes of fresh memory)
+        self._producible, self._seen = producible, ~ignored
+        self._prod_terms = (LazyRowLists(lambda q: np.flatnonzero(producible[q] & self._seen).tolist())
+                            if producible.size > EAGER_LIST_CELLS else true_columns(producible & self._seen[None, :]))
         # lexer states with one set of producible terminals share a column of the final tables
         first, inverse = distinct_rows(producible)
         self._producible_class = inverse
@@ -59,7 +60,9 @@ class OutcomeChecker:
         self._final = _FinalTables(pda, producible[first])
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._action_rows = row_lists(tables.action)
-        open_columns = ~tables.takes & ~tables.refuses & self._prod_parsed.any(axis=0)[None, :]
+        produced = np.zeros(self._n_terms, dtype=bool)
+        produced[:producible.shape[1]] = producible.any(axis=0) & self._seen
+        open_columns = ~tables.takes & ~tables.refuses & produced[None, :]
         self._open_terms = true_columns(open_columns)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._ignored_all = self._ignored_np.tolist()
@@ -322,7 +325,7 @@ class OutcomeChecker:
         if open_pairs.size:
             distinct, inverse = unique_inverse(nodes[open_pairs])
             accepted, read = zip(*(self._acceptance(n) for n in distinct.tolist()))
-            wanted = self._prod_parsed[lexer_states[open_pairs]]
+            wanted = self._prod_parsed(lexer_states[open_pairs])
             hit = np.stack(accepted)[inverse] & wanted
             read = np.stack(read)[inverse]
             pair_ok = hit.any(axis=1)
@@ -332,6 +335,12 @@ class OutcomeChecker:
             ok[open_pairs] = pair_ok
             lows[open_pairs] = np.where(pair_ok, read_ok, read_no)
         return ok, lows
+
+    def _prod_parsed(self, lexer_states: np.ndarray) -> np.ndarray:
+        """bool [states, parser columns]: the terminals each state's pending lexeme may become."""
+        rows = np.zeros((lexer_states.size, self._n_terms), dtype=bool)
+        rows[:, :self._producible.shape[1]] = self._producible[lexer_states] & self._seen
+        return rows
 
     def final(self, node: int, lexer_state: int, dropped: bool) -> tuple[bool, int]:
         """Can the pending lexeme in ``lexer_state`` become a terminal accepted at ``node``?
