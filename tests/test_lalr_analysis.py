@@ -139,7 +139,6 @@ def test_relation_closure_is_the_least_fixpoint(case) -> None:
     """F(x) = initial(x) ∪ ⋃ F(y) over x R y, for any relation: acyclic ones level by level,
     cyclic ones through the SCC walk."""
     pairs, initial = case
-    count = len(initial)
     expected = list(initial)
     changed = True
     while changed:  # the obvious fixpoint

@@ -23,6 +23,7 @@ from localgcd.grammar.lark_frontend import Grammar
 from localgcd.parser.lalr_analysis import LALRAutomaton, analyze
 from localgcd.parser.stack_free import stack_free_moves
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduce_action
+from localgcd.parser.terminal_classes import class_grammar, expand_classes
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,63 @@ class GrammarSymbols:
 
 
 def build_parse_tables(grammar: Grammar, strict: bool = False) -> tuple[ParseTables, tuple[Conflict, ...]]:
-    """LALR(1) tables for ``grammar`` and the conflicts resolved on the way."""
-    automaton, symbols = analyze_grammar(grammar)
+    """LALR(1) tables for ``grammar`` and the conflicts resolved on the way.
+
+    Big terminal classes are analyzed as one terminal each (:mod:`localgcd.parser.terminal_classes`)
+    when that grammar has no conflict; else, and with ``strict``, the rules as they are.
+    """
+    encoded, symbols, start = _encoded(grammar)
+    if not strict:
+        tables = _tables_through_classes(grammar, encoded, symbols, start)
+        if tables is not None:
+            return tables, ()
+    automaton = analyze(encoded, symbols.end + 1, start)
     action, conflicts = _resolve(automaton, grammar, symbols, strict)
-    return _tables(automaton, action, grammar, symbols), conflicts
+    return _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions), conflicts
 
 
 def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
     """The LALR(1) automaton of ``grammar``'s rules, and how its symbols are numbered."""
+    encoded, symbols, start = _encoded(grammar)
+    return analyze(encoded, symbols.end + 1, start), symbols
+
+
+def _tables_through_classes(grammar: Grammar, encoded: list[tuple[int, tuple[int, ...]]],
+                            symbols: GrammarSymbols, start: int) -> ParseTables | None:
+    """The tables from the analysis with the big terminal classes as terminals; None when there is
+    no such class, or that analysis meets a conflict or its expansion a cell with two actions."""
+    classes = class_grammar(encoded, symbols.end, start)
+    if classes is None:
+        return None
+    automaton = analyze(classes.rules, classes.n_terminals, start + classes.n_classes)
+    action = _conflict_free_actions(automaton, classes.n_terminals, classes.original_rule)
+    if action is None:
+        return None
+    action = expand_classes(action, classes)
+    if action is None:
+        return None
+    done_state, done_rule, next_state = automaton.completions
+    completions = (done_state, classes.original_rule[done_rule], next_state)
+    return _tables(automaton, action, grammar, symbols, classes.n_terminals - 1, completions)
+
+
+def _conflict_free_actions(automaton: LALRAutomaton, width: int, original_rule: np.ndarray) -> np.ndarray | None:
+    """The action table when no cell has two actions (rules as ``original_rule`` numbers them),
+    else None."""
+    action = np.full((len(automaton.transitions), width), NO_ACTION, dtype=np.int32)
+    edge_state, edge_symbol, edge_target = automaton.edges
+    shifted = edge_symbol < width
+    action[edge_state[shifted], edge_symbol[shifted]] = edge_target[shifted]
+    state, terminal, rule = automaton.reductions
+    cell = state * width + terminal
+    if (cell.size > 1 and (cell[1:] == cell[:-1]).any()) or (action[state, terminal] >= 0).any():
+        return None
+    action[state, terminal] = reduce_action(original_rule[rule])
+    return action
+
+
+def _encoded(grammar: Grammar) -> tuple[list[tuple[int, tuple[int, ...]]], GrammarSymbols, int]:
+    """The rules as (lhs, rhs) symbol ids, how symbols are numbered, and the start symbol's id."""
     symbols = GrammarSymbols(grammar.parser_terminals,
                              {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
     if grammar.start not in symbols.nonterminals:
@@ -86,7 +136,7 @@ def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
     if len(set(encoded)) != len(encoded):
         twice = next(grammar.describe_rule(r) for r, e in zip(grammar.rules, encoded) if encoded.count(e) > 1)
         raise grammar.error(f"rule defined twice: {twice}", twice.split(":")[0])
-    return analyze(encoded, symbols.end + 1, symbols.id(grammar.start, False)), symbols
+    return encoded, symbols, symbols.id(grammar.start, False)
 
 
 def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols, strict: bool):
@@ -173,10 +223,11 @@ def _conflict(grammar: Grammar, kind: str, terminal: str, rules, described, reso
     return Conflict(kind, terminal, tuple(described), resolution, line, column)
 
 
-def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar,
-            symbols: GrammarSymbols) -> ParseTables:
+def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar, symbols: GrammarSymbols,
+            n_terms: int, completions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> ParseTables:
+    """``n_terms``: the analysis's ``$END`` (its nonterminals follow it, in the grammar's order);
+    ``completions``: the analysis's, with the grammar's rule numbers."""
     n_states = len(automaton.transitions)
-    n_terms = symbols.end
     edge_state, edge_symbol, edge_target = automaton.edges
     is_goto = edge_symbol > n_terms
     goto_states = edge_state[is_goto]
@@ -186,7 +237,7 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar,
     order = np.lexsort((goto_symbols, goto_states))  # by state, then nonterminal
     rules = grammar.rules
     rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
-    takes, refuses = stack_free_moves(action, automaton.completions)
+    takes, refuses = stack_free_moves(action, completions)
     return ParseTables(
         action=action,
         goto_offsets=np.concatenate(([0], np.cumsum(sizes))),
