@@ -85,6 +85,7 @@ def test_lazy_rows_mean_what_eager_rows_mean(name: str, vocab_kind: str) -> None
     assert isinstance(lazy.spanner, LazyTokenSpanner) and isinstance(eager.spanner, TokenSpanner)
     lazy_rows, eager_rows = lazy.spanner.rows(), eager.spanner.rows()
     for q in reversed(range(lazy.lexer.n_states)):  # not in build order: rows must not depend on it
+        assert np.array_equal(lazy.spanner.first_kind[q], eager.spanner.first_kind[q])  # made row by row
         assert np.array_equal(lazy_rows.emits(q), eager_rows.emits(q))
         assert meaning(lazy.spanner, lazy_rows.row(q)) == meaning(eager.spanner, eager_rows.row(q))
     # Materialized for the cache, the lazy spanner is the eager build, array for array.

@@ -31,9 +31,29 @@ from localgcd.spanner.token_spanner import (
     SuffixOutcomes,
     TokenSpanner,
     build_token_spanner,
-    first_kinds,
+    first_kind_row,
 )
 from localgcd.spanner.trie import VocabTrie
+
+
+class FirstKindRows:
+    """:func:`~localgcd.spanner.token_spanner.first_kinds` row by row, each made on its first read
+    (``first_kind[q]``): a big lexer's whole [Q, 256] table is 7 MB of fresh memory, and a
+    generation reads a few hundred of its rows."""
+
+    def __init__(self, lexer: LexingTransducer) -> None:
+        self.lexer = lexer
+        self._rows: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, q: int) -> np.ndarray:
+        row = self._rows.get(q)
+        if row is None:
+            row = self._rows[q] = first_kind_row(self.lexer, q)
+        return row
+
+    @property
+    def nbytes(self) -> int:
+        return 256 * len(self._rows)
 
 
 class LazyTokenSpanner:
@@ -47,7 +67,7 @@ class LazyTokenSpanner:
         self.n_base = lexer.n_states
         self._outcomes = OutcomeTable(lexer.n_states)
         self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes)
-        self.first_kind = first_kinds(lexer)
+        self.first_kind = FirstKindRows(lexer)
         self.token_class = trie.token_positions(n_tokens)  # classes are trie positions
         self.class_first_byte = trie.first_bytes
         self._arrays: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
