@@ -102,11 +102,14 @@ def row_lists(table: np.ndarray) -> "list[list] | LazyRowLists":
     return LazyRowLists(lambda row: table[row].tolist())
 
 
-def true_columns(table: np.ndarray) -> "list[list[int]] | LazyRowLists":
-    """The column indices of the True entries of each row of a bool table (lazily when big)."""
+def true_columns(table: np.ndarray, among: np.ndarray | None = None) -> "list[list[int]] | LazyRowLists":
+    """The column indices of the True entries of each row of a bool table (lazily when big), only
+    of the columns ``among`` marks when given (a big table is not copied for it)."""
     if table.size > EAGER_LIST_CELLS:
-        return LazyRowLists(lambda row: np.flatnonzero(table[row]).tolist())
-    rows, columns = np.nonzero(table)
+        if among is None:
+            return LazyRowLists(lambda row: np.flatnonzero(table[row]).tolist())
+        return LazyRowLists(lambda row: np.flatnonzero(table[row] & among).tolist())
+    rows, columns = np.nonzero(table if among is None else table & among)
     bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
     flat = columns.tolist()
     return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]

@@ -1919,24 +1919,26 @@ def _intersection_regex(ra: str, rb: str) -> str | None:
     found_moves: dict[tuple[int, frozenset], dict[int, frozenset]] = {}  # a side's state set recurs
     found_closures: dict[tuple[int, frozenset], frozenset] = {}             # in many product states
 
-    def moves(side, nfa, states):  # class index -> closure of targets
+    sides = (na, nb)
+
+    def moves(side, states):  # class index -> closure of targets
         key = (side, states)
         found = found_moves.get(key)
         if found is None:
             out: dict[int, set] = {}
             for q in states:
-                for iv, t in nfa.edges[q]:
+                for iv, t in sides[side].edges[q]:
                     for lo, hi in iv:
                         for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
                             out.setdefault(c, set()).add(t)
-            found = found_moves[key] = {c: closure(side, nfa, frozenset(ts)) for c, ts in out.items()}
+            found = found_moves[key] = {c: closure(side, frozenset(ts)) for c, ts in out.items()}
         return found
 
-    def closure(side, nfa, targets):
+    def closure(side, targets):
         key = (side, targets)
         found = found_closures.get(key)
         if found is None:
-            found = found_closures[key] = nfa.closure(targets)
+            found = found_closures[key] = sides[side].closure(targets)
         return found
 
     start = (na.closure([na.start]), nb.closure([nb.start]))
@@ -1946,7 +1948,7 @@ def _intersection_regex(ra: str, rb: str) -> str | None:
             raise _Unsupported("intersection automaton too large")
         if na.final in sa and nb.final in sb:
             accept.add(i)
-        ma, mb = moves(0, na, sa), moves(1, nb, sb)
+        ma, mb = moves(0, sa), moves(1, sb)
         row = {}
         for c in ma.keys() & mb.keys():
             nxt = (ma[c], mb[c])

@@ -102,16 +102,30 @@ def _tables_through_classes(grammar: Grammar, encoded: list[tuple[int, tuple[int
 def _conflict_free_actions(automaton: LALRAutomaton, width: int, original_rule: np.ndarray) -> np.ndarray | None:
     """The action table when no cell has two actions (rules as ``original_rule`` numbers them),
     else None."""
+    action, unsettled = _plain_actions(automaton, width, original_rule)
+    return None if unsettled.size else action
+
+
+def _plain_actions(automaton: LALRAutomaton, width: int, rule_number: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The action table with every shift and every reduce cell one rule alone claims (by
+    ``rule_number[rule]`` when given), all at once; and the reduction rows left unsettled, whose
+    cell several rules or a shift share."""
     action = np.full((len(automaton.transitions), width), NO_ACTION, dtype=np.int32)
     edge_state, edge_symbol, edge_target = automaton.edges
     shifted = edge_symbol < width
     action[edge_state[shifted], edge_symbol[shifted]] = edge_target[shifted]
     state, terminal, rule = automaton.reductions
-    cell = state * width + terminal
-    if (cell.size > 1 and (cell[1:] == cell[:-1]).any()) or (action[state, terminal] >= 0).any():
-        return None
-    action[state, terminal] = reduce_action(original_rule[rule])
-    return action
+    cell = state * width + terminal  # sorted: the rows are in (state, terminal, rule) order
+    alone = np.ones(cell.size, dtype=bool)
+    if cell.size > 1:
+        shared = cell[1:] == cell[:-1]
+        alone[1:] &= ~shared
+        alone[:-1] &= ~shared
+    plain = alone & (action[state, terminal] < 0)
+    rule = rule[plain] if rule_number is None else rule_number[rule[plain]]
+    action[state[plain], terminal[plain]] = reduce_action(rule)
+    return action, np.flatnonzero(~plain)
 
 
 def _encoded(grammar: Grammar) -> tuple[list[tuple[int, tuple[int, ...]]], GrammarSymbols, int]:
@@ -143,29 +157,16 @@ def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols
     """The action table (lark's rules: shift wins, else the higher priority) and the conflicts
     resolved.  The cells one reduction alone claims are written at once; the few others, where
     several rules or a shift meet, are settled one by one."""
-    n_states, end = len(automaton.transitions), symbols.end
-    action = np.full((n_states, end + 1), NO_ACTION, dtype=np.int32)
-    edge_state, edge_symbol, edge_target = automaton.edges
-    shifted = edge_symbol <= end
-    action[edge_state[shifted], edge_symbol[shifted]] = edge_target[shifted]
-    state, terminal, rule = automaton.reductions
-    cell = state * (end + 1) + terminal  # sorted: the rows are in (state, terminal, rule) order
-    alone = np.ones(cell.size, dtype=bool)
-    if cell.size > 1:
-        shared = cell[1:] == cell[:-1]
-        alone[1:] &= ~shared
-        alone[:-1] &= ~shared
-    clash = alone & (action[state, terminal] >= 0)
-    plain = alone & ~clash
-    action[state[plain], terminal[plain]] = reduce_action(rule[plain])
-    unsettled = np.flatnonzero(~plain)
+    end = symbols.end
+    action, unsettled = _plain_actions(automaton, end + 1)
     if not unsettled.size:
         return action, ()
     terminal_names = {column: name for name, column in symbols.columns.items()}
     priority = [r.options.priority or 0 for r in grammar.rules]
     conflicts: list[Conflict] = []
     unresolved: list[Conflict] = []
-    rows = cell[unsettled]
+    state, terminal, rule = automaton.reductions
+    rows = state[unsettled] * (end + 1) + terminal[unsettled]
     bounds = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1], [True])))
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         at = unsettled[lo]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from localgcd.arrays import (EAGER_LIST_CELLS, LazyRowLists, distinct_rows, row_lists, sorted_unique,
-                             true_columns, unique_first_inverse, unique_inverse)
+from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_unique, true_columns,
+                             unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.spanner.token_spanner import TokenSpanner
@@ -51,8 +51,7 @@ class OutcomeChecker:
         # Terminals the pending lexeme of each lexer state may become, as parser columns: read a
         # few rows at a time (a big lexer's whole [Q, terminals] table is megabytes of fresh memory)
         self._producible, self._seen = producible, ~ignored
-        self._prod_terms = (LazyRowLists(lambda q: np.flatnonzero(producible[q] & self._seen).tolist())
-                            if producible.size > EAGER_LIST_CELLS else true_columns(producible & self._seen[None, :]))
+        self._prod_terms = true_columns(producible, among=self._seen)
         # lexer states with one set of producible terminals share a column of the final tables
         first, inverse = distinct_rows(producible)
         self._producible_class = inverse

@@ -31,7 +31,7 @@ from localgcd.spanner.token_spanner import (
     SuffixOutcomes,
     TokenSpanner,
     build_token_spanner,
-    first_kind_row,
+    first_kinds,
 )
 from localgcd.spanner.trie import VocabTrie
 
@@ -48,7 +48,8 @@ class FirstKindRows:
     def __getitem__(self, q: int) -> np.ndarray:
         row = self._rows.get(q)
         if row is None:
-            row = self._rows[q] = first_kind_row(self.lexer, q)
+            row = self._rows[q] = first_kinds(self.lexer, np.array([q]))[0]
+            row.flags.writeable = False
         return row
 
     @property

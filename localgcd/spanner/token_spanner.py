@@ -565,22 +565,16 @@ class SuffixOutcomes:
             pending, after = pending[~ready], after[~ready]
 
 
-def first_kind_row(lexer: LexingTransducer, q: int) -> np.ndarray:
-    """int8 [256], read-only: :func:`first_kinds`' row of ``q``, alone."""
-    alive = lexer.next_state[q] != DEAD_STATE
-    row = np.where(alive, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
-    if lexer.accept[q] >= 0:  # only an accepting state emits
-        row[alive & (lexer.emitted[q] != NO_EMIT)] = FIRST_EMITS
-    row.flags.writeable = False
-    return row
-
-
-def first_kinds(lexer: LexingTransducer) -> np.ndarray:
-    """int8 [Q, 256]: whether byte ``b`` kills, ends or extends the pending lexeme of ``q``."""
-    kind = np.where(lexer.next_state != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
-    accepting = np.flatnonzero(lexer.accept >= 0)  # only an accepting state emits (a big lexer has few)
+def first_kinds(lexer: LexingTransducer, states: np.ndarray | None = None) -> np.ndarray:
+    """int8 [Q, 256] (or [len(states), 256]): whether byte ``b`` kills, ends or extends the pending
+    lexeme of ``q``."""
+    whole = states is None  # the whole table is read in place, not gathered
+    next_state, accept = (lexer.next_state, lexer.accept) if whole else (lexer.next_state[states], lexer.accept[states])
+    kind = np.where(next_state != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
+    accepting = np.flatnonzero(accept >= 0)  # only an accepting state emits (a big lexer has few)
     rows = kind[accepting]
-    rows[(lexer.emitted[accepting] != NO_EMIT) & (rows != FIRST_DEAD)] = FIRST_EMITS
+    emitted = lexer.emitted[accepting if whole else states[accepting]]
+    rows[(emitted != NO_EMIT) & (rows != FIRST_DEAD)] = FIRST_EMITS
     kind[accepting] = rows
     return kind
 
