@@ -165,10 +165,8 @@ def test_exit_0_when_every_line_is_complete(cache: Path, tmp_path: Path) -> None
 
 def run_cli(inp: Path, out: Path, cache: Path, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, LOCALGCD_CACHE=str(cache), PYTHONUNBUFFERED="1")
-    # SIGINT back to its default in the child: a test run in the background inherits it ignored
     return subprocess.Popen([sys.executable, "-m", "localgcd", "batch", str(inp), "-o", str(out), *extra],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def n_lines(path: Path) -> int:
@@ -181,6 +179,7 @@ def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 
         time.sleep(0.02)
 
 
+@pytest.mark.usefixtures("sigint_raises")  # its child takes the Ctrl-C even in a background run
 def test_killed_at_random_moments_and_resumed_every_line_is_written_once(model, cache: Path,
                                                                           tmp_path: Path) -> None:
     lines = lines_of(8, max_tokens=12)

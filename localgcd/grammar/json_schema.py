@@ -1916,30 +1916,21 @@ def _intersection_regex(ra: str, rb: str) -> str | None:
         cuts |= {x for out in nfa.edges for iv, _t in out for lo, hi in iv for x in (lo, hi + 1)}
     bounds = sorted(cuts)
 
-    found_moves: dict[tuple[int, frozenset], dict[int, frozenset]] = {}  # a side's state set recurs
-    found_closures: dict[tuple[int, frozenset], frozenset] = {}             # in many product states
-
     sides = (na, nb)
 
+    @functools.cache  # a side's state set recurs in many product states
     def moves(side, states):  # class index -> closure of targets
-        key = (side, states)
-        found = found_moves.get(key)
-        if found is None:
-            out: dict[int, set] = {}
-            for q in states:
-                for iv, t in sides[side].edges[q]:
-                    for lo, hi in iv:
-                        for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
-                            out.setdefault(c, set()).add(t)
-            found = found_moves[key] = {c: closure(side, frozenset(ts)) for c, ts in out.items()}
-        return found
+        out: dict[int, set] = {}
+        for q in states:
+            for iv, t in sides[side].edges[q]:
+                for lo, hi in iv:
+                    for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
+                        out.setdefault(c, set()).add(t)
+        return {c: closure(side, frozenset(ts)) for c, ts in out.items()}
 
+    @functools.cache
     def closure(side, targets):
-        key = (side, targets)
-        found = found_closures.get(key)
-        if found is None:
-            found = found_closures[key] = sides[side].closure(targets)
-        return found
+        return sides[side].closure(targets)
 
     start = (na.closure([na.start]), nb.closure([nb.start]))
     index, states, edges, accept = {start: 0}, [start], [], set()
