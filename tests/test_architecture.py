@@ -20,15 +20,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "localgcd"
 
 #: Each stage and the stages it may import (besides the shared bottom layer).
 ALLOWED = {
-    "grammar": {"grammar", "lexer"},  # front ends may use the regex→automaton toolkit (lexer.nfa/dfa)
-    "lexer": {"lexer", "grammar"},
-    "spanner": {"spanner", "lexer"},
+    "regex": {"regex"},  # the regex readers and the byte automaton toolkit: below every stage
+    "grammar": {"grammar", "regex", "lexer"},  # lexer: only json_schema's product_dfa (a debt)
+    "lexer": {"lexer", "grammar", "regex"},
+    "spanner": {"spanner", "lexer", "regex"},
     "parser": {"parser", "grammar"},
-    "runtime": {"runtime", "parser", "spanner", "lexer", "grammar"},
-    "compiler": {"compiler", "runtime", "parser", "spanner", "lexer", "grammar", "vocab"},
+    "runtime": {"runtime", "parser", "spanner", "lexer", "grammar", "regex"},
+    "compiler": {"compiler", "runtime", "parser", "spanner", "lexer", "grammar", "regex", "vocab"},
     "llama": {"llama", "compiler", "runtime", "grammar", "vocab"},
     "batch": {"batch", "llama", "compiler", "runtime", "grammar", "vocab"},
-    "cli": {"cli", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner"},
+    "cli": {"cli", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
 }
 BOTTOM = {"errors", "paths", "arrays", "user_files"}
 CORE_FORBIDDEN = ("llama_cpp", "typer", "rich")

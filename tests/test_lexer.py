@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.lexer.charset import CharSet, utf8_sequences
-from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.regex.charset import CharSet, utf8_sequences
+from localgcd.regex.dfa import DEAD_STATE
 from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer
@@ -193,7 +193,7 @@ def load_and_build(grammar: str) -> None:
 def test_case_folding_is_exactly_pythons_re_ignorecase() -> None:
     """For cased code points (every 7th, and the known special cases), the i-flag
     variants are exactly those re.IGNORECASE equates among all cased code points."""
-    from localgcd.lexer.charset import _case_pairs
+    from localgcd.regex.charset import _case_pairs
 
     pairs = set(_case_pairs())
     universe = sorted({a for a, _ in pairs})
@@ -230,7 +230,7 @@ def test_minimization_merges_exactly_the_equivalent_states(data, n: int, n_colum
     """On 256 byte columns drawn from a few distinct ones (as a lexer's are)."""
     import numpy as np
 
-    from localgcd.lexer.dfa import minimize_mapped
+    from localgcd.regex.dfa import minimize_mapped
 
     columns = data.draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n),
                                  min_size=n_columns, max_size=n_columns))
@@ -256,7 +256,7 @@ def test_producible_terminals_are_the_reachable_labels_by_either_method(data, n:
     import numpy as np
 
     import localgcd.lexer.transducer as transducer
-    from localgcd.lexer.dfa import DFA
+    from localgcd.regex.dfa import DFA
 
     columns = data.draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n),
                                  min_size=n_columns, max_size=n_columns))
@@ -306,7 +306,7 @@ RELATION_REGEXES = ["[a-z]+", "[a-z0-9]*x", "ab(c|d)*", "[0-9]{3}-[0-9]{2}", "x"
 
 @pytest.mark.parametrize("a", RELATION_REGEXES)
 def test_relation_of_two_automata_is_intersection_and_inclusion(a: str) -> None:
-    from localgcd.lexer.dfa import relation
+    from localgcd.regex.dfa import relation
     from localgcd.lexer.product import terminal_dfa
 
     for b in RELATION_REGEXES:
@@ -316,7 +316,7 @@ def test_relation_of_two_automata_is_intersection_and_inclusion(a: str) -> None:
 def test_relations_of_many_pairs_at_once_are_each_pairs_relation() -> None:
     """Products explored side by side (pairs of different sizes, finishing at different depths)
     give each pair the verdicts it gets alone."""
-    from localgcd.lexer.dfa import relations
+    from localgcd.regex.dfa import relations
     from localgcd.lexer.product import terminal_dfa
 
     pairs = [(terminal_dfa(a), terminal_dfa(b)) for a in RELATION_REGEXES for b in RELATION_REGEXES]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.automaton import build_lexer_dfa
-from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import build_token_spanner

@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 from localgcd.grammar.formats import to_lark
 from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.lexer.dfa import determinize
-from localgcd.lexer.nfa import NFA, UnsupportedRegex, literal_bytes
-from localgcd.lexer.product import literal_trie, product_dfa, terminal_dfa
+from localgcd.regex.dfa import determinize
+from localgcd.regex.nfa import NFA, UnsupportedRegex, literal_bytes
+from localgcd.lexer.product import product_dfa
+from localgcd.regex.terminal import literal_trie, terminal_dfa
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"

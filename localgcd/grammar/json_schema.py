@@ -68,8 +68,9 @@ from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.lexer.dfa import relation, relations, representative_bytes
-from localgcd.lexer.product import product_dfa, terminal_dfa
+from localgcd.regex.dfa import relation, relations, representative_bytes
+from localgcd.lexer.product import product_dfa
+from localgcd.regex.terminal import terminal_dfa
 
 __all__ = ["schema_to_lark"]
 

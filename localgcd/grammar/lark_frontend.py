@@ -26,7 +26,7 @@ from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
 from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Also, Terminal
-from localgcd.lexer.nfa import literal_bytes
+from localgcd.regex.nfa import literal_bytes
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 @dataclass(frozen=True)
 class Also:
     """A condition every lexeme of a terminal meets besides its regex: read by the minimal DFA of
-    ``regex`` (its states numbered as :func:`localgcd.lexer.product.terminal_dfa` numbers them,
+    ``regex`` (its states numbered as :func:`localgcd.regex.terminal.terminal_dfa` numbers them,
     0 the start) from state ``start``, the lexeme ends in one of the states ``ends`` (-1: the dead
     state), or, when ``ends`` is None, in an accepting state (the lexeme matches ``regex`` too)."""
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError
 from localgcd.grammar.terminals import Terminal
-from localgcd.lexer.dfa import DFA
-from localgcd.lexer.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.product import product_dfa, terminal_dfa
+from localgcd.regex.dfa import DFA
+from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
+from localgcd.lexer.product import product_dfa
+from localgcd.regex.terminal import terminal_dfa
 
 
 def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "") -> DFA:

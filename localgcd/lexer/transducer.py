@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique
-from localgcd.lexer.dfa import DEAD_STATE, DFA, run_edges
+from localgcd.regex.dfa import DEAD_STATE, DFA, run_edges
 
 NO_EMIT = -1
 _ARRAYS = ("next_state", "emitted", "accept", "producible", "restart")

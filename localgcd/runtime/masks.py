@@ -28,7 +28,7 @@ from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
 from localgcd.runtime.layout import NO_LAYOUT, Layout
-from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
 from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, RowPart, TokenSpanner

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.spanner.token_spanner import (
     FIRST_EMITS,

@@ -39,7 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
-from localgcd.lexer.dfa import DEAD_STATE
+from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
 

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from localgcd.arrays import distinct_rows, mixed_weights, sorted_unique, unique_first_inverse, unique_inverse
-from localgcd.lexer.nfa import NFA
+from localgcd.regex.nfa import NFA
 
 DEAD_STATE = -1
 

@@ -2,7 +2,7 @@
 
 Patterns are parsed with Python's own regex parser (``re._parser``), so the
 syntax is exactly Python's.  Character classes become code-point sets that are
-encoded as UTF-8 byte ranges (see :mod:`localgcd.lexer.charset`).  Constructs
+encoded as UTF-8 byte ranges (see :mod:`localgcd.regex.charset`).  Constructs
 whose meaning is not a regular language over the whole lexeme — look-around,
 anchors, back-references, non-greedy or possessive quantifiers — are refused
 with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as sre  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-from localgcd.lexer.charset import CharSet, case_closure, category, utf8_sequences
+from localgcd.regex.charset import CharSet, case_closure, category, utf8_sequences
 
 
 class UnsupportedRegex(ValueError):
