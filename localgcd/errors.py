@@ -41,6 +41,11 @@ class GrammarError(LocalgcdError):
         return f"    {line}\n    {' ' * max(self.column - 1, 0)}^"
 
 
+
+class CompileBudgetError(GrammarError):
+    """A compile outgrew its :class:`~localgcd.budget.CompileBudget` (automaton states, table memory
+    or time); the message names the construct and, where known, where it is written."""
+
 class VocabularyError(LocalgcdError):
     """A model file is missing, is not a GGUF model, or has no usable vocabulary."""
 

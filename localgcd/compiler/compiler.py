@@ -24,7 +24,8 @@ import numpy as np
 
 from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
 from localgcd.compiler.store import TRIE_PREFIX, TableStore
-from localgcd.errors import GrammarWarning
+from localgcd.budget import CompileBudget
+from localgcd.errors import CompileBudgetError, GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
@@ -73,12 +74,16 @@ class Compiler:
     more than ``eager_lexer_limit`` states (a JSON Schema's patterns tracked
     through long strings: tens of thousands), whose whole spanner would take
     minutes; such a grammar's entry holds everything but the spanner, whose
-    rows are again built on first visit after a load.
+    rows are again built on first visit after a load.  ``budget``: the bounds on one compile
+    (automaton states, table memory, time; :class:`~localgcd.budget.CompileBudget`) — a grammar
+    that outgrows them is a :class:`~localgcd.errors.CompileBudgetError` naming the construct.
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True,
                  eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20,
-                 lazy_tables: bool = True, eager_lexer_limit: int = 8192) -> None:
+                 lazy_tables: bool = True, eager_lexer_limit: int = 8192,
+                 budget: CompileBudget = CompileBudget()) -> None:
+        self.budget = budget
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
         self.lazy_tables = lazy_tables
@@ -127,28 +132,34 @@ class Compiler:
         visits (not for grammars with an Indenter).
         """
         with _collector_paused():
-            return self._build(text, vocab, source, strict, indenter, fmt, lazy, **options)
+            try:
+                return self._build(text, vocab, source, strict, indenter, fmt, lazy, **options)
+            except CompileBudgetError as exc:
+                if exc.source is not None:
+                    raise
+                raise CompileBudgetError(exc.message, source) from None  # a stage that knows no place
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
                fmt: str, lazy: bool, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
-        translation = to_lark(text, fmt, source, **options)
+        meter = self.budget.meter()
+        translation = to_lark(text, fmt, source, meter, **options)
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
                                     user_text=translation.user_text, plain=translation.plain_bnf)
-        tables, conflicts = build_parse_tables(grammar, strict=strict)
+        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text)
+        dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text, meter)
         lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals],
                                           take_table=True)
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
         lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
-        spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else build_token_spanner(lexer, trie, len(vocab))
+        spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else build_token_spanner(lexer, trie, len(vocab), meter)
         t4 = time.perf_counter()
         compiled = CompiledGrammar(
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import gbnf_to_lark
 from localgcd.grammar.json_schema import schema_to_lark
@@ -43,18 +44,20 @@ def check_format(fmt: str, source: str = "<grammar>") -> str:
     return fmt
 
 
-def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> Translation:
-    """Run the front end of ``fmt`` on ``text``."""
+def to_lark(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter | None = None,
+            **options: Any) -> Translation:
+    """Run the front end of ``fmt`` on ``text`` (``meter``: the compile budget, for the JSON Schema
+    front end's automata)."""
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
-        return replace(schema_to_lark(text, source=source, **options), user_text=text, plain_bnf=True)
+        return replace(schema_to_lark(text, source=source, meter=meter, **options), user_text=text, plain_bnf=True)
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
     if fmt == "lark":
         return Translation(text)
     if fmt == "gbnf":
-        return replace(gbnf_to_lark(text, source), user_text=text)
+        return replace(gbnf_to_lark(text, source, meter), user_text=text)
     if fmt == "regex":
-        return replace(regex_to_lark(text, source), user_text=text)
+        return replace(regex_to_lark(text, source, meter), user_text=text)
     choices = text.split("\n") if text else []  # one choice per line (the CLI joins --choice values)
     return replace(choices_to_lark(choices, source), user_text=text)

@@ -74,7 +74,8 @@ import re
 from dataclasses import dataclass
 from typing import Union
 
-from localgcd.errors import GrammarError
+from localgcd.budget import BudgetMeter, unbounded
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.translation import Translation
 
 MAX_REPETITION = 2000
@@ -388,10 +389,11 @@ def _refs(e: Expr):
         yield from _refs(e.item)
 
 
-def gbnf_to_lark(text: str, source: str = "<grammar>") -> Translation:
-    """Translate GBNF text; see the module docstring for how and what is refused."""
+def gbnf_to_lark(text: str, source: str = "<grammar>", meter: BudgetMeter | None = None) -> Translation:
+    """Translate GBNF text; see the module docstring for how and what is refused (``meter``: the
+    compile budget)."""
     rules, positions, parser = parse_gbnf(text, source)
-    return translate(rules, positions, "root", source, parser.line_text)
+    return translate(rules, positions, "root", source, parser.line_text, meter)
 
 
 # --------------------------------------------------------------------------
@@ -473,8 +475,8 @@ class _NFA:
 
 
 class _Automata:
-    def __init__(self, rules: dict[str, Expr], atom_of) -> None:
-        self.rules, self.atom_of = rules, atom_of
+    def __init__(self, rules: dict[str, Expr], atom_of, meter: BudgetMeter) -> None:
+        self.rules, self.atom_of, self.meter = rules, atom_of, meter
 
     def build(self, nfa: _NFA, e: Expr) -> tuple[int, int]:
         s = nfa.new()
@@ -533,6 +535,7 @@ class _Automata:
 
         first = closure([start])
         index, order, trans = {first: 0}, [first], []
+        max_states, held, check_at = self.meter.budget.max_states, len(first), 1 << 16
         while len(trans) < len(order):
             cur = order[len(trans)]
             moves: dict[int, set[int]] = {}
@@ -546,6 +549,13 @@ class _Automata:
                 if c not in index:
                     index[c] = len(order)
                     order.append(c)
+                    held += len(c)
+                    if len(order) > max_states:
+                        self.meter.states(len(order), "its automaton")
+                    if held >= check_at or not len(order) & 4095:  # a subset's members: ~40 bytes each
+                        self.meter.memory(len(order) * 400 + 40 * held, "its automaton")
+                        self.meter.time("its automaton")
+                        check_at = held + (1 << 16)
                 row[a] = index[c]
             trans.append(row)
         accept = {i for i, st in enumerate(order) if end in st}
@@ -670,7 +680,7 @@ def _sanitize(name: str) -> str:
 
 class _Translator:
     def __init__(self, rules, positions, start, source, line_text, distribute: bool = False,
-                 split: bool = True) -> None:
+                 split: bool = True, meter: BudgetMeter | None = None) -> None:
         self.rules, self.positions, self.start, self.source, self.line_text = rules, positions, start, source, line_text
         reachable, stack = {start}, [start]
         while stack:
@@ -682,7 +692,7 @@ class _Translator:
         self.regular_rules = self._regular_rules()
         sets = [c.ranges for r in reachable for c in _chars_in(rules[r])]
         self.atoms, atom_of = _partition(sets)
-        self.auto = _Automata(rules, atom_of)
+        self.auto = _Automata(rules, atom_of, meter if meter is not None else unbounded())
         self.cfg: dict[str, list[list[tuple]]] = {}
         self.origins: dict[str, tuple[int, int]] = {}
         self.owner: dict[str, str] = {}
@@ -911,14 +921,18 @@ class _Translator:
             coarse: dict = {}
             uses: dict = {}
             sizes: dict = {}
-            for (flat, _, _), plan in zip(self.runs, plans):
+            for (flat, owner, pos), plan in zip(self.runs, plans):
                 for piece in plan:
                     if piece[0] == "coarse":
                         coarse[piece[1].key] = piece[1]
                         uses[piece[1].key] = uses.get(piece[1].key, 0) + 1
                         sizes[piece[1].key] = piece[3] - piece[2]
                     else:
-                        d = self.slice_dfa(flat, piece[1], piece[2])
+                        try:
+                            d = self.slice_dfa(flat, piece[1], piece[2])
+                        except CompileBudgetError as exc:
+                            raise CompileBudgetError(f"rule '{owner}': {exc.message}", self.source, *pos,
+                                                     self.line_text(pos[0])) from None
                         if d is not None:
                             used_atoms.update(a for row in d.trans for a, _ in row)
             # Ban one offender per round (a ban reshapes the other runs' pieces, and
@@ -1093,17 +1107,19 @@ class _Translator:
             self.source, *first, self.line_text(first[0]))
 
 
-def translate(rules, positions, start, source, line_text) -> Translation:
+def translate(rules, positions, start, source, line_text, meter: BudgetMeter | None = None) -> Translation:
     """Rules (name → expression) → Lark text; see the module docstring.
 
     Tries, in order, until one is LALR(1): runs cut after prefix-free heads
     (smallest tables); runs kept whole (a cut can force an early decision);
     runs also pushed into the rules before them (larger grammar).  The last
-    attempt's conflict is the error."""
+    attempt's conflict is the error.  ``meter``: the compile budget, checked by the automata of the
+    regular parts."""
     for split in (True, False):
         try:
-            return _Translator(rules, positions, start, source, line_text, split=split).translate()
+            return _Translator(rules, positions, start, source, line_text, split=split, meter=meter).translate()
         except GrammarError as exc:
             if "not LALR(1)" not in exc.message:
                 raise
-    return _Translator(rules, positions, start, source, line_text, distribute=True, split=False).translate()
+    return _Translator(rules, positions, start, source, line_text, distribute=True, split=False,
+                       meter=meter).translate()

@@ -62,7 +62,8 @@ from typing import Any
 
 import numpy as np
 
-from localgcd.errors import GrammarError
+from localgcd.budget import BudgetMeter, unbounded
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
@@ -561,6 +562,7 @@ class _Ctx:
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
         self.also: dict[str, list] = {}  # terminal -> the conditions (Also) its lexemes meet too
+        self.meter: BudgetMeter = unbounded()  # the compile budget
         self.n = 0
 
     def name(self, prefix):
@@ -2054,9 +2056,9 @@ def _piece_dfa(body: str, lengths: str):
     return product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
 
 
-def _byte_dfa(regex: str):
+def _byte_dfa(regex: str, meter: BudgetMeter | None = None):
     """The minimal byte DFA of one regex (the lexer's own, memoized per pattern)."""
-    return terminal_dfa(regex)
+    return terminal_dfa(regex, meter)
 
 
 def _matches_every_string(body: str) -> bool:
@@ -2323,7 +2325,9 @@ class _Resolver:
         """Add a pattern terminal; False when one with the same language exists (``body`` is
         then an alias of it: two terminals for one language, one of them never produced)."""
         try:
-            dfa = _byte_dfa('"' + body + '"')
+            dfa = _byte_dfa('"' + body + '"', self.ctx.meter)
+        except CompileBudgetError as exc:
+            raise CompileBudgetError(f"{ptr or '/'}: keyword 'pattern': {exc.message}", self.ctx.source) from None
         except Exception as exc:  # noqa: BLE001
             _fail(self.ctx, ptr, f"keyword 'pattern' cannot be compiled: {exc}")
         inside = [c for c, (_shared, a_in_b) in zip(plist, relations([(dfa, self.pat_dfa[c]) for c in plist]))
@@ -2993,14 +2997,17 @@ def _load_schema(schema, source):
 
 
 def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
-                   property_order: str = "schema", source: str = "<schema>") -> Translation:
-    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc."""
+                   property_order: str = "schema", source: str = "<schema>",
+                   meter: BudgetMeter | None = None) -> Translation:
+    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc.
+    ``meter``: the compile budget (a construct that outgrows it is named with its JSON pointer)."""
     if whitespace not in ("default", "compact"):
         raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise GrammarError(f"{source}: property_order must be 'schema' or 'any', not {property_order!r}")
     schema = _load_schema(schema, source)
     ctx = _Ctx(schema, source, lenient, whitespace, property_order)
+    ctx.meter = meter if meter is not None else unbounded()
     tr = _Translator(ctx)
     try:
         root = tr.value(schema, "")

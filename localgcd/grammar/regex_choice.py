@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import re
 
+from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import Alt, Chars, Expr, Rep, Seq, complement, normalize, translate
 from localgcd.grammar.translation import Translation
@@ -190,8 +191,9 @@ def _nonempty_language_check(expr: Expr) -> tuple[bool, bool]:
     raise AssertionError(expr)
 
 
-def regex_to_lark(pattern: str, source: str = "<regex>") -> Translation:
-    """Lark text for: the output is a whole match of ``pattern`` (``re.fullmatch``)."""
+def regex_to_lark(pattern: str, source: str = "<regex>", meter: BudgetMeter | None = None) -> Translation:
+    """Lark text for: the output is a whole match of ``pattern`` (``re.fullmatch``); ``meter``: the
+    compile budget."""
     try:
         parsed = _sre_parse.parse(pattern, 0)
     except re.error as exc:
@@ -208,7 +210,7 @@ def regex_to_lark(pattern: str, source: str = "<regex>") -> Translation:
     if not nonempty:
         what = "only the empty string" if empty else "no string at all"
         raise GrammarError(f"the regex matches {what}: nothing to generate", source, 1, 1, pattern)
-    return _translate(expr, source, pattern)
+    return _translate(expr, source, pattern, meter)
 
 
 def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translation:
@@ -228,9 +230,9 @@ def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translatio
     return _translate(Alt(tuple(options)), source, None)
 
 
-def _translate(expr: Expr, source: str, shown: str | None) -> Translation:
+def _translate(expr: Expr, source: str, shown: str | None, meter: BudgetMeter | None = None) -> Translation:
     try:
-        return translate({"root": expr}, {"root": (1, 1)}, "root", source, lambda _line: shown)
-    except GrammarError as exc:  # pragma: no cover - regular languages are always LALR(1)
-        raise GrammarError(exc.message.replace("rule 'root'", "the pattern"), source, exc.line, exc.column,
-                           shown) from None
+        return translate({"root": expr}, {"root": (1, 1)}, "root", source, lambda _line: shown, meter)
+    except GrammarError as exc:  # a compile budget outgrown (regular languages are always LALR(1))
+        raise type(exc)(exc.message.replace("rule 'root'", "the pattern"), source, exc.line, exc.column,
+                        shown) from None

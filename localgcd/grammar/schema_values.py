@@ -67,6 +67,40 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def json_key(v: Any) -> Any:
+    """A hashable key of a JSON value, equal for two values exactly when :func:`json_equal` says
+    they are (numbers by value: ``1`` and ``1.0`` hash alike in Python)."""
+    if isinstance(v, bool) or v is None:
+        return ("literal", v)
+    if isinstance(v, (int, float)):
+        return ("number", v)
+    if isinstance(v, str):
+        return ("string", v)
+    if isinstance(v, list):
+        return ("array", tuple(json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("object", frozenset((k, json_key(x)) for k, x in v.items()))
+    return ("other", repr(v))
+
+
+_ENUM_SETS: dict[int, tuple[list, frozenset]] = {}  # id of an enum list -> (the list, its keys)
+_ENUM_SETS_KEPT = 64
+_ENUM_SET_MIN = 16  # a shorter enum is compared value by value
+
+
+def _in_enum(v: Any, values: list) -> bool:
+    """``v`` equals a member of ``values`` (a long enum through a set of keys, memoized per list:
+    each of a 100,000-value enum's values is checked against the same list)."""
+    if len(values) < _ENUM_SET_MIN:
+        return any(json_equal(v, x) for x in values)
+    entry = _ENUM_SETS.get(id(values))
+    if entry is None or entry[0] is not values:
+        if len(_ENUM_SETS) >= _ENUM_SETS_KEPT:
+            _ENUM_SETS.clear()
+        entry = _ENUM_SETS[id(values)] = (values, frozenset(json_key(x) for x in values))
+    return json_key(v) in entry[1]
+
+
 def validates(v: Any, s: Any, resolve: Callable[[str], Any],
               matches: Callable[[str, str, str], bool]) -> bool:
     """Is ``v`` valid for schema ``s``?  ``resolve(ref)`` returns a ``$ref`` target;
@@ -92,7 +126,7 @@ def validates(v: Any, s: Any, resolve: Callable[[str], Any],
         elif k == "nullable":
             continue  # handled with type below
         elif k == "enum":
-            ok = any(json_equal(v, x) for x in a)
+            ok = _in_enum(v, a) if isinstance(a, list) else any(json_equal(v, x) for x in a)
         elif k == "const":
             ok = json_equal(v, a)
         elif k == "not":

@@ -13,7 +13,8 @@ keywords; across priorities it is what priority means.
 from __future__ import annotations
 
 from localgcd.arrays import sorted_unique
-from localgcd.errors import GrammarError
+from localgcd.budget import BudgetMeter
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
@@ -21,31 +22,38 @@ from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
 
-def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "") -> DFA:
+def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
+                    meter: BudgetMeter | None = None) -> DFA:
     """The combined lexer DFA; its accept labels are indices into ``terminals``, and it has a start
     state per lexer mode (``Terminal.mode``; a grammar without modes has one, state 0).
 
     ``text`` (the grammar's source) only serves to show the offending line in errors.
+    ``meter``: the compile budget (a terminal that outgrows it is named, at its line).
     """
 
-    def error(terminal: Terminal, message: str) -> GrammarError:
+    def error(terminal: Terminal, message: str, kind: type[GrammarError] = GrammarError) -> GrammarError:
         lines = text.splitlines()
         context = lines[terminal.line - 1] if terminal.line and terminal.line <= len(lines) else None
-        return GrammarError(message, source, terminal.line, terminal.column, context)
+        return kind(message, source, terminal.line, terminal.column, context)
 
     for terminal in terminals:  # each terminal's own automaton first: an error names its terminal
         try:
             if literal_bytes(terminal.regex) is None:
-                terminal_dfa(terminal.regex)
+                terminal_dfa(terminal.regex, meter)
             for condition in terminal.also:
-                states = terminal_dfa(condition.regex).n_states
+                states = terminal_dfa(condition.regex, meter).n_states
                 if not (0 <= condition.start < states and all(-1 <= end < states for end in condition.ends or ())):
                     raise UnsupportedRegex(f"a condition names a state outside the {states} states of "
                                            f"/{condition.regex}/")
         except UnsupportedRegex as exc:
             raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
-    dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
-                      [terminal.also for terminal in terminals])
+        except CompileBudgetError as exc:
+            raise error(terminal, f"terminal {terminal.name}: {exc.message}", CompileBudgetError) from None
+    try:
+        dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
+                          [terminal.also for terminal in terminals], meter)
+    except CompileBudgetError as exc:
+        raise CompileBudgetError(exc.message, source) from None
     for start in dfa.mode_starts:
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]

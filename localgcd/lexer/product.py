@@ -34,6 +34,7 @@ from localgcd.grammar.terminals import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
+from localgcd.budget import BudgetMeter, unbounded
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
 _NEW_STATE = -2  # a successor not seen before, while a frontier is looked up
@@ -41,7 +42,7 @@ _NO_LABEL = np.iinfo(np.int32).max
 
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
-                also: Sequence[Sequence[Also]] | None = None) -> DFA:
+                also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
@@ -49,13 +50,15 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     its own start state (``DFA.mode_starts``), from which only its terminals begin.
     ``also[i]``: conditions every lexeme of terminal ``i`` meets besides its regex (see
     :class:`Also`); each (regex, start) is one more component of the product, a *tracker*, that
-    only decides which terminal a state accepts.
+    only decides which terminal a state accepts.  ``meter``: the compile budget, checked by each
+    terminal's automaton and each round of the product's exploration.
     """
+    meter = meter if meter is not None else unbounded()
     modes = list(modes) if modes is not None else [0] * len(regexes)
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     n_modes = max(modes, default=0) + 1
     members_of = {mode: [i for i, m in enumerate(modes) if m == mode] for mode in range(n_modes)}
-    together = _explore_tracked_modes(members_of, regexes, also)
+    together = _explore_tracked_modes(members_of, regexes, also, meter)
     tables, labels = [], []
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
@@ -65,13 +68,13 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
             labels.append(accept)
             continue
         if not any(also[i] for i in members):
-            split = _trie_over_regexes(members, regexes)
+            split = _trie_over_regexes(members, regexes, meter)
             if split is not None:
                 tables.append((split[0], None))
                 labels.append(split[1])
                 continue
-        product = _mode_product(members, regexes, also)
-        table, best = _explore(product) if product is not None else \
+        product = _mode_product(members, regexes, also, meter)
+        table, best = _explore(product, meter, f"the lexer automaton (mode {mode})") if product is not None else \
             (np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, _NO_LABEL, dtype=np.int64))
         accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
         if any(also[i] for i in members):  # trimmed, not minimized: a tracked mode's states are
@@ -94,18 +97,21 @@ _REGEX_PRODUCTS_KEPT = 64  # products kept at most, each of at most _REGEX_PRODU
 _REGEX_PRODUCT_CELLS = 1 << 20
 
 
-def _regex_product(patterns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The minimal DFA of ranked regex terminals alone: its table (start 0) and each state's winning
     pattern (its position; -1: none).  Memoized per pattern tuple (the grammars of one kind share
     theirs: a JSON Schema's strings, numbers and integers), small ones only, a bounded number."""
+    meter = meter if meter is not None else unbounded()
     found = _REGEX_PRODUCTS.get(patterns)
     if found is not None:
+        meter.states(found[0].shape[0], "the lexer automaton of the regex terminals")
         return found
-    automata = [terminal_dfa(pattern) for pattern in patterns]
+    automata = [terminal_dfa(pattern, meter) for pattern in patterns]
     components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
                   for position, d in enumerate(automata)]
     table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {},
-                                    [d.byte_classes for d in automata]))
+                                    [d.byte_classes for d in automata]), meter,
+                              "the lexer automaton of the regex terminals")
     table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32))
     table.setflags(write=False)
     winner.setflags(write=False)
@@ -119,7 +125,8 @@ def _regex_product(patterns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     return table, winner
 
 
-def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
     """One mode's minimal lexer table and accept labels, from the trie of its plain strings and
     the (memoized) minimal DFA ``R`` of its regexes; None when the trie is too big for this.
 
@@ -144,7 +151,7 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
     if n_nodes > _TRIE_NODES_LIMIT:
         return None
     if regex_members:
-        r_table, winner = _regex_product(tuple(regexes[i] for i in regex_members))
+        r_table, winner = _regex_product(tuple(regexes[i] for i in regex_members), meter)
     else:  # no regexes: R is one dead state (it accepts nothing, so no path keeps it)
         r_table, winner = np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, -1, dtype=np.int32)
     regex_members = np.asarray(regex_members, dtype=np.int64)
@@ -202,7 +209,8 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str]) -> tuple[np.n
     return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
 
 
-def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]]) -> "_Product | None":
+def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
+                  meter: BudgetMeter) -> "_Product | None":
     """The components of one mode's terminals (``members``, indices into ``regexes``)."""
     literals: list[tuple[bytes, int]] = []
     components, starts, trackers_list, byte_classes = [], [], [], []
@@ -213,7 +221,7 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
         regex, conditions = regexes[index], also[index]
         if conditions:
             if regex not in base_of:
-                dfa = terminal_dfa(regex)
+                dfa = terminal_dfa(regex, meter)
                 base_of[regex] = len(components)
                 components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, 0, -1).astype(np.int32)))
                 starts.append(0)
@@ -222,13 +230,13 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
             for condition in conditions:
                 if (condition.regex, condition.start) not in trackers:
                     trackers[condition.regex, condition.start] = len(trackers_list)
-                    trackers_list.append((terminal_dfa(condition.regex), condition.start))
+                    trackers_list.append((terminal_dfa(condition.regex, meter), condition.start))
             continue
         data = literal_bytes(regex)
         if data is not None:
             literals.append((data, index))
         else:
-            dfa = terminal_dfa(regex)
+            dfa = terminal_dfa(regex, meter)
             components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
             starts.append(0)
             byte_classes.append(dfa.byte_classes)
@@ -345,7 +353,8 @@ def _glue(tables: list[np.ndarray], offsets: np.ndarray) -> np.ndarray:
 
 
 def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[str],
-                           also: list[tuple[Also, ...]]) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+                           also: list[tuple[Also, ...]], meter: BudgetMeter
+                           ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Each tracked mode's table (over byte classes: [states, classes] and each byte's class) and
     accept labels, as :func:`_explore` and :func:`_trim` of its own product give them, from one
     breadth-first walk of them all (see :class:`_TrackedModes`); {} when fewer than two
@@ -355,13 +364,13 @@ def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[s
     for mode, members in members_of.items():
         if any(also[i] for i in members) and not any(
                 literal_bytes(regexes[i]) is not None for i in members if not also[i]):
-            product = _mode_product(members, regexes, also)
+            product = _mode_product(members, regexes, also, meter)
             if product is not None:
                 products[mode] = product
     together = _TrackedModes.of(products) if len(products) > 1 else None
     if together is None:
         return {}
-    table, class_of, vectors = _explore_states(together)
+    table, class_of, vectors = _explore_states(together, meter, "the lexer automaton (tracked modes)")
     best = together.accept_labels(vectors)
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
     return {mode: (mine, class_of, labels) for mode, (mine, labels)
@@ -458,14 +467,18 @@ class _TrackedModes:
                 for mode, rows in zip(self.order, np.split(order, bounds[1:-1]))}
 
 
-def _explore(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray]:
+def _explore(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
+             what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray]:
     """The product's transition table over bytes and each state's terminal (``_NO_LABEL``: none);
     see :func:`_explore_states`."""
-    table, class_of, vectors = _explore_states(product)
+    table, class_of, vectors = _explore_states(product, meter, what)
+    if meter is not None:
+        meter.table(table.shape[0], 256, 4, what)
     return np.ascontiguousarray(table[:, class_of]), product.accept_labels(vectors)
 
 
-def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
+                    what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Breadth-first product of the components from their start vectors.
 
     A product state is identified by a 64-bit hash of its component vector;
@@ -474,8 +487,10 @@ def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np
     round checks that rows sharing a hash are one row, and falls back to
     exact identities if not.  Returns the transition table over byte classes
     (the starts are states 0, 1, ...), each byte's class, and each state's
-    component vector.
+    component vector.  ``meter``: the compile budget, checked every round (states, the rows and
+    vectors kept, time).
     """
+    meter = meter if meter is not None else unbounded()
     glued, starts = product.glued, product.starts
     # Byte classes: bytes whose columns agree in every component (read off each component's own
     # classes, not the glued table), ordered by their least byte.
@@ -507,6 +522,9 @@ def _explore_states(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np
         new = np.flatnonzero(ids == _NEW_STATE)
         new = new[np.argsort(first[new], kind="stable")]  # numbered in first-appearance order
         ids[new] = n_states + np.arange(new.size)
+        meter.states(n_states + new.size, what)
+        meter.table(n_states + new.size, n_classes + k, 8, what)
+        meter.time(what)
         if n_states + new.size > store.shape[0]:
             store = np.concatenate([store, np.empty((max(store.shape[0], new.size), k), dtype=np.int64)])
         store[n_states:n_states + new.size] = succ[first[new]]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.lark_frontend import Grammar
 from localgcd.parser.lalr_analysis import LALRAutomaton, analyze
@@ -58,18 +59,20 @@ class GrammarSymbols:
         return self.columns[name] if is_term else self.end + 1 + self.nonterminals[name]
 
 
-def build_parse_tables(grammar: Grammar, strict: bool = False) -> tuple[ParseTables, tuple[Conflict, ...]]:
-    """LALR(1) tables for ``grammar`` and the conflicts resolved on the way.
+def build_parse_tables(grammar: Grammar, strict: bool = False, meter: BudgetMeter | None = None
+                       ) -> tuple[ParseTables, tuple[Conflict, ...]]:
+    """LALR(1) tables for ``grammar`` and the conflicts resolved on the way (``meter``: the
+    compile budget; the LR(0) automaton is checked against it).
 
     Big terminal classes are analyzed as one terminal each (:mod:`localgcd.parser.terminal_classes`)
     when that grammar has no conflict; else, and with ``strict``, the rules as they are.
     """
     encoded, symbols, start = _encoded(grammar)
     if not strict:
-        tables = _tables_through_classes(grammar, encoded, symbols, start)
+        tables = _tables_through_classes(grammar, encoded, symbols, start, meter)
         if tables is not None:
             return tables, ()
-    automaton = analyze(encoded, symbols.end + 1, start)
+    automaton = analyze(encoded, symbols.end + 1, start, meter)
     action, conflicts = _resolve(automaton, grammar, symbols, strict)
     return _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions), conflicts
 
@@ -81,13 +84,14 @@ def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
 
 
 def _tables_through_classes(grammar: Grammar, encoded: list[tuple[int, tuple[int, ...]]],
-                            symbols: GrammarSymbols, start: int) -> ParseTables | None:
+                            symbols: GrammarSymbols, start: int, meter: BudgetMeter | None = None
+                            ) -> ParseTables | None:
     """The tables from the analysis with the big terminal classes as terminals; None when there is
     no such class, or that analysis meets a conflict or its expansion a cell with two actions."""
     classes = class_grammar(encoded, symbols.end, start)
     if classes is None:
         return None
-    automaton = analyze(classes.rules, classes.n_terminals, start + classes.n_classes)
+    automaton = analyze(classes.rules, classes.n_terminals, start + classes.n_classes, meter)
     action = _conflict_free_actions(automaton, classes.n_terminals, classes.original_rule)
     if action is None:
         return None

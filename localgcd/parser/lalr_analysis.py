@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from localgcd.arrays import expand_ranges
+from localgcd.budget import BudgetMeter, unbounded
 
 
 @dataclass
@@ -86,15 +87,17 @@ class LALRAutomaton:
         return by_lhs
 
 
-def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start: int) -> LALRAutomaton:
+def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start: int,
+            meter: BudgetMeter | None = None) -> LALRAutomaton:
     """The LALR(1) automaton of ``rules`` (lhs, rhs) with start symbol ``start``.
 
     ``n_terminals`` counts ``$END`` (terminal ``n_terminals - 1``).  The root
     rule ``$root: start`` is appended (its lhs: one past the largest symbol).
+    ``meter``: the compile budget, checked as LR(0) states are found.
     """
     root_symbol = max([n_terminals - 1, start] + [lhs for lhs, _ in rules] + [s for _, rhs in rules for s in rhs]) + 1
     all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules] + [(root_symbol, (start,))]
-    automaton = _lr0(all_rules, n_terminals)
+    automaton = _lr0(all_rules, n_terminals, meter if meter is not None else unbounded())
     automaton.edges = _edges(automaton.transitions)
     automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules))
     return automaton
@@ -121,7 +124,7 @@ def _edges(transitions: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, n
 _Shared = tuple[dict[int, int], dict[int, tuple[int, ...]], dict[int, list[int]], dict[int, tuple[int, ...]]]
 
 
-def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAutomaton:
+def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, meter: BudgetMeter) -> LALRAutomaton:
     item_base, total = [], 0
     by_lhs: dict[int, list[int]] = {}
     for index, (lhs, rhs) in enumerate(rules):
@@ -266,6 +269,9 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> LALRAuto
             edges = {symbol: target_of(advanced) for symbol, advanced in moves.items()}
         transitions.append(edges)
         state += 1
+        if not state & 1023:
+            meter.states(len(kernels), "the LR(0) automaton")
+            meter.time("the LR(0) automaton")
     return LALRAutomaton(rules, n_terminals, kernels, transitions, item_base=item_base)
 
 

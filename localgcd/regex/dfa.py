@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from localgcd.arrays import distinct_rows, mixed_weights, sorted_unique, unique_first_inverse, unique_inverse
+from localgcd.budget import BudgetMeter, unbounded
 from localgcd.regex.nfa import NFA
 
 DEAD_STATE = -1
@@ -74,12 +75,18 @@ def _byte_classes(nfa: NFA) -> np.ndarray:
     return (np.cumsum(cuts[:256]) - 1).astype(np.int32)
 
 
-def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> DFA:
+def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], meter: BudgetMeter | None = None,
+                what: str = "the automaton") -> DFA:
     """Subset construction from the union of ``start_states``, then minimization.
 
     ``rank[t]`` orders terminals for ties: when several terminals accept the
     same lexeme, the DFA state is labelled with the one of lowest rank.
+    ``meter``: the compile budget, checked as subsets are found (states, the table they will
+    fill, time): an automaton exponentially bigger than its regex raises
+    :class:`~localgcd.errors.CompileBudgetError` naming ``what`` long before memory runs out.
     """
+    meter = meter if meter is not None else unbounded()
+    max_states = meter.budget.max_states
     class_of = _byte_classes(nfa)
     n_classes = int(class_of[-1]) + 1
     # Subsets keep only the states that matter (with edges, or accepting): two
@@ -124,6 +131,8 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
     index = {start: 0}
     subsets = [start]
     rows: list[list[int]] = []
+    held = len(start)  # members of all subsets, for the memory they take
+    check_at = 1 << 16  # the budget is checked again when held reaches this (or every 4096 states)
     for subset in subsets:  # grows while iterating
         targets: dict[int, set[int]] = {}
         for s in subset:
@@ -139,6 +148,14 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int]) -> D
             if nxt not in index:
                 index[nxt] = len(subsets)
                 subsets.append(nxt)
+                held += len(nxt)
+                if len(subsets) > max_states:
+                    meter.states(len(subsets), what)
+                if held >= check_at or not len(subsets) & 4095:
+                    # per state: its byte row to come, its class row, its subset (~40 bytes a member)
+                    meter.memory(len(subsets) * (1024 + 8 * n_classes + 200) + 40 * held, what)
+                    meter.time(what)
+                    check_at = held + (1 << 16)
             row[c] = index[nxt]
         rows.append(row)
 

@@ -6,34 +6,58 @@ characters) is written down level by level instead of discovered by the subset c
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
+from localgcd.budget import BudgetMeter
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize
 from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
+_MEMO_KEPT = 4096  # terminal automata kept (the oldest goes first)
+_MEMO: dict[str, DFA] = {}
 
 
-@lru_cache(maxsize=4096)
-def terminal_dfa(pattern: str) -> DFA:
-    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern."""
+def terminal_dfa(pattern: str, meter: BudgetMeter | None = None) -> DFA:
+    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern.
+
+    ``meter``: the compile's budget; a memoized automaton is checked against it too, so whether
+    a pattern fits a budget does not depend on what was compiled before.
+    """
+    what = f"the automaton of /{_shortened(pattern)}/"
+    dfa = _MEMO.get(pattern)
+    if dfa is not None:
+        if meter is not None:
+            meter.states(dfa.n_states, what)
+        return dfa
     counted = counted_pattern(pattern)
     if counted is not None:
-        dfa = _counted_dfa(counted)
-        if dfa is not None:
-            return dfa
-    nfa = NFA()
-    start = nfa.add_regex(pattern, 0)
-    return determinize(nfa, [start], [0])
+        dfa = _counted_dfa(counted, meter, what)
+    if dfa is None:
+        nfa = NFA()
+        start = nfa.add_regex(pattern, 0)
+        if meter is not None:
+            meter.states(len(nfa.edges), f"the NFA of /{_shortened(pattern)}/")
+        dfa = determinize(nfa, [start], [0], meter, what)
+    if len(_MEMO) >= _MEMO_KEPT:
+        try:  # the oldest (another thread compiling may have dropped it, or be adding one)
+            del _MEMO[next(iter(_MEMO))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass
+    _MEMO[pattern] = dfa
+    return dfa
+
+
+def _shortened(pattern: str, keep: int = 60) -> str:
+    """A pattern as an error message shows it: long ones cut in the middle."""
+    return pattern if len(pattern) <= keep else f"{pattern[:keep // 2]}...{pattern[-keep // 2:]}"
 
 
 _UNITS: dict[str, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
 
 
-def _counted_dfa(pattern: CountedPattern) -> DFA | None:
+def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what: str = "") -> DFA | None:
     """``prefix unit{lo,hi} suffix`` built level by level, for a unit that is a prefix code (its
     minimal DFA has one accepting state, with no way out) whose strings never start with the
     suffix's first byte: the subset construction of such a repetition is a chain of copies of the
@@ -41,7 +65,7 @@ def _counted_dfa(pattern: CountedPattern) -> DFA | None:
     None when the pattern is not of that kind (the caller determinizes it)."""
     unit = _UNITS.get(pattern.unit_key)
     if unit is None:
-        unit = _UNITS[pattern.unit_key] = determinize(pattern.unit, [pattern.unit_start], [0])
+        unit = _UNITS[pattern.unit_key] = determinize(pattern.unit, [pattern.unit_start], [0], meter, what)
     final = np.flatnonzero(unit.accept >= 0)
     if final.size != 1 or final[0] == 0 or (unit.transitions[final[0]] >= 0).any():
         return None
@@ -60,6 +84,9 @@ def _counted_dfa(pattern: CountedPattern) -> DFA | None:
     first_level = len(prefix)  # state j < first_level: j bytes of the prefix read
     suffix_base = first_level + copies * width + (not looping)  # level ``hi`` (``lo``): its start alone
     n_states = suffix_base + len(suffix)  # state suffix_base + j - 1: j bytes of the suffix read
+    if meter is not None:
+        meter.states(n_states, what)
+        meter.table(n_states, 256, 8, what)
     table = np.full((n_states, 256), DEAD_STATE, dtype=np.int64)
     for j, byte in enumerate(prefix):
         table[j, byte] = j + 1

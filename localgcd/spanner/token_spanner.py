@@ -39,6 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
+from localgcd.budget import BudgetMeter, unbounded
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
@@ -329,13 +330,20 @@ class Rows:
         return np.append(self.class_emits(q), False)[self.spanner.token_class]
 
 
-def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
-    """Compute the token spanner of ``lexer`` over the vocabulary ``trie``."""
+def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
+                        meter: BudgetMeter | None = None) -> TokenSpanner:
+    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``meter``: the compile
+    budget's deadline, checked as the lexer states' rows are made)."""
+    meter = meter if meter is not None else unbounded()
     outcomes = OutcomeTable(lexer.n_states)
     suffix = suffix_outcomes(lexer, trie, outcomes)
     first_kind = first_kinds(lexer)
     branches = BranchRows(lexer, trie, suffix, outcomes)
-    by_state = [branches.branches_of(q) for q in range(lexer.n_states)]
+    by_state = []
+    for q in range(lexer.n_states):
+        by_state.append(branches.branches_of(q))
+        if not q & 255:
+            meter.time("the token spanner")
     first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
     class_of, class_first_byte, rows = _token_classes(branches, by_state, first_byte)
     parent = _agreement_tree(rows)
