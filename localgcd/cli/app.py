@@ -60,10 +60,17 @@ MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the
 STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."
 
 
-def _compiler():
+def _budget(max_states: Optional[int]):
+    """The compile budget the options ask for (``--max-states``)."""
+    from localgcd.budget import CompileBudget
+
+    return CompileBudget() if max_states is None else CompileBudget(max_states=max_states)
+
+
+def _compiler(max_states: Optional[int] = None):
     from localgcd.cli.cache import compiler
 
-    return compiler()
+    return compiler(_budget(max_states))
 
 
 def _compile(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001
@@ -111,6 +118,7 @@ def generate(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    max_states: Optional[int] = cons.MAX_STATES,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
     max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
                                    help="Stop after N generated tokens."),
@@ -156,12 +164,12 @@ def generate(
         layers = _parse_gpu_layers(n_gpu_layers)
         # a bad name, file or pattern fails before the model loads
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="PROMPT" if prompt == "-" else None)
+                                        stdin_user="PROMPT" if prompt == "-" else None, budget=_budget(max_states))
         src = constraint.source
         prompt_text = sys.stdin.read() if prompt == "-" else prompt
         loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
         t0 = time.perf_counter()
-        compiled = _compile(_compiler(), constraint, loaded.vocab, strict,
+        compiled = _compile(_compiler(max_states), constraint, loaded.vocab, strict,
                             f"compiling {src.name} for {loaded.spec.name}")
         gen = Generator(loaded, compiled)
         gen.compile_seconds, gen.grammar_name = time.perf_counter() - t0, src.name
@@ -245,6 +253,7 @@ def compile_cmd(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    max_states: Optional[int] = cons.MAX_STATES,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
@@ -260,7 +269,8 @@ def compile_cmd(
     from localgcd.llama.vocabulary import load_vocabulary
 
     with user_errors():
-        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order)
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
+                                        budget=_budget(max_states))
         src = constraint.source
         spec = resolve_model(model)
         path = spec.locate()
@@ -269,7 +279,7 @@ def compile_cmd(
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
         with held_warnings() as held:
-            compiled = _compile(_compiler(), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
+            compiled = _compile(_compiler(max_states), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
         t_compile = time.perf_counter() - t1
         for category, message in held:  # conflicts are listed below; anything else is shown as usual
             if not (issubclass(category, GrammarWarning) and message.endswith(compiled.conflicts)):
@@ -309,6 +319,7 @@ def check(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    max_states: Optional[int] = cons.MAX_STATES,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
 ) -> None:
@@ -323,7 +334,7 @@ def check(
 
     with user_errors():
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="FILE" if file == "-" else None)
+                                        stdin_user="FILE" if file == "-" else None, budget=_budget(max_states))
         src = constraint.source
         if file == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
@@ -331,7 +342,7 @@ def check(
         else:
             data = read_user_file(Path(file), file)
             shown = file
-        compiled = _compile(_compiler(), constraint, text_vocabulary(), strict, f"compiling {src.name}")
+        compiled = _compile(_compiler(max_states), constraint, text_vocabulary(), strict, f"compiling {src.name}")
         verdict = check_bytes(compiled.matcher(), data)
         if verdict.rejected_at is not None:
             if not quiet:

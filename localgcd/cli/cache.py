@@ -22,11 +22,13 @@ cache_app = typer.Typer(
 )
 
 
-def compiler():
-    """The one Compiler of this run (the default cache directory)."""
+def compiler(budget=None):  # noqa: ANN001
+    """The one Compiler of this run (the default cache directory; ``budget``: its
+    :class:`~localgcd.budget.CompileBudget`, default the default one)."""
+    from localgcd.budget import CompileBudget
     from localgcd.compiler.compiler import Compiler
 
-    return Compiler()
+    return Compiler(budget=budget if budget is not None else CompileBudget())
 
 
 

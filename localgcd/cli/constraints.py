@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import typer
 
+from localgcd.budget import CompileBudget
 from localgcd.errors import GrammarError
 from localgcd.grammar.formats import FORMATS, to_lark
 from localgcd.grammar.regex_choice import regex_to_lark
@@ -48,6 +49,11 @@ PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(
                                           "or in any order.")
 
 
+MAX_STATES = typer.Option(None, "--max-states", min=1, metavar="N",
+                          help="Compile budget: the most states of any one automaton built while compiling "
+                               "(default 500000); a grammar that needs more is an error naming the construct.")
+
+
 @dataclass(frozen=True)
 class Constraint:
     """The grammar text and format to compile, the front end's options (JSON Schema only) and,
@@ -61,9 +67,10 @@ class Constraint:
 def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
                        regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
-                       stdin_user: Optional[str] = None) -> Constraint:
+                       stdin_user: Optional[str] = None, budget: Optional[CompileBudget] = None) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
-    stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share."""
+    stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
+    compile budget a ``--regex`` is checked within (its automaton is made here)."""
     values = (grammar, json_schema, regex, choices or None)
     given = [name for name, value in zip(CONSTRAINT_OPTIONS, values) if value is not None]
     if not given:
@@ -77,7 +84,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     elif json_schema is not None:
         source = _schema_source(json_schema, stdin_user)
     elif regex is not None:
-        source = _regex_source(regex)
+        source = _regex_source(regex, budget or CompileBudget())
     else:
         source = _choices_source(choices or [])
     schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
@@ -129,13 +136,13 @@ def _schema_source(spec: str, stdin_user: Optional[str]) -> GrammarSource:
     return GrammarSource(text, "json_schema", shown, name)
 
 
-def _regex_source(pattern: str) -> GrammarSource:
+def _regex_source(pattern: str, budget: CompileBudget) -> GrammarSource:
     """Checked here, before a model loads; the message says the column in the pattern."""
     try:
-        regex_to_lark(pattern, "--regex")
+        regex_to_lark(pattern, "--regex", budget.meter())
     except GrammarError as exc:
         where = f"column {exc.column}: " if exc.column is not None else ""
-        raise GrammarError(where + exc.message, "--regex", None, exc.column, exc.context) from None
+        raise type(exc)(where + exc.message, "--regex", None, exc.column, exc.context) from None
     return GrammarSource(pattern, "regex", "--regex", "regex")
 
 

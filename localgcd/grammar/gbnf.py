@@ -867,7 +867,12 @@ class _Translator:
     def slice_dfa(self, flat: list[Expr], i: int, j: int) -> _DFA | None:
         key = tuple(id(x) for x in flat[i:j])
         if key not in self.dfa_memo:
-            self.dfa_memo[key] = self.auto.dfa(flat[i:j])
+            try:
+                self.dfa_memo[key] = self.auto.dfa(flat[i:j])
+            except CompileBudgetError as exc:  # named by the rule the run is in, at its position
+                _flat, owner, pos = self.runs[self.run_memo[tuple(id(x) for x in flat)]]
+                message = exc.message.replace("its automaton", f"the automaton of rule '{owner}'")
+                raise CompileBudgetError(message, self.source, *pos, self.line_text(pos[0])) from None
         return self.dfa_memo[key]
 
     def segment(self, flat: list[Expr], banned: set) -> list[tuple]:
@@ -921,18 +926,14 @@ class _Translator:
             coarse: dict = {}
             uses: dict = {}
             sizes: dict = {}
-            for (flat, owner, pos), plan in zip(self.runs, plans):
+            for (flat, _, _), plan in zip(self.runs, plans):
                 for piece in plan:
                     if piece[0] == "coarse":
                         coarse[piece[1].key] = piece[1]
                         uses[piece[1].key] = uses.get(piece[1].key, 0) + 1
                         sizes[piece[1].key] = piece[3] - piece[2]
                     else:
-                        try:
-                            d = self.slice_dfa(flat, piece[1], piece[2])
-                        except CompileBudgetError as exc:
-                            raise CompileBudgetError(f"rule '{owner}': {exc.message}", self.source, *pos,
-                                                     self.line_text(pos[0])) from None
+                        d = self.slice_dfa(flat, piece[1], piece[2])
                         if d is not None:
                             used_atoms.update(a for row in d.trans for a, _ in row)
             # Ban one offender per round (a ban reshapes the other runs' pieces, and

@@ -381,41 +381,67 @@ def _digit_class(a: int, b: int) -> str:
 
 def _digits_range(lo: str, hi: str) -> list[str]:
     """Regexes for equal-length digit strings between lo and hi inclusive (O(digits) of them:
-    a full block of trailing digits is one class, never split)."""
+    a full block of trailing digits is one class, never split).  Every ``_GROUP_DIGITS`` digits
+    the alternatives below are one group, so a long bound's regex is linear in its digits, not
+    quadratic (each alternative spelling the bound's prefix), and groups nest only digits / 16 deep."""
     if lo == hi:
         return [lo]
     n = len(lo) - 1
+
+    def prefixed(digit: str, alts: list[str]) -> list[str]:
+        if len(alts) > 1 and n % _GROUP_DIGITS == 0:
+            return [f"{digit}(?:{'|'.join(alts)})"]
+        return [digit + r for r in alts]
+
     if lo[0] == hi[0]:
-        return [lo[0] + r for r in _digits_range(lo[1:], hi[1:])]
+        return prefixed(lo[0], _digits_range(lo[1:], hi[1:]))
     a, b = int(lo[0]), int(hi[0])
     head, tail = [], []
     if lo[1:] != "0" * n:
-        head = [lo[0] + r for r in _digits_range(lo[1:], "9" * n)]
+        head = prefixed(lo[0], _digits_range(lo[1:], "9" * n))
         a += 1
     if hi[1:] != "9" * n:
-        tail = [hi[0] + r for r in _digits_range("0" * n, hi[1:])]
+        tail = prefixed(hi[0], _digits_range("0" * n, hi[1:]))
         b -= 1
     block = _digit_class(a, b) + (f"[0-9]{{{n}}}" if n else "")  # any n digits after
     return head + ([block] if a <= b else []) + tail
 
 
+_GROUP_DIGITS = 32
+
+
 def nat_range(lo: int, hi: int | None) -> str:
-    """Decimal naturals (no leading zeros) in [lo, hi] (hi None: unbounded), lo >= 0."""
+    """Decimal naturals (no leading zeros) in [lo, hi] (hi None: unbounded), lo >= 0.
+
+    The lengths whose every number is inside are one alternative, ``[1-9][0-9]{a,b}``: only the
+    first and the last length are spelled digit by digit (a bound like ``1e308`` has 309 digits:
+    one alternative per length made a regex of 100,000 characters and a 40-second automaton)."""
     alts = []
     cur = lo
     while hi is None or cur <= hi:
         d = len(str(cur))
-        top = 10 ** d - 1
-        if hi is not None and hi < top:
-            top = hi
-        alts += _digits_range(str(cur), str(top))
-        cur = top + 1
-        if hi is None and cur >= 10 ** 18:
+        if cur != 10 ** (d - 1):  # a partial first length (0 starts the one-digit length)
+            top = 10 ** d - 1 if hi is None or hi > 10 ** d - 1 else hi
+            alts += _digits_range(str(cur), str(top))
+            cur = top + 1
+            continue
+        if hi is None:
+            alts.append(r"[1-9][0-9]{%d,}" % (d - 1))
             break
-        if hi is None and str(cur) == "1" + "0" * d and cur > lo:
-            alts.append(r"[1-9][0-9]{%d,}" % d)
+        last_full = len(str(hi)) if str(hi + 1) == "1" + "0" * len(str(hi)) else len(str(hi)) - 1
+        if last_full < d:  # the last length, partly inside
+            alts += _digits_range(str(cur), str(hi))
             break
+        alts.append("[1-9]" + _any_digits(d - 1, last_full - 1))
+        cur = 10 ** last_full
     return "(?:" + "|".join(alts) + ")" if alts else None
+
+
+def _any_digits(lo: int, hi: int) -> str:
+    """From ``lo`` to ``hi`` digits, any."""
+    if hi == 0:
+        return ""
+    return f"[0-9]{{{lo}}}" if lo == hi else f"[0-9]{{{lo},{hi}}}"
 
 
 def int_range(lo: int | None, hi: int | None) -> str | None:
@@ -2919,6 +2945,33 @@ def _share_string_terminals(ctx, string_terms):
         ctx.rules[name] = out
 
 
+LITERAL_SET_MIN = 64  # a rule of this many literal string terminals (used nowhere else) is one terminal
+
+
+def _merge_literal_sets(ctx, literal_of: dict[str, str]) -> None:
+    """A rule whose alternatives are literal string terminals, each used by this rule alone (an
+    enum's strings, gathered by _string_sets), becomes one terminal matching all of them, with
+    their priority: the same language and the same lexing (no other terminal tells them apart),
+    but a lexer and a parser with one terminal instead of 100,000 (the lexer reads the set as a
+    trie, see ``literal_set_dfa``)."""
+    uses: dict[str, int] = {}
+    for alts in ctx.rules.values():
+        for alt in alts:
+            for symbol in alt.split():
+                uses[symbol] = uses.get(symbol, 0) + 1
+    for rule, alts in ctx.rules.items():
+        if len(alts) < LITERAL_SET_MIN or not all(
+                a in literal_of and uses[a] == 1 and a not in ctx.modes and a not in ctx.also for a in alts):
+            continue
+        name = f"SSET{len([t for t in ctx.terms if t.startswith('SSET')])}"
+        priority = ctx.terms[alts[0]].split(":", 1)[0].rpartition(".")[2]
+        body = "(?:" + "|".join(re.escape(encode_string(literal_of[a])) for a in alts) + ")"
+        ctx.terms[name] = f"{name}.{priority}: {_lark_regex(body)}"
+        for a in alts:
+            del ctx.terms[a]
+        ctx.rules[rule] = [name]
+
+
 def _string_sets(ctx, sets) -> dict:
     """One rule per set of string terminals, over *atoms* gathered in blocks.  Returns
     {set: rule name}.
@@ -3016,6 +3069,7 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     resolver = _Resolver(ctx)
     resolver.run()
     _share_string_terminals(ctx, resolver.string_terms())
+    _merge_literal_sets(ctx, {name: x for x, name in resolver.lit_name.items()})
     lines = [f"start: {root}"]
     terms = dict(_Resolver_terms(ctx))
     for name, alts in ctx.rules.items():

@@ -26,7 +26,7 @@ from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
 from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Also, Terminal
-from localgcd.regex.nfa import literal_bytes
+from localgcd.regex.nfa import literal_alternatives, literal_bytes
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,12 @@ def _max_width(pattern: PatternStr | PatternRE) -> int:
 @functools.lru_cache(maxsize=4096)
 def _regex_max_width(regex: str) -> int:
     data = literal_bytes(regex)  # a schema's keys: one string each, its width its characters
-    return len(data.decode("utf-8")) if data is not None else int(get_regexp_width(regex)[1])
+    if data is not None:
+        return len(data.decode("utf-8"))
+    strings = literal_alternatives(regex)  # a big enum's strings: the longest one
+    if strings is not None:
+        return max(len(data.decode("utf-8")) for data in strings)
+    return int(get_regexp_width(regex)[1])
 
 
 _NEWLINE_NAMES = ("_NEWLINE", "_NL", "NEWLINE", "NL", "_EOL", "EOL")

@@ -82,14 +82,15 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
             # would cost one per position
             table, accept = _trim(table, accept)
         else:
-            table, accept, _block = minimize_mapped(table, accept)
+            table, accept, _block = minimize_mapped(table, accept, meter, f"the lexer automaton (mode {mode})")
         tables.append((table, None))
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
     return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)))
 
 
-_TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product
+_TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product ...
+_DEEP_TRIE = 1024  # ... unless a string is this long: the product's rounds (and Moore's) are one a byte
 
 
 _REGEX_PRODUCTS: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}  # the oldest goes first
@@ -112,7 +113,8 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
     table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {},
                                     [d.byte_classes for d in automata]), meter,
                               "the lexer automaton of the regex terminals")
-    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32))
+    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32), meter,
+                                            "the lexer automaton of the regex terminals")
     table.setflags(write=False)
     winner.setflags(write=False)
     if table.size <= _REGEX_PRODUCT_CELLS:
@@ -148,8 +150,9 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
         return None
     children, trie_accept = trie_nodes(literals)
     n_nodes = len(children)
-    if n_nodes > _TRIE_NODES_LIMIT:
+    if n_nodes > _TRIE_NODES_LIMIT and max(len(data) for data, _i in literals) < _DEEP_TRIE:
         return None
+    meter.table(n_nodes, 256 + 256, 8, "the lexer automaton of the plain strings")
     if regex_members:
         r_table, winner = _regex_product(tuple(regexes[i] for i in regex_members), meter)
     else:  # no regexes: R is one dead state (it accepts nothing, so no path keeps it)

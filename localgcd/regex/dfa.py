@@ -165,26 +165,30 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], mete
         if labels:
             accept[i] = min(labels, key=lambda t: rank[t])
     table = np.asarray(rows, dtype=np.int32).reshape(len(subsets), n_classes)
-    table, accept = minimize(table, accept)
+    table, accept = minimize(table, accept, meter, what)
     return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
 
 
-def minimize(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Moore minimization of a class-compressed DFA (start state 0 stays 0)."""
-    table, accept, _block = minimize_mapped(table, accept)
+def minimize(table: np.ndarray, accept: np.ndarray, meter: BudgetMeter | None = None,
+             what: str = "the automaton") -> tuple[np.ndarray, np.ndarray]:
+    """Moore minimization of a class-compressed DFA (start state 0 stays 0); ``meter``: the
+    compile budget's deadline, checked every round (a chain of n states takes n rounds)."""
+    table, accept, _block = minimize_mapped(table, accept, meter, what)
     return table, accept
 
 
-def minimize_mapped(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def minimize_mapped(table: np.ndarray, accept: np.ndarray, meter: BudgetMeter | None = None,
+                    what: str = "the automaton") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`minimize`, and the new state of every old one."""
+    meter = meter if meter is not None else unbounded()
     n = table.shape[0]
     _, block = unique_inverse(np.asarray(accept).reshape(-1))
     block = block.reshape(-1).astype(np.int64)
     # Refinement reads one column per class of equal columns (a lexer's 256 byte columns are a
     # handful of classes): a round costs states x classes, not states x 256.
     classes = table[:, column_classes(table)[0]]
-    refined = _refine(classes, block, exact=False)
-    block = refined if _is_congruence(classes, accept, refined) else _refine(classes, block, exact=True)
+    refined = _refine(classes, block, False, meter, what)
+    block = refined if _is_congruence(classes, accept, refined) else _refine(classes, block, True, meter, what)
     n_blocks = int(block.max()) + 1
     # Renumber blocks in order of first appearance so the start block is 0.
     order = np.full(n_blocks, -1, dtype=np.int64)
@@ -215,7 +219,7 @@ def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct_rows(table.T)
 
 
-def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
+def _refine(table: np.ndarray, block: np.ndarray, exact: bool, meter: BudgetMeter, what: str) -> np.ndarray:
     """Moore's refinement from ``block`` until stable.
 
     Not ``exact``: a state's signature (its block and its successors' blocks)
@@ -235,6 +239,7 @@ def _refine(table: np.ndarray, block: np.ndarray, exact: bool) -> np.ndarray:
                 hashed = (signature.astype(np.uint64) + np.uint64(1)) @ weights
             _, new_block = unique_inverse(hashed)
         block = new_block.reshape(-1).astype(np.int64)
+        meter.time(f"minimizing {what}")
         new_n = int(block.max()) + 1
         if new_n == n_blocks:
             return block

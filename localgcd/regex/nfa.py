@@ -78,12 +78,20 @@ class NFA:
         return base + start
 
 
+@lru_cache(maxsize=8)
+def _parsed(pattern: str) -> "sre_parse.SubPattern":
+    """``sre_parse.parse(pattern)``, kept for the few patterns just read: a terminal's regex is read
+    by :func:`literal_bytes`, :func:`counted_pattern` and :func:`_fragment` in turn (a number
+    range's regex has tens of thousands of characters)."""
+    return sre_parse.parse(pattern)
+
+
 @lru_cache(maxsize=1024)
 def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     """The Thompson NFA of ``pattern`` on its own (edges, ε-edges, start, end), memoized per pattern:
     grammars of one kind (a JSON Schema's strings and numbers) share most of their terminals."""
     try:
-        parsed = sre_parse.parse(pattern)
+        parsed = _parsed(pattern)
     except re.error as exc:
         raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
     flags = parsed.state.flags
@@ -95,6 +103,24 @@ def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
 
 
 _PLAIN_CHARACTERS = re.compile(r"[^\\.^$*+?{}\[\]|()]+")
+# A literal character: a plain one, or a backslash before one that is neither a letter nor a digit
+# (what ``re.escape`` writes); an alternation of such strings in one non-capturing group.
+_LITERAL_CHARACTER = r"(?:[^\\.^$*+?{}\[\]|()]|\\[^0-9A-Za-z])"
+_LITERAL_ALTERNATION = re.compile(rf"\(\?:{_LITERAL_CHARACTER}+(?:\|{_LITERAL_CHARACTER}+)*\)", re.DOTALL)
+_LITERAL_PIECE = re.compile(rf"{_LITERAL_CHARACTER}+", re.DOTALL)
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+
+
+def literal_alternatives(pattern: str) -> list[bytes] | None:
+    """The UTF-8 strings of a pattern ``(?:s1|s2|...)`` whose alternatives are each literal
+    characters (plain, or escaped as ``re.escape`` escapes them: a set of plain strings, a JSON
+    Schema's big enum), read without the regex parser; None for any other pattern."""
+    if not pattern.startswith("(?:") or not _LITERAL_ALTERNATION.fullmatch(pattern):
+        return None
+    try:
+        return [_ESCAPED.sub(r"\1", piece).encode("utf-8") for piece in _LITERAL_PIECE.findall(pattern, 3)]
+    except UnicodeEncodeError:
+        return None
 
 
 @lru_cache(maxsize=4096)
@@ -106,8 +132,11 @@ def literal_bytes(pattern: str) -> bytes | None:
             return pattern.encode("utf-8")
         except UnicodeEncodeError:
             return None
+    strings = literal_alternatives(pattern) if pattern.startswith("(?:") else None
+    if strings is not None:  # a set of strings (a big one is not parsed): one string, or none
+        return strings[0] if len(strings) == 1 else None
     try:
-        parsed = sre_parse.parse(pattern)
+        parsed = _parsed(pattern)
     except re.error:
         return None
     if parsed.state.flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
@@ -137,7 +166,7 @@ class CountedPattern:
 def counted_pattern(pattern: str) -> CountedPattern | None:
     """``pattern`` as literal bytes, one greedy counted repetition and literal bytes; None otherwise."""
     try:
-        parsed = sre_parse.parse(pattern)
+        parsed = _parsed(pattern)
     except re.error:
         return None
     flags = parsed.state.flags
@@ -187,12 +216,7 @@ class _Builder:
         if op is sre.IN:
             return self.chars(self.class_set(arg, flags))
         if op is sre.BRANCH:
-            start, end = self.nfa.new_state(), self.nfa.new_state()
-            for alternative in arg[1]:
-                s, e = self.sequence(alternative, flags)
-                self.nfa.eps[start].append(s)
-                self.nfa.eps[e].append(end)
-            return start, end
+            return self.branch(arg[1], flags)
         if op is sre.SUBPATTERN:
             _group, add_flags, del_flags, sub = arg
             if (add_flags | del_flags) & sre.SRE_FLAG_LOCALE:
@@ -202,6 +226,46 @@ class _Builder:
             lo, hi, sub = arg
             return self.repeat(lo, None if hi is sre.MAXREPEAT else hi, sub, flags)
         raise UnsupportedRegex(f"unsupported construct: {op}")
+
+    def branch(self, alternatives, flags: int) -> tuple[int, int]:
+        """Alternatives, with two shortcuts that keep the NFA linear in a number range's regex
+        (each alternative spells a prefix of the bound, then a smaller digit, then
+        ``[0-9]{m}``): alternatives starting with the same literal characters share the states
+        that read them (a trie), and those that end in the same unit repeated a fixed number of
+        times share one chain of copies of the unit, each entering it where its count is left.
+        A 309-digit bound's automaton then takes 900 NFA states to find, not 90,000."""
+        start, end = self.nfa.new_state(), self.nfa.new_state()
+        trie: dict[tuple[int, int], int] = {}  # (state, code point) -> the state after it
+        tails: dict[str, list[tuple[int, object, object, int]]] = {}
+        for alternative in alternatives:
+            at, i = start, 0
+            if not flags & sre.SRE_FLAG_IGNORECASE:
+                while i < len(alternative) and alternative[i][0] is sre.LITERAL:
+                    key = (at, alternative[i][1])
+                    if key not in trie:
+                        s, trie[key] = self.chars(CharSet.of(alternative[i][1]))
+                        self.nfa.eps[at].append(s)
+                    at, i = trie[key], i + 1
+            rest = alternative[i:]
+            last = rest[-1] if len(rest) else None
+            if last is not None and last[0] is sre.MAX_REPEAT and last[1][0] == last[1][1] and last[1][0] >= 1:
+                tails.setdefault(str(last[1][2]), []).append((at, rest[:-1], last[1][2], last[1][0]))
+                continue
+            s, e = self.sequence(rest, flags)
+            self.nfa.eps[at].append(s)
+            self.nfa.eps[e].append(end)
+        for entries in tails.values():
+            unit = entries[0][2]
+            left = [end]  # left[k]: the state from which k more copies of the unit end the branch
+            for _ in range(max(count for _at, _head, _unit, count in entries)):
+                s, e = self.sequence(unit, flags)
+                self.nfa.eps[e].append(left[-1])
+                left.append(s)
+            for at, head, _unit, count in entries:
+                s, e = self.sequence(head, flags)
+                self.nfa.eps[at].append(s)
+                self.nfa.eps[e].append(left[count])
+        return start, end
 
     def repeat(self, lo: int, hi: int | None, sub, flags: int) -> tuple[int, int]:
         start = cur = self.nfa.new_state()
