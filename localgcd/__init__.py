@@ -9,10 +9,12 @@
 """
 
 from localgcd.batch import BatchSummary, batch
+from localgcd.budget import CompileBudget
 from localgcd.compiler.compiled import CompiledGrammar
 from localgcd.compiler.compiler import Compiler, compile_grammar, compile_json_schema
 from localgcd.errors import (
     CacheWarning,
+    CompileBudgetError,
     GrammarError,
     GrammarWarning,
     LocalgcdError,
@@ -33,6 +35,8 @@ from localgcd.vocab import Vocabulary
 __all__ = [
     "BatchSummary",
     "CacheWarning",
+    "CompileBudget",
+    "CompileBudgetError",
     "CompiledGrammar",
     "Compiler",
     "GenerationStream",

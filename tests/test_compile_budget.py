@@ -10,6 +10,7 @@ made before allocating, the same on every run) or the language of what compiled.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -172,3 +173,20 @@ def test_a_lark_terminal_beyond_the_budget_is_named_at_its_line() -> None:
     with pytest.raises(CompileBudgetError) as error:
         tight.compile(grammar, BYTES_VOCAB, "lark", source="g.lark")
     assert str(error.value).startswith("g.lark:2:1: terminal W: the automaton of /(a|b)*a(a|b){12}/ needs more than")
+
+
+def test_the_command_line_reports_a_regex_beyond_max_states_in_one_line(tmp_path: Path) -> None:
+    """``--regex`` is checked before anything loads, within the --max-states the user gave."""
+    text = tmp_path / "answer.txt"
+    text.write_text("ab")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    done = subprocess.run([sys.executable, "-m", "localgcd", "check", "--regex", EXPONENTIAL, "--max-states", "50000",
+                           str(text)], capture_output=True, text=True, preexec_fn=limit, cwd=REPO, timeout=1200,
+                          env={**os.environ, "LOCALGCD_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0] == ("error: --regex: column 1: the automaton of the pattern needs more than "
+                                           "50,000 states (the compile budget's max_states)")

@@ -194,37 +194,40 @@ class Compiler:
 
 
 @functools.lru_cache(maxsize=8)
-def default_compiler(cache_dir: str, use_cache: bool = True) -> Compiler:
-    """One shared compiler per cache setting (so vocabulary tries are built once per process)."""
-    return Compiler(cache_dir, use_cache=use_cache)
+def default_compiler(cache_dir: str, use_cache: bool = True, budget: CompileBudget = CompileBudget()) -> Compiler:
+    """One shared compiler per cache setting and budget (so vocabulary tries are built once per process)."""
+    return Compiler(cache_dir, use_cache=use_cache, budget=budget)
 
 
 def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
-                    indenter: IndenterOptions | None = None) -> CompiledGrammar:
+                    indenter: IndenterOptions | None = None, budget: CompileBudget = CompileBudget()
+                    ) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
-    ``use_cache=False`` compiles in memory only.
+    ``use_cache=False`` compiles in memory only.  ``budget``: the bounds on the compile
+    (:class:`~localgcd.budget.CompileBudget`; beyond them, a :class:`~localgcd.errors.CompileBudgetError`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    compiler = default_compiler(str(root), use_cache)
+    compiler = default_compiler(str(root), use_cache, budget)
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
                         property_order: str = "schema", source: str = "<schema>",
-                        cache_dir: str | Path | None = None, use_cache: bool = True) -> CompiledGrammar:
+                        cache_dir: str | Path | None = None, use_cache: bool = True,
+                        budget: CompileBudget = CompileBudget()) -> CompiledGrammar:
     """Compile a JSON Schema (a dict, JSON text, a Pydantic model class, or OpenAI's ``response_format``).
 
     A keyword that changes validity and is not enforced exactly is a :class:`GrammarError`
     naming it and its JSON pointer; ``lenient=True`` makes those warnings.  ``whitespace``:
     ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
-    ``"schema"`` (as listed) or ``"any"``.
+    ``"schema"`` (as listed) or ``"any"``.  ``budget``: as for :func:`compile_grammar`.
     """
     text = schema if isinstance(schema, str) else _schema_text(schema)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return default_compiler(str(root), use_cache).compile(
+    return default_compiler(str(root), use_cache, budget).compile(
         text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order)
 
 
