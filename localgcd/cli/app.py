@@ -279,7 +279,8 @@ def compile_cmd(
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
         with held_warnings() as held:
-            compiled = _compile(_compiler(max_states), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
+            compiled = _compile(_compiler(max_states), constraint, vocab, strict,
+                                f"compiling {src.name} for {spec.name}")
         t_compile = time.perf_counter() - t1
         for category, message in held:  # conflicts are listed below; anything else is shown as usual
             if not (issubclass(category, GrammarWarning) and message.endswith(compiled.conflicts)):

@@ -159,7 +159,8 @@ class Compiler:
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
         lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
-        spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else build_token_spanner(lexer, trie, len(vocab), meter)
+        spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else \
+            build_token_spanner(lexer, trie, len(vocab), meter)
         t4 = time.perf_counter()
         compiled = CompiledGrammar(
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
