@@ -69,8 +69,8 @@ class BudgetMeter:
     def memory(self, n_bytes: int, what: str) -> None:
         """``what`` is about to hold ``n_bytes`` bytes."""
         if n_bytes > self.budget.max_memory_bytes:
-            raise CompileBudgetError(f"{what} needs about {n_bytes / 2**20:,.0f} MiB (more than the compile "
-                                     f"budget's max_memory_bytes, {self.budget.max_memory_bytes / 2**20:,.0f} MiB)")
+            raise CompileBudgetError(f"{what} needs more than {self.budget.max_memory_bytes / 2**20:,.0f} MiB "
+                                     f"(the compile budget's max_memory_bytes)")
 
     def time(self, what: str) -> None:
         """Still within the deadline while working on ``what``."""

@@ -153,6 +153,8 @@ class Compiler:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
         dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text, meter)
+        # the transducer's tables: next state and emitted terminal per byte, producible terminals
+        meter.table(dfa.n_states, 6 * 256 + len(grammar.terminals), 1, "the lexing transducer")
         lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals],
                                           take_table=True)
         t2 = time.perf_counter()

@@ -379,11 +379,14 @@ def _digit_class(a: int, b: int) -> str:
     return str(a) if a == b else f"[{a}-{b}]"
 
 
+_GROUP_DIGITS = 32  # a long bound's alternatives are grouped every this many digits
+
+
 def _digits_range(lo: str, hi: str) -> list[str]:
     """Regexes for equal-length digit strings between lo and hi inclusive (O(digits) of them:
     a full block of trailing digits is one class, never split).  Every ``_GROUP_DIGITS`` digits
     the alternatives below are one group, so a long bound's regex is linear in its digits, not
-    quadratic (each alternative spelling the bound's prefix), and groups nest only digits / 16 deep."""
+    quadratic (each alternative spelling the bound's prefix), and groups nest only digits / 32 deep."""
     if lo == hi:
         return [lo]
     n = len(lo) - 1
@@ -405,9 +408,6 @@ def _digits_range(lo: str, hi: str) -> list[str]:
         b -= 1
     block = _digit_class(a, b) + (f"[0-9]{{{n}}}" if n else "")  # any n digits after
     return head + ([block] if a <= b else []) + tail
-
-
-_GROUP_DIGITS = 32
 
 
 def nat_range(lo: int, hi: int | None) -> str:
