@@ -856,6 +856,7 @@ class _Translator:
     # ---- entry -------------------------------------------------------
     def value(self, s, ptr) -> str:
         ctx = self.ctx
+        ctx.meter.time(f"the translation of {ptr or '/'}")
         if isinstance(s, dict) and "$ref" in s and len([k for k in s if k not in ANNOTATIONS]) == 1:
             ref = s["$ref"]
             key = ("ref", ref)
@@ -2077,9 +2078,9 @@ def _dfa_regex(dfa, bounds) -> str | None:
 # --------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=256)
-def _piece_dfa(body: str, lengths: str):
+def _piece_dfa(body: str, lengths: str, meter: BudgetMeter | None = None):
     """The byte DFA of a pattern's strings (quoted) whose length the regex ``lengths`` allows."""
-    return product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
+    return product_dfa(['"' + body + '"'], also=[(Also(lengths),)], meter=meter)
 
 
 def _byte_dfa(regex: str, meter: BudgetMeter | None = None):
@@ -2429,8 +2430,8 @@ class _Resolver:
     def piece_dfa(self, body, lengths):
         """The byte DFA of the pattern's strings (quoted) within a length class ("": all of them)."""
         if not lengths:
-            return _byte_dfa('"' + body + '"')
-        return _piece_dfa(body, lengths)
+            return _byte_dfa('"' + body + '"', self.ctx.meter)
+        return _piece_dfa(body, lengths, self.ctx.meter)
 
     def drop_shadowed_atoms(self):
         """Drop a length atom whose every string one pattern piece of its lengths matches (the
