@@ -1,11 +1,10 @@
-"""Python regular expressions → Thompson NFAs over bytes.
+"""The regex AST → Thompson NFAs over bytes.
 
-Patterns are parsed with Python's own regex parser (``re._parser``), so the
-syntax is exactly Python's.  Character classes become code-point sets that are
-encoded as UTF-8 byte ranges (see :mod:`localgcd.regex.charset`).  Constructs
-whose meaning is not a regular language over the whole lexeme — look-around,
-anchors, back-references, non-greedy or possessive quantifiers — are refused
-with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
+Character sets become UTF-8 byte ranges (see :mod:`localgcd.regex.charset`).
+An NFA's ε-edges keep the order a backtracking matcher tries them in (a greedy
+loop before its exit, alternatives in order).  Constructs whose meaning is not
+a set of strings — look-around, anchors, non-greedy quantifiers — are refused
+here with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
 """
 
 from __future__ import annotations
@@ -14,41 +13,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-try:  # Python ≥ 3.11
-    import re._constants as sre
-    import re._parser as sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
-
-from localgcd.regex.charset import CharSet, case_closure, category, utf8_sequences
-
-
-class UnsupportedRegex(ValueError):
-    """A regex construct that localgcd cannot translate exactly (message names it)."""
-
-
-_CATEGORY_PATTERNS = {
-    sre.CATEGORY_DIGIT: r"\d",
-    sre.CATEGORY_NOT_DIGIT: r"\D",
-    sre.CATEGORY_SPACE: r"\s",
-    sre.CATEGORY_NOT_SPACE: r"\S",
-    sre.CATEGORY_WORD: r"\w",
-    sre.CATEGORY_NOT_WORD: r"\W",
-}
-
-_UNSUPPORTED = {
-    sre.MIN_REPEAT: "non-greedy quantifier (localgcd lexes by longest match; drop the '?')",
-    sre.AT: "anchor (^, $, \\b, \\A, \\Z)",
-    sre.ASSERT: "look-ahead/look-behind assertion",
-    sre.ASSERT_NOT: "negative look-ahead/look-behind assertion",
-    sre.GROUPREF: "back-reference",
-    sre.GROUPREF_EXISTS: "conditional group",
-}
-for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GROUP", "atomic group")):
-    if hasattr(sre, _name):
-        _UNSUPPORTED[getattr(sre, _name)] = _why
-
+from localgcd.regex.charset import utf8_sequences
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, literal_text
 
 @dataclass
 class NFA:
@@ -82,15 +49,8 @@ class NFA:
 def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     """The Thompson NFA of ``pattern`` on its own (edges, ε-edges, start, end), memoized per pattern:
     grammars of one kind (a JSON Schema's strings and numbers) share most of their terminals."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except re.error as exc:
-        raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
-    flags = parsed.state.flags
-    if flags & sre.SRE_FLAG_LOCALE:
-        raise UnsupportedRegex("locale-dependent flag (?L)")
     nfa = NFA()
-    start, end = _Builder(nfa).sequence(parsed, flags)
+    start, end = _Builder(nfa).node(parse_python_regex(pattern))
     return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
@@ -107,15 +67,13 @@ def literal_bytes(pattern: str) -> bytes | None:
         except UnicodeEncodeError:
             return None
     try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
+        text = literal_text(parse_python_regex(pattern))
+    except UnsupportedRegex:
         return None
-    if parsed.state.flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
-        return None
-    if not len(parsed) or any(op is not sre.LITERAL for op, _arg in parsed):
+    if not text:
         return None
     try:
-        return "".join(chr(arg) for _op, arg in parsed).encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the regex path refuses or encodes it
         return None
 
@@ -127,7 +85,7 @@ class CountedPattern:
     prefix: bytes
     unit: NFA  # the unit alone, accepting with label 0
     unit_start: int
-    unit_key: str  # the unit's parse, as text: equal keys, equal units
+    unit_key: Node  # the unit's AST: equal keys, equal units
     lo: int
     hi: int | None
     suffix: bytes
@@ -137,80 +95,72 @@ class CountedPattern:
 def counted_pattern(pattern: str) -> CountedPattern | None:
     """``pattern`` as literal bytes, one greedy counted repetition and literal bytes; None otherwise."""
     try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
+        root = parse_python_regex(pattern)
+    except UnsupportedRegex:
         return None
-    flags = parsed.state.flags
-    if flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
-        return None
-    items = list(parsed)
-    repeats = [i for i, (op, _arg) in enumerate(items) if op is sre.MAX_REPEAT]
-    if len(repeats) != 1 or any(op is not sre.LITERAL for i, (op, _a) in enumerate(items) if i != repeats[0]):
+    items = root.items if isinstance(root, Concat) else (root,)
+    repeats = [i for i, item in enumerate(items) if isinstance(item, Repeat)]
+    if len(repeats) != 1:
         return None
     at = repeats[0]
-    lo, hi, sub = items[at][1]
+    repeat = items[at]
+    assert isinstance(repeat, Repeat)
+    prefix_text, suffix_text = literal_text(Concat(items[:at])), literal_text(Concat(items[at + 1:]))
+    if not repeat.greedy or prefix_text is None or suffix_text is None:
+        return None
     try:
-        prefix = "".join(chr(arg) for _op, arg in items[:at]).encode("utf-8")
-        suffix = "".join(chr(arg) for _op, arg in items[at + 1:]).encode("utf-8")
+        prefix, suffix = prefix_text.encode("utf-8"), suffix_text.encode("utf-8")
         unit = NFA()
-        start, end = _Builder(unit).sequence(sub, flags)
+        start, end = _Builder(unit).node(repeat.item)
     except (UnicodeEncodeError, UnsupportedRegex):
         return None
     unit.accept[end] = 0
-    return CountedPattern(prefix, unit, start, f"{flags}:{sub!s}", lo, None if hi is sre.MAXREPEAT else hi, suffix)
+    return CountedPattern(prefix, unit, start, repeat.item, repeat.lo, repeat.hi, suffix)
 
 
 class _Builder:
-    """Thompson construction of one parsed pattern into an :class:`NFA`."""
+    """Thompson construction of one AST into an :class:`NFA` (ε-edges in backtracking order)."""
 
     def __init__(self, nfa: NFA) -> None:
         self.nfa = nfa
 
-    def sequence(self, items, flags: int) -> tuple[int, int]:
-        start = cur = self.nfa.new_state()
-        for op, arg in items:
-            s, e = self.node(op, arg, flags)
-            self.nfa.eps[cur].append(s)
-            cur = e
-        return start, cur
-
-    def node(self, op, arg, flags: int) -> tuple[int, int]:
-        if op in _UNSUPPORTED:
-            raise UnsupportedRegex(f"unsupported construct: {_UNSUPPORTED[op]}")
-        if op is sre.LITERAL:
-            return self.chars(self.literal_set(arg, flags))
-        if op is sre.NOT_LITERAL:
-            return self.chars(self.literal_set(arg, flags).complement())
-        if op is sre.ANY:
-            everything = CharSet.everything()
-            return self.chars(everything if flags & sre.SRE_FLAG_DOTALL else everything - CharSet.of(10))
-        if op is sre.IN:
-            return self.chars(self.class_set(arg, flags))
-        if op is sre.BRANCH:
+    def node(self, node: Node) -> tuple[int, int]:
+        if isinstance(node, Chars):
+            return self.chars(node)
+        if isinstance(node, Concat):
+            start = cur = self.nfa.new_state()
+            for item in node.items:
+                s, e = self.node(item)
+                self.nfa.eps[cur].append(s)
+                cur = e
+            return start, cur
+        if isinstance(node, Alt):
             start, end = self.nfa.new_state(), self.nfa.new_state()
-            for alternative in arg[1]:
-                s, e = self.sequence(alternative, flags)
+            for option in node.options:
+                s, e = self.node(option)
                 self.nfa.eps[start].append(s)
                 self.nfa.eps[e].append(end)
             return start, end
-        if op is sre.SUBPATTERN:
-            _group, add_flags, del_flags, sub = arg
-            if (add_flags | del_flags) & sre.SRE_FLAG_LOCALE:
-                raise UnsupportedRegex("locale-dependent flag (?L)")
-            return self.sequence(sub, (flags | add_flags) & ~del_flags)
-        if op is sre.MAX_REPEAT:
-            lo, hi, sub = arg
-            return self.repeat(lo, None if hi is sre.MAXREPEAT else hi, sub, flags)
-        raise UnsupportedRegex(f"unsupported construct: {op}")
+        if isinstance(node, Repeat):
+            if not node.greedy:
+                raise UnsupportedRegex("unsupported construct: non-greedy quantifier")
+            return self.repeat(node)
+        if isinstance(node, Look):
+            raise UnsupportedRegex("unsupported construct: " + ("negative " if node.negate else "")
+                                   + ("look-ahead" if node.ahead else "look-behind") + " assertion")
+        if isinstance(node, Anchor):
+            raise UnsupportedRegex("unsupported construct: anchor (^, $, \\b, \\A, \\Z)")
+        raise UnsupportedRegex(f"unsupported construct: {node!r}")
 
-    def repeat(self, lo: int, hi: int | None, sub, flags: int) -> tuple[int, int]:
+    def repeat(self, node: Repeat) -> tuple[int, int]:
+        lo, hi = node.lo, node.hi
         start = cur = self.nfa.new_state()
         for _ in range(lo):
-            s, e = self.sequence(sub, flags)
+            s, e = self.node(node.item)
             self.nfa.eps[cur].append(s)
             cur = e
         if hi is None:
-            s, e = self.sequence(sub, flags)
+            s, e = self.node(node.item)
             self.nfa.eps[cur].append(s)
             self.nfa.eps[e].append(s)
             end = self.nfa.new_state()
@@ -220,43 +170,18 @@ class _Builder:
         end = self.nfa.new_state()
         self.nfa.eps[cur].append(end)
         for _ in range(hi - lo):
-            s, e = self.sequence(sub, flags)
+            s, e = self.node(node.item)
             self.nfa.eps[cur].append(s)
             self.nfa.eps[e].append(end)
             cur = e
         return start, end
 
-    def chars(self, chars: CharSet) -> tuple[int, int]:
+    def chars(self, node: Chars) -> tuple[int, int]:
         start, end = self.nfa.new_state(), self.nfa.new_state()
-        for ranges in utf8_sequences(chars):
+        for ranges in utf8_sequences(node.chars):
             cur = start
             for i, (lo, hi) in enumerate(ranges):
                 nxt = end if i == len(ranges) - 1 else self.nfa.new_state()
                 self.nfa.edges[cur].append((lo, hi, nxt))
                 cur = nxt
         return start, end
-
-    @staticmethod
-    def literal_set(code_point: int, flags: int) -> CharSet:
-        chars = CharSet.of(code_point)
-        return case_closure(chars) if flags & sre.SRE_FLAG_IGNORECASE else chars
-
-    @staticmethod
-    def class_set(items, flags: int) -> CharSet:
-        negate = False
-        chars = CharSet()
-        ascii_only = "(?a)" if flags & sre.SRE_FLAG_ASCII else ""
-        for op, arg in items:
-            if op is sre.NEGATE:
-                negate = True
-            elif op is sre.LITERAL:
-                chars = chars | CharSet.of(arg)
-            elif op is sre.RANGE:
-                chars = chars | CharSet([arg])
-            elif op is sre.CATEGORY:
-                chars = chars | category(ascii_only + _CATEGORY_PATTERNS[arg])
-            else:
-                raise UnsupportedRegex(f"unsupported construct in character class: {op}")
-        if flags & sre.SRE_FLAG_IGNORECASE:
-            chars = case_closure(chars)
-        return chars.complement() if negate else chars

@@ -13,6 +13,7 @@ import numpy as np
 
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize
 from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern
+from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 
@@ -30,7 +31,7 @@ def terminal_dfa(pattern: str) -> DFA:
     return determinize(nfa, [start], [0])
 
 
-_UNITS: dict[str, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
+_UNITS: dict[Node, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
 
 
 def _counted_dfa(pattern: CountedPattern) -> DFA | None:
