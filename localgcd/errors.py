@@ -11,12 +11,12 @@ import re
 
 
 def one_line(text: str) -> str:
-    """``text`` with every control character written as its escape (``\\n``, ``\\t``, ``\\x01``), as
-    ``repr`` writes it: a message that quotes a user's regex or string stays one line."""
+    """``text`` with every control character (and lone surrogate) written as its escape (``\\n``, ``\\t``,
+    ``\\x01``), as ``repr`` writes it: a message that quotes a user's regex or string stays one printable line."""
     return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")  # (a lone surrogate cannot be printed)
 
 
 class LocalgcdError(Exception):
