@@ -80,18 +80,21 @@ def read_schema_json(text: str, source: str = "<schema>") -> Any:
                            context=_line_of(text, exc.lineno)) from None
     except RecursionError:
         raise _too_deep_in_text(text, source) from None
-    check_schema_values(value, source)
+    check_schema_values(value, source, text)
     return value
 
 
-def check_schema_values(schema: Any, source: str = "<schema>") -> None:
-    """Raise :class:`GrammarError` at the first value (in document order) that is not exact JSON data."""
+def check_schema_values(schema: Any, source: str = "<schema>", text: str | None = None) -> None:
+    """Raise :class:`GrammarError` at the first value (in document order) that is not exact JSON data
+    (nesting too deep: at its bracket in ``text``, the JSON the schema was read from, if given)."""
     stack: list[tuple[Any, str, int]] = [(schema, "", 0)]
     while stack:
         value, ptr, depth = stack.pop()
         problem = _problem(value)
         if problem is None and isinstance(value, (dict, list)):
             if depth >= MAX_DEPTH:
+                if text is not None:
+                    raise _too_deep_in_text(text, source)
                 problem = f"nested more than {MAX_DEPTH} arrays and objects deep"
             elif isinstance(value, dict):
                 for key in value:
