@@ -283,3 +283,15 @@ def test_check_with_a_bad_json_schema_is_one_line_exit_2(env: dict[str, str], tm
     path.write_text(schema)
     first = assert_user_error(lgcd(env, "check", "--json-schema", str(path), "-", input="1"), fragment)
     assert first.startswith(f"error: {path}")
+
+
+@pytest.mark.parametrize("fmt, text, column", [
+    ("lark", 'start: "a\ud800"\n', 10),  # was lark's "error trying to process rule 'literal'", nowhere
+    ("gbnf", 'root ::= "a\ud800"\n', 12),  # was "matches no string at all"
+    ("regex", "a\ud800", 2),
+])
+def test_a_lone_surrogate_in_grammar_text_is_an_error_at_its_place(compiler: Compiler, fmt: str, text: str,
+                                                                    column: int) -> None:
+    err = compile_error(compiler, text, fmt)
+    assert (err.line, err.column) == (1, column)
+    assert err.message == "lone surrogate \\ud800 in the grammar (not UTF-8 text)"
