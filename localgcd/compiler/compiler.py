@@ -28,6 +28,7 @@ from localgcd.errors import GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.grammar.schema_json import check_schema_values
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.lalr import build_parse_tables
@@ -211,23 +212,25 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False
     ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
     ``"schema"`` (as listed) or ``"any"``.
     """
-    text = schema if isinstance(schema, str) else _schema_text(schema)
+    text = schema if isinstance(schema, str) else _schema_text(schema, source)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     return default_compiler(str(root), use_cache).compile(
         text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order)
 
 
-def _schema_text(schema: Any) -> str:
+def _schema_text(schema: Any, source: str) -> str:
     """A schema object as JSON text (the cache key); Pydantic models via ``model_json_schema()``."""
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
+    if not isinstance(schema, type):  # (a class that is no model: the front end names it)
+        check_schema_values(schema, source)  # NaN, a 5,000-digit integer, deep nesting: named by pointer
     return json.dumps(schema, sort_keys=False, ensure_ascii=False)
 
 
 def _cache_key(*parts: str) -> str:
     digest = hashlib.sha256()
     for part in (f"localgcd-tables-v{TABLE_FORMAT_VERSION}", *parts):
-        data = part.encode("utf-8")
+        data = part.encode("utf-8", "surrogatepass")  # a lone surrogate is the front end's error to report
         digest.update(len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()
 

@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.schema_json import check_schema_values, read_schema_json
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
@@ -436,7 +437,7 @@ def int_range(lo: int | None, hi: int | None) -> str | None:
 
 def _split(x: Decimal) -> tuple[int, str]:
     """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
-    whole, _, frac = format(x, "f").partition(".")
+    whole, _, frac = format(Decimal(x), "f").partition(".")  # (an int bound as a Decimal: no float overflow)
     return int(whole), frac.rstrip("0")
 
 
@@ -1241,7 +1242,7 @@ class _Translator:
             highs.append((emx, True))
         for v, op in lows:
             if integer:  # the least integer above (op: exclusive) or at v
-                c = int(v) + op if float(v).is_integer() else math.ceil(v)
+                c = int(v) + op if _integral(v) else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
                 v = _exact(v)
@@ -1249,7 +1250,7 @@ class _Translator:
                     lo, lo_open = v, op
         for v, op in highs:
             if integer:  # the greatest integer below (op: exclusive) or at v
-                c = int(v) - op if float(v).is_integer() else math.floor(v)
+                c = int(v) - op if _integral(v) else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
                 v = _exact(v)
@@ -1259,9 +1260,9 @@ class _Translator:
             m = s["multipleOf"]
             if not _is_num(m) or m <= 0:
                 _fail(ctx, _ptr_join(ptr, "multipleOf"), "keyword 'multipleOf' must be a positive number")
-            if float(m) == 1.0:
+            if m == 1:
                 integer = True
-            elif integer and float(m).is_integer() and m < 0:
+            elif integer and _integral(m) and m < 0:
                 pass
             else:
                 ctx.unsupported(_ptr_join(ptr, "multipleOf"), "multipleOf", f"with value {m}")
@@ -1804,6 +1805,11 @@ def _exact(v) -> int | Decimal:
     if isinstance(v, int) or v.is_integer():
         return int(v)
     return Decimal(repr(v))
+
+
+def _integral(v: int | float) -> bool:
+    """Is the JSON number ``v`` an integer (without turning a big ``int`` into a float, which overflows)?"""
+    return isinstance(v, int) or v.is_integer()
 
 
 def _int_bounds(ns):
@@ -2977,11 +2983,9 @@ def _load_schema(schema, source):
         raise GrammarError("a class must be a Pydantic model (model_json_schema)", source=source)
     if isinstance(schema, (str, bytes)):
         text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise GrammarError(f"schema is not JSON: {exc.msg}", source=source, line=exc.lineno,
-                               column=exc.colno, context=(text.splitlines()[exc.lineno - 1:] or [""])[0]) from None
+        schema = read_schema_json(text, source)
+    else:
+        check_schema_values(schema, source)
     if isinstance(schema, dict) and schema.get("type") == "json_schema" and isinstance(schema.get("json_schema"),
                                                                                      dict):
         schema = schema["json_schema"].get("schema", True)

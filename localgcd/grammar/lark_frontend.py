@@ -105,9 +105,12 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
             term_defs, rules, ignore = builder_grammar.compile([start], set())
         except LarkError as exc:
             raise _located(exc, text, source) from None
+        except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
+            raise _failed_import(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source), read_also(text, source))
+    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source), read_also(text, source),
+                                  user_text or text, source)
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))
@@ -156,14 +159,22 @@ _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
 def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[str, tuple[int, int]],
-                      modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]]) -> list[Terminal]:
+                      modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]],
+                      text: str = "", source: str = "<grammar>") -> list[Terminal]:
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics".
 
     ``modes`` and ``also`` come from the text's ``// localgcd:`` lines (names of unused terminals
-    there are ignored: lark drops those terminals)."""
+    there are ignored: lark drops those terminals).  A regex ``re`` rejects is a :class:`GrammarError`
+    at its terminal (``text`` and ``source`` locate it)."""
+    widths = {}
+    for t in defs:
+        try:
+            widths[t.name] = _max_width(t.pattern)
+        except _InvalidRegex as exc:
+            raise _terminal_error(t, str(exc), origins, text, source) from None
     ranked = sorted(
         defs,
-        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -_max_width(t.pattern),
+        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -widths[t.name],
                        -len(t.pattern.value), t.name),
     )
     ignored = set(ignore)
@@ -180,9 +191,46 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[
     return out
 
 
+class _InvalidRegex(Exception):
+    """A terminal's regex that Python's ``re`` (lark's regex engine) rejects; ``args[0]``: why, and where."""
+
+
+try:  # lark measures a regex that ``re`` cannot parse with the ``regex`` module, when it is installed
+    from regex import error as _regex_module_error
+except ImportError:  # pragma: no cover - regex is installed with lark here
+    _regex_module_error = re.error
+_REGEX_ERRORS = (re.error, ValueError, _regex_module_error)
+
+
 def _max_width(pattern: PatternStr | PatternRE) -> int:
-    """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars."""
-    return len(pattern.value) if isinstance(pattern, PatternStr) else _regex_max_width(pattern.to_regexp())
+    """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars.
+
+    Raises :class:`_InvalidRegex` (its message naming the pattern) for a regex ``re`` rejects."""
+    if isinstance(pattern, PatternStr):
+        return len(pattern.value)
+    regexp = pattern.to_regexp()
+    try:
+        return _regex_max_width(regexp)
+    except _REGEX_ERRORS:
+        why = "invalid"
+        try:
+            re.compile(regexp)
+        except re.error as exc:  # its position, in the pattern as written (without the flags' group)
+            at = exc.pos - regexp.find(pattern.value) if exc.pos is not None and pattern.value in regexp else None
+            why = exc.msg + (f" at position {at}" if at is not None and at >= 0 else "")
+        flags = "".join(pattern.flags)
+        raise _InvalidRegex(f"invalid regular expression /{pattern.value}/{flags}: {why}") from None
+
+
+def _terminal_error(t: TerminalDef, problem: str, origins: dict[str, tuple[int, int]], text: str,
+                    source: str) -> GrammarError:
+    """``problem`` of terminal ``t`` at its definition, or (an anonymous one) where its pattern is written."""
+    line, column = origins.get(t.name, (None, None))
+    raw = getattr(t.pattern, "raw", None)
+    if line is None and raw and raw in text:
+        line, column = _line_column(text, text.index(raw))
+    named = "" if t.name.startswith("__") else f"terminal {t.name}: "
+    return GrammarError(named + problem, source, line, column, _source_line(text, line))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -224,14 +272,15 @@ def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptio
         line, column = _first_use(text, declared[0])
         raise GrammarError(
             f"terminal(s) {names} have no pattern; %declare is supported for lark's Indenter terminals"
-            f" only (here {options.indent}, {options.dedent}); name yours with"
-            " IndenterOptions(newline=..., indent=..., dedent=...) or --indenter NEWLINE,INDENT,DEDENT",
+            f" only (here {options.indent}, {options.dedent}): declare two whose names contain INDENT and"
+            " DEDENT (lark's are _INDENT, _DEDENT), or name yours in Python with"
+            " IndenterOptions(newline=..., indent=..., dedent=...)",
             source, line, column, _source_line(text, line))
     if options.newline not in index:
         line, column = origins.get(options.indent) or _first_use(text, options.indent)
         raise GrammarError(
             f"{options.indent}/{options.dedent} are declared but there is no newline terminal"
-            f" {options.newline}; define it or name yours with IndenterOptions(newline=...) or --indenter",
+            f" {options.newline}; define it, or name yours in Python with IndenterOptions(newline=...)",
             source, line, column, _source_line(text, line))
     n = len(index)
     index = {**index, options.indent: n, options.dedent: n + 1}
@@ -305,6 +354,12 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
     if isinstance(unexpected, UnexpectedInput) and getattr(unexpected, "line", -1) > 0:
         line, column = unexpected.line, unexpected.column
         return GrammarError(_syntax_message(exc, unexpected), source, line, column, _source_line(text, line))
+    if len(exc.args) == 2 and isinstance(exc.args[1], SyntaxError):  # lark's literal_eval of a bad escape
+        literal, reason = exc.args
+        message = f"invalid escape in '{literal}': {str(reason.msg).rsplit(': ', 1)[-1]}"
+        where = text.find(str(literal))
+        line, column = _line_column(text, where) if where >= 0 else (None, None)
+        return GrammarError(message, source, line, column, _source_line(text, line))
     message = _first_line(str(exc))
     message = message[0].lower() + message[1:]
     literal = re.search(r'\((".*?")\)', message)
@@ -320,6 +375,31 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
         if line is not None:
             return GrammarError(message, source, line, column, _source_line(text, line))
     return GrammarError(message, source)
+
+
+_IMPORT = re.compile(r"^[ \t]*%import[ \t]+(?P<path>\.?[\w.]+)", re.M)
+
+
+def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> GrammarError:
+    """lark's failed ``%import`` (``open()``'s error where no grammar file was found, an assert where one
+    was found where lark does not look) as a :class:`GrammarError` at the ``%import`` line."""
+    if isinstance(exc, OSError):  # lark opens the module's path relative to the working directory last
+        wanted = os.path.splitext(exc.filename or "")[0].replace(os.sep, ".")
+        why = f"no grammar file {exc.filename} where lark looks for it"
+    else:
+        found = re.search(r"\(((?:'[^']*',? ?)+)\)", str(exc))  # lark names the module as a tuple of parts
+        wanted = ".".join(re.findall(r"'([^']*)'", found.group(1))) if found else ""
+        why = "the grammar file lies where lark does not look for it" if found else _first_line(str(exc) or "failed")
+    imports = list(_IMPORT.finditer(text))
+    at = next((i for i in imports if i.group("path").lstrip(".").startswith(wanted + ".")
+               or i.group("path").lstrip(".") == wanted), imports[0] if imports else None)
+    if at is None:
+        return GrammarError(f"cannot import grammar {wanted!r}: {why}", source)
+    shown = at.group("path").rsplit(".", 1)[0] if at.group("path").count(".") > at.group("path").startswith(".") \
+        else at.group("path")
+    line, column = _line_column(text, at.start("path"))
+    return GrammarError(f"cannot import {shown!r}: {why} (next to the grammar file, or among lark's own grammars)",
+                        source, line, column, _source_line(text, line))
 
 
 def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:
