@@ -140,6 +140,9 @@ def _productive(rules: list[Rule], start: str, source: str, origins: dict[str, t
             if origin not in productive and all(s.is_term or s.name in productive for s in rule.expansion):
                 productive.add(origin)
                 changed = True
+    if not any(rule.origin.name == start for rule in rules):
+        raise GrammarError(f"the grammar has no rule {start!r} (the start rule); a file of definitions that "
+                           "other grammars %import is not a grammar on its own", source, 1, 1, _source_line(text, 1))
     if start not in productive:
         line, column = origins.get(start, (None, None))
         raise GrammarError(f"rule {start!r} derives no finite sentence (every alternative recurses forever)",
