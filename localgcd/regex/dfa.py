@@ -56,13 +56,23 @@ class DFA:
         """Equal keys, equal automata (the same tables)."""
         return (self.transitions.shape, self.transitions.tobytes(), self.accept.tobytes())
 
+    @cached_property
+    def moves(self) -> tuple[dict[int, int], ...]:
+        """Each state's live moves, symbol → target in symbol order (for the walks over small
+        automata that visit a few states: a front end's automata over character classes)."""
+        sources, symbols = np.nonzero(self.transitions != DEAD_STATE)
+        found: tuple[dict[int, int], ...] = tuple({} for _ in range(self.n_states))
+        for source, symbol, target in zip(sources.tolist(), symbols.tolist(),
+                                          self.transitions[sources, symbols].tolist()):
+            found[source][symbol] = target
+        return found
+
     def edges(self, state: int) -> list[tuple[int, int]]:
         """``(symbol, target)`` of every live move of ``state``, in symbol order."""
-        row = self.transitions[state]
-        symbols = np.flatnonzero(row != DEAD_STATE)
-        return list(zip(symbols.tolist(), row[symbols].tolist()))
+        return list(self.moves[state].items())
 
-    def is_prefix_free(self) -> bool:
+    @cached_property
+    def prefix_free(self) -> bool:
         """No accepted string is a proper prefix of another (no accepting state has a way out)."""
         return not bool((self.transitions[self.accept >= 0] != DEAD_STATE).any())
 
@@ -386,16 +396,16 @@ def intersection(a: DFA, b: DFA, max_states: int | None = None) -> DFA | None:
 def prefix_overlap(a: DFA, b: DFA) -> bool:
     """Whether a string of one of two trim automata over the same symbols is a prefix of (or
     equal to) a string of the other: some pair of states both reach accepting states in."""
-    columns, _class_of = _joint_columns(a, b)
-    a_moves, b_moves = a.transitions[:, columns].tolist(), b.transitions[:, columns].tolist()
     a_accepts, b_accepts = (a.accept >= 0).tolist(), (b.accept >= 0).tolist()
     seen, stack = {(0, 0)}, [(0, 0)]
     while stack:
         p, q = stack.pop()
         if a_accepts[p] or b_accepts[q]:
             return True
-        for pair in zip(a_moves[p], b_moves[q]):
-            if pair[0] != DEAD_STATE and pair[1] != DEAD_STATE and pair not in seen:
-                seen.add(pair)
-                stack.append(pair)
+        b_moves = b.moves[q]
+        for symbol, p_next in a.moves[p].items():
+            q_next = b_moves.get(symbol)
+            if q_next is not None and (p_next, q_next) not in seen:
+                seen.add((p_next, q_next))
+                stack.append((p_next, q_next))
     return False
