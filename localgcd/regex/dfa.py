@@ -112,7 +112,7 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
     the order a breadth-first walk in symbol order meets them.
     """
     class_of = _symbol_classes(nfa, n_symbols)
-    n_classes = int(class_of[-1]) + 1
+    n_classes = int(class_of[-1]) + 1 if n_symbols else 0
     # Subsets keep only the states that matter (with edges, or accepting): two
     # closures that agree on those have the same future and the same label.
     important = [bool(edges) or label >= 0 for edges, label in zip(nfa.edges, nfa.accept)]
