@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet
-from localgcd.regex.syntax import Chars, Concat
+from localgcd.regex.syntax import Chars
 
 #: What ``.`` and ``[^...]`` draw from: every code point UTF-8 can carry.
 TEXT_CHARACTERS = CharSet([(0, MAX_CODE_POINT)]) - CharSet([SURROGATES])
@@ -109,7 +109,3 @@ def any_character() -> Chars:
     """GBNF's ``.``: any character."""
     return Chars(TEXT_CHARACTERS)
 
-
-def literal_node(characters: list[tuple[int, Chars]]) -> Concat:
-    """A literal's characters as one node."""
-    return Concat(tuple(node for _offset, node in characters))
