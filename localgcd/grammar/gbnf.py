@@ -18,14 +18,16 @@ prefix of a word of T".  So the lexer is invisible and only the CFG matters.
 
 * **Character atoms.**  Every character class, literal character and ``.`` in
   the grammar is cut into the coarsest partition of the code points (minus
-  the surrogates, which UTF-8 cannot carry) into disjoint *atoms*; each used
-  atom is one single-character terminal.  UTF-8 is itself a prefix code, so
+  the surrogates, which UTF-8 cannot carry) into disjoint *atoms*
+  (:class:`localgcd.regex.nfa.CharClasses`); each used atom is one
+  single-character terminal.  UTF-8 is itself a prefix code, so
   atoms always form a prefix code: ``[a-z]`` next to ``"a"`` is the atoms
   ``a`` and ``[b-z]``, never two overlapping terminals.
 * **Regular runs.**  A rule is *regular* when it cannot reach a recursive
   rule.  Inside a sequence, maximal runs of regular items (references to
   regular rules inlined, literals split into characters) become one
-  minimal DFA over atoms, emitted as a right-linear grammar
+  minimal DFA over atoms (built by :mod:`localgcd.regex`'s toolkit, the
+  lexer's own), emitted as a right-linear grammar
   (``N_q: ATOM N_q' | ...`` plus an empty alternative when ``q`` accepts).
   A DFA is deterministic, so ambiguous regular parts (``[0-9] | [1-9]
   [0-9]{0,15}``), ``[a-z]+ "b"``, keywords that are also identifiers and
