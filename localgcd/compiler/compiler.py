@@ -137,7 +137,8 @@ class Compiler:
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf)
+                                    user_text=translation.user_text, plain=translation.plain_bnf,
+                                    lark_regex=translation.lark_regex)
         tables, conflicts = build_parse_tables(grammar, strict=strict)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
@@ -191,15 +192,18 @@ def default_compiler(cache_dir: str, use_cache: bool = True) -> Compiler:
 
 def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
-                    indenter: IndenterOptions | None = None) -> CompiledGrammar:
+                    indenter: IndenterOptions | None = None, lark_regex: bool = False) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
-    ``use_cache=False`` compiles in memory only.
+    ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
+    terminals as lark's ``regex=True`` does: ``\\p{…}`` Unicode properties, the ``regex`` module's
+    Unicode data (needs ``localgcd[lark-regex]``).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache)
-    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter)
+    options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
+    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",

@@ -49,12 +49,14 @@ def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> T
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
         return replace(schema_to_lark(text, source=source, **options), user_text=text, plain_bnf=True)
+    if fmt == "lark":  # option: lark_regex (lark's regex=True)
+        lark_regex = _lark_options(**options)
+        _check_utf8(text, source)
+        return Translation(text, lark_regex=lark_regex)
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
-    if fmt in ("lark", "gbnf", "regex"):
+    if fmt in ("gbnf", "regex"):
         _check_utf8(text, source)
-    if fmt == "lark":
-        return Translation(text)
     if fmt == "gbnf":
         return replace(gbnf_to_lark(text, source), user_text=text)
     if fmt == "regex":
@@ -74,3 +76,7 @@ def _check_utf8(text: str, source: str) -> None:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lark_options(lark_regex: bool = False) -> bool:
+    return bool(lark_regex)
