@@ -129,7 +129,7 @@ def localgcd_outcome(entry: ThirdParty) -> Refusal | None:
 
 def refusal_of(error: GrammarError) -> Refusal:
     """The recorded form of a refusal: ``subject /regex/: reason`` or ``subject reason``."""
-    found = re.fullmatch(r"(?P<subject>terminal \S+|pattern /.*?/|string \".*?\")(?: /.*/)?:? (?P<reason>.*)",
+    found = re.fullmatch(r"(?P<subject>terminal \S+|pattern /.*?/|string \".*?\")(?: /.*/| \".*\")?:? (?P<reason>.*)",
                          error.message)
     if found is None:  # not about one terminal (an LALR conflict lark refuses too)
         return Refusal(error.line or 0, error.column or 0, "", error.message)
