@@ -36,7 +36,8 @@ COMPILES = None
 LAZY = "unsupported construct: non-greedy quantifier"
 LOOK_AHEAD = "unsupported construct: negative look-ahead assertion"
 LOOK_BEHIND = "unsupported construct: negative look-behind assertion"
-SHADOWED = "can never be produced: every lexeme it matches is won by a higher-ranked terminal (longest match, then priority)"
+SHADOWED = ("can never be produced: every lexeme it matches is won by a higher-ranked terminal"
+            " (longest match, then priority)")
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,10 @@ def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> T
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
         return replace(schema_to_lark(text, source=source, **options), user_text=text, plain_bnf=True)
     if fmt == "lark":  # option: lark_regex (lark's regex=True)
-        lark_regex = _lark_options(**options)
+        if set(options) - {"lark_regex"}:
+            raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")
         _check_utf8(text, source)
-        return Translation(text, lark_regex=lark_regex)
+        return Translation(text, lark_regex=bool(options.get("lark_regex")))
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
     if fmt in ("gbnf", "regex"):
@@ -76,7 +77,3 @@ def _check_utf8(text: str, source: str) -> None:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _lark_options(lark_regex: bool = False) -> bool:
-    return bool(lark_regex)

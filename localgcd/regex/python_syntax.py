@@ -96,7 +96,8 @@ def _property_placeholders(pattern: str) -> tuple[str, dict[int, CharSet]]:
             continue
         while chr(placeholder) in pattern or f"{placeholder:08x}" in pattern.lower():
             placeholder += 1
-        properties[placeholder] = _property_set(found.group(0)[1] == "P", found.group("braced") or found.group("letter"))
+        spelled = found.group("braced") or found.group("letter")
+        properties[placeholder] = _property_set(found.group(0)[1] == "P", spelled)
         out.append(f"\\U{placeholder:08x}")
         placeholder += 1
         position = found.end()
