@@ -21,7 +21,15 @@ from localgcd.cli import constraints as cons
 from localgcd.cli import render
 from localgcd.cli.batch import register as register_batch
 from localgcd.cli.cache import cache_app
-from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
+from localgcd.cli.checking import (
+    VALUE_FORMATS,
+    check_bytes,
+    line_col,
+    line_text,
+    shown_char,
+    text_vocabulary,
+    without_final_newline,
+)
 from localgcd.cli.console import (
     EXIT_CUT,
     EXIT_INCOMPLETE,
@@ -311,6 +319,10 @@ def check(
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
+    keep_final_newline: bool = typer.Option(False, "--keep-final-newline",
+                                            help="With --json-schema, --regex or --choice: check the file's final "
+                                                 "newline too (by default it ends the file's last line and is no "
+                                                 "part of the text)."),
 ) -> None:
     """Is the text in FILE a sentence of the grammar?  If not, say where it fails.
 
@@ -331,6 +343,8 @@ def check(
         else:
             data = read_user_file(Path(file), file)
             shown = file
+        if src.fmt in VALUE_FORMATS and not keep_final_newline:
+            data = without_final_newline(data)
         compiled = _compile(_compiler(), constraint, text_vocabulary(), strict, f"compiling {src.name}")
         verdict = check_bytes(compiled.matcher(), data)
         if verdict.rejected_at is not None:
