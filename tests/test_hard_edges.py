@@ -62,3 +62,27 @@ def test_check_strips_one_final_newline_only(env: dict[str, str], tmp_path: Path
     (tmp_path / "doc.txt").write_text("yes\n\n")
     r = lgcd(env, "check", "--regex", "yes", "doc.txt", cwd=tmp_path)
     assert r.returncode == 1 and "doc.txt:1:4: not in the language" in r.stderr
+
+
+# --------------------------------------------------------------------------- 3: batch --resume after IN was edited
+
+
+@needs_model
+def test_resume_runs_a_line_fixed_since_its_error_and_keeps_one_line_per_custom_id(env: dict[str, str],
+                                                                                  tmp_path: Path) -> None:
+    good = {"custom_id": "a", "prompt": "Say yes.", "choices": ["yes", "no"], "max_tokens": 4}
+    broken = {"custom_id": "b", "prompt": "Say no."}  # no constraint: an error line
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text(json.dumps(good) + "\n" + json.dumps(broken) + "\n")
+    first = lgcd(env, "batch", str(inp), "-o", str(out))
+    assert first.returncode == 1
+    assert sorted(("error" in json.loads(x)) for x in out.read_text().splitlines()) == [False, True]
+    # fixed, and moved to another line number: resuming goes by custom_id
+    inp.write_text("\n" + json.dumps(dict(broken, choices=["yes", "no"], max_tokens=4)) + "\n" + json.dumps(good)
+                   + "\n")
+    again = lgcd(env, "batch", str(inp), "-o", str(out), "--resume")
+    assert again.returncode == 0, again.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["custom_id"] for r in rows) == ["a", "b"]
+    assert all(r["complete"] and "error" not in r for r in rows)
+    assert next(r for r in rows if r["custom_id"] == "b")["line"] == 2
