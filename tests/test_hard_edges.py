@@ -86,3 +86,61 @@ def test_resume_runs_a_line_fixed_since_its_error_and_keeps_one_line_per_custom_
     assert sorted(r["custom_id"] for r in rows) == ["a", "b"]
     assert all(r["complete"] and "error" not in r for r in rows)
     assert next(r for r in rows if r["custom_id"] == "b")["line"] == 2
+
+
+# --------------------------------------------------------------------------- 6: relative imports of grammar text
+
+IMPORTING = 'start: WORDX\n%import .words.WORDX\n'
+
+
+@pytest.fixture
+def words_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with words.lark, which is also the current directory (where lark would look)."""
+    (tmp_path / "words.lark").write_text("WORDX: /[a-z]+/\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _letters():  # noqa: ANN202
+    from localgcd.vocab import Vocabulary
+
+    return Vocabulary.from_tokens([b""] + [bytes([c]) for c in range(97, 123)], end_ids=[0], name="letters")
+
+
+def test_grammar_texts_relative_import_is_not_read_from_the_current_directory(words_dir: Path) -> None:
+    import localgcd
+
+    with pytest.raises(localgcd.GrammarError, match=r"%import \.words: grammar text has no folder.*base_dir="):
+        localgcd.compile_grammar(IMPORTING, _letters(), use_cache=False)
+
+
+@pytest.mark.parametrize("where, ok", [("words", True), ("elsewhere", False)])
+def test_grammar_texts_relative_import_reads_the_named_base_dir(words_dir: Path, where: str, ok: bool) -> None:
+    import localgcd
+
+    base = words_dir if where == "words" else words_dir / "elsewhere"
+    base.mkdir(exist_ok=True)
+    if ok:
+        m = localgcd.compile_grammar(IMPORTING, _letters(), use_cache=False, base_dir=base).matcher()
+        assert m.accept_bytes(b"abc") and m.is_accepting()
+    else:
+        with pytest.raises(localgcd.GrammarError, match="no file words.lark in the base directory"):
+            localgcd.compile_grammar(IMPORTING, _letters(), use_cache=False, base_dir=base)
+
+
+def test_grammar_text_still_imports_larks_library(words_dir: Path) -> None:
+    import localgcd
+
+    m = localgcd.compile_grammar("start: WORD\n%import common.WORD\n", _letters(), use_cache=False).matcher()
+    assert m.accept_bytes(b"abc") and m.is_accepting()
+
+
+def test_a_grammar_files_relative_import_is_read_from_its_folder(words_dir: Path, tmp_path_factory) -> None:  # noqa: ANN001
+    import localgcd
+
+    other = tmp_path_factory.mktemp("cwd")
+    grammar = words_dir / "g.lark"
+    grammar.write_text(IMPORTING)
+    os.chdir(other)
+    m = localgcd.compile_grammar(grammar.read_text(), _letters(), source=str(grammar), use_cache=False).matcher()
+    assert m.accept_bytes(b"xyz") and m.is_accepting()

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -84,8 +85,15 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False) -> Grammar:
-    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
+                      user_text: str = "", plain: bool = False, base_dir: str | os.PathLike[str] | None = None
+                      ) -> Grammar:
+    """Parse Lark grammar ``text`` (``source`` names it in messages).
+
+    Imports: when ``source`` is a file, ``%import .x.y`` is relative to its
+    folder (as lark reads a grammar file); grammar *text* has no folder, so its
+    relative imports are resolved in ``base_dir`` when the caller names one and
+    are an error otherwise -- never against the current directory.  ``%import
+    common.X`` (lark's library) works either way.
 
     For Lark text another front end generated, ``origins`` maps generated
     names to (line, column) in ``user_text``, the user's own grammar, so that
@@ -99,9 +107,8 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         term_defs, rules = read
         ignore: list[str] = []
     else:
-        import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
         try:
-            builder_grammar, _ = load_grammar(text, source, import_paths, False)
+            builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
             term_defs, rules, ignore = builder_grammar.compile([start], set())
         except LarkError as exc:
             raise _located(exc, text, source) from None
@@ -119,6 +126,44 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
     return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
+
+
+def _import_paths(source: str, base_dir: str | os.PathLike[str] | None) -> list[Any]:
+    """lark's ``import_paths`` for a grammar from ``source``: its file's folder, or, for text,
+    a resolver of its relative imports (lark would try the current directory)."""
+    if os.path.isfile(source):
+        return [os.path.dirname(os.path.abspath(source))]
+    resolver = _TextImports(os.path.split(source)[0], source,
+                            None if base_dir is None else os.path.abspath(os.fspath(base_dir)))
+    return [resolver] + ([resolver.base_dir] if resolver.base_dir is not None else [])
+
+
+@dataclass(frozen=True)
+class _TextImports:
+    """A callable lark tries first for each import (``(base_path, grammar_path) -> (path, text)``,
+    IOError: try the next place).  lark's base path for a relative import of the text itself
+    is ``own_base`` (the folder part of its name, usually ""); those imports are read from
+    ``base_dir`` or refused.  Library imports and imported files' own relative imports go on
+    as lark does them."""
+
+    own_base: str
+    source: str
+    base_dir: str | None
+
+    def __call__(self, base_path: Any, grammar_path: str) -> tuple[str, str]:
+        if base_path is None or base_path != self.own_base:
+            raise OSError(grammar_path)
+        module = grammar_path.removesuffix(".lark").replace(os.sep, ".")
+        if self.base_dir is None:
+            raise GrammarError(f"%import .{module}: grammar text has no folder for a relative import to start "
+                               "from; give the grammar as a file, or name a base directory (base_dir=)", self.source)
+        path = os.path.join(self.base_dir, grammar_path)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return path, fh.read()
+        except OSError:
+            raise GrammarError(f"%import .{module}: no file {grammar_path} in the base directory {self.base_dir}",
+                               self.source) from None
 
 
 # --------------------------------------------------------------------------- rules
