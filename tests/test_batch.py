@@ -40,7 +40,7 @@ def line(**fields) -> str:
      "json_schema", {"type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}),
     (line(custom_id="x", method="POST", url="/v1/chat/completions",
           body={"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}),
-     "grammar", "json"),
+     "json_object", True),
 ])
 def test_each_constraint_is_read_from_its_field(text: str, kind: str, value) -> None:
     req = parse_line(text, 3)

@@ -144,3 +144,28 @@ def test_a_grammar_files_relative_import_is_read_from_its_folder(words_dir: Path
     os.chdir(other)
     m = localgcd.compile_grammar(grammar.read_text(), _letters(), source=str(grammar), use_cache=False).matcher()
     assert m.accept_bytes(b"xyz") and m.is_accepting()
+
+
+# --------------------------------------------------------------------------- 4: response_format json_object
+
+JSON_MODE_LINE = {"custom_id": "x", "method": "POST", "url": "/v1/chat/completions",
+                  "body": {"messages": [{"role": "user", "content": "hi"}],
+                           "response_format": {"type": "json_object"}}}
+
+
+@pytest.mark.parametrize("text, ok", [
+    ('{"name": "Tom", "tags": [1, {"b": null}]}', True),
+    (' {}\n', True),
+    ('"a bare string"', False),
+    ("[1, 2]", False),
+    ("42", False),
+    ("null", False),
+])
+def test_openai_json_object_means_a_json_object(text: str, ok: bool, tmp_path: Path) -> None:
+    from localgcd.batch.jobs import parse_line
+    from localgcd.batch.runner import compile_constraint
+    from localgcd.cli.checking import text_vocabulary
+
+    req = parse_line(json.dumps(JSON_MODE_LINE), 1)
+    m = compile_constraint(req.constraint.kind, req.constraint.value, text_vocabulary(), tmp_path).matcher()
+    assert (m.accept_bytes(text.encode()) and m.is_accepting()) == ok
