@@ -169,3 +169,49 @@ def test_openai_json_object_means_a_json_object(text: str, ok: bool, tmp_path: P
     req = parse_line(json.dumps(JSON_MODE_LINE), 1)
     m = compile_constraint(req.constraint.kind, req.constraint.value, text_vocabulary(), tmp_path).matcher()
     assert (m.accept_bytes(text.encode()) and m.is_accepting()) == ok
+
+
+# --------------------------------------------------------------------------- 2: recursive anyOf with null
+
+def _person_schema() -> dict:
+    from typing import Optional
+
+    from pydantic import BaseModel
+
+    class Person(BaseModel):
+        name: str
+        friend: Optional["Person"] = None
+
+    return Person.model_json_schema()
+
+
+MUTUAL = {"$defs": {"A": {"type": "object", "properties": {"b": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "null"}]}},
+                          "required": ["b"]},
+                    "B": {"type": "object", "properties": {"a": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]},
+                                                           "n": {"type": "integer"}}}},
+          "$ref": "#/$defs/A"}
+RECURSIVE = {
+    "Optional[Person] (pydantic)": (_person_schema, [
+        ('{"name": "a"}', True), ('{"name": "a", "friend": null}', True),
+        ('{"name": "a", "friend": {"name": "b", "friend": {"name": "c", "friend": null}}}', True),
+        ('{"name": "a", "friend": {"friend": null}}', False), ('{"name": "a", "friend": 3}', False)]),
+    "mutual A/B through anyOf-with-null": (lambda: MUTUAL, [
+        ('{"b": null}', True), ('{"b": {"a": {"b": {"n": 1}}}}', True), ('{"b": {"a": null, "n": 2}}', True),
+        ('{"b": {"a": {}}}', False), ('{"b": {"n": "x"}}', False)]),
+}
+
+
+@pytest.mark.parametrize("name", RECURSIVE)
+def test_recursive_anyof_with_null_compiles_to_the_schemas_language(name: str) -> None:
+    import jsonschema
+
+    from localgcd.cli.checking import text_vocabulary
+    from localgcd.compiler.compiler import compile_json_schema
+
+    make, docs = RECURSIVE[name]
+    schema = make()
+    compiled = compile_json_schema(schema, text_vocabulary(), use_cache=False)
+    for doc, valid in docs:
+        assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(doc)) == valid, doc
+        m = compiled.matcher()
+        assert (m.accept_bytes(doc.encode()) and m.is_accepting()) == valid, doc

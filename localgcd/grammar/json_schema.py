@@ -567,6 +567,7 @@ class _Ctx:
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
         self.also: dict[str, list] = {}  # terminal -> the conditions (Also) its lexemes meet too
+        self.inlining: set[str] = set()  # $refs of union branches being expanded in place
         self.n = 0
 
     def name(self, prefix):
@@ -708,6 +709,17 @@ def _merge_all(ctx, schemas, ptr):
             _fail(ctx, ptr, "keyword 'allOf' over several anyOf/oneOf is too large to expand")
         out["anyOf"] = [{"allOf": c} for c in combos]
     return out
+
+
+def _lone_ref(rest, combo):
+    """The $ref of a union branch that is nothing but a $ref (annotations aside) with no
+    sibling constraint (``rest``: the union's other keywords), else None."""
+    if len(combo) != 1 or any(k not in ANNOTATIONS for k in rest):
+        return None
+    s = combo[0][0]
+    if isinstance(s, dict) and isinstance(s.get("$ref"), str) and all(k == "$ref" or k in ANNOTATIONS for k in s):
+        return s["$ref"]
+    return None
 
 
 def _json_eq(a, b):
@@ -949,27 +961,21 @@ class _Translator:
         scal = _Pos()
         others = []
         for combo in branches:
-            sub = [(rest, ptr)] + combo if rest else combo
-            merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
-            if merged is False:
+            ref = _lone_ref(rest, combo)
+            if ref in ctx.inlining:
+                # a recursive anyOf (Optional["Person"]): inside its own inline expansion the branch is
+                # the $ref's rule, made once (as items' and properties' $refs are), not expanded again
+                others.append(self.value(combo[0][0], combo[0][1]))
                 continue
-            if merged is True or merged == {}:
+            if ref is not None:
+                ctx.inlining.add(ref)
+            try:
+                alts = self.union_branch(rest, combo, ptr, scal)
+            finally:
+                ctx.inlining.discard(ref)
+            if alts is None:
                 return self.any_value()
-            bptr = combo[-1][1]
-            if "enum" in merged or "const" in merged:  # every keyword checked on each value
-                others += self.typed(merged, bptr, whole=merged)
-                continue
-            merged, presence = self.presence_and_checks(merged, bptr)
-            if "anyOf" in merged or "oneOf" in merged:
-                if presence:
-                    ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
-                try:
-                    others.append(self.union(merged, bptr))
-                except _NoInstance:  # a branch with no valid instance adds nothing
-                    pass
-                continue
-            for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
-                others.append(alt)
+            others += alts
         if "oneOf" in s:
             self.check_oneof(s, ptr)
         alts = []
@@ -989,6 +995,34 @@ class _Translator:
         if not alts:
             _empty(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
+
+    def union_branch(self, rest, combo, ptr, scal) -> list[str] | None:
+        """The alternatives of one branch of a union (``rest`` and ``combo`` conjoined), None when
+        it admits every value; its scalars go into ``scal``, for one scalar rule over the union."""
+        ctx = self.ctx
+        others: list[str] = []
+        sub = [(rest, ptr)] + combo if rest else combo
+        merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
+        if merged is False:
+            return others
+        if merged is True or merged == {}:
+            return None
+        bptr = combo[-1][1]
+        if "enum" in merged or "const" in merged:  # every keyword checked on each value
+            others += self.typed(merged, bptr, whole=merged)
+            return others
+        merged, presence = self.presence_and_checks(merged, bptr)
+        if "anyOf" in merged or "oneOf" in merged:
+            if presence:
+                ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
+            try:
+                others.append(self.union(merged, bptr))
+            except _NoInstance:  # a branch with no valid instance adds nothing
+                pass
+            return others
+        for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
+            others.append(alt)
+        return others
 
     def union_dfa(self, dfas, ptr):
         start = frozenset((i, d["start"]) for i, d in enumerate(dfas))
