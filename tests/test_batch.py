@@ -270,7 +270,7 @@ def test_identical_constraints_compile_once_and_a_compile_error_is_on_every_line
 
     calls = []
 
-    def fake_compile(kind, value, vocab, cache_dir=None):
+    def fake_compile(kind, value, vocab, cache_dir=None, open_objects=False):
         calls.append((kind, json.dumps(value, sort_keys=True)))
         if value == "((":
             raise GrammarError("invalid regex", "regex", 1, 2)

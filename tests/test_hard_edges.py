@@ -215,3 +215,55 @@ def test_recursive_anyof_with_null_compiles_to_the_schemas_language(name: str) -
         assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(doc)) == valid, doc
         m = compiled.matcher()
         assert (m.accept_bytes(doc.encode()) and m.is_accepting()) == valid, doc
+
+
+# --------------------------------------------------------------------------- 8: closed objects for generation
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name"]}
+OBJECT_DOCS = [  # (document, in the closed language, in the schema's own (open) language)
+    ('{"name": "a", "age": 3}', True, True),
+    ('{"name": "a"}', True, True),
+    ('{"name": "a", "invented": 1}', False, True),
+    ('{"name": "a", "age": 3, "x": null}', False, True),
+]
+
+
+@pytest.mark.parametrize("doc, closed, open_", OBJECT_DOCS)
+def test_objects_without_additional_properties_are_closed_for_generation_and_open_one_option_away(
+        doc: str, closed: bool, open_: bool) -> None:
+    import localgcd
+    from localgcd.cli.checking import text_vocabulary
+
+    for option, expected in ((None, closed), ("closed", closed), ("schema", open_)):
+        kw = {} if option is None else {"additional_properties": option}
+        m = localgcd.compile_json_schema(PERSON, text_vocabulary(), use_cache=False, **kw).matcher()
+        assert (m.accept_bytes(doc.encode()) and m.is_accepting()) == expected, (option, doc)
+
+
+@pytest.mark.parametrize("schema, doc, closed", [
+    ({"type": "object"}, '{"any": [1]}', True),  # lists no properties: stays open
+    ({"type": "object", "properties": {"a": {}}, "required": ["b"]}, '{"a": 1, "b": 2}', True),  # required: allowed
+    ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}}, '{"z": 1}', True),
+    ({"type": "object", "patternProperties": {"^x": {}}}, '{"y": 1}', False),
+])
+def test_what_closing_leaves_open(schema: dict, doc: str, closed: bool) -> None:
+    import localgcd
+    from localgcd.cli.checking import text_vocabulary
+
+    m = localgcd.compile_json_schema(schema, text_vocabulary(), use_cache=False).matcher()
+    assert (m.accept_bytes(doc.encode()) and m.is_accepting()) == closed
+
+
+def test_compile_and_check_say_which_objects_they_use(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "person.json").write_text(json.dumps(PERSON))
+    (tmp_path / "doc.json").write_text('{"name": "a", "invented": 1}\n')
+    r = lgcd(env, "compile", "--json-schema", "person.json", cwd=tmp_path)
+    assert r.returncode == 0 and "objects without additionalProperties are closed" in r.stdout
+    r = lgcd(env, "compile", "--json-schema", "person.json", "--open-objects", "--json", cwd=tmp_path)
+    assert json.loads(r.stdout)["additional_properties"] == "schema"
+    assert lgcd(env, "check", "--json-schema", "person.json", "doc.json", cwd=tmp_path).returncode == 1
+    assert lgcd(env, "check", "--json-schema", "person.json", "--open-objects", "doc.json",
+                cwd=tmp_path).returncode == 0
+    bad = lgcd(env, "check", "--regex", "a", "--open-objects", "doc.json", cwd=tmp_path)
+    assert bad.returncode == 2 and "--open-objects applies to a JSON Schema only" in bad.stderr

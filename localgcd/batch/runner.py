@@ -97,13 +97,14 @@ class BatchJob:
     def __init__(self, source: Any, output: str | os.PathLike[str], *, model: Any = None, parallel: int = 1,
                  resume: bool = False, openai: bool = False, n_ctx: int | None = None,
                  n_threads: int | None = None, n_gpu_layers: int | str | None = None, cache_dir: Any = None,
-                 progress: Callable[[BatchSummary], None] | None = None) -> None:
+                 progress: Callable[[BatchSummary], None] | None = None, open_objects: bool = False) -> None:
         if parallel < 1:
             raise LocalgcdError(f"--parallel must be at least 1, not {parallel}")
         self.source, self.output, self.model = source, output, model
         self.parallel, self.resume, self.openai = int(parallel), resume, openai
         self.n_ctx, self.n_threads, self.n_gpu_layers, self.cache_dir = n_ctx, n_threads, n_gpu_layers, cache_dir
         self.progress = progress or (lambda s: None)
+        self.open_objects = open_objects
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
         self.model_name = ""
@@ -195,7 +196,8 @@ class BatchJob:
         got = self._compiled.get(key)
         if got is None:
             try:
-                got = compile_constraint(req.constraint.kind, req.constraint.value, vocab, self.cache_dir)
+                got = compile_constraint(req.constraint.kind, req.constraint.value, vocab, self.cache_dir,
+                                         open_objects=self.open_objects)
             except LocalgcdError as exc:
                 got = exc
             except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
@@ -287,13 +289,15 @@ class DeferredInterrupts:
             self._installed = False
 
 
-def compile_constraint(kind: str, value: Any, vocab: Any, cache_dir: Any = None) -> Any:
-    """A line's constraint compiled by the existing front ends (through the on-disk cache)."""
+def compile_constraint(kind: str, value: Any, vocab: Any, cache_dir: Any = None, open_objects: bool = False) -> Any:
+    """A line's constraint compiled by the existing front ends (through the on-disk cache); a JSON
+    Schema's objects without additionalProperties are closed unless ``open_objects``."""
     from localgcd.compiler.compiler import compile_grammar, compile_json_schema
     from localgcd.grammar.sources import grammars_dir, resolve_grammar
 
     if kind == "json_schema":
-        return compile_json_schema(value, vocab, source="json_schema", cache_dir=cache_dir)
+        return compile_json_schema(value, vocab, source="json_schema", cache_dir=cache_dir,
+                                   additional_properties="schema" if open_objects else "closed")
     if kind == "grammar":
         src = resolve_grammar(value)
         return compile_grammar(src.text, vocab, fmt=src.fmt, source=src.source, cache_dir=cache_dir)
@@ -332,7 +336,8 @@ def batch(input: Any, output: str | os.PathLike[str], **options: Any) -> BatchSu
     dicts) gets one line in ``output`` (a path or ``-``).
 
     Options: ``model`` (a name, a .gguf path, or a loaded model, which stays open), ``parallel``, ``resume``, ``openai``, ``n_ctx``, ``n_threads``,
-    ``n_gpu_layers``, ``cache_dir``, ``progress`` (called with the
+    ``n_gpu_layers``, ``cache_dir``, ``open_objects`` (JSON Schema objects open where the schema leaves them
+    open; default closed), ``progress`` (called with the
     :class:`BatchSummary` as the job goes).  Returns the summary; its
     ``exit_code`` is 0 when every line is complete, else 1.
     """

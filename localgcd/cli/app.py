@@ -66,6 +66,11 @@ register_batch(app)
 
 MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the models.toml default."
 STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."
+OBJECTS_NOTE = {
+    "closed": "objects without additionalProperties are closed: no keys beyond the ones the schema lists "
+              "(--open-objects: open, as JSON Schema reads them)",
+    "schema": "objects without additionalProperties are open, as JSON Schema reads them (--open-objects)",
+}
 
 
 def _compiler():
@@ -119,6 +124,7 @@ def generate(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    open_objects: bool = cons.OPEN_OBJECTS,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
     max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
                                    help="Stop after N generated tokens."),
@@ -164,7 +170,7 @@ def generate(
         layers = _parse_gpu_layers(n_gpu_layers)
         # a bad name, file or pattern fails before the model loads
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="PROMPT" if prompt == "-" else None)
+                                        stdin_user="PROMPT" if prompt == "-" else None, open_objects=open_objects)
         src = constraint.source
         prompt_text = sys.stdin.read() if prompt == "-" else prompt
         loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
@@ -253,6 +259,7 @@ def compile_cmd(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    open_objects: bool = cons.OPEN_OBJECTS,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
@@ -268,7 +275,8 @@ def compile_cmd(
     from localgcd.llama.vocabulary import load_vocabulary
 
     with user_errors():
-        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order)
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
+                                        open_objects=open_objects)
         src = constraint.source
         spec = resolve_model(model)
         path = spec.locate()
@@ -289,9 +297,12 @@ def compile_cmd(
                 "grammar": src.name, "grammar_file": src.source, "model": spec.name, "model_file": str(path),
                 "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
                 "from_cache": from_cache, "conflicts": list(compiled.conflicts), "stats": render.jsonable(stats),
+                **({"additional_properties": constraint.options["additional_properties"]} if constraint.options else {}),
             })
             return
         print(f"{src.name} for {spec.name}")
+        if constraint.options:
+            print(OBJECTS_NOTE[constraint.options["additional_properties"]])
         render.table(["table", "size"], [[str(k), render.stat(v)] for k, v in stats.items()])
         if compiled.conflicts:
             print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
@@ -317,6 +328,7 @@ def check(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    open_objects: bool = cons.OPEN_OBJECTS,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
     keep_final_newline: bool = typer.Option(False, "--keep-final-newline",
@@ -335,7 +347,7 @@ def check(
 
     with user_errors():
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="FILE" if file == "-" else None)
+                                        stdin_user="FILE" if file == "-" else None, open_objects=open_objects)
         src = constraint.source
         if file == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()

@@ -3,7 +3,7 @@
 Exactly one of ``--grammar NAME|FILE`` (format from the suffix, ``--format``
 overrides), ``--json-schema FILE``, ``--regex PATTERN`` or ``--choice TEXT``
 (repeatable); the JSON Schema options (``--lenient``, ``--whitespace``,
-``--property-order``) only with a JSON Schema.  :func:`resolve_constraint`
+``--property-order``, ``--open-objects``) only with a JSON Schema.  :func:`resolve_constraint`
 turns them into the grammar source and the front end's options; every
 misuse is a one-line :class:`~localgcd.errors.GrammarError`.
 """
@@ -46,6 +46,10 @@ WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPA
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")
+OPEN_OBJECTS = typer.Option(False, "--open-objects",
+                            help="JSON Schema: objects without additionalProperties are open, as JSON Schema "
+                                 "reads them (default: closed -- no keys beyond the ones the schema lists, as "
+                                 "generation tools read schemas).")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Constraint:
 def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
                        regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
-                       stdin_user: Optional[str] = None) -> Constraint:
+                       stdin_user: Optional[str] = None, open_objects: bool = False) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share."""
     values = (grammar, json_schema, regex, choices or None)
@@ -81,7 +85,8 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     else:
         source = _choices_source(choices or [])
     schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
-                                                ("--property-order", property_order is not None)) if given_]
+                                                ("--property-order", property_order is not None),
+                                                ("--open-objects", open_objects)) if given_]
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
@@ -92,6 +97,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         "whitespace": _one_of("--whitespace", WHITESPACE[0] if whitespace is None else whitespace, WHITESPACE),
         "property_order": _one_of("--property-order", PROPERTY_ORDER[0] if property_order is None else property_order,
                                   PROPERTY_ORDER),
+        "additional_properties": "schema" if open_objects else "closed",
     }
     if not lenient:
         return Constraint(source, options)

@@ -208,19 +208,23 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
-                        property_order: str = "schema", source: str = "<schema>",
-                        cache_dir: str | Path | None = None, use_cache: bool = True) -> CompiledGrammar:
+                        property_order: str = "schema", additional_properties: str = "closed",
+                        source: str = "<schema>", cache_dir: str | Path | None = None,
+                        use_cache: bool = True) -> CompiledGrammar:
     """Compile a JSON Schema (a dict, JSON text, a Pydantic model class, or OpenAI's ``response_format``).
 
     A keyword that changes validity and is not enforced exactly is a :class:`GrammarError`
     naming it and its JSON pointer; ``lenient=True`` makes those warnings.  ``whitespace``:
     ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
-    ``"schema"`` (as listed) or ``"any"``.
+    ``"schema"`` (as listed) or ``"any"``; ``additional_properties``: ``"closed"`` (an object
+    schema listing its properties, without ``additionalProperties``, admits no other keys, as
+    generation tools read schemas) or ``"schema"`` (JSON Schema's reading: open).
     """
     text = schema if isinstance(schema, str) else _schema_text(schema, source)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     return default_compiler(str(root), use_cache).compile(
-        text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order)
+        text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order,
+        additional_properties=additional_properties)
 
 
 def _schema_text(schema: Any, source: str) -> str:

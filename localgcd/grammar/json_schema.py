@@ -30,6 +30,12 @@ Language (what the grammar accepts), precisely:
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
   tracked property doubles the member automaton: 9 cost about 5 s of compile,
   10 about 15 s.)
+* **Closed objects.** ``additional_properties="closed"`` (the default, as
+  llama.cpp's converter, xgrammar's strict mode and OpenAI's strict schemas
+  read schemas for generation): an object schema that lists ``properties`` or
+  ``patternProperties`` and gives no ``additionalProperties`` admits no other
+  member names but those it requires; ``"schema"`` is JSON Schema's reading,
+  where such an object is open.  An object schema listing neither stays open.
 * **Duplicate member names** are never produced for declared properties in
   ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
   may share a name (each value is checked).
@@ -554,8 +560,9 @@ def _empty(ctx, ptr, msg):
 
 
 class _Ctx:
-    def __init__(self, root, source, lenient, whitespace, order):
+    def __init__(self, root, source, lenient, whitespace, order, additional_properties="closed"):
         self.root = root
+        self.closed = additional_properties == "closed"  # objects without additionalProperties: no other keys
         self.source = source
         self.lenient = lenient
         self.order = order
@@ -1407,7 +1414,10 @@ class _Translator:
         if not isinstance(required, list):
             required = []
         pprops = s.get("patternProperties", {}) or {}
-        addl = s.get("additionalProperties", True)
+        # closed (the generation default): an object that lists its properties, without
+        # additionalProperties, has no others -- but the names it requires or watches
+        closed = ctx.closed and "additionalProperties" not in s and ("properties" in s or "patternProperties" in s)
+        addl = s.get("additionalProperties", not closed)
         pnames = s.get("propertyNames")
         names = list(props)
         declared_names = frozenset(props)
@@ -1418,12 +1428,12 @@ class _Translator:
         for r in list(required) + sorted(watched - set(required)):
             if r not in props:
                 # an undeclared name: its value is what patternProperties / additionalProperties allow
-                if not any(re.search(p, r) for p in pprops) and addl is False:
+                if not any(re.search(p, r) for p in pprops) and addl is False and not closed:
                     if r in required:
                         _empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
                     continue
                 props = dict(props)
-                props[r] = True if any(re.search(p, r) for p in pprops) else addl
+                props[r] = True if closed or any(re.search(p, r) for p in pprops) else addl
                 names.append(r)
         # pattern properties → string patterns
         pat_bodies = []
@@ -2864,15 +2874,28 @@ def _load_schema(schema, source):
     return schema
 
 
+ADDITIONAL_PROPERTIES = ("closed", "schema")
+
+
 def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
-                   property_order: str = "schema", source: str = "<schema>") -> Translation:
-    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc."""
+                   property_order: str = "schema", additional_properties: str = "closed",
+                   source: str = "<schema>") -> Translation:
+    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc.
+
+    ``additional_properties``: ``"closed"`` (the default, as generation tools read schemas) --
+    an object schema that lists ``properties`` or ``patternProperties`` and has no
+    ``additionalProperties`` admits no other keys (but those it requires); ``"schema"`` --
+    JSON Schema's own reading, where such objects are open.
+    """
+    if additional_properties not in ADDITIONAL_PROPERTIES:
+        raise GrammarError(f"{source}: additional_properties must be 'closed' or 'schema', "
+                           f"not {additional_properties!r}")
     if whitespace not in ("default", "compact"):
         raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise GrammarError(f"{source}: property_order must be 'schema' or 'any', not {property_order!r}")
     schema = _load_schema(schema, source)
-    ctx = _Ctx(schema, source, lenient, whitespace, property_order)
+    ctx = _Ctx(schema, source, lenient, whitespace, property_order, additional_properties)
     tr = _Translator(ctx)
     try:
         root = tr.value(schema, "")
