@@ -267,3 +267,84 @@ def test_compile_and_check_say_which_objects_they_use(env: dict[str, str], tmp_p
                 cwd=tmp_path).returncode == 0
     bad = lgcd(env, "check", "--regex", "a", "--open-objects", "doc.json", cwd=tmp_path)
     assert bad.returncode == 2 and "--open-objects applies to a JSON Schema only" in bad.stderr
+
+
+# --------------------------------------------------------------------------- 5, 9: generate's options and misuse
+
+def _json_out(r: subprocess.CompletedProcess[str]) -> dict:
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["", "-g", "json"], "the prompt is empty"),
+    (["  \n", "-g", "json"], "the prompt is empty"),
+    (["hi", "-g", "json", "--system", "Be brief.", "--no-chat"], "--system needs the chat template"),
+    (["hi", "-g", "json", "--chat-template", "t.jinja", "--no-chat"], "--chat-template wraps the prompt"),
+    (["hi", "-g", "json", "--chat-template", "missing.jinja"], "missing.jinja: no such chat template file"),
+])
+def test_generate_misuse_is_one_error_line_before_the_model_loads(args: list[str], fragment: str,
+                                                                   env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "t.jinja").write_text("{{ messages[0].content }}")
+    r = lgcd(env, "generate", *args, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: ") and fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@needs_model
+def test_n_gpu_layers_on_a_cpu_only_build_is_one_warning(env: dict[str, str]) -> None:
+    from localgcd.llama.backend import gpu_offload_supported
+
+    if gpu_offload_supported():
+        pytest.skip("this llama.cpp build can offload")
+    r = lgcd(env, "generate", "Say yes.", "--choice", "yes", "--n-gpu-layers", "5", "--json")
+    warnings = [x for x in r.stderr.splitlines() if x.startswith("warning: ")]
+    assert warnings == ["warning: --n-gpu-layers 5 has no effect: this llama.cpp build cannot offload to a GPU "
+                        "(CPU only)"]
+    assert _json_out(r)["text"] == "yes"
+
+
+LINES = ["List three animals, one per line.", "--regex", "[a-z]+(\n[a-z]+)*", "--temperature", "0", "--seed", "1"]
+
+
+@needs_model
+def test_stop_ends_the_text_before_the_stop_string(env: dict[str, str]) -> None:
+    free = _json_out(lgcd(env, "generate", *LINES, "--json"))
+    assert "\n" in free["text"]  # without --stop the model writes several lines
+    stopped = _json_out(lgcd(env, "generate", *LINES, "--stop", "\n", "--stop", "zzz", "--json"))
+    assert stopped["text"] == free["text"].split("\n")[0]
+    assert (stopped["finish_reason"], stopped["stop_reason"], stopped["complete"]) == ("stop", "stop_string", True)
+    streamed = lgcd(env, "generate", *LINES, "--stop", "\n")  # the stop string is never streamed
+    assert streamed.returncode == 0 and streamed.stdout == stopped["text"]
+
+
+@needs_model
+def test_repeat_penalty_reaches_the_sampler(env: dict[str, str]) -> None:
+    args = ["Count: one, one, one, one,", "--regex", "( one,){1,8}", "--temperature", "0", "--json"]
+    plain = _json_out(lgcd(env, "generate", *args))
+    penalized = _json_out(lgcd(env, "generate", *args, "--repeat-penalty", "1.8"))
+    assert penalized["text"] != plain["text"]
+
+
+@needs_model
+def test_chat_template_file_wraps_the_prompt(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "qa.jinja").write_text("{% for m in messages %}Question: {{ m['content'] }}\nAnswer:{% endfor %}")
+    base = ["Is the sky blue?", "--choice", " yes", "--choice", " no", "--json"]
+    own = _json_out(lgcd(env, "generate", *base, "--no-chat", cwd=tmp_path))
+    templated = _json_out(lgcd(env, "generate", *base, "--chat-template", "qa.jinja", cwd=tmp_path))
+    assert templated["prompt_tokens"] > own["prompt_tokens"] + 3  # "Question: ... Answer:" went in
+    (tmp_path / "broken.jinja").write_text("{% for m in messages %}")
+    r = lgcd(env, "generate", *base, "--chat-template", "broken.jinja", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and "the given chat template failed" in r.stderr
+
+
+# --------------------------------------------------------------------------- 7: threads
+
+@needs_model
+def test_generate_json_says_how_many_threads_it_used(env: dict[str, str]) -> None:
+    from localgcd.llama.loading import default_threads
+
+    args = ["Say yes.", "--choice", "yes", "--json"]
+    assert _json_out(lgcd(env, "generate", *args))["threads"] == default_threads()
+    assert _json_out(lgcd(env, "generate", *args, "--threads", "1"))["threads"] == 1
+

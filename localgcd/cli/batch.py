@@ -50,8 +50,11 @@ def batch_command(
     """
     from localgcd.batch.runner import BatchJob
 
+    from localgcd.cli.generating import warn_unused_gpu_layers
+
     layers = -1 if n_gpu_layers == "all" else n_gpu_layers  # "auto" and numbers: load_model checks them
     with _Progress() as bar, user_errors():
+        warn_unused_gpu_layers(int(layers) if isinstance(layers, str) and layers.lstrip("-").isdigit() else layers)
         job = BatchJob(input, output, model=model, parallel=parallel, resume=resume, openai=openai, n_ctx=n_ctx,
                        n_threads=threads, n_gpu_layers=layers, progress=bar.update, open_objects=open_objects)
         try:

@@ -11,12 +11,15 @@ misuse is a one-line :class:`~localgcd.errors.GrammarError`.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from localgcd.cli.console import held_warnings, warning
+from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
 from localgcd.grammar.formats import FORMATS, to_lark
 from localgcd.grammar.regex_choice import regex_to_lark
@@ -154,3 +157,24 @@ def _choices_source(choices: list[str]) -> GrammarSource:
             raise GrammarError(f"--choice number {k} contains a line break; a choice is one line "
                                "(use --regex for texts of several lines)")
     return GrammarSource("\n".join(dict.fromkeys(choices)), "choices", "--choice", "choices")
+
+
+def cli_compiler():  # noqa: ANN201
+    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once)."""
+    from localgcd.cli.cache import compiler
+
+    return compiler()
+
+
+def compile_shown(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001, ANN201
+    """Compile (or load from the cache) under a spinner; the --lenient warnings are shown once, cache or not."""
+    src = constraint.source
+    for message in constraint.warnings:
+        warning(message)
+    with held_warnings() as held:
+        compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
+                                strict=strict, **constraint.options)
+    for category, message in held:  # the rest go on to the caller's display (or its held list)
+        if message not in constraint.warnings:
+            warnings.showwarning(message, category, __file__, 0)
+    return compiled
