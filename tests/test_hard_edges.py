@@ -348,3 +348,28 @@ def test_generate_json_says_how_many_threads_it_used(env: dict[str, str]) -> Non
     assert _json_out(lgcd(env, "generate", *args))["threads"] == default_threads()
     assert _json_out(lgcd(env, "generate", *args, "--threads", "1"))["threads"] == 1
 
+
+
+# --------------------------------------------------------------------------- 10: the README's library example
+
+def _readme_generation_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    library = text[text.index("\n## Library\n"):]
+    start = library.index("```python\n") + len("```python\n")
+    return library[start:library.index("\n```", start)]
+
+
+def test_readme_shows_generate_stream_and_generator_as_they_exist() -> None:
+    import localgcd
+
+    code = _readme_generation_example()
+    for name in ("localgcd.generate(", "localgcd.stream(", "localgcd.Generator("):
+        assert name in code and name[len("localgcd."):-1] in localgcd.__all__
+
+
+@needs_model
+def test_readme_generation_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
+    namespace: dict = {}
+    exec(compile(_readme_generation_example(), "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["s"].result.complete and len(namespace["results"]) == 2
