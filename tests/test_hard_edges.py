@@ -110,7 +110,7 @@ def _letters():  # noqa: ANN202
 def test_grammar_texts_relative_import_is_not_read_from_the_current_directory(words_dir: Path) -> None:
     import localgcd
 
-    with pytest.raises(localgcd.GrammarError, match=r"%import \.words: grammar text has no folder.*base_dir="):
+    with pytest.raises(localgcd.GrammarError, match=r"cannot import '\.words': grammar text has no folder.*base_dir="):
         localgcd.compile_grammar(IMPORTING, _letters(), use_cache=False)
 
 
@@ -124,8 +124,9 @@ def test_grammar_texts_relative_import_reads_the_named_base_dir(words_dir: Path,
         m = localgcd.compile_grammar(IMPORTING, _letters(), use_cache=False, base_dir=base).matcher()
         assert m.accept_bytes(b"abc") and m.is_accepting()
     else:
-        with pytest.raises(localgcd.GrammarError, match="no file words.lark in the base directory"):
+        with pytest.raises(localgcd.GrammarError, match="no grammar file words.lark in the base directory") as err:
             localgcd.compile_grammar(IMPORTING, _letters(), use_cache=False, base_dir=base)
+        assert (err.value.line, err.value.column) == (2, 9)  # at the %import
 
 
 def test_grammar_text_still_imports_larks_library(words_dir: Path) -> None:

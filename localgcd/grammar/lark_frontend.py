@@ -112,6 +112,8 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
             term_defs, rules, ignore = builder_grammar.compile([start], set())
         except LarkError as exc:
             raise _located(exc, text, source) from None
+        except _TextImportError as exc:
+            raise _import_error(exc.module, exc.why, text, source) from None
         except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
             raise _failed_import(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
@@ -155,15 +157,23 @@ class _TextImports:
             raise OSError(grammar_path)
         module = grammar_path.removesuffix(".lark").replace(os.sep, ".")
         if self.base_dir is None:
-            raise GrammarError(f"%import .{module}: grammar text has no folder for a relative import to start "
-                               "from; give the grammar as a file, or name a base directory (base_dir=)", self.source)
+            raise _TextImportError(module, "grammar text has no folder for a relative import to start from; "
+                                           "give the grammar as a file, or name a base directory (base_dir=)")
         path = os.path.join(self.base_dir, grammar_path)
         try:
             with open(path, encoding="utf-8") as fh:
                 return path, fh.read()
         except OSError:
-            raise GrammarError(f"%import .{module}: no file {grammar_path} in the base directory {self.base_dir}",
-                               self.source) from None
+            raise _TextImportError(module, f"no grammar file {grammar_path} in the base directory "
+                                           f"{self.base_dir}") from None
+
+
+class _TextImportError(Exception):
+    """A relative import of grammar text that cannot be read (made a located GrammarError)."""
+
+    def __init__(self, module: str, why: str) -> None:
+        super().__init__(why)
+        self.module, self.why = module, why
 
 
 # --------------------------------------------------------------------------- rules
@@ -438,6 +448,11 @@ def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> Gra
         found = re.search(r"\(((?:'[^']*',? ?)+)\)", str(exc))  # lark names the module as a tuple of parts
         wanted = ".".join(re.findall(r"'([^']*)'", found.group(1))) if found else ""
         why = "the grammar file lies where lark does not look for it" if found else _first_line(str(exc) or "failed")
+    return _import_error(wanted, why, text, source, " (next to the grammar file, or among lark's own grammars)")
+
+
+def _import_error(wanted: str, why: str, text: str, source: str, hint: str = "") -> GrammarError:
+    """``cannot import 'x': why`` at the ``%import`` line of module ``wanted``."""
     imports = list(_IMPORT.finditer(text))
     at = next((i for i in imports if i.group("path").lstrip(".").startswith(wanted + ".")
                or i.group("path").lstrip(".") == wanted), imports[0] if imports else None)
@@ -446,8 +461,7 @@ def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> Gra
     shown = at.group("path").rsplit(".", 1)[0] if at.group("path").count(".") > at.group("path").startswith(".") \
         else at.group("path")
     line, column = _line_column(text, at.start("path"))
-    return GrammarError(f"cannot import {shown!r}: {why} (next to the grammar file, or among lark's own grammars)",
-                        source, line, column, _source_line(text, line))
+    return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, _source_line(text, line))
 
 
 def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:
