@@ -22,9 +22,12 @@ BYTES = byte_vocabulary()
 
 
 @functools.lru_cache(maxsize=None)
-def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "default", lenient: bool = False):
-    """(the front end's translation, the grammar compiled over single bytes)."""
-    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient)
+def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "default", lenient: bool = False,
+                   additional_properties: str = "schema"):
+    """(the front end's translation, the grammar compiled over single bytes).  The schema's own
+    language (open objects, as jsonschema validates) unless ``additional_properties="closed"``."""
+    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient,
+                       additional_properties=additional_properties)
     return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
 
 

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -85,8 +86,15 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False, lark_regex: bool = False) -> Grammar:
-    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
+                      user_text: str = "", plain: bool = False, lark_regex: bool = False,
+                      base_dir: str | os.PathLike[str] | None = None) -> Grammar:
+    """Parse Lark grammar ``text`` (``source`` names it in messages).
+
+    Imports: when ``source`` is a file, ``%import .x.y`` is relative to its
+    folder (as lark reads a grammar file); grammar *text* has no folder, so its
+    relative imports are resolved in ``base_dir`` when the caller names one and
+    are an error otherwise -- never against the current directory.  ``%import
+    common.X`` (lark's library) works either way.
 
     For Lark text another front end generated, ``origins`` maps generated
     names to (line, column) in ``user_text``, the user's own grammar, so that
@@ -102,12 +110,13 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         term_defs, rules = read
         ignore: list[str] = []
     else:
-        import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
         try:
-            builder_grammar, _ = load_grammar(text, source, import_paths, False)
+            builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
             term_defs, rules, ignore = builder_grammar.compile([start], set())
         except LarkError as exc:
             raise _located(exc, text, source) from None
+        except _TextImportError as exc:
+            raise _import_error(exc.module, exc.why, text, source) from None
         except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
             raise _failed_import(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
@@ -122,6 +131,52 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
     return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
+
+
+def _import_paths(source: str, base_dir: str | os.PathLike[str] | None) -> list[Any]:
+    """lark's ``import_paths`` for a grammar from ``source``: its file's folder, or, for text,
+    a resolver of its relative imports (lark would try the current directory)."""
+    if os.path.isfile(source):
+        return [os.path.dirname(os.path.abspath(source))]
+    resolver = _TextImports(os.path.split(source)[0], source,
+                            None if base_dir is None else os.path.abspath(os.fspath(base_dir)))
+    return [resolver] + ([resolver.base_dir] if resolver.base_dir is not None else [])
+
+
+@dataclass(frozen=True)
+class _TextImports:
+    """A callable lark tries first for each import (``(base_path, grammar_path) -> (path, text)``,
+    IOError: try the next place).  lark's base path for a relative import of the text itself
+    is ``own_base`` (the folder part of its name, usually ""); those imports are read from
+    ``base_dir`` or refused.  Library imports and imported files' own relative imports go on
+    as lark does them."""
+
+    own_base: str
+    source: str
+    base_dir: str | None
+
+    def __call__(self, base_path: Any, grammar_path: str) -> tuple[str, str]:
+        if base_path is None or base_path != self.own_base:
+            raise OSError(grammar_path)
+        module = grammar_path.removesuffix(".lark").replace(os.sep, ".")
+        if self.base_dir is None:
+            raise _TextImportError(module, "grammar text has no folder for a relative import to start from; "
+                                           "give the grammar as a file, or name a base directory (base_dir=)")
+        path = os.path.join(self.base_dir, grammar_path)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return path, fh.read()
+        except OSError:
+            raise _TextImportError(module, f"no grammar file {grammar_path} in the base directory "
+                                           f"{self.base_dir}") from None
+
+
+class _TextImportError(Exception):
+    """A relative import of grammar text that cannot be read (made a located GrammarError)."""
+
+    def __init__(self, module: str, why: str) -> None:
+        super().__init__(why)
+        self.module, self.why = module, why
 
 
 # --------------------------------------------------------------------------- rules
@@ -429,6 +484,11 @@ def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> Gra
         found = re.search(r"\(((?:'[^']*',? ?)+)\)", str(exc))  # lark names the module as a tuple of parts
         wanted = ".".join(re.findall(r"'([^']*)'", found.group(1))) if found else ""
         why = "the grammar file lies where lark does not look for it" if found else _first_line(str(exc) or "failed")
+    return _import_error(wanted, why, text, source, " (next to the grammar file, or among lark's own grammars)")
+
+
+def _import_error(wanted: str, why: str, text: str, source: str, hint: str = "") -> GrammarError:
+    """``cannot import 'x': why`` at the ``%import`` line of module ``wanted``."""
     imports = list(_IMPORT.finditer(text))
     at = next((i for i in imports if i.group("path").lstrip(".").startswith(wanted + ".")
                or i.group("path").lstrip(".") == wanted), imports[0] if imports else None)
@@ -437,8 +497,7 @@ def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> Gra
     shown = at.group("path").rsplit(".", 1)[0] if at.group("path").count(".") > at.group("path").startswith(".") \
         else at.group("path")
     line, column = _line_column(text, at.start("path"))
-    return GrammarError(f"cannot import {shown!r}: {why} (next to the grammar file, or among lark's own grammars)",
-                        source, line, column, _source_line(text, line))
+    return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, _source_line(text, line))
 
 
 def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:
