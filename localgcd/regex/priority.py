@@ -403,4 +403,47 @@ def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, cla
     first[block[::-1]] = np.arange(block.size)[::-1]
     accept = np.where(accepting[first], 0, -1).astype(np.int32)
     dfa = DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
-    return PriorityDFA(dfa, np.ascontiguousarray(forbidden[first][:, class_of]))
+    result = PriorityDFA(dfa, np.ascontiguousarray(forbidden[first][:, class_of]))
+    _refuse_backing_up(result)
+    return result
+
+
+def _refuse_backing_up(own: PriorityDFA) -> None:
+    """Refuse a terminal whose ``re.match`` may end a lexeme and then read on into text where it
+    backs up to it (the longer match fails: a state that does not accept, or refuses to end before
+    a byte it cannot read on with): more than the one byte the lexing transducer looks at, where it
+    would stop instead."""
+    dfa = own.dfa
+    accepting = dfa.accept >= 0
+    live = dfa.transitions >= 0
+    bad = ~accepting | (own.forbidden & ~live).any(axis=1)
+    may_end = accepting[:, None] & ~own.forbidden & live
+    # states that reach a bad one (backwards over every transition)
+    reaches_bad = bad.copy()
+    while True:
+        grown = reaches_bad | (live & reaches_bad[np.maximum(dfa.transitions, 0)]).any(axis=1)
+        if (grown == reaches_bad).all():
+            break
+        reaches_bad = grown
+    backs_up = may_end & reaches_bad[np.maximum(dfa.transitions, 0)]
+    if not backs_up.any():
+        return
+    path: dict[int, bytes] = {0: b""}  # a shortest witness: the bytes to such a state, the byte after
+    order = [0]
+    for state in order:  # grows while iterating
+        if backs_up[state].any():
+            direct = backs_up[state] & bad[np.maximum(dfa.transitions[state], 0)]
+            byte = int(np.flatnonzero(direct if direct.any() else backs_up[state])[0])
+            raise UnsupportedRegex(
+                f"re.match may end a lexeme at {_shown(path[state])} and read on past {_shown(bytes([byte]))} "
+                "into text where it backs up to it: more than the one byte the lexer looks at")
+        for byte in range(256):
+            nxt = int(dfa.transitions[state, byte])
+            if nxt >= 0 and nxt not in path:
+                path[nxt] = path[state] + bytes([byte])
+                order.append(nxt)
+
+
+def _shown(data: bytes) -> str:
+    """Bytes as an escaped Python literal (one line)."""
+    return ascii(data.decode("utf-8", "backslashreplace"))
