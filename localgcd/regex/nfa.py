@@ -50,7 +50,7 @@ def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     """The Thompson NFA of ``pattern`` on its own (edges, ε-edges, start, end), memoized per pattern:
     grammars of one kind (a JSON Schema's strings and numbers) share most of their terminals."""
     nfa = NFA()
-    start, end = _Builder(nfa).node(parse_python_regex(pattern))
+    start, end = ThompsonBuilder(nfa).node(parse_python_regex(pattern))
     return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
@@ -111,14 +111,14 @@ def counted_pattern(pattern: str) -> CountedPattern | None:
     try:
         prefix, suffix = prefix_text.encode("utf-8"), suffix_text.encode("utf-8")
         unit = NFA()
-        start, end = _Builder(unit).node(repeat.item)
+        start, end = ThompsonBuilder(unit).node(repeat.item)
     except (UnicodeEncodeError, UnsupportedRegex):
         return None
     unit.accept[end] = 0
     return CountedPattern(prefix, unit, start, repeat.item, repeat.lo, repeat.hi, suffix)
 
 
-class _Builder:
+class ThompsonBuilder:
     """Thompson construction of one AST into an :class:`NFA` (ε-edges in backtracking order).
 
     This builder makes automata of languages: it refuses non-greedy quantifiers, look-around and

@@ -36,7 +36,7 @@ import numpy as np
 
 from localgcd.regex.charset import CharSet, category
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
-from localgcd.regex.nfa import NFA, _Builder
+from localgcd.regex.nfa import NFA, ThompsonBuilder
 from localgcd.regex.python_syntax import parse_python_regex
 from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, has_backtracking_semantics
 
@@ -133,7 +133,7 @@ def _anchor_as_looks(kind: str) -> Node:
 # The NFA with assertion states
 
 
-class _PriorityBuilder(_Builder):
+class _PriorityBuilder(ThompsonBuilder):
     """The Thompson NFA with lazy loops (exit first) and an ε-state per look-around."""
 
     backtracking = True
