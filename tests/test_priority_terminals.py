@@ -110,12 +110,34 @@ def test_a_refused_terminal_is_named_with_its_place_and_an_escaped_regex(tmp_pat
     assert "g.lark:2:1" in first_line and "a\\tb$" in first_line and "\t" not in first_line
 
 
-def test_a_look_ahead_past_the_lexeme_that_no_other_lexeme_covers_is_refused() -> None:
+@pytest.mark.parametrize("text, terminals, ends_in_a_lexeme", [
+    (b'"a"""', [0], True),  # "a" then "" at the end of the text
+    (b'""', [], True),
+    (b'"""a"', [], False),  # "" may not end before '"', and nothing else goes on: dead
+    (b'""""', [], False),
+    (b'"a""b"', [0], True),
+])
+def test_a_look_ahead_past_the_lexeme_keeps_the_lexer_from_ending_it_before_those_bytes(
+        text: bytes, terminals: list[int], ends_in_a_lexeme: bool) -> None:
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.lexer.automaton import build_lexer_dfa
+    from localgcd.lexer.transducer import LexingTransducer
+
+    grammar = 'start: S+\nS: /"(?!"")[a-z]*"/\n'
+    terms = list(load_lark_grammar(grammar, "g.lark").terminals)
+    lexer = LexingTransducer.from_dfa(build_lexer_dfa(terms, "g.lark", grammar), len(terms))
+    emitted, state = lexer.feed(0, text)
+    assert (emitted if state >= 0 else []) == terminals
+    assert (state >= 0 and lexer.accept[state] >= 0) == ends_in_a_lexeme
+
+
+def test_a_look_ahead_that_would_hand_the_lexeme_to_another_terminal_is_refused() -> None:
+    """Before '"', S may not end as '""' but T matches it: the lexer would have to emit T there."""
     from localgcd.grammar.lark_frontend import load_lark_grammar
     from localgcd.lexer.automaton import build_lexer_dfa
 
-    text = 'start: S+\nS: /"(?!"")[a-z]*"/\n'
-    with pytest.raises(GrammarError, match=r"S .*before byte 0x22"):
+    text = 'start: (S | T)+\nS: /"(?!"")[a-z]*"/\nT: /"[a-z]*"/\n'
+    with pytest.raises(GrammarError, match=r"g\.lark:2:1: terminal S .*another terminal"):
         build_lexer_dfa(list(load_lark_grammar(text, "g.lark").terminals), "g.lark", text)
 
 

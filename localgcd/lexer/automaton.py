@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError, GrammarWarning
 from localgcd.grammar.terminals import Terminal
-from localgcd.regex.dfa import DEAD_STATE, DFA, representative_bytes
+from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.product import product_dfa
-from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa
+from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
 
@@ -49,15 +46,12 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
                                            f"/{condition.regex}/")
         except UnsupportedRegex as exc:
             raise error(terminal, f"terminal {terminal.name} /{printable(terminal.regex)}/: {exc}") from None
-    dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
-                      [terminal.also for terminal in terminals])
-    for index, terminal in enumerate(terminals):
-        if literal_bytes(terminal.regex) is None and needs_priority(terminal.regex):
-            byte = _ending_refused_at_a_dead_end(dfa, index, terminal.mode, priority_dfa(terminal.regex))
-            if byte is not None:
-                raise error(terminal, f"terminal {terminal.name} /{printable(terminal.regex)}/: its look-ahead "
-                            f"forbids ending the lexeme before byte {byte:#04x} where no other lexeme goes on "
-                            "(the lexer cannot yet refuse to end a lexeme before some bytes)")
+    try:
+        dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
+                          [terminal.also for terminal in terminals])
+    except TerminalUnsupported as exc:
+        terminal = terminals[exc.terminal]
+        raise error(terminal, f"terminal {terminal.name} /{printable(terminal.regex)}/: {exc}") from None
     for start in dfa.mode_starts:
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]
@@ -79,26 +73,3 @@ def printable(regex: str) -> str:
 
 
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f", "\v": "\\v"}
-
-
-def _ending_refused_at_a_dead_end(lexer: DFA, terminal: int, mode: int, own: PriorityDFA) -> int | None:
-    """A byte before which ``own`` (terminal ``terminal``'s priority automaton) forbids its lexeme to
-    end in a lexer state that labels it and has no transition on that byte — where the lexer would
-    emit the terminal; None when there is none.  The lexer and ``own`` are walked side by side
-    (every input reaches one pair), only while ``own`` is alive."""
-    if not own.conditional:
-        return None
-    columns = representative_bytes([lexer.byte_classes, own.dfa.byte_classes])
-    pairs = [(0, lexer.mode_starts[mode])]
-    seen = set(pairs)
-    for mine, state in pairs:  # grows while iterating
-        if lexer.accept[state] == terminal:
-            refused = own.forbidden[mine] & (lexer.transitions[state] == DEAD_STATE)
-            if refused.any():
-                return int(np.flatnonzero(refused)[0])
-        for byte in columns.tolist():
-            pair = (int(own.dfa.transitions[mine, byte]), int(lexer.transitions[state, byte]))
-            if pair[0] != DEAD_STATE and pair[1] != DEAD_STATE and pair not in seen:
-                seen.add(pair)
-                pairs.append(pair)
-    return None

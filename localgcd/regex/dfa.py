@@ -41,6 +41,9 @@ class DFA:
     transitions: np.ndarray  # int32 [n_states, 256]
     accept: np.ndarray  # int32 [n_states]
     mode_starts: tuple[int, ...] = (0,)  # the start state of each lexer mode (mode 0 starts in state 0)
+    # bool [n_states, 256] or None: the lexeme may not end in the state before the byte (a look-ahead
+    # over the byte after it, see regex/priority.py); None: it may end before any byte
+    emit_forbidden: np.ndarray | None = None
 
     @property
     def n_states(self) -> int:
