@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
 import numpy as np
 
 import localgcd
 from exactness_support import byte_vocabulary
 from localgcd.grammar.json_schema import schema_to_lark
+
+#: MaskBench's dev schemas: in the shared/ folder beside the checkout (CI's clone has its copy there),
+#: else the session machine's /work/shared
+MASKBENCH = next((folder for folder in (Path(__file__).resolve().parents[2] / "shared/data/jsonschema/maskbench-dev",
+                                        Path("/work/shared/data/jsonschema/maskbench-dev")) if folder.is_dir()),
+                 Path("/work/shared/data/jsonschema/maskbench-dev"))
 
 BYTES = byte_vocabulary()
 

@@ -125,15 +125,22 @@ class Journal:
     def write(self, obj: dict[str, Any]) -> None:
         """Write ``obj`` as one line now (one system call for a file)."""
         data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
-        if not self._owned:  # stdout: through sys.stdout, flushed at once
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-            self.written += 1
-            return
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
+        try:
+            if not self._owned:  # stdout: through sys.stdout, flushed at once
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+                self.written += 1
+                return
+            view = memoryview(data)
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+        except BrokenPipeError:
+            raise  # stdout closed by the reader (`| head`): the CLI stops quietly
+        except OSError as exc:  # a full disk, a quota, an I/O error: what is written stays whole for --resume
+            again = " and run again with --resume" if self._owned else ""
+            raise LocalgcdError(f"{self.shown}: cannot write the output: {exc.strerror or exc} (after"
+                                f" {self.written} lines){again}") from None
         self.written += 1
         self._dirty = True
         self.tick()

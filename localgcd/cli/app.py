@@ -111,6 +111,7 @@ def generate(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    lark_regex: bool = cons.LARK_REGEX,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
     max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
                                    help="Stop after N generated tokens."),
@@ -156,7 +157,7 @@ def generate(
         layers = _parse_gpu_layers(n_gpu_layers)
         # a bad name, file or pattern fails before the model loads
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="PROMPT" if prompt == "-" else None)
+                                        stdin_user="PROMPT" if prompt == "-" else None, lark_regex=lark_regex)
         src = constraint.source
         prompt_text = sys.stdin.read() if prompt == "-" else prompt
         loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
@@ -245,6 +246,7 @@ def compile_cmd(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    lark_regex: bool = cons.LARK_REGEX,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
@@ -260,7 +262,8 @@ def compile_cmd(
     from localgcd.llama.vocabulary import load_vocabulary
 
     with user_errors():
-        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order)
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
+                                        lark_regex=lark_regex)
         src = constraint.source
         spec = resolve_model(model)
         path = spec.locate()
@@ -309,6 +312,7 @@ def check(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    lark_regex: bool = cons.LARK_REGEX,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
 ) -> None:
@@ -323,7 +327,7 @@ def check(
 
     with user_errors():
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="FILE" if file == "-" else None)
+                                        stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex)
         src = constraint.source
         if file == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()

@@ -43,6 +43,9 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
+LARK_REGEX = typer.Option(False, "--lark-regex",
+                          help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
+                               "properties; needs the 'regex' module: pip install 'localgcd[lark-regex]').")
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")
@@ -61,7 +64,7 @@ class Constraint:
 def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
                        regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
-                       stdin_user: Optional[str] = None) -> Constraint:
+                       stdin_user: Optional[str] = None, lark_regex: bool = False) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share."""
     values = (grammar, json_schema, regex, choices or None)
@@ -82,6 +85,10 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         source = _choices_source(choices or [])
     schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
                                                 ("--property-order", property_order is not None)) if given_]
+    if lark_regex and source.fmt != "lark":
+        raise GrammarError(f"--lark-regex applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
+    if lark_regex:
+        return Constraint(source, {"lark_regex": True})
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "

@@ -28,6 +28,7 @@ from localgcd.errors import GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.grammar.schema_json import check_schema_values
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.lalr import build_parse_tables
@@ -136,7 +137,8 @@ class Compiler:
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf)
+                                    user_text=translation.user_text, plain=translation.plain_bnf,
+                                    lark_regex=translation.lark_regex)
         tables, conflicts = build_parse_tables(grammar, strict=strict)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
@@ -190,15 +192,18 @@ def default_compiler(cache_dir: str, use_cache: bool = True) -> Compiler:
 
 def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
-                    indenter: IndenterOptions | None = None) -> CompiledGrammar:
+                    indenter: IndenterOptions | None = None, lark_regex: bool = False) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
-    ``use_cache=False`` compiles in memory only.
+    ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
+    terminals as lark's ``regex=True`` does: ``\\p{…}`` Unicode properties, the ``regex`` module's
+    Unicode data (needs ``localgcd[lark-regex]``).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache)
-    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter)
+    options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
+    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
@@ -211,23 +216,25 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False
     ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
     ``"schema"`` (as listed) or ``"any"``.
     """
-    text = schema if isinstance(schema, str) else _schema_text(schema)
+    text = schema if isinstance(schema, str) else _schema_text(schema, source)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     return default_compiler(str(root), use_cache).compile(
         text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order)
 
 
-def _schema_text(schema: Any) -> str:
+def _schema_text(schema: Any, source: str) -> str:
     """A schema object as JSON text (the cache key); Pydantic models via ``model_json_schema()``."""
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
+    if not isinstance(schema, type):  # (a class that is no model: the front end names it)
+        check_schema_values(schema, source)  # NaN, a 5,000-digit integer, deep nesting: named by pointer
     return json.dumps(schema, sort_keys=False, ensure_ascii=False)
 
 
 def _cache_key(*parts: str) -> str:
     digest = hashlib.sha256()
     for part in (f"localgcd-tables-v{TABLE_FORMAT_VERSION}", *parts):
-        data = part.encode("utf-8")
+        data = part.encode("utf-8", "surrogatepass")  # a lone surrogate is the front end's error to report
         digest.update(len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()
 

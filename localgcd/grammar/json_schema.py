@@ -63,12 +63,18 @@ from typing import Any
 import numpy as np
 
 from localgcd.errors import GrammarError
+from localgcd.grammar.schema_json import check_schema_values, read_schema_json
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.regex.dfa import relation, relations, representative_bytes
+from localgcd.regex.charset import CharSet
+from localgcd.regex.dfa import TooManyStates, determinize, intersection, relation, relations, representative_bytes
+from localgcd.regex.nfa import NFA, CharClasses
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import UnsupportedRegex, character_sets
+from localgcd.regex.to_regex import RegexTooLong, dfa_regex
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
@@ -436,7 +442,7 @@ def int_range(lo: int | None, hi: int | None) -> str | None:
 
 def _split(x: Decimal) -> tuple[int, str]:
     """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
-    whole, _, frac = format(x, "f").partition(".")
+    whole, _, frac = format(Decimal(x), "f").partition(".")  # (an int bound as a Decimal: no float overflow)
     return int(whole), frac.rstrip("0")
 
 
@@ -1241,7 +1247,7 @@ class _Translator:
             highs.append((emx, True))
         for v, op in lows:
             if integer:  # the least integer above (op: exclusive) or at v
-                c = int(v) + op if float(v).is_integer() else math.ceil(v)
+                c = int(v) + op if _integral(v) else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
                 v = _exact(v)
@@ -1249,7 +1255,7 @@ class _Translator:
                     lo, lo_open = v, op
         for v, op in highs:
             if integer:  # the greatest integer below (op: exclusive) or at v
-                c = int(v) - op if float(v).is_integer() else math.floor(v)
+                c = int(v) - op if _integral(v) else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
                 v = _exact(v)
@@ -1259,9 +1265,9 @@ class _Translator:
             m = s["multipleOf"]
             if not _is_num(m) or m <= 0:
                 _fail(ctx, _ptr_join(ptr, "multipleOf"), "keyword 'multipleOf' must be a positive number")
-            if float(m) == 1.0:
+            if m == 1:
                 integer = True
-            elif integer and float(m).is_integer() and m < 0:
+            elif integer and _integral(m) and m < 0:
                 pass
             else:
                 ctx.unsupported(_ptr_join(ptr, "multipleOf"), "multipleOf", f"with value {m}")
@@ -1806,6 +1812,11 @@ def _exact(v) -> int | Decimal:
     return Decimal(repr(v))
 
 
+def _integral(v: int | float) -> bool:
+    """Is the JSON number ``v`` an integer (without turning a big ``int`` into a float, which overflows)?"""
+    return isinstance(v, int) or v.is_integer()
+
+
 def _int_bounds(ns):
     """The least and greatest integers inside the bounds of ``ns`` (None: unbounded)."""
     lo = None if ns.lo is None else math.floor(ns.lo) + 1 if ns.lo_open or ns.lo % 1 else int(ns.lo)
@@ -1834,155 +1845,33 @@ MAX_PIECE_STATES = 20_000  # a pattern within a length class: an automaton the l
 MAX_PRODUCT_REGEX = 20000
 
 
-class _CharNFA:
-    """A Thompson NFA over code points of one body regex: ``edges[s]`` are (intervals, target),
-    ``eps[s]`` ε-targets; one start and one final state."""
-
-    def __init__(self, regex: str):
-        self.edges: list[list] = []
-        self.eps: list[list[int]] = []
-        self.start, self.final = self.seq(list(sre_parse.parse(regex)))
-
-    def state(self) -> int:
-        self.edges.append([])
-        self.eps.append([])
-        return len(self.edges) - 1
-
-    def seq(self, items) -> tuple[int, int]:
-        start = cur = self.state()
-        for op, arg in items:
-            a, b = self.node(op, arg)
-            self.eps[cur].append(a)
-            cur = b
-        return start, cur
-
-    def node(self, op, arg) -> tuple[int, int]:
-        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.IN):
-            iv = ([(arg, arg)] if op is sre.LITERAL else _complement([(arg, arg)]) if op is sre.NOT_LITERAL
-                  else _PatternTranslator("").cls(arg))
-            a, b = self.state(), self.state()
-            self.edges[a].append((iv, b))
-            return a, b
-        if op is sre.SUBPATTERN:
-            return self.seq(list(arg[3]))
-        if op is sre.BRANCH:
-            a, b = self.state(), self.state()
-            for branch in arg[1]:
-                s, e = self.seq(list(branch))
-                self.eps[a].append(s)
-                self.eps[e].append(b)
-            return a, b
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-            return self.repeat(*arg)
-        raise _Unsupported(f"regex construct {op} in an intersection")
-
-    def repeat(self, lo, hi, sub) -> tuple[int, int]:
-        start = cur = self.state()
-        for _ in range(lo):
-            s, e = self.seq(list(sub))
-            self.eps[cur].append(s)
-            cur = e
-        end = self.state()
-        self.eps[cur].append(end)
-        if hi is sre.MAXREPEAT:
-            s, e = self.seq(list(sub))
-            self.eps[cur].append(s)
-            self.eps[e] += [s, end]
-            return start, end
-        for _ in range(hi - lo):
-            s, e = self.seq(list(sub))
-            self.eps[cur].append(s)
-            self.eps[e].append(end)
-            cur = e
-        return start, end
-
-    def closure(self, states) -> frozenset:
-        seen, todo = set(states), list(states)
-        while todo:
-            for t in self.eps[todo.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        return frozenset(seen)
-
-
 def _intersection_regex(ra: str, rb: str) -> str | None:
     """A body regex for the strings both body regexes match, None when there are none (raises
-    _Unsupported when too large)."""
-    import bisect
-
-    na, nb = _CharNFA(ra), _CharNFA(rb)
-    cuts = {0, MAXCP + 1}
-    for nfa in (na, nb):
-        cuts |= {x for out in nfa.edges for iv, _t in out for lo, hi in iv for x in (lo, hi + 1)}
-    bounds = sorted(cuts)
-
-    sides = (na, nb)
-
-    @functools.cache  # a side's state set recurs in many product states
-    def moves(side, states):  # class index -> closure of targets
-        out: dict[int, set] = {}
-        for q in states:
-            for iv, t in sides[side].edges[q]:
-                for lo, hi in iv:
-                    for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
-                        out.setdefault(c, set()).add(t)
-        return {c: closure(side, frozenset(ts)) for c, ts in out.items()}
-
-    @functools.cache
-    def closure(side, targets):
-        return sides[side].closure(targets)
-
-    start = (na.closure([na.start]), nb.closure([nb.start]))
-    index, states, edges, accept = {start: 0}, [start], [], set()
-    for i, (sa, sb) in enumerate(states):  # grows while iterating
-        if len(states) > MAX_PRODUCT_STATES:
-            raise _Unsupported("intersection automaton too large")
-        if na.final in sa and nb.final in sb:
-            accept.add(i)
-        ma, mb = moves(0, sa), moves(1, sb)
-        row = {}
-        for c in ma.keys() & mb.keys():
-            nxt = (ma[c], mb[c])
-            if nxt not in index:
-                index[nxt] = len(states)
-                states.append(nxt)
-            row[c] = index[nxt]
-        edges.append(row)
-    return _dfa_regex(_minimize_rows(edges, accept), bounds)
+    _Unsupported when too large).  Both are automata over the character classes of their
+    character sets (so the product reads back as a regex over characters)."""
+    try:
+        trees = [parse_python_regex(ra), parse_python_regex(rb)]
+        classes = CharClasses.of(chars for tree in trees for chars in character_sets(tree))
+        dfas = []
+        for tree in trees:
+            nfa = NFA()
+            dfas.append(determinize(nfa, [nfa.add_node(tree, 0, classes.encode)], [0], classes.n_symbols))
+    except UnsupportedRegex as exc:
+        raise _Unsupported(f"{exc} in an intersection") from None
+    try:
+        both = intersection(dfas[0], dfas[1], max_states=MAX_PRODUCT_STATES)
+        return None if both is None else dfa_regex(both, lambda symbols: _class_text(classes.chars(symbols)),
+                                                   MAX_PRODUCT_REGEX)
+    except TooManyStates:
+        raise _Unsupported("intersection automaton too large") from None
+    except RegexTooLong:
+        raise _Unsupported("intersection regex too large") from None
 
 
-def _minimize_rows(edges, accept):
-    """(edges, accept) of the trim minimal DFA (start 0) of a DFA given as rows {class: target}."""
-    live, changed = set(accept), True
-    while changed:
-        changed = False
-        for q, row in enumerate(edges):
-            if q not in live and any(t in live for t in row.values()):
-                live.add(q)
-                changed = True
-    if 0 not in live:
-        return [{}], set()
-    block = {q: int(q in accept) for q in live}
-    while True:
-        sig = {q: (block[q], tuple(sorted((c, block[t]) for c, t in edges[q].items() if t in live))) for q in live}
-        ids = {v: i for i, v in enumerate(dict.fromkeys(sig[q] for q in sorted(live)))}
-        new = {q: ids[sig[q]] for q in live}
-        if len(set(new.values())) == len(set(block.values())):
-            break
-        block = new
-    order = {b: i for i, b in enumerate(dict.fromkeys([block[0]] + [block[q] for q in sorted(live)]))}
-    rows = [dict() for _ in order]
-    for q in live:
-        rows[order[block[q]]] = {c: order[block[t]] for c, t in edges[q].items() if t in live}
-    return rows, {order[block[q]] for q in accept if q in live}
-
-
-def _class_of(classes, bounds) -> str:
-    """A character class for a set of elementary interval indices."""
-    iv = _norm([(bounds[c], bounds[c + 1] - 1) for c in classes])
+def _class_text(chars: CharSet) -> str:
+    """A character class for a set of code points."""
     return "[" + "".join('"' if lo == hi == 0x22 else _cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}"
-                         for lo, hi in iv) + "]"
+                         for lo, hi in chars.intervals) + "]"
 
 
 def _canonical(value):
@@ -1993,55 +1882,6 @@ def _canonical(value):
     if isinstance(value, tuple):
         return tuple(map(_canonical, value))
     return value
-
-
-def _dfa_regex(dfa, bounds) -> str | None:
-    """State elimination: a regex (every edge kept safe to concatenate) for a small DFA."""
-    rows, accept = dfa
-    if not accept:
-        return None
-    n = len(rows)
-    S, F = n, n + 1
-    out: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
-    into: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
-
-    def add(p, q, rx):
-        old = out[p].get(q)
-        rx = rx if old is None else f"(?:{old}|{rx})"
-        if len(rx) > MAX_PRODUCT_REGEX:
-            raise _Unsupported("intersection regex too large")
-        out[p][q] = into[q][p] = rx
-
-    add(S, 0, "")
-    for q in accept:
-        add(q, F, "")
-    for q, row in enumerate(rows):
-        by_target: dict[int, list[int]] = {}
-        for c, t in row.items():
-            by_target.setdefault(t, []).append(c)
-        for t, cs in by_target.items():
-            add(q, t, _class_of(cs, bounds))
-    dist, todo = {0: 0}, [0]
-    for q in todo:  # breadth-first distances from the start
-        for t in rows[q].values():
-            if t not in dist:
-                dist[t] = dist[q] + 1
-                todo.append(t)
-    # farthest states first: a chain of bounded repetitions nests instead of growing quadratically
-    for k in sorted(range(n), key=lambda q: (-dist.get(q, 0), len(out[q]) * len(into[q]))):
-        loop = out[k].pop(k, None)
-        into[k].pop(k, None)
-        star = f"(?:{loop})*" if loop else ""
-        ins, outs = list(into[k].items()), list(out[k].items())
-        for p, _r in ins:
-            del out[p][k]
-        for q, _r in outs:
-            del into[q][k]
-        out[k], into[k] = {}, {}
-        for p, rin in ins:
-            for q, rout in outs:
-                add(p, q, rin + star + rout)
-    return out[S][F]
 
 
 # --------------------------------------------------------------------------
@@ -2977,11 +2817,9 @@ def _load_schema(schema, source):
         raise GrammarError("a class must be a Pydantic model (model_json_schema)", source=source)
     if isinstance(schema, (str, bytes)):
         text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise GrammarError(f"schema is not JSON: {exc.msg}", source=source, line=exc.lineno,
-                               column=exc.colno, context=(text.splitlines()[exc.lineno - 1:] or [""])[0]) from None
+        schema = read_schema_json(text, source)
+    else:
+        check_schema_values(schema, source)
     if isinstance(schema, dict) and schema.get("type") == "json_schema" and isinstance(schema.get("json_schema"),
                                                                                      dict):
         schema = schema["json_schema"].get("schema", True)

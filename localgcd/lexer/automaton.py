@@ -12,10 +12,8 @@ keywords; across priorities it is what priority means.
 
 from __future__ import annotations
 
-import warnings
-
 from localgcd.arrays import sorted_unique
-from localgcd.errors import GrammarError, GrammarWarning
+from localgcd.errors import GrammarError
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
@@ -45,31 +43,22 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
                     raise UnsupportedRegex(f"a condition names a state outside the {states} states of "
                                            f"/{condition.regex}/")
         except UnsupportedRegex as exc:
-            raise error(terminal, f"terminal {terminal.name} /{printable(terminal.regex)}/: {exc}") from None
+            raise error(terminal, f"{terminal.describe()}: {exc}") from None
     try:
         dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
                           [terminal.also for terminal in terminals])
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
-        raise error(terminal, f"terminal {terminal.name} /{printable(terminal.regex)}/: {exc}") from None
+        raise error(terminal, f"{terminal.describe()}: {exc}") from None
     for start in dfa.mode_starts:
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]
-            raise error(terminal, f"terminal {terminal.name} matches the empty string")
+            raise error(terminal, f"{terminal.describe()} matches the empty string")
     missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
     for index in sorted(missing):
         terminal = terminals[index]
         if not terminal.ignored:
-            warnings.warn(f"{source}:{terminal.line}:{terminal.column}: terminal {terminal.name} can never be "
-                          "produced (every lexeme it matches is won by a higher-ranked terminal, as in lark's "
-                          "lexer; raise its priority)", GrammarWarning, stacklevel=3)
+            raise error(terminal, f"{terminal.describe()} can never be produced: every lexeme it matches"
+                        " is won by a higher-ranked terminal (longest match, then priority)")
     return dfa
 
-
-def printable(regex: str) -> str:
-    """``regex`` on one line: control characters as escapes (``\\n``, ``\\t``, ``\\x00``)."""
-    return "".join(ch if ch.isprintable() or ch == " " else _ESCAPES.get(ch, f"\\x{ord(ch):02x}" if ord(ch) < 256
-                   else f"\\u{ord(ch):04x}") for ch in regex)
-
-
-_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f", "\v": "\\v"}

@@ -1,6 +1,9 @@
-"""The regex AST → Thompson NFAs over bytes.
+"""The regex AST → Thompson NFAs over an alphabet of symbols: bytes for the lexer, character
+classes for the grammar front ends.
 
-Character sets become UTF-8 byte ranges (see :mod:`localgcd.regex.charset`).
+A character set becomes symbol-range sequences through an *encoding*: UTF-8 byte ranges for the
+lexer (:func:`localgcd.regex.charset.utf8_sequences`, the default), one range of class numbers
+per run of classes for an automaton over character classes (:class:`CharClasses`).
 An NFA's ε-edges keep the order a backtracking matcher tries them in (a greedy
 loop before its exit, alternatives in order).  Constructs whose meaning is not
 a set of strings — look-around, anchors, non-greedy quantifiers — are refused
@@ -10,16 +13,23 @@ here with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable, Iterable
 
-from localgcd.regex.charset import utf8_sequences
+from localgcd.regex.charset import ByteRanges, CharSet, utf8_sequences
 from localgcd.regex.python_syntax import parse_python_regex
 from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, literal_text
 
+#: A character set → the symbol-range sequences that spell its characters.
+Encoding = Callable[[CharSet], tuple[ByteRanges, ...]]
+
+
 @dataclass
 class NFA:
-    """A byte NFA: ``edges[s]`` are (lo, hi, target) byte ranges, ``eps[s]`` ε-targets.
+    """An NFA over symbols (bytes unless built with another encoding): ``edges[s]`` are
+    (lo, hi, target) symbol ranges, ``eps[s]`` ε-targets.
 
     ``accept[s]`` is the terminal index that state ``s`` accepts, or -1.
     """
@@ -43,6 +53,63 @@ class NFA:
         self.accept.extend([-1] * len(edges))
         self.accept[base + end] = terminal
         return base + start
+
+    def add_node(self, node: Node, terminal: int, encoding: Encoding = utf8_sequences) -> int:
+        """Add the AST ``node`` (its character sets spelled by ``encoding``) as an alternative
+        accepting ``terminal``; return its start state."""
+        start, end = _Builder(self, encoding).node(node)
+        self.accept[end] = terminal
+        return start
+
+
+@dataclass(frozen=True)
+class CharClasses:
+    """The coarsest partition of the characters of some sets that splits none of them, as the
+    alphabet of an automaton over characters: symbol ``k`` is the character class
+    ``classes[k]``, classes in the order of their lowest code point.  Every set it was made of
+    is a union of classes (:meth:`encode`)."""
+
+    classes: tuple[CharSet, ...]
+    members: dict[CharSet, tuple[int, ...]] = field(compare=False, repr=False)  # set → its classes
+
+    @classmethod
+    def of(cls, sets: Iterable[CharSet]) -> "CharClasses":
+        distinct = list(dict.fromkeys(sets))
+        cuts = sorted({x for chars in distinct for lo, hi in chars.intervals for x in (lo, hi + 1)})
+        holders: list[list[int]] = [[] for _ in range(max(len(cuts) - 1, 0))]  # sets holding each piece
+        for k, chars in enumerate(distinct):
+            for lo, hi in chars.intervals:
+                for piece in range(bisect_left(cuts, lo), bisect_left(cuts, hi + 1)):
+                    holders[piece].append(k)
+        pieces: dict[tuple[int, ...], list[tuple[int, int]]] = {}  # by the sets holding them, in order
+        for piece, held_by in enumerate(holders):
+            if held_by:
+                pieces.setdefault(tuple(held_by), []).append((cuts[piece], cuts[piece + 1] - 1))
+        members: list[list[int]] = [[] for _ in distinct]
+        for symbol, held_by in enumerate(pieces):
+            for k in held_by:
+                members[k].append(symbol)
+        return cls(tuple(CharSet(intervals) for intervals in pieces.values()),
+                   {chars: tuple(found) for chars, found in zip(distinct, members)})
+
+    @property
+    def n_symbols(self) -> int:
+        return len(self.classes)
+
+    def chars(self, symbols: Iterable[int]) -> CharSet:
+        """The code points of the classes ``symbols``."""
+        return CharSet(interval for k in symbols for interval in self.classes[k].intervals)
+
+    def encode(self, chars: CharSet) -> tuple[ByteRanges, ...]:
+        """An :data:`Encoding` for the sets the classes were made of: one range of symbols per run
+        of consecutive classes of ``chars``."""
+        runs: list[tuple[int, int]] = []
+        for symbol in self.members[chars]:
+            if runs and runs[-1][1] == symbol - 1:
+                runs[-1] = (runs[-1][0], symbol)
+            else:
+                runs.append((symbol, symbol))
+        return tuple((run,) for run in runs)
 
 
 @lru_cache(maxsize=1024)
@@ -127,8 +194,8 @@ class ThompsonBuilder:
 
     backtracking = False  # whether lazy quantifiers are built (exit before loop) rather than refused
 
-    def __init__(self, nfa: NFA) -> None:
-        self.nfa = nfa
+    def __init__(self, nfa: NFA, encoding: Encoding = utf8_sequences) -> None:
+        self.nfa, self.encoding = nfa, encoding
 
     def node(self, node: Node) -> tuple[int, int]:
         if isinstance(node, Chars):
@@ -194,7 +261,7 @@ class ThompsonBuilder:
 
     def chars(self, node: Chars) -> tuple[int, int]:
         start, end = self.nfa.new_state(), self.nfa.new_state()
-        for ranges in utf8_sequences(node.chars):
+        for ranges in self.encoding(node.chars):
             cur = start
             for i, (lo, hi) in enumerate(ranges):
                 nxt = end if i == len(ranges) - 1 else self.nfa.new_state()

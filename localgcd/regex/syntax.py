@@ -95,3 +95,17 @@ def has_backtracking_semantics(node: Node) -> bool:
     if isinstance(node, Alt):
         return any(has_backtracking_semantics(option) for option in node.options)
     return False
+
+
+def character_sets(node: Node):
+    """Every character set of ``node``, in the order they are written."""
+    if isinstance(node, Chars):
+        yield node.chars
+    elif isinstance(node, Concat):
+        for item in node.items:
+            yield from character_sets(item)
+    elif isinstance(node, Alt):
+        for option in node.options:
+            yield from character_sets(option)
+    elif isinstance(node, (Repeat, Look)):
+        yield from character_sets(node.item)
