@@ -57,7 +57,7 @@ class NFA:
     def add_node(self, node: Node, terminal: int, encoding: Encoding = utf8_sequences) -> int:
         """Add the AST ``node`` (its character sets spelled by ``encoding``) as an alternative
         accepting ``terminal``; return its start state."""
-        start, end = _Builder(self, encoding).node(node)
+        start, end = ThompsonBuilder(self, encoding).node(node)
         self.accept[end] = terminal
         return start
 
