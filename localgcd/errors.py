@@ -7,9 +7,29 @@ the CLI can print it as it is and exit non-zero without a traceback.
 
 from __future__ import annotations
 
+import re
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character (and lone surrogate) written as its escape (``\\n``, ``\\t``,
+    ``\\x01``), as ``repr`` writes it: a message that quotes a user's regex or string stays one printable line."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")  # (a lone surrogate cannot be printed)
+
 
 class LocalgcdError(Exception):
-    """Base class of every user-facing localgcd error (one-line message)."""
+    """Base class of every user-facing localgcd error (one-line message).
+
+    A message is made one line where it is raised; a control character that a
+    quoted input brings along (a regex's line break) is shown escaped.
+    """
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (one_line(args[0]), *args[1:])
+        super().__init__(*args)
 
 
 class GrammarError(LocalgcdError):
@@ -31,7 +51,7 @@ class GrammarError(LocalgcdError):
         where = self.source or ""
         if self.line is not None:
             where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
-        return f"{where}: {self.message}" if where else self.message
+        return one_line(f"{where}: {self.message}" if where else self.message)
 
     def caret(self) -> str | None:
         """The offending source line and a caret under the column, or None."""

@@ -9,6 +9,7 @@ made before allocating, the same on every run) or the language of what compiled.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -142,6 +143,41 @@ def test_a_construct_made_cheap_compiles_within_a_small_budget(text: str, max_st
 
 
 # --------------------------------------------------------------------------
+# a regular language of a thousand states in a row: the front end's LALR(1) check walks it without
+# recursion (lark's lookahead walk recursed once per nonterminal transition: a RecursionError)
+# --------------------------------------------------------------------------
+
+TENTH_FROM_LAST = "(a|b)*a(a|b){9}"  # 1,024 states, one rule each
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_once(fmt: str, text: str) -> localgcd.CompiledGrammar:
+    return Compiler(use_cache=False, budget=CompileBudget(max_seconds=NO_DEADLINE)).compile(text, BYTES_VOCAB, fmt)
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ("regex", TENTH_FROM_LAST),
+    ("gbnf", 'root ::= ("a" | "b")* "a" ("a" | "b"){9}'),
+])
+@pytest.mark.parametrize("sample, accepted", [
+    ("a" + "b" * 9, True), ("ba" + "b" * 9, True), ("ab" + "b" * 9, False), ("b" * 10, False),
+])
+def test_a_long_chain_of_rules_compiles_to_its_language(fmt: str, text: str, sample: str, accepted: bool) -> None:
+    matcher = compiled_once(fmt, text).matcher()
+    assert (all(matcher.advance(b) for b in sample.encode()) and matcher.is_accepting()) == accepted
+
+
+def test_the_command_line_checks_a_regex_of_a_long_chain_of_rules(tmp_path: Path) -> None:
+    text = tmp_path / "answer.txt"
+    text.write_text("ba" + "b" * 9)
+    done = subprocess.run([sys.executable, "-m", "localgcd", "check", "--regex", TENTH_FROM_LAST, str(text)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env={**os.environ, "LOCALGCD_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------
 # the budget object
 # --------------------------------------------------------------------------
 
@@ -172,7 +208,8 @@ def test_a_lark_terminal_beyond_the_budget_is_named_at_its_line() -> None:
     tight = Compiler(use_cache=False, budget=CompileBudget(max_states=1000, max_seconds=NO_DEADLINE))
     with pytest.raises(CompileBudgetError) as error:
         tight.compile(grammar, BYTES_VOCAB, "lark", source="g.lark")
-    assert str(error.value).startswith("g.lark:2:1: terminal W: the automaton of /(a|b)*a(a|b){12}/ needs more than")
+    assert str(error.value).startswith("g.lark:2:1: terminal W /(a|b)*a(a|b){12}/: its automaton needs "
+                                     "more than 1,000 states")
 
 
 def test_the_command_line_reports_a_regex_beyond_max_states_in_one_line(tmp_path: Path) -> None:

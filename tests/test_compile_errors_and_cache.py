@@ -49,8 +49,16 @@ STRING: /"[^"\\]*"/
                                         r'(a: "x" and b: "x"|b: "x" and a: "x"); give one rule a higher priority'),
         ('start: e\ne: e "+" e | "1"', r'g\.lark:2:1: LALR shift/reduce conflict on "\+" between e: e "\+" e'),
         ('start: A _INDENT\nA: "a"\n%declare _INDENT', r"g\.lark:1:10: terminal\(s\) _INDENT have no pattern"),
-        ("start: W\nW: /a(?=b)/", r"g\.lark:2:1: terminal W /a\(\?=b\)/: unsupported construct: look-ahead/look-behind assertion$"),
-        ("start: W\nW: /x*/", r"g\.lark:2:1: terminal W matches the empty string$"),
+        ("start: W\nW: /a(?=b)/", r"g\.lark:2:1: terminal W /a\(\?=b\)/: unsupported construct: "
+                                 r"a look-ahead \(or \$\) past the lexeme that fails at the end of the text$"),
+        ("start: W\nW: /x*/", r"g\.lark:2:1: terminal W /x\*/ matches the empty string$"),
+        # an anonymous terminal: by its pattern as written, where it is written; invisible characters escaped
+        ('start: "x" /(a)\\1/', r"g\.lark:1:12: pattern /\(a\)\\1/: unsupported construct: back-reference$"),
+        ("start: W\nW: /(a)\\1|\\n\t/", r"g\.lark:2:1: terminal W /\(a\)\\1\|\\n\\t/: unsupported construct: "
+                                       r"back-reference$"),
+        ('start: "a" B\nB.2: /a/', r'g\.lark:1:8: string "a" can never be produced: every lexeme it matches'),
+        ("start: /\\p{L}+/", r"g\.lark:1:8: pattern /\\p\{L\}\+/: \\p\{…\} \(a Unicode property\) is the regex module's "
+                            r"syntax, which lark reads only with regex=True: compile with lark_regex=True"),
     ],
 )
 def test_bad_grammars_raise_one_line_grammar_errors(grammar: str, expected: str) -> None:
@@ -85,6 +93,11 @@ def test_alternatives_that_can_never_finish_are_never_allowed() -> None:
     assert m.allowed_token_mask()[ord("a")] and not m.allowed_token_mask()[ord("b")]
     with pytest.raises(GrammarError, match=r"g\.lark:1:1: rule 'start' derives no finite sentence"):
         localgcd.compile_grammar('start: "b" x\nx: "c" x', BYTES_VOCAB, source="g.lark", use_cache=False)
+
+
+def test_a_grammar_without_a_start_rule_is_an_error_at_its_first_line() -> None:
+    with pytest.raises(GrammarError, match=r"^defs\.lark:1:1: the grammar has no rule 'start' \(the start rule\)"):
+        localgcd.compile_grammar('value: NAME\nNAME: /[a-z]+/', BYTES_VOCAB, source="defs.lark", use_cache=False)
 
 
 def test_lark_common_escaped_string_compiles_with_lark_s_language() -> None:

@@ -81,6 +81,20 @@ def test_syntax(grammar, yes, no):
     assert reference(grammar).complete(yes.encode()) and not reference(grammar).complete(no.encode())
 
 
+@pytest.mark.parametrize("grammar, yes, no, where", [
+    (r'root ::= [z-a] | "b"', "b", "m", "1:11 U+007A-U+0061"),
+    (r'root ::= [\]-[x]', "x", "]", "1:11 U+005D-U+005B"),  # llama.cpp: matches none of ] \ [
+    (r'root ::= [^z-a]', "m", "", "1:12 U+007A-U+0061"),  # nothing excluded: any character
+    ('root ::= "a" | x\nx ::= [b-c9-0]', "b", "0", "2:11 U+0039-U+0030"),
+])
+def test_reversed_range_matches_nothing_with_a_warning(grammar, yes, no, where):
+    translation = gbnf_to_lark(grammar)
+    position, shown = where.split(" ")
+    assert translation.warnings == (f"{position}: character range {shown} is reversed: it matches nothing"
+                                    " (as in llama.cpp)",)
+    assert accepts(grammar, yes) and not accepts(grammar, no)
+
+
 def test_translation_is_a_frozen_dataclass_with_origins():
     t = gbnf_to_lark('root ::= item+\nitem ::= "- " [a-z]+ "\\n"\n', source="list.gbnf")
     assert isinstance(t, Translation) and t.lark.startswith("start:")
@@ -96,7 +110,6 @@ def test_translation_is_a_frozen_dataclass_with_origins():
     ('root ::= "\\q"', 1, 11, "unknown escape \\q"),
     ('root ::= "\\x4"', 1, 11, "needs 2 hex digits"),
     ('root ::= "\\U00110000"', 1, 11, "beyond U+10FFFF"),
-    ('root ::= [z-a]', 1, 14, "reversed"),
     ('root ::= ("a" | "b"', 1, 20, "expected ')'"),
     ('root ::= *', 1, 10, "nothing before it"),
     ('root ::= "a"{x}', 1, 14, "expected an integer"),

@@ -135,8 +135,9 @@ def test_a_plain_string_pattern_is_read_as_its_bytes(pattern: str, expected: byt
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet='ab"\\.^$*+?{}[]|()# -:é\n0', max_size=6))
-def test_a_pattern_is_read_as_its_bytes_exactly_when_it_parses_to_literals(pattern: str) -> None:
-    """The metacharacter-free shortcut and the parse agree: bytes when every item is a literal."""
+def test_a_pattern_is_read_as_its_bytes_exactly_when_it_matches_one_string(pattern: str) -> None:
+    """Bytes whenever the parse is literals alone, and only for a pattern ``re`` itself matches on
+    that one string and on no neighbour of it (a character more, one less, or one changed)."""
     import re
     import warnings
     from re import _constants as sre, _parser as sre_parse
@@ -147,12 +148,19 @@ def test_a_pattern_is_read_as_its_bytes_exactly_when_it_parses_to_literals(patte
             parsed = sre_parse.parse(pattern)
         except re.error:
             parsed = None
-    expected = None
-    if parsed is not None and len(parsed) and all(op is sre.LITERAL for op, _ in parsed):
-        expected = "".join(chr(arg) for _, arg in parsed).encode("utf-8")
+        found = literal_bytes.__wrapped__(pattern)
+    if parsed is not None and len(parsed) and all(op is sre.LITERAL for op, _ in parsed) \
+            and not parsed.state.flags & sre.SRE_FLAG_IGNORECASE:
+        assert found == "".join(chr(arg) for _, arg in parsed).encode("utf-8")
+    if found is None:
+        return
+    text = found.decode("utf-8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        assert literal_bytes.__wrapped__(pattern) == expected
+        compiled = re.compile(pattern)
+    assert compiled.fullmatch(text)
+    neighbours = {text + "a", text[:-1]} | {text[:i] + c + text[i + 1:] for i in range(len(text)) for c in 'ab"é\n0'}
+    assert not [n for n in neighbours - {text} if compiled.fullmatch(n)]
 
 
 def test_two_terminals_with_one_string_keep_the_lower_rank() -> None:

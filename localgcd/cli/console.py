@@ -131,7 +131,7 @@ def user_errors() -> Iterator[None]:
         print_caret(exc.caret())
         raise typer.Exit(EXIT_USER_ERROR) from None
     except LocalgcdError as exc:
-        error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        error(str(exc) or type(exc).__name__)  # one line: LocalgcdError makes its message so
         raise typer.Exit(EXIT_USER_ERROR) from None
     except KeyboardInterrupt:
         raise interrupted() from None

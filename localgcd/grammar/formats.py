@@ -9,6 +9,7 @@ it the one internal :class:`~localgcd.grammar.lark_frontend.Grammar`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,13 +52,31 @@ def to_lark(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter |
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
         return replace(schema_to_lark(text, source=source, meter=meter, **options), user_text=text, plain_bnf=True)
+    if fmt == "lark":  # option: lark_regex (lark's regex=True)
+        if set(options) - {"lark_regex"}:
+            raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")
+        _check_utf8(text, source)
+        return Translation(text, lark_regex=bool(options.get("lark_regex")))
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
-    if fmt == "lark":
-        return Translation(text)
+    if fmt in ("gbnf", "regex"):
+        _check_utf8(text, source)
     if fmt == "gbnf":
         return replace(gbnf_to_lark(text, source, meter), user_text=text)
     if fmt == "regex":
         return replace(regex_to_lark(text, source, meter), user_text=text)
     choices = text.split("\n") if text else []  # one choice per line (the CLI joins --choice values)
     return replace(choices_to_lark(choices, source), user_text=text)
+
+
+def _check_utf8(text: str, source: str) -> None:
+    """A grammar text is text: a lone surrogate (only a Python string can hold one) is an error at its place."""
+    found = _SURROGATE.search(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+        raise GrammarError(f"lone surrogate \\u{ord(found.group()):04x} in the grammar (not UTF-8 text)", source,
+                           line, column)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")

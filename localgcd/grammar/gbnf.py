@@ -18,14 +18,16 @@ prefix of a word of T".  So the lexer is invisible and only the CFG matters.
 
 * **Character atoms.**  Every character class, literal character and ``.`` in
   the grammar is cut into the coarsest partition of the code points (minus
-  the surrogates, which UTF-8 cannot carry) into disjoint *atoms*; each used
-  atom is one single-character terminal.  UTF-8 is itself a prefix code, so
+  the surrogates, which UTF-8 cannot carry) into disjoint *atoms*
+  (:class:`localgcd.regex.nfa.CharClasses`); each used atom is one
+  single-character terminal.  UTF-8 is itself a prefix code, so
   atoms always form a prefix code: ``[a-z]`` next to ``"a"`` is the atoms
   ``a`` and ``[b-z]``, never two overlapping terminals.
 * **Regular runs.**  A rule is *regular* when it cannot reach a recursive
   rule.  Inside a sequence, maximal runs of regular items (references to
   regular rules inlined, literals split into characters) become one
-  minimal DFA over atoms, emitted as a right-linear grammar
+  minimal DFA over atoms (built by :mod:`localgcd.regex`'s toolkit, the
+  lexer's own), emitted as a right-linear grammar
   (``N_q: ATOM N_q' | ...`` plus an empty alternative when ``q`` accepts).
   A DFA is deterministic, so ambiguous regular parts (``[0-9] | [1-9]
   [0-9]{0,15}``), ``[a-z]+ "b"``, keywords that are also identifiers and
@@ -71,15 +73,22 @@ produce surrogate code points.  As in llama.cpp, a repetition bound above
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
+import numpy as np
+
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.digraph import digraph
 from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.translation import Translation
+from localgcd.regex import syntax as regex
+from localgcd.regex.charset import CharSet
+from localgcd.regex.dfa import DFA, determinize, prefix_overlap, trim
+from localgcd.regex.gbnf_syntax import GbnfSyntaxError, any_character, read_class, read_literal
+from localgcd.regex.nfa import NFA, CharClasses
 
 MAX_REPETITION = 2000
-CODE_SPACE = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 
 # --------------------------------------------------------------------------
@@ -89,7 +98,7 @@ CODE_SPACE = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 @dataclass(frozen=True, eq=False)
 class Chars:
-    ranges: tuple[tuple[int, int], ...]  # disjoint, sorted, no surrogates
+    chars: CharSet  # no surrogates
     pos: tuple[int, int] = (1, 1)
 
 
@@ -122,35 +131,6 @@ class Ref:
 Expr = Union[Chars, Seq, Alt, Rep, Ref]
 
 
-def normalize(ranges) -> tuple[tuple[int, int], ...]:
-    """Sorted, merged intervals clipped to the code space (no surrogates)."""
-    clipped = []
-    for lo, hi in ranges:
-        for slo, shi in CODE_SPACE:
-            a, b = max(lo, slo), min(hi, shi)
-            if a <= b:
-                clipped.append((a, b))
-    clipped.sort()
-    merged: list[list[int]] = []
-    for lo, hi in clipped:
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
-    return tuple((a, b) for a, b in merged)
-
-
-def complement(ranges) -> tuple[tuple[int, int], ...]:
-    out, at = [], 0
-    for lo, hi in normalize(ranges):
-        if lo > at:
-            out.append((at, lo - 1))
-        at = hi + 1
-    if at <= 0x10FFFF:
-        out.append((at, 0x10FFFF))
-    return normalize(out)
-
-
 # --------------------------------------------------------------------------
 # GBNF parser
 # --------------------------------------------------------------------------
@@ -159,6 +139,7 @@ def complement(ranges) -> tuple[tuple[int, int], ...]:
 class _Parser:
     def __init__(self, text: str, source: str) -> None:
         self.text, self.source, self.i = text, source, 0
+        self.warnings: list[str] = []
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
 
     def where(self, offset: int) -> tuple[int, int]:
@@ -210,30 +191,13 @@ class _Parser:
         c = self.peek()
         return "end of grammar" if not c else ("end of line" if c in "\r\n" else repr(c))
 
-    def char(self) -> int:
-        start = self.i
-        c = self.peek()
-        if not c:
-            raise self.error("unexpected end of grammar")
-        if c != "\\":
-            self.i += 1
-            return ord(c)
-        e = self.peek(1)
-        simple = {"t": 9, "r": 13, "n": 10, "\\": 92, '"': 34, "[": 91, "]": 93, "-": 45}
-        if e in simple:
-            self.i += 2
-            return simple[e]
-        sizes = {"x": 2, "u": 4, "U": 8}
-        if e in sizes:
-            digits = self.text[self.i + 2:self.i + 2 + sizes[e]]
-            if len(digits) != sizes[e] or not re.fullmatch(r"[0-9a-fA-F]+", digits):
-                raise self.error(f"escape \\{e} needs {sizes[e]} hex digits", start)
-            value = int(digits, 16)
-            if value > 0x10FFFF:
-                raise self.error(f"escape \\{e}{digits} is beyond U+10FFFF", start)
-            self.i += 2 + sizes[e]
-            return value
-        raise self.error(f"unknown escape \\{e}" if e else "unexpected end of grammar", start)
+    def read(self, reader):
+        """``reader(text, offset)`` (a literal or class of :mod:`localgcd.regex.gbnf_syntax`) at the
+        current offset; its syntax error as a GrammarError where it points."""
+        try:
+            return reader(self.text, self.i)
+        except GbnfSyntaxError as exc:
+            raise self.error(str(exc), exc.offset) from None
 
     def parse(self) -> tuple[dict[str, Expr], dict[str, tuple[int, int]]]:
         rules: dict[str, Expr] = {}
@@ -273,36 +237,15 @@ class _Parser:
         while True:
             c, at = self.peek(), self.where(self.i)
             if c == '"':
-                opening = self.i
-                self.i += 1
-                chars = []
-                while self.peek() != '"':
-                    if not self.peek():
-                        raise self.error("unterminated string literal", opening)
-                    p = self.where(self.i)
-                    chars.append(Chars(normalize([(self.char(),) * 2]), p))
-                self.i += 1
-                items.append(Seq(tuple(chars), at))
+                characters, self.i = self.read(read_literal)
+                items.append(Seq(tuple(Chars(node.chars, self.where(offset)) for offset, node in characters), at))
             elif c == "[":
-                opening = self.i
-                self.i += 1
-                negated = self.peek() == "^"
-                if negated:
-                    self.i += 1
-                ranges = []
-                while self.peek() != "]":
-                    if not self.peek():
-                        raise self.error("unterminated character class '['", opening)
-                    lo = self.char()
-                    hi = lo
-                    if self.peek() == "-" and self.peek(1) not in ("]", ""):
-                        self.i += 1
-                        hi = self.char()
-                        if hi < lo:
-                            raise self.error(f"character range is reversed (U+{lo:04X} > U+{hi:04X})")
-                    ranges.append((lo, hi))
-                self.i += 1
-                items.append(Chars(complement(ranges) if negated else normalize(ranges), at))
+                node, reversed_ranges, self.i = self.read(read_class)
+                for backwards in reversed_ranges:
+                    line, column = self.where(backwards.offset)
+                    self.warnings.append(f"{line}:{column}: character range U+{backwards.lo:04X}-U+{backwards.hi:04X}"
+                                         " is reversed: it matches nothing (as in llama.cpp)")
+                items.append(Chars(node.chars, at))
             elif c in ("<", "!"):
                 end = self.text.find(">", self.i)
                 shown = self.text[self.i:end + 1] if 0 <= end - self.i < 40 else self.text[self.i:self.i + 10]
@@ -321,7 +264,7 @@ class _Parser:
                 items.append(inner if isinstance(inner, (Alt, Seq)) else Seq((inner,), at))
             elif c == ".":
                 self.i += 1
-                items.append(Chars(normalize(CODE_SPACE), at))
+                items.append(Chars(any_character().chars, at))
             elif c in ("*", "+", "?", "{"):
                 if not items:
                     raise self.error(f"'{c}' has nothing before it to repeat")
@@ -393,7 +336,8 @@ def gbnf_to_lark(text: str, source: str = "<grammar>", meter: BudgetMeter | None
     """Translate GBNF text; see the module docstring for how and what is refused (``meter``: the
     compile budget)."""
     rules, positions, parser = parse_gbnf(text, source)
-    return translate(rules, positions, "root", source, parser.line_text, meter)
+    translation = translate(rules, positions, "root", source, parser.line_text, meter)
+    return replace(translation, warnings=translation.warnings + tuple(parser.warnings))
 
 
 # --------------------------------------------------------------------------
@@ -409,21 +353,6 @@ def _chars_in(e: Expr):
             yield from _chars_in(x)
     elif isinstance(e, Rep):
         yield from _chars_in(e.item)
-
-
-def _partition(sets: list[tuple[tuple[int, int], ...]]):
-    """Disjoint atoms (lists of intervals) and, per distinct set, its atom ids."""
-    distinct = list(dict.fromkeys(sets))
-    cuts = sorted({lo for s in distinct for lo, _ in s} | {hi + 1 for s in distinct for _, hi in s})
-    groups: dict[frozenset[int], list[tuple[int, int]]] = {}
-    for a, b in zip(cuts, cuts[1:]):
-        sig = frozenset(k for k, s in enumerate(distinct) if any(lo <= a and b - 1 <= hi for lo, hi in s))
-        if sig:
-            groups.setdefault(sig, []).append((a, b - 1))
-    atoms = [normalize(iv) for iv in groups.values()]
-    sigs = list(groups)
-    of = {s: frozenset(i for i, sig in enumerate(sigs) if k in sig) for k, s in enumerate(distinct)}
-    return atoms, of
 
 
 def _class_regex(ranges) -> str:
@@ -450,197 +379,35 @@ def _show_chars(ranges) -> str:
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _DFA:
-    trans: tuple[tuple[tuple[int, int], ...], ...]  # per state: sorted (atom, target); state 0 is the start
-    accept: frozenset[int]
-
-    @property
-    def key(self):
-        return (self.trans, tuple(sorted(self.accept)))
-
-    def prefix_free(self) -> bool:
-        return all(not self.trans[q] for q in self.accept)
-
-
-class _NFA:
-    def __init__(self) -> None:
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[frozenset[int], int]]] = []
-
-    def new(self) -> int:
-        self.eps.append([])
-        self.edges.append([])
-        return len(self.eps) - 1
+def _regex_node(e: Expr, rules: dict[str, Expr]) -> regex.Node:
+    """A regular expression (references inlined) as the regex AST."""
+    if isinstance(e, Chars):
+        return regex.Chars(e.chars)
+    if isinstance(e, Ref):
+        return _regex_node(rules[e.name], rules)
+    if isinstance(e, Seq):
+        return regex.Concat(tuple(_regex_node(x, rules) for x in e.items))
+    if isinstance(e, Alt):
+        return regex.Alt(tuple(_regex_node(x, rules) for x in e.options))
+    return regex.Repeat(_regex_node(e.item, rules), e.min, e.max)
 
 
-class _Automata:
-    def __init__(self, rules: dict[str, Expr], atom_of, meter: BudgetMeter) -> None:
-        self.rules, self.atom_of, self.meter = rules, atom_of, meter
-
-    def build(self, nfa: _NFA, e: Expr) -> tuple[int, int]:
-        s = nfa.new()
-        if isinstance(e, Chars):
-            t = nfa.new()
-            nfa.edges[s].append((self.atom_of[e.ranges], t))
-            return s, t
-        if isinstance(e, Ref):
-            return self.build(nfa, self.rules[e.name])
-        if isinstance(e, Seq):
-            at = s
-            for x in e.items:
-                a, b = self.build(nfa, x)
-                nfa.eps[at].append(a)
-                at = b
-            return s, at
-        if isinstance(e, Alt):
-            t = nfa.new()
-            for x in e.options:
-                a, b = self.build(nfa, x)
-                nfa.eps[s].append(a)
-                nfa.eps[b].append(t)
-            return s, t
-        at = s  # Rep
-        for _ in range(e.min):
-            a, b = self.build(nfa, e.item)
-            nfa.eps[at].append(a)
-            at = b
-        t = nfa.new()
-        nfa.eps[at].append(t)
-        if e.max is None:
-            a, b = self.build(nfa, e.item)
-            nfa.eps[at].append(a)
-            nfa.eps[b].append(at)
-        else:
-            for _ in range(e.max - e.min):
-                a, b = self.build(nfa, e.item)
-                nfa.eps[at].append(a)
-                nfa.eps[b].append(t)
-                at = b
-        return s, t
-
-    def dfa(self, items: list[Expr]) -> _DFA | None:
-        """Minimal trimmed DFA of the concatenation, or None if its language is empty."""
-        nfa = _NFA()
-        start, end = self.build(nfa, Seq(tuple(items)))
-
-        def closure(states):
-            stack, seen = list(states), set(states)
-            while stack:
-                for t in nfa.eps[stack.pop()]:
-                    if t not in seen:
-                        seen.add(t)
-                        stack.append(t)
-            return frozenset(seen)
-
-        first = closure([start])
-        index, order, trans = {first: 0}, [first], []
-        max_states, held, check_at = self.meter.budget.max_states, len(first), 1 << 16
-        while len(trans) < len(order):
-            cur = order[len(trans)]
-            moves: dict[int, set[int]] = {}
-            for q in cur:
-                for atoms, t in nfa.edges[q]:
-                    for a in atoms:
-                        moves.setdefault(a, set()).add(t)
-            row = {}
-            for a, targets in moves.items():
-                c = closure(targets)
-                if c not in index:
-                    index[c] = len(order)
-                    order.append(c)
-                    held += len(c)
-                    if len(order) > max_states:
-                        self.meter.states(len(order), "its automaton")
-                    if held >= check_at or not len(order) & 4095:  # a subset's members: ~40 bytes each
-                        self.meter.memory(len(order) * 400 + 40 * held, "its automaton")
-                        self.meter.time("its automaton")
-                        check_at = held + (1 << 16)
-                row[a] = index[c]
-            trans.append(row)
-        accept = {i for i, st in enumerate(order) if end in st}
-        return _minimize(trans, accept)
+def _atom_dfa(items: list[Expr], rules: dict[str, Expr], atoms: CharClasses, meter: BudgetMeter) -> DFA | None:
+    """The minimal trim DFA over atoms of the items one after another (states numbered breadth
+    first in atom order), or None if its language is empty; within the compile budget ``meter``
+    (its errors name "its automaton")."""
+    nfa = NFA()
+    start = nfa.add_node(_regex_node(Seq(tuple(items)), rules), 0, atoms.encode)
+    return trim(determinize(nfa, [start], [0], atoms.n_symbols, meter=meter, what="its automaton"))
 
 
-def _minimize(trans: list[dict[int, int]], accept: set[int]) -> _DFA | None:
-    n = len(trans)
-    back: list[set[int]] = [set() for _ in range(n)]
-    for q, row in enumerate(trans):
-        for t in row.values():
-            back[t].add(q)
-    live, stack = set(accept), list(accept)
-    while stack:
-        for p in back[stack.pop()]:
-            if p not in live:
-                live.add(p)
-                stack.append(p)
-    if 0 not in live:
-        return None
-    rows = {q: {a: t for a, t in trans[q].items() if t in live} for q in live}
-    cls = _hopcroft(rows, live, accept)
-    # canonical BFS numbering from the start
-    rep = {}
-    for q in sorted(live):
-        rep.setdefault(cls[q], q)
-    order, seen = [cls[0]], {cls[0]: 0}
-    out = []
-    while len(out) < len(order):
-        c = order[len(out)]
-        row = []
-        for a, t in sorted(rows[rep[c]].items()):
-            tc = cls[t]
-            if tc not in seen:
-                seen[tc] = len(order)
-                order.append(tc)
-            row.append((a, seen[tc]))
-        out.append(tuple(row))
-    acc = frozenset(seen[cls[q]] for q in live if q in accept)
-    return _DFA(tuple(out), acc)
-
-
-def _hopcroft(rows: dict[int, dict[int, int]], live: set[int], accept: set[int]) -> dict[int, int]:
-    """Equivalence classes of the (trimmed, partial) DFA: Hopcroft's partition
-    refinement, with an explicit dead state standing for missing moves."""
-    dead = -1
-    alphabet = sorted({a for row in rows.values() for a in row})
-    states = list(live) + [dead]
-    preds: dict[int, dict[int, list[int]]] = {q: {} for q in states}
-    for q in states:
-        row = rows.get(q, {})
-        for a in alphabet:
-            preds[row.get(a, dead)].setdefault(a, []).append(q)
-    blocks: list[set[int]] = [b for b in ({q for q in live if q in accept}, {q for q in states if q not in accept}) if b]
-    block_of = {q: k for k, b in enumerate(blocks) for q in b}
-    work = set(range(len(blocks)))
-    while work:
-        splitter = set(blocks[work.pop()])
-        by_atom: dict[int, set[int]] = {}
-        for t in splitter:
-            for a, qs in preds[t].items():
-                by_atom.setdefault(a, set()).update(qs)
-        for xs in by_atom.values():
-            touched: dict[int, set[int]] = {}
-            for q in xs:
-                touched.setdefault(block_of[q], set()).add(q)
-            for k, inside in touched.items():
-                if len(inside) == len(blocks[k]):
-                    continue
-                rest = blocks[k] - inside
-                blocks[k] = inside
-                blocks.append(rest)
-                new = len(blocks) - 1
-                for q in rest:
-                    block_of[q] = new
-                if k in work:
-                    work.add(new)
-                else:
-                    work.add(k if len(inside) <= len(rest) else new)
-    return {q: block_of[q] for q in live}
+def _atoms_used(d: DFA) -> list[int]:
+    return np.flatnonzero((d.transitions >= 0).any(axis=0)).tolist()
 
 
 def _regex(e: Expr, rules: dict[str, Expr]) -> str:
     if isinstance(e, Chars):
-        return _class_regex(e.ranges)
+        return _class_regex(e.chars.intervals)
     if isinstance(e, Ref):
         return _regex(rules[e.name], rules)
     if isinstance(e, Seq):
@@ -649,23 +416,6 @@ def _regex(e: Expr, rules: dict[str, Expr]) -> str:
         return "(?:" + "|".join(_regex(x, rules) for x in e.options) + ")"
     hi = "" if e.max is None else str(e.max)
     return f"(?:{_regex(e.item, rules)}){{{e.min},{hi}}}"
-
-
-def _product_overlaps(a: _DFA, b: _DFA) -> bool:
-    """Some word of one is a prefix of (or equal to) a word of the other."""
-    ta = [dict(r) for r in a.trans]
-    tb = [dict(r) for r in b.trans]
-    seen, stack = {(0, 0)}, [(0, 0)]
-    while stack:
-        p, q = stack.pop()
-        if p in a.accept or q in b.accept:
-            return True
-        for atom, p2 in ta[p].items():
-            q2 = tb[q].get(atom)
-            if q2 is not None and (p2, q2) not in seen:
-                seen.add((p2, q2))
-                stack.append((p2, q2))
-    return False
 
 
 # --------------------------------------------------------------------------
@@ -690,9 +440,8 @@ class _Translator:
                     stack.append(ref.name)
         self.reachable = reachable
         self.regular_rules = self._regular_rules()
-        sets = [c.ranges for r in reachable for c in _chars_in(rules[r])]
-        self.atoms, atom_of = _partition(sets)
-        self.auto = _Automata(rules, atom_of, meter if meter is not None else unbounded())
+        self.atoms = CharClasses.of(c.chars for r in reachable for c in _chars_in(rules[r]))
+        self.meter = meter if meter is not None else unbounded()
         self.cfg: dict[str, list[list[tuple]]] = {}
         self.origins: dict[str, tuple[int, int]] = {}
         self.owner: dict[str, str] = {}
@@ -701,7 +450,7 @@ class _Translator:
         self.runs: list[tuple[list[Expr], str, tuple[int, int]]] = []
         self.run_memo: dict[tuple, int] = {}
         self.regular_memo: dict[int, bool] = {}
-        self.dfa_memo: dict[tuple, _DFA | None] = {}
+        self.dfa_memo: dict[tuple, DFA | None] = {}
         self.followed_memo: dict[tuple, str] = {}
         self.distribute = distribute
         self.split = split
@@ -864,11 +613,11 @@ class _Translator:
         return out
 
     # -- runs: coarse terminals and character-level DFAs -------------------
-    def slice_dfa(self, flat: list[Expr], i: int, j: int) -> _DFA | None:
+    def slice_dfa(self, flat: list[Expr], i: int, j: int) -> DFA | None:
         key = tuple(id(x) for x in flat[i:j])
         if key not in self.dfa_memo:
             try:
-                self.dfa_memo[key] = self.auto.dfa(flat[i:j])
+                self.dfa_memo[key] = _atom_dfa(flat[i:j], self.rules, self.atoms, self.meter)
             except CompileBudgetError as exc:  # named by the rule the run is in, at its position
                 _flat, owner, pos = self.runs[self.run_memo[tuple(id(x) for x in flat)]]
                 message = exc.message.replace("its automaton", f"the automaton of rule '{owner}'")
@@ -882,11 +631,11 @@ class _Translator:
         while i < len(flat):
             found = None
             head = self.slice_dfa(flat, i, i + 1)
-            starts_nullable = head is None or 0 in head.accept
+            starts_nullable = head is None or head.accept[0] >= 0
             for j in ([] if starts_nullable else range(i + 1, min(len(flat), i + 40) + 1)):  # shortest first
                 d = self.slice_dfa(flat, i, j)
-                if (d is not None and d.prefix_free() and 0 not in d.accept and d.key not in banned
-                        and any(t not in d.accept for _, t in d.trans[0])):
+                if (d is not None and d.prefix_free and d.accept[0] < 0 and d.key not in banned
+                        and any(d.accept[t] < 0 for _, t in d.edges(0))):
                     found = ("coarse", d, i, j)
                     break
             if found:
@@ -911,7 +660,7 @@ class _Translator:
             start = piece[1]
             for k in range(start + 1, piece[2]):
                 d = self.slice_dfa(flat, start, k)
-                if d is not None and d.prefix_free() and 0 not in d.accept:
+                if d is not None and d.prefix_free and d.accept[0] < 0:
                     cut.append(("char", start, k))
                     start = k
             cut.append(("char", start, piece[2]))
@@ -935,16 +684,16 @@ class _Translator:
                     else:
                         d = self.slice_dfa(flat, piece[1], piece[2])
                         if d is not None:
-                            used_atoms.update(a for row in d.trans for a, _ in row)
+                            used_atoms.update(_atoms_used(d))
             # Ban one offender per round (a ban reshapes the other runs' pieces, and
             # a conflict may vanish with them): first the less-used of two coarse
             # terminals sharing a word prefix, else a coarse terminal whose first
             # atom is in use; fewest uses, then most items, go first.
             keys = sorted(coarse, key=lambda k: (-uses[k], sizes[k]))
             losers = [keys[y] for x in range(len(keys)) for y in range(x + 1, len(keys))
-                      if _product_overlaps(coarse[keys[x]], coarse[keys[y]])]
+                      if prefix_overlap(coarse[keys[x]], coarse[keys[y]])]
             if not losers:
-                losers = [k for k, d in coarse.items() if any(a in used_atoms for a, _ in d.trans[0])]
+                losers = [k for k, d in coarse.items() if any(a in used_atoms for a, _ in d.edges(0))]
             if not losers:
                 return plans
             rounds += 1
@@ -964,8 +713,8 @@ class _Translator:
         def atom(a: int) -> tuple:
             if a not in atom_names:
                 atom_names[a] = f"C{len(atom_names)}"
-                self.atom_ranges[atom_names[a]] = self.atoms[a]
-                self.terminals[atom_names[a]] = _class_regex(self.atoms[a])
+                self.atom_ranges[atom_names[a]] = self.atoms.classes[a].intervals
+                self.terminals[atom_names[a]] = _class_regex(self.atoms.classes[a].intervals)
             return ("t", atom_names[a])
 
         for rid, ((flat, owner, pos), plan) in enumerate(zip(self.runs, plans)):
@@ -985,13 +734,14 @@ class _Translator:
                 if d is None:
                     syms = [("never",)]
                     break
-                if not d.trans[0]:
+                if not d.edges(0):
                     continue  # only the empty string
                 if d.key not in dfa_names:
                     base = self.fresh("d_" + _sanitize(owner), owner, getattr(flat[piece[1]], "pos", pos))
                     dfa_names[d.key] = base
-                    sink = {q for q in d.accept if not d.trans[q]}
-                    for q, row in enumerate(d.trans):
+                    rows = [d.edges(q) for q in range(d.n_states)]
+                    sink = {q for q, row in enumerate(rows) if d.accept[q] >= 0 and not row}
+                    for q, row in enumerate(rows):
                         if q in sink:
                             continue
                         nt = f"{base}_{q}"
@@ -999,7 +749,7 @@ class _Translator:
                         self.origins[nt] = self.origins[base]
                         self.owner[nt] = owner
                         alts = [[atom(a)] + ([] if t in sink else [("n", f"{base}_{t}")]) for a, t in row]
-                        if q in d.accept:
+                        if d.accept[q] >= 0:
                             alts.append([])
                         self.cfg[nt] = alts
                 syms.append(("n", f"{dfa_names[d.key]}_0"))
@@ -1075,7 +825,7 @@ class _Translator:
             analyzer.compute_lr0_states()
             analyzer.compute_reads_relations()
             analyzer.compute_includes_lookback()
-            analyzer.compute_lookaheads()
+            _compute_lookaheads(analyzer)
         except LarkError as exc:  # pragma: no cover - generated text is well-formed
             raise GrammarError(f"internal error: generated Lark grammar rejected: {exc}", self.source) from None
         conflicts = []
@@ -1106,6 +856,30 @@ class _Translator:
             " ends; rewrite it so the next character decides (e.g. move optional trailing whitespace"
             " out of a recursive rule to where a fixed character follows it)",
             self.source, *first, self.line_text(first[0]))
+
+
+def _compute_lookaheads(analyzer) -> None:  # noqa: ANN001
+    """``LALR_Analyzer.compute_lookaheads`` (lark's reads, then follow sets, then each lookback's
+    lookaheads) with :func:`localgcd.digraph.digraph` for lark's recursive walk, which a chain of a
+    thousand nonterminal transitions (a regex's automaton, one rule per state) takes past Python's
+    recursion limit."""
+    transitions = list(analyzer.nonterminal_transitions)
+    index = {t: i for i, t in enumerate(transitions)}
+    symbols = list(dict.fromkeys(s for t in transitions for s in analyzer.directly_reads.get(t, ())))
+    bit = {s: 1 << k for k, s in enumerate(symbols)}
+
+    def related(relation) -> list[list[int]]:  # noqa: ANN001
+        return [[index[y] for y in relation.get(t, ())] for t in transitions]
+
+    reads = digraph(len(transitions), related(analyzer.reads),
+                    [sum(bit[s] for s in set(analyzer.directly_reads.get(t, ()))) for t in transitions])
+    follow = digraph(len(transitions), related(analyzer.includes), reads)
+    for nt, lookbacks in analyzer.lookback.items():
+        bits = follow[index[nt]]
+        found = [s for k, s in enumerate(symbols) if bits >> k & 1]
+        for state, rule in lookbacks:
+            for s in found:
+                state.lookaheads[s].add(rule)
 
 
 def translate(rules, positions, start, source, line_text, meter: BudgetMeter | None = None) -> Translation:

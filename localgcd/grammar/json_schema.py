@@ -30,6 +30,12 @@ Language (what the grammar accepts), precisely:
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
   tracked property doubles the member automaton: 9 cost about 5 s of compile,
   10 about 15 s.)
+* **Closed objects.** ``additional_properties="closed"`` (the default, as
+  llama.cpp's converter, xgrammar's strict mode and OpenAI's strict schemas
+  read schemas for generation): an object schema that lists ``properties`` or
+  ``patternProperties`` and gives no ``additionalProperties`` admits no other
+  member names but those it requires; ``"schema"`` is JSON Schema's reading,
+  where such an object is open.  An object schema listing neither stays open.
 * **Duplicate member names** are never produced for declared properties in
   ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
   may share a name (each value is checked).
@@ -64,12 +70,18 @@ import numpy as np
 
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import CompileBudgetError, GrammarError
+from localgcd.grammar.schema_json import check_schema_values, read_schema_json
 from localgcd.grammar.schema_shape import check_schema_shape
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.regex.dfa import relation, relations, representative_bytes
+from localgcd.regex.charset import CharSet
+from localgcd.regex.dfa import TooManyStates, determinize, intersection, relation, relations, representative_bytes
+from localgcd.regex.nfa import NFA, CharClasses
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import UnsupportedRegex, character_sets
+from localgcd.regex.to_regex import RegexTooLong, dfa_regex
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
@@ -463,7 +475,7 @@ def int_range(lo: int | None, hi: int | None) -> str | None:
 
 def _split(x: Decimal) -> tuple[int, str]:
     """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
-    whole, _, frac = format(x, "f").partition(".")
+    whole, _, frac = format(Decimal(x), "f").partition(".")  # (an int bound as a Decimal: no float overflow)
     return int(whole), frac.rstrip("0")
 
 
@@ -575,8 +587,9 @@ def _empty(ctx, ptr, msg):
 
 
 class _Ctx:
-    def __init__(self, root, source, lenient, whitespace, order):
+    def __init__(self, root, source, lenient, whitespace, order, additional_properties="closed"):
         self.root = root
+        self.closed = additional_properties == "closed"  # objects without additionalProperties: no other keys
         self.source = source
         self.lenient = lenient
         self.order = order
@@ -589,6 +602,7 @@ class _Ctx:
         self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
         self.also: dict[str, list] = {}  # terminal -> the conditions (Also) its lexemes meet too
         self.meter: BudgetMeter = unbounded()  # the compile budget
+        self.inlining: set[str] = set()  # $refs of union branches being expanded in place
         self.n = 0
 
     def name(self, prefix):
@@ -730,6 +744,17 @@ def _merge_all(ctx, schemas, ptr):
             _fail(ctx, ptr, "keyword 'allOf' over several anyOf/oneOf is too large to expand")
         out["anyOf"] = [{"allOf": c} for c in combos]
     return out
+
+
+def _lone_ref(rest, combo):
+    """The $ref of a union branch that is nothing but a $ref (annotations aside) with no
+    sibling constraint (``rest``: the union's other keywords), else None."""
+    if len(combo) != 1 or any(k not in ANNOTATIONS for k in rest):
+        return None
+    s = combo[0][0]
+    if isinstance(s, dict) and isinstance(s.get("$ref"), str) and all(k == "$ref" or k in ANNOTATIONS for k in s):
+        return s["$ref"]
+    return None
 
 
 def _json_eq(a, b):
@@ -972,27 +997,21 @@ class _Translator:
         scal = _Pos()
         others = []
         for combo in branches:
-            sub = [(rest, ptr)] + combo if rest else combo
-            merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
-            if merged is False:
+            ref = _lone_ref(rest, combo)
+            if ref in ctx.inlining:
+                # a recursive anyOf (Optional["Person"]): inside its own inline expansion the branch is
+                # the $ref's rule, made once (as items' and properties' $refs are), not expanded again
+                others.append(self.value(combo[0][0], combo[0][1]))
                 continue
-            if merged is True or merged == {}:
+            if ref is not None:
+                ctx.inlining.add(ref)
+            try:
+                alts = self.union_branch(rest, combo, ptr, scal)
+            finally:
+                ctx.inlining.discard(ref)
+            if alts is None:
                 return self.any_value()
-            bptr = combo[-1][1]
-            if "enum" in merged or "const" in merged:  # every keyword checked on each value
-                others += self.typed(merged, bptr, whole=merged)
-                continue
-            merged, presence = self.presence_and_checks(merged, bptr)
-            if "anyOf" in merged or "oneOf" in merged:
-                if presence:
-                    ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
-                try:
-                    others.append(self.union(merged, bptr))
-                except _NoInstance:  # a branch with no valid instance adds nothing
-                    pass
-                continue
-            for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
-                others.append(alt)
+            others += alts
         if "oneOf" in s:
             self.check_oneof(s, ptr)
         alts = []
@@ -1012,6 +1031,34 @@ class _Translator:
         if not alts:
             _empty(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
+
+    def union_branch(self, rest, combo, ptr, scal) -> list[str] | None:
+        """The alternatives of one branch of a union (``rest`` and ``combo`` conjoined), None when
+        it admits every value; its scalars go into ``scal``, for one scalar rule over the union."""
+        ctx = self.ctx
+        others: list[str] = []
+        sub = [(rest, ptr)] + combo if rest else combo
+        merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
+        if merged is False:
+            return others
+        if merged is True or merged == {}:
+            return None
+        bptr = combo[-1][1]
+        if "enum" in merged or "const" in merged:  # every keyword checked on each value
+            others += self.typed(merged, bptr, whole=merged)
+            return others
+        merged, presence = self.presence_and_checks(merged, bptr)
+        if "anyOf" in merged or "oneOf" in merged:
+            if presence:
+                ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
+            try:
+                others.append(self.union(merged, bptr))
+            except _NoInstance:  # a branch with no valid instance adds nothing
+                pass
+            return others
+        for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
+            others.append(alt)
+        return others
 
     def union_dfa(self, dfas, ptr):
         start = frozenset((i, d["start"]) for i, d in enumerate(dfas))
@@ -1270,7 +1317,7 @@ class _Translator:
             highs.append((emx, True))
         for v, op in lows:
             if integer:  # the least integer above (op: exclusive) or at v
-                c = int(v) + op if float(v).is_integer() else math.ceil(v)
+                c = int(v) + op if _integral(v) else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
                 v = _exact(v)
@@ -1278,7 +1325,7 @@ class _Translator:
                     lo, lo_open = v, op
         for v, op in highs:
             if integer:  # the greatest integer below (op: exclusive) or at v
-                c = int(v) - op if float(v).is_integer() else math.floor(v)
+                c = int(v) - op if _integral(v) else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
                 v = _exact(v)
@@ -1288,9 +1335,9 @@ class _Translator:
             m = s["multipleOf"]
             if not _is_num(m) or m <= 0:
                 _fail(ctx, _ptr_join(ptr, "multipleOf"), "keyword 'multipleOf' must be a positive number")
-            if float(m) == 1.0:
+            if m == 1:
                 integer = True
-            elif integer and float(m).is_integer() and m < 0:
+            elif integer and _integral(m) and m < 0:
                 pass
             else:
                 ctx.unsupported(_ptr_join(ptr, "multipleOf"), "multipleOf", f"with value {m}")
@@ -1396,7 +1443,10 @@ class _Translator:
         if not isinstance(required, list):
             required = []
         pprops = s.get("patternProperties", {}) or {}
-        addl = s.get("additionalProperties", True)
+        # closed (the generation default): an object that lists its properties, without
+        # additionalProperties, has no others -- but the names it requires or watches
+        closed = ctx.closed and "additionalProperties" not in s and ("properties" in s or "patternProperties" in s)
+        addl = s.get("additionalProperties", not closed)
         pnames = s.get("propertyNames")
         names = list(props)
         declared_names = frozenset(props)
@@ -1407,12 +1457,12 @@ class _Translator:
         for r in list(required) + sorted(watched - set(required)):
             if r not in props:
                 # an undeclared name: its value is what patternProperties / additionalProperties allow
-                if not any(re.search(p, r) for p in pprops) and addl is False:
+                if not any(re.search(p, r) for p in pprops) and addl is False and not closed:
                     if r in required:
                         _empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
                     continue
                 props = dict(props)
-                props[r] = True if any(re.search(p, r) for p in pprops) else addl
+                props[r] = True if closed or any(re.search(p, r) for p in pprops) else addl
                 names.append(r)
         # pattern properties → string patterns
         pat_bodies = []
@@ -1835,6 +1885,11 @@ def _exact(v) -> int | Decimal:
     return Decimal(repr(v))
 
 
+def _integral(v: int | float) -> bool:
+    """Is the JSON number ``v`` an integer (without turning a big ``int`` into a float, which overflows)?"""
+    return isinstance(v, int) or v.is_integer()
+
+
 def _int_bounds(ns):
     """The least and greatest integers inside the bounds of ``ns`` (None: unbounded)."""
     lo = None if ns.lo is None else math.floor(ns.lo) + 1 if ns.lo_open or ns.lo % 1 else int(ns.lo)
@@ -1863,155 +1918,35 @@ MAX_PIECE_STATES = 20_000  # a pattern within a length class: an automaton the l
 MAX_PRODUCT_REGEX = 20000
 
 
-class _CharNFA:
-    """A Thompson NFA over code points of one body regex: ``edges[s]`` are (intervals, target),
-    ``eps[s]`` ε-targets; one start and one final state."""
-
-    def __init__(self, regex: str):
-        self.edges: list[list] = []
-        self.eps: list[list[int]] = []
-        self.start, self.final = self.seq(list(sre_parse.parse(regex)))
-
-    def state(self) -> int:
-        self.edges.append([])
-        self.eps.append([])
-        return len(self.edges) - 1
-
-    def seq(self, items) -> tuple[int, int]:
-        start = cur = self.state()
-        for op, arg in items:
-            a, b = self.node(op, arg)
-            self.eps[cur].append(a)
-            cur = b
-        return start, cur
-
-    def node(self, op, arg) -> tuple[int, int]:
-        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.IN):
-            iv = ([(arg, arg)] if op is sre.LITERAL else _complement([(arg, arg)]) if op is sre.NOT_LITERAL
-                  else _PatternTranslator("").cls(arg))
-            a, b = self.state(), self.state()
-            self.edges[a].append((iv, b))
-            return a, b
-        if op is sre.SUBPATTERN:
-            return self.seq(list(arg[3]))
-        if op is sre.BRANCH:
-            a, b = self.state(), self.state()
-            for branch in arg[1]:
-                s, e = self.seq(list(branch))
-                self.eps[a].append(s)
-                self.eps[e].append(b)
-            return a, b
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-            return self.repeat(*arg)
-        raise _Unsupported(f"regex construct {op} in an intersection")
-
-    def repeat(self, lo, hi, sub) -> tuple[int, int]:
-        start = cur = self.state()
-        for _ in range(lo):
-            s, e = self.seq(list(sub))
-            self.eps[cur].append(s)
-            cur = e
-        end = self.state()
-        self.eps[cur].append(end)
-        if hi is sre.MAXREPEAT:
-            s, e = self.seq(list(sub))
-            self.eps[cur].append(s)
-            self.eps[e] += [s, end]
-            return start, end
-        for _ in range(hi - lo):
-            s, e = self.seq(list(sub))
-            self.eps[cur].append(s)
-            self.eps[e].append(end)
-            cur = e
-        return start, end
-
-    def closure(self, states) -> frozenset:
-        seen, todo = set(states), list(states)
-        while todo:
-            for t in self.eps[todo.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        return frozenset(seen)
-
-
-def _intersection_regex(ra: str, rb: str) -> str | None:
+def _intersection_regex(ra: str, rb: str, meter: BudgetMeter | None = None) -> str | None:
     """A body regex for the strings both body regexes match, None when there are none (raises
-    _Unsupported when too large)."""
-    import bisect
-
-    na, nb = _CharNFA(ra), _CharNFA(rb)
-    cuts = {0, MAXCP + 1}
-    for nfa in (na, nb):
-        cuts |= {x for out in nfa.edges for iv, _t in out for lo, hi in iv for x in (lo, hi + 1)}
-    bounds = sorted(cuts)
-
-    sides = (na, nb)
-
-    @functools.cache  # a side's state set recurs in many product states
-    def moves(side, states):  # class index -> closure of targets
-        out: dict[int, set] = {}
-        for q in states:
-            for iv, t in sides[side].edges[q]:
-                for lo, hi in iv:
-                    for c in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
-                        out.setdefault(c, set()).add(t)
-        return {c: closure(side, frozenset(ts)) for c, ts in out.items()}
-
-    @functools.cache
-    def closure(side, targets):
-        return sides[side].closure(targets)
-
-    start = (na.closure([na.start]), nb.closure([nb.start]))
-    index, states, edges, accept = {start: 0}, [start], [], set()
-    for i, (sa, sb) in enumerate(states):  # grows while iterating
-        if len(states) > MAX_PRODUCT_STATES:
-            raise _Unsupported("intersection automaton too large")
-        if na.final in sa and nb.final in sb:
-            accept.add(i)
-        ma, mb = moves(0, sa), moves(1, sb)
-        row = {}
-        for c in ma.keys() & mb.keys():
-            nxt = (ma[c], mb[c])
-            if nxt not in index:
-                index[nxt] = len(states)
-                states.append(nxt)
-            row[c] = index[nxt]
-        edges.append(row)
-    return _dfa_regex(_minimize_rows(edges, accept), bounds)
+    _Unsupported when too large).  Both are automata over the character classes of their
+    character sets (so the product reads back as a regex over characters), built within the
+    compile budget ``meter``."""
+    try:
+        trees = [parse_python_regex(ra), parse_python_regex(rb)]
+        classes = CharClasses.of(chars for tree in trees for chars in character_sets(tree))
+        dfas = []
+        for tree in trees:
+            nfa = NFA()
+            dfas.append(determinize(nfa, [nfa.add_node(tree, 0, classes.encode)], [0], classes.n_symbols,
+                                    meter=meter, what="the automaton of a pattern"))
+    except UnsupportedRegex as exc:
+        raise _Unsupported(f"{exc} in an intersection") from None
+    try:
+        both = intersection(dfas[0], dfas[1], max_states=MAX_PRODUCT_STATES)
+        return None if both is None else dfa_regex(both, lambda symbols: _class_text(classes.chars(symbols)),
+                                                   MAX_PRODUCT_REGEX)
+    except TooManyStates:
+        raise _Unsupported("intersection automaton too large") from None
+    except RegexTooLong:
+        raise _Unsupported("intersection regex too large") from None
 
 
-def _minimize_rows(edges, accept):
-    """(edges, accept) of the trim minimal DFA (start 0) of a DFA given as rows {class: target}."""
-    live, changed = set(accept), True
-    while changed:
-        changed = False
-        for q, row in enumerate(edges):
-            if q not in live and any(t in live for t in row.values()):
-                live.add(q)
-                changed = True
-    if 0 not in live:
-        return [{}], set()
-    block = {q: int(q in accept) for q in live}
-    while True:
-        sig = {q: (block[q], tuple(sorted((c, block[t]) for c, t in edges[q].items() if t in live))) for q in live}
-        ids = {v: i for i, v in enumerate(dict.fromkeys(sig[q] for q in sorted(live)))}
-        new = {q: ids[sig[q]] for q in live}
-        if len(set(new.values())) == len(set(block.values())):
-            break
-        block = new
-    order = {b: i for i, b in enumerate(dict.fromkeys([block[0]] + [block[q] for q in sorted(live)]))}
-    rows = [dict() for _ in order]
-    for q in live:
-        rows[order[block[q]]] = {c: order[block[t]] for c, t in edges[q].items() if t in live}
-    return rows, {order[block[q]] for q in accept if q in live}
-
-
-def _class_of(classes, bounds) -> str:
-    """A character class for a set of elementary interval indices."""
-    iv = _norm([(bounds[c], bounds[c + 1] - 1) for c in classes])
+def _class_text(chars: CharSet) -> str:
+    """A character class for a set of code points."""
     return "[" + "".join('"' if lo == hi == 0x22 else _cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}"
-                         for lo, hi in iv) + "]"
+                         for lo, hi in chars.intervals) + "]"
 
 
 def _canonical(value):
@@ -2022,55 +1957,6 @@ def _canonical(value):
     if isinstance(value, tuple):
         return tuple(map(_canonical, value))
     return value
-
-
-def _dfa_regex(dfa, bounds) -> str | None:
-    """State elimination: a regex (every edge kept safe to concatenate) for a small DFA."""
-    rows, accept = dfa
-    if not accept:
-        return None
-    n = len(rows)
-    S, F = n, n + 1
-    out: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
-    into: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
-
-    def add(p, q, rx):
-        old = out[p].get(q)
-        rx = rx if old is None else f"(?:{old}|{rx})"
-        if len(rx) > MAX_PRODUCT_REGEX:
-            raise _Unsupported("intersection regex too large")
-        out[p][q] = into[q][p] = rx
-
-    add(S, 0, "")
-    for q in accept:
-        add(q, F, "")
-    for q, row in enumerate(rows):
-        by_target: dict[int, list[int]] = {}
-        for c, t in row.items():
-            by_target.setdefault(t, []).append(c)
-        for t, cs in by_target.items():
-            add(q, t, _class_of(cs, bounds))
-    dist, todo = {0: 0}, [0]
-    for q in todo:  # breadth-first distances from the start
-        for t in rows[q].values():
-            if t not in dist:
-                dist[t] = dist[q] + 1
-                todo.append(t)
-    # farthest states first: a chain of bounded repetitions nests instead of growing quadratically
-    for k in sorted(range(n), key=lambda q: (-dist.get(q, 0), len(out[q]) * len(into[q]))):
-        loop = out[k].pop(k, None)
-        into[k].pop(k, None)
-        star = f"(?:{loop})*" if loop else ""
-        ins, outs = list(into[k].items()), list(out[k].items())
-        for p, _r in ins:
-            del out[p][k]
-        for q, _r in outs:
-            del into[q][k]
-        out[k], into[k] = {}, {}
-        for p, rin in ins:
-            for q, rout in outs:
-                add(p, q, rin + star + rout)
-    return out[S][F]
 
 
 # --------------------------------------------------------------------------
@@ -2270,7 +2156,10 @@ class _Resolver:
             if self.relate(a, b, known[a, b], known[b, a]):
                 continue
             try:
-                body = _intersection_regex(a, b)  # not None: they intersect
+                body = _intersection_regex(a, b, ctx.meter)  # not None: they intersect
+            except CompileBudgetError as exc:
+                raise CompileBudgetError(f"{patterns[a] or '/'}: keyword 'pattern': {exc.message}",
+                                         ctx.source) from None
             except _Unsupported as exc:
                 ctx.unsupported(patterns[a], "pattern",
                                 f"overlapping partially with the pattern at {patterns[b]} ({exc})")
@@ -3035,11 +2924,9 @@ def _load_schema(schema, source):
         raise GrammarError("a class must be a Pydantic model (model_json_schema)", source=source)
     if isinstance(schema, (str, bytes)):
         text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise GrammarError(f"schema is not JSON: {exc.msg}", source=source, line=exc.lineno,
-                               column=exc.colno, context=(text.splitlines()[exc.lineno - 1:] or [""])[0]) from None
+        schema = read_schema_json(text, source)
+    else:
+        check_schema_values(schema, source)
     if isinstance(schema, dict) and schema.get("type") == "json_schema" and isinstance(schema.get("json_schema"),
                                                                                      dict):
         schema = schema["json_schema"].get("schema", True)
@@ -3050,17 +2937,26 @@ def _load_schema(schema, source):
     return schema
 
 
+ADDITIONAL_PROPERTIES = ("closed", "schema")
+
+
 def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
-                   property_order: str = "schema", source: str = "<schema>",
-                   meter: BudgetMeter | None = None) -> Translation:
+                   property_order: str = "schema", additional_properties: str = "closed",
+                   source: str = "<schema>", meter: BudgetMeter | None = None) -> Translation:
     """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc.
-    ``meter``: the compile budget (a construct that outgrows it is named with its JSON pointer)."""
+
+    ``additional_properties``: ``"closed"`` (the default, as generation tools read schemas) --
+    an object schema that lists ``properties`` or ``patternProperties`` and has no
+    ``additionalProperties`` admits no other keys (but those it requires); ``"schema"`` --
+    JSON Schema's own reading, where such objects are open.
+    ``meter``: the compile budget (a construct that outgrows it is named with its JSON pointer).
+    """
     if whitespace not in ("default", "compact"):
         raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise GrammarError(f"{source}: property_order must be 'schema' or 'any', not {property_order!r}")
     schema = _load_schema(schema, source)
-    ctx = _Ctx(schema, source, lenient, whitespace, property_order)
+    ctx = _Ctx(schema, source, lenient, whitespace, property_order, additional_properties)
     ctx.meter = meter if meter is not None else unbounded()
     tr = _Translator(ctx)
     try:

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -27,6 +28,7 @@ from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Also, Terminal
 from localgcd.regex.nfa import literal_alternatives, literal_bytes
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -84,30 +86,43 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False) -> Grammar:
-    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
+                      user_text: str = "", plain: bool = False, lark_regex: bool = False,
+                      base_dir: str | os.PathLike[str] | None = None) -> Grammar:
+    """Parse Lark grammar ``text`` (``source`` names it in messages).
+
+    Imports: when ``source`` is a file, ``%import .x.y`` is relative to its
+    folder (as lark reads a grammar file); grammar *text* has no folder, so its
+    relative imports are resolved in ``base_dir`` when the caller names one and
+    are an error otherwise -- never against the current directory.  ``%import
+    common.X`` (lark's library) works either way.
 
     For Lark text another front end generated, ``origins`` maps generated
     names to (line, column) in ``user_text``, the user's own grammar, so that
     later errors point there; ``plain=True`` says the text is in the plain
     BNF subset those front ends write, read without lark's parser when it is
     (:mod:`localgcd.grammar.plain_bnf`).  Lexer modes come from the text's
-    ``// localgcd: modes`` line (:mod:`localgcd.grammar.modes`).
+    ``// localgcd: modes`` line (:mod:`localgcd.grammar.modes`).  ``lark_regex=True`` reads the
+    terminals as lark does with ``regex=True``: with the ``regex`` module's syntax and Unicode data
+    (``\\p{…}`` properties; :mod:`localgcd.regex.unicode_properties`).
     """
     read = read_plain_bnf(text, start) if plain else None
     if read is not None:
         term_defs, rules = read
         ignore: list[str] = []
     else:
-        import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
         try:
-            builder_grammar, _ = load_grammar(text, source, import_paths, False)
+            builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
             term_defs, rules, ignore = builder_grammar.compile([start], set())
         except LarkError as exc:
             raise _located(exc, text, source) from None
+        except _TextImportError as exc:
+            raise _import_error(exc.module, exc.why, text, source) from None
+        except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
+            raise _failed_import(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source), read_also(text, source))
+    terminals = _ranked_terminals(term_defs, ignore, _TerminalOrigins(origins, text, user_text),
+                                  read_modes(text, source), read_also(text, source), source, lark_regex)
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))
@@ -116,6 +131,52 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
     return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
+
+
+def _import_paths(source: str, base_dir: str | os.PathLike[str] | None) -> list[Any]:
+    """lark's ``import_paths`` for a grammar from ``source``: its file's folder, or, for text,
+    a resolver of its relative imports (lark would try the current directory)."""
+    if os.path.isfile(source):
+        return [os.path.dirname(os.path.abspath(source))]
+    resolver = _TextImports(os.path.split(source)[0], source,
+                            None if base_dir is None else os.path.abspath(os.fspath(base_dir)))
+    return [resolver] + ([resolver.base_dir] if resolver.base_dir is not None else [])
+
+
+@dataclass(frozen=True)
+class _TextImports:
+    """A callable lark tries first for each import (``(base_path, grammar_path) -> (path, text)``,
+    IOError: try the next place).  lark's base path for a relative import of the text itself
+    is ``own_base`` (the folder part of its name, usually ""); those imports are read from
+    ``base_dir`` or refused.  Library imports and imported files' own relative imports go on
+    as lark does them."""
+
+    own_base: str
+    source: str
+    base_dir: str | None
+
+    def __call__(self, base_path: Any, grammar_path: str) -> tuple[str, str]:
+        if base_path is None or base_path != self.own_base:
+            raise OSError(grammar_path)
+        module = grammar_path.removesuffix(".lark").replace(os.sep, ".")
+        if self.base_dir is None:
+            raise _TextImportError(module, "grammar text has no folder for a relative import to start from; "
+                                           "give the grammar as a file, or name a base directory (base_dir=)")
+        path = os.path.join(self.base_dir, grammar_path)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return path, fh.read()
+        except OSError:
+            raise _TextImportError(module, f"no grammar file {grammar_path} in the base directory "
+                                           f"{self.base_dir}") from None
+
+
+class _TextImportError(Exception):
+    """A relative import of grammar text that cannot be read (made a located GrammarError)."""
+
+    def __init__(self, module: str, why: str) -> None:
+        super().__init__(why)
+        self.module, self.why = module, why
 
 
 # --------------------------------------------------------------------------- rules
@@ -137,6 +198,9 @@ def _productive(rules: list[Rule], start: str, source: str, origins: dict[str, t
             if origin not in productive and all(s.is_term or s.name in productive for s in rule.expansion):
                 productive.add(origin)
                 changed = True
+    if not any(rule.origin.name == start for rule in rules):
+        raise GrammarError(f"the grammar has no rule {start!r} (the start rule); a file of definitions that "
+                           "other grammars %import is not a grammar on its own", source, 1, 1, _source_line(text, 1))
     if start not in productive:
         line, column = origins.get(start, (None, None))
         raise GrammarError(f"rule {start!r} derives no finite sentence (every alternative recurses forever)",
@@ -155,34 +219,112 @@ _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
-def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[str, tuple[int, int]],
-                      modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]]) -> list[Terminal]:
+def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: "_TerminalOrigins",
+                      modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]],
+                      source: str = "<grammar>", lark_regex: bool = False) -> list[Terminal]:
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics".
 
     ``modes`` and ``also`` come from the text's ``// localgcd:`` lines (names of unused terminals
-    there are ignored: lark drops those terminals)."""
+    there are ignored: lark drops those terminals).  A regex ``re`` rejects is a :class:`GrammarError`
+    at its terminal.  With ``lark_regex``, a terminal that is not one plain string is marked to be
+    read with the ``regex`` module's syntax (lark's ``regex=True``)."""
+    widths = {}
+    for t in defs:
+        try:
+            widths[t.name] = _max_width(t.pattern)
+        except _InvalidRegex as exc:
+            raise origins.error(t, str(exc), source) from None
     ranked = sorted(
         defs,
-        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -_max_width(t.pattern),
+        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -widths[t.name],
                        -len(t.pattern.value), t.name),
     )
     ignored = set(ignore)
     out = []
     for t in ranked:
-        line, column = origins.get(t.name, (None, None))
+        (line, column), written = origins.of(t)
         regex = t.pattern.to_regexp()
         regex = _EXACT_ESCAPED_STRING if regex == _LARK_ESCAPED_STRING else regex
+        if lark_regex and literal_bytes(regex) is None:
+            regex = REGEX_MODULE_PREFIX + regex
         mode, next_mode = modes.get(t.name, (0, 0))
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
                             line=line, column=column, mode=mode, next_mode=next_mode,
-                            also=also.get(t.name, ())))
+                            also=also.get(t.name, ()), written=written))
     return out
 
 
+class _InvalidRegex(Exception):
+    """A terminal's regex that Python's ``re`` (lark's regex engine) rejects; ``args[0]``: why, and where."""
+
+
+try:  # lark measures a regex that ``re`` cannot parse with the ``regex`` module, when it is installed
+    from regex import error as _regex_module_error
+except ImportError:  # pragma: no cover - regex is installed with lark here
+    _regex_module_error = re.error
+_REGEX_ERRORS = (re.error, ValueError, _regex_module_error)
+
+
+_NAMESPACED = re.compile(r"^[A-Za-z0-9]\w*?__[A-Z_]")  # lark's name for an imported grammar's terminal
+
+
+class _TerminalOrigins:
+    """Where the grammar text writes each terminal: a named one's definition; an anonymous one
+    (lark names ``"++"`` ``__ANON_3``, ``"if"`` ``IF``) the first place its pattern is written; an
+    imported one (``%import common.WS``, or ``csv__NUMBER`` through ``%import .csv``) its import."""
+
+    def __init__(self, origins: dict[str, tuple[int, int]], text: str, user_text: str) -> None:
+        self.origins, self.text, self.generated = origins, text, bool(user_text)
+        self.shown = user_text or text  # the text positions refer to
+
+    def error(self, terminal: TerminalDef, problem: str, source: str) -> GrammarError:
+        """``problem`` of ``terminal`` where the text writes it (``problem`` names an anonymous one's pattern)."""
+        (line, column), written = self.of(terminal)
+        named = "" if written or terminal.name.startswith("__") else f"terminal {terminal.name}: "
+        return GrammarError(named + problem, source, line, column, _source_line(self.shown, line))
+
+    def of(self, terminal: TerminalDef) -> tuple[tuple[int | None, int | None], str]:
+        """((line, column), how the text writes it when it is anonymous, else "")."""
+        name = terminal.name
+        if name in self.origins:
+            return self.origins[name], ""
+        if self.generated:  # another front end's terminal: its origin, when it has one, is in origins
+            return (None, None), ""
+        if _NAMESPACED.match(name):
+            return self._import_of(name), ""
+        raw = getattr(terminal.pattern, "raw", None) or ""
+        if raw and not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", self.text):
+            offset = self.text.find(raw)
+            return (_line_column(self.text, offset) if offset >= 0 else self._import_of(name)), raw
+        return _first_use(self.text, name) if name in self.text else self._import_of(name), ""
+
+    def _import_of(self, name: str) -> tuple[int | None, int | None]:
+        """The ``%import`` that brought namespaced terminal ``ns__NAME`` (lark's name for a terminal
+        of an imported grammar) into the text."""
+        namespace = name.split("__", 1)[0] if "__" in name.strip("_") else ""
+        found = re.search(rf"^[ \t]*%import[ \t]+\.?{re.escape(namespace)}\b", self.text, re.M) if namespace else None
+        return _line_column(self.text, found.start()) if found else (None, None)
+
+
 def _max_width(pattern: PatternStr | PatternRE) -> int:
-    """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars."""
-    return len(pattern.value) if isinstance(pattern, PatternStr) else _regex_max_width(pattern.to_regexp())
+    """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars.
+
+    Raises :class:`_InvalidRegex` (its message naming the pattern) for a regex ``re`` rejects."""
+    if isinstance(pattern, PatternStr):
+        return len(pattern.value)
+    regexp = pattern.to_regexp()
+    try:
+        return _regex_max_width(regexp)
+    except _REGEX_ERRORS:
+        why = "invalid"
+        try:
+            re.compile(regexp)
+        except re.error as exc:  # its position, in the pattern as written (without the flags' group)
+            at = exc.pos - regexp.find(pattern.value) if exc.pos is not None and pattern.value in regexp else None
+            why = exc.msg + (f" at position {at}" if at is not None and at >= 0 else "")
+        flags = "".join(pattern.flags)
+        raise _InvalidRegex(f"invalid regular expression /{pattern.value}/{flags}: {why}") from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -229,14 +371,15 @@ def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptio
         line, column = _first_use(text, declared[0])
         raise GrammarError(
             f"terminal(s) {names} have no pattern; %declare is supported for lark's Indenter terminals"
-            f" only (here {options.indent}, {options.dedent}); name yours with"
-            " IndenterOptions(newline=..., indent=..., dedent=...) or --indenter NEWLINE,INDENT,DEDENT",
+            f" only (here {options.indent}, {options.dedent}): declare two whose names contain INDENT and"
+            " DEDENT (lark's are _INDENT, _DEDENT), or name yours in Python with"
+            " IndenterOptions(newline=..., indent=..., dedent=...)",
             source, line, column, _source_line(text, line))
     if options.newline not in index:
         line, column = origins.get(options.indent) or _first_use(text, options.indent)
         raise GrammarError(
             f"{options.indent}/{options.dedent} are declared but there is no newline terminal"
-            f" {options.newline}; define it or name yours with IndenterOptions(newline=...) or --indenter",
+            f" {options.newline}; define it, or name yours in Python with IndenterOptions(newline=...)",
             source, line, column, _source_line(text, line))
     n = len(index)
     index = {**index, options.indent: n, options.dedent: n + 1}
@@ -310,6 +453,12 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
     if isinstance(unexpected, UnexpectedInput) and getattr(unexpected, "line", -1) > 0:
         line, column = unexpected.line, unexpected.column
         return GrammarError(_syntax_message(exc, unexpected), source, line, column, _source_line(text, line))
+    if len(exc.args) == 2 and isinstance(exc.args[1], SyntaxError):  # lark's literal_eval of a bad escape
+        literal, reason = exc.args
+        message = f"invalid escape in '{literal}': {str(reason.msg).rsplit(': ', 1)[-1]}"
+        where = text.find(str(literal))
+        line, column = _line_column(text, where) if where >= 0 else (None, None)
+        return GrammarError(message, source, line, column, _source_line(text, line))
     message = _first_line(str(exc))
     message = message[0].lower() + message[1:]
     literal = re.search(r'\((".*?")\)', message)
@@ -325,6 +474,35 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
         if line is not None:
             return GrammarError(message, source, line, column, _source_line(text, line))
     return GrammarError(message, source)
+
+
+_IMPORT = re.compile(r"^[ \t]*%import[ \t]+(?P<path>\.?[\w.]+)", re.M)
+
+
+def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> GrammarError:
+    """lark's failed ``%import`` (``open()``'s error where no grammar file was found, an assert where one
+    was found where lark does not look) as a :class:`GrammarError` at the ``%import`` line."""
+    if isinstance(exc, OSError):  # lark opens the module's path relative to the working directory last
+        wanted = os.path.splitext(exc.filename or "")[0].replace(os.sep, ".")
+        why = f"no grammar file {exc.filename} where lark looks for it"
+    else:
+        found = re.search(r"\(((?:'[^']*',? ?)+)\)", str(exc))  # lark names the module as a tuple of parts
+        wanted = ".".join(re.findall(r"'([^']*)'", found.group(1))) if found else ""
+        why = "the grammar file lies where lark does not look for it" if found else _first_line(str(exc) or "failed")
+    return _import_error(wanted, why, text, source, " (next to the grammar file, or among lark's own grammars)")
+
+
+def _import_error(wanted: str, why: str, text: str, source: str, hint: str = "") -> GrammarError:
+    """``cannot import 'x': why`` at the ``%import`` line of module ``wanted``."""
+    imports = list(_IMPORT.finditer(text))
+    at = next((i for i in imports if i.group("path").lstrip(".").startswith(wanted + ".")
+               or i.group("path").lstrip(".") == wanted), imports[0] if imports else None)
+    if at is None:
+        return GrammarError(f"cannot import grammar {wanted!r}: {why}", source)
+    shown = at.group("path").rsplit(".", 1)[0] if at.group("path").count(".") > at.group("path").startswith(".") \
+        else at.group("path")
+    line, column = _line_column(text, at.start("path"))
+    return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, _source_line(text, line))
 
 
 def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:

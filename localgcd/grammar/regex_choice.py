@@ -29,8 +29,10 @@ import re
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf import Alt, Chars, Expr, Rep, Seq, complement, normalize, translate
+from localgcd.grammar.gbnf import Alt, Chars, Expr, Rep, Seq, translate
 from localgcd.grammar.translation import Translation
+from localgcd.regex.charset import CharSet
+from localgcd.regex.gbnf_syntax import TEXT_CHARACTERS, text_chars
 
 try:  # Python 3.11+
     import re._constants as _sre
@@ -66,13 +68,13 @@ def _index_to_cp(i: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _scan(item_regex: str, flags: int) -> tuple[tuple[int, int], ...]:
+def _scan(item_regex: str, flags: int) -> CharSet:
     """The code points one single-character regex matches, asking ``re``."""
     text = _all_code_points()
     ranges = []
     for m in re.finditer(f"(?:{item_regex})+", text, flags):
         ranges.append((_index_to_cp(m.start()), _index_to_cp(m.end() - 1)))
-    return normalize(ranges)
+    return text_chars(CharSet(ranges))
 
 
 def _esc(cp: int) -> str:
@@ -93,7 +95,7 @@ class _Converter:
                           found.start() + 1 if found else None)
 
     def chars(self, ranges) -> Chars:
-        return Chars(normalize(ranges))
+        return Chars(text_chars(CharSet(ranges)))
 
     def leaf(self, op, av, flags: int) -> Chars:
         """One character item (LITERAL, NOT_LITERAL, ANY, IN) as a code point set."""
@@ -101,13 +103,13 @@ class _Converter:
         if op is _sre.LITERAL and not casefold:
             return self.chars([(av, av)])
         if op is _sre.NOT_LITERAL and not casefold:
-            return Chars(complement([(av, av)]))
+            return Chars(text_chars(CharSet.of(av).complement()))
         if op is _sre.ANY:
-            return Chars(normalize([(0, 0x10FFFF)]) if flags & re.DOTALL else complement([(10, 10)]))
+            return Chars(TEXT_CHARACTERS if flags & re.DOTALL else text_chars(CharSet.of(10).complement()))
         if op is _sre.IN and not casefold and not any(o is _sre.CATEGORY for o, _ in av):
             negate = any(o is _sre.NEGATE for o, _ in av)
             ranges = [(a, a) if o is _sre.LITERAL else a for o, a in av if o in (_sre.LITERAL, _sre.RANGE)]
-            return Chars(complement(ranges) if negate else normalize(ranges))
+            return Chars(text_chars(CharSet(ranges).complement() if negate else CharSet(ranges)))
         # Case folding or \d \w \s: let re decide, code point by code point.
         if op is _sre.LITERAL:
             rx = _esc(av)
@@ -169,7 +171,7 @@ class _Converter:
 def _nonempty_language_check(expr: Expr) -> tuple[bool, bool]:
     """(can match the empty string, can match a non-empty string) — structural."""
     if isinstance(expr, Chars):
-        return False, bool(expr.ranges)
+        return False, bool(expr.chars)
     if isinstance(expr, Seq):
         empty, nonempty = True, False
         all_possible = True
@@ -226,7 +228,7 @@ def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translatio
             choice.encode("utf-8")
         except UnicodeEncodeError:
             raise GrammarError(f"choice {k + 1} contains a lone surrogate (not UTF-8 text)", source) from None
-        options.append(Seq(tuple(Chars(normalize([(ord(c), ord(c))])) for c in choice), (1, k + 1)))
+        options.append(Seq(tuple(Chars(CharSet.of(ord(c))) for c in choice), (1, k + 1)))
     return _translate(Alt(tuple(options)), source, None)
 
 

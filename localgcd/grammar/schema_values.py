@@ -169,6 +169,8 @@ def _typed_keyword(k, a, v, s, sub, matches) -> bool:
         if k == "exclusiveMaximum":
             return True if isinstance(a, bool) else v < a
         if k == "multipleOf":
+            if isinstance(v, int) and isinstance(a, int):  # exactly, and without a float's overflow
+                return v % a == 0
             q = v / a
             return math.isfinite(q) and float(q).is_integer()
     if isinstance(v, list):

@@ -18,7 +18,7 @@ from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.product import product_dfa
+from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
 
@@ -39,29 +39,33 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     for terminal in terminals:  # each terminal's own automaton first: an error names its terminal
         try:
             if literal_bytes(terminal.regex) is None:
-                terminal_dfa(terminal.regex, meter)
+                terminal_dfa(terminal.regex, meter, "its automaton")
             for condition in terminal.also:
                 states = terminal_dfa(condition.regex, meter).n_states
                 if not (0 <= condition.start < states and all(-1 <= end < states for end in condition.ends or ())):
                     raise UnsupportedRegex(f"a condition names a state outside the {states} states of "
                                            f"/{condition.regex}/")
         except UnsupportedRegex as exc:
-            raise error(terminal, f"terminal {terminal.name} /{terminal.regex}/: {exc}") from None
+            raise error(terminal, f"{terminal.describe()}: {exc}") from None
         except CompileBudgetError as exc:
-            raise error(terminal, f"terminal {terminal.name}: {exc.message}", CompileBudgetError) from None
+            raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
     try:
         dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
                           [terminal.also for terminal in terminals], meter)
+    except TerminalUnsupported as exc:
+        terminal = terminals[exc.terminal]
+        raise error(terminal, f"{terminal.describe()}: {exc}") from None
     except CompileBudgetError as exc:
         raise CompileBudgetError(exc.message, source) from None
     for start in dfa.mode_starts:
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]
-            raise error(terminal, f"terminal {terminal.name} matches the empty string")
+            raise error(terminal, f"{terminal.describe()} matches the empty string")
     missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
     for index in sorted(missing):
         terminal = terminals[index]
         if not terminal.ignored:
-            raise error(terminal, f"terminal {terminal.name} can never be produced (every lexeme it"
-                        " matches is won by a higher-ranked terminal; raise its priority)")
+            raise error(terminal, f"{terminal.describe()} can never be produced: every lexeme it matches"
+                        " is won by a higher-ranked terminal (longest match, then priority)")
     return dfa
+

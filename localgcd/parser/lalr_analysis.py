@@ -26,6 +26,7 @@ import numpy as np
 
 from localgcd.arrays import expand_ranges
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.digraph import digraph
 
 
 @dataclass
@@ -453,7 +454,7 @@ def _relation_closure(relation: tuple[np.ndarray, np.ndarray], initial: np.ndarr
     Level by level from the nodes in no pair as x: a node's set is final once every node it
     relates to is final, and then it is folded into the nodes relating to it, all of one level
     at once.  A cycle leaves its nodes (and those relating to them) unfinished; DeRemer and
-    Pennello's SCC walk (:func:`_digraph`) finishes those.
+    Pennello's SCC walk (:func:`localgcd.digraph.digraph`) finishes those.
     """
     source, target = relation
     result = initial.copy()
@@ -493,53 +494,8 @@ def _relation_closure(relation: tuple[np.ndarray, np.ndarray], initial: np.ndarr
         successors[x].append(y)
     width = initial.shape[1]
     data = result[rest].tobytes()
-    sets = _digraph(rest.size, successors, [int.from_bytes(data[i:i + width], "little")
-                                            for i in range(0, len(data), width)])
+    sets = digraph(rest.size, successors, [int.from_bytes(data[i:i + width], "little")
+                                           for i in range(0, len(data), width)])
     result[rest] = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in sets),
                                  dtype=np.uint8).reshape(rest.size, width)
-    return result
-
-
-def _digraph(count: int, relation: list[list[int]], initial: list[int]) -> list[int]:
-    """F(x) = initial(x) ∪ ⋃ F(y) over x R y: DeRemer and Pennello's SCC walk, without recursion."""
-    result = list(initial)
-    depth = [0] * count  # 0: unseen; > 0: position on the stack (lowered to its component's root); -1: done
-    stack: list[int] = []
-    for origin in range(count):
-        if depth[origin]:
-            continue
-        stack.append(origin)
-        depth[origin] = len(stack)
-        frames = [[origin, len(stack), 0]]  # node, its own stack depth, next edge
-        while frames:
-            frame = frames[-1]
-            node = frame[0]
-            successors = relation[node]
-            if frame[2] < len(successors):
-                target = successors[frame[2]]
-                if depth[target] == 0:
-                    stack.append(target)
-                    depth[target] = len(stack)
-                    frames.append([target, len(stack), 0])
-                    continue
-                frame[2] += 1
-                if 0 < depth[target] < depth[node]:
-                    depth[node] = depth[target]
-                result[node] |= result[target]
-                continue
-            frames.pop()
-            if depth[node] == frame[1]:  # the root of its component: the members share its set
-                members = result[node]
-                while True:
-                    top = stack.pop()
-                    depth[top] = -1
-                    result[top] = members
-                    if top == node:
-                        break
-            if frames:
-                parent = frames[-1]
-                parent[2] += 1
-                if 0 < depth[node] < depth[parent[0]]:
-                    depth[parent[0]] = depth[node]
-                result[parent[0]] |= result[node]
     return result

@@ -1,8 +1,10 @@
-"""Byte NFA → minimal DFA whose accepting states name the terminal they recognize.
+"""NFA → minimal DFA whose accepting states name the terminal they recognize; trimming,
+products and relations of DFAs.
 
-Subset construction works on byte *classes* (maximal byte intervals that no
-NFA edge tells apart), so each DFA state examines a few dozen classes rather
-than 256 bytes.  Minimization is Moore's partition refinement, vectorized with
+The one automaton toolkit: the lexer's automata are over bytes (256 symbols), the grammar front
+ends' over character classes (:class:`localgcd.regex.nfa.CharClasses`); every function here takes
+either.  Subset construction works on symbol *classes* (maximal symbol intervals that no NFA edge
+tells apart), so each DFA state examines a few dozen classes rather than 256 bytes.  Minimization is Moore's partition refinement, vectorized with
 numpy.  States are renumbered so that the start state is 0.
 """
 
@@ -32,20 +34,51 @@ def renumbered(table: np.ndarray, new_id: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DFA:
-    """A deterministic byte automaton.
+    """A deterministic automaton over bytes (or over other symbols: ``n_symbols`` columns).
 
     ``transitions[q, b]`` is the next state or ``DEAD_STATE``; ``accept[q]`` is the
     terminal index recognized in ``q`` or -1.  State 0 is the start state.
-    Every state can reach an accepting state (the automaton is trim).
     """
 
-    transitions: np.ndarray  # int32 [n_states, 256]
+    transitions: np.ndarray  # int32 [n_states, n_symbols] (256 for a byte automaton)
     accept: np.ndarray  # int32 [n_states]
     mode_starts: tuple[int, ...] = (0,)  # the start state of each lexer mode (mode 0 starts in state 0)
+    # bool [n_states, 256] or None: the lexeme may not end in the state before the byte (a look-ahead
+    # over the byte after it, see regex/priority.py); None: it may end before any byte
+    emit_forbidden: np.ndarray | None = None
 
     @property
     def n_states(self) -> int:
         return int(self.accept.shape[0])
+
+    @property
+    def n_symbols(self) -> int:
+        return int(self.transitions.shape[1])
+
+    @cached_property
+    def key(self) -> tuple[tuple[int, ...], bytes, bytes]:
+        """Equal keys, equal automata (the same tables)."""
+        return (self.transitions.shape, self.transitions.tobytes(), self.accept.tobytes())
+
+    @cached_property
+    def moves(self) -> tuple[dict[int, int], ...]:
+        """Each state's live moves, symbol → target in symbol order (for the walks over small
+        automata that visit a few states: a front end's automata over character classes)."""
+        sources, symbols = np.nonzero(self.transitions != DEAD_STATE)
+        found: tuple[dict[int, int], ...] = tuple({} for _ in range(self.n_states))
+        for source, symbol, target in zip(sources.tolist(), symbols.tolist(),
+                                          self.transitions[sources, symbols].tolist()):
+            found[source][symbol] = target
+        return found
+
+    def edges(self, state: int) -> list[tuple[int, int]]:
+        """``(symbol, target)`` of every live move of ``state``, in symbol order."""
+        return list(self.moves[state].items())
+
+    @cached_property
+    def prefix_free(self) -> bool:
+        """No accepted string is a proper prefix of another (no accepting state has a way out)."""
+        return not bool((self.transitions[self.accept >= 0] != DEAD_STATE).any())
 
     @cached_property
     def byte_classes(self) -> np.ndarray:
@@ -64,31 +97,32 @@ class DFA:
         return state
 
 
-def _byte_classes(nfa: NFA) -> np.ndarray:
-    """``class_of[b]``: bytes in one class are never told apart by any NFA edge."""
-    cuts = np.zeros(257, dtype=bool)
+def _symbol_classes(nfa: NFA, n_symbols: int) -> np.ndarray:
+    """``class_of[b]``: symbols in one class are never told apart by any NFA edge."""
+    cuts = np.zeros(n_symbols + 1, dtype=bool)
     cuts[0] = True
     for edges in nfa.edges:
         for lo, hi, _ in edges:
             cuts[lo] = True
             cuts[hi + 1] = True
-    return (np.cumsum(cuts[:256]) - 1).astype(np.int32)
+    return (np.cumsum(cuts[:n_symbols]) - 1).astype(np.int32)
 
 
-def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], meter: BudgetMeter | None = None,
-                what: str = "the automaton") -> DFA:
+def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_symbols: int = 256,
+                meter: BudgetMeter | None = None, what: str = "the automaton") -> DFA:
     """Subset construction from the union of ``start_states``, then minimization.
 
     ``rank[t]`` orders terminals for ties: when several terminals accept the
-    same lexeme, the DFA state is labelled with the one of lowest rank.
+    same lexeme, the DFA state is labelled with the one of lowest rank.  States are numbered in
+    the order a breadth-first walk in symbol order meets them.
     ``meter``: the compile budget, checked as subsets are found (states, the table they will
     fill, time): an automaton exponentially bigger than its regex raises
     :class:`~localgcd.errors.CompileBudgetError` naming ``what`` long before memory runs out.
     """
     meter = meter if meter is not None else unbounded()
     max_states = meter.budget.max_states
-    class_of = _byte_classes(nfa)
-    n_classes = int(class_of[-1]) + 1
+    class_of = _symbol_classes(nfa, n_symbols)
+    n_classes = int(class_of[-1]) + 1 if n_symbols else 0
     # Subsets keep only the states that matter (with edges, or accepting): two
     # closures that agree on those have the same future and the same label.
     important = [bool(edges) or label >= 0 for edges, label in zip(nfa.edges, nfa.accept)]
@@ -152,8 +186,8 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], mete
                 if len(subsets) > max_states:
                     meter.states(len(subsets), what)
                 if held >= check_at or not len(subsets) & 4095:
-                    # per state: its byte row to come, its class row, its subset (~40 bytes a member)
-                    meter.memory(len(subsets) * (1024 + 8 * n_classes + 200) + 40 * held, what)
+                    # per state: its symbol row to come, its class row, its subset (~40 bytes a member)
+                    meter.memory(len(subsets) * (4 * n_symbols + 8 * n_classes + 200) + 40 * held, what)
                     meter.time(what)
                     check_at = held + (1 << 16)
             row[c] = index[nxt]
@@ -310,3 +344,93 @@ def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
         frontier = keys[~seen[keys]]
         seen[frontier] = True
     return list(zip(shared.tolist(), a_in_b.tolist()))
+
+
+class TooManyStates(ValueError):
+    """A product automaton would pass the state limit its caller set."""
+
+
+def trim(dfa: DFA) -> DFA | None:
+    """``dfa`` without the states that cannot reach an accepting state (the others keep their
+    order); None when the start state cannot (the language is empty)."""
+    sources, symbols = np.nonzero(dfa.transitions != DEAD_STATE)
+    targets = dfa.transitions[sources, symbols]
+    order = np.argsort(targets, kind="stable")
+    sources, first = sources[order], np.searchsorted(targets[order], np.arange(dfa.n_states + 1))
+    live = dfa.accept >= 0
+    frontier = np.flatnonzero(live)
+    while frontier.size:  # backwards, a frontier at a time
+        found = np.concatenate([sources[first[q]:first[q + 1]] for q in frontier.tolist()] + [frontier[:0]])
+        found = sorted_unique(found)
+        frontier = found[~live[found]]
+        live[frontier] = True
+    if not live[0]:
+        return None
+    if live.all():
+        return dfa
+    kept = np.flatnonzero(live)
+    new_id = np.full(dfa.n_states, DEAD_STATE, dtype=np.int64)
+    new_id[kept] = np.arange(kept.size)
+    return DFA(transitions=renumbered(dfa.transitions[kept], new_id), accept=dfa.accept[kept].astype(np.int32))
+
+
+def _joint_columns(a: DFA, b: DFA) -> tuple[np.ndarray, np.ndarray]:
+    """``(representatives, class_of)``: one symbol (the first, in symbol order) per class of
+    symbols alike in both automata, and each symbol's class (an index into the representatives)."""
+    first, class_of = distinct_rows(np.stack([a.byte_classes, b.byte_classes], axis=1))
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[class_of]
+
+
+def intersection(a: DFA, b: DFA, max_states: int | None = None) -> DFA | None:
+    """The minimal trim DFA (accept label 0) of the strings both ``a`` and ``b`` accept, two
+    automata over the same symbols; None when there are none.  Raises :class:`TooManyStates`
+    when the product walk meets more than ``max_states`` pairs of states."""
+    if a.n_symbols != b.n_symbols:
+        raise ValueError("the automata of a product must read the same symbols")
+    columns, class_of = _joint_columns(a, b)
+    a_moves, b_moves = a.transitions[:, columns].tolist(), b.transitions[:, columns].tolist()
+    index = {(0, 0): 0}
+    pairs = [(0, 0)]
+    rows: list[list[int]] = []
+    for p, q in pairs:  # grows while iterating: breadth first, in symbol order
+        if max_states is not None and len(pairs) > max_states:
+            raise TooManyStates(f"product automaton over {max_states} states")
+        row = []
+        for p_next, q_next in zip(a_moves[p], b_moves[q]):
+            if p_next == DEAD_STATE or q_next == DEAD_STATE:
+                row.append(DEAD_STATE)
+                continue
+            found = index.get((p_next, q_next))
+            if found is None:
+                found = index[(p_next, q_next)] = len(pairs)
+                pairs.append((p_next, q_next))
+            row.append(found)
+        rows.append(row)
+    accept = np.asarray([0 if a.accept[p] >= 0 and b.accept[q] >= 0 else -1 for p, q in pairs], dtype=np.int32)
+    table = np.asarray(rows, dtype=np.int32).reshape(len(pairs), columns.size)
+    product = trim(DFA(transitions=table, accept=accept))
+    if product is None:
+        return None
+    table, accept = minimize(product.transitions, product.accept)
+    return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
+
+
+def prefix_overlap(a: DFA, b: DFA) -> bool:
+    """Whether a string of one of two trim automata over the same symbols is a prefix of (or
+    equal to) a string of the other: some pair of states both reach accepting states in."""
+    a_accepts, b_accepts = (a.accept >= 0).tolist(), (b.accept >= 0).tolist()
+    seen, stack = {(0, 0)}, [(0, 0)]
+    while stack:
+        p, q = stack.pop()
+        if a_accepts[p] or b_accepts[q]:
+            return True
+        b_moves = b.moves[q]
+        for symbol, p_next in a.moves[p].items():
+            q_next = b_moves.get(symbol)
+            if q_next is not None and (p_next, q_next) not in seen:
+                seen.add((p_next, q_next))
+                stack.append((p_next, q_next))
+    return False

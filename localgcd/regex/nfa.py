@@ -1,58 +1,35 @@
-"""Python regular expressions → Thompson NFAs over bytes.
+"""The regex AST → Thompson NFAs over an alphabet of symbols: bytes for the lexer, character
+classes for the grammar front ends.
 
-Patterns are parsed with Python's own regex parser (``re._parser``), so the
-syntax is exactly Python's.  Character classes become code-point sets that are
-encoded as UTF-8 byte ranges (see :mod:`localgcd.regex.charset`).  Constructs
-whose meaning is not a regular language over the whole lexeme — look-around,
-anchors, back-references, non-greedy or possessive quantifiers — are refused
-with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
+A character set becomes symbol-range sequences through an *encoding*: UTF-8 byte ranges for the
+lexer (:func:`localgcd.regex.charset.utf8_sequences`, the default), one range of class numbers
+per run of classes for an automaton over character classes (:class:`CharClasses`).
+An NFA's ε-edges keep the order a backtracking matcher tries them in (a greedy
+loop before its exit, alternatives in order).  Constructs whose meaning is not
+a set of strings — look-around, anchors, non-greedy quantifiers — are refused
+here with :class:`UnsupportedRegex`: localgcd never approximates a terminal.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable, Iterable
 
-try:  # Python ≥ 3.11
-    import re._constants as sre
-    import re._parser as sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+from localgcd.regex.charset import ByteRanges, CharSet, utf8_sequences
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, literal_text
 
-from localgcd.regex.charset import CharSet, case_closure, category, utf8_sequences
-
-
-class UnsupportedRegex(ValueError):
-    """A regex construct that localgcd cannot translate exactly (message names it)."""
-
-
-_CATEGORY_PATTERNS = {
-    sre.CATEGORY_DIGIT: r"\d",
-    sre.CATEGORY_NOT_DIGIT: r"\D",
-    sre.CATEGORY_SPACE: r"\s",
-    sre.CATEGORY_NOT_SPACE: r"\S",
-    sre.CATEGORY_WORD: r"\w",
-    sre.CATEGORY_NOT_WORD: r"\W",
-}
-
-_UNSUPPORTED = {
-    sre.MIN_REPEAT: "non-greedy quantifier (localgcd lexes by longest match; drop the '?')",
-    sre.AT: "anchor (^, $, \\b, \\A, \\Z)",
-    sre.ASSERT: "look-ahead/look-behind assertion",
-    sre.ASSERT_NOT: "negative look-ahead/look-behind assertion",
-    sre.GROUPREF: "back-reference",
-    sre.GROUPREF_EXISTS: "conditional group",
-}
-for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GROUP", "atomic group")):
-    if hasattr(sre, _name):
-        _UNSUPPORTED[getattr(sre, _name)] = _why
+#: A character set → the symbol-range sequences that spell its characters.
+Encoding = Callable[[CharSet], tuple[ByteRanges, ...]]
 
 
 @dataclass
 class NFA:
-    """A byte NFA: ``edges[s]`` are (lo, hi, target) byte ranges, ``eps[s]`` ε-targets.
+    """An NFA over symbols (bytes unless built with another encoding): ``edges[s]`` are
+    (lo, hi, target) symbol ranges, ``eps[s]`` ε-targets.
 
     ``accept[s]`` is the terminal index that state ``s`` accepts, or -1.
     """
@@ -77,28 +54,70 @@ class NFA:
         self.accept[base + end] = terminal
         return base + start
 
+    def add_node(self, node: Node, terminal: int, encoding: Encoding = utf8_sequences) -> int:
+        """Add the AST ``node`` (its character sets spelled by ``encoding``) as an alternative
+        accepting ``terminal``; return its start state."""
+        start, end = ThompsonBuilder(self, encoding).node(node)
+        self.accept[end] = terminal
+        return start
 
-@lru_cache(maxsize=8)
-def _parsed(pattern: str) -> "sre_parse.SubPattern":
-    """``sre_parse.parse(pattern)``, kept for the few patterns just read: a terminal's regex is read
-    by :func:`literal_bytes`, :func:`counted_pattern` and :func:`_fragment` in turn (a number
-    range's regex has tens of thousands of characters)."""
-    return sre_parse.parse(pattern)
+
+@dataclass(frozen=True)
+class CharClasses:
+    """The coarsest partition of the characters of some sets that splits none of them, as the
+    alphabet of an automaton over characters: symbol ``k`` is the character class
+    ``classes[k]``, classes in the order of their lowest code point.  Every set it was made of
+    is a union of classes (:meth:`encode`)."""
+
+    classes: tuple[CharSet, ...]
+    members: dict[CharSet, tuple[int, ...]] = field(compare=False, repr=False)  # set → its classes
+
+    @classmethod
+    def of(cls, sets: Iterable[CharSet]) -> "CharClasses":
+        distinct = list(dict.fromkeys(sets))
+        cuts = sorted({x for chars in distinct for lo, hi in chars.intervals for x in (lo, hi + 1)})
+        holders: list[list[int]] = [[] for _ in range(max(len(cuts) - 1, 0))]  # sets holding each piece
+        for k, chars in enumerate(distinct):
+            for lo, hi in chars.intervals:
+                for piece in range(bisect_left(cuts, lo), bisect_left(cuts, hi + 1)):
+                    holders[piece].append(k)
+        pieces: dict[tuple[int, ...], list[tuple[int, int]]] = {}  # by the sets holding them, in order
+        for piece, held_by in enumerate(holders):
+            if held_by:
+                pieces.setdefault(tuple(held_by), []).append((cuts[piece], cuts[piece + 1] - 1))
+        members: list[list[int]] = [[] for _ in distinct]
+        for symbol, held_by in enumerate(pieces):
+            for k in held_by:
+                members[k].append(symbol)
+        return cls(tuple(CharSet(intervals) for intervals in pieces.values()),
+                   {chars: tuple(found) for chars, found in zip(distinct, members)})
+
+    @property
+    def n_symbols(self) -> int:
+        return len(self.classes)
+
+    def chars(self, symbols: Iterable[int]) -> CharSet:
+        """The code points of the classes ``symbols``."""
+        return CharSet(interval for k in symbols for interval in self.classes[k].intervals)
+
+    def encode(self, chars: CharSet) -> tuple[ByteRanges, ...]:
+        """An :data:`Encoding` for the sets the classes were made of: one range of symbols per run
+        of consecutive classes of ``chars``."""
+        runs: list[tuple[int, int]] = []
+        for symbol in self.members[chars]:
+            if runs and runs[-1][1] == symbol - 1:
+                runs[-1] = (runs[-1][0], symbol)
+            else:
+                runs.append((symbol, symbol))
+        return tuple((run,) for run in runs)
 
 
 @lru_cache(maxsize=1024)
 def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     """The Thompson NFA of ``pattern`` on its own (edges, ε-edges, start, end), memoized per pattern:
     grammars of one kind (a JSON Schema's strings and numbers) share most of their terminals."""
-    try:
-        parsed = _parsed(pattern)
-    except re.error as exc:
-        raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
-    flags = parsed.state.flags
-    if flags & sre.SRE_FLAG_LOCALE:
-        raise UnsupportedRegex("locale-dependent flag (?L)")
     nfa = NFA()
-    start, end = _Builder(nfa).sequence(parsed, flags)
+    start, end = ThompsonBuilder(nfa).node(parse_python_regex(pattern))
     return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
@@ -136,15 +155,13 @@ def literal_bytes(pattern: str) -> bytes | None:
     if strings is not None:  # a set of strings (a big one is not parsed): one string, or none
         return strings[0] if len(strings) == 1 else None
     try:
-        parsed = _parsed(pattern)
-    except re.error:
+        text = literal_text(parse_python_regex(pattern))
+    except UnsupportedRegex:
         return None
-    if parsed.state.flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
-        return None
-    if not len(parsed) or any(op is not sre.LITERAL for op, _arg in parsed):
+    if not text:
         return None
     try:
-        return "".join(chr(arg) for _op, arg in parsed).encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the regex path refuses or encodes it
         return None
 
@@ -156,7 +173,7 @@ class CountedPattern:
     prefix: bytes
     unit: NFA  # the unit alone, accepting with label 0
     unit_start: int
-    unit_key: str  # the unit's parse, as text: equal keys, equal units
+    unit_key: Node  # the unit's AST: equal keys, equal units
     lo: int
     hi: int | None
     suffix: bytes
@@ -166,161 +183,150 @@ class CountedPattern:
 def counted_pattern(pattern: str) -> CountedPattern | None:
     """``pattern`` as literal bytes, one greedy counted repetition and literal bytes; None otherwise."""
     try:
-        parsed = _parsed(pattern)
-    except re.error:
+        root = parse_python_regex(pattern)
+    except UnsupportedRegex:
         return None
-    flags = parsed.state.flags
-    if flags & (sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_LOCALE):
-        return None
-    items = list(parsed)
-    repeats = [i for i, (op, _arg) in enumerate(items) if op is sre.MAX_REPEAT]
-    if len(repeats) != 1 or any(op is not sre.LITERAL for i, (op, _a) in enumerate(items) if i != repeats[0]):
+    items = root.items if isinstance(root, Concat) else (root,)
+    repeats = [i for i, item in enumerate(items) if isinstance(item, Repeat)]
+    if len(repeats) != 1:
         return None
     at = repeats[0]
-    lo, hi, sub = items[at][1]
+    repeat = items[at]
+    assert isinstance(repeat, Repeat)
+    prefix_text, suffix_text = literal_text(Concat(items[:at])), literal_text(Concat(items[at + 1:]))
+    if not repeat.greedy or prefix_text is None or suffix_text is None:
+        return None
     try:
-        prefix = "".join(chr(arg) for _op, arg in items[:at]).encode("utf-8")
-        suffix = "".join(chr(arg) for _op, arg in items[at + 1:]).encode("utf-8")
+        prefix, suffix = prefix_text.encode("utf-8"), suffix_text.encode("utf-8")
         unit = NFA()
-        start, end = _Builder(unit).sequence(sub, flags)
+        start, end = ThompsonBuilder(unit).node(repeat.item)
     except (UnicodeEncodeError, UnsupportedRegex):
         return None
     unit.accept[end] = 0
-    return CountedPattern(prefix, unit, start, f"{flags}:{sub!s}", lo, None if hi is sre.MAXREPEAT else hi, suffix)
+    return CountedPattern(prefix, unit, start, repeat.item, repeat.lo, repeat.hi, suffix)
 
 
-class _Builder:
-    """Thompson construction of one parsed pattern into an :class:`NFA`."""
+class ThompsonBuilder:
+    """Thompson construction of one AST into an :class:`NFA` (ε-edges in backtracking order).
 
-    def __init__(self, nfa: NFA) -> None:
-        self.nfa = nfa
+    This builder makes automata of languages: it refuses non-greedy quantifiers, look-around and
+    anchors.  :mod:`localgcd.regex.priority` extends it (``assertion``) for terminals whose lexeme is
+    what a backtracking matcher returns."""
 
-    def sequence(self, items, flags: int) -> tuple[int, int]:
-        start = cur = self.nfa.new_state()
-        for op, arg in items:
-            s, e = self.node(op, arg, flags)
-            self.nfa.eps[cur].append(s)
-            cur = e
-        return start, cur
+    backtracking = False  # whether lazy quantifiers are built (exit before loop) rather than refused
 
-    def node(self, op, arg, flags: int) -> tuple[int, int]:
-        if op in _UNSUPPORTED:
-            raise UnsupportedRegex(f"unsupported construct: {_UNSUPPORTED[op]}")
-        if op is sre.LITERAL:
-            return self.chars(self.literal_set(arg, flags))
-        if op is sre.NOT_LITERAL:
-            return self.chars(self.literal_set(arg, flags).complement())
-        if op is sre.ANY:
-            everything = CharSet.everything()
-            return self.chars(everything if flags & sre.SRE_FLAG_DOTALL else everything - CharSet.of(10))
-        if op is sre.IN:
-            return self.chars(self.class_set(arg, flags))
-        if op is sre.BRANCH:
-            return self.branch(arg[1], flags)
-        if op is sre.SUBPATTERN:
-            _group, add_flags, del_flags, sub = arg
-            if (add_flags | del_flags) & sre.SRE_FLAG_LOCALE:
-                raise UnsupportedRegex("locale-dependent flag (?L)")
-            return self.sequence(sub, (flags | add_flags) & ~del_flags)
-        if op is sre.MAX_REPEAT:
-            lo, hi, sub = arg
-            return self.repeat(lo, None if hi is sre.MAXREPEAT else hi, sub, flags)
-        raise UnsupportedRegex(f"unsupported construct: {op}")
+    def __init__(self, nfa: NFA, encoding: Encoding = utf8_sequences) -> None:
+        self.nfa, self.encoding = nfa, encoding
 
-    def branch(self, alternatives, flags: int) -> tuple[int, int]:
-        """Alternatives, with two shortcuts that keep the NFA linear in a number range's regex
-        (each alternative spells a prefix of the bound, then a smaller digit, then
-        ``[0-9]{m}``): alternatives starting with the same literal characters share the states
-        that read them (a trie), and those that end in the same unit repeated a fixed number of
-        times share one chain of copies of the unit, each entering it where its count is left.
-        A 309-digit bound's automaton then takes 900 NFA states to find, not 90,000."""
+    def node(self, node: Node) -> tuple[int, int]:
+        if isinstance(node, Chars):
+            return self.chars(node)
+        if isinstance(node, Concat):
+            start = cur = self.nfa.new_state()
+            for item in node.items:
+                s, e = self.node(item)
+                self.nfa.eps[cur].append(s)
+                cur = e
+            return start, cur
+        if isinstance(node, Alt):
+            return self.alternatives(node.options)
+        if isinstance(node, Repeat):
+            if not node.greedy and not self.backtracking:
+                raise UnsupportedRegex("unsupported construct: non-greedy quantifier")
+            return self.repeat(node)
+        if isinstance(node, (Look, Anchor)):
+            return self.assertion(node)
+        raise UnsupportedRegex(f"unsupported construct: {node!r}")
+
+    def alternatives(self, options: tuple[Node, ...]) -> tuple[int, int]:
+        """One of ``options``.  An automaton of a language (not :attr:`backtracking`, where the
+        ε-edges' order is the matcher's) takes two shortcuts that keep the NFA linear in a number
+        range's regex (each option spells a prefix of the bound, then a smaller digit, then
+        ``[0-9]{m}``): options starting with the same characters share the states that read them
+        (a trie), and those that end in the same unit repeated a fixed number of times share one
+        chain of copies of the unit, each entering it where its count is left.  A 309-digit
+        bound's automaton then takes 900 NFA states to find, not 90,000."""
         start, end = self.nfa.new_state(), self.nfa.new_state()
-        trie: dict[tuple[int, int], int] = {}  # (state, code point) -> the state after it
-        tails: dict[str, list[tuple[int, object, object, int]]] = {}
-        for alternative in alternatives:
+        if self.backtracking:
+            for option in options:
+                s, e = self.node(option)
+                self.nfa.eps[start].append(s)
+                self.nfa.eps[e].append(end)
+            return start, end
+        trie: dict[tuple[int, Chars], int] = {}  # (state, one character's set) -> the state after it
+        tails: dict[Node, list[tuple[int, tuple[Node, ...], int]]] = {}  # unit -> (at, head, count)
+        for option in options:
+            items = option.items if isinstance(option, Concat) else (option,)
             at, i = start, 0
-            if not flags & sre.SRE_FLAG_IGNORECASE:
-                while i < len(alternative) and alternative[i][0] is sre.LITERAL:
-                    key = (at, alternative[i][1])
-                    if key not in trie:
-                        s, trie[key] = self.chars(CharSet.of(alternative[i][1]))
-                        self.nfa.eps[at].append(s)
-                    at, i = trie[key], i + 1
-            rest = alternative[i:]
-            last = rest[-1] if len(rest) else None
-            if last is not None and last[0] is sre.MAX_REPEAT and last[1][0] == last[1][1] and last[1][0] >= 1:
-                tails.setdefault(str(last[1][2]), []).append((at, rest[:-1], last[1][2], last[1][0]))
+            while i < len(items) and isinstance(items[i], Chars):
+                key = (at, items[i])
+                if key not in trie:
+                    s, trie[key] = self.chars(items[i])
+                    self.nfa.eps[at].append(s)
+                at, i = trie[key], i + 1
+            rest = items[i:]
+            last = rest[-1] if rest else None
+            if isinstance(last, Repeat) and last.greedy and last.hi == last.lo and last.lo >= 1:
+                tails.setdefault(last.item, []).append((at, rest[:-1], last.lo))
                 continue
-            s, e = self.sequence(rest, flags)
+            s, e = self.node(Concat(rest))
             self.nfa.eps[at].append(s)
             self.nfa.eps[e].append(end)
-        for entries in tails.values():
-            unit = entries[0][2]
-            left = [end]  # left[k]: the state from which k more copies of the unit end the branch
-            for _ in range(max(count for _at, _head, _unit, count in entries)):
-                s, e = self.sequence(unit, flags)
+        for unit, entries in tails.items():
+            left = [end]  # left[k]: the state from which k more copies of the unit end the options
+            for _ in range(max(count for _at, _head, count in entries)):
+                s, e = self.node(unit)
                 self.nfa.eps[e].append(left[-1])
                 left.append(s)
-            for at, head, _unit, count in entries:
-                s, e = self.sequence(head, flags)
+            for at, head, count in entries:
+                s, e = self.node(Concat(head))
                 self.nfa.eps[at].append(s)
                 self.nfa.eps[e].append(left[count])
         return start, end
 
-    def repeat(self, lo: int, hi: int | None, sub, flags: int) -> tuple[int, int]:
+    def assertion(self, node: Look | Anchor) -> tuple[int, int]:
+        """A zero-width test: no language of its own (see :mod:`localgcd.regex.priority`)."""
+        if isinstance(node, Look):
+            raise UnsupportedRegex("unsupported construct: " + ("negative " if node.negate else "")
+                                   + ("look-ahead" if node.ahead else "look-behind") + " assertion")
+        raise UnsupportedRegex("unsupported construct: anchor (^, $, \\b, \\A, \\Z)")
+
+    def _try_item_first(self, node: Repeat, state: int, item_start: int, exit_state: int) -> None:
+        """``state``'s ε-edges into one more ``item`` and out of the loop, in the order a
+        backtracking matcher tries them: the item first when greedy, the exit first when lazy."""
+        pair = [item_start, exit_state] if node.greedy else [exit_state, item_start]
+        self.nfa.eps[state].extend(pair)
+
+    def repeat(self, node: Repeat) -> tuple[int, int]:
+        lo, hi = node.lo, node.hi
         start = cur = self.nfa.new_state()
         for _ in range(lo):
-            s, e = self.sequence(sub, flags)
+            s, e = self.node(node.item)
             self.nfa.eps[cur].append(s)
             cur = e
         if hi is None:
-            s, e = self.sequence(sub, flags)
-            self.nfa.eps[cur].append(s)
-            self.nfa.eps[e].append(s)
+            s, e = self.node(node.item)
             end = self.nfa.new_state()
-            self.nfa.eps[cur].append(end)
-            self.nfa.eps[e].append(end)
+            self._try_item_first(node, cur, s, end)
+            self._try_item_first(node, e, s, end)
             return start, end
         end = self.nfa.new_state()
-        self.nfa.eps[cur].append(end)
+        optional = []
         for _ in range(hi - lo):
-            s, e = self.sequence(sub, flags)
-            self.nfa.eps[cur].append(s)
-            self.nfa.eps[e].append(end)
+            s, e = self.node(node.item)
+            optional.append((cur, s))
             cur = e
+        for state, item_start in optional:
+            self._try_item_first(node, state, item_start, end)
+        self.nfa.eps[cur].append(end)
         return start, end
 
-    def chars(self, chars: CharSet) -> tuple[int, int]:
+    def chars(self, node: Chars) -> tuple[int, int]:
         start, end = self.nfa.new_state(), self.nfa.new_state()
-        for ranges in utf8_sequences(chars):
+        for ranges in self.encoding(node.chars):
             cur = start
             for i, (lo, hi) in enumerate(ranges):
                 nxt = end if i == len(ranges) - 1 else self.nfa.new_state()
                 self.nfa.edges[cur].append((lo, hi, nxt))
                 cur = nxt
         return start, end
-
-    @staticmethod
-    def literal_set(code_point: int, flags: int) -> CharSet:
-        chars = CharSet.of(code_point)
-        return case_closure(chars) if flags & sre.SRE_FLAG_IGNORECASE else chars
-
-    @staticmethod
-    def class_set(items, flags: int) -> CharSet:
-        negate = False
-        chars = CharSet()
-        ascii_only = "(?a)" if flags & sre.SRE_FLAG_ASCII else ""
-        for op, arg in items:
-            if op is sre.NEGATE:
-                negate = True
-            elif op is sre.LITERAL:
-                chars = chars | CharSet.of(arg)
-            elif op is sre.RANGE:
-                chars = chars | CharSet([arg])
-            elif op is sre.CATEGORY:
-                chars = chars | category(ascii_only + _CATEGORY_PATTERNS[arg])
-            else:
-                raise UnsupportedRegex(f"unsupported construct in character class: {op}")
-        if flags & sre.SRE_FLAG_IGNORECASE:
-            chars = case_closure(chars)
-        return chars.complement() if negate else chars

@@ -14,19 +14,24 @@ import numpy as np
 from localgcd.budget import BudgetMeter
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
 from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern, literal_alternatives
+from localgcd.regex.priority import needs_priority, priority_dfa
+from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 _MEMO_KEPT = 4096  # terminal automata kept (the oldest goes first)
 _MEMO: dict[str, DFA] = {}
 
 
-def terminal_dfa(pattern: str, meter: BudgetMeter | None = None) -> DFA:
-    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern.
+def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | None = None) -> DFA:
+    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern.  A regex with
+    a lazy quantifier, a look-around or an anchor accepts the lexemes ``re.match`` returns
+    (:mod:`localgcd.regex.priority`); any other, its whole language.
 
     ``meter``: the compile's budget; a memoized automaton is checked against it too, so whether
-    a pattern fits a budget does not depend on what was compiled before.
+    a pattern fits a budget does not depend on what was compiled before.  ``what``: the automaton
+    as the budget's error names it (default: "the automaton of /pattern/").
     """
-    what = f"the automaton of /{_shortened(pattern)}/"
+    what = what or f"the automaton of /{_shortened(pattern)}/"
     dfa = _MEMO.get(pattern)
     if dfa is not None:
         if meter is not None:
@@ -35,13 +40,17 @@ def terminal_dfa(pattern: str, meter: BudgetMeter | None = None) -> DFA:
     strings = literal_alternatives(pattern)
     if strings is not None:
         dfa = literal_set_dfa(strings, meter, what)
+    elif needs_priority(pattern):
+        dfa = priority_dfa(pattern).dfa
+        if meter is not None:
+            meter.states(dfa.n_states, what)
     counted = counted_pattern(pattern) if dfa is None else None
     if counted is not None:
         dfa = _counted_dfa(counted, meter, what)
     if dfa is None:
         nfa = NFA()
         start = nfa.add_regex(pattern, 0)
-        dfa = determinize(nfa, [start], [0], meter, what)
+        dfa = determinize(nfa, [start], [0], meter=meter, what=what)
     if len(_MEMO) >= _MEMO_KEPT:
         try:  # the oldest (another thread compiling may have dropped it, or be adding one)
             del _MEMO[next(iter(_MEMO))]
@@ -56,7 +65,7 @@ def _shortened(pattern: str, keep: int = 60) -> str:
     return pattern if len(pattern) <= keep else f"{pattern[:keep // 2]}...{pattern[-keep // 2:]}"
 
 
-_UNITS: dict[str, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
+_UNITS: dict[Node, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
 
 
 def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what: str = "") -> DFA | None:
@@ -67,7 +76,7 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
     None when the pattern is not of that kind (the caller determinizes it)."""
     unit = _UNITS.get(pattern.unit_key)
     if unit is None:
-        unit = _UNITS[pattern.unit_key] = determinize(pattern.unit, [pattern.unit_start], [0], meter, what)
+        unit = _UNITS[pattern.unit_key] = determinize(pattern.unit, [pattern.unit_start], [0], meter=meter, what=what)
     final = np.flatnonzero(unit.accept >= 0)
     if final.size != 1 or final[0] == 0 or (unit.transitions[final[0]] >= 0).any():
         return None

@@ -1,0 +1,181 @@
+"""The one automaton toolkit (localgcd/regex/): automata over character classes, products, prefix
+overlaps, trimming and DFA → regex, each checked against brute-force enumeration of short strings
+(Python's ``re`` is the oracle of what a pattern means); GBNF's literal and class reader."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from localgcd.regex.charset import CharSet
+from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, prefix_overlap, trim
+from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
+from localgcd.regex.nfa import NFA, CharClasses
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import character_sets
+from localgcd.regex.to_regex import RegexTooLong, dfa_regex
+
+ALPHABET = "abc"
+SHORT = ["".join(p) for n in range(5) for p in itertools.product(ALPHABET, repeat=n)]
+
+
+def _pattern(depth: int) -> st.SearchStrategy[str]:
+    leaf = st.sampled_from(["a", "b", "c", "[ab]", "[^a]", "[bc]", "(?:)"])
+    if depth == 0:
+        return leaf
+    inner = _pattern(depth - 1)
+    return st.one_of(
+        leaf,
+        st.tuples(inner, inner).map(lambda p: p[0] + p[1]),
+        st.tuples(inner, inner).map(lambda p: f"(?:{p[0]}|{p[1]})"),
+        st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "{1,}"])).map(lambda p: f"(?:{p[0]}){p[1]}"),
+    )
+
+
+PATTERNS = _pattern(3)
+
+
+def class_dfas(*patterns: str) -> tuple[CharClasses, list[DFA]]:
+    """Each pattern's minimal DFA over the character classes of all of them."""
+    trees = [parse_python_regex(p) for p in patterns]
+    classes = CharClasses.of(chars for tree in trees for chars in character_sets(tree))
+    dfas = []
+    for tree in trees:
+        nfa = NFA()
+        dfas.append(determinize(nfa, [nfa.add_node(tree, 0, classes.encode)], [0], classes.n_symbols))
+    return classes, dfas
+
+
+def accepts(dfa: DFA | None, classes: CharClasses, text: str) -> bool:
+    if dfa is None:
+        return False
+    state = 0
+    for ch in text:
+        symbol = next((k for k, chars in enumerate(classes.classes) if ord(ch) in chars), None)
+        if symbol is None:
+            return False
+        state = int(dfa.transitions[state, symbol])
+        if state == DEAD_STATE:
+            return False
+    return bool(dfa.accept[state] >= 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 8)), max_size=4), min_size=1, max_size=5))
+def test_char_classes_partition_the_sets_and_spell_each_one(raw):
+    sets = [CharSet((lo, lo + width) for lo, width in intervals) for intervals in raw]
+    classes = CharClasses.of(sets)
+    for a, b in itertools.combinations(classes.classes, 2):
+        assert not (a - (a - b)), "classes are disjoint"
+    assert [min(c.intervals)[0] for c in classes.classes] == sorted(min(c.intervals)[0] for c in classes.classes)
+    for chars in sets:
+        symbols = [s for lo, hi in (r for seq in classes.encode(chars) for r in seq) for s in range(lo, hi + 1)]
+        assert classes.chars(symbols) == chars
+
+
+@settings(max_examples=150, deadline=None)
+@given(PATTERNS)
+def test_an_automaton_over_character_classes_accepts_what_the_pattern_matches(pattern):
+    classes, (dfa,) = class_dfas(pattern)
+    for text in SHORT:
+        assert accepts(dfa, classes, text) == bool(re.fullmatch(pattern, text)), text
+
+
+@settings(max_examples=150, deadline=None)
+@given(PATTERNS, PATTERNS)
+def test_intersection_accepts_exactly_the_strings_both_match(left, right):
+    classes, (a, b) = class_dfas(left, right)
+    both = intersection(a, b)
+    for text in SHORT:
+        assert accepts(both, classes, text) == bool(re.fullmatch(left, text) and re.fullmatch(right, text)), text
+    if both is not None:  # trim: every state reaches acceptance, so the language is not empty
+        assert trim(both) is both
+
+
+def test_intersection_refuses_past_its_state_limit():
+    _classes, (a, b) = class_dfas("[ab]*a[ab]{6}", "[ab]*b[ab]{6}")
+    with pytest.raises(TooManyStates):
+        intersection(a, b, max_states=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sets(st.text("ab", max_size=3), min_size=1, max_size=4), st.sets(st.text("ab", max_size=3), min_size=1, max_size=4))
+def test_prefix_overlap_is_some_word_a_prefix_of_a_word_of_the_other(left, right):
+    as_pattern = lambda words: "(?:" + "|".join(map(re.escape, sorted(words))) + ")"  # noqa: E731
+    _classes, (a, b) = class_dfas(as_pattern(left), as_pattern(right))
+    expected = any(u.startswith(v) or v.startswith(u) for u in left for v in right)
+    assert prefix_overlap(a, b) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(PATTERNS)
+def test_the_regex_read_off_an_automaton_matches_the_same_strings(pattern):
+    classes, (dfa,) = class_dfas(pattern)
+    spell = lambda symbols: "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in classes.chars(symbols).intervals) + "]"  # noqa: E731
+    text = dfa_regex(trim(dfa), spell, 100_000) if trim(dfa) is not None else None
+    for candidate in SHORT:
+        assert (text is not None and re.fullmatch(text, candidate) is not None) == bool(re.fullmatch(pattern, candidate))
+
+
+def test_the_regex_read_off_an_automaton_stops_at_its_length_limit():
+    classes, (dfa,) = class_dfas("(?:a|bc|cab)(?:ab|ba){1,4}c")
+    with pytest.raises(RegexTooLong):
+        dfa_regex(dfa, lambda symbols: "[x]", 20)
+
+
+@pytest.mark.parametrize("accept, table, kept", [
+    ([-1, 0, -1], [[1, 2], [DEAD_STATE, DEAD_STATE], [2, DEAD_STATE]], 2),  # state 2 never accepts
+    ([-1, -1], [[1, DEAD_STATE], [DEAD_STATE, DEAD_STATE]], None),  # nothing accepted at all
+    ([0, -1, 0], [[1, DEAD_STATE], [2, DEAD_STATE], [DEAD_STATE, DEAD_STATE]], 3),  # already trim
+])
+def test_trim_keeps_the_states_that_reach_acceptance_in_their_order(accept, table, kept):
+    dfa = DFA(transitions=np.asarray(table, dtype=np.int32), accept=np.asarray(accept, dtype=np.int32))
+    trimmed = trim(dfa)
+    if kept is None:
+        assert trimmed is None
+        return
+    assert trimmed.n_states == kept
+    assert ((trimmed.transitions == DEAD_STATE) | (trimmed.transitions < kept)).all()
+
+
+@pytest.mark.parametrize("text, characters", [
+    (r'"ab"', "ab"),
+    (r'"\x41\u00e9\U0001F600\n\t\r\\\"\[\]\-"', "Aé😀\n\t\r\\\"[]-"),
+    ('""', ""),
+])
+def test_gbnf_literals_read_into_one_character_nodes(text, characters):
+    read, end = read_literal(text, 0)
+    assert end == len(text)
+    assert [node.chars for _offset, node in read] == [CharSet.of(ord(c)) for c in characters]
+
+
+@pytest.mark.parametrize("text, members, reversed_ranges", [
+    ("[a-c]", [(97, 99)], []),
+    ("[a-]", [(45, 45), (97, 97)], []),  # a '-' before ']' is itself
+    (r"[\]-[x]", [(120, 120)], [(93, 91)]),  # reversed: nothing
+    ("[^\x00-\U0010ffff]", [], []),
+    ("[^a]", [(0, 96), (98, 0xD7FF), (0xE000, 0x10FFFF)], []),  # never a surrogate
+])
+def test_gbnf_classes_read_into_character_sets(text, members, reversed_ranges):
+    node, backwards, end = read_class(text, 0)
+    assert end == len(text)
+    assert node.chars == CharSet(members)
+    assert [(r.lo, r.hi) for r in backwards] == reversed_ranges
+
+
+@pytest.mark.parametrize("reader, text, offset, words", [
+    (read_literal, '"ab', 0, "unterminated string literal"),
+    (read_class, "[ab", 0, "unterminated character class"),
+    (read_literal, r'"a\q"', 2, "unknown escape \\q"),
+    (read_literal, r'"\x4"', 1, "needs 2 hex digits"),
+    (read_class, r"[\U00110000]", 1, "beyond U+10FFFF"),
+])
+def test_gbnf_reader_errors_point_at_the_offending_text(reader, text, offset, words):
+    with pytest.raises(GbnfSyntaxError, match=re.escape(words)) as info:
+        reader(text, 0)
+    assert info.value.offset == offset
