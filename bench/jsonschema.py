@@ -264,7 +264,7 @@ def main(argv=None):
                          "(instances forced byte by byte) without the Llama-3 vocabulary's compile cost")
     ap.add_argument("--eager", action="store_true",
                     help="localgcd builds every lexer state's spanner row before the first mask "
-                         "(Compiler(lazy_tables=False)) instead of on each state's first visit: the "
+                         "(Compiler(eager=True)) instead of on each state's first visit: the "
                          "time-to-first-mask / mask-tail trade-off")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="do not compile a small warm-up schema per engine before the first schema")
@@ -290,7 +290,7 @@ def main(argv=None):
         if args.eager:
             from localgcd.compiler.compiler import Compiler
 
-            _STATE["eager"] = Compiler(use_cache=False, lazy_tables=False)
+            _STATE["eager"] = Compiler(use_cache=False, eager=True)
             _STATE["eager"].vocabulary_trie(vocab)
     if "llguidance" in engines:
         try:

@@ -61,6 +61,19 @@ class OutcomeTable:
         self._end[:n_lexer_states] = np.arange(n_lexer_states)
         self._size = n_lexer_states
         self._by_head: dict[int, np.ndarray] = {}
+        self._restored = 0  # cells below this came from :meth:`restored`: a head's lookup reads them on first use
+
+    @classmethod
+    def restored(cls, n_lexer_states: int, head: np.ndarray, tail: np.ndarray, end: np.ndarray) -> "OutcomeTable":
+        """A table holding the cells of :meth:`arrays` (ids kept): consing the same pair again gives
+        the same id.  Each head's lookup is made from them on the head's first use."""
+        table = cls(n_lexer_states)
+        size = int(head.size)
+        if size > table._head.size:
+            table._grow(size)
+        table._head[:size], table._tail[:size], table._end[:size] = head, tail, end
+        table._size = table._restored = max(size, n_lexer_states)
+        return table
 
     def __len__(self) -> int:
         return self._size
@@ -109,6 +122,9 @@ class OutcomeTable:
             grown = np.full(max(2 * self._size, 1024), -1, dtype=np.int32)  # a fresh page costs a fault
             if table is not None:
                 grown[: table.size] = table
+            elif self._restored:  # (a cell made since is made after its head's lookup: it is there)
+                cells = self.n_base + np.flatnonzero(self._head[self.n_base:self._restored] == head)
+                grown[self._tail[cells]] = cells
             self._by_head[head] = table = grown
         return table
 
@@ -653,6 +669,23 @@ class BranchRows:
 
     def __len__(self) -> int:
         return len(self._positions)
+
+    def walked(self) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """(key of each branch walked so far, in id order; their positions; their outcomes): what
+        :meth:`restore` takes back.  A branch whose walk is under way is left out."""
+        n = len(self._positions)  # (keys are numbered before their walk stores the entries)
+        keys = np.fromiter((key for key, b in self._ids.items() if b < n), dtype=np.int64)
+        ids = np.fromiter((b for b in self._ids.values() if b < n), dtype=np.int64)
+        return keys[np.argsort(ids)], self._positions[:n], self._values[:n]
+
+    def restore(self, keys: np.ndarray, positions: list[np.ndarray], values: list[np.ndarray]) -> None:
+        """Take back branches another instance over the same lexer and trie walked (:meth:`walked`;
+        their outcome ids must be this instance's): new ids, after those walked here."""
+        for key, branch_positions, branch_values in zip(keys.tolist(), positions, values):
+            if key not in self._ids:
+                self._ids[key] = len(self._positions)
+                self._positions.append(branch_positions)
+                self._values.append(branch_values)
 
     def branch(self, b: int) -> SparseRow:
         """(sorted trie positions, outcome ids) of branch ``b``; dead entries left out."""

@@ -1,0 +1,82 @@
+"""Writing what a lazily compiled grammar built back into its cache entry.
+
+A grammar compiled lazily (the default) builds a lexer state's spanner row,
+and the Alg. 5 statuses of its outcomes, on the state's first visit.  So
+that a grammar seen before starts with the rows it needed before, a
+:class:`LazyEntry` writes them into the grammar's cache entry -- never while
+a mask waits: when the grammar is released (garbage-collected), at
+interpreter exit, or when asked (:meth:`CompiledGrammar.flush`).
+
+A write reads the entry on disk, merges (:meth:`CompiledGrammar.merged_entry`:
+the disk's outcome ids kept, ours renumbered into them) and writes the result
+atomically (:class:`~localgcd.compiler.store.TableStore`: a temporary file
+renamed into place).  Two processes flushing at once each write a whole,
+verified entry; the later rename wins, and the rows only the other had are
+built again on their next first visit -- a lost race costs time, never
+exactness.  An entry an eager compile wrote already holds every row: it is
+left as it is.  A corrupt entry is reported (a :class:`CacheWarning`, as on
+any read) and replaced by ours.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+import weakref
+
+from localgcd.compiler.compiled import CompiledGrammar
+from localgcd.compiler.store import TableStore
+from localgcd.errors import CacheWarning
+from localgcd.runtime.masks import MaskEngine
+
+
+class LazyEntry:
+    """The cache entry of one lazily compiled grammar, written back with what it built."""
+
+    def __init__(self, store: TableStore, key: str, version: int, grammar: CompiledGrammar) -> None:
+        """Registers the write-back at the grammar's release (and at exit); ``grammar`` must not
+        have made its engine yet."""
+        self._store, self._key, self._version = store, key, version
+        # The same tables in a second object: the finalizer must not keep the user's one alive.
+        self._grammar = copy.copy(grammar)
+        self._grammar.cache_entry = None
+        self._engine: MaskEngine | None = None
+        self._written: tuple[int, int, int] | None = None  # (branches, outcomes, statuses) last written
+        grammar.cache_entry = self
+        self._finalizer = weakref.finalize(grammar, self._flush_quietly)
+
+    def attach(self, engine: MaskEngine) -> None:
+        """The grammar's mask engine (made on first use), whose checker holds the statuses."""
+        self._engine = engine
+
+    def flush(self) -> bool:
+        """Merge what was built into the entry on disk; True if something was written."""
+        grammar = self._grammar
+        statuses = self._engine.checker.known_statuses() if self._engine is not None else grammar.known_statuses
+        stamp = (grammar.spanner.n_branches, grammar.spanner.n_outcomes,
+                 statuses[0].size if statuses is not None else 0)
+        if stamp == self._written:
+            return False
+        ours = grammar.to_arrays(statuses)
+        disk = self._store.read(self._key, self._key, self._version)
+        if disk is not None:
+            if not CompiledGrammar.spans_lazily(disk[0]):
+                self._written = stamp
+                return False  # an eager build's entry: every row is there
+            merged = CompiledGrammar.merged_entry(disk, ours)
+            if merged is None:
+                self._written = stamp
+                return False
+            ours = merged
+        written = self._store.write(self._key, self._key, self._version, *ours) is not None
+        if written:
+            self._written = stamp
+        return written
+
+    def _flush_quietly(self) -> None:
+        """:meth:`flush` at release or exit, where an exception would only print a traceback."""
+        try:
+            self.flush()
+        except Exception as exc:  # noqa: BLE001 - the cache is an optimization; say so and go on
+            warnings.warn(f"could not write the rows built for {self._grammar.source} into the table cache "
+                          f"({type(exc).__name__}: {exc})", CacheWarning, stacklevel=2)
