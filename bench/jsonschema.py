@@ -1,7 +1,8 @@
 """MaskBench protocol over /work/shared/data/jsonschema/maskbench-dev (or --data DIR).
 
-For each schema and engine: compile (time to first mask, cold: localgcd with
-use_cache=False; each engine's per-vocabulary set-up -- localgcd's vocabulary
+For each schema and engine: compile (time to first mask, cold: localgcd through
+the default API, ``compile_json_schema`` with the on-disk cache on, in a fresh
+cache directory -- --no-cache: use_cache=False; each engine's per-vocabulary set-up -- localgcd's vocabulary
 trie, llguidance's tokenizer, xgrammar's compiler -- is made once before the
 first schema), then force every test instance, serialized as
 ``json.dumps(data, indent=None, ensure_ascii=False)`` and tokenized with the
@@ -12,6 +13,11 @@ instances list keys out of the schema's order; ``--order schema`` for
 localgcd's default, the only order llguidance generates).  A schema
 passes when it compiles and every valid instance is accepted and every
 invalid one rejected.  Mask times are per mask computed while forcing.
+With the cache on, localgcd's grammar is then released (the rows it built are
+merged into its cache entry: ``flush_ms``) and the schema compiled again from
+the cache, timed to its first mask (``ttfm_cached_ms``); each child reports
+its peak RSS growth (``peak_rss_growth_mb``: VmHWM at the end less VmRSS
+before the schema).
 
     python bench/jsonschema.py --limit 400 --budget 20 --out bench-jsonschema.json
     python bench/jsonschema.py --every 5 --budget 25     # 80 schemas spread over the set
@@ -48,6 +54,7 @@ import numpy as np
 
 DATA = "/work/shared/data/jsonschema/maskbench-dev"
 _STATE: dict = {}
+_EXTRA: dict = {}  # a child's figures beside the TTFM and masks (localgcd: from the cache, peak RSS)
 
 
 def _tokenizer_and_vocab():
@@ -68,11 +75,13 @@ def run_localgcd(schema, instances):
     vocab = _STATE["vocab"]
     t0 = time.perf_counter()
     order = _STATE.get("order", "any")
+    cache = _STATE.get("cache")  # None: memory only (use_cache=False)
     if "eager" in _STATE:  # every spanner row (and Alg. 5 for small grammars) before the first mask
         g = _STATE["eager"].compile(schema if isinstance(schema, str) else json.dumps(schema), vocab,
                                     "json_schema", "<schema>", property_order=order)
     else:
-        g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=order)
+        g = localgcd.compile_json_schema(schema, vocab, use_cache=cache is not None, cache_dir=cache,
+                                         property_order=order)
     bm = localgcd.allocate_token_bitmask(1, len(vocab))
     localgcd.fill_next_token_bitmask([g.matcher()], bm)
     ttfm = time.perf_counter() - t0
@@ -90,6 +99,17 @@ def run_localgcd(schema, instances):
         if ok:
             ok = m.is_accepting()
         results.append(ok)
+    if cache is not None and "eager" not in _STATE and instances:
+        # The grammar is released: the rows it built are merged into its entry (timed apart).
+        # Then the same schema again, from the cache: compile + first mask.
+        a = time.perf_counter()
+        del g, m
+        _EXTRA["flush_ms"] = (time.perf_counter() - a) * 1e3
+        a = time.perf_counter()
+        g = localgcd.compile_json_schema(schema, vocab, cache_dir=cache, property_order=order)
+        localgcd.fill_next_token_bitmask([g.matcher()], bm)
+        _EXTRA["ttfm_cached_ms"] = (time.perf_counter() - a) * 1e3
+        _EXTRA["rows_cached"] = getattr(g.spanner, "n_branches", -1)
     return ttfm, masks, results
 
 
@@ -174,14 +194,22 @@ def _setup(engines, gguf_path):
     return None
 
 
+def _rss_kb(field):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field))
+
+
 def _child(engine, schema, instances, conn, child_warmup):
     try:
         if child_warmup:  # untimed: the fork's copy-on-write faults of the engine's code and heap
             run_one_here(engine, WARMUP_SCHEMA)
+        _EXTRA.clear()
+        start_kb = _rss_kb("VmRSS:")
         ttfm, masks, results = ENGINES[engine](schema, instances)
-        conn.send(("ok", ttfm, masks, results))
+        _EXTRA["peak_rss_growth_mb"] = (_rss_kb("VmHWM:") - start_kb) / 1024  # the grammar's peak, about
+        conn.send(("ok", ttfm, masks, results, dict(_EXTRA)))
     except BaseException as exc:  # noqa: BLE001 - anything is a compile error for the table
-        conn.send(("error", f"{type(exc).__name__}: {str(exc)[:300]}", None, None))
+        conn.send(("error", f"{type(exc).__name__}: {str(exc)[:300]}", None, None, None))
     conn.close()
 
 
@@ -201,7 +229,7 @@ def run_one(engine, schema, instances, budget, child_warmup=True):
         return out
     p.kill()
     p.join()
-    return ("error", f"timeout after {budget} s", None, None)
+    return ("error", f"timeout after {budget} s", None, None, None)
 
 
 def available_engines(wanted):
@@ -266,6 +294,11 @@ def main(argv=None):
                     help="localgcd builds every lexer state's spanner row before the first mask "
                          "(Compiler(eager=True)) instead of on each state's first visit: the "
                          "time-to-first-mask / mask-tail trade-off")
+    ap.add_argument("--no-cache", dest="cache", action="store_false",
+                    help="localgcd compiles in memory only (use_cache=False) instead of through the default "
+                         "API with the on-disk cache on (a fresh, cold cache directory per run: --cache-dir)")
+    ap.add_argument("--cache-dir", default=None,
+                    help="the cache directory localgcd starts from (default: a fresh temporary one)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="do not compile a small warm-up schema per engine before the first schema")
     ap.add_argument("--no-child-warmup", dest="child_warmup", action="store_false",
@@ -287,6 +320,13 @@ def main(argv=None):
         from localgcd.paths import cache_dir
 
         default_compiler(str(cache_dir()), False).vocabulary_trie(vocab)
+        if args.cache and not args.eager:
+            import tempfile
+
+            root = args.cache_dir or tempfile.mkdtemp(prefix="bench-jsonschema-cache-")
+            _STATE["cache"] = root
+            default_compiler(str(Path(root).expanduser()), True).vocabulary_trie(vocab)
+            print(f"localgcd cache: {root}", file=sys.stderr)
         if args.eager:
             from localgcd.compiler.compiler import Compiler
 
@@ -323,8 +363,8 @@ def main(argv=None):
         instances = [list(x.encode("utf-8")) if tok is None else
                      list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
         for e in engines:
-            st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget,
-                                               args.warmup and args.child_warmup)
+            st, ttfm, masks, results, extra = run_one(e, d["schema"], instances, args.budget,
+                                                      args.warmup and args.child_warmup)
             r = per[e]
             if st != "ok":
                 r["compile_errors"] += 1
@@ -336,7 +376,7 @@ def main(argv=None):
             r["per_schema"][os.path.basename(f)] = {
                 "ttfm_ms": round(ttfm * 1e3, 3), "masks": len(masks),
                 "mask_max_us": round(max(masks, default=0.0) * 1e6, 1),
-                "masks_over_500us": sum(m > 5e-4 for m in masks)}
+                "masks_over_500us": sum(m > 5e-4 for m in masks), **(extra or {})}
             ok = True
             for t, a in zip(d["tests"], results):
                 if a and not t["valid"]:
@@ -362,7 +402,7 @@ def report(per, engines, n_done, args, quiet=False):
     files = range(n_done)
     rows = ["| engine | schemas | passing | compile errors | validation errors | invalidation errors |"
             " TTFM p50 | TTFM p99 | mask p50 | mask p99 |", "|---|" + "---:|" * 9]
-    summary = {}
+    summary, notes = {}, []
     for e in engines:
         r = per[e]
         t = np.array(r["ttfm"]) if r["ttfm"] else np.array([np.nan])
@@ -376,7 +416,14 @@ def report(per, engines, n_done, args, quiet=False):
         rows.append(f"| {e} | {len(files)} | {s['passing']} | {s['compile_errors']} | {s['validation_errors']} |"
                     f" {s['invalidation_errors']} | {s['ttfm_p50_ms']:.1f} ms | {s['ttfm_p99_ms']:.0f} ms |"
                     f" {s['mask_p50_us']:.1f} µs | {s['mask_p99_us']:.0f} µs |")
-    table = "\n".join(rows)
+        for name in ("ttfm_cached_ms", "flush_ms", "peak_rss_growth_mb"):
+            values = [v[name] for v in r["per_schema"].values() if name in v]
+            if values:
+                s[name] = {"p50": float(np.percentile(values, 50)), "p99": float(np.percentile(values, 99)),
+                           "max": float(max(values))}
+                notes.append(f"{e} {name}: p50 {s[name]['p50']:.2f}, p99 {s[name]['p99']:.2f}, "
+                             f"max {s[name]['max']:.2f} ({len(values)} schemas)")
+    table = "\n".join(rows + ([""] if notes else []) + notes)
     if not quiet:
         print(table)
     Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget,

@@ -20,7 +20,7 @@ from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
-from localgcd.spanner.built import BuiltRows
+from localgcd.spanner.built import DEFERRED_ARRAYS, BuiltRows
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
@@ -142,6 +142,10 @@ class CompiledGrammar:
         if statuses is not None:
             arrays.update(zip(_STATUS_ARRAYS, statuses))
         return header, arrays
+
+    #: Arrays an entry's reader does not check at load (``TableStore.read``'s ``deferred``): a lazy
+    #: entry's rows, each checked when first used.
+    DEFERRED_ARRAYS = tuple(f"built_{name}" for name in DEFERRED_ARRAYS)
 
     @staticmethod
     def spans_lazily(header: dict) -> bool:

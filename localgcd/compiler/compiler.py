@@ -111,22 +111,23 @@ class Compiler:
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())))
         if self.use_cache:
             started = time.perf_counter()
-            entry = self.store.read(key, key, TABLE_FORMAT_VERSION)
+            entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
             if entry is not None and (not self.eager or CompiledGrammar.is_built_ahead(entry[0])):
                 trie = self.vocabulary_trie(vocab) if CompiledGrammar.spans_lazily(entry[0]) else None
                 compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie)
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 if isinstance(compiled.spanner, LazyTokenSpanner):
-                    LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled)
+                    LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled, loaded=True)
                 return compiled
             unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
         compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager, **options)
         if self.use_cache:
-            if isinstance(compiled.spanner, LazyTokenSpanner):  # written back as it is used
-                LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled)
-            if compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner):
+            written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
+            if written:
                 self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
+            if isinstance(compiled.spanner, LazyTokenSpanner):  # written back as it is used
+                LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled, loaded=written)
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,

@@ -13,7 +13,9 @@ is reported once per store, and tables are used from memory.
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import struct
 import tempfile
 import warnings
 import zipfile
@@ -64,19 +66,25 @@ class TableStore:
                               "compiled tables are used from memory only", CacheWarning, stacklevel=3)
             return None
 
-    def read(self, name: str, key: str, version: int) -> tuple[dict, dict[str, np.ndarray]] | None:
-        """(header, arrays) of a verified entry; None if absent, or (with a warning) unusable."""
+    def read(self, name: str, key: str, version: int,
+             deferred: tuple[str, ...] = ()) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """(header, arrays) of a verified entry; None if absent, or (with a warning) unusable.
+
+        The arrays are views of the file mapped copy-on-write (pages are read as they are
+        touched).  Arrays whose names start with one of the ``deferred`` prefixes are not checked
+        here: the caller checks them piece by piece as it uses them (a lazy entry's rows: a load
+        reads only what it uses).
+        """
         path = self.path(name)
         if not path.is_file():
             return None
         try:
-            with open(path, "rb") as handle, _npz(handle) as data:
-                header = json.loads(bytes(data["header"]).decode("utf-8"))
-                if header.get("format") != FORMAT or header.get("key") != key:
-                    raise ValueError("not a localgcd table file for this key")
-                if header.get("version") != version or "layout" not in header:
-                    return None  # written by another version of localgcd: rebuilt and rewritten
-                arrays = _unpack(data["blob"], header["layout"])
+            header, blob = _read_mapped(path)
+            if header.get("format") != FORMAT or header.get("key") != key:
+                raise ValueError("not a localgcd table file for this key")
+            if header.get("version") != version or "layout" not in header:
+                return None  # written by another version of localgcd: rebuilt and rewritten
+            arrays = _unpack(blob, header["layout"], deferred)
         except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
             warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=4)
             return None
@@ -124,11 +132,36 @@ def _writable(directory: Path) -> bool:
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
 
 
-def _npz(handle) -> np.lib.npyio.NpzFile:
-    if handle.read(4) != b"PK\x03\x04":
-        raise ValueError("not a table file (bad magic bytes)")
-    handle.seek(0)
-    return np.load(handle, allow_pickle=False)
+def _read_mapped(path: Path) -> tuple[dict, np.ndarray]:
+    """(the JSON header, the blob mapped copy-on-write) of an entry file written by :meth:`TableStore.write`."""
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"PK\x03\x04":
+            raise ValueError("not a table file (bad magic bytes)")
+        handle.seek(0)
+        with zipfile.ZipFile(handle) as archive:
+            with archive.open("header.npy") as member:
+                header = json.loads(np.lib.format.read_array(member, allow_pickle=False).tobytes().decode("utf-8"))
+            info = archive.getinfo("blob.npy")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ValueError("a compressed table file")
+        handle.seek(info.header_offset)
+        local = handle.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError("a damaged table file (member header)")
+        name_length, extra_length = struct.unpack("<HH", local[26:30])
+        handle.seek(info.header_offset + 30 + name_length + extra_length)
+        major, minor = np.lib.format.read_magic(handle)
+        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, _fortran, dtype = read_header(handle)
+        if dtype != np.uint8 or len(shape) != 1:
+            raise ValueError("a damaged table file (blob header)")
+        start, size = handle.tell(), int(shape[0])
+        if start + size > os.fstat(handle.fileno()).st_size:  # (a mapping past the end would crash on read)
+            raise ValueError("a truncated table file")
+        if not size:
+            return header, np.empty(0, dtype=np.uint8)
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+    return header, np.frombuffer(mapped, dtype=np.uint8, count=size, offset=start)
 
 
 _ALIGN = 16
@@ -155,8 +188,9 @@ def _pack(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
     return blob, layout
 
 
-def _unpack(blob: np.ndarray, layout: list[list]) -> dict[str, np.ndarray]:
-    """The arrays of :func:`_pack`, as views into ``blob``, each checked against its CRC-32."""
+def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """The arrays of :func:`_pack`, as views into ``blob``, each checked against its CRC-32 (but
+    those whose names start with a ``deferred`` prefix)."""
     arrays = {}
     for name, dtype_str, shape, offset, crc in layout:
         dtype = np.dtype(dtype_str)
@@ -166,7 +200,7 @@ def _unpack(blob: np.ndarray, layout: list[list]) -> dict[str, np.ndarray]:
         if offset < 0 or offset + count > blob.size:
             raise ValueError(f"array {name} lies outside the file")
         array = blob[offset:offset + count].view(dtype).reshape(shape)
-        if _crc(array) != crc:
+        if not name.startswith(deferred) and _crc(array) != crc:
             raise ValueError(f"checksum mismatch in {name}")
         arrays[name] = array
     return arrays

@@ -24,7 +24,7 @@ import copy
 import warnings
 import weakref
 
-from localgcd.compiler.compiled import CompiledGrammar
+from localgcd.compiler.compiled import CompiledGrammar, Statuses
 from localgcd.compiler.store import TableStore
 from localgcd.errors import CacheWarning
 from localgcd.runtime.masks import MaskEngine
@@ -33,15 +33,15 @@ from localgcd.runtime.masks import MaskEngine
 class LazyEntry:
     """The cache entry of one lazily compiled grammar, written back with what it built."""
 
-    def __init__(self, store: TableStore, key: str, version: int, grammar: CompiledGrammar) -> None:
+    def __init__(self, store: TableStore, key: str, version: int, grammar: CompiledGrammar, loaded: bool) -> None:
         """Registers the write-back at the grammar's release (and at exit); ``grammar`` must not
-        have made its engine yet."""
+        have made its engine yet; ``loaded``: it was read from the entry (which holds it so far)."""
         self._store, self._key, self._version = store, key, version
         # The same tables in a second object: the finalizer must not keep the user's one alive.
         self._grammar = copy.copy(grammar)
         self._grammar.cache_entry = None
         self._engine: MaskEngine | None = None
-        self._written: tuple[int, int, int] | None = None  # (branches, outcomes, statuses) last written
+        self._written = self._stamp(grammar.known_statuses) if loaded else None  # (as built when last written)
         grammar.cache_entry = self
         self._finalizer = weakref.finalize(grammar, self._flush_quietly)
 
@@ -53,12 +53,11 @@ class LazyEntry:
         """Merge what was built into the entry on disk; True if something was written."""
         grammar = self._grammar
         statuses = self._engine.checker.known_statuses() if self._engine is not None else grammar.known_statuses
-        stamp = (grammar.spanner.n_branches, grammar.spanner.n_outcomes,
-                 statuses[0].size if statuses is not None else 0)
+        stamp = self._stamp(statuses)
         if stamp == self._written:
             return False
         ours = grammar.to_arrays(statuses)
-        disk = self._store.read(self._key, self._key, self._version)
+        disk = self._store.read(self._key, self._key, self._version, CompiledGrammar.DEFERRED_ARRAYS)
         if disk is not None:
             if not CompiledGrammar.spans_lazily(disk[0]):
                 self._written = stamp
@@ -72,6 +71,11 @@ class LazyEntry:
         if written:
             self._written = stamp
         return written
+
+    def _stamp(self, statuses: Statuses | None) -> tuple[int, int, int]:
+        """How much was built: (branches walked here, outcomes, statuses)."""
+        spanner = self._grammar.spanner
+        return spanner.n_walked, spanner.n_outcomes, statuses[0].size if statuses is not None else 0
 
     def _flush_quietly(self) -> None:
         """:meth:`flush` at release or exit, where an exception would only print a traceback."""

@@ -16,13 +16,18 @@ keyed by outcome id (the Alg. 5 statuses).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from localgcd.spanner.token_spanner import OutcomeTable
 
-_FIELDS = ("head", "tail", "end", "branch_keys", "branch_offsets", "branch_positions", "branch_values")
+_FIELDS = ("head", "tail", "end", "branch_keys", "branch_offsets", "branch_positions", "branch_values",
+           "branch_checksums")
+#: The arrays a reader checks branch by branch, as it uses them (:meth:`BuiltRows.branch`), not all at load.
+DEFERRED_ARRAYS = ("branch_positions", "branch_values")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class BuiltRows:
     branch_offsets: np.ndarray  # int64 [n_branches + 1]: branch b's entries are [offsets[b], offsets[b+1])
     branch_positions: np.ndarray  # int64: trie positions, ascending within a branch
     branch_values: np.ndarray  # int32: their outcome ids
+    branch_checksums: np.ndarray  # uint32 [n_branches]: CRC-32 of each branch's positions and outcomes
 
     @classmethod
     def of(cls, outcomes: OutcomeTable, keys: np.ndarray, positions: list[np.ndarray],
@@ -45,9 +51,13 @@ class BuiltRows:
         head, tail, end = outcomes.arrays()
         offsets = np.zeros(len(positions) + 1, dtype=np.int64)
         np.cumsum([p.size for p in positions], out=offsets[1:])
-        return cls(outcomes.n_base, head, tail, end, keys.astype(np.int64), offsets,
-                   np.concatenate(positions).astype(np.int64) if positions else np.empty(0, np.int64),
-                   np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32))
+        flat_positions = np.concatenate(positions).astype(np.int64) if positions else np.empty(0, np.int64)
+        flat_values = np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32)
+        bounds = offsets.tolist()
+        checksums = np.fromiter((_checksum(flat_positions[a:b], flat_values[a:b]) for a, b in zip(bounds, bounds[1:])),
+                                dtype=np.uint32, count=len(positions))
+        return cls(outcomes.n_base, head, tail, end, keys.astype(np.int64), offsets, flat_positions, flat_values,
+                   checksums)
 
     @property
     def n_outcomes(self) -> int:
@@ -57,11 +67,26 @@ class BuiltRows:
     def n_branches(self) -> int:
         return int(self.branch_keys.size)
 
+    def branch(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Branch ``b``'s (positions, outcome ids), as views, checked against its checksum (a
+        ValueError if they do not match: the entry is damaged)."""
+        lo, hi = int(self.branch_offsets[b]), int(self.branch_offsets[b + 1])
+        if not 0 <= lo <= hi <= self.branch_positions.size or hi > self.branch_values.size:
+            raise ValueError(f"built branch {b} lies outside its arrays")
+        positions, values = self.branch_positions[lo:hi], self.branch_values[lo:hi]
+        if _checksum(positions, values) != int(self.branch_checksums[b]):
+            raise ValueError(f"checksum mismatch in built branch {b}")
+        return positions, values
+
     def branches(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Each branch's (positions, outcome ids), as views."""
-        bounds = self.branch_offsets.tolist()
-        return ([self.branch_positions[a:b] for a, b in zip(bounds, bounds[1:])],
-                [self.branch_values[a:b] for a, b in zip(bounds, bounds[1:])])
+        """Each branch's (positions, outcome ids), as views (each checked: see :meth:`branch`)."""
+        pairs = [self.branch(b) for b in range(self.n_branches)]
+        return [p for p, _ in pairs], [v for _, v in pairs]
+
+    @cached_property
+    def index(self) -> dict[int, int]:
+        """Branch key → its index here."""
+        return dict(zip(self.branch_keys.tolist(), range(self.n_branches)))
 
     def outcome_table(self) -> OutcomeTable:
         """An outcome table holding these cells, ids kept."""
@@ -100,13 +125,18 @@ class BuiltRows:
             for depth in range(int(level[cells].max()) + 1):
                 at = cells[level[cells] == depth]
                 renumber[at] = table.cons(other.head[at].astype(np.int64), renumber[other.tail[at]])
-        known = set(self.branch_keys.tolist())
+        known = self.index
         new = [b for b, key in enumerate(other.branch_keys.tolist()) if key not in known]
         if not new and len(table) == self.n_outcomes:
             return self, renumber
         positions, values = self.branches()
-        other_positions, other_values = other.branches()
-        merged = BuiltRows.of(table, np.concatenate([self.branch_keys, other.branch_keys[new]]),
-                              positions + [other_positions[b] for b in new],
-                              values + [renumber[other_values[b]].astype(np.int32) for b in new])
+        for b in new:
+            other_positions, other_values = other.branch(b)
+            positions.append(other_positions)
+            values.append(renumber[other_values].astype(np.int32))
+        merged = BuiltRows.of(table, np.concatenate([self.branch_keys, other.branch_keys[new]]), positions, values)
         return merged, renumber
+
+
+def _checksum(positions: np.ndarray, values: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(values).data, zlib.crc32(np.ascontiguousarray(positions).data))

@@ -76,8 +76,9 @@ class LazyTokenSpanner:
             raise ValueError("built rows of another lexer")
         self._outcomes = built.outcome_table() if built is not None else OutcomeTable(lexer.n_states)
         self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes)
+        self._n_saved = built.n_branches if built is not None else 0
         if built is not None:
-            self._branches.restore(built.branch_keys, *built.branches())
+            self._branches.restore(built)  # each branch taken (and checked) on first use
         self.first_kind = FirstKindRows(lexer)
         self.token_class = trie.token_positions(n_tokens)  # classes are trie positions
         self.class_first_byte = trie.first_bytes
@@ -162,8 +163,18 @@ class LazyTokenSpanner:
 
     @property
     def n_branches(self) -> int:
-        """Branches walked so far (a row is one or more of them)."""
+        """Branches held so far, walked or taken from ``built`` (a row is one or more of them)."""
         return len(self._branches)
+
+    @property
+    def n_walked(self) -> int:
+        """Branches walked by this spanner (not taken from ``built``)."""
+        return len(self._branches) - self._branches.n_taken
+
+    @property
+    def n_saved(self) -> int:
+        """Branches it was given (``built``), to take instead of walking them."""
+        return self._n_saved
 
     def built_rows(self) -> BuiltRows:
         """What this spanner has built so far, as plain data (for the on-disk cache)."""
