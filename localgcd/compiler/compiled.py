@@ -159,21 +159,20 @@ class CompiledGrammar:
         return bool(header.get("built_ahead"))
 
     @staticmethod
-    def merged_entry(disk: tuple[dict, dict[str, np.ndarray]],
-                     ours: tuple[dict, dict[str, np.ndarray]]) -> tuple[dict, dict[str, np.ndarray]] | None:
-        """Two lazy entries of one key joined: the rows and statuses of both, the disk's outcome ids
-        kept (ours renumbered into them); None when ours adds nothing."""
+    def merged_entry(disk: tuple[dict, dict[str, np.ndarray]], built: BuiltRows,
+                     statuses: Statuses | None) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """A lazy entry with the rows and statuses of a grammar of its key added: the disk's outcome
+        ids kept (ours renumbered into them); None when ours adds nothing."""
         disk_header, disk_arrays = disk
-        ours_header, ours_arrays = ours
-        built = BuiltRows.from_arrays(disk_header["spanner"], _part(disk_arrays, "built_"))
-        merged, renumber = built.merged(BuiltRows.from_arrays(ours_header["spanner"], _part(ours_arrays, "built_")))
+        on_disk = BuiltRows.from_arrays(disk_header["spanner"], _part(disk_arrays, "built_"))
+        merged, renumber = on_disk.merged(built)
         disk_statuses = tuple(disk_arrays.get(n, _NO_STATUS[n]) for n in _STATUS_ARRAYS)
-        rows, outcomes, values = (np.concatenate([a, ours_arrays.get(n, _NO_STATUS[n])])
-                                  for a, n in zip(disk_statuses, _STATUS_ARRAYS))
+        ours = statuses if statuses is not None else tuple(_NO_STATUS.values())
+        rows, outcomes, values = (np.concatenate([a, b]) for a, b in zip(disk_statuses, ours))
         outcomes[disk_statuses[0].size:] = renumber[outcomes[disk_statuses[0].size:]]
         width = np.int64(merged.n_outcomes)
         _, first = np.unique(rows.astype(np.int64) * width + outcomes, return_index=True)  # the disk's first
-        if merged is built and first.size == disk_statuses[0].size:
+        if merged is on_disk and first.size == disk_statuses[0].size:
             return None
         header = {**disk_header, "spanner": {"lazy": True, **merged.to_arrays()[0]}}
         arrays = {n: a for n, a in disk_arrays.items() if not n.startswith("built_") and n not in _STATUS_ARRAYS}

@@ -44,15 +44,14 @@ class TableStore:
     def write(self, name: str, key: str, version: int, header: dict, arrays: dict[str, np.ndarray]) -> Path | None:
         """Atomically write arrays plus a JSON header; warn (once) and return None if impossible."""
         path = self.path(name)
-        blob, layout = _pack(arrays)
+        parts, layout = _pack(arrays)
         header = {**header, "format": FORMAT, "version": version, "key": key, "layout": layout}
-        members = {"header": np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8), "blob": blob}
         tmp_name = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=self.directory, prefix=".tmp-", suffix=SUFFIX, delete=False) as tmp:
                 tmp_name = tmp.name
-                np.savez(tmp, **members)
+                _write_npz(tmp, np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8), parts)
                 tmp.flush()
                 os.fsync(tmp.fileno())
             os.replace(tmp_name, path)
@@ -167,13 +166,14 @@ def _read_mapped(path: Path) -> tuple[dict, np.ndarray]:
 _ALIGN = 16
 
 
-def _pack(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
-    """All arrays in one byte blob (each at an aligned offset) and its layout.
+def _pack(arrays: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[list]]:
+    """The pieces of one byte blob holding all arrays (each at an aligned offset), and its layout.
 
     One member instead of one per array: reading an entry costs one zip member
     and one ``.npy`` header, not twenty (the cache load is most of the time to
     first mask from the cache).  The layout lists name, dtype, shape, offset
-    and CRC-32 of each array.
+    and CRC-32 of each array.  The pieces are the arrays' own bytes (and
+    padding), written one after the other: a big entry is not copied whole.
     """
     layout, parts, offset = [], [], 0
     for name, array in arrays.items():
@@ -184,8 +184,21 @@ def _pack(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
         offset += padding
         layout.append([name, data.dtype.str, list(data.shape), offset, _crc(data)])
         offset += raw.size
-    blob = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint8)
-    return blob, layout
+    return parts, layout
+
+
+def _write_npz(handle, header: np.ndarray, parts: list[np.ndarray]) -> None:
+    """What ``np.savez(handle, header=header, blob=np.concatenate(parts))`` writes, without making
+    the concatenation."""
+    total = sum(part.size for part in parts)
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        with archive.open("header.npy", "w") as member:
+            np.lib.format.write_array(member, header, allow_pickle=False)
+        with archive.open("blob.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, {"descr": "|u1", "fortran_order": False, "shape": (total,)})
+            for part in parts:
+                if part.size:
+                    member.write(part.data)
 
 
 def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()) -> dict[str, np.ndarray]:

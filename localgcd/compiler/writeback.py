@@ -56,18 +56,18 @@ class LazyEntry:
         stamp = self._stamp(statuses)
         if stamp == self._written:
             return False
-        ours = grammar.to_arrays(statuses)
         disk = self._store.read(self._key, self._key, self._version, CompiledGrammar.DEFERRED_ARRAYS)
-        if disk is not None:
-            if not CompiledGrammar.spans_lazily(disk[0]):
-                self._written = stamp
-                return False  # an eager build's entry: every row is there
-            merged = CompiledGrammar.merged_entry(disk, ours)
-            if merged is None:
+        if disk is None:
+            entry = grammar.to_arrays(statuses)
+        elif not CompiledGrammar.spans_lazily(disk[0]):
+            self._written = stamp
+            return False  # an eager build's entry: every row is there
+        else:
+            entry = CompiledGrammar.merged_entry(disk, grammar.spanner.built_rows(), statuses)
+            if entry is None:
                 self._written = stamp
                 return False
-            ours = merged
-        written = self._store.write(self._key, self._key, self._version, *ours) is not None
+        written = self._store.write(self._key, self._key, self._version, *entry) is not None
         if written:
             self._written = stamp
         return written

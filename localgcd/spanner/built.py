@@ -24,6 +24,10 @@ import numpy as np
 
 from localgcd.spanner.token_spanner import OutcomeTable
 
+#: Row entries (a token position and its outcome: 8 bytes) an entry keeps at most, the first built
+#: first: a big JSON Schema's string states make millions, which would cost more to read and write
+#: than the few a generation revisits save.
+ROW_ENTRY_BUDGET = 2 << 20
 _FIELDS = ("head", "tail", "end", "branch_keys", "branch_offsets", "branch_positions", "branch_values",
            "branch_checksums")
 #: The arrays a reader checks branch by branch, as it uses them (:meth:`BuiltRows.branch`), not all at load.
@@ -40,18 +44,22 @@ class BuiltRows:
     end: np.ndarray  # int32 [n_outcomes]: the lexer state the outcome ends in
     branch_keys: np.ndarray  # int64 [n_branches]: root child * n_lexer_states + the state it enters
     branch_offsets: np.ndarray  # int64 [n_branches + 1]: branch b's entries are [offsets[b], offsets[b+1])
-    branch_positions: np.ndarray  # int64: trie positions, ascending within a branch
+    branch_positions: np.ndarray  # int32: trie positions, ascending within a branch
     branch_values: np.ndarray  # int32: their outcome ids
     branch_checksums: np.ndarray  # uint32 [n_branches]: CRC-32 of each branch's positions and outcomes
 
     @classmethod
     def of(cls, outcomes: OutcomeTable, keys: np.ndarray, positions: list[np.ndarray],
-           values: list[np.ndarray]) -> "BuiltRows":
-        """From a spanner's outcome table and its walked branches (as ``BranchRows.walked`` gives them)."""
+           values: list[np.ndarray], max_entries: int = ROW_ENTRY_BUDGET) -> "BuiltRows":
+        """From a spanner's outcome table and its walked branches (as ``BranchRows.walked`` gives
+        them): the first branches, as many as fit in ``max_entries`` entries."""
         head, tail, end = outcomes.arrays()
-        offsets = np.zeros(len(positions) + 1, dtype=np.int64)
-        np.cumsum([p.size for p in positions], out=offsets[1:])
-        flat_positions = np.concatenate(positions).astype(np.int64) if positions else np.empty(0, np.int64)
+        sizes = np.cumsum([p.size for p in positions], dtype=np.int64)
+        kept = int(np.searchsorted(sizes, max_entries, side="right"))
+        keys, positions, values = keys[:kept], positions[:kept], values[:kept]
+        offsets = np.zeros(kept + 1, dtype=np.int64)
+        offsets[1:] = sizes[:kept]
+        flat_positions = np.concatenate(positions).astype(np.int32) if positions else np.empty(0, np.int32)
         flat_values = np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32)
         bounds = offsets.tolist()
         checksums = np.fromiter((_checksum(flat_positions[a:b], flat_values[a:b]) for a, b in zip(bounds, bounds[1:])),
@@ -68,8 +76,13 @@ class BuiltRows:
         return int(self.branch_keys.size)
 
     def branch(self, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Branch ``b``'s (positions, outcome ids), as views, checked against its checksum (a
+        """Branch ``b``'s (positions as int64, outcome ids), checked against its checksum (a
         ValueError if they do not match: the entry is damaged)."""
+        positions, values = self._stored_branch(b)
+        return positions.astype(np.int64), values  # (int64, as a walk's branches hold them)
+
+    def _stored_branch(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`branch` as stored (views), checked."""
         lo, hi = int(self.branch_offsets[b]), int(self.branch_offsets[b + 1])
         if not 0 <= lo <= hi <= self.branch_positions.size or hi > self.branch_values.size:
             raise ValueError(f"built branch {b} lies outside its arrays")
@@ -79,8 +92,8 @@ class BuiltRows:
         return positions, values
 
     def branches(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Each branch's (positions, outcome ids), as views (each checked: see :meth:`branch`)."""
-        pairs = [self.branch(b) for b in range(self.n_branches)]
+        """Each branch's (positions, outcome ids) as stored, views (each checked: see :meth:`branch`)."""
+        pairs = [self._stored_branch(b) for b in range(self.n_branches)]
         return [p for p, _ in pairs], [v for _, v in pairs]
 
     @cached_property
@@ -99,10 +112,11 @@ class BuiltRows:
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray]) -> "BuiltRows":
         return cls(header["n_base"], **{name: arrays[name] for name in _FIELDS})
 
-    def merged(self, other: "BuiltRows") -> tuple["BuiltRows", np.ndarray]:
+    def merged(self, other: "BuiltRows", max_entries: int = ROW_ENTRY_BUDGET) -> tuple["BuiltRows", np.ndarray]:
         """(this one's cells and branches plus the other's, the other's outcome ids in it).
 
-        Both must be of one lexer and trie.  A cell's tail is an older cell, so the other's cells
+        Both must be of one lexer and trie.  The other's branches are added as far as
+        ``max_entries`` entries allow.  A cell's tail is an older cell, so the other's cells
         are consed again level by level (cells over base outcomes first); a branch both hold is
         this one's (its entries are facts of the lexer and trie, whichever numbering).
         """
@@ -127,14 +141,18 @@ class BuiltRows:
                 renumber[at] = table.cons(other.head[at].astype(np.int64), renumber[other.tail[at]])
         known = self.index
         new = [b for b, key in enumerate(other.branch_keys.tolist()) if key not in known]
+        room = max_entries - self.branch_positions.size
+        sizes = np.diff(other.branch_offsets)[new]
+        new = new[:int(np.searchsorted(np.cumsum(sizes), room, side="right"))] if room > 0 else []
         if not new and len(table) == self.n_outcomes:
             return self, renumber
         positions, values = self.branches()
         for b in new:
-            other_positions, other_values = other.branch(b)
+            other_positions, other_values = other._stored_branch(b)
             positions.append(other_positions)
             values.append(renumber[other_values].astype(np.int32))
-        merged = BuiltRows.of(table, np.concatenate([self.branch_keys, other.branch_keys[new]]), positions, values)
+        merged = BuiltRows.of(table, np.concatenate([self.branch_keys, other.branch_keys[new]]), positions, values,
+                              max(max_entries, self.branch_positions.size))
         return merged, renumber
 
 
