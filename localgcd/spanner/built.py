@@ -24,10 +24,10 @@ import numpy as np
 
 from localgcd.spanner.token_spanner import OutcomeTable
 
-#: Row entries (a token position and its outcome: 8 bytes) an entry keeps at most, the first built
+#: Row entries (a token position and its outcome: 12 bytes) an entry keeps at most, the first built
 #: first: a big JSON Schema's string states make millions, which would cost more to read and write
 #: than the few a generation revisits save.
-ROW_ENTRY_BUDGET = 2 << 20
+ROW_ENTRY_BUDGET = 2 << 20  # (24 MB)
 _FIELDS = ("head", "tail", "end", "branch_keys", "branch_offsets", "branch_positions", "branch_values",
            "branch_checksums")
 #: The arrays a reader checks branch by branch, as it uses them (:meth:`BuiltRows.branch`), not all at load.
@@ -44,7 +44,7 @@ class BuiltRows:
     end: np.ndarray  # int32 [n_outcomes]: the lexer state the outcome ends in
     branch_keys: np.ndarray  # int64 [n_branches]: root child * n_lexer_states + the state it enters
     branch_offsets: np.ndarray  # int64 [n_branches + 1]: branch b's entries are [offsets[b], offsets[b+1])
-    branch_positions: np.ndarray  # int32: trie positions, ascending within a branch
+    branch_positions: np.ndarray  # int64 (a walk's type: taken as they are): trie positions, ascending in a branch
     branch_values: np.ndarray  # int32: their outcome ids
     branch_checksums: np.ndarray  # uint32 [n_branches]: CRC-32 of each branch's positions and outcomes
 
@@ -59,7 +59,7 @@ class BuiltRows:
         keys, positions, values = keys[:kept], positions[:kept], values[:kept]
         offsets = np.zeros(kept + 1, dtype=np.int64)
         offsets[1:] = sizes[:kept]
-        flat_positions = np.concatenate(positions).astype(np.int32) if positions else np.empty(0, np.int32)
+        flat_positions = np.concatenate(positions).astype(np.int64) if positions else np.empty(0, np.int64)
         flat_values = np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32)
         bounds = offsets.tolist()
         checksums = np.fromiter((_checksum(flat_positions[a:b], flat_values[a:b]) for a, b in zip(bounds, bounds[1:])),
@@ -76,10 +76,9 @@ class BuiltRows:
         return int(self.branch_keys.size)
 
     def branch(self, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Branch ``b``'s (positions as int64, outcome ids), checked against its checksum (a
+        """Branch ``b``'s (positions, outcome ids), views, checked against its checksum (a
         ValueError if they do not match: the entry is damaged)."""
-        positions, values = self._stored_branch(b)
-        return positions.astype(np.int64), values  # (int64, as a walk's branches hold them)
+        return self._stored_branch(b)
 
     def _stored_branch(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`branch` as stored (views), checked."""
