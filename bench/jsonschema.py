@@ -14,11 +14,11 @@ localgcd's default, the only order llguidance generates).  A schema
 passes when it compiles and every valid instance is accepted and every
 invalid one rejected.  Mask times are per mask computed while forcing.
 With the cache on, localgcd's grammar is then released (the rows it built are
-merged into its cache entry: ``flush_ms``) and the schema compiled again from
-the cache, timed to its first mask (``ttfm_cached_ms``), and its instances
-forced again (masks from the cache: the rows the first run built); each child reports
-its peak RSS growth (``peak_rss_growth_mb``: VmHWM at the end less VmRSS
-before the schema).
+merged into its cache entry: ``flush_ms``), and a second fresh child runs the
+schema again from that cache: time to first mask (``ttfm_cached_ms``), the
+instances forced again (masks from the cache), the same verdicts.  Each child
+reports its peak RSS growth (VmHWM at the end less VmRSS before the schema:
+``peak_rss_growth_mb`` cold, ``peak_rss_cached_mb`` from the cache).
 
     python bench/jsonschema.py --limit 400 --budget 20 --out bench-jsonschema.json
     python bench/jsonschema.py --every 5 --budget 25     # 80 schemas spread over the set
@@ -86,6 +86,7 @@ def run_localgcd(schema, instances):
     bm = localgcd.allocate_token_bitmask(1, len(vocab))
     localgcd.fill_next_token_bitmask([g.matcher()], bm)
     ttfm = time.perf_counter() - t0
+    _STATE["rows_cached"] = getattr(g.spanner, "n_saved", None)  # (the row branches a load started with)
     masks, results = [], []
     for ids in instances:
         m = g.matcher()
@@ -100,27 +101,13 @@ def run_localgcd(schema, instances):
         if ok:
             ok = m.is_accepting()
         results.append(ok)
-    if cache is not None and "eager" not in _STATE and instances:
+    if cache is not None and "eager" not in _STATE:
         # The grammar is released: the rows it built are merged into its entry (timed apart).
-        # Then the same schema again, from the cache: compile + first mask.
         a = time.perf_counter()
-        del g, m
+        del g
+        if instances:
+            del m
         _EXTRA["flush_ms"] = (time.perf_counter() - a) * 1e3
-        a = time.perf_counter()
-        g = localgcd.compile_json_schema(schema, vocab, cache_dir=cache, property_order=order)
-        localgcd.fill_next_token_bitmask([g.matcher()], bm)
-        _EXTRA["ttfm_cached_ms"] = (time.perf_counter() - a) * 1e3
-        _EXTRA["rows_cached"] = getattr(g.spanner, "n_saved", -1)
-        cached = []  # the same instances again, on the rows the first run cached
-        for ids in instances:
-            m = g.matcher()
-            for t in ids:
-                a = time.perf_counter()
-                localgcd.fill_next_token_bitmask([m], bm)
-                cached.append(time.perf_counter() - a)
-                if not (int(bm[0, t // 32]) >> (t % 32)) & 1 or not m.advance(t):
-                    break
-        _EXTRA["masks_cached"] = cached
     return ttfm, masks, results
 
 
@@ -222,6 +209,8 @@ def _child(engine, schema, instances, conn, child_warmup):
         start_kb = _rss_kb("VmRSS:")
         ttfm, masks, results = ENGINES[engine](schema, instances)
         _EXTRA["peak_rss_growth_mb"] = (_rss_kb("VmHWM:") - start_kb) / 1024  # the grammar's peak, about
+        if engine == "localgcd" and _STATE.get("cache") is not None:
+            _EXTRA["rows_cached"] = _STATE.pop("rows_cached", None)
         conn.send(("ok", ttfm, masks, results, dict(_EXTRA)))
     except BaseException as exc:  # noqa: BLE001 - anything is a compile error for the table
         conn.send(("error", f"{type(exc).__name__}: {str(exc)[:300]}", None, None, None))
@@ -386,9 +375,20 @@ def main(argv=None):
                 r["failures"].append((os.path.basename(f), ttfm))
                 print(f"  {e} compile error {os.path.basename(f)}: {ttfm}", file=sys.stderr)
                 continue
+            if e == "localgcd" and _STATE.get("cache") is not None:
+                # The same schema again in a fresh process, from the cache the first one filled (the
+                # rows it built merged in when it released the grammar): TTFM, masks and peak RSS.
+                st2, ttfm2, masks2, results2, extra2 = run_one(e, d["schema"], instances, args.budget,
+                                                               args.warmup and args.child_warmup)
+                if st2 == "ok":
+                    extra.update(ttfm_cached_ms=ttfm2 * 1e3, peak_rss_cached_mb=extra2["peak_rss_growth_mb"],
+                                 rows_cached=extra2["rows_cached"])
+                    r.setdefault("masks_cached", []).extend(masks2)
+                    if results2 != results:
+                        r["failures"].append((os.path.basename(f), "verdicts differ when run from the cache"))
+                        print(f"  {e} verdicts differ from the cache: {os.path.basename(f)}", file=sys.stderr)
             r["ttfm"].append(ttfm)
             r["masks"] += masks
-            r.setdefault("masks_cached", []).extend((extra or {}).pop("masks_cached", []))
             r["per_schema"][os.path.basename(f)] = {
                 "ttfm_ms": round(ttfm * 1e3, 3), "masks": len(masks),
                 "mask_max_us": round(max(masks, default=0.0) * 1e6, 1),
@@ -437,7 +437,7 @@ def report(per, engines, n_done, args, quiet=False):
             s["masks_cached_us"] = {"p50": float(np.percentile(cached, 50)), "p99": float(np.percentile(cached, 99))}
             notes.append(f"{e} masks from the cache (the instances again, rows cached by the first run): "
                          f"p50 {s['masks_cached_us']['p50']:.1f} µs, p99 {s['masks_cached_us']['p99']:.0f} µs")
-        for name in ("ttfm_cached_ms", "flush_ms", "peak_rss_growth_mb"):
+        for name in ("ttfm_cached_ms", "flush_ms", "peak_rss_growth_mb", "peak_rss_cached_mb"):
             values = [v[name] for v in r["per_schema"].values() if name in v]
             if values:
                 s[name] = {"p50": float(np.percentile(values, 50)), "p99": float(np.percentile(values, 99)),
