@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from localgcd.arrays import ArrayPieces
 from localgcd.errors import CacheWarning
 
 FORMAT = "localgcd-tables"
@@ -41,8 +42,10 @@ class TableStore:
     def path(self, name: str) -> Path:
         return self.directory / f"{name}{SUFFIX}"
 
-    def write(self, name: str, key: str, version: int, header: dict, arrays: dict[str, np.ndarray]) -> Path | None:
-        """Atomically write arrays plus a JSON header; warn (once) and return None if impossible."""
+    def write(self, name: str, key: str, version: int, header: dict,
+              arrays: dict[str, np.ndarray | ArrayPieces]) -> Path | None:
+        """Atomically write arrays (an :class:`ArrayPieces` as its concatenation) plus a JSON header;
+        warn (once) and return None if impossible."""
         path = self.path(name)
         parts, layout = _pack(arrays)
         header = {**header, "format": FORMAT, "version": version, "key": key, "layout": layout}
@@ -177,13 +180,16 @@ def _pack(arrays: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[list]]:
     """
     layout, parts, offset = [], [], 0
     for name, array in arrays.items():
-        data = np.ascontiguousarray(array)
-        raw = data.view(np.uint8).reshape(-1) if data.size else np.empty(0, dtype=np.uint8)
+        pieces = array.pieces if isinstance(array, ArrayPieces) else [array]
+        raws = [np.ascontiguousarray(piece).view(np.uint8).reshape(-1) for piece in pieces if piece.size]
         padding = (-offset) % _ALIGN
-        parts += [np.zeros(padding, dtype=np.uint8), raw]
+        parts += [np.zeros(padding, dtype=np.uint8), *raws]
         offset += padding
-        layout.append([name, data.dtype.str, list(data.shape), offset, _crc(data)])
-        offset += raw.size
+        crc = 0
+        for raw in raws:
+            crc = zlib.crc32(raw.data, crc)
+        layout.append([name, array.dtype.str, list(array.shape), offset, _shape_crc(crc, array)])
+        offset += sum(raw.size for raw in raws)
     return parts, layout
 
 
@@ -220,4 +226,8 @@ def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()
 
 
 def _crc(array: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(array).data) ^ zlib.crc32(repr((array.dtype.str, array.shape)).encode())
+    return _shape_crc(zlib.crc32(np.ascontiguousarray(array).data), array)
+
+
+def _shape_crc(data_crc: int, array: np.ndarray | ArrayPieces) -> int:
+    return data_crc ^ zlib.crc32(repr((array.dtype.str, tuple(array.shape))).encode())

@@ -106,8 +106,14 @@ class OutcomeChecker:
         the grammar, whatever stacks decided them (for the on-disk cache)."""
         table = self.status_table
         used = np.flatnonzero(table.any(axis=1))  # (grow() reads it so too: untouched rows stay unmapped)
-        rows, cols = np.nonzero(table[used])
-        return used[rows].astype(np.int32), cols.astype(np.int32), table[used[rows], cols]
+        parts = []
+        for start in range(0, used.size, 64):  # a few rows at a time: a copy of every used row can be 100s of MB
+            rows = used[start:start + 64]
+            at, cols = np.nonzero(table[rows])
+            parts.append((rows[at].astype(np.int32), cols.astype(np.int32)))
+        rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int32)
+        cols = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int32)
+        return rows, cols, table[rows, cols]
 
     def restore_statuses(self, rows: np.ndarray, outcomes: np.ndarray, statuses: np.ndarray) -> None:
         """Take back statuses :meth:`known_statuses` gave (outcome ids of this checker's spanner)."""

@@ -22,6 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
+from localgcd.arrays import ArrayPieces
 from localgcd.spanner.token_spanner import OutcomeTable
 
 #: Row entries (a token position and its outcome: 12 bytes) an entry keeps at most, the first built
@@ -44,8 +45,9 @@ class BuiltRows:
     end: np.ndarray  # int32 [n_outcomes]: the lexer state the outcome ends in
     branch_keys: np.ndarray  # int64 [n_branches]: root child * n_lexer_states + the state it enters
     branch_offsets: np.ndarray  # int64 [n_branches + 1]: branch b's entries are [offsets[b], offsets[b+1])
-    branch_positions: np.ndarray  # int64 (a walk's type: taken as they are): trie positions, ascending in a branch
-    branch_values: np.ndarray  # int32: their outcome ids
+    # (read from a file: one array each; made from a spanner: the branches' own arrays, as pieces)
+    branch_positions: np.ndarray | ArrayPieces  # int64 (a walk's type): trie positions, ascending in a branch
+    branch_values: np.ndarray | ArrayPieces  # int32: their outcome ids
     branch_checksums: np.ndarray  # uint32 [n_branches]: CRC-32 of each branch's positions and outcomes
 
     @classmethod
@@ -59,13 +61,11 @@ class BuiltRows:
         keys, positions, values = keys[:kept], positions[:kept], values[:kept]
         offsets = np.zeros(kept + 1, dtype=np.int64)
         offsets[1:] = sizes[:kept]
-        flat_positions = np.concatenate(positions).astype(np.int64) if positions else np.empty(0, np.int64)
-        flat_values = np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32)
-        bounds = offsets.tolist()
-        checksums = np.fromiter((_checksum(flat_positions[a:b], flat_values[a:b]) for a, b in zip(bounds, bounds[1:])),
-                                dtype=np.uint32, count=len(positions))
-        return cls(outcomes.n_base, head, tail, end, keys.astype(np.int64), offsets, flat_positions, flat_values,
-                   checksums)
+        positions = [p.astype(np.int64, copy=False) for p in positions]
+        values = [v.astype(np.int32, copy=False) for v in values]
+        checksums = np.fromiter((_checksum(p, v) for p, v in zip(positions, values)), dtype=np.uint32, count=kept)
+        return cls(outcomes.n_base, head, tail, end, keys.astype(np.int64), offsets,
+                   ArrayPieces(positions, np.int64), ArrayPieces(values, np.int32), checksums)
 
     @property
     def n_outcomes(self) -> int:
@@ -82,6 +82,8 @@ class BuiltRows:
 
     def _stored_branch(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`branch` as stored (views), checked."""
+        if isinstance(self.branch_positions, ArrayPieces):  # (made here from a spanner's branches)
+            return self.branch_positions.pieces[b], self.branch_values.pieces[b]
         lo, hi = int(self.branch_offsets[b]), int(self.branch_offsets[b + 1])
         if not 0 <= lo <= hi <= self.branch_positions.size or hi > self.branch_values.size:
             raise ValueError(f"built branch {b} lies outside its arrays")
