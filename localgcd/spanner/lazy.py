@@ -185,7 +185,7 @@ class LazyTokenSpanner:
         return build_token_spanner(self.lexer, self.trie, self._n_tokens)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
-        """The eager spanner's arrays: what the cache stores."""
+        """The eager spanner's arrays (:meth:`materialize`; a lazy cache entry stores :meth:`built_rows`)."""
         return self.materialize().to_arrays()
 
 
