@@ -14,6 +14,7 @@ row at once, and a lazy write-back leaves such an entry alone.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -149,6 +150,19 @@ def test_a_fresh_compile_is_written_at_its_first_flush_and_a_load_that_builds_no
     assert not loaded.flush()
     feed(loaded, TEXTS[0])
     assert loaded.flush()
+
+
+def test_rows_a_matcher_builds_after_its_grammar_is_gone_are_written_when_it_is_released(tmp_path) -> None:
+    vocab = byte_vocabulary()
+    matcher = Compiler(tmp_path).compile(JSON, vocab).matcher()  # the grammar itself is released at once
+    for byte in TEXTS[0].encode():
+        matcher.allowed_token_mask()
+        assert matcher.advance(byte)
+    del matcher
+    gc.collect()
+    loaded = Compiler(tmp_path).compile(JSON, vocab)
+    feed(loaded, TEXTS[0])
+    assert loaded.spanner.n_saved > 0 and loaded.spanner.n_walked == 0
 
 
 # --------------------------------------------------------------------------

@@ -82,8 +82,9 @@ class CompiledGrammar:
         """Write what this grammar built since it was compiled or loaded (spanner rows, Alg. 5
         statuses) into its cache entry, merged with the entry's: True if something was written.
 
-        It happens by itself when the grammar is released and at exit; a long-lived process that
-        keeps a grammar may call it now and then (between masks, not during one)."""
+        It happens by itself when the grammar and its matchers are released, and at exit; a
+        long-lived process that keeps a grammar may call it now and then (between masks, not
+        during one)."""
         return self.cache_entry.flush() if self.cache_entry is not None else False
 
     def matcher(self) -> Matcher:

@@ -69,8 +69,8 @@ class Compiler:
     and the Alg. 5 statuses of its outcomes are built on the state's first
     visit, so the first mask waits for one row instead of all (grammars with
     an Indenter are built whole).  With the cache on, what was built is
-    merged into the grammar's cache entry when the grammar is released, at
-    exit, or on :meth:`CompiledGrammar.flush` (:mod:`localgcd.compiler.writeback`),
+    merged into the grammar's cache entry when it and its matchers are
+    released, at exit, or on :meth:`CompiledGrammar.flush` (:mod:`localgcd.compiler.writeback`),
     never while a mask waits; a grammar seen before starts with the rows it
     built before.  ``eager=True`` builds every row (and runs Alg. 5 when
     parser states × outcomes is at most ``eager_status_limit``) before it

@@ -4,8 +4,9 @@ A grammar compiled lazily (the default) builds a lexer state's spanner row,
 and the Alg. 5 statuses of its outcomes, on the state's first visit.  So
 that a grammar seen before starts with the rows it needed before, a
 :class:`LazyEntry` writes them into the grammar's cache entry -- never while
-a mask waits: when the grammar is released (garbage-collected), at
-interpreter exit, or when asked (:meth:`CompiledGrammar.flush`).
+a mask waits: when the grammar and its matchers are released (its mask
+engine garbage-collected; a grammar never used: the grammar), at interpreter
+exit, or when asked (:meth:`CompiledGrammar.flush`).
 
 A write reads the entry on disk, merges (:meth:`CompiledGrammar.merged_entry`:
 the disk's outcome ids kept, ours renumbered into them) and writes the result
@@ -27,6 +28,7 @@ import weakref
 from localgcd.compiler.compiled import CompiledGrammar, Statuses
 from localgcd.compiler.store import TableStore
 from localgcd.errors import CacheWarning
+from localgcd.runtime.checks import OutcomeChecker
 from localgcd.runtime.masks import MaskEngine
 
 
@@ -40,19 +42,26 @@ class LazyEntry:
         # The same tables in a second object: the finalizer must not keep the user's one alive.
         self._grammar = copy.copy(grammar)
         self._grammar.cache_entry = None
-        self._engine: MaskEngine | None = None
+        self._checker: OutcomeChecker | None = None  # the engine's, once made: it holds the statuses
         self._written = self._stamp(grammar.known_statuses) if loaded else None  # (as built when last written)
         grammar.cache_entry = self
-        self._finalizer = weakref.finalize(grammar, self._flush_quietly)
+        weakref.finalize(grammar, self._grammar_released)
 
     def attach(self, engine: MaskEngine) -> None:
-        """The grammar's mask engine (made on first use), whose checker holds the statuses."""
-        self._engine = engine
+        """The grammar's mask engine, made on first use: its checker holds the statuses, and the
+        write-back waits for its release -- matchers keep it, and may outlive the grammar
+        (``compile(...).matcher()``)."""
+        self._checker = engine.checker
+        weakref.finalize(engine, self._flush_quietly)
+
+    def _grammar_released(self) -> None:
+        if self._checker is None:  # (else the engine's release writes, matchers done)
+            self._flush_quietly()
 
     def flush(self) -> bool:
         """Merge what was built into the entry on disk; True if something was written."""
         grammar = self._grammar
-        statuses = self._engine.checker.known_statuses() if self._engine is not None else grammar.known_statuses
+        statuses = self._checker.known_statuses() if self._checker is not None else grammar.known_statuses
         stamp = self._stamp(statuses)
         if stamp == self._written:
             return False
