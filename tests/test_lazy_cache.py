@@ -333,6 +333,27 @@ def test_a_damaged_cached_row_is_walked_again_and_said_so(tmp_path) -> None:
     assert loaded.spanner.n_walked > 0
 
 
+def test_rows_are_never_merged_into_an_entry_with_other_tables(tmp_path) -> None:
+    """Outcome ids, lexer states and parser states mean something only with their tables: an
+    entry whose lexer differs from ours (as if another build had numbered its states otherwise)
+    is replaced by ours, not merged into."""
+    vocab = byte_vocabulary()
+    ours, other = Compiler(tmp_path).compile(JSON, vocab), Compiler(tmp_path).compile(JSON, vocab)
+    feed(other, TEXTS[0])
+    assert other.flush()
+    compiler = Compiler(tmp_path)
+    header, arrays = entry_of(tmp_path, compiler)
+    arrays = {n: np.array(a) for n, a in arrays.items()}
+    arrays["lexer_next_state"][0, 0] = arrays["lexer_next_state"][0, 1] ^ 1  # another build's tables
+    name = next(p.stem for p in (tmp_path / "tables").glob("*.npz") if not p.name.startswith("trie-"))
+    compiler.store.write(name, name, header["version"], {k: v for k, v in header.items() if k != "layout"}, arrays)
+    feed(ours, TEXTS[1])
+    assert ours.flush()
+    header, arrays = entry_of(tmp_path)
+    assert np.array_equal(arrays["lexer_next_state"], ours.lexer.next_state)
+    assert set(built_of((header, arrays)).branch_keys.tolist()) == set(ours.spanner.built_rows().branch_keys.tolist())
+
+
 def test_an_eager_compile_writes_every_row_at_once_and_a_lazy_write_back_leaves_it(tmp_path) -> None:
     vocab = byte_vocabulary()
     lazy = Compiler(tmp_path).compile(JSON, vocab)

@@ -8,6 +8,7 @@ store are built on first use and fill lazily while decoding.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -158,6 +159,20 @@ class CompiledGrammar:
     def is_built_ahead(header: dict) -> bool:
         """Whether an eager compile made the entry (an eager compile has nothing to add to it)."""
         return bool(header.get("built_ahead"))
+
+    def tables_match(self, entry: tuple[dict, dict[str, np.ndarray]]) -> bool:
+        """Whether an entry's terminals, lexer and parse tables are this grammar's, array for array
+        (so its outcome ids, lexer states and parser states mean what this grammar's do)."""
+        header, arrays = entry
+        as_read = json.loads(json.dumps({"terminals": [t.to_json() for t in self.terminals],
+                                         "tables": self.tables.to_arrays()[0]}))  # (tuples read back as lists)
+        if header.get("terminals") != as_read["terminals"] or header.get("tables") != as_read["tables"]:
+            return False
+        ours = {**{f"lexer_{n}": a for n, a in self.lexer.to_arrays().items()},
+                **{f"tables_{n}": a for n, a in self.tables.to_arrays()[1].items()}}
+        theirs = {n: a for n, a in arrays.items() if n.startswith(("lexer_", "tables_"))}
+        return ours.keys() == theirs.keys() and all(
+            ours[n].dtype == theirs[n].dtype and np.array_equal(ours[n], theirs[n]) for n in ours)
 
     @staticmethod
     def merged_entry(disk: tuple[dict, dict[str, np.ndarray]], built: BuiltRows,

@@ -15,7 +15,9 @@ renamed into place).  Two processes flushing at once each write a whole,
 verified entry; the later rename wins, and the rows only the other had are
 built again on their next first visit -- a lost race costs time, never
 exactness.  An entry an eager compile wrote already holds every row: it is
-left as it is.  A corrupt entry is reported (a :class:`CacheWarning`, as on
+left as it is.  Rows are merged only into an entry whose terminals, lexer and
+parse tables are ours array for array (the builds are deterministic; should
+two ever differ, ours replaces the entry).  A corrupt entry is reported (a :class:`CacheWarning`, as on
 any read) and replaced by ours.
 """
 
@@ -66,8 +68,8 @@ class LazyEntry:
         if stamp == self._written:
             return False
         disk = self._store.read(self._key, self._key, self._version, CompiledGrammar.DEFERRED_ARRAYS)
-        if disk is None:
-            entry = grammar.to_arrays(statuses)
+        if disk is None or (CompiledGrammar.spans_lazily(disk[0]) and not grammar.tables_match(disk)):
+            entry = grammar.to_arrays(statuses)  # (tables of another build: ours replace them, not merged)
         elif not CompiledGrammar.spans_lazily(disk[0]):
             self._written = stamp
             return False  # an eager build's entry: every row is there
