@@ -302,7 +302,8 @@ def main(argv=None):
                     help="localgcd compiles in memory only (use_cache=False) instead of through the default "
                          "API with the on-disk cache on (a fresh, cold cache directory per run: --cache-dir)")
     ap.add_argument("--cache-dir", default=None,
-                    help="the cache directory localgcd starts from (default: a fresh temporary one)")
+                    help="the cache directory localgcd starts from and leaves (default: a fresh temporary one, "
+                         "removed at the end)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="do not compile a small warm-up schema per engine before the first schema")
     ap.add_argument("--no-child-warmup", dest="child_warmup", action="store_false",
@@ -410,6 +411,10 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         report(per, engines, n + 1, args, quiet=True)  # a partial table survives an interrupted run
     report(per, engines, len(files), args)
+    if _STATE.get("cache") and not args.cache_dir:  # the fresh cache this run made (100s of MB)
+        import shutil
+
+        shutil.rmtree(_STATE["cache"], ignore_errors=True)
     _STATE.clear()  # the tokenizer's model freed now: at interpreter exit llama_cpp's bindings are gone
     return 0
 
