@@ -167,11 +167,12 @@ def _choices_source(choices: list[str]) -> GrammarSource:
     return GrammarSource("\n".join(dict.fromkeys(choices)), "choices", "--choice", "choices")
 
 
-def cli_compiler():  # noqa: ANN201
-    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once)."""
+def cli_compiler(eager: bool = False):  # noqa: ANN201
+    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once);
+    ``eager``: every token-spanner row built before a compile returns (``compile --full``)."""
     from localgcd.cli.cache import compiler
 
-    return compiler()
+    return compiler(eager)
 
 
 def compile_shown(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001, ANN201
