@@ -22,13 +22,14 @@ cache_app = typer.Typer(
 )
 
 
-def compiler(budget=None):  # noqa: ANN001
-    """The one Compiler of this run (the default cache directory; ``budget``: its
-    :class:`~localgcd.budget.CompileBudget`, default the default one)."""
+def compiler(eager: bool = False, budget=None):  # noqa: ANN001
+    """The one Compiler of this run (the default cache directory); ``eager``: every spanner row
+    built before it returns (``localgcd compile --full``); ``budget``: its
+    :class:`~localgcd.budget.CompileBudget` (default: the default one)."""
     from localgcd.budget import CompileBudget
     from localgcd.compiler.compiler import Compiler
 
-    return Compiler(budget=budget if budget is not None else CompileBudget())
+    return Compiler(eager=eager, budget=budget if budget is not None else CompileBudget())
 
 
 

@@ -179,12 +179,13 @@ def compile_budget(max_states: Optional[int]) -> CompileBudget:
     return CompileBudget() if max_states is None else CompileBudget(max_states=max_states)
 
 
-def cli_compiler(budget: Optional[CompileBudget] = None):  # noqa: ANN201
-    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once),
-    compiling within ``budget`` (default: the default :class:`CompileBudget`)."""
+def cli_compiler(eager: bool = False, budget: Optional[CompileBudget] = None):  # noqa: ANN201
+    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once);
+    ``eager``: every token-spanner row built before a compile returns (``compile --full``); ``budget``:
+    the bounds on its compiles (default: the default :class:`CompileBudget`)."""
     from localgcd.cli.cache import compiler
 
-    return compiler(budget)
+    return compiler(eager, budget)
 
 
 def compile_shown(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001, ANN201

@@ -103,7 +103,7 @@ def generate(
         warn_unused_gpu_layers(layers)
         loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
         t0 = time.perf_counter()
-        compiled = compile_shown(cli_compiler(budget), constraint, loaded.vocab, strict,
+        compiled = compile_shown(cli_compiler(budget=budget), constraint, loaded.vocab, strict,
                                  f"compiling {src.name} for {loaded.spec.name}")
         gen = Generator(loaded, compiled)
         gen.compile_seconds, gen.grammar_name = time.perf_counter() - t0, src.name

@@ -33,13 +33,16 @@ root in state ``q`` until each branch emits, dies or ends.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
@@ -62,6 +65,19 @@ class OutcomeTable:
         self._end[:n_lexer_states] = np.arange(n_lexer_states)
         self._size = n_lexer_states
         self._by_head: dict[int, np.ndarray] = {}
+        self._restored = 0  # cells below this came from :meth:`restored`: a head's lookup reads them on first use
+
+    @classmethod
+    def restored(cls, n_lexer_states: int, head: np.ndarray, tail: np.ndarray, end: np.ndarray) -> "OutcomeTable":
+        """A table holding the cells of :meth:`arrays` (ids kept): consing the same pair again gives
+        the same id.  Each head's lookup is made from them on the head's first use."""
+        table = cls(n_lexer_states)
+        size = int(head.size)
+        if size > table._head.size:
+            table._grow(size)
+        table._head[:size], table._tail[:size], table._end[:size] = head, tail, end
+        table._size = table._restored = max(size, n_lexer_states)
+        return table
 
     def __len__(self) -> int:
         return self._size
@@ -110,6 +126,9 @@ class OutcomeTable:
             grown = np.full(max(2 * self._size, 1024), -1, dtype=np.int32)  # a fresh page costs a fault
             if table is not None:
                 grown[: table.size] = table
+            elif self._restored:  # (a cell made since is made after its head's lookup: it is there)
+                cells = self.n_base + np.flatnonzero(self._head[self.n_base:self._restored] == head)
+                grown[self._tail[cells]] = cells
             self._by_head[head] = table = grown
         return table
 
@@ -636,6 +655,15 @@ def _agreement_tree(rows: list[SparseRow]) -> np.ndarray:
     return parent
 
 
+class SavedBranches(Protocol):
+    """Branches another :class:`BranchRows` walked (``spanner.built.BuiltRows``): ``index`` maps a
+    branch key to its index; ``branch(i)`` gives its (positions, outcome ids), or a ValueError."""
+
+    index: dict[int, int]
+
+    def branch(self, b: int) -> SparseRow: ...
+
+
 class BranchRows:
     """Rows of the token spanner by trie position, assembled from shared branches.
 
@@ -658,9 +686,45 @@ class BranchRows:
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
+        self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
+        self.n_taken = 0  # branches taken from the saved ones
 
     def __len__(self) -> int:
         return len(self._positions)
+
+    def walked(self) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """(key of each branch walked so far, in id order; their positions; their outcomes): what
+        :meth:`restore` takes back.  A branch whose walk is under way is left out."""
+        n = len(self._positions)  # (keys are numbered before their walk stores the entries)
+        keys = np.fromiter((key for key, b in self._ids.items() if b < n), dtype=np.int64)
+        ids = np.fromiter((b for b in self._ids.values() if b < n), dtype=np.int64)
+        return keys[np.argsort(ids)], self._positions[:n], self._values[:n]
+
+    def restore(self, saved: "SavedBranches") -> None:
+        """Take branches from ``saved`` (another instance's over the same lexer and trie, e.g. read
+        from the on-disk cache; their outcome ids must be this instance's) instead of walking them:
+        each when first needed, checked then; one that fails its check is walked, and said so."""
+        self._saved = saved
+
+    def _take_saved(self, keys: list[int]) -> list[bool]:
+        """Of branches not held, take those ``saved`` has; whether each of ``keys`` is now held."""
+        saved, held = self._saved, []
+        for key in keys:
+            at = saved.index.get(key) if saved is not None else None
+            if at is not None:
+                try:
+                    positions, values = saved.branch(at)
+                except ValueError as exc:
+                    warnings.warn(f"a cached spanner row is unusable ({exc}); walking it again", CacheWarning,
+                                  stacklevel=4)
+                    self._saved = saved = None
+                else:
+                    self._ids[key] = len(self._ids)
+                    self._positions.append(positions)
+                    self._values.append(values)
+                    self.n_taken += 1
+            held.append(key in self._ids)
+        return held
 
     def branch(self, b: int) -> SparseRow:
         """(sorted trie positions, outcome ids) of branch ``b``; dead entries left out."""
@@ -681,6 +745,9 @@ class BranchRows:
         keys = (children * self.lexer.n_states + state).tolist()
         ids = self._ids
         missing = [i for i, key in enumerate(keys) if key not in ids]
+        if missing and self._saved is not None:
+            held = self._take_saved([keys[i] for i in missing])
+            missing = [i for i, now in zip(missing, held) if not now]
         if missing:
             self._walk(children[missing], state[missing])
         return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
@@ -702,7 +769,7 @@ class BranchRows:
             return DEAD_STATE
         child = self._root_child[byte]
         key = child * self.lexer.n_states + state
-        if key not in self._ids:
+        if key not in self._ids and not (self._saved is not None and self._take_saved([key])[0]):
             self._walk(np.array([child], dtype=np.int64), np.array([state], dtype=np.int64))
         positions, values = self.branch(self._ids[key])
         at = int(np.searchsorted(positions, position))
