@@ -72,7 +72,7 @@ from localgcd.regex.dfa import relation, relations, representative_bytes
 from localgcd.regex.ecma_syntax import parse_ecma_regex
 from localgcd.regex.python_syntax import sre, sre_parse
 from localgcd.regex.python_text import class_text, code_point_text, python_regex_text
-from localgcd.regex.syntax import Alt, Anchor, Concat, Look, Node, Repeat, UnsupportedRegex
+from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
@@ -153,16 +153,16 @@ def pattern_body(pattern: str) -> str:
     """The regex (over canonical string contents, without quotes) of the strings in which the
     ECMA-262 ``pattern`` finds a match."""
     try:
-        node = parse_ecma_regex(pattern)
+        node = _factored(parse_ecma_regex(pattern))
     except UnsupportedRegex as exc:
         raise _Unsupported(str(exc)) from None
     # branches grouped by their anchors: one UNIT* around each group, not each branch
     # (an unanchored alternation of many words stays one small NFA)
     groups: dict[tuple[bool, bool], list[str]] = {}
     for branch in node.options if isinstance(node, Alt) else (node,):
-        anchored_start, items = _strip_anchor(_flat_items(branch), 0, "start")
+        anchored_start, items = _strip_anchor(_items(branch), 0, "start")
         anchored_end, items = _strip_anchor(items, -1, "end")
-        body = _membership_node(Concat(tuple(items)))
+        body = _membership_node(_sequence(items))
         groups.setdefault((anchored_start, anchored_end), []).append(python_regex_text(body, _canonical_chars))
     any_ = UNIT + "*"
     alts = [("" if start else any_) + "(?:" + "|".join(bodies) + ")" + ("" if end else any_)
@@ -179,11 +179,46 @@ def _pattern_matches(pattern: str, name: str) -> bool:
         return False
 
 
-def _flat_items(node: Node) -> list[Node]:
-    """The items of a sequence, nested sequences (groups) spliced in."""
+def _factored(node: Node) -> Node:
+    """``node`` with each alternation's common leading items moved out of it and an alternation of
+    single characters made one set (``ab|ac`` → ``a(?:b|c)``, ``a|b`` → ``[ab]``): the same
+    language, spelled as the pattern reader before the ECMA one (Python's sre_parse) spelled it, so
+    that pattern terminals, named and ordered by their text, stay what they were."""
     if isinstance(node, Concat):
-        return [item for sub in node.items for item in _flat_items(sub)]
-    return [node]
+        return Concat(tuple(_factored(item) for item in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(_factored(node.item), node.lo, node.hi, node.greedy)
+    if isinstance(node, Look):
+        return Look(_factored(node.item), node.ahead, node.negate)
+    if not isinstance(node, Alt):
+        return node
+    options = [_sequence_items(_factored(option)) for option in node.options]
+    prefix = []
+    while all(options) and all(option[0] == options[0][0] for option in options):
+        prefix.append(options[0][0])
+        options = [option[1:] for option in options]
+    if all(len(option) == 1 and isinstance(option[0], Chars) for option in options):
+        rest: Node = Chars(CharSet(iv for option in options for iv in option[0].chars.intervals))
+    else:
+        rest = Alt(tuple(_sequence(option) for option in options))
+    return _sequence(prefix + [rest]) if prefix else rest
+
+
+def _items(node: Node) -> list[Node]:
+    """The items of a sequence (of a lone group's contents, however deeply grouped)."""
+    while isinstance(node, Concat) and len(node.items) == 1:
+        node = node.items[0]
+    return list(node.items) if isinstance(node, Concat) else [node]
+
+
+def _sequence_items(node: Node) -> list[Node]:
+    """The items of a sequence; a group is one item."""
+    return list(node.items) if isinstance(node, Concat) and len(node.items) != 1 else [node]
+
+
+def _sequence(items: list[Node]) -> Node:
+    """The items as one node (one item is itself, not a group)."""
+    return items[0] if len(items) == 1 else Concat(tuple(items))
 
 
 def _strip_anchor(items: list[Node], at: int, kind: str) -> tuple[bool, list[Node]]:
@@ -195,9 +230,9 @@ def _strip_anchor(items: list[Node], at: int, kind: str) -> tuple[bool, list[Nod
     if first == Anchor(kind):
         return True, rest
     if isinstance(first, Alt):
-        stripped = [_strip_anchor(_flat_items(option), at, kind) for option in first.options]
-        if all(found for found, _items in stripped):
-            alt = Alt(tuple(Concat(tuple(option)) for _found, option in stripped))
+        stripped = [_strip_anchor(_items(option), at, kind) for option in first.options]
+        if all(found for found, _rest in stripped):
+            alt = Alt(tuple(_sequence(option) for _found, option in stripped))
             return True, ([alt] + rest if at == 0 else rest + [alt])
     return False, items
 

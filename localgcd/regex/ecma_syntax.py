@@ -24,6 +24,9 @@ that starts no quantifier meaning the character — it is read with that one mea
 that is not ECMA-262 is an error naming it and its offset: Python-only syntax (``(?P<n>…)``,
 ``(?i)``, ``\\A``, ``\\Z``), ``\\p{Print}``, an escaped letter ECMA does not define (``\\a``,
 ``\\e``), and back-references (``\\1``, ``\\k<n>``), which no finite automaton can express.
+
+A capturing group ``(…)`` is kept as a one-item :class:`Concat` (the same language) so that a
+renderer writes it as a group, as the pattern did; ``(?:…)`` is spliced into its surroundings.
 """
 
 from __future__ import annotations
@@ -208,9 +211,10 @@ class _Parser:
                 raise self.error("Python's (?P…) group is not ECMA-262", start)
             else:
                 raise self.error(f"unsupported group '(?{self.peek()}' (inline flags or modifiers)", start)
+        capturing = not self.text.startswith("(?", start) or self.text.startswith("(?<", start)
         node = self.disjunction()
         self.expect(")", "')' closing a group")
-        return node
+        return Concat((node,)) if capturing else node  # a capturing group stays one (see the module doc)
 
     def group_name(self, start: int) -> str:
         end = self.text.find(">", self.pos)

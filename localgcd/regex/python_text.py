@@ -4,7 +4,8 @@ Every code point is written so that the text means that code point both to Pytho
 after lark's unescaping of a ``/…/`` terminal: ASCII letters and digits bare, other printable ASCII
 with a backslash (never ``\\xNN``: lark turns ``\\x5d`` into a bare ``]``), ``/`` bare (the caller
 that wraps the text in ``/…/`` escapes it), everything else as ``\\xNN``, ``\\uNNNN`` or
-``\\UNNNNNNNN``.  Groups are non-capturing; a repeat is ``(?:…){lo,hi}`` (``?`` after it when lazy).
+``\\UNNNNNNNN``.  Groups are non-capturing (a one-item ``Concat`` is a group its reader kept); a
+repeat is ``(?:…){lo,hi}`` (``?`` after it when lazy).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def python_regex_text(node: Node, chars: Callable[[CharSet], str] = class_text) 
         if isinstance(n, Chars):
             return chars(n.chars)
         if isinstance(n, Concat):
+            if len(n.items) == 1:  # a group kept by its reader
+                return "(?:" + render(n.items[0]) + ")"
             return "".join(render(item) for item in n.items)
         if isinstance(n, Alt):
             return "(?:" + "|".join(render(option) for option in n.options) + ")"
