@@ -36,7 +36,7 @@ from functools import lru_cache
 
 from localgcd.regex.charset import CharSet
 from localgcd.regex.ecma_properties import UnknownProperty, ecma_property
-from localgcd.regex.syntax import EMPTY, Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
+from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
 
 LINE_TERMINATORS = CharSet.of(0x0A, 0x0D, 0x2028, 0x2029)
 DIGITS = CharSet([(0x30, 0x39)])
@@ -68,6 +68,7 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.group_names: set[str] = set()
+        self.last_set = CharSet()  # the set of the class escape class_atom read last
 
     # -- helpers --------------------------------------------------------------------------------
     def error(self, message: str, at: int | None = None) -> UnsupportedRegex:
@@ -359,4 +360,4 @@ class _Parser:
         return chars.intervals[0][0]
 
 
-__all__ = ["DOT", "DIGITS", "EMPTY", "LINE_TERMINATORS", "WHITE_SPACE", "WORD_CHARACTERS", "parse_ecma_regex"]
+__all__ = ["DOT", "DIGITS", "LINE_TERMINATORS", "WHITE_SPACE", "WORD_CHARACTERS", "parse_ecma_regex"]
