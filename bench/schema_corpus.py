@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import glob
 import json
+import multiprocessing
 import os
 import re
 import signal
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 
 
 def corpus(args) -> list[tuple[str, str]]:
@@ -94,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="write {schema: outcome} as JSON here")
     args = parser.parse_args(argv)
     items = corpus(args)[: args.limit]
-    with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=50) as pool:
-        results = dict(pool.map(outcome, items, [args.lexer] * len(items), [args.budget] * len(items)))
+    # fresh workers every 50 schemas: the translators' memo caches grow with every schema
+    with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=50) as pool:
+        results = dict(pool.imap(functools.partial(outcome, lexer=args.lexer, budget=args.budget), items))
     if args.out:
         json.dump(results, open(args.out, "w"), indent=1, sort_keys=True)
     counts = collections.Counter(results.values())
