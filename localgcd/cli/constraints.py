@@ -49,7 +49,7 @@ WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPA
                                       "'compact' only ',' and ':'.")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
-                               "properties; needs the 'regex' module: pip install 'localgcd[lark-regex]').")
+                               "properties, the `regex` module's Unicode data).")
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")

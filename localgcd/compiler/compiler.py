@@ -233,8 +233,8 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
     terminals as lark's ``regex=True`` does: ``\\p{…}`` Unicode properties, the ``regex`` module's
-    Unicode data (needs ``localgcd[lark-regex]``).  ``base_dir``: where the text's relative
-    ``%import .x`` are read (see :meth:`Compiler.compile`).  ``budget``: the bounds on the compile
+    Unicode data.  ``base_dir``: where the text's relative ``%import .x`` are read (see
+    :meth:`Compiler.compile`).  ``budget``: the bounds on the compile
     (:class:`~localgcd.budget.CompileBudget`; beyond them, a :class:`~localgcd.errors.CompileBudgetError`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
