@@ -42,6 +42,7 @@ from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
+from localgcd.spanner.walk import kernels_available, loop_bytes, walk_branches
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -329,12 +330,14 @@ class Rows:
         return np.append(self.class_emits(q), False)[self.spanner.token_class]
 
 
-def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
-    """Compute the token spanner of ``lexer`` over the vocabulary ``trie``."""
+def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
+                        kernels: bool | None = None) -> TokenSpanner:
+    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``kernels``: as
+    :class:`BranchRows` takes it)."""
     outcomes = OutcomeTable(lexer.n_states)
     suffix = suffix_outcomes(lexer, trie, outcomes)
     first_kind = first_kinds(lexer)
-    branches = BranchRows(lexer, trie, suffix, outcomes)
+    branches = BranchRows(lexer, trie, suffix, outcomes, kernels)
     by_state = [branches.branches_of(q) for q in range(lexer.n_states)]
     first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
     class_of, class_first_byte, rows = _token_classes(branches, by_state, first_byte)
@@ -641,8 +644,11 @@ class BranchRows:
     """
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "SuffixTable | SuffixOutcomes",
-                 outcomes: OutcomeTable) -> None:
+                 outcomes: OutcomeTable, kernels: bool | None = None) -> None:
+        """``kernels``: walk with the compiled kernel (True), with numpy (False), or with the
+        kernel when it was built (None)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
+        self.kernels = kernels_available() if kernels is None else kernels
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -732,6 +738,35 @@ class BranchRows:
                 np.concatenate([self._values[b] for b in ids]))
 
     def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
+        if self.kernels:
+            self._walk_compiled(roots, states)
+        else:
+            self._walk_numpy(roots, states)
+
+    def _walk_compiled(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.walk`): it gives the
+        entries in position order, emissions marked; their outcomes are made here."""
+        order = np.argsort(roots, kind="stable")
+        roots, states = roots[order], states[order]
+        for key in (roots * self.lexer.n_states + states).tolist():
+            self._ids[key] = len(self._ids)
+        walked = walk_branches(self.lexer, self.trie, self._loops, roots, states)
+        positions, values, bounds = walked.positions, walked.codes, walked.bounds
+        emitting = np.flatnonzero(values < DEAD_STATE)
+        if emitting.size:
+            terms = _EMITS_BASE - values[emitting].astype(np.int64)
+            values[emitting] = self.outcomes.cons(terms, self.suffix.after(terms, walked.emit_flat))
+            live = values != DEAD_STATE
+            if not live.all():
+                bounds = np.concatenate(([0], np.cumsum(live)))[bounds]
+                positions, values = positions[live], values[live]
+        bounds = bounds.tolist()
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            self._positions.append(positions[start:stop])
+            self._values.append(values[start:stop])
+
+    def _walk_numpy(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them.
 
         One numpy round per trie level.  While most nodes of the walked span
@@ -840,6 +875,10 @@ class BranchRows:
             positions_out.append(np.asarray(positions, dtype=np.int64))
             values_out.append(np.asarray(values, dtype=np.int64))
         return np.asarray(next_nodes, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
+
+    @cached_property
+    def _loops(self) -> np.ndarray:
+        return loop_bytes(self.lexer)
 
     @cached_property
     def _step_codes(self) -> "StepCodes":

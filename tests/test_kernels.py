@@ -1,0 +1,129 @@
+"""The compiled kernels say what their independent implementations say.
+
+Each kernel (docs/architecture.md, "Compiled kernels") is compared with the
+numpy path it replaces — kept for that, and chosen by the explicit
+``kernels=False`` — on every grammar and vocabulary of the exactness suite
+(the small grammars with their own vocabulary and the byte vocabulary, the
+library's JSON and Java grammars with the real vocabularies), and with the
+lexer read byte by byte on random tries.  Outcome ids depend on the order
+cells are made in, so outcomes are compared by what they mean (terminals
+emitted, end state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from localgcd.compiler.compiler import Compiler
+from localgcd.lexer.transducer import NO_EMIT
+from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.spanner.token_spanner import build_token_spanner
+from localgcd.spanner.trie import VocabTrie
+from localgcd.spanner.walk import kernels_available
+
+from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, small_vocabulary
+
+SMALL_CASES = [pytest.param(name, "own", id=f"{name}-own") for name in SMALL_GRAMMARS]
+SMALL_CASES += [pytest.param(name, "bytes", id=f"{name}-bytes") for name in SMALL_GRAMMARS]
+REAL_CASES = [pytest.param(grammar, vocab, id=f"{grammar}-{vocab}", marks=pytest.mark.slow)
+              for grammar, vocab in (("json", "smollm2"), ("json", "llama-bpe"), ("json", "gemma3"),
+                                     ("java", "llama-bpe"), ("java", "smollm2"))]
+
+
+def test_the_kernels_are_built() -> None:
+    """``pip install`` builds them (setup.py); without them every walk would take the numpy path."""
+    assert kernels_available()
+
+
+def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
+    """Per entry: (terminals emitted, end state)."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    meaning = [(tuple(spanner.terminals(int(o))), int(spanner.end[o])) for o in distinct.tolist()]
+    return [meaning[i] for i in inverse.ravel().tolist()]
+
+
+def assert_same_rows(lexer, trie, n_tokens: int, seed: int) -> None:
+    """Every lexer state's row, the kernel's and numpy's: the same positions with the same meaning.
+    The kernel's spanner first walks a random part of each row's branches (several branches in
+    one call, with gaps between them), then the rest; one token's outcome walks its branch alone."""
+    rng = np.random.default_rng(seed)
+    compiled = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    reference = LazyTokenSpanner(lexer, trie, n_tokens, kernels=False)
+    alone = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    n_terminals = lexer.producible.shape[1]
+    for q in range(lexer.n_states):
+        compiled.branches_of(q, rng.random(n_terminals) < 0.5)
+        got, expected = compiled.continuing(q), reference.continuing(q)
+        assert np.array_equal(got[0], expected[0]), f"state {q}: positions differ"
+        assert meanings(compiled, got[1]) == meanings(reference, expected[1]), f"state {q}: outcomes differ"
+        if expected[0].size:
+            at = rng.integers(0, expected[0].size, size=min(8, expected[0].size))
+            for position, outcome in zip(expected[0][at].tolist(), expected[1][at].tolist()):
+                found = alone.outcome_of(q, position)
+                assert (alone.terminals(found), int(alone.end[found])) == \
+                    (reference.terminals(outcome), int(reference.end[outcome]))
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_the_compiled_walk_gives_numpys_rows_small(name: str, vocab_kind: str) -> None:
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    compiled = Compiler(use_cache=False).compile(grammar.text, vocab)
+    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), seed=len(name))
+
+
+@pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
+def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, vocab_name: str) -> None:
+    vocab = load_vocab(vocab_name)
+    compiled = Compiler(use_cache=False).compile(grammar_file(grammar), vocab)
+    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), seed=7)
+
+
+@pytest.mark.parametrize("name", ["json", "expr", "keywords_ops", "utf8_strings", "csv"])
+def test_an_eager_build_with_the_kernel_means_what_numpys_means(name: str) -> None:
+    """The eager build (classes over all rows) walks with the kernel too: every token's outcome from
+    every state is the same."""
+    grammar = SMALL_GRAMMARS[name]
+    vocab = small_vocabulary(grammar)
+    lexer = Compiler(use_cache=False).compile(grammar.text, vocab).lexer
+    trie = VocabTrie.build(vocab.token_bytes, np.flatnonzero([len(t) > 0 for t in vocab.token_bytes]))
+    built = {kernels: build_token_spanner(lexer, trie, len(vocab), kernels) for kernels in (True, False)}
+    rows = {kernels: spanner.rows() for kernels, spanner in built.items()}
+    for q in range(lexer.n_states):
+        got, expected = rows[True].row(q), rows[False].row(q)
+        assert np.array_equal(got >= 0, expected >= 0)
+        live = expected >= 0
+        assert meanings(built[True], got[live]) == meanings(built[False], expected[live])
+
+
+@pytest.fixture(scope="module")
+def json_lexer():
+    return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
+
+
+# Bytes that matter to JSON's lexer: strings (and their escapes and UTF-8), numbers, literals,
+# punctuation, white space; tokens drawn from them make tries whose nodes stay in one state for
+# a while (the kernel writes such a node's range without walking it) and leave it anywhere.
+_JSON_BYTES = sorted(set(b'{}[]:,"\\/ \n\t0123456789.eE+-truefalsnu') | {0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0x1F, 0xFF})
+_TOKEN = st.binary(min_size=1, max_size=7).map(lambda b: bytes(_JSON_BYTES[x % len(_JSON_BYTES)] for x in b))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=st.lists(_TOKEN, min_size=1, max_size=120, unique=True))
+def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, tokens: list[bytes]) -> None:
+    """On random tries, each entry of each row the kernel walks is what feeding the token's bytes
+    to the lexer one by one gives, and a token is in the row iff its first byte continues the
+    lexeme and it lives to its end."""
+    token_bytes = tuple(tokens)
+    trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
+    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=True)
+    texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
+    for q in range(json_lexer.n_states):
+        positions, values = spanner.continuing(q)
+        assert positions.tolist() == [p for p, text in enumerate(texts)
+                                      if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
+        for position, outcome in zip(positions.tolist(), values.tolist()):
+            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
