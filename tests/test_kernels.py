@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
 from localgcd.lexer.transducer import NO_EMIT
+from localgcd.arrays import sorted_unique
+from localgcd.spanner import kernels
+from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
-from localgcd.spanner.token_spanner import build_token_spanner
+from localgcd.spanner.token_spanner import build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
-from localgcd.spanner.walk import kernels_available
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, small_vocabulary
 
@@ -97,6 +99,34 @@ def test_an_eager_build_with_the_kernel_means_what_numpys_means(name: str) -> No
         assert np.array_equal(got >= 0, expected >= 0)
         live = expected >= 0
         assert meanings(built[True], got[live]) == meanings(built[False], expected[live])
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_first_emissions_by_the_kernel_are_numpys(name: str, vocab_kind: str) -> None:
+    """Every byte run the suffix outcomes lex -- each token from each of its bytes, in each state
+    lexing restarts in -- gives the same first emission (where, which terminal) or end state."""
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    compiled = Compiler(use_cache=False).compile(grammar.text, vocab)
+    lexer, trie = compiled.lexer, compiled.spanner.trie
+    states, _ = restart_slots(lexer)
+    total = int(trie.offsets[-1])
+    starts = np.tile(np.arange(total, dtype=np.int64), states.size)
+    ends = np.tile(np.repeat(trie.offsets[1:], trie.lengths), states.size)
+    start_states = np.repeat(states, total)
+    got = kernels.first_emissions(lexer, trie.data, starts, ends, start_states)
+    expected = first_emissions(lexer, trie.data, starts, ends, start_states)
+    for a, b in zip(got, expected):
+        assert np.array_equal(a, b)
+
+
+@given(values=st.lists(st.integers(0, 300), max_size=400), bound_extra=st.integers(0, 50))
+def test_distinct_values_are_sorted_uniques(values: list[int], bound_extra: int) -> None:
+    """Twice with one scratch (its markers must be cleared after each call)."""
+    distinct = DistinctValues()
+    array = np.asarray(values, dtype=np.int32)
+    for _ in range(2):
+        assert distinct(array, max(values, default=0) + 1 + bound_extra).tolist() == sorted_unique(array).tolist()
 
 
 @pytest.fixture(scope="module")

@@ -125,3 +125,23 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
         bounds[n_roots] = n
     free(frames)
     return positions_arr[:n], codes_arr[:n], emit_arr[:n_emit], bounds_arr
+
+
+def distinct_values(const int32_t[::1] values, uint8_t[::1] seen):
+    """The distinct values (all in ``[0, seen.size)``), in order of first appearance; ``seen`` is
+    all zeros before and after (scratch kept by the caller: no fresh pages per call)."""
+    cdef Py_ssize_t n = values.shape[0], i
+    found_arr = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] found = found_arr
+    cdef Py_ssize_t k = 0
+    cdef int32_t v
+    with nogil:
+        for i in range(n):
+            v = values[i]
+            if not seen[v]:
+                seen[v] = 1
+                found[k] = v
+                k += 1
+        for i in range(k):
+            seen[found[i]] = 0
+    return found_arr[:k]

@@ -63,14 +63,15 @@ class LazyTokenSpanner:
     lazy = True
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int, kernels: bool | None = None) -> None:
-        """``kernels``: walk rows with the compiled kernel (True), numpy (False), or the kernel
-        when it was built (None)."""
+        """``kernels``: build rows with the compiled kernels (True), numpy (False), or the kernels
+        when they were built (None)."""
         self.lexer, self.trie = lexer, trie
         self._n_tokens = n_tokens
         self.n_base = lexer.n_states
         self.kernels = kernels
         self._outcomes = OutcomeTable(lexer.n_states)
-        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes, kernels)
+        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes, kernels), self._outcomes,
+                                    kernels)
         self.first_kind = FirstKindRows(lexer)
         self.token_class = trie.token_positions(n_tokens)  # classes are trie positions
         self.class_first_byte = trie.first_bytes

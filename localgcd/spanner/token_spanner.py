@@ -42,7 +42,8 @@ from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.walk import kernels_available, loop_bytes, walk_branches
+from localgcd.spanner import kernels as compiled
+from localgcd.spanner.kernels import DistinctValues, kernels_available, loop_bytes, walk_branches
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -335,7 +336,7 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
     """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``kernels``: as
     :class:`BranchRows` takes it)."""
     outcomes = OutcomeTable(lexer.n_states)
-    suffix = suffix_outcomes(lexer, trie, outcomes)
+    suffix = suffix_outcomes(lexer, trie, outcomes, kernels)
     first_kind = first_kinds(lexer)
     branches = BranchRows(lexer, trie, suffix, outcomes, kernels)
     by_state = [branches.branches_of(q) for q in range(lexer.n_states)]
@@ -442,16 +443,18 @@ class SuffixTable:
         return self.values[self.slot_of_terminal[terminals], flat]
 
 
-def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> SuffixTable:
+def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable,
+                    kernels: bool | None = None) -> SuffixTable:
     """``suffix.after(T, offsets[p] + d)``: outcome of lexing token ``p``'s bytes ``d:`` afresh in
-    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes)."""
+    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes;
+    ``kernels``: as :class:`BranchRows` takes it)."""
     offsets, lengths = trie.offsets, trie.lengths
     total = int(offsets[-1])
     states, slot_of_terminal = restart_slots(lexer)
     # One walker per (restart state, position, start byte d), run until its first emission.
     flat = np.tile(np.arange(total, dtype=np.int64), states.size)
     start = flat - np.tile(np.repeat(offsets[:-1], lengths), states.size)
-    emit_at, emit_term, end_state = first_emissions(lexer, trie.data, flat,
+    emit_at, emit_term, end_state = _first_emissions(kernels)(lexer, trie.data, flat,
                                                     np.tile(np.repeat(offsets[1:], lengths), states.size),
                                                     np.repeat(states, total))
 
@@ -466,6 +469,16 @@ def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeT
             after = slot_of_terminal[emit_term[idx]] * total + emit_at[idx]
             suffix[idx] = outcomes.cons(emit_term[idx], suffix[after])
     return SuffixTable(suffix.reshape(states.size, total), slot_of_terminal)
+
+
+def use_kernels(kernels: bool | None) -> bool:
+    """``kernels`` as the spanner's builders take it: True (the compiled kernels), False (numpy),
+    None (the kernels when they were built)."""
+    return kernels_available() if kernels is None else kernels
+
+
+def _first_emissions(kernels: bool | None):
+    return compiled.first_emissions if use_kernels(kernels) else first_emissions
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -505,8 +518,10 @@ class SuffixOutcomes:
     (computed first, recursively: ``j > d``).
     """
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable,
+                 kernels: bool | None = None) -> None:
         self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
+        self._first_emissions = _first_emissions(kernels)
         self._states, self.slot_of_terminal = restart_slots(lexer)
         self._total = int(trie.offsets[-1])
         size = self._total * self._states.size
@@ -536,7 +551,7 @@ class SuffixOutcomes:
         every = sorted_unique(expand_ranges(keys, keys + (ends - flat))[0])
         every = every[~self._known[every]]
         slot, flat = np.divmod(every, total)
-        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat,
+        emit_at, emit_term, end_state = self._first_emissions(self.lexer, self.trie.data, flat,
                                                         offsets[np.searchsorted(offsets, flat, side="right")],
                                                         self._states[slot])
         values, known = self._values, self._known
@@ -648,7 +663,8 @@ class BranchRows:
         """``kernels``: walk with the compiled kernel (True), with numpy (False), or with the
         kernel when it was built (None)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
-        self.kernels = kernels_available() if kernels is None else kernels
+        self.kernels = use_kernels(kernels)
+        self._distinct_values = DistinctValues() if self.kernels else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -716,7 +732,9 @@ class BranchRows:
         for b in ids.tolist():
             found = self._distinct.get(b)
             if found is None:
-                found = self._distinct[b] = sorted_unique(self._values[b])
+                values = self._values[b]
+                found = self._distinct[b] = sorted_unique(values) if self._distinct_values is None \
+                    else self._distinct_values(values, len(self.outcomes))
                 found.flags.writeable = False
             parts.append(found)
         if len(parts) == 1:
