@@ -47,14 +47,26 @@ def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[
     return [meaning[i] for i in inverse.ravel().tolist()]
 
 
-def assert_same_rows(lexer, trie, n_tokens: int, seed: int) -> None:
+# The kernel walks a branch over BREADTH_FROM positions breadth first, a smaller one depth first:
+# every branch one way, every branch the other, and the default mix.
+WALKS = [pytest.param(0, id="breadth-first"), pytest.param(1 << 40, id="depth-first"),
+         pytest.param(kernels.BREADTH_FROM, id="mixed")]
+
+
+def compiled_spanner(lexer, trie, n_tokens: int, breadth_from: int) -> LazyTokenSpanner:
+    spanner = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    spanner._branches.breadth_from = breadth_from
+    return spanner
+
+
+def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int) -> None:
     """Every lexer state's row, the kernel's and numpy's: the same positions with the same meaning.
     The kernel's spanner first walks a random part of each row's branches (several branches in
     one call, with gaps between them), then the rest; one token's outcome walks its branch alone."""
     rng = np.random.default_rng(seed)
-    compiled = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    compiled = compiled_spanner(lexer, trie, n_tokens, breadth_from)
     reference = LazyTokenSpanner(lexer, trie, n_tokens, kernels=False)
-    alone = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    alone = compiled_spanner(lexer, trie, n_tokens, breadth_from)
     n_terminals = lexer.producible.shape[1]
     for q in range(lexer.n_states):
         compiled.branches_of(q, rng.random(n_terminals) < 0.5)
@@ -69,19 +81,21 @@ def assert_same_rows(lexer, trie, n_tokens: int, seed: int) -> None:
                     (reference.terminals(outcome), int(reference.end[outcome]))
 
 
+@pytest.mark.parametrize("breadth_from", WALKS)
 @pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
-def test_the_compiled_walk_gives_numpys_rows_small(name: str, vocab_kind: str) -> None:
+def test_the_compiled_walk_gives_numpys_rows_small(name: str, vocab_kind: str, breadth_from: int) -> None:
     grammar = SMALL_GRAMMARS[name]
     vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
     compiled = Compiler(use_cache=False).compile(grammar.text, vocab)
-    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), seed=len(name))
+    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), len(name), breadth_from)
 
 
+@pytest.mark.parametrize("breadth_from", WALKS)
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
-def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, vocab_name: str) -> None:
+def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, vocab_name: str, breadth_from: int) -> None:
     vocab = load_vocab(vocab_name)
     compiled = Compiler(use_cache=False).compile(grammar_file(grammar), vocab)
-    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), seed=7)
+    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), 7, breadth_from)
 
 
 @pytest.mark.parametrize("name", ["json", "expr", "keywords_ops", "utf8_strings", "csv"])
@@ -141,15 +155,17 @@ _JSON_BYTES = sorted(set(b'{}[]:,"\\/ \n\t0123456789.eE+-truefalsnu') | {0xC3, 0
 _TOKEN = st.binary(min_size=1, max_size=7).map(lambda b: bytes(_JSON_BYTES[x % len(_JSON_BYTES)] for x in b))
 
 
+@pytest.mark.parametrize("breadth_from", [0, 4, 1 << 40])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(_TOKEN, min_size=1, max_size=120, unique=True))
-def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, tokens: list[bytes]) -> None:
+def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, breadth_from: int,
+                                                                   tokens: list[bytes]) -> None:
     """On random tries, each entry of each row the kernel walks is what feeding the token's bytes
     to the lexer one by one gives, and a token is in the row iff its first byte continues the
     lexeme and it lives to its end."""
     token_bytes = tuple(tokens)
     trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
-    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=True)
+    spanner = compiled_spanner(json_lexer, trie, len(token_bytes), breadth_from)
     texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
     for q in range(json_lexer.n_states):
         positions, values = spanner.continuing(q)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.trie import VocabTrie
 
 try:
@@ -53,6 +54,21 @@ class WalkedEntries:
     bounds: np.ndarray  # int64 [n_branches + 1]
 
 
+BREADTH_FROM = 256  # a branch over this many positions is walked breadth first (see _walk.pyx)
+
+
+class WalkScratch:
+    """The breadth-first walk's scratch for one trie: a state per node, a slot and a depth per
+    position (slots all DEAD between walks), made once and reused (a walk's fresh pages would
+    cost more than the walk).  One per :class:`~localgcd.spanner.token_spanner.BranchRows`: a
+    walk writes it without the GIL, so two threads never share one."""
+
+    def __init__(self, trie: VocabTrie) -> None:
+        self.node_state = np.empty(trie.flat_nodes.lo.size, dtype=np.int32)
+        self.slots = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
+        self.slot_depth = np.empty(trie.n_positions, dtype=np.int32)
+
+
 def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
     """uint64 [Q, 4]: per lexer state, the bytes that keep it in itself without emitting (256 bits)."""
     stays = lexer.next_state == np.arange(lexer.n_states, dtype=np.int32)[:, None]
@@ -62,16 +78,18 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
 
 
 def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, roots: np.ndarray,
-                  states: np.ndarray) -> WalkedEntries:
+                  states: np.ndarray, scratch: WalkScratch, breadth_from: int = BREADTH_FROM) -> WalkedEntries:
     """Walk the branches ``(roots[i], states[i])``: root child ``roots[i]`` (ascending) entered in
-    lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer)."""
+    lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer); a branch over
+    ``breadth_from`` positions breadth first, the others depth first."""
     _built()
     nodes = trie.flat_nodes
     positions, codes, emit_flat, bounds = _walk.walk_branches(
         _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
-        nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.below, loops,
-        _contiguous(trie.offsets, np.int64), nodes.n_levels,
-        _contiguous(roots, np.int64), _contiguous(states, np.int64))
+        nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.parent,
+        nodes.below, loops, (loops != 0).any(axis=1).view(np.uint8), _contiguous(trie.offsets, np.int64),
+        nodes.n_levels, _contiguous(roots, np.int64), _contiguous(states, np.int64), breadth_from,
+        scratch.node_state, scratch.slots, scratch.slot_depth)
     return WalkedEntries(positions, codes, emit_flat, bounds)
 
 

@@ -43,7 +43,8 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
 from localgcd.spanner import kernels as compiled
-from localgcd.spanner.kernels import DistinctValues, kernels_available, loop_bytes, walk_branches
+from localgcd.spanner.kernels import (BREADTH_FROM, DistinctValues, WalkScratch, kernels_available, loop_bytes,
+                                      walk_branches)
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -664,6 +665,7 @@ class BranchRows:
         kernel when it was built (None)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
         self.kernels = use_kernels(kernels)
+        self.breadth_from = BREADTH_FROM  # the kernel's choice of walk (tests set it)
         self._distinct_values = DistinctValues() if self.kernels else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
@@ -769,7 +771,8 @@ class BranchRows:
         roots, states = roots[order], states[order]
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        walked = walk_branches(self.lexer, self.trie, self._loops, roots, states)
+        walked = walk_branches(self.lexer, self.trie, self._loops, roots, states, self._walk_scratch,
+                               self.breadth_from)
         positions, values, bounds = walked.positions, walked.codes, walked.bounds
         emitting = np.flatnonzero(values < DEAD_STATE)
         if emitting.size:
@@ -897,6 +900,10 @@ class BranchRows:
     @cached_property
     def _loops(self) -> np.ndarray:
         return loop_bytes(self.lexer)
+
+    @cached_property
+    def _walk_scratch(self) -> WalkScratch:
+        return WalkScratch(self.trie)
 
     @cached_property
     def _step_codes(self) -> "StepCodes":
