@@ -20,6 +20,10 @@ from hypothesis import strategies as st
 from localgcd.compiler.compiler import Compiler
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import sorted_unique
+from localgcd.parser.pda import PushdownAutomaton
+from localgcd.runtime import assembly
+from localgcd.runtime.masks import Mask, MaskEngine
+from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -36,8 +40,8 @@ REAL_CASES = [pytest.param(grammar, vocab, id=f"{grammar}-{vocab}", marks=pytest
 
 
 def test_the_kernels_are_built() -> None:
-    """``pip install`` builds them (setup.py); without them every walk would take the numpy path."""
-    assert kernels_available()
+    """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
+    assert kernels_available() and assembly.assembly_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -173,3 +177,61 @@ def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, b
                                       if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
         for position, outcome in zip(positions.tolist(), values.tolist()):
             assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+
+
+# --------------------------------------------------------------------------
+# Mask assembly (runtime/_assemble.pyx)
+# --------------------------------------------------------------------------
+
+
+def engines(compiled) -> dict[bool, MaskEngine]:
+    """Two mask engines of one compiled grammar (one spanner), assembling with the kernel and with numpy."""
+    ignored = np.asarray([t.ignored for t in compiled.terminals], dtype=bool)
+    return {kernels: MaskEngine(compiled.spanner, PushdownAutomaton(compiled.tables, ignored), compiled.lexer,
+                                compiled.token_bytes, compiled.end_ids, compiled.indenter, compiled.statuses,
+                                kernels=kernels)
+            for kernels in (True, False)}
+
+
+def assert_same_masks_along_walks(compiled, seed: int, walks: int, steps: int) -> None:
+    """Along random walks (a random allowed token at each step, the end when it is the only way
+    on), both engines give the same packed mask, count and acceptance."""
+    rng = np.random.default_rng(seed)
+    pair = engines(compiled)
+    for _ in range(walks):
+        matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
+        for _ in range(steps):
+            got, expected = (matchers[k]._mask() for k in (True, False))
+            assert np.array_equal(got.packed, expected.packed)
+            assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
+            text = np.flatnonzero(expected.allowed & ~np.isin(np.arange(expected.n_tokens), compiled.end_ids))
+            if not text.size:
+                break
+            token = int(rng.choice(text))
+            assert all(m.advance(token) for m in matchers.values())
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_masks_assembled_by_the_kernel_are_numpys_small(name: str, vocab_kind: str) -> None:
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    assert_same_masks_along_walks(Compiler(use_cache=False).compile(grammar.text, vocab), len(name), 4, 30)
+
+
+@pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES + [
+    pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow)])
+def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str, vocab_name: str) -> None:
+    """Real vocabularies (classes of many tokens), and Python's Indenter (tokens set one by one)."""
+    compiled = Compiler(use_cache=False).compile(grammar_file(grammar), load_vocab(vocab_name))
+    assert_same_masks_along_walks(compiled, 11, 3, 40)
+
+
+@given(classes=st.lists(st.booleans(), min_size=1, max_size=40), data=st.data())
+def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
+    """Any vocabulary size (words cut short at the end), class -1 reading the last slot."""
+    token_class = np.asarray(data.draw(st.lists(st.integers(-1, len(classes) - 2), max_size=200)), dtype=np.intp) \
+        if len(classes) > 1 else np.full(data.draw(st.integers(0, 70)), -1, dtype=np.intp)
+    table = np.asarray(classes, dtype=bool)
+    packed, count = assembly.pack_classes(table, token_class)
+    expected = Mask.of(table[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
