@@ -8,9 +8,9 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 KERNELS = [
-    Extension("localgcd.spanner._walk", ["localgcd/spanner/_walk.pyx"], extra_compile_args=["-O3"]),
-    Extension("localgcd.spanner._lex", ["localgcd/spanner/_lex.pyx"], extra_compile_args=["-O3"]),
-    Extension("localgcd.runtime._assemble", ["localgcd/runtime/_assemble.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.spanner.walk_kernel", ["localgcd/spanner/walk_kernel.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.spanner.lex_kernel", ["localgcd/spanner/lex_kernel.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.runtime.assembly_kernel", ["localgcd/runtime/assembly_kernel.pyx"], extra_compile_args=["-O3"]),
 ]
 
 setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": 3}))

@@ -180,7 +180,7 @@ def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, b
 
 
 # --------------------------------------------------------------------------
-# Mask assembly (runtime/_assemble.pyx)
+# Mask assembly (runtime/assembly_kernel.pyx)
 # --------------------------------------------------------------------------
 
 

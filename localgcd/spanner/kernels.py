@@ -1,4 +1,4 @@
-"""The token spanner's compiled kernels (``_walk.pyx``, ``_lex.pyx``), behind small typed interfaces.
+"""The token spanner's compiled kernels (``walk_kernel.pyx``, ``lex_kernel.pyx``), behind small typed interfaces.
 
 :class:`~localgcd.spanner.token_spanner.BranchRows` walks the vocabulary trie
 from each new branch (a root child entered in a lexer state) to find every
@@ -22,14 +22,14 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.trie import VocabTrie
 
 try:
-    from localgcd.spanner import _lex, _walk
+    from localgcd.spanner import lex_kernel, walk_kernel
 except ImportError:  # not built: the numpy paths serve
-    _lex = _walk = None
+    lex_kernel = walk_kernel = None
 
 
 def kernels_available() -> bool:
     """Whether the compiled kernels were built (``pip install`` builds them)."""
-    return _walk is not None and _lex is not None
+    return walk_kernel is not None and lex_kernel is not None
 
 
 def _built() -> None:
@@ -54,7 +54,7 @@ class WalkedEntries:
     bounds: np.ndarray  # int64 [n_branches + 1]
 
 
-BREADTH_FROM = 256  # a branch over this many positions is walked breadth first (see _walk.pyx)
+BREADTH_FROM = 256  # a branch over this many positions is walked breadth first (see walk_kernel.pyx)
 
 
 class WalkScratch:
@@ -84,7 +84,7 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, r
     ``breadth_from`` positions breadth first, the others depth first."""
     _built()
     nodes = trie.flat_nodes
-    positions, codes, emit_flat, bounds = _walk.walk_branches(
+    positions, codes, emit_flat, bounds = walk_kernel.walk_branches(
         _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
         nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.parent,
         nodes.below, loops, (loops != 0).any(axis=1).view(np.uint8), _contiguous(trie.offsets, np.int64),
@@ -101,7 +101,7 @@ def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarra
     was emitted -- ``DEAD_STATE`` where the lexer died)."""
     _built()
     states = np.zeros(starts.size, dtype=np.int64) if states is None else states
-    return _lex.first_emissions(_contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(data, np.uint8),
+    return lex_kernel.first_emissions(_contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(data, np.uint8),
                                 _contiguous(starts, np.int64), _contiguous(ends, np.int64),
                                 _contiguous(states, np.int64))
 
@@ -118,7 +118,7 @@ class DistinctValues:
         _built()
         if self._seen.size < bound:
             self._seen = np.zeros(max(bound, 2 * self._seen.size), dtype=np.uint8)
-        found = _walk.distinct_values(_contiguous(values, np.int32), self._seen)
+        found = walk_kernel.distinct_values(_contiguous(values, np.int32), self._seen)
         found.sort()
         return found
 

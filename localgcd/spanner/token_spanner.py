@@ -765,7 +765,7 @@ class BranchRows:
             self._walk_numpy(roots, states)
 
     def _walk_compiled(self, roots: np.ndarray, states: np.ndarray) -> None:
-        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.walk`): it gives the
+        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`): it gives the
         entries in position order, emissions marked; their outcomes are made here."""
         order = np.argsort(roots, kind="stable")
         roots, states = roots[order], states[order]
