@@ -77,17 +77,19 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
     return np.packbits(stays, axis=1, bitorder="little").view(np.uint64).copy()
 
 
-def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, roots: np.ndarray,
-                  states: np.ndarray, scratch: WalkScratch, breadth_from: int = BREADTH_FROM) -> WalkedEntries:
+def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
+                  roots: np.ndarray, states: np.ndarray, scratch: WalkScratch,
+                  breadth_from: int = BREADTH_FROM) -> WalkedEntries:
     """Walk the branches ``(roots[i], states[i])``: root child ``roots[i]`` (ascending) entered in
-    lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer); a branch over
-    ``breadth_from`` positions breadth first, the others depth first."""
+    lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per
+    state, any of them); a branch over ``breadth_from`` positions breadth first, the others depth
+    first."""
     _built()
     nodes = trie.flat_nodes
     positions, codes, emit_flat, bounds = walk_kernel.walk_branches(
         _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
         nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.parent,
-        nodes.below, loops, (loops != 0).any(axis=1).view(np.uint8), _contiguous(trie.offsets, np.int64),
+        nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64),
         nodes.n_levels, _contiguous(roots, np.int64), _contiguous(states, np.int64), breadth_from,
         scratch.node_state, scratch.slots, scratch.slot_depth)
     return WalkedEntries(positions, codes, emit_flat, bounds)

@@ -771,7 +771,7 @@ class BranchRows:
         roots, states = roots[order], states[order]
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        walked = walk_branches(self.lexer, self.trie, self._loops, roots, states, self._walk_scratch,
+        walked = walk_branches(self.lexer, self.trie, *self._loops, roots, states, self._walk_scratch,
                                self.breadth_from)
         positions, values, bounds = walked.positions, walked.codes, walked.bounds
         emitting = np.flatnonzero(values < DEAD_STATE)
@@ -898,8 +898,10 @@ class BranchRows:
         return np.asarray(next_nodes, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
 
     @cached_property
-    def _loops(self) -> np.ndarray:
-        return loop_bytes(self.lexer)
+    def _loops(self) -> tuple[np.ndarray, np.ndarray]:
+        """(:func:`~localgcd.spanner.kernels.loop_bytes` of the lexer, whether each state has one)."""
+        loops = loop_bytes(self.lexer)
+        return loops, (loops != 0).any(axis=1).view(np.uint8)
 
     @cached_property
     def _walk_scratch(self) -> WalkScratch:
