@@ -23,17 +23,21 @@ def pack_classes(const uint8_t[::1] classes, const int64_t[::1] token_class):
     cdef uint32_t[::1] packed = packed_arr
     cdef int64_t count = 0, c
     cdef uint32_t bits
+    cdef Py_ssize_t full = n // 32
     with nogil:
-        for w in range(n_words):
+        for w in range(full):  # whole words: no bounds test, no branch per token
             bits = 0
             for j in range(32):
-                t = w * 32 + j
-                if t >= n:
-                    break
-                c = token_class[t]
-                if classes[c if c >= 0 else last]:
-                    bits |= (<uint32_t> 1) << j
+                c = token_class[w * 32 + j]
+                bits |= (<uint32_t> (classes[c if c >= 0 else last] != 0)) << j
             packed[w] = bits
+            count += popcount32(bits)
+        if full < n_words:
+            bits = 0
+            for t in range(full * 32, n):
+                c = token_class[t]
+                bits |= (<uint32_t> (classes[c if c >= 0 else last] != 0)) << (t - full * 32)
+            packed[full] = bits
             count += popcount32(bits)
     return packed_arr, count
 
