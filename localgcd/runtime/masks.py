@@ -274,8 +274,10 @@ class MaskEngine:
     def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
         mask is memoized as the bool one is (least recently used, within the byte budget)."""
-        class_tokens, class_offsets = self.spanner.class_members
-        total = int((class_offsets[extra + 1] - class_offsets[extra]).sum()) if extra.size else 0
+        total = 0
+        if extra.size:  # (an eager spanner groups its tokens by class on first use: only then)
+            class_tokens, class_offsets = self.spanner.class_members
+            total = int((class_offsets[extra + 1] - class_offsets[extra]).sum())
         if 4 * total > self.n_tokens:  # most tokens anyway: one pass over the classes with the extra ones
             classes = base.copy()
             classes[extra] = True

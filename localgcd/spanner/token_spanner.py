@@ -42,9 +42,9 @@ from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner import kernels as compiled
 from localgcd.spanner.kernels import (BREADTH_FROM, DistinctValues, WalkScratch, kernels_available, loop_bytes,
                                       walk_branches)
+from localgcd.spanner.kernels import first_emissions as kernel_first_emissions
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -479,7 +479,7 @@ def use_kernels(kernels: bool | None) -> bool:
 
 
 def _first_emissions(kernels: bool | None):
-    return compiled.first_emissions if use_kernels(kernels) else first_emissions
+    return kernel_first_emissions if use_kernels(kernels) else first_emissions
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,

@@ -19,7 +19,7 @@ import numpy as np
 @dataclass(frozen=True)
 class FlatNodes:
     """Every trie node in one set of arrays (level by level, each in position order), children
-    named by their index here: what a compiled walk reads (:mod:`localgcd.spanner.walk`)."""
+    named by their index here: what the compiled walk reads (:mod:`localgcd.spanner.kernels`)."""
 
     lo: np.ndarray  # int32
     hi: np.ndarray  # int32
