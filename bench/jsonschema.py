@@ -70,9 +70,10 @@ def run_localgcd(schema, instances):
     order = _STATE.get("order", "any")
     if "eager" in _STATE:  # every spanner row (and Alg. 5 for small grammars) before the first mask
         g = _STATE["eager"].compile(schema if isinstance(schema, str) else json.dumps(schema), vocab,
-                                    "json_schema", "<schema>", property_order=order)
-    else:
-        g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=order)
+                                    "json_schema", "<schema>", property_order=order, additional_properties="schema")
+    else:  # the schema's exact language: objects open where the schema leaves them open
+        g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=order,
+                                         additional_properties="schema")
     bm = localgcd.allocate_token_bitmask(1, len(vocab))
     localgcd.fill_next_token_bitmask([g.matcher()], bm)
     ttfm = time.perf_counter() - t0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -11,13 +12,22 @@ import localgcd
 from exactness_support import byte_vocabulary
 from localgcd.grammar.json_schema import schema_to_lark
 
+#: MaskBench's dev schemas: in the shared/ folder beside the checkout (CI's clone has its copy there),
+#: else the session machine's /work/shared
+MASKBENCH = next((folder for folder in (Path(__file__).resolve().parents[2] / "shared/data/jsonschema/maskbench-dev",
+                                        Path("/work/shared/data/jsonschema/maskbench-dev")) if folder.is_dir()),
+                 Path("/work/shared/data/jsonschema/maskbench-dev"))
+
 BYTES = byte_vocabulary()
 
 
 @functools.lru_cache(maxsize=None)
-def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "default", lenient: bool = False):
-    """(the front end's translation, the grammar compiled over single bytes)."""
-    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient)
+def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "default", lenient: bool = False,
+                   additional_properties: str = "schema"):
+    """(the front end's translation, the grammar compiled over single bytes).  The schema's own
+    language (open objects, as jsonschema validates) unless ``additional_properties="closed"``."""
+    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient,
+                       additional_properties=additional_properties)
     return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
 
 

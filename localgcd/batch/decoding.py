@@ -35,13 +35,13 @@ import numpy as np
 
 from localgcd.errors import ModelError
 from localgcd.llama.backend import import_llama_cpp
-from localgcd.llama.generation import FINISH_REASONS
+from localgcd.llama.generation import FINISH_REASONS, cut_at_stop, is_sentence
 from localgcd.llama.loading import LoadedModel
 from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, MaskApplier
 from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
 
-#: ``stop_reason`` -> ``finish_reason``: single generation's, plus a stop string.
-BATCH_FINISH_REASONS = {**FINISH_REASONS, "stop_string": "stop"}
+#: ``stop_reason`` -> ``finish_reason``: single generation's (a stop string among them).
+BATCH_FINISH_REASONS = FINISH_REASONS
 
 
 @dataclass
@@ -241,7 +241,7 @@ class BatchDecoder:
         seq.tokens.append(tok)
         piece = self.token_bytes[tok]
         seq.raw += piece
-        if seq.stop and self._cut_at_stop(seq, len(piece)):
+        if seq.stop and cut_at_stop(seq.raw, len(piece), seq.stop):
             self._finish(seq, "stop_string")
             return True
         limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
@@ -251,22 +251,11 @@ class BatchDecoder:
             self._finish(seq, "max_tokens" if limit == seq.max_tokens else "context_full")
         return bool(seq.stop_reason)
 
-    def _cut_at_stop(self, seq: Sequence, n_new: int) -> bool:
-        """Cut ``seq.raw`` before the first stop string that the last token completed."""
-        longest = max(len(s.encode("utf-8")) for s in seq.stop)
-        start = max(0, len(seq.raw) - n_new - longest + 1)
-        hits = [i for i in (bytes(seq.raw).find(s.encode("utf-8"), start) for s in seq.stop) if i >= 0]
-        if not hits:
-            return False
-        del seq.raw[min(hits):]
-        return True
-
     def _finish(self, seq: Sequence, reason: str) -> Sequence:
         seq.stop_reason = reason
         seq.t_end = time.perf_counter()
         if reason == "stop_string":  # the matcher read past the cut: check the kept text afresh
-            m = seq.compiled.matcher()
-            seq.complete = bool(m.accept_bytes(bytes(seq.raw)) and m.is_accepting())
+            seq.complete = is_sentence(seq.compiled, bytes(seq.raw))
         else:
             seq.complete = seq.proc.is_complete()
         seq.chain = None

@@ -30,6 +30,7 @@ CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbn
                                "regex": "regex", "choices": "choices"}
 SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
 NATIVE_FIELDS = {"custom_id", "prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS}
+JSON_OBJECT = "json_object"  # OpenAI's response_format {"type": "json_object"}: one JSON object
 DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
 
@@ -155,8 +156,8 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         kind = fmt.get("type") if isinstance(fmt, dict) else None
         if kind == "json_schema":
             fields["json_schema"] = fmt
-        elif kind == "json_object":
-            fields["grammar"] = "json"
+        elif kind == "json_object":  # JSON mode: a JSON object, not any JSON value
+            fields[JSON_OBJECT] = True
         elif kind != "text":
             raise Invalid(f"response_format type must be json_schema, json_object or text, not {kind!r}")
     return fields, True
@@ -173,7 +174,7 @@ def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
         kw["prompt"] = _str(f["prompt"], "prompt")
     else:
         kw["messages"] = _messages(f["messages"])
-    given = [k for k in CONSTRAINTS if k in f]
+    given = [k for k in (*CONSTRAINTS, JSON_OBJECT) if k in f]  # json_object: from a response_format only
     if not given:
         raise Invalid("no constraint: give one of " + ", ".join(CONSTRAINTS)
                       + (" (or a response_format)" if openai else ""))
@@ -197,6 +198,8 @@ def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
 
 
 def _constraint(kind: str, value: Any) -> Constraint:
+    if kind == JSON_OBJECT:
+        return Constraint(kind, True)
     if kind == "json_schema":
         if isinstance(value, str):
             try:

@@ -7,9 +7,11 @@ being written) and the file is fsynced at least every second
 
 Resuming reads the existing file first: a last line without its newline is
 a torn write and is cut off (that line runs again); every other line must be
-JSON, and its ``custom_id`` and, for error lines, its input line number are
-recorded as done.  So a job killed at any moment and resumed writes each
-input line's result exactly once.
+JSON.  A result line's ``custom_id`` is recorded as done; error lines are
+taken out of the file (rewritten atomically) and their input lines run again,
+since IN may have been fixed between the runs -- an input line *number* says
+nothing about the line now at that place.  So a job killed at any moment and
+resumed writes each custom_id's result exactly once.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localgcd.batch.jobs import DUPLICATE, LineError, Request
+from localgcd.batch.jobs import LineError, Request
 from localgcd.errors import LocalgcdError
 
 STDIO = "-"
@@ -32,17 +34,14 @@ STDIO = "-"
 class Done:
     """What an existing output file already holds."""
 
-    ids: set[str] = field(default_factory=set)  # custom_ids with a line (result or error), duplicates' aside
-    lines: set[int] = field(default_factory=set)  # input line numbers of error lines
-    n: int = 0
-    n_ok: int = 0  # complete results without an error
-    n_errors: int = 0  # error lines
+    ids: set[str] = field(default_factory=set)  # custom_ids with a result line
+    n: int = 0  # result lines kept
+    n_ok: int = 0  # complete results
+    n_dropped_errors: int = 0  # error lines taken out (their input lines run again)
     torn_bytes: int = 0  # bytes of a torn last line that were cut off
 
     def has(self, item: Request | LineError) -> bool:
-        """OUT holds the line of ``item`` (a request: by custom_id; an error: by input line)."""
-        if item.line in self.lines:
-            return True
+        """OUT holds the result of ``item``: a request by its custom_id; an error never (it runs again)."""
         return isinstance(item, Request) and item.custom_id in self.ids
 
 
@@ -57,7 +56,8 @@ def line_ok(obj: dict[str, Any]) -> bool:
 
 
 def read_done(path: Path) -> Done:
-    """Scan an output file, cutting off a torn last line; raises LocalgcdError if it is not one of ours."""
+    """Scan an output file, cutting off a torn last line and taking out error lines;
+    raises LocalgcdError if it is not one of ours."""
     done = Done()
     try:
         with open(path, "r+b") as fh:
@@ -72,7 +72,8 @@ def read_done(path: Path) -> Done:
         return done
     except OSError as exc:
         raise LocalgcdError(f"{path}: cannot read the output file to resume: {exc.strerror or exc}") from None
-    for k, raw in enumerate(data[:end].splitlines(), 1):
+    kept: list[bytes] = []
+    for k, raw in enumerate(data[:end].splitlines(keepends=True), 1):
         if not raw.strip():
             continue
         try:
@@ -81,16 +82,32 @@ def read_done(path: Path) -> Done:
             obj = None
         if not isinstance(obj, dict):
             raise LocalgcdError(f"{path}:{k}: not a batch output line; refusing to resume into this file")
+        if obj.get("error"):
+            done.n_dropped_errors += 1
+            continue
+        kept.append(raw)
         done.n += 1
         done.n_ok += line_ok(obj)
-        err = obj.get("error")
-        done.n_errors += bool(err)
-        # a duplicate's error line says nothing about the line that owns the custom_id
-        if isinstance(obj.get("custom_id"), str) and not (isinstance(err, dict) and err.get("code") == DUPLICATE):
+        if isinstance(obj.get("custom_id"), str):
             done.ids.add(obj["custom_id"])
-        if isinstance(err, dict) and isinstance(err.get("line"), int):
-            done.lines.add(err["line"])
+    if done.n_dropped_errors:
+        _replace(path, b"".join(kept))
     return done
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` as the whole of ``path`` at once: a temporary file beside it, fsynced, renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.resume")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise LocalgcdError(f"{path}: cannot take the error lines out to resume: {exc.strerror or exc}") from None
 
 
 class Journal:

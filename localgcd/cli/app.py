@@ -20,27 +20,32 @@ import typer
 from localgcd.cli import constraints as cons
 from localgcd.cli import render
 from localgcd.cli.batch import register as register_batch
+from localgcd.cli.generating import STRICT_HELP
+from localgcd.cli.generating import register as register_generate
 from localgcd.cli.cache import cache_app
-from localgcd.cli.checking import check_bytes, line_col, line_text, shown_char, text_vocabulary
+from localgcd.cli.checking import (
+    VALUE_FORMATS,
+    check_bytes,
+    line_col,
+    line_text,
+    shown_char,
+    text_vocabulary,
+    without_final_newline,
+)
 from localgcd.cli.console import (
-    EXIT_CUT,
     EXIT_INCOMPLETE,
     caret,
     error,
     held_warnings,
-    interrupted,
-    note,
     one_line_warnings,
     print_caret,
     print_json,
     user_errors,
     warning,
 )
-from localgcd.cli.constraints import Constraint, resolve_constraint
-from localgcd.cli.progress import with_spinner
+from localgcd.cli.constraints import cli_compiler, compile_shown, resolve_constraint
 from localgcd.cli.usage import EPILOG, SUBCOMMAND_EPILOG, Command, Group
 from localgcd.errors import GrammarWarning, LocalgcdError
-from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 app = typer.Typer(
     name="localgcd",
@@ -54,181 +59,15 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(cache_app, name="cache", short_help="Show or clear the cache of compiled tables")
+register_generate(app)
 register_batch(app)
 
-MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the models.toml default."
-STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."
+OBJECTS_NOTE = {
+    "closed": "objects without additionalProperties are closed: no keys beyond the ones the schema lists "
+              "(--open-objects: open, as JSON Schema reads them)",
+    "schema": "objects without additionalProperties are open, as JSON Schema reads them (--open-objects)",
+}
 
-
-def _compiler():
-    from localgcd.cli.cache import compiler
-
-    return compiler()
-
-
-def _compile(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001
-    """Compile (or load from the cache); the --lenient warnings are shown once, cache or not."""
-    src = constraint.source
-    for message in constraint.warnings:
-        warning(message)
-    with held_warnings() as held:
-        compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
-                                strict=strict, **constraint.options)
-    for category, message in held:  # the rest go on to the caller's display (or its held list)
-        if message not in constraint.warnings:
-            warnings.showwarning(message, category, __file__, 0)
-    return compiled
-
-
-def _parse_gpu_layers(value: Optional[str]) -> Optional[int | str]:
-    if value is None:
-        return None
-    v = value.strip().lower()
-    if v in ("auto", ""):
-        return "auto"
-    if v == "all":
-        return -1
-    try:
-        n = int(v)
-    except ValueError:
-        raise typer.BadParameter("expected an integer, 'all' or 'auto'") from None
-    if n < -1:
-        raise typer.BadParameter("expected an integer >= -1 (-1 = all layers)")
-    return n
-
-
-# --------------------------------------------------------------------------- generate
-
-
-@app.command(cls=Command, epilog=SUBCOMMAND_EPILOG, short_help="Generate text in a grammar's language")
-def generate(
-    prompt: str = typer.Argument(..., metavar="PROMPT", help="The prompt text ('-' reads it from stdin)."),
-    grammar: Optional[str] = cons.GRAMMAR,
-    fmt: Optional[str] = cons.FORMAT,
-    json_schema: Optional[str] = cons.JSON_SCHEMA,
-    regex: Optional[str] = cons.REGEX,
-    choice: Optional[list[str]] = cons.CHOICE,
-    lenient: bool = cons.LENIENT,
-    whitespace: Optional[str] = cons.WHITESPACE_OPTION,
-    property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
-    model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
-    max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
-                                   help="Stop after N generated tokens."),
-    temperature: float = typer.Option(DEFAULT_SAMPLING.temperature, "--temperature", "-t", min=0.0, metavar="T",
-                                      help="Sampling temperature; 0 = greedy."),
-    top_p: float = typer.Option(DEFAULT_SAMPLING.top_p, "--top-p", min=0.0, max=1.0, metavar="P",
-                                help="Nucleus sampling: keep this much probability mass."),
-    top_k: int = typer.Option(DEFAULT_SAMPLING.top_k, "--top-k", min=0, metavar="K",
-                              help="Keep the K most likely allowed tokens (0 = all)."),
-    min_p: float = typer.Option(DEFAULT_SAMPLING.min_p, "--min-p", min=0.0, max=1.0, metavar="P",
-                                help="Drop tokens less likely than P times the most likely one."),
-    seed: Optional[int] = typer.Option(None, "--seed", "-s", metavar="SEED",
-                                       help="Random seed (default: random; --json reports it)."),
-    n_gpu_layers: Optional[str] = typer.Option(None, "--n-gpu-layers", metavar="N|all|auto",
-                                               help="Layers to offload to the GPU. Default: the model's entry; "
-                                                    "auto = all when llama.cpp can offload, else 0."),
-    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", min=16, metavar="N",
-                                        help="Context length, prompt + output (default: the model's entry)."),
-    chat: Optional[bool] = typer.Option(None, "--chat/--no-chat",
-                                        help="Wrap the prompt in the model's chat template (default: the "
-                                             "model's entry; for a .gguf file, yes when it has one)."),
-    system: Optional[str] = typer.Option(None, "--system", metavar="TEXT", help="A system message (with --chat)."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1, metavar="N",
-                                          help="CPU threads for llama.cpp (default: its own choice)."),
-    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (text, finish_reason, timings, ...) "
-                                                      "instead of streaming the text."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log and a timing summary."),
-) -> None:
-    """Generate text in the grammar's language.
-
-    The text streams to stdout as it is generated (a final newline only when
-    stdout is a terminal); diagnostics go to stderr.  Generation stops when the
-    model ends the text (end tokens are allowed only once the text is a
-    complete sentence) or as soon as the grammar allows nothing but the end.
-    If the token limit or the context cuts it off first, stderr says so and
-    the exit status is 1 (the text is not complete) or 3 (it is).
-    """
-    from localgcd.llama.generation import Generator
-    from localgcd.llama.loading import load_model
-
-    with user_errors():
-        layers = _parse_gpu_layers(n_gpu_layers)
-        # a bad name, file or pattern fails before the model loads
-        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="PROMPT" if prompt == "-" else None)
-        src = constraint.source
-        prompt_text = sys.stdin.read() if prompt == "-" else prompt
-        loaded = load_model(model, n_gpu_layers=layers, n_ctx=n_ctx, n_threads=threads, verbose=verbose)
-        t0 = time.perf_counter()
-        compiled = _compile(_compiler(), constraint, loaded.vocab, strict,
-                            f"compiling {src.name} for {loaded.spec.name}")
-        gen = Generator(loaded, compiled)
-        gen.compile_seconds, gen.grammar_name = time.perf_counter() - t0, src.name
-        stream = gen.stream(prompt_text, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                            top_k=top_k, min_p=min_p, seed=seed, chat=chat, system=system)
-        wrote = False
-        started = time.perf_counter()
-        try:
-            for piece in stream:
-                if verbose and not wrote:
-                    note(f"generating: first piece {time.perf_counter() - started:.2f}s after the prompt went in")
-                wrote = True
-                if not as_json:
-                    sys.stdout.write(piece)
-                    sys.stdout.flush()
-        except KeyboardInterrupt:
-            # The stream keeps what was generated (finish_reason "interrupted"): --json still reports it.
-            if as_json and stream.result is not None:
-                print_json(_result_json(stream.result))
-            elif wrote:
-                sys.stdout.write("\n")
-            raise interrupted() from None
-        result = stream.result
-        assert result is not None
-        if as_json:
-            print_json(_result_json(result))
-        elif wrote and sys.stdout.isatty():
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-        if verbose:
-            t = result.timings
-            note(f"{len(result.tokens)} tokens, {result.finish_reason} ({result.stop_reason}), seed {result.seed}; "
-                 f"compile {t['compile_s']}s, load {t['load_s']}s, {t['tokens_per_s']} tokens/s, "
-                 f"mask p50 {t['mask_p50_ms']} ms p99 {t['mask_p99_ms']} ms; "
-                 f"GPU offload {'on' if result.gpu_offload else 'off'}")
-        if result.finish_reason == "length":
-            if result.stop_reason == "context_full":
-                limit = f"the context is full ({loaded.n_ctx} tokens: {result.prompt_tokens} prompt, " \
-                        f"{len(result.tokens)} generated)"
-                fix = "raise --n-ctx or shorten the prompt"
-            else:
-                limit = f"--max-tokens {max_tokens} reached"
-                fix = "raise --max-tokens"
-            if not result.complete:
-                error(f"incomplete output: {limit} before the text was a complete sentence; {fix}")
-                raise typer.Exit(EXIT_INCOMPLETE)
-            warning(f"cut off: {limit}; the text is a complete sentence, but the model had not ended it; {fix}")
-            raise typer.Exit(EXIT_CUT)
-
-
-def _result_json(result) -> dict:  # noqa: ANN001
-    d = result.to_dict()
-    return {
-        "text": d["text"],
-        "finish_reason": d["finish_reason"],
-        "complete": d["complete"],
-        "stop_reason": d["stop_reason"],
-        "tokens": d["n_tokens"],
-        "timings": d["timings"],
-        "token_ids": d["tokens"],
-        "prompt_tokens": d["prompt_tokens"],
-        "seed": d["seed"],
-        "model": d["model"],
-        "grammar": d["grammar"],
-        "gpu_offload": d["gpu_offload"],
-        "n_gpu_layers": d["n_gpu_layers"],
-    }
 
 
 # --------------------------------------------------------------------------- compile
@@ -245,6 +84,8 @@ def compile_cmd(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    lark_regex: bool = cons.LARK_REGEX,
+    open_objects: bool = cons.OPEN_OBJECTS,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
@@ -260,7 +101,8 @@ def compile_cmd(
     from localgcd.llama.vocabulary import load_vocabulary
 
     with user_errors():
-        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order)
+        constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
+                                        lark_regex=lark_regex, open_objects=open_objects)
         src = constraint.source
         spec = resolve_model(model)
         path = spec.locate()
@@ -269,7 +111,7 @@ def compile_cmd(
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
         with held_warnings() as held:
-            compiled = _compile(_compiler(), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
+            compiled = compile_shown(cli_compiler(), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
         t_compile = time.perf_counter() - t1
         for category, message in held:  # conflicts are listed below; anything else is shown as usual
             if not (issubclass(category, GrammarWarning) and message.endswith(compiled.conflicts)):
@@ -281,9 +123,12 @@ def compile_cmd(
                 "grammar": src.name, "grammar_file": src.source, "model": spec.name, "model_file": str(path),
                 "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
                 "from_cache": from_cache, "conflicts": list(compiled.conflicts), "stats": render.jsonable(stats),
+                **({"additional_properties": constraint.options["additional_properties"]} if constraint.options else {}),
             })
             return
         print(f"{src.name} for {spec.name}")
+        if constraint.options:
+            print(OBJECTS_NOTE[constraint.options["additional_properties"]])
         render.table(["table", "size"], [[str(k), render.stat(v)] for k, v in stats.items()])
         if compiled.conflicts:
             print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
@@ -309,8 +154,14 @@ def check(
     lenient: bool = cons.LENIENT,
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
+    lark_regex: bool = cons.LARK_REGEX,
+    open_objects: bool = cons.OPEN_OBJECTS,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
+    keep_final_newline: bool = typer.Option(False, "--keep-final-newline",
+                                            help="With --json-schema, --regex or --choice: check the file's final "
+                                                 "newline too (by default it ends the file's last line and is no "
+                                                 "part of the text)."),
 ) -> None:
     """Is the text in FILE a sentence of the grammar?  If not, say where it fails.
 
@@ -323,7 +174,8 @@ def check(
 
     with user_errors():
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="FILE" if file == "-" else None)
+                                        stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex,
+                                        open_objects=open_objects)
         src = constraint.source
         if file == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
@@ -331,7 +183,9 @@ def check(
         else:
             data = read_user_file(Path(file), file)
             shown = file
-        compiled = _compile(_compiler(), constraint, text_vocabulary(), strict, f"compiling {src.name}")
+        if src.fmt in VALUE_FORMATS and not keep_final_newline:
+            data = without_final_newline(data)
+        compiled = compile_shown(cli_compiler(), constraint, text_vocabulary(), strict, f"compiling {src.name}")
         verdict = check_bytes(compiled.matcher(), data)
         if verdict.rejected_at is not None:
             if not quiet:

@@ -35,6 +35,9 @@ def batch_command(
                                           help="CPU threads for every decode (default: the model's generation threads)."),
     n_gpu_layers: Optional[str] = typer.Option(None, "--n-gpu-layers", metavar="N|all|auto",
                                                help="Layers to offload to the GPU (default: the model's entry)."),
+    open_objects: bool = typer.Option(False, "--open-objects",
+                                      help="json_schema lines: objects without additionalProperties are open, as "
+                                           "JSON Schema reads them (default: closed, as generation tools read them)."),
 ) -> None:
     """Run many constrained generations from a JSONL file, each answer written once.
 
@@ -47,10 +50,13 @@ def batch_command(
     """
     from localgcd.batch.runner import BatchJob
 
+    from localgcd.cli.generating import warn_unused_gpu_layers
+
     layers = -1 if n_gpu_layers == "all" else n_gpu_layers  # "auto" and numbers: load_model checks them
     with _Progress() as bar, user_errors():
+        warn_unused_gpu_layers(int(layers) if isinstance(layers, str) and layers.lstrip("-").isdigit() else layers)
         job = BatchJob(input, output, model=model, parallel=parallel, resume=resume, openai=openai, n_ctx=n_ctx,
-                       n_threads=threads, n_gpu_layers=layers, progress=bar.update)
+                       n_threads=threads, n_gpu_layers=layers, progress=bar.update, open_objects=open_objects)
         try:
             job.run()
         except KeyboardInterrupt:

@@ -9,6 +9,17 @@ from localgcd.vocab import Vocabulary
 
 CHUNK = 1 << 16  # bytes per accept_bytes call while the text is fine
 
+#: Formats whose language is one value (a JSON document, a regex match, a choice), not a text of
+#: lines: a file holding such a value ends in a newline that is no part of it (``echo`` writes one).
+VALUE_FORMATS = ("json_schema", "regex", "choices")
+
+
+def without_final_newline(data: bytes) -> bytes:
+    """``data`` less one final line break (``\n`` or ``\r\n``), if it ends in one."""
+    if data.endswith(b"\r\n"):
+        return data[:-2]
+    return data.removesuffix(b"\n")
+
 
 def text_vocabulary() -> Vocabulary:
     """The smallest vocabulary: one end token.  ``check`` feeds bytes, not tokens,

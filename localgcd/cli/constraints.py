@@ -3,7 +3,7 @@
 Exactly one of ``--grammar NAME|FILE`` (format from the suffix, ``--format``
 overrides), ``--json-schema FILE``, ``--regex PATTERN`` or ``--choice TEXT``
 (repeatable); the JSON Schema options (``--lenient``, ``--whitespace``,
-``--property-order``) only with a JSON Schema.  :func:`resolve_constraint`
+``--property-order``, ``--open-objects``) only with a JSON Schema.  :func:`resolve_constraint`
 turns them into the grammar source and the front end's options; every
 misuse is a one-line :class:`~localgcd.errors.GrammarError`.
 """
@@ -11,12 +11,15 @@ misuse is a one-line :class:`~localgcd.errors.GrammarError`.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from localgcd.cli.console import held_warnings, warning
+from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
 from localgcd.grammar.formats import FORMATS, to_lark
 from localgcd.grammar.regex_choice import regex_to_lark
@@ -43,9 +46,16 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
+LARK_REGEX = typer.Option(False, "--lark-regex",
+                          help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
+                               "properties; needs the 'regex' module: pip install 'localgcd[lark-regex]').")
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")
+OPEN_OBJECTS = typer.Option(False, "--open-objects",
+                            help="JSON Schema: objects without additionalProperties are open, as JSON Schema "
+                                 "reads them (default: closed -- no keys beyond the ones the schema lists, as "
+                                 "generation tools read schemas).")
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,8 @@ class Constraint:
 def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
                        regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
-                       stdin_user: Optional[str] = None) -> Constraint:
+                       stdin_user: Optional[str] = None, lark_regex: bool = False,
+                       open_objects: bool = False) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share."""
     values = (grammar, json_schema, regex, choices or None)
@@ -81,7 +92,12 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     else:
         source = _choices_source(choices or [])
     schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
-                                                ("--property-order", property_order is not None)) if given_]
+                                                ("--property-order", property_order is not None),
+                                                ("--open-objects", open_objects)) if given_]
+    if lark_regex and source.fmt != "lark":
+        raise GrammarError(f"--lark-regex applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
+    if lark_regex:
+        return Constraint(source, {"lark_regex": True})
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
@@ -92,6 +108,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         "whitespace": _one_of("--whitespace", WHITESPACE[0] if whitespace is None else whitespace, WHITESPACE),
         "property_order": _one_of("--property-order", PROPERTY_ORDER[0] if property_order is None else property_order,
                                   PROPERTY_ORDER),
+        "additional_properties": "schema" if open_objects else "closed",
     }
     if not lenient:
         return Constraint(source, options)
@@ -148,3 +165,24 @@ def _choices_source(choices: list[str]) -> GrammarSource:
             raise GrammarError(f"--choice number {k} contains a line break; a choice is one line "
                                "(use --regex for texts of several lines)")
     return GrammarSource("\n".join(dict.fromkeys(choices)), "choices", "--choice", "choices")
+
+
+def cli_compiler():  # noqa: ANN201
+    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once)."""
+    from localgcd.cli.cache import compiler
+
+    return compiler()
+
+
+def compile_shown(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001, ANN201
+    """Compile (or load from the cache) under a spinner; the --lenient warnings are shown once, cache or not."""
+    src = constraint.source
+    for message in constraint.warnings:
+        warning(message)
+    with held_warnings() as held:
+        compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
+                                strict=strict, **constraint.options)
+    for category, message in held:  # the rest go on to the caller's display (or its held list)
+        if message not in constraint.warnings:
+            warnings.showwarning(message, category, __file__, 0)
+    return compiled

@@ -95,15 +95,19 @@ class Compiler:
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
-                **options: Any) -> CompiledGrammar:
+                base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
-        it as lark does.  Raises :class:`GrammarError` for invalid or unsupported
-        grammars.
+        it as lark does.  ``base_dir``: the folder a Lark text's relative
+        ``%import .x`` reads from (a grammar whose ``source`` is a file uses
+        that file's folder; text without ``base_dir`` may import lark's library
+        only).  Raises :class:`GrammarError` for invalid or unsupported grammars.
         """
         check_format(fmt, source)
-        key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())))
+        where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
+        key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
+                         *where)
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION)
@@ -114,30 +118,31 @@ class Compiler:
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 return compiled
         compiled = self.build(text, vocab, source, strict, indenter, fmt,
-                              lazy=self.lazy_tables and not self.use_cache, **options)
+                              lazy=self.lazy_tables and not self.use_cache, base_dir=base_dir, **options)
         if self.use_cache:  # a lazy spanner (a lexer too big to span ahead) is left out, and built on load
             self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
-              **options: Any) -> CompiledGrammar:
+              base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
         visits (not for grammars with an Indenter).
         """
         with _collector_paused():
-            return self._build(text, vocab, source, strict, indenter, fmt, lazy, **options)
+            return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, **options)
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
-               fmt: str, lazy: bool, **options: Any) -> CompiledGrammar:
+               fmt: str, lazy: bool, base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         translation = to_lark(text, fmt, source, **options)
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf)
+                                    user_text=translation.user_text, plain=translation.plain_bnf,
+                                    lark_regex=translation.lark_regex, base_dir=base_dir)
         tables, conflicts = build_parse_tables(grammar, strict=strict)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
@@ -191,31 +196,41 @@ def default_compiler(cache_dir: str, use_cache: bool = True) -> Compiler:
 
 def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
-                    indenter: IndenterOptions | None = None) -> CompiledGrammar:
+                    indenter: IndenterOptions | None = None, lark_regex: bool = False,
+                    base_dir: str | Path | None = None) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
-    ``use_cache=False`` compiles in memory only.
+    ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
+    terminals as lark's ``regex=True`` does: ``\\p{…}`` Unicode properties, the ``regex`` module's
+    Unicode data (needs ``localgcd[lark-regex]``).  ``base_dir``: where the text's relative
+    ``%import .x`` are read (see :meth:`Compiler.compile`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache)
-    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter)
+    options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
+    return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, base_dir=base_dir,
+                            **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
-                        property_order: str = "schema", source: str = "<schema>",
-                        cache_dir: str | Path | None = None, use_cache: bool = True) -> CompiledGrammar:
+                        property_order: str = "schema", additional_properties: str = "closed",
+                        source: str = "<schema>", cache_dir: str | Path | None = None,
+                        use_cache: bool = True) -> CompiledGrammar:
     """Compile a JSON Schema (a dict, JSON text, a Pydantic model class, or OpenAI's ``response_format``).
 
     A keyword that changes validity and is not enforced exactly is a :class:`GrammarError`
     naming it and its JSON pointer; ``lenient=True`` makes those warnings.  ``whitespace``:
     ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
-    ``"schema"`` (as listed) or ``"any"``.
+    ``"schema"`` (as listed) or ``"any"``; ``additional_properties``: ``"closed"`` (an object
+    schema listing its properties, without ``additionalProperties``, admits no other keys, as
+    generation tools read schemas) or ``"schema"`` (JSON Schema's reading: open).
     """
     text = schema if isinstance(schema, str) else _schema_text(schema, source)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     return default_compiler(str(root), use_cache).compile(
-        text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order)
+        text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order,
+        additional_properties=additional_properties)
 
 
 def _schema_text(schema: Any, source: str) -> str:

@@ -49,12 +49,15 @@ def to_lark(text: str, fmt: str, source: str = "<grammar>", **options: Any) -> T
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
         return replace(schema_to_lark(text, source=source, **options), user_text=text, plain_bnf=True)
+    if fmt == "lark":  # option: lark_regex (lark's regex=True)
+        if set(options) - {"lark_regex"}:
+            raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")
+        _check_utf8(text, source)
+        return Translation(text, lark_regex=bool(options.get("lark_regex")))
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
-    if fmt in ("lark", "gbnf", "regex"):
+    if fmt in ("gbnf", "regex"):
         _check_utf8(text, source)
-    if fmt == "lark":
-        return Translation(text)
     if fmt == "gbnf":
         return replace(gbnf_to_lark(text, source), user_text=text)
     if fmt == "regex":

@@ -30,6 +30,12 @@ Language (what the grammar accepts), precisely:
   ``minProperties``/``maxProperties`` need the exact set (at most 5).  (Each
   tracked property doubles the member automaton: 9 cost about 5 s of compile,
   10 about 15 s.)
+* **Closed objects.** ``additional_properties="closed"`` (the default, as
+  llama.cpp's converter, xgrammar's strict mode and OpenAI's strict schemas
+  read schemas for generation): an object schema that lists ``properties`` or
+  ``patternProperties`` and gives no ``additionalProperties`` admits no other
+  member names but those it requires; ``"schema"`` is JSON Schema's reading,
+  where such an object is open.  An object schema listing neither stays open.
 * **Duplicate member names** are never produced for declared properties in
   ``"schema"`` order or tracked ones in ``"any"`` order; two additional members
   may share a name (each value is checked).
@@ -554,8 +560,9 @@ def _empty(ctx, ptr, msg):
 
 
 class _Ctx:
-    def __init__(self, root, source, lenient, whitespace, order):
+    def __init__(self, root, source, lenient, whitespace, order, additional_properties="closed"):
         self.root = root
+        self.closed = additional_properties == "closed"  # objects without additionalProperties: no other keys
         self.source = source
         self.lenient = lenient
         self.order = order
@@ -567,6 +574,7 @@ class _Ctx:
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined
         self.modes: dict[str, tuple[int, int]] = {}  # terminal -> (lexer mode, mode after it)
         self.also: dict[str, list] = {}  # terminal -> the conditions (Also) its lexemes meet too
+        self.inlining: set[str] = set()  # $refs of union branches being expanded in place
         self.n = 0
 
     def name(self, prefix):
@@ -708,6 +716,17 @@ def _merge_all(ctx, schemas, ptr):
             _fail(ctx, ptr, "keyword 'allOf' over several anyOf/oneOf is too large to expand")
         out["anyOf"] = [{"allOf": c} for c in combos]
     return out
+
+
+def _lone_ref(rest, combo):
+    """The $ref of a union branch that is nothing but a $ref (annotations aside) with no
+    sibling constraint (``rest``: the union's other keywords), else None."""
+    if len(combo) != 1 or any(k not in ANNOTATIONS for k in rest):
+        return None
+    s = combo[0][0]
+    if isinstance(s, dict) and isinstance(s.get("$ref"), str) and all(k == "$ref" or k in ANNOTATIONS for k in s):
+        return s["$ref"]
+    return None
 
 
 def _json_eq(a, b):
@@ -949,27 +968,21 @@ class _Translator:
         scal = _Pos()
         others = []
         for combo in branches:
-            sub = [(rest, ptr)] + combo if rest else combo
-            merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
-            if merged is False:
+            ref = _lone_ref(rest, combo)
+            if ref in ctx.inlining:
+                # a recursive anyOf (Optional["Person"]): inside its own inline expansion the branch is
+                # the $ref's rule, made once (as items' and properties' $refs are), not expanded again
+                others.append(self.value(combo[0][0], combo[0][1]))
                 continue
-            if merged is True or merged == {}:
+            if ref is not None:
+                ctx.inlining.add(ref)
+            try:
+                alts = self.union_branch(rest, combo, ptr, scal)
+            finally:
+                ctx.inlining.discard(ref)
+            if alts is None:
                 return self.any_value()
-            bptr = combo[-1][1]
-            if "enum" in merged or "const" in merged:  # every keyword checked on each value
-                others += self.typed(merged, bptr, whole=merged)
-                continue
-            merged, presence = self.presence_and_checks(merged, bptr)
-            if "anyOf" in merged or "oneOf" in merged:
-                if presence:
-                    ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
-                try:
-                    others.append(self.union(merged, bptr))
-                except _NoInstance:  # a branch with no valid instance adds nothing
-                    pass
-                continue
-            for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
-                others.append(alt)
+            others += alts
         if "oneOf" in s:
             self.check_oneof(s, ptr)
         alts = []
@@ -989,6 +1002,34 @@ class _Translator:
         if not alts:
             _empty(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
+
+    def union_branch(self, rest, combo, ptr, scal) -> list[str] | None:
+        """The alternatives of one branch of a union (``rest`` and ``combo`` conjoined), None when
+        it admits every value; its scalars go into ``scal``, for one scalar rule over the union."""
+        ctx = self.ctx
+        others: list[str] = []
+        sub = [(rest, ptr)] + combo if rest else combo
+        merged = _merge_all(ctx, sub, ptr)  # a lone branch too: its allOf / $ref siblings
+        if merged is False:
+            return others
+        if merged is True or merged == {}:
+            return None
+        bptr = combo[-1][1]
+        if "enum" in merged or "const" in merged:  # every keyword checked on each value
+            others += self.typed(merged, bptr, whole=merged)
+            return others
+        merged, presence = self.presence_and_checks(merged, bptr)
+        if "anyOf" in merged or "oneOf" in merged:
+            if presence:
+                ctx.unsupported(bptr, "anyOf", "together with presence constraints (not/dependencies)")
+            try:
+                others.append(self.union(merged, bptr))
+            except _NoInstance:  # a branch with no valid instance adds nothing
+                pass
+            return others
+        for alt in self.typed(merged, bptr, scal_into=scal, presence=presence):
+            others.append(alt)
+        return others
 
     def union_dfa(self, dfas, ptr):
         start = frozenset((i, d["start"]) for i, d in enumerate(dfas))
@@ -1373,7 +1414,10 @@ class _Translator:
         if not isinstance(required, list):
             required = []
         pprops = s.get("patternProperties", {}) or {}
-        addl = s.get("additionalProperties", True)
+        # closed (the generation default): an object that lists its properties, without
+        # additionalProperties, has no others -- but the names it requires or watches
+        closed = ctx.closed and "additionalProperties" not in s and ("properties" in s or "patternProperties" in s)
+        addl = s.get("additionalProperties", not closed)
         pnames = s.get("propertyNames")
         names = list(props)
         declared_names = frozenset(props)
@@ -1384,12 +1428,12 @@ class _Translator:
         for r in list(required) + sorted(watched - set(required)):
             if r not in props:
                 # an undeclared name: its value is what patternProperties / additionalProperties allow
-                if not any(re.search(p, r) for p in pprops) and addl is False:
+                if not any(re.search(p, r) for p in pprops) and addl is False and not closed:
                     if r in required:
                         _empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
                     continue
                 props = dict(props)
-                props[r] = True if any(re.search(p, r) for p in pprops) else addl
+                props[r] = True if closed or any(re.search(p, r) for p in pprops) else addl
                 names.append(r)
         # pattern properties → string patterns
         pat_bodies = []
@@ -2830,15 +2874,28 @@ def _load_schema(schema, source):
     return schema
 
 
+ADDITIONAL_PROPERTIES = ("closed", "schema")
+
+
 def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
-                   property_order: str = "schema", source: str = "<schema>") -> Translation:
-    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc."""
+                   property_order: str = "schema", additional_properties: str = "closed",
+                   source: str = "<schema>") -> Translation:
+    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the module doc.
+
+    ``additional_properties``: ``"closed"`` (the default, as generation tools read schemas) --
+    an object schema that lists ``properties`` or ``patternProperties`` and has no
+    ``additionalProperties`` admits no other keys (but those it requires); ``"schema"`` --
+    JSON Schema's own reading, where such objects are open.
+    """
+    if additional_properties not in ADDITIONAL_PROPERTIES:
+        raise GrammarError(f"{source}: additional_properties must be 'closed' or 'schema', "
+                           f"not {additional_properties!r}")
     if whitespace not in ("default", "compact"):
         raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise GrammarError(f"{source}: property_order must be 'schema' or 'any', not {property_order!r}")
     schema = _load_schema(schema, source)
-    ctx = _Ctx(schema, source, lenient, whitespace, property_order)
+    ctx = _Ctx(schema, source, lenient, whitespace, property_order, additional_properties)
     tr = _Translator(ctx)
     try:
         root = tr.value(schema, "")

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -27,6 +28,7 @@ from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
 from localgcd.grammar.terminals import Also, Terminal
 from localgcd.regex.nfa import literal_bytes
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -84,33 +86,43 @@ class Grammar:
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
                       indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False) -> Grammar:
-    """Parse Lark grammar ``text`` (``source`` names it in messages and anchors relative imports).
+                      user_text: str = "", plain: bool = False, lark_regex: bool = False,
+                      base_dir: str | os.PathLike[str] | None = None) -> Grammar:
+    """Parse Lark grammar ``text`` (``source`` names it in messages).
+
+    Imports: when ``source`` is a file, ``%import .x.y`` is relative to its
+    folder (as lark reads a grammar file); grammar *text* has no folder, so its
+    relative imports are resolved in ``base_dir`` when the caller names one and
+    are an error otherwise -- never against the current directory.  ``%import
+    common.X`` (lark's library) works either way.
 
     For Lark text another front end generated, ``origins`` maps generated
     names to (line, column) in ``user_text``, the user's own grammar, so that
     later errors point there; ``plain=True`` says the text is in the plain
     BNF subset those front ends write, read without lark's parser when it is
     (:mod:`localgcd.grammar.plain_bnf`).  Lexer modes come from the text's
-    ``// localgcd: modes`` line (:mod:`localgcd.grammar.modes`).
+    ``// localgcd: modes`` line (:mod:`localgcd.grammar.modes`).  ``lark_regex=True`` reads the
+    terminals as lark does with ``regex=True``: with the ``regex`` module's syntax and Unicode data
+    (``\\p{…}`` properties; :mod:`localgcd.regex.unicode_properties`).
     """
     read = read_plain_bnf(text, start) if plain else None
     if read is not None:
         term_defs, rules = read
         ignore: list[str] = []
     else:
-        import_paths = [os.path.dirname(os.path.abspath(source))] if os.path.isfile(source) else []
         try:
-            builder_grammar, _ = load_grammar(text, source, import_paths, False)
+            builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
             term_defs, rules, ignore = builder_grammar.compile([start], set())
         except LarkError as exc:
             raise _located(exc, text, source) from None
+        except _TextImportError as exc:
+            raise _import_error(exc.module, exc.why, text, source) from None
         except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
             raise _failed_import(exc, text, source) from None
     origins = origins if origins is not None else definition_positions(text)
     rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, origins, read_modes(text, source), read_also(text, source),
-                                  user_text or text, source)
+    terminals = _ranked_terminals(term_defs, ignore, _TerminalOrigins(origins, text, user_text),
+                                  read_modes(text, source), read_also(text, source), source, lark_regex)
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     declared = sorted(used - set(index))
@@ -119,6 +131,52 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
     return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
+
+
+def _import_paths(source: str, base_dir: str | os.PathLike[str] | None) -> list[Any]:
+    """lark's ``import_paths`` for a grammar from ``source``: its file's folder, or, for text,
+    a resolver of its relative imports (lark would try the current directory)."""
+    if os.path.isfile(source):
+        return [os.path.dirname(os.path.abspath(source))]
+    resolver = _TextImports(os.path.split(source)[0], source,
+                            None if base_dir is None else os.path.abspath(os.fspath(base_dir)))
+    return [resolver] + ([resolver.base_dir] if resolver.base_dir is not None else [])
+
+
+@dataclass(frozen=True)
+class _TextImports:
+    """A callable lark tries first for each import (``(base_path, grammar_path) -> (path, text)``,
+    IOError: try the next place).  lark's base path for a relative import of the text itself
+    is ``own_base`` (the folder part of its name, usually ""); those imports are read from
+    ``base_dir`` or refused.  Library imports and imported files' own relative imports go on
+    as lark does them."""
+
+    own_base: str
+    source: str
+    base_dir: str | None
+
+    def __call__(self, base_path: Any, grammar_path: str) -> tuple[str, str]:
+        if base_path is None or base_path != self.own_base:
+            raise OSError(grammar_path)
+        module = grammar_path.removesuffix(".lark").replace(os.sep, ".")
+        if self.base_dir is None:
+            raise _TextImportError(module, "grammar text has no folder for a relative import to start from; "
+                                           "give the grammar as a file, or name a base directory (base_dir=)")
+        path = os.path.join(self.base_dir, grammar_path)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return path, fh.read()
+        except OSError:
+            raise _TextImportError(module, f"no grammar file {grammar_path} in the base directory "
+                                           f"{self.base_dir}") from None
+
+
+class _TextImportError(Exception):
+    """A relative import of grammar text that cannot be read (made a located GrammarError)."""
+
+    def __init__(self, module: str, why: str) -> None:
+        super().__init__(why)
+        self.module, self.why = module, why
 
 
 # --------------------------------------------------------------------------- rules
@@ -161,20 +219,21 @@ _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
-def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[str, tuple[int, int]],
+def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: "_TerminalOrigins",
                       modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]],
-                      text: str = "", source: str = "<grammar>") -> list[Terminal]:
+                      source: str = "<grammar>", lark_regex: bool = False) -> list[Terminal]:
     """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics".
 
     ``modes`` and ``also`` come from the text's ``// localgcd:`` lines (names of unused terminals
     there are ignored: lark drops those terminals).  A regex ``re`` rejects is a :class:`GrammarError`
-    at its terminal (``text`` and ``source`` locate it)."""
+    at its terminal.  With ``lark_regex``, a terminal that is not one plain string is marked to be
+    read with the ``regex`` module's syntax (lark's ``regex=True``)."""
     widths = {}
     for t in defs:
         try:
             widths[t.name] = _max_width(t.pattern)
         except _InvalidRegex as exc:
-            raise _terminal_error(t, str(exc), origins, text, source) from None
+            raise origins.error(t, str(exc), source) from None
     ranked = sorted(
         defs,
         key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -widths[t.name],
@@ -183,14 +242,16 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: dict[
     ignored = set(ignore)
     out = []
     for t in ranked:
-        line, column = origins.get(t.name, (None, None))
+        (line, column), written = origins.of(t)
         regex = t.pattern.to_regexp()
         regex = _EXACT_ESCAPED_STRING if regex == _LARK_ESCAPED_STRING else regex
+        if lark_regex and literal_bytes(regex) is None:
+            regex = REGEX_MODULE_PREFIX + regex
         mode, next_mode = modes.get(t.name, (0, 0))
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
                             line=line, column=column, mode=mode, next_mode=next_mode,
-                            also=also.get(t.name, ())))
+                            also=also.get(t.name, ()), written=written))
     return out
 
 
@@ -203,6 +264,47 @@ try:  # lark measures a regex that ``re`` cannot parse with the ``regex`` module
 except ImportError:  # pragma: no cover - regex is installed with lark here
     _regex_module_error = re.error
 _REGEX_ERRORS = (re.error, ValueError, _regex_module_error)
+
+
+_NAMESPACED = re.compile(r"^[A-Za-z0-9]\w*?__[A-Z_]")  # lark's name for an imported grammar's terminal
+
+
+class _TerminalOrigins:
+    """Where the grammar text writes each terminal: a named one's definition; an anonymous one
+    (lark names ``"++"`` ``__ANON_3``, ``"if"`` ``IF``) the first place its pattern is written; an
+    imported one (``%import common.WS``, or ``csv__NUMBER`` through ``%import .csv``) its import."""
+
+    def __init__(self, origins: dict[str, tuple[int, int]], text: str, user_text: str) -> None:
+        self.origins, self.text, self.generated = origins, text, bool(user_text)
+        self.shown = user_text or text  # the text positions refer to
+
+    def error(self, terminal: TerminalDef, problem: str, source: str) -> GrammarError:
+        """``problem`` of ``terminal`` where the text writes it (``problem`` names an anonymous one's pattern)."""
+        (line, column), written = self.of(terminal)
+        named = "" if written or terminal.name.startswith("__") else f"terminal {terminal.name}: "
+        return GrammarError(named + problem, source, line, column, _source_line(self.shown, line))
+
+    def of(self, terminal: TerminalDef) -> tuple[tuple[int | None, int | None], str]:
+        """((line, column), how the text writes it when it is anonymous, else "")."""
+        name = terminal.name
+        if name in self.origins:
+            return self.origins[name], ""
+        if self.generated:  # another front end's terminal: its origin, when it has one, is in origins
+            return (None, None), ""
+        if _NAMESPACED.match(name):
+            return self._import_of(name), ""
+        raw = getattr(terminal.pattern, "raw", None) or ""
+        if raw and not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", self.text):
+            offset = self.text.find(raw)
+            return (_line_column(self.text, offset) if offset >= 0 else self._import_of(name)), raw
+        return _first_use(self.text, name) if name in self.text else self._import_of(name), ""
+
+    def _import_of(self, name: str) -> tuple[int | None, int | None]:
+        """The ``%import`` that brought namespaced terminal ``ns__NAME`` (lark's name for a terminal
+        of an imported grammar) into the text."""
+        namespace = name.split("__", 1)[0] if "__" in name.strip("_") else ""
+        found = re.search(rf"^[ \t]*%import[ \t]+\.?{re.escape(namespace)}\b", self.text, re.M) if namespace else None
+        return _line_column(self.text, found.start()) if found else (None, None)
 
 
 def _max_width(pattern: PatternStr | PatternRE) -> int:
@@ -223,17 +325,6 @@ def _max_width(pattern: PatternStr | PatternRE) -> int:
             why = exc.msg + (f" at position {at}" if at is not None and at >= 0 else "")
         flags = "".join(pattern.flags)
         raise _InvalidRegex(f"invalid regular expression /{pattern.value}/{flags}: {why}") from None
-
-
-def _terminal_error(t: TerminalDef, problem: str, origins: dict[str, tuple[int, int]], text: str,
-                    source: str) -> GrammarError:
-    """``problem`` of terminal ``t`` at its definition, or (an anonymous one) where its pattern is written."""
-    line, column = origins.get(t.name, (None, None))
-    raw = getattr(t.pattern, "raw", None)
-    if line is None and raw and raw in text:
-        line, column = _line_column(text, text.index(raw))
-    named = "" if t.name.startswith("__") else f"terminal {t.name}: "
-    return GrammarError(named + problem, source, line, column, _source_line(text, line))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -393,6 +484,11 @@ def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> Gra
         found = re.search(r"\(((?:'[^']*',? ?)+)\)", str(exc))  # lark names the module as a tuple of parts
         wanted = ".".join(re.findall(r"'([^']*)'", found.group(1))) if found else ""
         why = "the grammar file lies where lark does not look for it" if found else _first_line(str(exc) or "failed")
+    return _import_error(wanted, why, text, source, " (next to the grammar file, or among lark's own grammars)")
+
+
+def _import_error(wanted: str, why: str, text: str, source: str, hint: str = "") -> GrammarError:
+    """``cannot import 'x': why`` at the ``%import`` line of module ``wanted``."""
     imports = list(_IMPORT.finditer(text))
     at = next((i for i in imports if i.group("path").lstrip(".").startswith(wanted + ".")
                or i.group("path").lstrip(".") == wanted), imports[0] if imports else None)
@@ -401,8 +497,7 @@ def _failed_import(exc: OSError | AssertionError, text: str, source: str) -> Gra
     shown = at.group("path").rsplit(".", 1)[0] if at.group("path").count(".") > at.group("path").startswith(".") \
         else at.group("path")
     line, column = _line_column(text, at.start("path"))
-    return GrammarError(f"cannot import {shown!r}: {why} (next to the grammar file, or among lark's own grammars)",
-                        source, line, column, _source_line(text, line))
+    return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, _source_line(text, line))
 
 
 def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:

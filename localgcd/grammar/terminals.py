@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
+
+from localgcd.errors import one_line
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
+
+_ESCAPED = re.compile(r"\\(.)", re.S)  # re.escape's backslashes
+_UNESCAPED = r"\1"
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,17 @@ class Terminal:
     mode: int = 0  # the lexer mode it is lexed in (0: the one lexing starts in)
     next_mode: int = 0  # the mode lexing goes on in after it (see localgcd.lexer.product)
     also: tuple[Also, ...] = ()  # conditions every lexeme meets too (the text's ``also`` lines)
+    written: str = ""  # an anonymous terminal as the grammar writes it (``/".*?"/``, ``"++"``); "" for a named one
+
+    def describe(self) -> str:
+        """The terminal in the user's words, for messages: ``terminal NAME /regex/``, or an anonymous
+        one by its pattern as written; control characters escaped."""
+        if self.written:
+            return f"{'pattern' if self.written.startswith('/') else 'string'} {one_line(self.written)}"
+        regex = self.regex.removeprefix(REGEX_MODULE_PREFIX)
+        if self.is_literal and not regex.startswith("(?"):  # a named string: KW: "go"
+            return f'terminal {self.name} "{one_line(_ESCAPED.sub(_UNESCAPED, regex))}"'
+        return f"terminal {self.name} /{one_line(regex)}/"
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -18,16 +18,27 @@ def chat_template(llama: Any) -> str | None:
     return meta.get("tokenizer.chat_template") or None
 
 
-def prompt_tokens(model: Any, prompt: str, chat: bool | None = None, system: str | None = None) -> list[int]:
+def prompt_tokens(model: Any, prompt: str, chat: bool | None = None, system: str | None = None,
+                  template: str | None = None) -> list[int]:
     """The prompt's token ids for ``model`` (a :class:`~localgcd.llama.loading.LoadedModel`),
-    wrapped in its chat template when ``chat`` (None: the model's default)."""
+    wrapped in its chat template when ``chat`` (None: the model's default; yes when ``template``,
+    a Jinja chat template that replaces the GGUF's, is given)."""
     llama = model.llama
-    use_chat = model.chat if chat is None else chat
+    use_chat = (model.chat or template is not None) if chat is None else chat
     if not use_chat:
+        if system is not None:  # it would silently vanish: a system message exists only in a chat
+            why = ("--no-chat" if chat is False else "its GGUF has no chat template" if model.spec.chat is None
+                   else "its models.toml entry says chat = false")
+            raise ModelError(f"a system message needs the chat template, and model {model.spec.name!r} is used "
+                             f"without one ({why})")
+        if template is not None:
+            raise ModelError("a chat template was given together with --no-chat")
         return list(llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
-    template = chat_template(llama)
+    shown = "the given chat template" if template is not None else "its chat template"
+    template = template if template is not None else chat_template(llama)
     if template is None:
-        raise ModelError(f"model {model.spec.name!r} has no chat template in its GGUF; use --no-chat")
+        raise ModelError(f"model {model.spec.name!r} has no chat template in its GGUF; use --no-chat "
+                         "or --chat-template FILE")
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     def token_text(tok: int) -> str:
@@ -48,6 +59,7 @@ def prompt_tokens(model: Any, prompt: str, chat: bool | None = None, system: str
         )
         rendered = formatter(messages=messages)
     except Exception as exc:  # jinja2 errors, raise_exception() in templates
-        raise ModelError(f"model {model.spec.name!r}: its chat template failed: {exc}; use --no-chat") from None
+        reason = " ".join(str(exc).split())
+        raise ModelError(f"model {model.spec.name!r}: {shown} failed: {reason}; use --no-chat") from None
     # The template writes BOS itself when the model wants one (added_special).
     return list(llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=False, special=True))

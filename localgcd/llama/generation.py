@@ -55,6 +55,7 @@ from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, Gr
 FINISH_REASONS: dict[str, str] = {
     "end_token": "stop",
     "grammar": "stop",
+    "stop_string": "stop",
     "max_tokens": "length",
     "context_full": "length",
     "interrupted": "interrupted",
@@ -71,7 +72,8 @@ class Result:
     ``"length"`` (max_tokens or a full context cut it off; check ``complete``)
     or ``"interrupted"`` (Ctrl-C).  ``stop_reason`` is the detail:
     ``"end_token"`` (the model ended it), ``"grammar"`` (nothing but the end,
-    or only whitespace, could follow), ``"max_tokens"``, ``"context_full"``,
+    or only whitespace, could follow), ``"stop_string"`` (a ``stop`` text was
+    generated; ``text`` ends before it), ``"max_tokens"``, ``"context_full"``,
     ``"interrupted"``.  ``tokens`` are the generated ids (the end token, if
     any, not included).
     """
@@ -87,6 +89,7 @@ class Result:
     grammar: str = ""
     gpu_offload: bool = False
     n_gpu_layers: int = 0
+    threads: int = 0  # CPU threads llama.cpp used per decode
     raw: bytes = field(default=b"", repr=False)
 
     @property
@@ -123,6 +126,26 @@ def compile_for(grammar: Any, vocab: Any, cache_dir: Any = None) -> tuple[Any, f
         kwargs["cache_dir"] = cache_dir
     compiled = compile_grammar(src.text, vocab, **kwargs)
     return compiled, time.perf_counter() - t0, src.name
+
+
+# --------------------------------------------------------------------------- stop strings
+
+
+def cut_at_stop(raw: bytearray, n_new: int, stop: tuple[str, ...]) -> bool:
+    """Cut ``raw`` before the first stop string that its last ``n_new`` bytes completed."""
+    longest = max(len(s.encode("utf-8")) for s in stop)
+    start = max(0, len(raw) - n_new - longest + 1)
+    hits = [i for i in (bytes(raw).find(s.encode("utf-8"), start) for s in stop) if i >= 0]
+    if not hits:
+        return False
+    del raw[min(hits):]
+    return True
+
+
+def is_sentence(compiled: Any, raw: bytes) -> bool:
+    """``raw`` is a complete sentence of ``compiled`` (read afresh: a text cut at a stop string)."""
+    m = compiled.matcher()
+    return bool(m.accept_bytes(raw) and m.is_accepting())
 
 
 # --------------------------------------------------------------------------- interrupts
@@ -172,8 +195,13 @@ class _Run:
     """The state of one generation; :meth:`finish` builds its Result at any point."""
 
     def __init__(self, gen: Generator, toks: list[int], max_tokens: int, seed: int,
-                 sampling: dict[str, Any]) -> None:
+                 sampling: dict[str, Any], stop: tuple[str, ...] = ()) -> None:
         self.gen, self.toks, self.max_tokens, self.seed, self.sampling = gen, toks, max_tokens, seed, sampling
+        self.stop = stop
+        # bytes of the text not yet streamed: a stop string's first bytes are held back until
+        # the next token shows whether the stop string follows
+        self.hold = max((len(x.encode("utf-8")) for x in stop), default=1) - 1
+        self.sent = 0
         self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks))
         self.raw = bytearray()
         self.out: list[int] = []
@@ -240,13 +268,17 @@ class _Run:
                 self.out.append(tok)
                 piece = vocab_bytes[tok]
                 self.raw += piece
-                text = decoder.decode(piece)
                 stop = proc.should_stop()  # computes the next mask (cached for the next call)
                 self.step_ns.append(time.perf_counter_ns() - t_step)
-                if stop:
+                if self.stop and cut_at_stop(self.raw, len(piece), self.stop):
+                    reason = "stop_string"
+                elif stop:
                     reason = "grammar"
                 elif len(self.out) >= limit:
                     reason = "max_tokens" if limit == self.max_tokens else "context_full"
+                end = len(self.raw) if reason else max(self.sent, len(self.raw) - self.hold)
+                text = decoder.decode(bytes(self.raw[self.sent:end]))
+                self.sent = end
                 self.critical = False
                 if guard.pending:
                     raise self._interrupt()
@@ -258,7 +290,8 @@ class _Run:
             self.critical = False
             gen.close()
         proc.raise_pending()
-        tail = decoder.decode(b"", final=True)
+        tail = decoder.decode(bytes(self.raw[self.sent:]), final=True)
+        self.sent = len(self.raw)
         if tail:
             yield tail
         self.finish(reason)
@@ -298,7 +331,7 @@ class _Run:
         self.result = Result(
             text=raw.decode("utf-8", errors="replace"),
             tokens=list(self.out),
-            complete=proc.is_complete(),
+            complete=is_sentence(gen.compiled, raw) if reason == "stop_string" else proc.is_complete(),
             stop_reason=reason,
             timings=timings,
             prompt_tokens=len(self.toks),
@@ -307,6 +340,7 @@ class _Run:
             grammar=gen.grammar_name,
             gpu_offload=gen.model.offload_active,
             n_gpu_layers=gen.model.n_gpu_layers,
+            threads=gen.model.n_threads,
             raw=raw,
         )
         return self.result
@@ -408,15 +442,26 @@ class Generator:
         seed: int | None = None,
         chat: bool | None = None,
         system: str | None = None,
+        stop: str | list[str] | tuple[str, ...] = (),
+        chat_template: str | None = None,
     ) -> GenerationStream:
-        """Start generating; the prompt is checked against n_ctx right away."""
+        """Start generating; the prompt is checked against n_ctx right away.
+
+        ``stop``: texts that end generation when generated (the text ends before the first);
+        ``chat_template``: a Jinja chat template to use instead of the GGUF's (for one without).
+        """
+        stops = (stop,) if isinstance(stop, str) else tuple(stop)
+        if not all(isinstance(x, str) and x for x in stops):
+            raise LocalgcdError("every stop string must be a non-empty text")
+        if not prompt.strip():
+            raise LocalgcdError("the prompt is empty")
         if max_tokens < 1:
             raise LocalgcdError(f"max_tokens must be at least 1, not {max_tokens}")
         if temperature < 0:
             raise LocalgcdError(f"temperature must be >= 0, not {temperature}")
         if not 0 < top_p <= 1:
             raise LocalgcdError(f"top_p must be in (0, 1], not {top_p}")
-        toks = prompt_tokens(self.model, prompt, chat, system)
+        toks = prompt_tokens(self.model, prompt, chat, system, chat_template)
         n_ctx = self.model.n_ctx
         if len(toks) >= n_ctx:
             raise ModelError(f"the prompt is {len(toks)} tokens but the context holds {n_ctx} "
@@ -425,14 +470,15 @@ class Generator:
             seed = secrets.randbits(31)
         sampling = dict(temp=float(temperature), top_p=float(top_p), top_k=int(top_k),
                         min_p=float(min_p), repeat_penalty=float(repeat_penalty))
-        return GenerationStream(_Run(self, toks, int(max_tokens), int(seed), sampling))
+        return GenerationStream(_Run(self, toks, int(max_tokens), int(seed), sampling, stops))
 
     def generate(self, prompt: str, **kwargs: Any) -> Result:
         """Generate to the end and return the :class:`Result`."""
         return self.stream(prompt, **kwargs).run()
 
 
-_SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "chat", "system"}
+_SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "chat", "system",
+                  "stop", "chat_template"}
 _LOAD_KEYS = {"n_gpu_layers", "n_ctx", "n_threads", "cache_dir", "verbose"}
 
 
@@ -457,7 +503,7 @@ def generate(model: Any, grammar: Any, prompt: str, **kwargs: Any) -> Result:
     None for the default.  ``grammar``: a shipped name (``"json"``), a ``.lark``
     path, grammar text (anything with a newline), or a compiled grammar.
     Sampling: ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``min_p``,
-    ``repeat_penalty``, ``seed``, ``chat``, ``system``.  Loading:
+    ``repeat_penalty``, ``seed``, ``chat``, ``system``, ``stop``, ``chat_template``.  Loading:
     ``n_gpu_layers``, ``n_ctx``, ``n_threads``, ``cache_dir``, ``verbose``.
     """
     load_kw, sample_kw = _split(kwargs)

@@ -37,6 +37,11 @@ class LoadedModel:
         return min(n, len(ids)) if ids is not None else n
 
     @property
+    def n_threads(self) -> int:
+        """CPU threads llama.cpp uses per decode (generation; the prompt's batch uses as many)."""
+        return int(getattr(self.llama, "n_threads", 0) or 0)
+
+    @property
     def n_vocab(self) -> int:
         return int(self.llama.n_vocab())
 
@@ -76,7 +81,10 @@ def load_model(
     seed: int | None = None,
     verbose: bool = False,
 ) -> LoadedModel:
-    """Load ``model`` (a name from models.toml, a GGUF path, or None for the default)."""
+    """Load ``model`` (a name from models.toml, a GGUF path, or None for the default).
+
+    ``n_threads``: CPU threads for every decode, the prompt's batches included (default:
+    :func:`default_threads`)."""
     spec = model if isinstance(model, ModelSpec) else resolve_model(model)
     path = spec.locate()
     check_gguf(path, ModelError)
@@ -88,9 +96,10 @@ def load_model(
     LLAMA_LOG.verbose = verbose
     kwargs: dict[str, Any] = dict(model_path=str(path), n_ctx=ctx, n_gpu_layers=layers, verbose=verbose,
                                   logits_all=False)
-    if n_threads is not None:
-        kwargs["n_threads"] = int(n_threads)
-        kwargs["n_threads_batch"] = int(n_threads)
+    threads = default_threads() if n_threads is None else int(n_threads)
+    if threads < 1:
+        raise ModelError(f"n_threads must be at least 1, not {threads}")
+    kwargs["n_threads"] = kwargs["n_threads_batch"] = threads
     if seed is not None:
         kwargs["seed"] = int(seed) & 0xFFFFFFFF
     t0 = time.perf_counter()
@@ -101,6 +110,24 @@ def load_model(
             raise ModelError(f"{path}: cannot load model: {log.first_error() or exc}") from None
     _warm_up(llama)
     return LoadedModel(spec, path, llama, layers, time.perf_counter() - t0)
+
+
+def default_threads() -> int:
+    """Half the CPUs this process may run on, at least 1, for generation and prompt alike.
+
+    llama.cpp's threads wait for each other at every step of a decode by spinning; when
+    other work holds some of the cores (other jobs, or the caller's own), a thread that
+    is not scheduled stalls all the others.  On a shared 2-core machine the old default
+    (llama-cpp-python's: half the cores for generation, all of them for the prompt) made
+    ``generate -g arithmetic`` 5-40 times slower than one thread (docs/cli.md, "Threads");
+    half the cores keeps most of the speed of all of them on an idle machine and leaves
+    room on a busy one.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // 2)
 
 
 def _warm_up(llama: Any) -> None:

@@ -6,6 +6,13 @@ the character sets as ``re`` does, ``(?s)`` decides what ``.`` is, ``(?a)``
 what ``\\d``, ``\\w`` and ``\\s`` are, ``(?m)`` which anchors ``^`` and ``$``
 are.  Back-references, conditionals, possessive quantifiers, atomic groups and
 the locale flag are refused with :class:`UnsupportedRegex`.
+
+A pattern that starts with ``(?V0)`` (the ``regex`` module's own flag for its
+default, re-compatible syntax) is read as lark reads a terminal with
+``regex=True``: Unicode properties (``\\p{L}``, ``\\P{XID_Start}``,
+``\\p{Script=Latin}``) are allowed, and ``\\d``, ``\\w``, ``\\s``, the
+properties and ``(?i)`` mean what the ``regex`` module makes of them
+(:mod:`localgcd.regex.unicode_properties`).
 """
 
 from __future__ import annotations
@@ -22,6 +29,11 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from localgcd.regex.charset import CharSet, case_closure, category
 from localgcd.regex.syntax import EMPTY, Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
+from localgcd.regex.unicode_properties import property_chars, regex_module_case_closure, regex_module_category
+
+#: The prefix that marks a pattern as read with the ``regex`` module's syntax (lark's ``regex=True``).
+REGEX_MODULE_PREFIX = "(?V0)"
+_PLACEHOLDER_BASE = 0x10FE00  # \p{…} stands in for sre_parse as a literal code point from here on
 
 _CATEGORY_PATTERNS = {
     sre.CATEGORY_DIGIT: r"\d",
@@ -45,18 +57,71 @@ for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GRO
 def parse_python_regex(pattern: str) -> Node:
     """``pattern`` as Python's ``re`` reads it.  Raises :class:`UnsupportedRegex` naming the
     construct, or the syntax error, for a pattern it cannot read."""
+    properties: dict[int, CharSet] = {}
+    regex_module = pattern.startswith(REGEX_MODULE_PREFIX)
+    if regex_module:
+        pattern, properties = _property_placeholders(pattern[len(REGEX_MODULE_PREFIX):])
     try:
         parsed = sre_parse.parse(pattern)
     except (re.error, OverflowError, RecursionError) as exc:
+        if not regex_module and str(exc).startswith(("bad escape \\p", "bad escape \\P")):
+            raise UnsupportedRegex("\\p{…} (a Unicode property) is the regex module's syntax, which lark reads"
+                                   " only with regex=True: compile with lark_regex=True (--lark-regex)") from None
         raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
     flags = parsed.state.flags
     if flags & sre.SRE_FLAG_LOCALE:
         raise UnsupportedRegex("locale-dependent flag (?L)")
-    return _Reader().sequence(parsed, flags)
+    return _Reader(properties, regex_module).sequence(parsed, flags)
+
+
+_PROPERTY = re.compile(r"\\[pP](?:\{(?P<braced>[^}]*)\}|(?P<letter>[A-Za-z]))")
+
+
+def _property_placeholders(pattern: str) -> tuple[str, dict[int, CharSet]]:
+    """``pattern`` with each ``\\p{…}``/``\\P{…}`` replaced by a ``\\U`` escape of a code point the
+    pattern does not use (sre_parse reads it as a literal), and what each such code point stands for."""
+    properties: dict[int, CharSet] = {}
+    out: list[str] = []
+    position = 0
+    placeholder = _PLACEHOLDER_BASE
+    while position < len(pattern):
+        if pattern[position] != "\\":
+            out.append(pattern[position])
+            position += 1
+            continue
+        found = _PROPERTY.match(pattern, position)
+        if found is None:  # another escape: copied whole, so an escaped backslash is not read again
+            out.append(pattern[position:position + 2])
+            position += 2
+            continue
+        while chr(placeholder) in pattern or f"{placeholder:08x}" in pattern.lower():
+            placeholder += 1
+        spelled = found.group("braced") or found.group("letter")
+        properties[placeholder] = _property_set(found.group(0)[1] == "P", spelled)
+        out.append(f"\\U{placeholder:08x}")
+        placeholder += 1
+        position = found.end()
+    return "".join(out), properties
+
+
+def _property_set(negated: bool, spelled: str) -> CharSet:
+    """The set of ``\\p{spelled}`` (``\\P{…}`` or ``\\p{^…}``: its complement)."""
+    if spelled.startswith("^"):
+        negated, spelled = not negated, spelled[1:]
+    name, _, value = spelled.replace(":", "=", 1).partition("=")
+    chars = property_chars(name.strip(), value.strip() or None)
+    return chars.complement() if negated else chars
 
 
 class _Reader:
-    """One parsed pattern (``re._parser``'s nested op lists) → AST nodes."""
+    """One parsed pattern (``re._parser``'s nested op lists) → AST nodes.
+
+    ``properties``: the placeholder code points that stand for Unicode properties; ``regex_module``:
+    classes and case folding as the ``regex`` module reads them."""
+
+    def __init__(self, properties: dict[int, CharSet] | None = None, regex_module: bool = False) -> None:
+        self.properties = properties or {}
+        self.regex_module = regex_module
 
     def sequence(self, items, flags: int) -> Node:
         nodes = tuple(self.node(op, arg, flags) for op, arg in items)
@@ -92,8 +157,7 @@ class _Reader:
             return Anchor(self.anchor_kind(arg, flags))
         raise UnsupportedRegex(f"unsupported construct: {op}")
 
-    @staticmethod
-    def anchor_kind(code, flags: int) -> str:
+    def anchor_kind(self, code, flags: int) -> str:
         multiline = flags & sre.SRE_FLAG_MULTILINE
         ascii_words = "_ascii" if flags & sre.SRE_FLAG_ASCII else ""
         kinds = {
@@ -106,15 +170,18 @@ class _Reader:
         }
         if code not in kinds:
             raise UnsupportedRegex(f"unsupported construct: anchor {code}")
+        if self.regex_module and code in (sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY):
+            raise UnsupportedRegex("unsupported construct: word boundary in a pattern read with the regex module")
         return kinds[code]
 
-    @staticmethod
-    def literal_set(code_point: int, flags: int) -> CharSet:
-        chars = CharSet.of(code_point)
-        return case_closure(chars) if flags & sre.SRE_FLAG_IGNORECASE else chars
+    def literal_set(self, code_point: int, flags: int) -> CharSet:
+        chars = self.properties[code_point] if code_point in self.properties else CharSet.of(code_point)
+        return self.fold(chars) if flags & sre.SRE_FLAG_IGNORECASE else chars
 
-    @staticmethod
-    def class_set(items, flags: int) -> CharSet:
+    def fold(self, chars: CharSet) -> CharSet:
+        return regex_module_case_closure(chars) if self.regex_module else case_closure(chars)
+
+    def class_set(self, items, flags: int) -> CharSet:
         negate = False
         chars = CharSet()
         ascii_only = "(?a)" if flags & sre.SRE_FLAG_ASCII else ""
@@ -122,16 +189,17 @@ class _Reader:
             if op is sre.NEGATE:
                 negate = True
             elif op is sre.LITERAL:
-                chars = chars | CharSet.of(arg)
+                chars = chars | (self.properties[arg] if arg in self.properties else CharSet.of(arg))
             elif op is sre.RANGE:
                 chars = chars | CharSet([arg])
             elif op is sre.CATEGORY:
-                chars = chars | category(ascii_only + _CATEGORY_PATTERNS[arg])
+                escape = ascii_only + _CATEGORY_PATTERNS[arg]
+                chars = chars | (regex_module_category(escape) if self.regex_module else category(escape))
             else:
                 raise UnsupportedRegex(f"unsupported construct in character class: {op}")
         if flags & sre.SRE_FLAG_IGNORECASE:
-            chars = case_closure(chars)
+            chars = self.fold(chars)
         return chars.complement() if negate else chars
 
 
-__all__ = ["EMPTY", "parse_python_regex"]
+__all__ = ["EMPTY", "REGEX_MODULE_PREFIX", "parse_python_regex"]
