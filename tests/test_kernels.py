@@ -12,6 +12,8 @@ emitted, end state).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -34,9 +36,19 @@ from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, sma
 
 SMALL_CASES = [pytest.param(name, "own", id=f"{name}-own") for name in SMALL_GRAMMARS]
 SMALL_CASES += [pytest.param(name, "bytes", id=f"{name}-bytes") for name in SMALL_GRAMMARS]
-REAL_CASES = [pytest.param(grammar, vocab, id=f"{grammar}-{vocab}", marks=pytest.mark.slow)
+# test_exactness.py's real cases: the library's grammars and SynCode's, with real vocabularies
+REAL_CASES = [pytest.param(grammar, vocab, id=f"{grammar.replace('/', '-')}-{vocab}", marks=pytest.mark.slow)
               for grammar, vocab in (("json", "smollm2"), ("json", "llama-bpe"), ("json", "gemma3"),
-                                     ("java", "llama-bpe"), ("java", "smollm2"))]
+                                     ("java", "llama-bpe"), ("java", "smollm2"),
+                                     ("syncode/go", "smollm2"), ("syncode/java", "smollm2"))]
+SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
+
+
+def real_grammar(name: str) -> str:
+    """A shipped grammar's text, or SynCode's (``syncode/<name>``)."""
+    if name.startswith("syncode/"):
+        return (SYNCODE / f"{name.split('/')[1]}.lark").read_text(encoding="utf-8")
+    return grammar_file(name)
 
 
 def test_the_kernels_are_built() -> None:
@@ -98,7 +110,7 @@ def test_the_compiled_walk_gives_numpys_rows_small(name: str, vocab_kind: str, b
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
 def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, vocab_name: str, breadth_from: int) -> None:
     vocab = load_vocab(vocab_name)
-    compiled = Compiler(use_cache=False).compile(grammar_file(grammar), vocab)
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
     assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), 7, breadth_from)
 
 
@@ -222,7 +234,7 @@ def test_masks_assembled_by_the_kernel_are_numpys_small(name: str, vocab_kind: s
     pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow)])
 def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str, vocab_name: str) -> None:
     """Real vocabularies (classes of many tokens), and Python's Indenter (tokens set one by one)."""
-    compiled = Compiler(use_cache=False).compile(grammar_file(grammar), load_vocab(vocab_name))
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
     assert_same_masks_along_walks(compiled, 11, 3, 40)
 
 
