@@ -157,14 +157,15 @@ def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_fr
                                                             monkeypatch, tokens: list[bytes], data) -> None:
     """Whichever branches of a row are walked together (a random subset of terminals picks
     them, so walks mix dense and sparse rounds, and levels of arrays with levels node by node:
-    none, the usual few, or all of them; the step codes made up front or as states are reached),
+    none, the usual few, or all of them; the step codes made up front or as states are reached:
+    the numpy walk, the compiled kernel's reference; tests/test_kernels.py tests the kernel),
     each entry is what lexing the token's bytes from that state gives; a branch is kept iff its
     state can still become a chosen terminal."""
     monkeypatch.setattr(token_spanner, "SMALL_FRONTIER", small_frontier)
     monkeypatch.setattr(token_spanner, "EAGER_STEP_ROWS", eager_step_rows)
     token_bytes = tuple(bytes([b]) for b in _JSON_BYTES) + tuple(tokens)
     trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
-    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes))
+    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=False)
     n_terminals = json_lexer.producible.shape[1]
     for q in range(json_lexer.n_states):
         chosen = np.array(data.draw(st.lists(st.booleans(), min_size=n_terminals, max_size=n_terminals)))
@@ -180,7 +181,7 @@ def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_fr
         first_states = json_lexer.next_state[q, trie.first_bytes[every]]
         expected = every[json_lexer.producible[first_states][:, chosen].any(axis=1)]
         assert np.array_equal(np.sort(positions), expected)
-        alone = LazyTokenSpanner(json_lexer, trie, len(token_bytes))  # one token's outcome: its branch only
+        alone = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=False)  # one token's outcome: its branch only
         row = dict(zip(*(part.tolist() for part in spanner.continuing(q))))
         for position in range(trie.n_positions):
             found = alone.outcome_of(q, position)

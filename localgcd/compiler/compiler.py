@@ -182,7 +182,7 @@ class Compiler:
         lazy_requested = lazy
         lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
         spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else \
-            build_token_spanner(lexer, trie, len(vocab), meter)
+            build_token_spanner(lexer, trie, len(vocab), meter=meter)
         t4 = time.perf_counter()
         compiled = CompiledGrammar(
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,

@@ -66,16 +66,21 @@ class LazyTokenSpanner:
 
     lazy = True
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int, built: BuiltRows | None = None) -> None:
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int, built: BuiltRows | None = None,
+                 kernels: bool | None = None) -> None:
         """``built``: rows an earlier spanner of the same lexer and trie built (:meth:`built_rows`,
-        e.g. from the on-disk cache): this one starts with them, and with their outcome ids."""
+        e.g. from the on-disk cache): this one starts with them, and with their outcome ids.
+        ``kernels``: build rows with the compiled kernels (True), numpy (False), or the kernels
+        when they were built (None)."""
         self.lexer, self.trie = lexer, trie
         self._n_tokens = n_tokens
         self.n_base = lexer.n_states
+        self.kernels = kernels
         if built is not None and built.n_base != lexer.n_states:
             raise ValueError("built rows of another lexer")
         self._outcomes = built.outcome_table() if built is not None else OutcomeTable(lexer.n_states)
-        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes)
+        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes, kernels), self._outcomes,
+                                    kernels)
         self._n_saved = built.n_branches if built is not None else 0
         if built is not None:
             self._branches.restore(built)  # each branch taken (and checked) on first use
@@ -182,7 +187,7 @@ class LazyTokenSpanner:
 
     def materialize(self) -> TokenSpanner:
         """The eager spanner of the same lexer and trie (for the on-disk cache)."""
-        return build_token_spanner(self.lexer, self.trie, self._n_tokens)
+        return build_token_spanner(self.lexer, self.trie, self._n_tokens, self.kernels)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The eager spanner's arrays (:meth:`materialize`; a lazy cache entry stores :meth:`built_rows`)."""

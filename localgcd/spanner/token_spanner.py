@@ -46,6 +46,9 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
+from localgcd.spanner.kernels import (BREADTH_FROM, DistinctValues, WalkScratch, kernels_available, loop_bytes,
+                                      walk_branches)
+from localgcd.spanner.kernels import first_emissions as kernel_first_emissions
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -350,14 +353,15 @@ class Rows:
 
 
 def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
-                        meter: BudgetMeter | None = None) -> TokenSpanner:
-    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``meter``: the compile
-    budget's deadline, checked as the lexer states' rows are made)."""
+                        kernels: bool | None = None, meter: BudgetMeter | None = None) -> TokenSpanner:
+    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``kernels``: as
+    :class:`BranchRows` takes it; ``meter``: the compile budget's deadline, checked as the lexer
+    states' rows are made)."""
     meter = meter if meter is not None else unbounded()
     outcomes = OutcomeTable(lexer.n_states)
-    suffix = suffix_outcomes(lexer, trie, outcomes)
+    suffix = suffix_outcomes(lexer, trie, outcomes, kernels)
     first_kind = first_kinds(lexer)
-    branches = BranchRows(lexer, trie, suffix, outcomes)
+    branches = BranchRows(lexer, trie, suffix, outcomes, kernels)
     by_state = []
     for q in range(lexer.n_states):
         by_state.append(branches.branches_of(q))
@@ -466,16 +470,18 @@ class SuffixTable:
         return self.values[self.slot_of_terminal[terminals], flat]
 
 
-def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> SuffixTable:
+def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable,
+                    kernels: bool | None = None) -> SuffixTable:
     """``suffix.after(T, offsets[p] + d)``: outcome of lexing token ``p``'s bytes ``d:`` afresh in
-    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes)."""
+    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes;
+    ``kernels``: as :class:`BranchRows` takes it)."""
     offsets, lengths = trie.offsets, trie.lengths
     total = int(offsets[-1])
     states, slot_of_terminal = restart_slots(lexer)
     # One walker per (restart state, position, start byte d), run until its first emission.
     flat = np.tile(np.arange(total, dtype=np.int64), states.size)
     start = flat - np.tile(np.repeat(offsets[:-1], lengths), states.size)
-    emit_at, emit_term, end_state = first_emissions(lexer, trie.data, flat,
+    emit_at, emit_term, end_state = _first_emissions(kernels)(lexer, trie.data, flat,
                                                     np.tile(np.repeat(offsets[1:], lengths), states.size),
                                                     np.repeat(states, total))
 
@@ -490,6 +496,16 @@ def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeT
             after = slot_of_terminal[emit_term[idx]] * total + emit_at[idx]
             suffix[idx] = outcomes.cons(emit_term[idx], suffix[after])
     return SuffixTable(suffix.reshape(states.size, total), slot_of_terminal)
+
+
+def use_kernels(kernels: bool | None) -> bool:
+    """``kernels`` as the spanner's builders take it: True (the compiled kernels), False (numpy),
+    None (the kernels when they were built)."""
+    return kernels_available() if kernels is None else kernels
+
+
+def _first_emissions(kernels: bool | None):
+    return kernel_first_emissions if use_kernels(kernels) else first_emissions
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -529,8 +545,10 @@ class SuffixOutcomes:
     (computed first, recursively: ``j > d``).
     """
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable,
+                 kernels: bool | None = None) -> None:
         self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
+        self._first_emissions = _first_emissions(kernels)
         self._states, self.slot_of_terminal = restart_slots(lexer)
         self._total = int(trie.offsets[-1])
         size = self._total * self._states.size
@@ -560,7 +578,7 @@ class SuffixOutcomes:
         every = sorted_unique(expand_ranges(keys, keys + (ends - flat))[0])
         every = every[~self._known[every]]
         slot, flat = np.divmod(every, total)
-        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat,
+        emit_at, emit_term, end_state = self._first_emissions(self.lexer, self.trie.data, flat,
                                                         offsets[np.searchsorted(offsets, flat, side="right")],
                                                         self._states[slot])
         values, known = self._values, self._known
@@ -677,8 +695,13 @@ class BranchRows:
     """
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "SuffixTable | SuffixOutcomes",
-                 outcomes: OutcomeTable) -> None:
+                 outcomes: OutcomeTable, kernels: bool | None = None) -> None:
+        """``kernels``: walk with the compiled kernel (True), with numpy (False), or with the
+        kernel when it was built (None)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
+        self.kernels = use_kernels(kernels)
+        self.breadth_from = BREADTH_FROM  # the kernel's choice of walk (tests set it)
+        self._distinct_values = DistinctValues() if self.kernels else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -785,7 +808,9 @@ class BranchRows:
         for b in ids.tolist():
             found = self._distinct.get(b)
             if found is None:
-                found = self._distinct[b] = sorted_unique(self._values[b])
+                values = self._values[b]
+                found = self._distinct[b] = sorted_unique(values) if self._distinct_values is None \
+                    else self._distinct_values(values, len(self.outcomes))
                 found.flags.writeable = False
             parts.append(found)
         if len(parts) == 1:
@@ -807,6 +832,36 @@ class BranchRows:
                 np.concatenate([self._values[b] for b in ids]))
 
     def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
+        if self.kernels:
+            self._walk_compiled(roots, states)
+        else:
+            self._walk_numpy(roots, states)
+
+    def _walk_compiled(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`): it gives the
+        entries in position order, emissions marked; their outcomes are made here."""
+        order = np.argsort(roots, kind="stable")
+        roots, states = roots[order], states[order]
+        for key in (roots * self.lexer.n_states + states).tolist():
+            self._ids[key] = len(self._ids)
+        walked = walk_branches(self.lexer, self.trie, *self._loops, roots, states, self._walk_scratch,
+                               self.breadth_from)
+        positions, values, bounds = walked.positions, walked.codes, walked.bounds
+        emitting = np.flatnonzero(values < DEAD_STATE)
+        if emitting.size:
+            terms = _EMITS_BASE - values[emitting].astype(np.int64)
+            values[emitting] = self.outcomes.cons(terms, self.suffix.after(terms, walked.emit_flat))
+            live = values != DEAD_STATE
+            if not live.all():
+                bounds = np.concatenate(([0], np.cumsum(live)))[bounds]
+                positions, values = positions[live], values[live]
+        bounds = bounds.tolist()
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            self._positions.append(positions[start:stop])
+            self._values.append(values[start:stop])
+
+    def _walk_numpy(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them.
 
         One numpy round per trie level.  While most nodes of the walked span
@@ -915,6 +970,16 @@ class BranchRows:
             positions_out.append(np.asarray(positions, dtype=np.int64))
             values_out.append(np.asarray(values, dtype=np.int64))
         return np.asarray(next_nodes, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
+
+    @cached_property
+    def _loops(self) -> tuple[np.ndarray, np.ndarray]:
+        """(:func:`~localgcd.spanner.kernels.loop_bytes` of the lexer, whether each state has one)."""
+        loops = loop_bytes(self.lexer)
+        return loops, (loops != 0).any(axis=1).view(np.uint8)
+
+    @cached_property
+    def _walk_scratch(self) -> WalkScratch:
+        return WalkScratch(self.trie)
 
     @cached_property
     def _step_codes(self) -> "StepCodes":
