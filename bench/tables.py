@@ -105,13 +105,20 @@ def grammar_file(spec: str) -> Path:
 
 
 def documents(spec: str, docs_of: str | None = None) -> list[str]:
-    """The documents to force-decode for ``--grammar spec``: ``--docs-of``'s, else by the file's stem."""
-    make = DOCUMENTS.get(docs_of or grammar_file(spec).stem)
+    """The documents to force-decode for ``--grammar spec``: ``--docs-of``'s; else the files
+    ``documents/*.<stem>`` beside a grammar file (SynCode's grammars: real sources in their subset
+    of the language); else the shipped grammar's named by the file's stem."""
+    file = grammar_file(spec)
+    beside = sorted((file.parent / "documents").glob(f"*.{file.stem}"))
+    if docs_of is None and beside:
+        return [path.read_text() for path in beside]
+    make = DOCUMENTS.get(docs_of or file.stem)
     return make() if make else []
 
 
-def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = None) -> dict:
-    """Measure one pair in this process."""
+def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = None, eager: bool = False) -> dict:
+    """Measure one pair in this process (``eager``: every row and status built by the compile, as
+    ``localgcd compile --full`` does; else the default lazy compile)."""
     import llama_cpp
 
     import localgcd
@@ -127,10 +134,11 @@ def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = No
     with tempfile.TemporaryDirectory() as cache_dir:
         started = time.perf_counter()
         try:
-            compiled = localgcd.Compiler(cache_dir).compile(text, vocab, fmt=fmt, source=file.name)
+            compiled = localgcd.Compiler(cache_dir, eager=eager).compile(text, vocab, fmt=fmt, source=file.name)
         except localgcd.GrammarError as err:
             raise SystemExit(f"GrammarError after {time.perf_counter() - started:.2f}s: {err}") from None
         cold = time.perf_counter() - started
+        compiled.flush()  # the default compile is lazy and writes its entry on release, exit or flush
         started = time.perf_counter()
         reloaded = localgcd.Compiler(cache_dir).compile(text, vocab, fmt=fmt, source=file.name)  # nothing memoized
         warm = time.perf_counter() - started
@@ -177,6 +185,8 @@ def realizable_sequences(compiled) -> int:
     from localgcd.spanner.token_spanner import FIRST_EMITS, Rows
 
     spanner = compiled.spanner
+    if getattr(spanner, "lazy", False):  # the default compile builds rows on first visit: count them all
+        spanner = spanner.materialize()
     rows = Rows(spanner)
     producible = [tuple(np.flatnonzero(p).tolist()) for p in compiled.lexer.producible]
     fresh = rows.row(0)
@@ -225,10 +235,12 @@ def main() -> None:
                         help="force-decode this language's documents (for a grammar file whose stem is not one)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="fresh processes per pair; timings are then medians [min–max] over them")
+    parser.add_argument("--eager", action="store_true",
+                        help="build every row and status at compile time (localgcd compile --full), not lazily")
     parser.add_argument("--one", nargs=2, metavar=("GRAMMAR", "VOCAB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one[0], args.one[1], args.docs, args.docs_of)))
+        print(json.dumps(run_one(args.one[0], args.one[1], args.docs, args.docs_of, args.eager)))
         return
     matrix = [(g, v) for g, v in DEFAULT_MATRIX if not args.vocab or v in args.vocab]
     if args.grammar:
@@ -239,7 +251,9 @@ def main() -> None:
         runs = []
         for _ in range(args.repeat):
             docs_of = ["--docs-of", args.docs_of] if args.docs_of else []
-            out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs), *docs_of],
+            eager = ["--eager"] if args.eager else []
+            out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs), *docs_of,
+                                  *eager],
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"| {grammar} | {vocab} | FAILED: {out.stderr.strip().splitlines()[-1:]} |")
