@@ -1,0 +1,116 @@
+"""Masks overlap decoding: the matcher's next step runs on a worker thread while ``llama_decode`` runs.
+
+The next mask depends only on the matcher's state after the sampled token,
+which is known before the model evaluates that token; ctypes releases the
+GIL for the whole ``llama_decode`` call.  So the caller hands the step
+(advance by the token, read the next mask, the stop check) to a
+:class:`MaskWorker`, lets the model decode, and takes the answer back when
+the logits are there.  A first visit of a lexer state then costs nothing
+unless it is slower than the decode itself.
+
+Never fail open: the logits are masked with the answer of the step, so a
+mask not ready when the logits are is waited for (:meth:`Handoff.wait`),
+and the time the caller was blocked is recorded (:attr:`MaskWorker.wait_ns`).
+
+Ownership (a matcher is not thread-safe, nor are the lazily built tables of
+its compiled grammar): between :meth:`MaskWorker.submit` and the retrieval
+of that job's answer, the job owns every matcher it touches and their
+compiled grammars; the caller touches none of them.  Jobs run one at a time,
+in the order submitted.  An exception raised by a job (a ``MatcherError``, a
+``KeyboardInterrupt``) is re-raised by :meth:`Handoff.wait`, in the caller,
+as the same object.
+
+``MaskWorker(overlap=False)`` runs each job inline at submit: the order of
+work of a run without the worker thread, for comparison (the outputs are the
+same either way; tests/test_overlap_e2e.py checks it).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Generic, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+class Handoff(Generic[T]):
+    """The answer of one submitted job, taken back once with :meth:`wait`."""
+
+    def __init__(self, future: Future, worker: MaskWorker, inline_ns: int | None = None) -> None:
+        self._future, self._worker, self._inline_ns = future, worker, inline_ns
+        self._taken = False
+
+    def done(self) -> bool:
+        """The job has finished (taking its answer back will not block)."""
+        return self._future.done()
+
+    def wait(self) -> T:
+        """The job's answer (or its exception, re-raised), waiting for it if need be.
+
+        The first call records how long the caller was held up by this job:
+        the time blocked here with the worker thread, the job's whole time inline.
+        """
+        if not self._taken:
+            self._taken = True
+            if self._inline_ns is not None:
+                self._worker.wait_ns.append(self._inline_ns)
+            else:
+                t0 = time.perf_counter_ns()
+                try:
+                    return self._future.result()
+                finally:
+                    self._worker.wait_ns.append(time.perf_counter_ns() - t0)
+        return self._future.result()
+
+
+class MaskWorker:
+    """Runs matcher jobs one at a time, in order: on one worker thread while the
+    model decodes (``overlap=True``), or inline at submit (``overlap=False``).
+
+    The thread starts with the first job and ends with :meth:`close`.
+    """
+
+    def __init__(self, overlap: bool = True) -> None:
+        self.overlap = bool(overlap)
+        self._pool: ThreadPoolExecutor | None = None
+        #: per job taken back: nanoseconds the caller was held up waiting for it
+        self.wait_ns: list[int] = []
+
+    def submit(self, job: Callable[[], T]) -> Handoff[T]:
+        """Start ``job``; until its answer is taken back, it owns what it touches."""
+        if not self.overlap:
+            future: Future = Future()
+            t0 = time.perf_counter_ns()
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # handed back by wait(), as the thread's would be
+                future.set_exception(exc)
+            return Handoff(future, self, inline_ns=time.perf_counter_ns() - t0)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localgcd-masks")
+        return Handoff(self._pool.submit(job), self)
+
+    def close(self) -> None:
+        """Wait for a job still running, then end the thread (submit starts a new one)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def wait_stats(self) -> dict[str, Any]:
+        """The waits for masks: ``mask_wait_s`` (total), ``mask_wait_max_s``, p50/p99 in ms, count."""
+        a = np.asarray(self.wait_ns, dtype=np.float64) / 1e9
+        if a.size == 0:
+            return {"mask_wait_s": 0.0, "mask_wait_max_s": 0.0, "mask_wait_p50_ms": None,
+                    "mask_wait_p99_ms": None, "mask_waits": 0}
+        return {"mask_wait_s": round(float(a.sum()), 6), "mask_wait_max_s": round(float(a.max()), 6),
+                "mask_wait_p50_ms": round(float(np.percentile(a, 50)) * 1e3, 4),
+                "mask_wait_p99_ms": round(float(np.percentile(a, 99)) * 1e3, 4), "mask_waits": int(a.size)}
+
+    def __enter__(self) -> MaskWorker:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
