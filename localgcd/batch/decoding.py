@@ -14,17 +14,18 @@ holding, for every running sequence, its last sampled token, then
    own llama.cpp sampler chain -- the chain ``Llama.generate`` builds for
    single generation, with the sequence's own seed -- picks the token.
 
-Masks overlap decoding (``overlap=True``, the default): step 1 for the next
-decode runs on a :class:`~localgcd.llama.overlap.MaskWorker` thread -- the
-matchers advanced by the tokens just sampled, the stop checks, the bitmask
-rows -- while ``llama_decode`` runs; sampling waits for it (never unmasked
-logits).  The worker owns every running sequence's matcher (and the bitmask)
-from the submit until :meth:`BatchDecoder._take_answers` takes its answer
-back.  A sequence the grammar ended is known once that answer is in: if it
-came in before the decode started, the sequence is not decoded again, else
-its row of that decode is dropped; the texts are the same either way, and
-the same as with ``overlap=False`` (step 1 in the sampling loop).  A new
-sequence's first mask is read while its prompt is evaluated.
+Masks overlap decoding (``overlap=True``, the default): once the sampled
+tokens are booked (each matcher advanced by its token), step 1 for the next
+decode -- the stop checks and the bitmask rows -- runs on a
+:class:`~localgcd.llama.overlap.MaskWorker` thread while ``llama_decode``
+runs; sampling waits for it (never unmasked logits).  The worker owns those
+sequences' matchers (and the bitmask) from the submit until
+:meth:`BatchDecoder._take_answers` takes its answer back.  Only a sequence
+whose text is complete can be over, so the step of those few is waited for
+before the decode (none is decoded past its end); a new sequence's first
+mask is read while its prompt is evaluated (a grammar that allows only the
+empty text is then known after that evaluation).  The texts are the same
+as with ``overlap=False`` (step 1 in the sampling loop).
 
 Why a line's text does not depend on N: with a separate KV cache per
 sequence, llama.cpp's CPU kernels compute a sequence's logits in a decode
@@ -74,7 +75,6 @@ class _Answer:
     """The mask worker's answer for one step of some sequences (by slot)."""
 
     over: dict[int, bool] = field(default_factory=dict)  # the grammar ended it -> is the text complete
-    refused: dict[int, str] = field(default_factory=dict)  # its token was refused (an internal error): why
 
 
 @dataclass
@@ -174,7 +174,7 @@ class BatchDecoder:
             raise ValueError("prompt does not fit the context")  # the runner checks first
         seq.t_start = time.perf_counter()
         seq.proc = None
-        handoff = self.worker.submit(lambda: self._prepare([(slot, seq, None)]))
+        handoff = self.worker.submit(lambda: self._prepare([(slot, seq)]))
         if not self.worker.overlap:  # the answer is in: a grammar that allows only the empty text ends here
             over = handoff.wait().over
             if slot in over:
@@ -240,38 +240,37 @@ class BatchDecoder:
         n_waits = len(self.worker.wait_ns)
         finished = self._take_answers(block=True)
         waited = sum(self.worker.wait_ns[n_waits:]) / 1e9
-        booked: list[tuple[int, Sequence, int]] = []
+        complete: list[tuple[int, Sequence]] = []  # going on after a complete text: may be over
+        going_on: list[tuple[int, Sequence]] = []
         for slot, idx in sampling:
             seq = self.slots[slot]
             if seq is None:  # the grammar ended it: these logits are not needed
                 continue
             seq.mask_wait_s += waited
             seq.mask_wait_max_s = max(seq.mask_wait_max_s, waited)
-            tok = self._sample_one(seq, slot, idx)
-            if tok is None:
+            if not self._sample_one(seq, slot, idx):
+                (complete if seq.proc.is_complete() else going_on).append((slot, seq))
+            else:
                 self.slots[slot] = None
                 finished.append(seq)
-            else:
-                booked.append((slot, seq, tok))
-        if booked:
-            self._handoffs.append(self.worker.submit(lambda: self._prepare(booked)))
-            finished += self._take_answers(block=False)  # (always in without the worker thread)
+        if complete:  # their step says whether they are over: waited for, so none is decoded past its end
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
+            finished += self._take_answers(block=True)
+        if going_on:
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on)))
         self.mask_s += time.perf_counter() - t0
         return finished
 
-    def _prepare(self, items: list[tuple[int, Sequence, int | None]]) -> _Answer:
-        """The worker's step: advance each sequence's matcher by its token (None: a new sequence),
-        check whether the grammar ended it, and write the masks of the others into the bitmask."""
+    def _prepare(self, items: list[tuple[int, Sequence]]) -> _Answer:
+        """The worker's step for sequences whose matcher is advanced by their last token (a new
+        one's processor is made here): is the sequence over, else its mask into the bitmask."""
         answer, live = _Answer(), []
-        for slot, seq, tok in items:
+        for slot, seq in items:
             if seq.proc is None:
                 seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
                                                   prompt_len=len(seq.prompt), record_timings=False)
             proc = seq.proc
-            if tok is not None and not proc.accept(tok):
-                answer.refused[slot] = (f"internal error: the sampler chose token {tok}, which the grammar "
-                                        f"does not allow ({proc.matcher.error})")
-            elif proc.should_stop():
+            if proc.should_stop():
                 answer.over[slot] = proc.is_complete()
             else:
                 live.append((slot, proc.matcher))
@@ -285,8 +284,6 @@ class BatchDecoder:
         finished = []
         while self._handoffs and (block or self._handoffs[0].done()):
             answer = self._handoffs.pop(0).wait()
-            for why in answer.refused.values():
-                raise GrammarViolation(why)
             for slot, complete in answer.over.items():
                 seq = self.slots[slot]
                 self.slots[slot] = None
@@ -305,37 +302,33 @@ class BatchDecoder:
         b.seq_id[i][0] = slot
         b.n_tokens = i + 1
 
-    def _sample_one(self, seq: Sequence, slot: int, idx: int) -> int | None:
-        """Mask, sample and book one token for ``seq``: the token, or None when ``seq`` is finished
-        (the end token, a stop string, the length limit: its matcher is advanced here)."""
+    def _sample_one(self, seq: Sequence, slot: int, idx: int) -> bool:
+        """Mask, sample and book one token for ``seq`` (its matcher advanced); True when it is
+        finished (the end token, a stop string, the length limit)."""
         logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
         mask = np.unpackbits(self.bitmask[slot].view(np.uint8), bitorder="little")[: self.n_tokens].view(np.bool_)
         self.applier.apply(logits, mask)
         tok = int(seq.chain.sample(self.ctx, idx))
         if seq.t_first is None:
             seq.t_first = time.perf_counter()
-        stop = False
-        if tok not in self.end_ids:
-            seq.tokens.append(tok)
-            piece = self.token_bytes[tok]
-            seq.raw += piece
-            stop = bool(seq.stop) and cut_at_stop(seq.raw, len(piece), seq.stop)
-            if not stop and len(seq.tokens) < min(seq.max_tokens, self.n_ctx - len(seq.prompt)):
-                return tok  # it goes on: the worker's step
-        # it ends with this token: its matcher is advanced here (no worker's step is in flight now)
         if not seq.proc.accept(tok):
             raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
                                    f"does not allow ({seq.proc.matcher.error})")
-        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
         if tok in self.end_ids:
             self._finish(seq, "end_token")
-        elif stop:
+            return True
+        seq.tokens.append(tok)
+        piece = self.token_bytes[tok]
+        seq.raw += piece
+        if seq.stop and cut_at_stop(seq.raw, len(piece), seq.stop):
             self._finish(seq, "stop_string")
-        elif seq.proc.should_stop():
-            self._finish(seq, "grammar")
-        else:
-            self._finish(seq, "max_tokens" if limit == seq.max_tokens else "context_full")
-        return None
+            return True
+        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
+        if len(seq.tokens) >= limit:  # (no worker's step is in flight now: the matcher is read here)
+            self._finish(seq, "grammar" if seq.proc.should_stop() else
+                         "max_tokens" if limit == seq.max_tokens else "context_full")
+            return True
+        return False  # it goes on: the worker's step reads its next mask
 
     def _finish(self, seq: Sequence, reason: str, complete: bool | None = None) -> Sequence:
         """Book ``seq``'s end; its matcher is read only when ``complete`` is not given (then no

@@ -17,9 +17,8 @@ the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
 
 - when the model samples an end token (allowed only when the text is complete),
 - as soon as the grammar allows nothing but the end, or nothing but %ignored text (whitespace)
-  after a complete text (no run of blank lines up to the limit; no forward
-  pass is spent on the end token when the worker's answer, below, is in
-  before the next decode starts, else the token of that decode is dropped),
+  after a complete text (no forward pass is spent on the end token, and no
+  run of blank lines up to the limit),
 - at ``max_tokens`` or when the context is full: then ``Result.complete`` says
   whether the text is nevertheless a complete sentence; if it is not, the text
   is a prefix of one, never a silently broken output,
@@ -32,13 +31,17 @@ the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
   from its logits is dropped, not fed to the matcher.
 
 Masks overlap decoding (``Generator(overlap=True)``, the default): once a
-token is sampled, a :class:`~localgcd.llama.overlap.MaskWorker` thread
-advances the matcher and reads the next mask while the model evaluates the
-token (ctypes releases the GIL in ``llama_decode``); the logits processor
-waits for that mask if it is not ready (never unmasked logits), and
-``Result.timings`` reports the waits (``mask_wait_s``, ``mask_wait_max_s``,
-p50/p99).  The first mask is read while the prompt is evaluated.  The
-outputs are the same with ``overlap=False`` (the mask read in the loop).
+token is sampled and the matcher advanced by it, a
+:class:`~localgcd.llama.overlap.MaskWorker` thread reads the next mask and
+the stop check while the model evaluates the token (ctypes releases the GIL
+in ``llama_decode``); the logits processor waits for that mask if it is not
+ready (never unmasked logits), and ``Result.timings`` reports the waits
+(``mask_wait_s``, ``mask_wait_max_s``, p50/p99).  The advance stays in the
+loop (a few microseconds): it tells whether the text is complete, and only
+then can generation be over, so only then is the stop check waited for
+before the next decode (none is spent on a text that has ended).  The first
+mask is read while the prompt is evaluated.  The outputs, and the number of
+decodes, are the same with ``overlap=False`` (the mask read in the loop).
 
 Prompts (chat template or not) are :mod:`localgcd.llama.chat`'s job.
 """
@@ -249,10 +252,9 @@ class _Run:
         proc, vocab_bytes, end_ids = self.proc, self.gen.vocab.token_bytes, self.gen.end_ids
         limit = min(self.max_tokens, self.gen.model.n_ctx - len(self.toks))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        # The first mask is read while the prompt is evaluated (overlap); without the
-        # worker it is read now, and a grammar that allows only the empty text stops here.
-        proc.submit(None)
-        if proc.poll():
+        # The first mask is read while the prompt is evaluated.
+        proc.submit_next()
+        if proc.stop_now():  # a grammar that allows only the empty text
             self.finish("grammar")
             return
         llama = self.gen.model.llama
@@ -271,17 +273,19 @@ class _Run:
                 if guard.pending or guard.seen or isinstance(proc.exception, KeyboardInterrupt):
                     raise self._interrupt()
                 proc.raise_pending()  # an error in the callback or in the worker's step
-                if proc.grammar_stopped:  # the step before said: over (the last decode was speculative)
+                if proc.grammar_stopped:  # (never: a step that may say so is waited for below)
                     reason = "grammar"
                     break
                 if self.t_first is None:
                     self.t_first = time.perf_counter()
                 tok = int(tok)
                 t_step = time.perf_counter_ns()
+                if not proc.accept(tok):
+                    if guard.seen:  # Ctrl-C landed in llama-cpp-python's part of the callback
+                        raise self._interrupt()
+                    raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
+                                           f"does not allow ({proc.matcher.error})")
                 if tok in end_ids:
-                    if not proc.accept(tok):
-                        raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
-                                               f"does not allow ({proc.matcher.error})")
                     self.step_ns.append(time.perf_counter_ns() - t_step)
                     self.ended = True
                     reason = "end_token"
@@ -289,14 +293,16 @@ class _Run:
                 self.out.append(tok)
                 piece = vocab_bytes[tok]
                 self.raw += piece
-                # The worker advances the matcher and reads the next mask while the model decodes.
-                proc.submit(tok)
+                proc.submit_next()  # the worker reads the next mask while the model decodes
                 if self.stop and cut_at_stop(self.raw, len(piece), self.stop):
                     reason = "stop_string"
-                elif proc.poll():  # the step is done already (always, without the worker)
+                elif proc.stop_now():  # after a complete text only: waits for the step, so no decode is wasted
                     reason = "grammar"
                 elif len(self.out) >= limit:
                     reason = "max_tokens" if limit == self.max_tokens else "context_full"
+                if isinstance(proc.exception, KeyboardInterrupt):
+                    raise self._interrupt()
+                proc.raise_pending()
                 self.step_ns.append(time.perf_counter_ns() - t_step)
                 end = len(self.raw) if reason else max(self.sent, len(self.raw) - self.hold)
                 text = decoder.decode(bytes(self.raw[self.sent:end]))
@@ -307,15 +313,6 @@ class _Run:
                 if text:
                     yield text
                 if reason:
-                    break
-                # The last chance to end without a decode: the worker's answer, if it is there.
-                self.critical = True
-                stopped = proc.poll()
-                self.critical = False
-                if guard.pending:
-                    raise self._interrupt()
-                if stopped:
-                    reason = "grammar"
                     break
         finally:
             self.critical = False

@@ -2,11 +2,11 @@
 
 The next mask depends only on the matcher's state after the sampled token,
 which is known before the model evaluates that token; ctypes releases the
-GIL for the whole ``llama_decode`` call.  So the caller hands the step
-(advance by the token, read the next mask, the stop check) to a
-:class:`MaskWorker`, lets the model decode, and takes the answer back when
-the logits are there.  A first visit of a lexer state then costs nothing
-unless it is slower than the decode itself.
+GIL for the whole ``llama_decode`` call.  So the caller advances the matcher
+by the token (microseconds), hands it to a :class:`MaskWorker` for the step
+that can be slow (the next mask, the stop check), lets the model decode, and
+takes the answer back when the logits are there.  A first visit of a lexer
+state then costs nothing unless it is slower than the decode itself.
 
 Never fail open: the logits are masked with the answer of the step, so a
 mask not ready when the logits are is waited for (:meth:`Handoff.wait`),

@@ -163,11 +163,10 @@ class MaskApplier:
 
 @dataclass(frozen=True)
 class NextStep:
-    """The matcher read after a sampled token (what the next sampling needs), as a worker hands it back."""
+    """The matcher read after a token (what the next sampling needs), as the mask worker hands it back."""
 
-    mask: np.ndarray | None  # the next mask (None when the token was refused)
+    mask: np.ndarray  # the next mask
     stop: bool  # generation is over (should_stop)
-    error: str | None = None  # the matcher's reason when the token was refused
 
 
 class GrammarLogitsProcessor:
@@ -177,11 +176,11 @@ class GrammarLogitsProcessor:
     ``prompt_len`` is the number of ids in ``input_ids`` before the first
     generated one; left ``None``, it is taken from the first call (the prompt).
 
-    With a ``worker`` (:class:`~localgcd.llama.overlap.MaskWorker`),
-    :meth:`submit` hands the matcher to it: the worker advances it by the
-    sampled token and reads the next mask and the stop check while the model
-    decodes; the callback takes that step back (waiting for it if need be) and
-    masks with its mask.  Every other use of the matcher here, and the
+    With a ``worker`` (:class:`~localgcd.llama.overlap.MaskWorker`), once the
+    matcher is advanced by a sampled token, :meth:`submit_next` hands it to
+    the worker, which reads the next mask and the stop check while the model
+    decodes; the callback takes that step back (waiting for it if need be)
+    and masks with its mask.  Every other use of the matcher here, and the
     :attr:`matcher` property, first takes the step back (:meth:`settle`).
     """
 
@@ -205,10 +204,10 @@ class GrammarLogitsProcessor:
         self.in_callback = False
         self.worker = worker
         self._next: Any = None  # the Handoff of the step in flight (the worker owns the matcher)
-        self._next_token: int | None = None
         self._ready: NextStep | None = None  # the last step taken back, while it is the matcher's state
-        #: The last step said generation is over, after the model was already asked for
-        #: the next logits: the token sampled from them is to be dropped.
+        #: The text is complete (or ended): the step in flight may say generation is over.
+        self.may_stop = False
+        #: A step said generation is over: a token sampled after it is to be dropped.
         self.grammar_stopped = False
         first = matcher.allowed_token_mask()
         self._applier = MaskApplier(len(first) if n_vocab is None else n_vocab)
@@ -221,39 +220,36 @@ class GrammarLogitsProcessor:
 
     # -- the worker's step ---------------------------------------------------------
 
-    def submit(self, token_id: int | None) -> None:
-        """Hand the matcher to the worker: advance by ``token_id`` (None: none), then read the
-        next mask and whether generation is over.  Without a worker the step runs now."""
-        self.settle()
+    def submit_next(self) -> None:
+        """Hand the matcher, as it is now, to the worker: it reads the next mask and whether
+        generation is over (without a worker, that happens now).  Sets :attr:`may_stop` first:
+        generation can only be over after a complete text (then see :meth:`stop_now`)."""
+        m = self.matcher
         self._ready = None
-        m = self._matcher
+        self.may_stop = bool(m.is_accepting())
 
         def step() -> NextStep:
-            if token_id is not None and not m.advance(token_id):
-                return NextStep(None, False, m.error or "not allowed here")
             mask = m.allowed_token_mask()
             return NextStep(mask, bool(m.is_terminated() or m.only_end_allowed() or m.only_ignored_can_follow()))
 
-        self._next_token = token_id
         if self.worker is None:
-            self._next = None
             self._take(step)
         else:
             self._next = self.worker.submit(step)
 
+    def stop_now(self) -> bool:
+        """Generation is over, by the step in flight (waited for only when :attr:`may_stop`)."""
+        if self.may_stop:
+            self.settle()
+        return self.grammar_stopped
+
     def settle(self) -> NextStep | None:
         """Take the step in flight back (waiting for it): the matcher is the caller's again.
-        A refused token or an exception in the step is recorded in :attr:`exception`."""
+        An exception in the step is recorded in :attr:`exception` (see :meth:`raise_pending`)."""
         handoff, self._next = self._next, None
         if handoff is None:
             return self._ready
         return self._take(handoff.wait)
-
-    def poll(self) -> bool:
-        """Take the step back if the worker is done with it; True when it says generation is over."""
-        if self._next is not None and self._next.done():
-            self.settle()
-        return self.grammar_stopped
 
     def _take(self, answer: Any) -> NextStep | None:
         try:
@@ -262,16 +258,6 @@ class GrammarLogitsProcessor:
             if self.exception is None:
                 self.exception = exc
             return None
-        tok = self._next_token
-        if step.error is not None:
-            if self.exception is None:
-                self.exception = GrammarViolation(f"internal error: the sampler chose token {tok}, which the "
-                                                  f"grammar does not allow ({step.error})")
-            return None
-        if tok is not None:
-            self.generated.append(int(tok))
-            if self.consumed is not None:
-                self.consumed += 1
         self._ready = step
         self.grammar_stopped = self.grammar_stopped or step.stop
         return step
