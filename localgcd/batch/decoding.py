@@ -174,7 +174,7 @@ class BatchDecoder:
             raise ValueError("prompt does not fit the context")  # the runner checks first
         seq.t_start = time.perf_counter()
         seq.proc = None
-        handoff = self.worker.submit(lambda: self._prepare([(slot, seq)]))
+        handoff = self.worker.submit(lambda: self._prepare([(slot, seq)]), defer=True)
         if not self.worker.overlap:  # the answer is in: a grammar that allows only the empty text ends here
             over = handoff.wait().over
             if slot in over:
@@ -228,6 +228,7 @@ class BatchDecoder:
         return b.n_tokens - 1
 
     def _decode(self) -> None:
+        self.worker.begin()  # the worker's deferred steps run while llama_decode does (the GIL released)
         t0 = time.perf_counter()
         self.ctx.decode(self.batch)
         self.decode_s += time.perf_counter() - t0
@@ -257,7 +258,7 @@ class BatchDecoder:
             self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
             finished += self._take_answers(block=True)
         if going_on:
-            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on)))
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on), defer=True))
         self.mask_s += time.perf_counter() - t0
         return finished
 

@@ -293,7 +293,7 @@ class _Run:
                 self.out.append(tok)
                 piece = vocab_bytes[tok]
                 self.raw += piece
-                proc.submit_next()  # the worker reads the next mask while the model decodes
+                proc.submit_next(defer=True)  # the worker reads the next mask while the model decodes
                 if self.stop and cut_at_stop(self.raw, len(piece), self.stop):
                     reason = "stop_string"
                 elif proc.stop_now():  # after a complete text only: waits for the step, so no decode is wasted
@@ -314,6 +314,11 @@ class _Run:
                     yield text
                 if reason:
                     break
+                self.critical = True
+                self.worker.begin()  # right before the decode: the worker's step starts
+                self.critical = False
+                if guard.pending:
+                    raise self._interrupt()
         finally:
             self.critical = False
             gen.close()

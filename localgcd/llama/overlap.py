@@ -27,8 +27,9 @@ same either way; tests/test_overlap_e2e.py checks it).
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
@@ -37,15 +38,29 @@ T = TypeVar("T")
 
 
 class Handoff(Generic[T]):
-    """The answer of one submitted job, taken back once with :meth:`wait`."""
+    """The answer of one submitted job, taken back with :meth:`wait`."""
 
-    def __init__(self, future: Future, worker: MaskWorker, inline_ns: int | None = None) -> None:
-        self._future, self._worker, self._inline_ns = future, worker, inline_ns
+    def __init__(self, worker: MaskWorker) -> None:
+        self._worker = worker
+        self._finished = threading.Lock()  # held until the job has finished
+        self._finished.acquire()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._inline_ns: int | None = None
         self._taken = False
+
+    def _run(self, job: Callable[[], T]) -> None:
+        if not self._finished.locked():  # queued twice (an interrupt inside begin): it ran
+            return
+        try:
+            self._value = job()
+        except BaseException as exc:  # handed back by wait(), in the caller
+            self._error = exc
+        self._finished.release()
 
     def done(self) -> bool:
         """The job has finished (taking its answer back will not block)."""
-        return self._future.done()
+        return not self._finished.locked()
 
     def wait(self) -> T:
         """The job's answer (or its exception, re-raised), waiting for it if need be.
@@ -58,12 +73,18 @@ class Handoff(Generic[T]):
             if self._inline_ns is not None:
                 self._worker.wait_ns.append(self._inline_ns)
             else:
+                self._worker.begin()  # (a deferred job starts now at the latest)
                 t0 = time.perf_counter_ns()
-                try:
-                    return self._future.result()
-                finally:
-                    self._worker.wait_ns.append(time.perf_counter_ns() - t0)
-        return self._future.result()
+                self._finished.acquire()
+                self._finished.release()
+                self._worker.wait_ns.append(time.perf_counter_ns() - t0)
+        elif not self.done():
+            self._worker.begin()
+            self._finished.acquire()
+            self._finished.release()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class MaskWorker:
@@ -75,29 +96,52 @@ class MaskWorker:
 
     def __init__(self, overlap: bool = True) -> None:
         self.overlap = bool(overlap)
-        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._deferred: list[tuple[Handoff, Callable[[], Any]]] = []
         #: per job taken back: nanoseconds the caller was held up waiting for it
         self.wait_ns: list[int] = []
 
-    def submit(self, job: Callable[[], T]) -> Handoff[T]:
-        """Start ``job``; until its answer is taken back, it owns what it touches."""
+    def submit(self, job: Callable[[], T], defer: bool = False) -> Handoff[T]:
+        """Start ``job``; until its answer is taken back, it owns what it touches.
+
+        ``defer``: the thread starts it at the next :meth:`begin` (call that right before the
+        decode: a thread woken earlier competes with the caller's own Python for the GIL) or
+        when its answer is waited for, whichever comes first.  Inline, a job runs at submit.
+        """
+        handoff: Handoff[T] = Handoff(self)
         if not self.overlap:
-            future: Future = Future()
             t0 = time.perf_counter_ns()
-            try:
-                future.set_result(job())
-            except BaseException as exc:  # handed back by wait(), as the thread's would be
-                future.set_exception(exc)
-            return Handoff(future, self, inline_ns=time.perf_counter_ns() - t0)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localgcd-masks")
-        return Handoff(self._pool.submit(job), self)
+            handoff._run(job)
+            handoff._inline_ns = time.perf_counter_ns() - t0
+            return handoff
+        self._deferred.append((handoff, job))
+        if not defer:
+            self.begin()
+        return handoff
+
+    def begin(self) -> None:
+        """Start the deferred jobs, in order."""
+        if not self._deferred:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="localgcd-masks", daemon=True)
+            self._thread.start()
+        while self._deferred:  # queued, then dropped from the list: never lost to an interrupt
+            self._jobs.put(self._deferred[0])
+            del self._deferred[0]
+
+    def _serve(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            item[0]._run(item[1])
 
     def close(self) -> None:
-        """Wait for a job still running, then end the thread (submit starts a new one)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        """Run the jobs still queued (and deferred), then end the thread (submit starts a new one)."""
+        self.begin()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join()
 
     def wait_stats(self) -> dict[str, Any]:
         """The waits for masks: ``mask_wait_s`` (total), ``mask_wait_max_s``, p50/p99 in ms, count."""

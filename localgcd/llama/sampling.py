@@ -220,10 +220,11 @@ class GrammarLogitsProcessor:
 
     # -- the worker's step ---------------------------------------------------------
 
-    def submit_next(self) -> None:
+    def submit_next(self, defer: bool = False) -> None:
         """Hand the matcher, as it is now, to the worker: it reads the next mask and whether
-        generation is over (without a worker, that happens now).  Sets :attr:`may_stop` first:
-        generation can only be over after a complete text (then see :meth:`stop_now`)."""
+        generation is over (without a worker, that happens now; ``defer``: the worker starts at its
+        ``begin()``, see :meth:`~localgcd.llama.overlap.MaskWorker.submit`).  Sets :attr:`may_stop`
+        first: generation can only be over after a complete text (then see :meth:`stop_now`)."""
         m = self.matcher
         self._ready = None
         self.may_stop = bool(m.is_accepting())
@@ -235,7 +236,7 @@ class GrammarLogitsProcessor:
         if self.worker is None:
             self._take(step)
         else:
-            self._next = self.worker.submit(step)
+            self._next = self.worker.submit(step, defer=defer)
 
     def stop_now(self) -> bool:
         """Generation is over, by the step in flight (waited for only when :attr:`may_stop`)."""
