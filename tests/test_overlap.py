@@ -191,3 +191,20 @@ def test_an_error_in_the_step_is_raised_in_the_caller_and_nothing_is_left_unmask
         with pytest.raises(type(exc)) as got:
             proc.raise_pending()
         assert got.value is exc
+
+
+def test_a_deferred_job_starts_at_begin_or_when_waited_for_and_can_be_dropped() -> None:
+    ran: list[str] = []
+    with MaskWorker(True) as worker:
+        first = worker.submit(lambda: ran.append("first") or 1, defer=True)
+        dropped = worker.submit(lambda: ran.append("dropped") or 2, defer=True)
+        assert not first.done() and ran == []  # deferred: not started before begin()
+        worker.begin()
+        assert first.wait() == 1 and dropped.wait() == 2
+        later = worker.submit(lambda: ran.append("later") or 3, defer=True)
+        assert later.wait() == 3  # waiting starts it
+        gone = worker.submit(lambda: ran.append("gone") or 4, defer=True)
+        worker.cancel_deferred()
+        assert gone.cancelled and gone.done() and gone.wait() is None
+    assert ran == ["first", "dropped", "later"]
+    assert worker.wait_stats()["mask_waits"] == 3  # a dropped job records no wait

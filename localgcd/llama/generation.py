@@ -243,6 +243,7 @@ class _Run:
             raise
         finally:
             guard.uninstall()
+            self.worker.cancel_deferred()
             self.proc.settle()
             self.worker.close()
 
@@ -322,6 +323,7 @@ class _Run:
         finally:
             self.critical = False
             gen.close()
+        self.worker.cancel_deferred()  # a next mask no decode will use: not computed
         proc.settle()
         proc.raise_pending()
         tail = decoder.decode(bytes(self.raw[self.sent:]), final=True)
@@ -336,6 +338,7 @@ class _Run:
             return self.result
         t_end = time.perf_counter()
         proc, t_first = self.proc, self.t_first
+        self.worker.cancel_deferred()  # a next mask no decode will use: not computed
         proc.settle()  # the matcher is read below: the worker's step first
         # Per token, everything the grammar costs: the processor call (sync, mask
         # lookup, apply) before sampling, the matcher's advance and the stop check

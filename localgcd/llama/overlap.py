@@ -48,6 +48,7 @@ class Handoff(Generic[T]):
         self._error: BaseException | None = None
         self._inline_ns: int | None = None
         self._taken = False
+        self.cancelled = False  # dropped before it started (see MaskWorker.cancel_deferred): no answer
 
     def _run(self, job: Callable[[], T]) -> None:
         if not self._finished.locked():  # queued twice (an interrupt inside begin): it ran
@@ -68,6 +69,8 @@ class Handoff(Generic[T]):
         The first call records how long the caller was held up by this job:
         the time blocked here with the worker thread, the job's whole time inline.
         """
+        if self.cancelled:
+            return None  # type: ignore[return-value]
         if not self._taken:
             self._taken = True
             if self._inline_ns is not None:
@@ -130,6 +133,14 @@ class MaskWorker:
         while self._deferred:  # queued, then dropped from the list: never lost to an interrupt
             self._jobs.put(self._deferred[0])
             del self._deferred[0]
+
+    def cancel_deferred(self) -> None:
+        """Drop the deferred jobs not started yet (their answers are no longer needed): each one's
+        :meth:`Handoff.wait` returns None at once, and no wait is recorded."""
+        for handoff, _job in self._deferred:
+            handoff.cancelled = True
+            handoff._finished.release()
+        self._deferred.clear()
 
     def _serve(self) -> None:
         while (item := self._jobs.get()) is not None:

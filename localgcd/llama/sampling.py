@@ -259,6 +259,8 @@ class GrammarLogitsProcessor:
             if self.exception is None:
                 self.exception = exc
             return None
+        if step is None:  # cancelled before it started: the matcher was not read
+            return None
         self._ready = step
         self.grammar_stopped = self.grammar_stopped or step.stop
         return step
