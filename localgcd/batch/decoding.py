@@ -198,7 +198,7 @@ class BatchDecoder:
     def step(self) -> list[Sequence]:
         """Evaluate newly admitted prompts, then one llama_decode of one token for every
         running sequence; returns the sequences that finished."""
-        finished = self._take_answers(block=False)  # sequences ended by the grammar: not decoded again
+        finished = self._take_answers(block=False)  # answers already in (those of new sequences, inline)
         for slot, seq in enumerate(self.slots):
             if seq is not None and seq.n_evaluated < len(seq.prompt):
                 finished += self._sample([(slot, self._eval_prompt(slot, seq))])
