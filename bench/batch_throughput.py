@@ -21,7 +21,9 @@ every line's real prompt, evaluated alone in the same chunks, then one
 decode step of one-token rows per sampled token, with the same admission
 of lines into N slots as the job had -- without grammar, sampling or
 writing.  ``share_of_bare`` = the job's tokens per second over the replay's
-(target >= 97 %): all that localgcd adds to llama_decode at that N.  The
+(target >= 97 %): all that localgcd adds to llama_decode at that N; the same
+from CPU seconds of the process (``cpu_share_of_bare``: steadier on a shared
+machine; it counts the mask worker's work beside the decode too).  The
 masks overlap decoding (the default); ``--no-overlap-too`` runs every N
 again with the masks read in the sampling loop, for comparison (and checks
 the texts are the same).  The job's waits for masks after the decodes are
@@ -66,8 +68,8 @@ def job_lines(n: int, max_tokens: int) -> list[dict]:
             for i in range(n)]
 
 
-def bare_replay(model, lines: list[dict], rows: list[dict], parallel: int, threads: int | None) -> float:
-    """Seconds of the job's llama_decode calls alone, replayed (see the module docstring).
+def bare_replay(model, lines: list[dict], rows: list[dict], parallel: int, threads: int | None) -> tuple[float, float]:
+    """(wall, CPU) seconds of the job's llama_decode calls alone, replayed (see the module docstring).
 
     ``rows`` are the job's output lines: a line sampled ``completion_tokens`` tokens, one more when it
     ended with an end token; each sample after the first took one row of a decode step."""
@@ -80,7 +82,7 @@ def bare_replay(model, lines: list[dict], rows: list[dict], parallel: int, threa
             for x in lines]
     with BatchDecoder(model, parallel, n_threads=threads) as dec:  # its context, batch and decode call
         slots: list[list | None] = [None] * parallel  # [prompt, samples left, position]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         while todo or any(slots):
             for i in range(parallel):
                 if slots[i] is None and todo:
@@ -107,7 +109,7 @@ def bare_replay(model, lines: list[dict], rows: list[dict], parallel: int, threa
                     slot[2] += 1
                     if slot[1] == 0:
                         slots[i] = None
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
 
 def probe_decode(model, parallel: list[int], threads: list[int], steps: int = 24) -> list[dict]:
@@ -188,12 +190,14 @@ def main() -> int:
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             got = [json.loads(x) for x in out.read_text().splitlines()]
             texts[(p, overlap)] = {r["custom_id"]: r["text"] for r in got}
-            bare = bare_replay(model, lines, got, p, args.threads)
+            bare, bare_cpu = bare_replay(model, lines, got, p, args.threads)
             rows.append({"parallel": p, "overlap": overlap, "lines": len(got), "complete": summary.complete,
                          "tokens": summary.tokens, "seconds": round(wall, 2),
                          "tokens_per_s": round(summary.tokens / wall, 2),
                          "bare_seconds": round(bare, 2), "bare_tokens_per_s": round(summary.tokens / bare, 2),
                          "share_of_bare_pct": round(bare / wall * 100, 1),
+                         "bare_cpu_seconds": round(bare_cpu, 2),
+                         "cpu_share_of_bare_pct": round(bare_cpu / cpu * 100, 1),
                          "cpu_seconds": round(cpu, 2), "tokens_per_cpu_s": round(summary.tokens / cpu, 2),
                          "decode_s": round(stats["decode_s"], 2), "mask_sample_s": round(stats["sample_s"], 2),
                          "decodes": stats["decodes"], "mask_wait_s": round(stats["mask_wait_s"], 4),
@@ -203,7 +207,7 @@ def main() -> int:
                 r = rows[-1]
                 print(f"--parallel {p}{'' if overlap else ' (no overlap)'}: {r['tokens']} tokens in {r['seconds']} s "
                       f"= {r['tokens_per_s']} tok/s, {r['share_of_bare_pct']} % of bare llama_decode "
-                      f"({r['bare_seconds']} s); {r['cpu_seconds']} CPU s = {r['tokens_per_cpu_s']} tok/CPU-s "
+                      f"({r['bare_seconds']} s; CPU: {r['cpu_share_of_bare_pct']} %); {r['cpu_seconds']} CPU s = {r['tokens_per_cpu_s']} tok/CPU-s "
                       f"(llama_decode {r['decode_s']} s in {r['decodes']} calls, masks+sampling {r['mask_sample_s']} s, "
                       f"mask waits {r['mask_wait_s']} s, longest {r['mask_wait_max_ms']} ms; "
                       f"{r['complete']}/{r['lines']} complete; load {r['load_avg_1min']})", flush=True)
