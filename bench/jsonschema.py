@@ -1,7 +1,8 @@
 """MaskBench protocol over /work/shared/data/jsonschema/maskbench-dev (or --data DIR).
 
-For each schema and engine: compile (time to first mask, cold: localgcd with
-use_cache=False; each engine's per-vocabulary set-up -- localgcd's vocabulary
+For each schema and engine: compile (time to first mask, cold: localgcd through
+the default API, ``compile_json_schema`` with the on-disk cache on, in a fresh
+cache directory -- --no-cache: use_cache=False; each engine's per-vocabulary set-up -- localgcd's vocabulary
 trie, llguidance's tokenizer, xgrammar's compiler -- is made once before the
 first schema), then force every test instance, serialized as
 ``json.dumps(data, indent=None, ensure_ascii=False)`` and tokenized with the
@@ -12,6 +13,12 @@ instances list keys out of the schema's order; ``--order schema`` for
 localgcd's default, the only order llguidance generates).  A schema
 passes when it compiles and every valid instance is accepted and every
 invalid one rejected.  Mask times are per mask computed while forcing.
+With the cache on, localgcd's grammar is then released (the rows it built are
+merged into its cache entry: ``flush_ms``), and a second fresh child runs the
+schema again from that cache: time to first mask (``ttfm_cached_ms``), the
+instances forced again (masks from the cache), the same verdicts.  Each child
+reports its peak RSS growth (VmHWM at the end less VmRSS before the schema:
+``peak_rss_growth_mb`` cold, ``peak_rss_cached_mb`` from the cache).
 
     python bench/jsonschema.py --limit 400 --budget 20 --out bench-jsonschema.json
     python bench/jsonschema.py --every 5 --budget 25     # 80 schemas spread over the set
@@ -48,6 +55,7 @@ import numpy as np
 
 DATA = "/work/shared/data/jsonschema/maskbench-dev"
 _STATE: dict = {}
+_EXTRA: dict = {}  # a child's figures beside the TTFM and masks (localgcd: from the cache, peak RSS)
 
 
 def _tokenizer_and_vocab():
@@ -68,15 +76,17 @@ def run_localgcd(schema, instances):
     vocab = _STATE["vocab"]
     t0 = time.perf_counter()
     order = _STATE.get("order", "any")
+    cache = _STATE.get("cache")  # None: memory only (use_cache=False)
     if "eager" in _STATE:  # every spanner row (and Alg. 5 for small grammars) before the first mask
         g = _STATE["eager"].compile(schema if isinstance(schema, str) else json.dumps(schema), vocab,
                                     "json_schema", "<schema>", property_order=order, additional_properties="schema")
     else:  # the schema's exact language: objects open where the schema leaves them open
-        g = localgcd.compile_json_schema(schema, vocab, use_cache=False, property_order=order,
-                                         additional_properties="schema")
+        g = localgcd.compile_json_schema(schema, vocab, use_cache=cache is not None, cache_dir=cache,
+                                         property_order=order, additional_properties="schema")
     bm = localgcd.allocate_token_bitmask(1, len(vocab))
     localgcd.fill_next_token_bitmask([g.matcher()], bm)
     ttfm = time.perf_counter() - t0
+    _STATE["rows_cached"] = getattr(g.spanner, "n_saved", None)  # (the row branches a load started with)
     masks, results = [], []
     for ids in instances:
         m = g.matcher()
@@ -91,6 +101,13 @@ def run_localgcd(schema, instances):
         if ok:
             ok = m.is_accepting()
         results.append(ok)
+    if cache is not None and "eager" not in _STATE:
+        # The grammar is released: the rows it built are merged into its entry (timed apart).
+        a = time.perf_counter()
+        del g
+        if instances:
+            del m
+        _EXTRA["flush_ms"] = (time.perf_counter() - a) * 1e3
     return ttfm, masks, results
 
 
@@ -175,14 +192,28 @@ def _setup(engines, gguf_path):
     return None
 
 
+def _rss_kb(field):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field))
+
+
 def _child(engine, schema, instances, conn, child_warmup):
     try:
         if child_warmup:  # untimed: the fork's copy-on-write faults of the engine's code and heap
             run_one_here(engine, WARMUP_SCHEMA)
+            if _STATE.get("cache") is not None:  # that was a cache hit: the build path too
+                cache, _STATE["cache"] = _STATE["cache"], None
+                run_one_here(engine, WARMUP_SCHEMA)
+                _STATE["cache"] = cache
+        _EXTRA.clear()
+        start_kb = _rss_kb("VmRSS:")
         ttfm, masks, results = ENGINES[engine](schema, instances)
-        conn.send(("ok", ttfm, masks, results))
+        _EXTRA["peak_rss_growth_mb"] = (_rss_kb("VmHWM:") - start_kb) / 1024  # the grammar's peak, about
+        if engine == "localgcd" and _STATE.get("cache") is not None:
+            _EXTRA["rows_cached"] = _STATE.pop("rows_cached", None)
+        conn.send(("ok", ttfm, masks, results, dict(_EXTRA)))
     except BaseException as exc:  # noqa: BLE001 - anything is a compile error for the table
-        conn.send(("error", f"{type(exc).__name__}: {str(exc)[:300]}", None, None))
+        conn.send(("error", f"{type(exc).__name__}: {str(exc)[:300]}", None, None, None))
     conn.close()
 
 
@@ -202,7 +233,7 @@ def run_one(engine, schema, instances, budget, child_warmup=True):
         return out
     p.kill()
     p.join()
-    return ("error", f"timeout after {budget} s", None, None)
+    return ("error", f"timeout after {budget} s", None, None, None)
 
 
 def available_engines(wanted):
@@ -265,8 +296,14 @@ def main(argv=None):
                          "(instances forced byte by byte) without the Llama-3 vocabulary's compile cost")
     ap.add_argument("--eager", action="store_true",
                     help="localgcd builds every lexer state's spanner row before the first mask "
-                         "(Compiler(lazy_tables=False)) instead of on each state's first visit: the "
+                         "(Compiler(eager=True)) instead of on each state's first visit: the "
                          "time-to-first-mask / mask-tail trade-off")
+    ap.add_argument("--no-cache", dest="cache", action="store_false",
+                    help="localgcd compiles in memory only (use_cache=False) instead of through the default "
+                         "API with the on-disk cache on (a fresh, cold cache directory per run: --cache-dir)")
+    ap.add_argument("--cache-dir", default=None,
+                    help="the cache directory localgcd starts from and leaves (default: a fresh temporary one, "
+                         "removed at the end)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="do not compile a small warm-up schema per engine before the first schema")
     ap.add_argument("--no-child-warmup", dest="child_warmup", action="store_false",
@@ -288,10 +325,17 @@ def main(argv=None):
         from localgcd.paths import cache_dir
 
         default_compiler(str(cache_dir()), False).vocabulary_trie(vocab)
+        if args.cache and not args.eager:
+            import tempfile
+
+            root = args.cache_dir or tempfile.mkdtemp(prefix="bench-jsonschema-cache-")
+            _STATE["cache"] = root
+            default_compiler(str(Path(root).expanduser()), True).vocabulary_trie(vocab)
+            print(f"localgcd cache: {root}", file=sys.stderr)
         if args.eager:
             from localgcd.compiler.compiler import Compiler
 
-            _STATE["eager"] = Compiler(use_cache=False, lazy_tables=False)
+            _STATE["eager"] = Compiler(use_cache=False, eager=True)
             _STATE["eager"].vocabulary_trie(vocab)
     if "llguidance" in engines:
         try:
@@ -324,20 +368,32 @@ def main(argv=None):
         instances = [list(x.encode("utf-8")) if tok is None else
                      list(tok.tokenize(x.encode("utf-8"), add_bos=False, special=False)) for x in texts]
         for e in engines:
-            st, ttfm, masks, results = run_one(e, d["schema"], instances, args.budget,
-                                               args.warmup and args.child_warmup)
+            st, ttfm, masks, results, extra = run_one(e, d["schema"], instances, args.budget,
+                                                      args.warmup and args.child_warmup)
             r = per[e]
             if st != "ok":
                 r["compile_errors"] += 1
                 r["failures"].append((os.path.basename(f), ttfm))
                 print(f"  {e} compile error {os.path.basename(f)}: {ttfm}", file=sys.stderr)
                 continue
+            if e == "localgcd" and _STATE.get("cache") is not None:
+                # The same schema again in a fresh process, from the cache the first one filled (the
+                # rows it built merged in when it released the grammar): TTFM, masks and peak RSS.
+                st2, ttfm2, masks2, results2, extra2 = run_one(e, d["schema"], instances, args.budget,
+                                                               args.warmup and args.child_warmup)
+                if st2 == "ok":
+                    extra.update(ttfm_cached_ms=ttfm2 * 1e3, peak_rss_cached_mb=extra2["peak_rss_growth_mb"],
+                                 rows_cached=extra2["rows_cached"])
+                    r.setdefault("masks_cached", []).extend(masks2)
+                    if results2 != results:
+                        r["failures"].append((os.path.basename(f), "verdicts differ when run from the cache"))
+                        print(f"  {e} verdicts differ from the cache: {os.path.basename(f)}", file=sys.stderr)
             r["ttfm"].append(ttfm)
             r["masks"] += masks
             r["per_schema"][os.path.basename(f)] = {
                 "ttfm_ms": round(ttfm * 1e3, 3), "masks": len(masks),
                 "mask_max_us": round(max(masks, default=0.0) * 1e6, 1),
-                "masks_over_500us": sum(m > 5e-4 for m in masks)}
+                "masks_over_500us": sum(m > 5e-4 for m in masks), **(extra or {})}
             ok = True
             for t, a in zip(d["tests"], results):
                 if a and not t["valid"]:
@@ -355,6 +411,10 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         report(per, engines, n + 1, args, quiet=True)  # a partial table survives an interrupted run
     report(per, engines, len(files), args)
+    if _STATE.get("cache") and not args.cache_dir:  # the fresh cache this run made (100s of MB)
+        import shutil
+
+        shutil.rmtree(_STATE["cache"], ignore_errors=True)
     _STATE.clear()  # the tokenizer's model freed now: at interpreter exit llama_cpp's bindings are gone
     return 0
 
@@ -363,7 +423,7 @@ def report(per, engines, n_done, args, quiet=False):
     files = range(n_done)
     rows = ["| engine | schemas | passing | compile errors | validation errors | invalidation errors |"
             " TTFM p50 | TTFM p99 | mask p50 | mask p99 |", "|---|" + "---:|" * 9]
-    summary = {}
+    summary, notes = {}, []
     for e in engines:
         r = per[e]
         t = np.array(r["ttfm"]) if r["ttfm"] else np.array([np.nan])
@@ -377,7 +437,19 @@ def report(per, engines, n_done, args, quiet=False):
         rows.append(f"| {e} | {len(files)} | {s['passing']} | {s['compile_errors']} | {s['validation_errors']} |"
                     f" {s['invalidation_errors']} | {s['ttfm_p50_ms']:.1f} ms | {s['ttfm_p99_ms']:.0f} ms |"
                     f" {s['mask_p50_us']:.1f} µs | {s['mask_p99_us']:.0f} µs |")
-    table = "\n".join(rows)
+        if r.get("masks_cached"):
+            cached = np.array(r["masks_cached"]) * 1e6
+            s["masks_cached_us"] = {"p50": float(np.percentile(cached, 50)), "p99": float(np.percentile(cached, 99))}
+            notes.append(f"{e} masks from the cache (the instances again, rows cached by the first run): "
+                         f"p50 {s['masks_cached_us']['p50']:.1f} µs, p99 {s['masks_cached_us']['p99']:.0f} µs")
+        for name in ("ttfm_cached_ms", "flush_ms", "peak_rss_growth_mb", "peak_rss_cached_mb"):
+            values = [v[name] for v in r["per_schema"].values() if name in v]
+            if values:
+                s[name] = {"p50": float(np.percentile(values, 50)), "p99": float(np.percentile(values, 99)),
+                           "max": float(max(values))}
+                notes.append(f"{e} {name}: p50 {s[name]['p50']:.2f}, p99 {s[name]['p99']:.2f}, "
+                             f"max {s[name]['max']:.2f} ({len(values)} schemas)")
+    table = "\n".join(rows + ([""] if notes else []) + notes)
     if not quiet:
         print(table)
     Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget,

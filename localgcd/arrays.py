@@ -113,3 +113,16 @@ def true_columns(table: np.ndarray, among: np.ndarray | None = None) -> "list[li
     bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
     flat = columns.tolist()
     return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+class ArrayPieces:
+    """A 1-D array given as the pieces it is the concatenation of, for writing it without making
+    it (the on-disk cache streams the pieces): ``dtype``, ``shape`` and ``size`` are the whole's."""
+
+    def __init__(self, pieces: list[np.ndarray], dtype: np.dtype | type) -> None:
+        self.dtype = np.dtype(dtype)
+        if any(piece.dtype != self.dtype or piece.ndim != 1 for piece in pieces):
+            raise ValueError("pieces of another dtype or shape")
+        self.pieces = pieces
+        self.size = sum(piece.size for piece in pieces)
+        self.shape = (self.size,)

@@ -132,6 +132,26 @@ BLOCK_COMMENT: /\/\*(?:[^*]|\*+[^*\/])*\*+\//
     extra_tokens=(b"/", b"//", b"/*", b"*/", b"/**/", b"/ /", b"\n/", b"*/a", b"/\xc3"),
 )
 
+# Terminals read as re.match reads them (regex/priority.py): lazy strings and comments, a look-ahead
+# inside the lexeme and one over the byte after it (S may not end as '""' before '"'; nothing else
+# goes on there), a look-behind.
+BACKTRACKING = SmallGrammar(
+    "backtracking",
+    r"""
+start: item*
+item: S | Q | NAME
+S: /"(?!"")[a-z"]*?"/
+Q: /'.*?(?<!\\)'/
+NAME: /[a-z]+/
+BLOCK: /\/\*[\s\S]*?\*\//
+%ignore BLOCK
+%ignore " "
+""",
+    pieces=('"', '""', '"""', "'", "\\'", "a", "b", "ab", " ", "/*", "*/", "*", "/", "é", "\n"),
+    sentences=('"a" "b"', '""', "'a\\'b'", "/* x */ ab /* ** */ 'é'", '"a"""', "a'x'"),
+    extra_tokens=(b'""', b'"""', b'""""', b'" "', b"*/", b"/**/", b"\\'", b"'\\'", b'"\xc3'),
+)
+
 # Case-insensitive keywords (the i flag) against a case-insensitive NAME.
 CASELESS = SmallGrammar(
     "caseless",
@@ -195,7 +215,7 @@ NUM.2: /[0-9a]+/
     extra_tokens=(b"a", b"aa", b"ab", b"abc!", b"a;", b"abx"),
 )
 
-INLINE_GRAMMARS = (KEYWORDS_OPS, UTF8_STRINGS, COMMENTS, CASELESS, NESTED, EXPR, TIES)
+INLINE_GRAMMARS = (KEYWORDS_OPS, UTF8_STRINGS, COMMENTS, BACKTRACKING, CASELESS, NESTED, EXPR, TIES)
 
 # Grammars of the library, with hand-written sentences.
 FILE_GRAMMARS = (

@@ -36,6 +36,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from glob import glob
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -470,9 +471,14 @@ REAL_CASES = [
     pytest.param("json", "gemma3", id="json-gemma3"),
     pytest.param("java", "llama-bpe", id="java-llama-bpe"),
     pytest.param("java", "smollm2", id="java-smollm2"),
+    # SynCode's grammars: lazy strings and comments (".*?", /\*[\s\S]*?\*/), read as re.match
+    pytest.param("syncode/go", "smollm2", id="syncode-go-smollm2"),
+    pytest.param("syncode/java", "smollm2", id="syncode-java-smollm2"),
 ]
-POSITIONS_PER_DOC = {"json": 12, "java": 8}
-SAMPLE_PER_SIDE = {"json": 1500, "java": 700}
+POSITIONS_PER_DOC = {"json": 12, "java": 8, "syncode/go": 10, "syncode/java": 10}
+SAMPLE_PER_SIDE = {"json": 1500, "java": 700, "syncode/go": 700, "syncode/java": 700}
+SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
+SYNCODE_DOCUMENTS = {"syncode/go": ["greet.go"], "syncode/java": ["Joiner.java"]}
 FULL_VOCAB_POSITIONS = {("json", "smollm2"): 3}  # positions (per document) where EVERY token is compared
 
 _REAL: dict[tuple[str, str], Case] = {}
@@ -483,7 +489,8 @@ def real_case(load_vocab):
     def get(grammar: str, vocab_name: str) -> Case:
         key = (grammar, vocab_name)
         if key not in _REAL:
-            text = grammar_file(grammar)
+            text = (SYNCODE / f"{grammar.split('/')[1]}.lark").read_text(encoding="utf-8") \
+                if grammar.startswith("syncode/") else grammar_file(grammar)
             vocab = load_vocab(vocab_name)
             _REAL[key] = Case(f"{grammar}-{vocab_name}", text, vocab, shared_compile(text, vocab), reference(text))
         return _REAL[key]
@@ -496,6 +503,8 @@ def documents(grammar: str, vocab_name: str) -> list[str]:
     one) a real JDK class when a JDK's sources are installed."""
     if grammar == "json":
         return JSON_DOCS
+    if grammar in SYNCODE_DOCUMENTS:
+        return [(SYNCODE / "documents" / name).read_text(encoding="utf-8") for name in SYNCODE_DOCUMENTS[grammar]]
     docs = [JAVA_SAMPLE]
     jdk = jdk_source("StringJoiner") if vocab_name == "llama-bpe" else None
     if jdk is not None:

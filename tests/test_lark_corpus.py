@@ -185,7 +185,7 @@ ENTRIES = (
           # a context-free lexer (lark's basic one, localgcd's) lexes every line, "[bla]" included, as
           # one VALUE: the language is empty.  Both agree on that (test_contextual_lexer_grammar).
           ),
-    Entry("lark_examples/create_ast.lark", None, error="STRING.*look",
+    Entry("lark_examples/create_ast.lark", None, error="DEC_NUMBER.*backs up",  # "0_x": re.match backs up to "0"
           patch=(("%import python (NAME, STRING, DEC_NUMBER)\n%import",
                   "%import python.NAME\nDEC_NUMBER: /0(_?0)*|[1-9](_?[0-9])*/\n"
                   "STRING: /[ubf]?r?(\"(?:[^\"\\\\\\n]|\\\\[^\\n])*\"|'(?:[^'\\\\\\n]|\\\\[^\\n])*')/i\n%import"),),
@@ -202,11 +202,15 @@ ENTRIES = (
           rejected=("2:1", "3:1", "2:", "4:0")),
     Entry("lark_examples/relative-imports/multiple2.lark", 0, accepted=("10", "0"), rejected=("1", "")),
     Entry("lark_examples/relative-imports/multiple3.lark", 0, accepted=("11", "110", "0"), rejected=("1", "10")),
-    Entry("lark_examples/lark.lark", None, error="REGEXP.*look", accepted=(), rejected=()),
+    # REGEXP /\/(?!\/)(\\\/|\\\\|[^\/])*?\/[imslux]*/: after "/\/" re.match reads on ("\/" may be an
+    # escape) and backs up to "/\/" when no closing "/" comes
+    Entry("lark_examples/lark.lark", None, error="REGEXP.*backs up", accepted=(), rejected=()),
 )
 BY_NAME = {e.name: e for e in ENTRIES}
 # Files of the corpus that are not grammars on their own (imported by others).
 IMPORTED_ONLY = {"imports/common_defs.lark"}
+# SynCode's grammars, with real documents of their languages: tests/test_priority_terminals.py, test_exactness.py
+TESTED_ELSEWHERE = {"syncode/go.lark", "syncode/java.lark", "syncode/python.lark"}
 # Entries tested beyond compiling: those that compile, patched or not.
 TESTED = [e.name for e in ENTRIES if e.conflicts is not None or e.patch]
 
@@ -214,9 +218,9 @@ TESTED = [e.name for e in ENTRIES if e.conflicts is not None or e.patch]
 def test_every_corpus_file_is_in_the_table() -> None:
     files = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.lark")
              if "third_party" not in p.relative_to(CORPUS).parts}  # tests/test_third_party_lark.py's own table
-    listed = {e.path for e in ENTRIES} | IMPORTED_ONLY
+    listed = {e.path for e in ENTRIES} | IMPORTED_ONLY | TESTED_ELSEWHERE
     assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
-    for path in files:
+    for path in files - TESTED_ELSEWHERE:  # SynCode's files stay byte for byte the sdist's (syncode/SOURCE.md)
         first = (CORPUS / path).read_text(encoding="utf-8").lstrip().splitlines()[0]
         assert first.startswith("//"), f"{path}: starts without a comment saying where its style comes from"
 

@@ -1,12 +1,13 @@
 """Lazily built tables equal the eager ones.
 
-A memory-only compile (``use_cache=False``) builds a lexer state's spanner
+A compile (by default: ``eager=False``) builds a lexer state's spanner
 row on its first visit (:class:`~localgcd.spanner.lazy.LazyTokenSpanner`,
 classes = trie positions) and classifies outcomes lazily; the eager build
 groups tokens into classes over all rows up front.  Both must say the same
 thing: every token's outcome (terminals emitted, end state) from every lexer
-state, and every mask along random walks — also for the grammar loaded back
-from the on-disk cache, which stores the eager tables.  Outcome ids differ
+state, and every mask along random walks — also for grammars loaded back
+from the on-disk cache: an eager compile's entry (the eager tables) and a
+lazy one's (the rows it built, merged in after use).  Outcome ids differ
 between the builds, so outcomes are compared by what they mean.
 """
 
@@ -81,7 +82,7 @@ def walk_masks(grammars, vocab: Vocabulary, seed: int, walks: int = 6, steps: in
 def test_lazy_rows_mean_what_eager_rows_mean(name: str, vocab_kind: str) -> None:
     text, vocab = grammar_and_vocab(name, vocab_kind)
     lazy = Compiler(use_cache=False).compile(text, vocab)
-    eager = Compiler(use_cache=False, lazy_tables=False).compile(text, vocab)
+    eager = Compiler(use_cache=False, eager=True).compile(text, vocab)
     assert isinstance(lazy.spanner, LazyTokenSpanner) and isinstance(eager.spanner, TokenSpanner)
     lazy_rows, eager_rows = lazy.spanner.rows(), eager.spanner.rows()
     for q in reversed(range(lazy.lexer.n_states)):  # not in build order: rows must not depend on it
@@ -97,12 +98,17 @@ def test_lazy_rows_mean_what_eager_rows_mean(name: str, vocab_kind: str) -> None
 def test_lazy_masks_equal_eager_and_cached_masks(name: str, vocab_kind: str, tmp_path) -> None:
     text, vocab = grammar_and_vocab(name, vocab_kind)
     lazy = Compiler(use_cache=False).compile(text, vocab)
-    eager = Compiler(use_cache=False, lazy_tables=False).compile(text, vocab)
-    Compiler(tmp_path).compile(text, vocab)  # writes the entry
-    cached = Compiler(tmp_path).compile(text, vocab)
+    eager = Compiler(use_cache=False, eager=True).compile(text, vocab)
+    Compiler(tmp_path / "full", eager=True).compile(text, vocab)  # writes the whole entry
+    cached = Compiler(tmp_path / "full").compile(text, vocab)
     assert "cache_load" in cached.timings and isinstance(cached.spanner, TokenSpanner)
+    used = Compiler(tmp_path / "lazy").compile(text, vocab)
+    walk_masks([used], vocab, seed=len(text) + 7, walks=2, steps=10)
+    assert used.flush()
+    partial = Compiler(tmp_path / "lazy").compile(text, vocab)  # starts with the rows `used` built
+    assert isinstance(partial.spanner, LazyTokenSpanner) and partial.spanner.n_saved == used.spanner.n_branches > 0
     assert lazy.statuses is None
-    assert walk_masks([lazy, eager, cached], vocab, seed=len(text)) > 0
+    assert walk_masks([lazy, eager, cached, partial], vocab, seed=len(text)) > 0
 
 
 def test_a_lazily_compiled_grammar_builds_only_the_rows_it_visits() -> None:
@@ -151,14 +157,15 @@ def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_fr
                                                             monkeypatch, tokens: list[bytes], data) -> None:
     """Whichever branches of a row are walked together (a random subset of terminals picks
     them, so walks mix dense and sparse rounds, and levels of arrays with levels node by node:
-    none, the usual few, or all of them; the step codes made up front or as states are reached),
+    none, the usual few, or all of them; the step codes made up front or as states are reached:
+    the numpy walk, the compiled kernel's reference; tests/test_kernels.py tests the kernel),
     each entry is what lexing the token's bytes from that state gives; a branch is kept iff its
     state can still become a chosen terminal."""
     monkeypatch.setattr(token_spanner, "SMALL_FRONTIER", small_frontier)
     monkeypatch.setattr(token_spanner, "EAGER_STEP_ROWS", eager_step_rows)
     token_bytes = tuple(bytes([b]) for b in _JSON_BYTES) + tuple(tokens)
     trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
-    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes))
+    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=False)
     n_terminals = json_lexer.producible.shape[1]
     for q in range(json_lexer.n_states):
         chosen = np.array(data.draw(st.lists(st.booleans(), min_size=n_terminals, max_size=n_terminals)))
@@ -174,7 +181,7 @@ def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_fr
         first_states = json_lexer.next_state[q, trie.first_bytes[every]]
         expected = every[json_lexer.producible[first_states][:, chosen].any(axis=1)]
         assert np.array_equal(np.sort(positions), expected)
-        alone = LazyTokenSpanner(json_lexer, trie, len(token_bytes))  # one token's outcome: its branch only
+        alone = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=False)  # one token's outcome: its branch only
         row = dict(zip(*(part.tolist() for part in spanner.continuing(q))))
         for position in range(trie.n_positions):
             found = alone.outcome_of(q, position)
@@ -195,14 +202,14 @@ def test_the_first_mask_walks_only_branches_the_parser_can_start_with() -> None:
     assert 0 < walked < len(lazy.spanner.branches_of(0))
 
 
-@pytest.mark.parametrize("lazy_tables", [True, False])
-def test_parser_states_that_agree_on_a_rows_statuses_share_its_split(lazy_tables: bool) -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_parser_states_that_agree_on_a_rows_statuses_share_its_split(eager: bool) -> None:
     """A split reads only the statuses of its row's distinct outcomes: along walks through a
     schema's strings under different keys, some parser states share one (and masks stay those
     of the other build)."""
     text, vocab = grammar_and_vocab("schema", "json-small")
-    compiled = Compiler(use_cache=False, lazy_tables=lazy_tables).compile(text, vocab)
-    other = Compiler(use_cache=False, lazy_tables=not lazy_tables).compile(text, vocab)
+    compiled = Compiler(use_cache=False, eager=eager).compile(text, vocab)
+    other = Compiler(use_cache=False, eager=not eager).compile(text, vocab)
     assert walk_masks([compiled, other], vocab, seed=3, walks=12) > 0
     engine = compiled.engine
     assert 0 < len(engine._splits_by_status) < len(engine._splits)

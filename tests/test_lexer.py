@@ -158,14 +158,12 @@ def test_end_of_input_flushes_the_pending_lexeme() -> None:
 @pytest.mark.parametrize(
     "regex, construct",
     [
-        (r"a(?=b)", "look-ahead"),
-        (r"a(?!b)", "look-ahead"),
-        (r"(?<=a)b", "look-behind"),
+        (r"a(?=b)", "look-ahead"),  # fails at the end of the text (a(?!b) and a+? are exact: test_priority_terminals)
+        (r"(?<=a)b", "look-behind"),  # before the lexeme
         (r"(?<!a)b", "look-behind"),
         (r"(a)\1", "back-reference"),
-        (r"a+?", "non-greedy"),
-        (r"^a", "anchor"),
-        (r"a\b", "anchor"),
+        (r"^a", "^"),
+        (r"a\b", "\\b"),  # a non-ASCII word character after the lexeme is more than one byte
         (r"(a)?(?(1)b|c)", "conditional"),
         (r"a*+", "possessive"),
         (r"(?>ab)", "atomic"),

@@ -23,9 +23,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"  # a clean copy: no build/ or egg-info of the working tree
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "localgcd", src / "localgcd", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(ROOT / "localgcd", src / "localgcd",  # sources only: the build compiles the kernels
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so", "*.c"))
     out = tmp / "dist"
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                            "-q", str(src), "-w", str(out)], capture_output=True, text=True, cwd=tmp)
@@ -40,6 +41,8 @@ def test_the_wheel_holds_grammars_and_models_toml(wheel: Path) -> None:
     assert "localgcd/data/models.toml" in names
     shipped = {p.name for p in (ROOT / "grammars").glob("*.lark")}
     assert shipped and {f"localgcd/data/grammars/{g}" for g in shipped} <= names
+    kernels = {"localgcd/spanner/walk_kernel", "localgcd/spanner/lex_kernel", "localgcd/runtime/assembly_kernel"}
+    assert {n.split(".")[0] for n in names if n.endswith(".so")} == kernels  # compiled by the build
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "localgcd = localgcd.cli.app:app" in zipfile.ZipFile(wheel).read(entry).decode()
 
@@ -61,6 +64,10 @@ def test_an_installed_wheel_finds_its_data_from_any_directory(wheel: Path, tmp_p
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
 
+    probe = subprocess.run([sys.executable, "-c", "from localgcd.spanner.kernels import kernels_available as k; "
+                            "from localgcd.runtime.assembly import assembly_kernel_available as a; "
+                            "print(k() and a())"], capture_output=True, text=True, cwd=elsewhere, env=env)
+    assert probe.stdout.strip() == "True", probe.stderr  # the installed copy's kernels load
     grammars = cli("grammars", "--json")
     assert "json" in {g["name"] for g in grammars}
     assert all(Path(g["path"]).is_relative_to(site) for g in grammars)

@@ -9,6 +9,7 @@ that split UTF-8 characters, and end of text.
 from __future__ import annotations
 
 import functools
+import re
 
 import lark
 import pytest
@@ -576,3 +577,30 @@ def test_refuses_terminals_matching_empty() -> None:
 def test_refuses_back_references() -> None:
     with pytest.raises(UnsupportedGrammarError):
         ReferenceChecker('start: A\nA: /(a)\\1/')
+
+
+# --------------------------------------------------------------------------
+# Terminals with lazy quantifiers and look-around: re.match's lexemes
+
+
+@pytest.mark.parametrize("pattern", [
+    r'".*?"', r'/\*[\s\S]*?\*/', r'(?s:"(?!"").*?")', r'(?s:"""(?<!\\).*?""")', r'a+?b*', r'(?:a|ab)(?:c|bcd)',
+    r'(?:ab.*c|a)', r'x(?=ab|ca)[a-c]{2}[a-c]*?', r'c[a-c]*?(?<!a)c', r'(?m)[a-c]+$',
+])
+def test_a_prefix_of_a_backtracking_terminal_is_one_some_continuation_makes_re_match_cover(pattern: str) -> None:
+    """``covers(s)``: some ``y`` has ``re.match(pattern, s + y)`` reach the end of ``s`` — checked
+    against a search of every ``y`` up to three characters from the patterns' alphabet and a closing
+    delimiter (each of these patterns has a witness of that kind whenever it has one)."""
+    from itertools import product
+
+    from reference.backtrack import covers
+
+    alphabet = sorted(set('abcdx"/*\\\n'))
+    compiled = re.compile(pattern)
+    tails = [t + closer for t in [""] + ["".join(t) for n in (1, 2, 3) for t in product(alphabet, repeat=n)]
+             for closer in ("", '"""', "*/")]  # the patterns' closing delimiters after any three characters
+    for n in range(4):
+        for chars in product(alphabet, repeat=n):
+            s = "".join(chars)
+            found = any((m := compiled.match(s + y)) is not None and m.end() >= len(s) for y in tails)
+            assert covers(pattern, 0, s) == found, (pattern, s)

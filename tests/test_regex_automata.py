@@ -179,3 +179,16 @@ def test_gbnf_reader_errors_point_at_the_offending_text(reader, text, offset, wo
     with pytest.raises(GbnfSyntaxError, match=re.escape(words)) as info:
         reader(text, 0)
     assert info.value.offset == offset
+
+
+def test_a_pattern_nested_hundreds_of_groups_deep_compiles() -> None:
+    """A pattern read back from an automaton nests a group per state (an intersection with a length
+    bound of a cfn-lint schema: 250 levels); reading and building it must not hit Python's recursion
+    limit."""
+    from localgcd.regex.terminal import terminal_dfa
+
+    depth = 250
+    pattern = "[a-z](?:|" * depth + ")" * depth
+    dfa = terminal_dfa(pattern)
+    assert dfa.accept[dfa.run(b"a" * depth)] >= 0 or dfa.accept[dfa.run(b"a" * (depth + 1))] >= 0
+    assert dfa.run(b"a" * (depth + 2)) == -1

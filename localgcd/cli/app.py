@@ -89,13 +89,18 @@ def compile_cmd(
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
+    full: bool = typer.Option(False, "--full", help="Build every token-spanner row now (and Alg. 5 for small "
+                              "grammars), not on each lexer state's first use: a fixed grammar ready ahead."),
     as_json: bool = typer.Option(False, "--json", help="Print the table sizes as one JSON object."),
 ) -> None:
     """Compile a grammar for a model's vocabulary into the cache; print the table sizes.
 
-    Only the model's vocabulary is read (no weights).  A later `generate` with
-    the same grammar and model loads the tables from the cache.  LALR
-    conflicts, resolved as lark resolves them, are listed (--strict: an error).
+    Only the model's vocabulary is read (no weights).  The grammar, lexer and
+    parse tables are cached now; the token-spanner rows are built on each
+    lexer state's first use and cached as they are (--full: all of them now).
+    A later `generate` with the same grammar and model loads the tables from
+    the cache.  LALR conflicts, resolved as lark resolves them, are listed
+    (--strict: an error).
     """
     from localgcd.llama.catalog import resolve_model
     from localgcd.llama.vocabulary import load_vocabulary
@@ -111,18 +116,23 @@ def compile_cmd(
         t_vocab = time.perf_counter() - t0
         t1 = time.perf_counter()
         with held_warnings() as held:
-            compiled = compile_shown(cli_compiler(), constraint, vocab, strict, f"compiling {src.name} for {spec.name}")
+            compiled = compile_shown(cli_compiler(full), constraint, vocab, strict,
+                                     f"compiling {src.name} for {spec.name}")
+            compiled.flush()  # a lazy grammar's entry is written now, not when it is released
         t_compile = time.perf_counter() - t1
         for category, message in held:  # conflicts are listed below; anything else is shown as usual
             if not (issubclass(category, GrammarWarning) and message.endswith(compiled.conflicts)):
                 warning(message)
         from_cache = "cache_load" in compiled.timings
         stats = dict(compiled.stats)
+        lazy = getattr(compiled.spanner, "lazy", False)
+        rows = compiled.spanner.n_saved + compiled.spanner.n_walked if lazy else None  # None: every row
         if as_json:
             print_json({
                 "grammar": src.name, "grammar_file": src.source, "model": spec.name, "model_file": str(path),
                 "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
-                "from_cache": from_cache, "conflicts": list(compiled.conflicts), "stats": render.jsonable(stats),
+                "from_cache": from_cache, "full": not lazy, "cached_row_branches": rows,
+                "conflicts": list(compiled.conflicts), "stats": render.jsonable(stats),
                 **({"additional_properties": constraint.options["additional_properties"]} if constraint.options else {}),
             })
             return
@@ -138,6 +148,12 @@ def compile_cmd(
         how = "loaded from the cache" if from_cache else "compiled"
         print(f"vocabulary: {len(vocab):,} tokens, read in {render.seconds(t_vocab)}; "
               f"tables {how} in {render.seconds(t_compile)}")
+        if not lazy:
+            print("token-spanner rows: all built" + ("" if from_cache else " now"))
+        else:
+            print(f"token-spanner rows: built on each lexer state's first use and cached as they are "
+                  f"({render.plural(rows, 'row branch', 'row branches')} cached so far"
+                  + ("" if full else "; --full builds them all now") + ")")
 
 
 # --------------------------------------------------------------------------- check

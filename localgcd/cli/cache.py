@@ -22,11 +22,12 @@ cache_app = typer.Typer(
 )
 
 
-def compiler():
-    """The one Compiler of this run (the default cache directory)."""
+def compiler(eager: bool = False):
+    """The one Compiler of this run (the default cache directory); ``eager``: every spanner row
+    built before it returns (``localgcd compile --full``)."""
     from localgcd.compiler.compiler import Compiler
 
-    return Compiler()
+    return Compiler(eager=eager)
 
 
 

@@ -48,7 +48,7 @@ WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPA
                                       "'compact' only ',' and ':'.")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
-                               "properties; needs the 'regex' module: pip install 'localgcd[lark-regex]').")
+                               "properties, the `regex` module's Unicode data).")
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")
@@ -167,11 +167,12 @@ def _choices_source(choices: list[str]) -> GrammarSource:
     return GrammarSource("\n".join(dict.fromkeys(choices)), "choices", "--choice", "choices")
 
 
-def cli_compiler():  # noqa: ANN201
-    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once)."""
+def cli_compiler(eager: bool = False):  # noqa: ANN201
+    """The command's one :class:`~localgcd.Compiler` (its cache opened, and an unwritable one reported, once);
+    ``eager``: every token-spanner row built before a compile returns (``compile --full``)."""
     from localgcd.cli.cache import compiler
 
-    return compiler()
+    return compiler(eager)
 
 
 def compile_shown(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001, ANN201

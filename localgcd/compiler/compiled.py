@@ -8,6 +8,7 @@ store are built on first use and fill lazily while decoding.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,6 +21,7 @@ from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
+from localgcd.spanner.built import DEFERRED_ARRAYS, BuiltRows
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
@@ -29,8 +31,10 @@ from localgcd.spanner.trie import VocabTrie
 #: Schema's entry must not outlive the translation that made it).  8: terminals with conditions,
 #: patterns and long literals tracked through long strings.  9: sparse gotos.  10: the parse
 #: tables without their rules' descriptions (no reader; kb_149's were 26K strings).  11: an entry
-#: may hold no spanner (a lexer too big to span ahead), to be built lazily on load.
-TABLE_FORMAT_VERSION = 11
+#: may hold no spanner (a lexer too big to span ahead), to be built lazily on load.  12: a lazy
+#: entry holds the rows built so far and their Alg. 5 statuses (merged in as grammars are used),
+#: and says whether an eager compile made it.
+TABLE_FORMAT_VERSION = 12
 
 
 @dataclass
@@ -39,7 +43,7 @@ class CompiledGrammar:
 
     terminals: tuple[Terminal, ...]
     lexer: LexingTransducer
-    spanner: TokenSpanner | LazyTokenSpanner  # lazy: rows built on first visit (memory-only compiles)
+    spanner: TokenSpanner | LazyTokenSpanner  # lazy: rows built on first visit (the default)
     tables: ParseTables
     token_bytes: tuple[bytes, ...]
     end_ids: np.ndarray  # int64
@@ -49,6 +53,9 @@ class CompiledGrammar:
     conflicts: tuple[str, ...] = ()  # LALR conflicts resolved as lark resolves them, described
     timings: dict[str, float] = field(default_factory=dict)
     token_mask_budget: int = 64 << 20
+    built_ahead: bool = False  # by an eager compile: every row (and Alg. 5 for small grammars) before use
+    known_statuses: Statuses | None = None  # a lazy entry's Alg. 5 statuses, for the engine to start with
+    cache_entry: object | None = None  # a lazy grammar's write-back (compiler.writeback.LazyEntry), if cached
 
     def __repr__(self) -> str:
         stats = self.stats
@@ -64,8 +71,22 @@ class CompiledGrammar:
         """The mask engine shared by every matcher of this grammar."""
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
         pda = PushdownAutomaton(self.tables, ignored)
-        return MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
-                          self.statuses, self.token_mask_budget)
+        engine = MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
+                            self.statuses, self.token_mask_budget)
+        if self.known_statuses is not None:
+            engine.checker.restore_statuses(*self.known_statuses)
+        if self.cache_entry is not None:
+            self.cache_entry.attach(engine)
+        return engine
+
+    def flush(self) -> bool:
+        """Write what this grammar built since it was compiled or loaded (spanner rows, Alg. 5
+        statuses) into its cache entry, merged with the entry's: True if something was written.
+
+        It happens by itself when the grammar and its matchers are released, and at exit; a
+        long-lived process that keeps a grammar may call it now and then (between masks, not
+        during one)."""
+        return self.cache_entry.flush() if self.cache_entry is not None else False
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the text."""
@@ -89,62 +110,129 @@ class CompiledGrammar:
 
     # -- persistence ---------------------------------------------------------------
 
-    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+    def to_arrays(self, statuses: Statuses | None = None) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON header, arrays): everything but the vocabulary, which the cache key pins.
 
-        A lazy spanner (a lexer too big to span ahead) is left out: :meth:`from_arrays` builds a
-        lazy one again.
+        A lazy spanner is saved as the rows it has built so far (:class:`BuiltRows`) and the Alg. 5
+        statuses decided so far, sparse: ``statuses`` if given, else its engine's if made, else the
+        ones it was loaded with.
         """
         table_header, table_arrays = self.tables.to_arrays()
         if isinstance(self.spanner, LazyTokenSpanner):
-            spanner_header, spanner_arrays = {"lazy": True}, {}
+            built_header, built_arrays = self.spanner.built_rows().to_arrays()
+            spanner_header, spanner_arrays = {"lazy": True, **built_header}, {}
+            if statuses is None:
+                engine = self.__dict__.get("engine")  # (made or not: a cached_property)
+                statuses = engine.checker.known_statuses() if engine is not None else self.known_statuses
         else:
             spanner_header, spanner_arrays = self.spanner.to_arrays()
+            built_arrays, statuses = {}, None
         header = {
             "terminals": [t.to_json() for t in self.terminals],
             "tables": table_header,
             "spanner": spanner_header,
             "indenter": self.indenter.to_json() if self.indenter else None,
             "conflicts": list(self.conflicts),
+            "built_ahead": self.built_ahead,
         }
         arrays = {f"lexer_{n}": a for n, a in self.lexer.to_arrays().items()}
         arrays.update({f"spanner_{n}": a for n, a in spanner_arrays.items()})
+        arrays.update({f"built_{n}": a for n, a in built_arrays.items()})
         arrays.update({f"tables_{n}": a for n, a in table_arrays.items()})
         if self.statuses is not None:
             arrays["statuses"] = self.statuses
+        if statuses is not None:
+            arrays.update(zip(_STATUS_ARRAYS, statuses))
         return header, arrays
+
+    #: Arrays an entry's reader does not check at load (``TableStore.read``'s ``deferred``): a lazy
+    #: entry's rows, each checked when first used.
+    DEFERRED_ARRAYS = tuple(f"built_{name}" for name in DEFERRED_ARRAYS)
 
     @staticmethod
     def spans_lazily(header: dict) -> bool:
-        """Whether an entry (its :meth:`to_arrays` header) holds no spanner: loading it needs the
-        vocabulary's trie."""
+        """Whether an entry (its :meth:`to_arrays` header) holds a lazy spanner's rows: loading it
+        needs the vocabulary's trie."""
         return bool(header["spanner"].get("lazy"))
+
+    @staticmethod
+    def is_built_ahead(header: dict) -> bool:
+        """Whether an eager compile made the entry (an eager compile has nothing to add to it)."""
+        return bool(header.get("built_ahead"))
+
+    def tables_match(self, entry: tuple[dict, dict[str, np.ndarray]]) -> bool:
+        """Whether an entry's terminals, lexer and parse tables are this grammar's, array for array
+        (so its outcome ids, lexer states and parser states mean what this grammar's do)."""
+        header, arrays = entry
+        as_read = json.loads(json.dumps({"terminals": [t.to_json() for t in self.terminals],
+                                         "tables": self.tables.to_arrays()[0]}))  # (tuples read back as lists)
+        if header.get("terminals") != as_read["terminals"] or header.get("tables") != as_read["tables"]:
+            return False
+        ours = {**{f"lexer_{n}": a for n, a in self.lexer.to_arrays().items()},
+                **{f"tables_{n}": a for n, a in self.tables.to_arrays()[1].items()}}
+        theirs = {n: a for n, a in arrays.items() if n.startswith(("lexer_", "tables_"))}
+        return ours.keys() == theirs.keys() and all(
+            ours[n].dtype == theirs[n].dtype and np.array_equal(ours[n], theirs[n]) for n in ours)
+
+    @staticmethod
+    def merged_entry(disk: tuple[dict, dict[str, np.ndarray]], built: BuiltRows,
+                     statuses: Statuses | None) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """A lazy entry with the rows and statuses of a grammar of its key added: the disk's outcome
+        ids kept (ours renumbered into them); None when ours adds nothing."""
+        disk_header, disk_arrays = disk
+        on_disk = BuiltRows.from_arrays(disk_header["spanner"], _part(disk_arrays, "built_"))
+        merged, renumber = on_disk.merged(built)
+        disk_statuses = tuple(disk_arrays.get(n, _NO_STATUS[n]) for n in _STATUS_ARRAYS)
+        ours = statuses if statuses is not None else tuple(_NO_STATUS.values())
+        rows, outcomes, values = (np.concatenate([a, b]) for a, b in zip(disk_statuses, ours))
+        outcomes[disk_statuses[0].size:] = renumber[outcomes[disk_statuses[0].size:]]
+        width = np.int64(merged.n_outcomes)
+        _, first = np.unique(rows.astype(np.int64) * width + outcomes, return_index=True)  # the disk's first
+        if merged is on_disk and first.size == disk_statuses[0].size:
+            return None
+        header = {**disk_header, "spanner": {"lazy": True, **merged.to_arrays()[0]}}
+        arrays = {n: a for n, a in disk_arrays.items() if not n.startswith("built_") and n not in _STATUS_ARRAYS}
+        arrays.update({f"built_{n}": a for n, a in merged.to_arrays()[1].items()})
+        arrays.update(zip(_STATUS_ARRAYS, (rows[first], outcomes[first], values[first])))
+        return header, arrays
 
     @classmethod
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray], token_bytes: tuple[bytes, ...],
                     end_ids: np.ndarray, source: str, trie: VocabTrie | None = None) -> "CompiledGrammar":
         """Inverse of :meth:`to_arrays`, for the vocabulary the entry was compiled for (``trie``:
         that vocabulary's, for an entry that :meth:`spans_lazily`)."""
-
-        def part(prefix: str) -> dict[str, np.ndarray]:
-            return {n[len(prefix):]: a for n, a in arrays.items() if n.startswith(prefix)}
-
-        lexer = LexingTransducer.from_arrays(part("lexer_"))
+        lexer = LexingTransducer.from_arrays(_part(arrays, "lexer_"))
+        known_statuses = None
         if cls.spans_lazily(header):
             if trie is None:
                 raise ValueError("this entry's spanner is built on load: pass the vocabulary's trie")
-            spanner: TokenSpanner | LazyTokenSpanner = LazyTokenSpanner(lexer, trie, len(token_bytes))
+            built = BuiltRows.from_arrays(header["spanner"], _part(arrays, "built_"))
+            spanner: TokenSpanner | LazyTokenSpanner = LazyTokenSpanner(lexer, trie, len(token_bytes), built)
+            if _STATUS_ARRAYS[0] in arrays:
+                known_statuses = tuple(arrays[n] for n in _STATUS_ARRAYS)
         else:
-            spanner = TokenSpanner.from_arrays(header["spanner"], part("spanner_"))
+            spanner = TokenSpanner.from_arrays(header["spanner"], _part(arrays, "spanner_"))
         return cls(
             terminals=tuple(Terminal.from_json(t) for t in header["terminals"]),
             lexer=lexer,
             spanner=spanner,
-            tables=ParseTables.from_arrays(header["tables"], part("tables_")),
+            tables=ParseTables.from_arrays(header["tables"], _part(arrays, "tables_")),
             token_bytes=token_bytes,
             end_ids=end_ids,
             source=source,
             indenter=IndenterSpec.from_json(header["indenter"]) if header.get("indenter") else None,
             statuses=arrays.get("statuses"),
             conflicts=tuple(header.get("conflicts", ())),
+            built_ahead=cls.is_built_ahead(header),
+            known_statuses=known_statuses,
         )
+
+
+Statuses = tuple[np.ndarray, np.ndarray, np.ndarray]  # (status rows, outcome ids, statuses): Alg. 5, sparse
+_STATUS_ARRAYS = ("status_rows", "status_outcomes", "status_values")
+_NO_STATUS = {"status_rows": np.empty(0, np.int32), "status_outcomes": np.empty(0, np.int32),
+              "status_values": np.empty(0, np.int8)}
+
+
+def _part(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    return {n[len(prefix):]: a for n, a in arrays.items() if n.startswith(prefix)}

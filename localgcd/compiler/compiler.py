@@ -24,6 +24,7 @@ import numpy as np
 
 from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
 from localgcd.compiler.store import TRIE_PREFIX, TableStore
+from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
@@ -62,27 +63,31 @@ class Compiler:
 
     ``cache_dir``: the cache root (``None``: ``$LOCALGCD_CACHE`` or the user
     cache dir); ``use_cache=False`` keeps everything in memory.
-    ``eager_status_limit``: run Alg. 5 at compile time when parser states ×
-    outcomes is at most this (well under a second for such grammars); bigger
-    grammars classify lazily while decoding.  ``token_mask_budget``: bytes of
-    memoized token masks per compiled grammar.  ``lazy_tables``: when nothing
-    is written to the cache (``use_cache=False``), build a lexer state's
-    spanner row on its first visit and classify lazily, so the first mask
-    waits for one row instead of all (grammars with an Indenter are built
-    whole).  A cache entry is always the whole table set: with the cache on,
-    compilation builds everything before it writes — unless the lexer has
-    more than ``eager_lexer_limit`` states (a JSON Schema's patterns tracked
-    through long strings: tens of thousands), whose whole spanner would take
-    minutes; such a grammar's entry holds everything but the spanner, whose
-    rows are again built on first visit after a load.
+
+    Lazy is the default, with the cache on or off: a compile builds the
+    grammar, the lexer and the parse tables, and a lexer state's spanner row
+    and the Alg. 5 statuses of its outcomes are built on the state's first
+    visit, so the first mask waits for one row instead of all (grammars with
+    an Indenter are built whole).  With the cache on, what was built is
+    merged into the grammar's cache entry when it and its matchers are
+    released, at exit, or on :meth:`CompiledGrammar.flush` (:mod:`localgcd.compiler.writeback`),
+    never while a mask waits; a grammar seen before starts with the rows it
+    built before.  ``eager=True`` builds every row (and runs Alg. 5 when
+    parser states × outcomes is at most ``eager_status_limit``) before it
+    returns and writes that entry at once: for fixed grammars wanted ready
+    ahead (``localgcd compile --full``).  Even then a lexer with more than
+    ``eager_lexer_limit`` states (a JSON Schema's patterns tracked through
+    long strings: tens of thousands) is spanned lazily: its whole spanner
+    would take minutes.  ``token_mask_budget``: bytes of memoized token masks
+    per compiled grammar.
     """
 
-    def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True,
+    def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True, eager: bool = False,
                  eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20,
-                 lazy_tables: bool = True, eager_lexer_limit: int = 8192) -> None:
+                 eager_lexer_limit: int = 8192) -> None:
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
-        self.lazy_tables = lazy_tables
+        self.eager = eager
         self.eager_status_limit = eager_status_limit
         self.eager_lexer_limit = eager_lexer_limit
         self.token_mask_budget = token_mask_budget
@@ -110,17 +115,24 @@ class Compiler:
                          *where)
         if self.use_cache:
             started = time.perf_counter()
-            entry = self.store.read(key, key, TABLE_FORMAT_VERSION)
-            if entry is not None:
+            entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
+            if entry is not None and (not self.eager or CompiledGrammar.is_built_ahead(entry[0])):
                 trie = self.vocabulary_trie(vocab) if CompiledGrammar.spans_lazily(entry[0]) else None
                 compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie)
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
+                if isinstance(compiled.spanner, LazyTokenSpanner):
+                    LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled, loaded=True)
                 return compiled
-        compiled = self.build(text, vocab, source, strict, indenter, fmt,
-                              lazy=self.lazy_tables and not self.use_cache, base_dir=base_dir, **options)
-        if self.use_cache:  # a lazy spanner (a lexer too big to span ahead) is left out, and built on load
-            self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
+            unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
+        compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager,
+                              base_dir=base_dir, **options)
+        if self.use_cache:
+            written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
+            if written:
+                self.store.write(key, key, TABLE_FORMAT_VERSION, *compiled.to_arrays())
+            if isinstance(compiled.spanner, LazyTokenSpanner):  # written back as it is used
+                LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled, loaded=written)
         return compiled
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
@@ -129,7 +141,8 @@ class Compiler:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
-        visits (not for grammars with an Indenter).
+        visits (not for grammars with an Indenter); else every row is built
+        now (but for a lexer above ``eager_lexer_limit``).
         """
         with _collector_paused():
             return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, **options)
@@ -153,6 +166,7 @@ class Compiler:
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
+        lazy_requested = lazy
         lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
         spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else build_token_spanner(lexer, trie, len(vocab))
         t4 = time.perf_counter()
@@ -160,6 +174,7 @@ class Compiler:
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
             token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
             conflicts=tuple(c.describe() for c in conflicts), token_mask_budget=self.token_mask_budget,
+            built_ahead=not lazy_requested,
         )
         if not lazy and tables.n_states * len(spanner.head) <= self.eager_status_limit:
             compiled.statuses = compiled.engine.classify_all().copy()
@@ -203,7 +218,7 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
     terminals as lark's ``regex=True`` does: ``\\p{…}`` Unicode properties, the ``regex`` module's
-    Unicode data (needs ``localgcd[lark-regex]``).  ``base_dir``: where the text's relative
+    Unicode data.  ``base_dir``: where the text's relative
     ``%import .x`` are read (see :meth:`Compiler.compile`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()

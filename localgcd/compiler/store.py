@@ -13,7 +13,9 @@ is reported once per store, and tables are used from memory.
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import struct
 import tempfile
 import warnings
 import zipfile
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from localgcd.arrays import ArrayPieces
 from localgcd.errors import CacheWarning
 
 FORMAT = "localgcd-tables"
@@ -39,18 +42,19 @@ class TableStore:
     def path(self, name: str) -> Path:
         return self.directory / f"{name}{SUFFIX}"
 
-    def write(self, name: str, key: str, version: int, header: dict, arrays: dict[str, np.ndarray]) -> Path | None:
-        """Atomically write arrays plus a JSON header; warn (once) and return None if impossible."""
+    def write(self, name: str, key: str, version: int, header: dict,
+              arrays: dict[str, np.ndarray | ArrayPieces]) -> Path | None:
+        """Atomically write arrays (an :class:`ArrayPieces` as its concatenation) plus a JSON header;
+        warn (once) and return None if impossible."""
         path = self.path(name)
-        blob, layout = _pack(arrays)
+        parts, layout = _pack(arrays)
         header = {**header, "format": FORMAT, "version": version, "key": key, "layout": layout}
-        members = {"header": np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8), "blob": blob}
         tmp_name = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=self.directory, prefix=".tmp-", suffix=SUFFIX, delete=False) as tmp:
                 tmp_name = tmp.name
-                np.savez(tmp, **members)
+                _write_npz(tmp, np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8), parts)
                 tmp.flush()
                 os.fsync(tmp.fileno())
             os.replace(tmp_name, path)
@@ -64,19 +68,25 @@ class TableStore:
                               "compiled tables are used from memory only", CacheWarning, stacklevel=3)
             return None
 
-    def read(self, name: str, key: str, version: int) -> tuple[dict, dict[str, np.ndarray]] | None:
-        """(header, arrays) of a verified entry; None if absent, or (with a warning) unusable."""
+    def read(self, name: str, key: str, version: int,
+             deferred: tuple[str, ...] = ()) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """(header, arrays) of a verified entry; None if absent, or (with a warning) unusable.
+
+        The arrays are views of the file mapped copy-on-write (pages are read as they are
+        touched).  Arrays whose names start with one of the ``deferred`` prefixes are not checked
+        here: the caller checks them piece by piece as it uses them (a lazy entry's rows: a load
+        reads only what it uses).
+        """
         path = self.path(name)
         if not path.is_file():
             return None
         try:
-            with open(path, "rb") as handle, _npz(handle) as data:
-                header = json.loads(bytes(data["header"]).decode("utf-8"))
-                if header.get("format") != FORMAT or header.get("key") != key:
-                    raise ValueError("not a localgcd table file for this key")
-                if header.get("version") != version or "layout" not in header:
-                    return None  # written by another version of localgcd: rebuilt and rewritten
-                arrays = _unpack(data["blob"], header["layout"])
+            header, blob = _read_mapped(path)
+            if header.get("format") != FORMAT or header.get("key") != key:
+                raise ValueError("not a localgcd table file for this key")
+            if header.get("version") != version or "layout" not in header:
+                return None  # written by another version of localgcd: rebuilt and rewritten
+            arrays = _unpack(blob, header["layout"], deferred)
         except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
             warnings.warn(f"table cache entry {path} is unusable ({exc}); rebuilding it", CacheWarning, stacklevel=4)
             return None
@@ -124,39 +134,82 @@ def _writable(directory: Path) -> bool:
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
 
 
-def _npz(handle) -> np.lib.npyio.NpzFile:
-    if handle.read(4) != b"PK\x03\x04":
-        raise ValueError("not a table file (bad magic bytes)")
-    handle.seek(0)
-    return np.load(handle, allow_pickle=False)
+def _read_mapped(path: Path) -> tuple[dict, np.ndarray]:
+    """(the JSON header, the blob mapped copy-on-write) of an entry file written by :meth:`TableStore.write`."""
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"PK\x03\x04":
+            raise ValueError("not a table file (bad magic bytes)")
+        handle.seek(0)
+        with zipfile.ZipFile(handle) as archive:
+            with archive.open("header.npy") as member:
+                header = json.loads(np.lib.format.read_array(member, allow_pickle=False).tobytes().decode("utf-8"))
+            info = archive.getinfo("blob.npy")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ValueError("a compressed table file")
+        handle.seek(info.header_offset)
+        local = handle.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError("a damaged table file (member header)")
+        name_length, extra_length = struct.unpack("<HH", local[26:30])
+        handle.seek(info.header_offset + 30 + name_length + extra_length)
+        major, minor = np.lib.format.read_magic(handle)
+        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, _fortran, dtype = read_header(handle)
+        if dtype != np.uint8 or len(shape) != 1:
+            raise ValueError("a damaged table file (blob header)")
+        start, size = handle.tell(), int(shape[0])
+        if start + size > os.fstat(handle.fileno()).st_size:  # (a mapping past the end would crash on read)
+            raise ValueError("a truncated table file")
+        if not size:
+            return header, np.empty(0, dtype=np.uint8)
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+    return header, np.frombuffer(mapped, dtype=np.uint8, count=size, offset=start)
 
 
 _ALIGN = 16
 
 
-def _pack(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
-    """All arrays in one byte blob (each at an aligned offset) and its layout.
+def _pack(arrays: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[list]]:
+    """The pieces of one byte blob holding all arrays (each at an aligned offset), and its layout.
 
     One member instead of one per array: reading an entry costs one zip member
     and one ``.npy`` header, not twenty (the cache load is most of the time to
     first mask from the cache).  The layout lists name, dtype, shape, offset
-    and CRC-32 of each array.
+    and CRC-32 of each array.  The pieces are the arrays' own bytes (and
+    padding), written one after the other: a big entry is not copied whole.
     """
     layout, parts, offset = [], [], 0
     for name, array in arrays.items():
-        data = np.ascontiguousarray(array)
-        raw = data.view(np.uint8).reshape(-1) if data.size else np.empty(0, dtype=np.uint8)
+        pieces = array.pieces if isinstance(array, ArrayPieces) else [array]
+        raws = [np.ascontiguousarray(piece).view(np.uint8).reshape(-1) for piece in pieces if piece.size]
         padding = (-offset) % _ALIGN
-        parts += [np.zeros(padding, dtype=np.uint8), raw]
+        parts += [np.zeros(padding, dtype=np.uint8), *raws]
         offset += padding
-        layout.append([name, data.dtype.str, list(data.shape), offset, _crc(data)])
-        offset += raw.size
-    blob = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint8)
-    return blob, layout
+        crc = 0
+        for raw in raws:
+            crc = zlib.crc32(raw.data, crc)
+        layout.append([name, array.dtype.str, list(array.shape), offset, _shape_crc(crc, array)])
+        offset += sum(raw.size for raw in raws)
+    return parts, layout
 
 
-def _unpack(blob: np.ndarray, layout: list[list]) -> dict[str, np.ndarray]:
-    """The arrays of :func:`_pack`, as views into ``blob``, each checked against its CRC-32."""
+def _write_npz(handle, header: np.ndarray, parts: list[np.ndarray]) -> None:
+    """What ``np.savez(handle, header=header, blob=np.concatenate(parts))`` writes, without making
+    the concatenation."""
+    total = sum(part.size for part in parts)
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        with archive.open("header.npy", "w") as member:
+            np.lib.format.write_array(member, header, allow_pickle=False)
+        with archive.open("blob.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, {"descr": "|u1", "fortran_order": False, "shape": (total,)})
+            for part in parts:
+                if part.size:
+                    member.write(part.data)
+
+
+def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """The arrays of :func:`_pack`, as views into ``blob``, each checked against its CRC-32 (but
+    those whose names start with a ``deferred`` prefix)."""
     arrays = {}
     for name, dtype_str, shape, offset, crc in layout:
         dtype = np.dtype(dtype_str)
@@ -166,11 +219,15 @@ def _unpack(blob: np.ndarray, layout: list[list]) -> dict[str, np.ndarray]:
         if offset < 0 or offset + count > blob.size:
             raise ValueError(f"array {name} lies outside the file")
         array = blob[offset:offset + count].view(dtype).reshape(shape)
-        if _crc(array) != crc:
+        if not name.startswith(deferred) and _crc(array) != crc:
             raise ValueError(f"checksum mismatch in {name}")
         arrays[name] = array
     return arrays
 
 
 def _crc(array: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(array).data) ^ zlib.crc32(repr((array.dtype.str, array.shape)).encode())
+    return _shape_crc(zlib.crc32(np.ascontiguousarray(array).data), array)
+
+
+def _shape_crc(data_crc: int, array: np.ndarray | ArrayPieces) -> int:
+    return data_crc ^ zlib.crc32(repr((array.dtype.str, tuple(array.shape))).encode())

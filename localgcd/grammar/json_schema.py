@@ -61,7 +61,6 @@ import functools
 import json
 import math
 import re
-import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -75,11 +74,13 @@ from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.regex.charset import CharSet
+from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet
 from localgcd.regex.dfa import TooManyStates, determinize, intersection, relation, relations, representative_bytes
+from localgcd.regex.ecma_syntax import parse_ecma_regex
 from localgcd.regex.nfa import NFA, CharClasses
 from localgcd.regex.python_syntax import parse_python_regex
-from localgcd.regex.syntax import UnsupportedRegex, character_sets
+from localgcd.regex.python_text import class_text, code_point_text, python_regex_text
+from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, character_sets
 from localgcd.regex.to_regex import RegexTooLong, dfa_regex
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import terminal_dfa
@@ -126,228 +127,139 @@ def _lark_regex(pattern: str) -> str:
 
 
 # --------------------------------------------------------------------------
-# schema regex (ECMA-262 flavoured) → regex over the canonical JSON spelling
+# schema regex (ECMA-262, localgcd/regex/ecma_syntax.py) → regex over the canonical JSON spelling
 # --------------------------------------------------------------------------
 
-try:
-    import re._constants as sre
-    import re._parser as sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as sre  # type: ignore
-    import sre_parse  # type: ignore
-
-MAXCP = 0x10FFFF
-_SPECIAL = [(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]
-ECMA_SPACE = [(9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
-              (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
-DIGIT = [(0x30, 0x39)]
-WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
-DOT = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]  # complement of '.'
+MAXCP = MAX_CODE_POINT
+_SPECIAL = CharSet([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])  # written escaped inside a JSON string
 
 
 class _Unsupported(Exception):
     pass
 
 
-def _norm(iv):
-    iv = sorted(iv)
-    out = []
-    for lo, hi in iv:
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _complement(iv):
-    out, nxt = [], 0
-    for lo, hi in _norm(iv):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAXCP:
-        out.append((nxt, MAXCP))
-    return out
-
-
-def _minus(a, b):
-    bc = _complement(b)
-    out = []
-    for lo, hi in _norm(a):
-        for lo2, hi2 in bc:
-            x, y = max(lo, lo2), min(hi, hi2)
-            if x <= y:
-                out.append((x, y))
-    return _norm(out)
-
-
-def _cp(c: int) -> str:
-    """One code point inside a regex character class.  ASCII punctuation is written with a
-    backslash, never as ``\\xNN``: lark unescapes ``\\x5d`` to a bare ``]`` (closing the class)."""
-    if c < 0x80 and (chr(c).isalnum()):
-        return chr(c)
-    if c == 0x2F:
-        return "/"  # _lark_regex escapes it
-    if 0x20 <= c < 0x7F:
-        return "\\" + chr(c)
-    if c <= 0xFF:
-        return "\\x%02x" % c
-    if c <= 0xFFFF:
-        return "\\u%04x" % c
-    return "\\U%08x" % c
-
-
-def _charset_regex(iv) -> str:
-    """Canonical spelling of one character from the code point set ``iv``."""
-    iv = _norm(iv)
-    iv = [(lo, hi) for lo, hi in iv if not (0xD800 <= lo and hi <= 0xDFFF)]
-    raw = _minus(iv, _SPECIAL)
-    alts = []
-    if raw:
-        alts.append("[" + "".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in raw) + "]")
-    for lo, hi in iv:
-        for c in range(max(lo, 0), min(hi, 0x5C) + 1):
+def _canonical_chars(chars: CharSet) -> str:
+    """One character from ``chars``, as the canonical JSON spelling writes it (a raw character, or
+    the escape of ``"``, ``\\`` and U+0000-U+001F)."""
+    chars = CharSet(iv for iv in chars.intervals if not (SURROGATES[0] <= iv[0] and iv[1] <= SURROGATES[1]))
+    raw = chars - _SPECIAL
+    alts = [class_text(raw)] if raw else []
+    for c in range(0, 0x5D):
+        if c in chars and c in _SPECIAL:
             if c == 0x22:
                 alts.append(r'\\["]')  # a bare \\" before | is misread by the lark front end
             elif c == 0x5C:
                 alts.append(r"\\[\\]")
-            elif c < 0x20:
+            else:
                 alts.append(_SHORT.get(c, "\\\\u00%02x" % c))
     if not alts:
         raise _Unsupported("empty character class")
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-class _PatternTranslator:
-    def __init__(self, pattern: str):
-        self.pattern = pattern
-
-    def translate(self) -> str:
-        try:
-            with warnings.catch_warnings():  # "possible nested set" ("[[", "--"): a set in the ECMA
-                warnings.simplefilter("ignore", FutureWarning)  # dialect too, and read as one today
-                parsed = sre_parse.parse(self.pattern)
-        except re.error as exc:
-            raise _Unsupported(f"invalid regular expression: {exc}") from None
-        if parsed.state.flags & ~(sre.SRE_FLAG_UNICODE):
-            raise _Unsupported("inline flags")
-        items = list(parsed)
-        if len(items) == 1 and items[0][0] is sre.BRANCH:
-            branches = items[0][1][1]
-        else:
-            branches = [items]
-        # branches grouped by their anchors: one UNIT* around each group, not each branch
-        # (an unanchored alternation of many words stays one small NFA)
-        groups: dict[tuple[bool, bool], list[str]] = {}
-        for b in branches:
-            start, end, body = self.top(list(b))
-            groups.setdefault((start, end), []).append(body)
-        any_ = UNIT + "*"
-        alts = [("" if start else any_) + "(?:" + "|".join(bodies) + ")" + ("" if end else any_)
-                for (start, end), bodies in groups.items()]
-        return "(?:" + "|".join(alts) + ")"
-
-    def top(self, items) -> tuple[bool, bool, str]:
-        """(anchored at the start, anchored at the end, body regex) of one top-level branch.  An
-        anchor may also sit inside a lone group, or end (start) every branch of a final (first)
-        alternation: re's parser factors ``^01$|^07$`` into ``^0(?:1$|7$)``."""
-        items = _unwrap(items)
-        anchored_start, items = _strip_anchor(items, 0, (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING))
-        anchored_end, items = _strip_anchor(items, -1, (sre.AT_END, sre.AT_END_STRING))
-        return anchored_start, anchored_end, self.seq(items)
-
-    def seq(self, items) -> str:
-        return "".join(self.node(op, arg) for op, arg in items)
-
-    def node(self, op, arg) -> str:
-        if op is sre.LITERAL:
-            return _charset_regex([(arg, arg)])
-        if op is sre.NOT_LITERAL:
-            return _charset_regex(_complement([(arg, arg)]))
-        if op is sre.ANY:
-            return _charset_regex(_complement(DOT))
-        if op is sre.IN:
-            return _charset_regex(self.cls(arg))
-        if op is sre.BRANCH:
-            return "(?:" + "|".join(self.seq(b) for b in arg[1]) + ")"
-        if op is sre.SUBPATTERN:
-            _g, add, dele, sub = arg
-            if add or dele:
-                raise _Unsupported("inline flags")
-            return "(?:" + self.seq(sub) + ")"
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-            # lazy and greedy quantifiers match the same strings (pattern is a membership test)
-            lo, hi, sub = arg
-            inner = "(?:" + self.seq(sub) + ")"
-            if hi is sre.MAXREPEAT:
-                return inner + ("{%d,}" % lo)
-            return inner + ("{%d,%d}" % (lo, hi))
-        if op is sre.AT:
-            raise _Unsupported("anchor or word boundary inside the pattern")
-        if op in (sre.ASSERT, sre.ASSERT_NOT):
-            raise _Unsupported("look-around")
-        if op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
-            raise _Unsupported("back-reference")
-        raise _Unsupported(f"regex construct {op}")
-
-    def cls(self, items):
-        iv, negate = [], False
-        for op, arg in items:
-            if op is sre.NEGATE:
-                negate = True
-            elif op is sre.LITERAL:
-                iv.append((arg, arg))
-            elif op is sre.RANGE:
-                iv.append(arg)
-            elif op is sre.CATEGORY:
-                iv.extend(self.category(arg))
-            else:
-                raise _Unsupported(f"character class item {op}")
-        return _complement(iv) if negate else _norm(iv)
-
-    @staticmethod
-    def category(cat):
-        table = {sre.CATEGORY_DIGIT: DIGIT, sre.CATEGORY_WORD: WORD, sre.CATEGORY_SPACE: ECMA_SPACE}
-        neg = {sre.CATEGORY_NOT_DIGIT: DIGIT, sre.CATEGORY_NOT_WORD: WORD, sre.CATEGORY_NOT_SPACE: ECMA_SPACE}
-        if cat in table:
-            return table[cat]
-        if cat in neg:
-            return _complement(neg[cat])
-        raise _Unsupported(f"category {cat}")
-
-    def node_cls(self, op, arg):  # pragma: no cover - unused helper
-        return self.cls(arg)
+@functools.lru_cache(maxsize=1024)
+def pattern_body(pattern: str) -> str:
+    """The regex (over canonical string contents, without quotes) of the strings in which the
+    ECMA-262 ``pattern`` finds a match."""
+    try:
+        node = _factored(parse_ecma_regex(pattern))
+    except UnsupportedRegex as exc:
+        raise _Unsupported(str(exc)) from None
+    # branches grouped by their anchors: one UNIT* around each group, not each branch
+    # (an unanchored alternation of many words stays one small NFA)
+    groups: dict[tuple[bool, bool], list[str]] = {}
+    for branch in node.options if isinstance(node, Alt) else (node,):
+        anchored_start, items = _strip_anchor(_items(branch), 0, "start")
+        anchored_end, items = _strip_anchor(items, -1, "end")
+        body = _membership_node(_sequence(items))
+        groups.setdefault((anchored_start, anchored_end), []).append(python_regex_text(body, _canonical_chars))
+    any_ = UNIT + "*"
+    alts = [("" if start else any_) + "(?:" + "|".join(bodies) + ")" + ("" if end else any_)
+            for (start, end), bodies in groups.items()]
+    return "(?:" + "|".join(alts) + ")"
 
 
-def _unwrap(items):
-    """The items of a lone group without flags, else the items."""
-    while len(items) == 1 and items[0][0] is sre.SUBPATTERN and not items[0][1][1] and not items[0][1][2]:
-        items = list(items[0][1][3])
-    return list(items)
+def _pattern_matches(pattern: str, name: str) -> bool:
+    """Does the ECMA-262 ``pattern`` find a match in ``name``?  False for a pattern localgcd does not
+    translate (it is reported, or dropped with lenient=True, where the pattern itself is read)."""
+    try:
+        return re.fullmatch(pattern_body(pattern), encode_string(name)[1:-1]) is not None
+    except _Unsupported:
+        return False
 
 
-def _strip_anchor(items, at, kinds):
-    """(anchored, items without it) for an anchor of ``kinds`` at index ``at`` (0 or -1), also
-    when every branch of an alternation there has it at that end."""
+def _factored(node: Node) -> Node:
+    """``node`` with each alternation's common leading items moved out of it and an alternation of
+    single characters made one set (``ab|ac`` → ``a(?:b|c)``, ``a|b`` → ``[ab]``): the same
+    language, spelled as the pattern reader before the ECMA one (Python's sre_parse) spelled it, so
+    that pattern terminals, named and ordered by their text, stay what they were."""
+    if isinstance(node, Concat):
+        return Concat(tuple(_factored(item) for item in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(_factored(node.item), node.lo, node.hi, node.greedy)
+    if isinstance(node, Look):
+        return Look(_factored(node.item), node.ahead, node.negate)
+    if not isinstance(node, Alt):
+        return node
+    options = [_sequence_items(_factored(option)) for option in node.options]
+    prefix = []
+    while all(options) and all(option[0] == options[0][0] for option in options):
+        prefix.append(options[0][0])
+        options = [option[1:] for option in options]
+    if all(len(option) == 1 and isinstance(option[0], Chars) for option in options):
+        rest: Node = Chars(CharSet(iv for option in options for iv in option[0].chars.intervals))
+    else:
+        rest = Alt(tuple(_sequence(option) for option in options))
+    return _sequence(prefix + [rest]) if prefix else rest
+
+
+def _items(node: Node) -> list[Node]:
+    """The items of a sequence (of a lone group's contents, however deeply grouped)."""
+    while isinstance(node, Concat) and len(node.items) == 1:
+        node = node.items[0]
+    return list(node.items) if isinstance(node, Concat) else [node]
+
+
+def _sequence_items(node: Node) -> list[Node]:
+    """The items of a sequence; a group is one item."""
+    return list(node.items) if isinstance(node, Concat) and len(node.items) != 1 else [node]
+
+
+def _sequence(items: list[Node]) -> Node:
+    """The items as one node (one item is itself, not a group)."""
+    return items[0] if len(items) == 1 else Concat(tuple(items))
+
+
+def _strip_anchor(items: list[Node], at: int, kind: str) -> tuple[bool, list[Node]]:
+    """(anchored, items without it) for an anchor of ``kind`` at index ``at`` (0 or -1), also when
+    every option of an alternation there has it at that end (``^01$|^07$`` inside a group)."""
     if not items:
         return False, items
-    op, arg = items[at]
-    rest = items[1:] if at == 0 else items[:-1]
-    if op is sre.AT and arg in kinds:
+    first, rest = items[at], (items[1:] if at == 0 else items[:-1])
+    if first == Anchor(kind):
         return True, rest
-    if op is sre.BRANCH:
-        stripped = [_strip_anchor(_unwrap(b), at, kinds) for b in arg[1]]
-        if all(found for found, _b in stripped):
-            branch = (sre.BRANCH, (None, [b for _f, b in stripped]))
-            return True, ([branch] + rest if at == 0 else rest + [branch])
+    if isinstance(first, Alt):
+        stripped = [_strip_anchor(_items(option), at, kind) for option in first.options]
+        if all(found for found, _rest in stripped):
+            alt = Alt(tuple(_sequence(option) for _found, option in stripped))
+            return True, ([alt] + rest if at == 0 else rest + [alt])
     return False, items
 
 
-def pattern_body(pattern: str) -> str:
-    """The regex (over canonical string contents, without quotes) of ``pattern``."""
-    return _PatternTranslator(pattern).translate()
-
+def _membership_node(node: Node) -> Node:
+    """``node`` for a membership test: a lazy quantifier matches the same strings as a greedy one;
+    an anchor left inside, or a look-around, is not translated."""
+    if isinstance(node, Anchor):
+        raise _Unsupported("anchor or word boundary inside the pattern")
+    if isinstance(node, Look):
+        raise _Unsupported("look-around")
+    if isinstance(node, Repeat):
+        return Repeat(_membership_node(node.item), node.lo, node.hi)
+    if isinstance(node, Concat):
+        return Concat(tuple(_membership_node(item) for item in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_membership_node(option) for option in node.options))
+    return node
 
 _D2 = r"[0-9]{2}"
 _LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
@@ -1428,12 +1340,12 @@ class _Translator:
         for r in list(required) + sorted(watched - set(required)):
             if r not in props:
                 # an undeclared name: its value is what patternProperties / additionalProperties allow
-                if not any(re.search(p, r) for p in pprops) and addl is False and not closed:
+                if not any(_pattern_matches(p, r) for p in pprops) and addl is False and not closed:
                     if r in required:
                         _empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
                     continue
                 props = dict(props)
-                props[r] = True if closed or any(re.search(p, r) for p in pprops) else addl
+                props[r] = True if closed or any(_pattern_matches(p, r) for p in pprops) else addl
                 names.append(r)
         # pattern properties → string patterns
         pat_bodies = []
@@ -1457,7 +1369,7 @@ class _Translator:
                     _empty(ctx, ptr, f"required property {n!r} violates propertyNames")
                 continue
             sub = props[n]
-            matching = [sp for b, p, sp in pat_bodies if re.search(p, n)]
+            matching = [sp for b, p, sp in pat_bodies if re.fullmatch(b, encode_string(n)[1:-1])]
             if matching:
                 sub = {"allOf": [sub] + matching}
             vrule = self.try_value(sub, _ptr_join(ptr, "properties", n))
@@ -1805,7 +1717,7 @@ def _may_have(s: dict, name: str) -> bool:
     """Can an instance of ``s`` have the member ``name`` (closed objects: only declared names)?"""
     if s.get("additionalProperties") is not False or name in (s.get("properties") or {}):
         return True
-    return any(re.search(p, name) for p in s.get("patternProperties") or {})
+    return any(_pattern_matches(p, name) for p in s.get("patternProperties") or {})
 
 
 def _string_pattern(s: dict) -> str | None:
@@ -1914,7 +1826,7 @@ def _intersection_regex(ra: str, rb: str) -> str | None:
 
 def _class_text(chars: CharSet) -> str:
     """A character class for a set of code points."""
-    return "[" + "".join('"' if lo == hi == 0x22 else _cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}"
+    return "[" + "".join('"' if lo == hi == 0x22 else code_point_text(lo) if lo == hi else f"{code_point_text(lo)}-{code_point_text(hi)}"
                          for lo, hi in chars.intervals) + "]"
 
 

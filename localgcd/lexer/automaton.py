@@ -17,7 +17,7 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.product import product_dfa
+from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.regex.terminal import terminal_dfa
 
 
@@ -44,8 +44,12 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
                                            f"/{condition.regex}/")
         except UnsupportedRegex as exc:
             raise error(terminal, f"{terminal.describe()}: {exc}") from None
-    dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
-                      [terminal.also for terminal in terminals])
+    try:
+        dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
+                          [terminal.also for terminal in terminals])
+    except TerminalUnsupported as exc:
+        terminal = terminals[exc.terminal]
+        raise error(terminal, f"{terminal.describe()}: {exc}") from None
     for start in dfa.mode_starts:
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]
@@ -57,3 +61,4 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             raise error(terminal, f"{terminal.describe()} can never be produced: every lexeme it matches"
                         " is won by a higher-ranked terminal (longest match, then priority)")
     return dfa
+

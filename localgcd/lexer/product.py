@@ -33,6 +33,8 @@ from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_
 from localgcd.grammar.terminals import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
+from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa
+from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
 
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
@@ -55,10 +57,18 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     n_modes = max(modes, default=0) + 1
     members_of = {mode: [i for i, m in enumerate(modes) if m == mode] for mode in range(n_modes)}
-    together = _explore_tracked_modes(members_of, regexes, also)
-    tables, labels = [], []
+    conditional = _conditional_terminals(regexes)
+    conditional_modes = {modes[i] for i in conditional}
+    together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
+                                      regexes, also)
+    tables, labels, forbidden = [], [], {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
+        if mode in conditional_modes:
+            table, accept, forbidden[mode] = _conditional_mode(members, regexes, also, conditional)
+            tables.append((table, None))
+            labels.append(accept)
+            continue
         if mode in together:  # already trimmed
             table, class_of, accept = together[mode]
             tables.append((table, class_of))
@@ -83,7 +93,69 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
         tables.append((table, None))
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
-    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)))
+    emit_forbidden = None
+    if forbidden:  # each state's row, in the order _merge_modes numbers the states
+        emit_forbidden = np.zeros((table.shape[0], 256), dtype=bool)
+        for mode, ids in enumerate(_mode_ids([t.shape[0] for t, _ in tables])):
+            if mode in forbidden:
+                emit_forbidden[ids] = forbidden[mode]
+    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)), emit_forbidden=emit_forbidden)
+
+
+class TerminalUnsupported(UnsupportedRegex):
+    """A terminal (``terminal``: its index) whose lexemes the lexer cannot make exact."""
+
+    def __init__(self, terminal: int, message: str) -> None:
+        super().__init__(message)
+        self.terminal = terminal
+
+
+def _conditional_terminals(regexes: Sequence[str]) -> dict[int, PriorityDFA]:
+    """The terminals whose lexeme may not end before some bytes (a look-ahead over the byte after
+    it), with their automata."""
+    found = {}
+    for i, regex in enumerate(regexes):
+        if literal_bytes(regex) is None and needs_priority(regex):
+            own = priority_dfa(regex)
+            if own.conditional:
+                found[i] = own
+    return found
+
+
+def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
+                      conditional: dict[int, PriorityDFA]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A mode with terminals that may not end before some bytes: its minimal table, accept labels
+    and each state's forbidden bytes (those of the terminal it accepts, read off its component;
+    states are told apart by them too).  Where another terminal accepts the same lexeme before a
+    byte the winner refuses, the lexer would have to emit that one: refused."""
+    product = _mode_product(members, regexes, also)
+    assert product is not None  # a conditional terminal is a regex component
+    table, class_of, vectors = _explore_states(product)
+    table = np.ascontiguousarray(table[:, class_of])
+    best = product.accept_labels(vectors)
+    forbid = np.zeros(table.shape, dtype=bool)
+    for terminal in members:
+        own = conditional.get(terminal)
+        if own is None:
+            continue
+        if also[terminal]:
+            raise TerminalUnsupported(terminal, "a look-ahead past the lexeme together with conditions")
+        column = next(c for c in range(product.n_base) if (product.components[c].accept == terminal).any())
+        rows = np.flatnonzero(best == terminal)
+        forbid[rows] = own.forbidden[vectors[rows, column] - product.offsets[column]]
+        accepting = (product.labels[vectors[rows]] < _NO_LABEL).sum(axis=1) > 1
+        if (accepting[:, None] & forbid[rows] & (table[rows] == DEAD_STATE)).any():
+            raise TerminalUnsupported(terminal, "its look-ahead refuses to end a lexeme that another terminal "
+                                      "also matches, before a byte no lexeme goes on with")
+    accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+    _, row_id = np.unique(forbid, axis=0, return_inverse=True)
+    _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
+    table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32))
+    new_accept = np.empty(table.shape[0], dtype=np.int32)
+    new_accept[block] = accept
+    new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
+    new_forbid[block] = forbid
+    return table, new_accept, new_forbid
 
 
 _TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product
@@ -255,16 +327,12 @@ def _merge_modes(tables: list[tuple[np.ndarray, np.ndarray | None]], labels: lis
     bytes ``[S_m, 256]`` (``None``), or over byte classes and each byte's class (written out to
     bytes only here, into the one table).  The starts get ids 0..n_modes-1, then each mode's
     other states in turn."""
-    n_modes = len(tables)
     sizes = [t.shape[0] for t, _ in tables]
     table = np.empty((sum(sizes), 256), dtype=np.int32)  # every row is written below
     accept = np.empty(table.shape[0], dtype=np.int32)
-    after = n_modes
-    for mode, ((t, class_of), a, size) in enumerate(zip(tables, labels, sizes)):
-        ids = np.empty(size, dtype=np.int64)
-        ids[0] = mode
-        ids[1:] = after + np.arange(size - 1)
+    for mode, ((t, class_of), a, ids) in enumerate(zip(tables, labels, _mode_ids(sizes))):
         t = renumbered(t, ids)
+        after, size = (int(ids[1]) if ids.size > 1 else 0), ids.size
         if class_of is None:
             table[mode] = t[0]
             table[after:after + size - 1] = t[1:]
@@ -272,8 +340,20 @@ def _merge_modes(tables: list[tuple[np.ndarray, np.ndarray | None]], labels: lis
             table[mode] = t[0, class_of]
             np.take(t[1:], class_of, axis=1, out=table[after:after + size - 1])
         accept[ids] = a
-        after += size - 1
     return table, accept
+
+
+def _mode_ids(sizes: list[int]) -> list[np.ndarray]:
+    """Each mode's states' ids in the merged table: its start ``mode``, then its other states after
+    every start and the earlier modes' states."""
+    out, after = [], len(sizes)
+    for mode, size in enumerate(sizes):
+        ids = np.empty(size, dtype=np.int64)
+        ids[0] = mode
+        ids[1:] = after + np.arange(size - 1)
+        out.append(ids)
+        after += size - 1
+    return out
 
 
 class _Product:

@@ -73,6 +73,8 @@ class LexingTransducer:
             own, term = trans[accepting], accept[accepting].astype(np.int32)
             after = trans[restart[term]]  # the row lexing restarts with after the terminal
             can_emit = (own == DEAD_STATE) & (after != DEAD_STATE)
+            if dfa.emit_forbidden is not None:  # a look-ahead past the lexeme refuses some bytes
+                can_emit &= ~dfa.emit_forbidden[accepting]
             next_state[accepting] = np.where(can_emit, after, own)
             emitted[accepting] = np.where(can_emit, term[:, None], NO_EMIT)
         return cls(

@@ -42,6 +42,9 @@ class DFA:
     transitions: np.ndarray  # int32 [n_states, n_symbols] (256 for a byte automaton)
     accept: np.ndarray  # int32 [n_states]
     mode_starts: tuple[int, ...] = (0,)  # the start state of each lexer mode (mode 0 starts in state 0)
+    # bool [n_states, 256] or None: the lexeme may not end in the state before the byte (a look-ahead
+    # over the byte after it, see regex/priority.py); None: it may end before any byte
+    emit_forbidden: np.ndarray | None = None
 
     @property
     def n_states(self) -> int:

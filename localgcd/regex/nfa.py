@@ -57,7 +57,7 @@ class NFA:
     def add_node(self, node: Node, terminal: int, encoding: Encoding = utf8_sequences) -> int:
         """Add the AST ``node`` (its character sets spelled by ``encoding``) as an alternative
         accepting ``terminal``; return its start state."""
-        start, end = _Builder(self, encoding).node(node)
+        start, end = ThompsonBuilder(self, encoding).node(node)
         self.accept[end] = terminal
         return start
 
@@ -117,7 +117,7 @@ def _fragment(pattern: str) -> tuple[tuple, tuple, int, int]:
     """The Thompson NFA of ``pattern`` on its own (edges, ε-edges, start, end), memoized per pattern:
     grammars of one kind (a JSON Schema's strings and numbers) share most of their terminals."""
     nfa = NFA()
-    start, end = _Builder(nfa).node(parse_python_regex(pattern))
+    start, end = ThompsonBuilder(nfa).node(parse_python_regex(pattern))
     return tuple(map(tuple, nfa.edges)), tuple(map(tuple, nfa.eps)), start, end
 
 
@@ -178,15 +178,21 @@ def counted_pattern(pattern: str) -> CountedPattern | None:
     try:
         prefix, suffix = prefix_text.encode("utf-8"), suffix_text.encode("utf-8")
         unit = NFA()
-        start, end = _Builder(unit).node(repeat.item)
+        start, end = ThompsonBuilder(unit).node(repeat.item)
     except (UnicodeEncodeError, UnsupportedRegex):
         return None
     unit.accept[end] = 0
     return CountedPattern(prefix, unit, start, repeat.item, repeat.lo, repeat.hi, suffix)
 
 
-class _Builder:
-    """Thompson construction of one AST into an :class:`NFA` (ε-edges in backtracking order)."""
+class ThompsonBuilder:
+    """Thompson construction of one AST into an :class:`NFA` (ε-edges in backtracking order).
+
+    This builder makes automata of languages: it refuses non-greedy quantifiers, look-around and
+    anchors.  :mod:`localgcd.regex.priority` extends it (``assertion``) for terminals whose lexeme is
+    what a backtracking matcher returns."""
+
+    backtracking = False  # whether lazy quantifiers are built (exit before loop) rather than refused
 
     def __init__(self, nfa: NFA, encoding: Encoding = utf8_sequences) -> None:
         self.nfa, self.encoding = nfa, encoding
@@ -209,15 +215,25 @@ class _Builder:
                 self.nfa.eps[e].append(end)
             return start, end
         if isinstance(node, Repeat):
-            if not node.greedy:
+            if not node.greedy and not self.backtracking:
                 raise UnsupportedRegex("unsupported construct: non-greedy quantifier")
             return self.repeat(node)
+        if isinstance(node, (Look, Anchor)):
+            return self.assertion(node)
+        raise UnsupportedRegex(f"unsupported construct: {node!r}")
+
+    def assertion(self, node: Look | Anchor) -> tuple[int, int]:
+        """A zero-width test: no language of its own (see :mod:`localgcd.regex.priority`)."""
         if isinstance(node, Look):
             raise UnsupportedRegex("unsupported construct: " + ("negative " if node.negate else "")
                                    + ("look-ahead" if node.ahead else "look-behind") + " assertion")
-        if isinstance(node, Anchor):
-            raise UnsupportedRegex("unsupported construct: anchor (^, $, \\b, \\A, \\Z)")
-        raise UnsupportedRegex(f"unsupported construct: {node!r}")
+        raise UnsupportedRegex("unsupported construct: anchor (^, $, \\b, \\A, \\Z)")
+
+    def _try_item_first(self, node: Repeat, state: int, item_start: int, exit_state: int) -> None:
+        """``state``'s ε-edges into one more ``item`` and out of the loop, in the order a
+        backtracking matcher tries them: the item first when greedy, the exit first when lazy."""
+        pair = [item_start, exit_state] if node.greedy else [exit_state, item_start]
+        self.nfa.eps[state].extend(pair)
 
     def repeat(self, node: Repeat) -> tuple[int, int]:
         lo, hi = node.lo, node.hi
@@ -228,19 +244,19 @@ class _Builder:
             cur = e
         if hi is None:
             s, e = self.node(node.item)
-            self.nfa.eps[cur].append(s)
-            self.nfa.eps[e].append(s)
             end = self.nfa.new_state()
-            self.nfa.eps[cur].append(end)
-            self.nfa.eps[e].append(end)
+            self._try_item_first(node, cur, s, end)
+            self._try_item_first(node, e, s, end)
             return start, end
         end = self.nfa.new_state()
-        self.nfa.eps[cur].append(end)
+        optional = []
         for _ in range(hi - lo):
             s, e = self.node(node.item)
-            self.nfa.eps[cur].append(s)
-            self.nfa.eps[e].append(end)
+            optional.append((cur, s))
             cur = e
+        for state, item_start in optional:
+            self._try_item_first(node, state, item_start, end)
+        self.nfa.eps[cur].append(end)
         return start, end
 
     def chars(self, node: Chars) -> tuple[int, int]:

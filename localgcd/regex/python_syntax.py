@@ -124,8 +124,10 @@ class _Reader:
         self.regex_module = regex_module
 
     def sequence(self, items, flags: int) -> Node:
-        nodes = tuple(self.node(op, arg, flags) for op, arg in items)
-        return nodes[0] if len(nodes) == 1 else Concat(nodes)
+        nodes: list[Node] = []
+        for op, arg in items:  # loops, not generators: a frame less per level of a deeply nested pattern
+            nodes.append(self.node(op, arg, flags))
+        return nodes[0] if len(nodes) == 1 else Concat(tuple(nodes))
 
     def node(self, op, arg, flags: int) -> Node:
         if op in _REFUSED:
@@ -140,7 +142,10 @@ class _Reader:
         if op is sre.IN:
             return Chars(self.class_set(arg, flags))
         if op is sre.BRANCH:
-            return Alt(tuple(self.sequence(option, flags) for option in arg[1]))
+            options: list[Node] = []
+            for option in arg[1]:
+                options.append(self.sequence(option, flags))
+            return Alt(tuple(options))
         if op is sre.SUBPATTERN:
             _group, add_flags, del_flags, sub = arg
             if (add_flags | del_flags) & sre.SRE_FLAG_LOCALE:

@@ -11,7 +11,7 @@ anchors.  Automata are built from these nodes (:mod:`localgcd.regex.nfa`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Iterator, Union
 
 from localgcd.regex.charset import CharSet
 
@@ -83,29 +83,32 @@ def literal_text(node: Node) -> str | None:
     return None
 
 
+def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Concat):
+        return node.items
+    if isinstance(node, Alt):
+        return node.options
+    if isinstance(node, (Repeat, Look)):
+        return (node.item,)
+    return ()
+
+
+def nodes_of(node: Node) -> Iterator[Node]:
+    """Every node of the tree, in the order they are written (walked with a stack, not recursion: a
+    generated pattern can nest hundreds of groups deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(_children(current)))
+
+
 def has_backtracking_semantics(node: Node) -> bool:
     """Whether ``node`` uses a construct whose meaning is more than a set of strings: a lazy
     quantifier, a look-around or an anchor."""
-    if isinstance(node, (Look, Anchor)):
-        return True
-    if isinstance(node, Repeat):
-        return not node.greedy or has_backtracking_semantics(node.item)
-    if isinstance(node, Concat):
-        return any(has_backtracking_semantics(item) for item in node.items)
-    if isinstance(node, Alt):
-        return any(has_backtracking_semantics(option) for option in node.options)
-    return False
+    return any(isinstance(n, (Look, Anchor)) or (isinstance(n, Repeat) and not n.greedy) for n in nodes_of(node))
 
 
-def character_sets(node: Node):
+def character_sets(node: Node) -> Iterator[CharSet]:
     """Every character set of ``node``, in the order they are written."""
-    if isinstance(node, Chars):
-        yield node.chars
-    elif isinstance(node, Concat):
-        for item in node.items:
-            yield from character_sets(item)
-    elif isinstance(node, Alt):
-        for option in node.options:
-            yield from character_sets(option)
-    elif isinstance(node, (Repeat, Look)):
-        yield from character_sets(node.item)
+    return (n.chars for n in nodes_of(node) if isinstance(n, Chars))

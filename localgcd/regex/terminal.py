@@ -13,6 +13,7 @@ import numpy as np
 
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize
 from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern
+from localgcd.regex.priority import needs_priority, priority_dfa
 from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
@@ -20,7 +21,11 @@ _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset con
 
 @lru_cache(maxsize=4096)
 def terminal_dfa(pattern: str) -> DFA:
-    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern."""
+    """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern.  A regex with
+    a lazy quantifier, a look-around or an anchor accepts the lexemes ``re.match`` returns
+    (:mod:`localgcd.regex.priority`); any other, its whole language."""
+    if needs_priority(pattern):
+        return priority_dfa(pattern).dfa
     counted = counted_pattern(pattern)
     if counted is not None:
         dfa = _counted_dfa(counted)

@@ -6,8 +6,8 @@ with ``regex=True``; that module knows Unicode properties (``\\p{L}``,
 its ``\\w``, ``\\d`` and case-insensitive matching can differ from Python's
 ``re`` (a newer Unicode version).  Every set here is what the ``regex`` module
 itself matches: each is read off one scan of all code points with the module,
-so no table of ours can drift from it.  The module is the optional extra
-``localgcd[lark-regex]``; it is imported only when a pattern needs it.
+so no table of ours can drift from it.  It is also where JSON Schema's ECMA-262
+``\\p{…}`` sets come from (:mod:`localgcd.regex.ecma_properties`): one Unicode version for both.
 """
 
 from __future__ import annotations
@@ -59,11 +59,8 @@ def _all_code_points() -> str:
 
 
 def _regex_module() -> ModuleType:
-    try:
-        import regex
-    except ImportError:
-        raise UnsupportedRegex("a pattern read as lark's regex=True reads it needs the 'regex' module"
-                               " (pip install 'localgcd[lark-regex]')") from None
+    import regex  # a runtime dependency: its Unicode data has what the stdlib lacks (Script, XID_Start, ...)
+
     return regex
 
 

@@ -101,6 +101,27 @@ class OutcomeChecker:
             grown[used, :width] = self.status_table[used]  # other rows unmapped (np.zeros' pages)
             self.status_table = grown
 
+    def known_statuses(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The statuses decided so far, sparse: (status rows, outcome ids, statuses) -- facts of
+        the grammar, whatever stacks decided them (for the on-disk cache)."""
+        table = self.status_table
+        used = np.flatnonzero(table.any(axis=1))  # (grow() reads it so too: untouched rows stay unmapped)
+        parts = []
+        for start in range(0, used.size, 64):  # a few rows at a time: a copy of every used row can be 100s of MB
+            rows = used[start:start + 64]
+            at, cols = np.nonzero(table[rows])
+            parts.append((rows[at].astype(np.int32), cols.astype(np.int32)))
+        rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int32)
+        cols = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int32)
+        return rows, cols, table[rows, cols]
+
+    def restore_statuses(self, rows: np.ndarray, outcomes: np.ndarray, statuses: np.ndarray) -> None:
+        """Take back statuses :meth:`known_statuses` gave (outcome ids of this checker's spanner)."""
+        self.grow()
+        if outcomes.size and int(outcomes.max()) >= self.status_table.shape[1]:
+            raise ValueError("a status of an outcome the spanner does not have")
+        self.status_table[rows, outcomes] = statuses
+
     def status_row(self, state: int, paren_key: int = 0) -> int:
         """The status table's row for a parser state (and capped bracket depth)."""
         return state * self.depth_keys + paren_key

@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import sorted_unique
+from localgcd.runtime.assembly import assembly_kernel_available, pack_classes, set_class_tokens, set_tokens
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
@@ -50,10 +51,17 @@ class Mask:
         bits = np.packbits(text_allowed, bitorder="little")
         packed = np.zeros((text_allowed.size + 31) // 32, dtype=np.uint32)
         packed.view(np.uint8)[:bits.size] = bits
+        return cls.of_packed(packed, text_allowed.size, int(np.count_nonzero(text_allowed)), accepting, end_ids)
+
+    @classmethod
+    def of_packed(cls, packed: np.ndarray, n_tokens: int, n_allowed: int, accepting: bool,
+                  end_ids: np.ndarray) -> "Mask":
+        """The mask of the text tokens set in ``packed`` (``n_allowed`` of them; taken over), and
+        the end tokens when accepting."""
         if accepting and end_ids.size:
             np.bitwise_or.at(packed, end_ids // 32, np.left_shift(np.uint32(1), (end_ids % 32).astype(np.uint32)))
         packed.flags.writeable = False
-        return cls(packed, text_allowed.size, accepting, int(np.count_nonzero(text_allowed)))
+        return cls(packed, n_tokens, accepting, n_allowed)
 
     @cached_property
     def allowed(self) -> np.ndarray:
@@ -97,8 +105,12 @@ class MaskEngine:
         indenter: IndenterSpec | None = None,
         statuses: np.ndarray | None = None,
         token_mask_budget: int = 64 << 20,
+        kernels: bool | None = None,
     ) -> None:
+        """``kernels``: assemble token masks with the compiled kernel (True), numpy (False), or the
+        kernel when it was built (None)."""
         self.spanner = spanner
+        self.kernels = assembly_kernel_available() if kernels is None else kernels
         self.token_mask_budget = token_mask_budget
         self.rows = spanner.rows()  # built on first use (a lazy spanner builds them then)
         self.pda = pda
@@ -116,6 +128,7 @@ class MaskEngine:
         self.terminated_mask = Mask.of(np.zeros(self.n_tokens, dtype=bool), True, end_ids[:0])
         self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
+        self._base_packed: dict[int, tuple[np.ndarray, int]] = {}  # the same, packed, and its count
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
         self._first_terminals_of: dict[int, np.ndarray] = {}
@@ -246,12 +259,40 @@ class MaskEngine:
                 fresh_tokens, layout_low = self._layout_tokens(fresh, 0, after, after_layout, emits)
                 tokens = np.concatenate([tokens, fresh_tokens])
                 low = min(low, fresh_low, layout_low)
+        accepting, acc_low = self.is_accepting(q, node, at_start, layout)
+        low = min(low, acc_low)
+        if self.kernels:
+            packed, n_allowed = self._packed_token_mask(base, extra)
+            if tokens.size:
+                n_allowed += set_tokens(packed, tokens)
+            return Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids), low
         text_allowed = self._token_mask(base, extra)
         if tokens.size:
             text_allowed[tokens] = True
-        accepting, acc_low = self.is_accepting(q, node, at_start, layout)
-        low = min(low, acc_low)
         return Mask.of(text_allowed, accepting, self.end_ids), low
+
+    def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
+        """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
+        mask is memoized as the bool one is (least recently used, within the byte budget)."""
+        total = 0
+        if extra.size:  # (an eager spanner groups its tokens by class on first use: only then)
+            class_tokens, class_offsets = self.spanner.class_members
+            total = int((class_offsets[extra + 1] - class_offsets[extra]).sum())
+        if 4 * total > self.n_tokens:  # most tokens anyway: one pass over the classes with the extra ones
+            classes = base.copy()
+            classes[extra] = True
+            return pack_classes(classes, self._token_class)
+        found = self._base_packed.pop(id(base), None)
+        if found is None:
+            found = pack_classes(base, self._token_class)
+            found[0].flags.writeable = False
+            while self._base_packed and (len(self._base_packed) + 1) * found[0].nbytes > self.token_mask_budget:
+                del self._base_packed[next(iter(self._base_packed))]
+        self._base_packed[id(base)] = found  # most recently used last
+        packed, n_allowed = found[0].copy(), found[1]
+        if total:
+            n_allowed += set_class_tokens(packed, class_tokens, class_offsets, extra)
+        return packed, n_allowed
 
     def _token_mask(self, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
         """Token ids allowed: the classes in ``base`` (bool) plus the ``extra`` class ids.

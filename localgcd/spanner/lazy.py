@@ -11,8 +11,11 @@ row can then be built alone, from the shared branches of
 first asks for it.  Outcome ids grow as rows are built; ``head``, ``tail``
 and ``end`` always cover every id handed out so far.
 
-For the on-disk cache, :meth:`LazyTokenSpanner.materialize` runs the eager
-build (classes, sparse rows); outcome ids there are the eager build's own.
+For the on-disk cache, :meth:`LazyTokenSpanner.built_rows` is what it has
+built so far (:class:`~localgcd.spanner.built.BuiltRows`: its outcome cells
+and walked branches), and a spanner made with ``built=`` starts from them;
+:meth:`LazyTokenSpanner.materialize` runs the eager build (classes, sparse
+rows), whose outcome ids are the eager build's own.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import LexingTransducer
+from localgcd.spanner.built import BuiltRows
 from localgcd.spanner.token_spanner import (
     FIRST_EMITS,
     BranchRows,
@@ -62,12 +66,24 @@ class LazyTokenSpanner:
 
     lazy = True
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> None:
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int, built: BuiltRows | None = None,
+                 kernels: bool | None = None) -> None:
+        """``built``: rows an earlier spanner of the same lexer and trie built (:meth:`built_rows`,
+        e.g. from the on-disk cache): this one starts with them, and with their outcome ids.
+        ``kernels``: build rows with the compiled kernels (True), numpy (False), or the kernels
+        when they were built (None)."""
         self.lexer, self.trie = lexer, trie
         self._n_tokens = n_tokens
         self.n_base = lexer.n_states
-        self._outcomes = OutcomeTable(lexer.n_states)
-        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes), self._outcomes)
+        self.kernels = kernels
+        if built is not None and built.n_base != lexer.n_states:
+            raise ValueError("built rows of another lexer")
+        self._outcomes = built.outcome_table() if built is not None else OutcomeTable(lexer.n_states)
+        self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes, kernels), self._outcomes,
+                                    kernels)
+        self._n_saved = built.n_branches if built is not None else 0
+        if built is not None:
+            self._branches.restore(built)  # each branch taken (and checked) on first use
         self.first_kind = FirstKindRows(lexer)
         self.token_class = trie.token_positions(n_tokens)  # classes are trie positions
         self.class_first_byte = trie.first_bytes
@@ -150,12 +166,31 @@ class LazyTokenSpanner:
     def rows(self) -> "LazyRows":
         return LazyRows(self)
 
+    @property
+    def n_branches(self) -> int:
+        """Branches held so far, walked or taken from ``built`` (a row is one or more of them)."""
+        return len(self._branches)
+
+    @property
+    def n_walked(self) -> int:
+        """Branches walked by this spanner (not taken from ``built``)."""
+        return len(self._branches) - self._branches.n_taken
+
+    @property
+    def n_saved(self) -> int:
+        """Branches it was given (``built``), to take instead of walking them."""
+        return self._n_saved
+
+    def built_rows(self) -> BuiltRows:
+        """What this spanner has built so far, as plain data (for the on-disk cache)."""
+        return BuiltRows.of(self._outcomes, *self._branches.walked())
+
     def materialize(self) -> TokenSpanner:
         """The eager spanner of the same lexer and trie (for the on-disk cache)."""
-        return build_token_spanner(self.lexer, self.trie, self._n_tokens)
+        return build_token_spanner(self.lexer, self.trie, self._n_tokens, self.kernels)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
-        """The eager spanner's arrays: what the cache stores."""
+        """The eager spanner's arrays (:meth:`materialize`; a lazy cache entry stores :meth:`built_rows`)."""
         return self.materialize().to_arrays()
 
 

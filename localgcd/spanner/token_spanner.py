@@ -33,15 +33,21 @@ root in state ``q`` until each branch emits, dies or ends.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
+from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
+from localgcd.spanner.kernels import (BREADTH_FROM, DistinctValues, WalkScratch, kernels_available, loop_bytes,
+                                      walk_branches)
+from localgcd.spanner.kernels import first_emissions as kernel_first_emissions
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -61,6 +67,19 @@ class OutcomeTable:
         self._end[:n_lexer_states] = np.arange(n_lexer_states)
         self._size = n_lexer_states
         self._by_head: dict[int, np.ndarray] = {}
+        self._restored = 0  # cells below this came from :meth:`restored`: a head's lookup reads them on first use
+
+    @classmethod
+    def restored(cls, n_lexer_states: int, head: np.ndarray, tail: np.ndarray, end: np.ndarray) -> "OutcomeTable":
+        """A table holding the cells of :meth:`arrays` (ids kept): consing the same pair again gives
+        the same id.  Each head's lookup is made from them on the head's first use."""
+        table = cls(n_lexer_states)
+        size = int(head.size)
+        if size > table._head.size:
+            table._grow(size)
+        table._head[:size], table._tail[:size], table._end[:size] = head, tail, end
+        table._size = table._restored = max(size, n_lexer_states)
+        return table
 
     def __len__(self) -> int:
         return self._size
@@ -109,6 +128,9 @@ class OutcomeTable:
             grown = np.full(max(2 * self._size, 1024), -1, dtype=np.int32)  # a fresh page costs a fault
             if table is not None:
                 grown[: table.size] = table
+            elif self._restored:  # (a cell made since is made after its head's lookup: it is there)
+                cells = self.n_base + np.flatnonzero(self._head[self.n_base:self._restored] == head)
+                grown[self._tail[cells]] = cells
             self._by_head[head] = table = grown
         return table
 
@@ -329,12 +351,14 @@ class Rows:
         return np.append(self.class_emits(q), False)[self.spanner.token_class]
 
 
-def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int) -> TokenSpanner:
-    """Compute the token spanner of ``lexer`` over the vocabulary ``trie``."""
+def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
+                        kernels: bool | None = None) -> TokenSpanner:
+    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``kernels``: as
+    :class:`BranchRows` takes it)."""
     outcomes = OutcomeTable(lexer.n_states)
-    suffix = suffix_outcomes(lexer, trie, outcomes)
+    suffix = suffix_outcomes(lexer, trie, outcomes, kernels)
     first_kind = first_kinds(lexer)
-    branches = BranchRows(lexer, trie, suffix, outcomes)
+    branches = BranchRows(lexer, trie, suffix, outcomes, kernels)
     by_state = [branches.branches_of(q) for q in range(lexer.n_states)]
     first_byte = trie.data[trie.offsets[:-1]].astype(np.int16)
     class_of, class_first_byte, rows = _token_classes(branches, by_state, first_byte)
@@ -439,16 +463,18 @@ class SuffixTable:
         return self.values[self.slot_of_terminal[terminals], flat]
 
 
-def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> SuffixTable:
+def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable,
+                    kernels: bool | None = None) -> SuffixTable:
     """``suffix.after(T, offsets[p] + d)``: outcome of lexing token ``p``'s bytes ``d:`` afresh in
-    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes)."""
+    the state lexing restarts in after terminal ``T`` (state 0 in a grammar without modes;
+    ``kernels``: as :class:`BranchRows` takes it)."""
     offsets, lengths = trie.offsets, trie.lengths
     total = int(offsets[-1])
     states, slot_of_terminal = restart_slots(lexer)
     # One walker per (restart state, position, start byte d), run until its first emission.
     flat = np.tile(np.arange(total, dtype=np.int64), states.size)
     start = flat - np.tile(np.repeat(offsets[:-1], lengths), states.size)
-    emit_at, emit_term, end_state = first_emissions(lexer, trie.data, flat,
+    emit_at, emit_term, end_state = _first_emissions(kernels)(lexer, trie.data, flat,
                                                     np.tile(np.repeat(offsets[1:], lengths), states.size),
                                                     np.repeat(states, total))
 
@@ -463,6 +489,16 @@ def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeT
             after = slot_of_terminal[emit_term[idx]] * total + emit_at[idx]
             suffix[idx] = outcomes.cons(emit_term[idx], suffix[after])
     return SuffixTable(suffix.reshape(states.size, total), slot_of_terminal)
+
+
+def use_kernels(kernels: bool | None) -> bool:
+    """``kernels`` as the spanner's builders take it: True (the compiled kernels), False (numpy),
+    None (the kernels when they were built)."""
+    return kernels_available() if kernels is None else kernels
+
+
+def _first_emissions(kernels: bool | None):
+    return kernel_first_emissions if use_kernels(kernels) else first_emissions
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -502,8 +538,10 @@ class SuffixOutcomes:
     (computed first, recursively: ``j > d``).
     """
 
-    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable) -> None:
+    def __init__(self, lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeTable,
+                 kernels: bool | None = None) -> None:
         self.lexer, self.trie, self.outcomes = lexer, trie, outcomes
+        self._first_emissions = _first_emissions(kernels)
         self._states, self.slot_of_terminal = restart_slots(lexer)
         self._total = int(trie.offsets[-1])
         size = self._total * self._states.size
@@ -533,7 +571,7 @@ class SuffixOutcomes:
         every = sorted_unique(expand_ranges(keys, keys + (ends - flat))[0])
         every = every[~self._known[every]]
         slot, flat = np.divmod(every, total)
-        emit_at, emit_term, end_state = first_emissions(self.lexer, self.trie.data, flat,
+        emit_at, emit_term, end_state = self._first_emissions(self.lexer, self.trie.data, flat,
                                                         offsets[np.searchsorted(offsets, flat, side="right")],
                                                         self._states[slot])
         values, known = self._values, self._known
@@ -628,6 +666,15 @@ def _agreement_tree(rows: list[SparseRow]) -> np.ndarray:
     return parent
 
 
+class SavedBranches(Protocol):
+    """Branches another :class:`BranchRows` walked (``spanner.built.BuiltRows``): ``index`` maps a
+    branch key to its index; ``branch(i)`` gives its (positions, outcome ids), or a ValueError."""
+
+    index: dict[int, int]
+
+    def branch(self, b: int) -> SparseRow: ...
+
+
 class BranchRows:
     """Rows of the token spanner by trie position, assembled from shared branches.
 
@@ -641,8 +688,13 @@ class BranchRows:
     """
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "SuffixTable | SuffixOutcomes",
-                 outcomes: OutcomeTable) -> None:
+                 outcomes: OutcomeTable, kernels: bool | None = None) -> None:
+        """``kernels``: walk with the compiled kernel (True), with numpy (False), or with the
+        kernel when it was built (None)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
+        self.kernels = use_kernels(kernels)
+        self.breadth_from = BREADTH_FROM  # the kernel's choice of walk (tests set it)
+        self._distinct_values = DistinctValues() if self.kernels else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -650,9 +702,45 @@ class BranchRows:
         self._positions: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
+        self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
+        self.n_taken = 0  # branches taken from the saved ones
 
     def __len__(self) -> int:
         return len(self._positions)
+
+    def walked(self) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """(key of each branch walked so far, in id order; their positions; their outcomes): what
+        :meth:`restore` takes back.  A branch whose walk is under way is left out."""
+        n = len(self._positions)  # (keys are numbered before their walk stores the entries)
+        keys = np.fromiter((key for key, b in self._ids.items() if b < n), dtype=np.int64)
+        ids = np.fromiter((b for b in self._ids.values() if b < n), dtype=np.int64)
+        return keys[np.argsort(ids)], self._positions[:n], self._values[:n]
+
+    def restore(self, saved: "SavedBranches") -> None:
+        """Take branches from ``saved`` (another instance's over the same lexer and trie, e.g. read
+        from the on-disk cache; their outcome ids must be this instance's) instead of walking them:
+        each when first needed, checked then; one that fails its check is walked, and said so."""
+        self._saved = saved
+
+    def _take_saved(self, keys: list[int]) -> list[bool]:
+        """Of branches not held, take those ``saved`` has; whether each of ``keys`` is now held."""
+        saved, held = self._saved, []
+        for key in keys:
+            at = saved.index.get(key) if saved is not None else None
+            if at is not None:
+                try:
+                    positions, values = saved.branch(at)
+                except ValueError as exc:
+                    warnings.warn(f"a cached spanner row is unusable ({exc}); walking it again", CacheWarning,
+                                  stacklevel=4)
+                    self._saved = saved = None
+                else:
+                    self._ids[key] = len(self._ids)
+                    self._positions.append(positions)
+                    self._values.append(values)
+                    self.n_taken += 1
+            held.append(key in self._ids)
+        return held
 
     def branch(self, b: int) -> SparseRow:
         """(sorted trie positions, outcome ids) of branch ``b``; dead entries left out."""
@@ -673,6 +761,9 @@ class BranchRows:
         keys = (children * self.lexer.n_states + state).tolist()
         ids = self._ids
         missing = [i for i, key in enumerate(keys) if key not in ids]
+        if missing and self._saved is not None:
+            held = self._take_saved([keys[i] for i in missing])
+            missing = [i for i, now in zip(missing, held) if not now]
         if missing:
             self._walk(children[missing], state[missing])
         return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
@@ -694,7 +785,7 @@ class BranchRows:
             return DEAD_STATE
         child = self._root_child[byte]
         key = child * self.lexer.n_states + state
-        if key not in self._ids:
+        if key not in self._ids and not (self._saved is not None and self._take_saved([key])[0]):
             self._walk(np.array([child], dtype=np.int64), np.array([state], dtype=np.int64))
         positions, values = self.branch(self._ids[key])
         at = int(np.searchsorted(positions, position))
@@ -710,7 +801,9 @@ class BranchRows:
         for b in ids.tolist():
             found = self._distinct.get(b)
             if found is None:
-                found = self._distinct[b] = sorted_unique(self._values[b])
+                values = self._values[b]
+                found = self._distinct[b] = sorted_unique(values) if self._distinct_values is None \
+                    else self._distinct_values(values, len(self.outcomes))
                 found.flags.writeable = False
             parts.append(found)
         if len(parts) == 1:
@@ -732,6 +825,36 @@ class BranchRows:
                 np.concatenate([self._values[b] for b in ids]))
 
     def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
+        if self.kernels:
+            self._walk_compiled(roots, states)
+        else:
+            self._walk_numpy(roots, states)
+
+    def _walk_compiled(self, roots: np.ndarray, states: np.ndarray) -> None:
+        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`): it gives the
+        entries in position order, emissions marked; their outcomes are made here."""
+        order = np.argsort(roots, kind="stable")
+        roots, states = roots[order], states[order]
+        for key in (roots * self.lexer.n_states + states).tolist():
+            self._ids[key] = len(self._ids)
+        walked = walk_branches(self.lexer, self.trie, *self._loops, roots, states, self._walk_scratch,
+                               self.breadth_from)
+        positions, values, bounds = walked.positions, walked.codes, walked.bounds
+        emitting = np.flatnonzero(values < DEAD_STATE)
+        if emitting.size:
+            terms = _EMITS_BASE - values[emitting].astype(np.int64)
+            values[emitting] = self.outcomes.cons(terms, self.suffix.after(terms, walked.emit_flat))
+            live = values != DEAD_STATE
+            if not live.all():
+                bounds = np.concatenate(([0], np.cumsum(live)))[bounds]
+                positions, values = positions[live], values[live]
+        bounds = bounds.tolist()
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            self._positions.append(positions[start:stop])
+            self._values.append(values[start:stop])
+
+    def _walk_numpy(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them.
 
         One numpy round per trie level.  While most nodes of the walked span
@@ -840,6 +963,16 @@ class BranchRows:
             positions_out.append(np.asarray(positions, dtype=np.int64))
             values_out.append(np.asarray(values, dtype=np.int64))
         return np.asarray(next_nodes, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
+
+    @cached_property
+    def _loops(self) -> tuple[np.ndarray, np.ndarray]:
+        """(:func:`~localgcd.spanner.kernels.loop_bytes` of the lexer, whether each state has one)."""
+        loops = loop_bytes(self.lexer)
+        return loops, (loops != 0).any(axis=1).view(np.uint8)
+
+    @cached_property
+    def _walk_scratch(self) -> WalkScratch:
+        return WalkScratch(self.trie)
 
     @cached_property
     def _step_codes(self) -> "StepCodes":

@@ -16,6 +16,22 @@ from functools import cached_property
 import numpy as np
 
 
+@dataclass(frozen=True)
+class FlatNodes:
+    """Every trie node in one set of arrays (level by level, each in position order), children
+    named by their index here: what the compiled walk reads (:mod:`localgcd.spanner.kernels`)."""
+
+    lo: np.ndarray  # int32
+    hi: np.ndarray  # int32
+    byte: np.ndarray  # uint8
+    token_at: np.ndarray  # int32
+    child_start: np.ndarray  # int64: first child, as an index into these arrays
+    child_end: np.ndarray  # int64
+    parent: np.ndarray  # int32: the parent's index here (-1 for the root's children)
+    below: np.ndarray  # uint64 [n, 4]: the bytes on the edges below each node, as 256 bits
+    n_levels: int
+
+
 _LEVEL_FIELDS = ("lo", "hi", "byte", "parent", "token_at", "child_start", "child_end")
 _FLAT_FIELDS = ("token_ids", "text_tokens", "text_positions", "lengths", "offsets", "data")
 
@@ -61,6 +77,37 @@ class VocabTrie:
     def first_byte_runs(self) -> np.ndarray:
         """int64 [256]: how many positions start with each byte (positions are in byte order)."""
         return np.bincount(self.first_bytes, minlength=256).astype(np.int64)
+
+    @cached_property
+    def flat_nodes(self) -> FlatNodes:
+        """The levels concatenated, children as global node indices (made once per trie)."""
+        sizes = [level.lo.size for level in self.levels]
+        base = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        if not self.levels:
+            empty32 = np.empty(0, np.int32)
+            return FlatNodes(empty32, empty32, np.empty(0, np.uint8), empty32, np.empty(0, np.int64),
+                             np.empty(0, np.int64), empty32, np.empty((0, 4), np.uint64), 0)
+        joined = {name: np.ascontiguousarray(np.concatenate([getattr(level, name) for level in self.levels]))
+                  for name in ("lo", "hi", "byte", "token_at")}
+        # level d's children are indices into level d + 1, which starts at base[d + 1]
+        starts = np.concatenate([level.child_start.astype(np.int64) + base[d + 1]
+                                 for d, level in enumerate(self.levels)])
+        ends = np.concatenate([level.child_end.astype(np.int64) + base[d + 1] for d, level in enumerate(self.levels)])
+        parents = np.concatenate([np.full(self.levels[0].lo.size, -1, np.int64)]
+                                 + [level.parent.astype(np.int64) + base[d - 1]
+                                    for d, level in enumerate(self.levels) if d > 0]).astype(np.int32)
+        below = np.zeros((base[-1], 4), dtype=np.uint64)
+        bit = np.uint64(1) << (joined["byte"] % 64).astype(np.uint64)
+        word = joined["byte"] // 64
+        for d in range(len(self.levels) - 1, 0, -1):  # deepest first: a node's set is its children's
+            lo, hi = int(base[d]), int(base[d + 1])
+            own = below[lo:hi].copy()
+            own[np.arange(hi - lo), word[lo:hi]] |= bit[lo:hi]
+            parent = self.levels[d].parent.astype(np.int64) + base[d - 1]
+            for w in range(4):
+                np.bitwise_or.at(below[:, w], parent, own[:, w])
+        return FlatNodes(joined["lo"].astype(np.int32), joined["hi"].astype(np.int32), joined["byte"].astype(np.uint8),
+                         joined["token_at"].astype(np.int32), starts, ends, parents, below, len(self.levels))
 
     def token_positions(self, n_tokens: int) -> np.ndarray:
         """intp [n_tokens]: each text token's position, -1 for the others (read-only; made once per

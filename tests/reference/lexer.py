@@ -36,6 +36,8 @@ from typing import Iterable, Iterator, Sequence
 
 import regex
 
+from reference.backtrack import BacktrackUnsupported, covers, has_backtracking_semantics
+
 __all__ = [
     "CharClasses",
     "Lexeme",
@@ -105,6 +107,7 @@ class RefTerminal:
     string_value: str  # ``pattern.value`` (the literal text for strings)
     max_width: int  # lark's ``pattern.max_width`` (used only for ranking)
     compiled: regex.Pattern
+    backtracking: bool = False  # a lazy quantifier, look-around or anchor: lexemes are ``re.match``'s
 
     @classmethod
     def from_lark(cls, term) -> "RefTerminal":
@@ -119,6 +122,9 @@ class RefTerminal:
         for f in letters:
             flags |= _LARK_FLAGS[f]
         src = term.pattern.to_regexp()
+        re_flags = 0
+        for f in letters:
+            re_flags |= _RE_FLAGS[f]
         return cls(
             name=term.name,
             regexp=src,
@@ -128,6 +134,7 @@ class RefTerminal:
             string_value=term.pattern.value,
             max_width=term.pattern.max_width,
             compiled=regex.compile(src, flags),
+            backtracking=has_backtracking_semantics(src, re_flags),
         )
 
     @property
@@ -138,13 +145,24 @@ class RefTerminal:
             out |= _RE_FLAGS[f]
         return out
 
-    def full(self, s: str) -> bool:
-        """``s`` is a complete lexeme of this terminal."""
+    def full(self, s: str, after: str = "") -> bool:
+        """``s`` is a complete lexeme of this terminal, followed by ``after`` (the next character;
+        "" at the end of the text).  For a terminal with backtracking semantics: ``re.match``'s
+        match there is ``s`` (only a look-ahead reads ``after``)."""
+        if self.backtracking:
+            found = re.match(self.regexp, s + after, self.re_flags)
+            return found is not None and found.end() == len(s)
         return self.compiled.fullmatch(s) is not None
 
     def prefix(self, s: str) -> bool:
         """``s`` is a prefix of some lexeme of this terminal (partial match at
-        end of string, or a complete match)."""
+        end of string, or a complete match).  With backtracking semantics: some continuation
+        makes ``re.match``'s match cover ``s`` (:func:`covers`)."""
+        if self.backtracking:
+            try:
+                return covers(self.regexp, self.re_flags, s)
+            except BacktrackUnsupported as exc:
+                raise UnsupportedGrammarError(f"terminal {self.name}: {exc}") from None
         return self.compiled.fullmatch(s, partial=True) is not None
 
 
@@ -537,19 +555,31 @@ class ReferenceLexer:
             return any(t.prefix(text) for t in self.terminals)
         return any(t.prefix(text + ch) for ch in self.tail_candidates(tail) for t in self.terminals)
 
-    def winner(self, p: bytes) -> RefTerminal | None:
+    def winner(self, p: bytes, after: bytes = b"") -> RefTerminal | None:
         """The terminal ``p`` is emitted as if it is a complete lexeme: the
         first terminal in :func:`rank_key` order that fully matches it;
-        ``None`` if none does (including when ``p`` is not complete UTF-8)."""
+        ``None`` if none does (including when ``p`` is not complete UTF-8).
+        ``after``: the byte that follows (none: the end of the text), which
+        only a look-ahead of a terminal with backtracking semantics reads."""
         split = split_utf8(p)
         if split is None or split[1]:
             return None
-        return self.winner_text(split[0])
+        return self.winner_text(split[0], self._next_character(after))
 
-    def winner_text(self, s: str) -> RefTerminal | None:
+    def _next_character(self, after: bytes) -> str:
+        """The character a following byte starts ("" for none; for the lead byte of a longer
+        character, the first one it may start: a look-ahead that localgcd accepts decides on
+        that byte alone)."""
+        if not after:
+            return ""
+        if after[0] < 0x80:
+            return after.decode("ascii")
+        return next(iter(self.tail_candidates(after)), "")
+
+    def winner_text(self, s: str, after: str = "") -> RefTerminal | None:
         """:meth:`winner` on decoded text."""
         for t in self.terminals:
-            if t.full(s):
+            if t.full(s, after):
                 return t
         return None
 
@@ -573,7 +603,7 @@ class ReferenceLexer:
                 continue
             if not pending:
                 return None
-            won = self.winner(pending)
+            won = self.winner(pending, c)
             if won is None:
                 return None
             emitted.append(Lexeme(won.name, pending))

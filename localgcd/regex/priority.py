@@ -1,0 +1,449 @@
+"""Terminals read as a backtracking matcher reads them: non-greedy quantifiers, look-around, anchors.
+
+Lark's lexer takes, for a terminal at a position, what Python's ``re.match`` returns there.  For a
+regex without lazy quantifiers, look-around or anchors localgcd keeps the terminal's whole regular
+language (:mod:`localgcd.regex.terminal`); for one with them, this module builds the DFA of the
+lexemes ``re.match`` can return, by a leftmost-first ("Perl/RE2") subset construction over the
+Thompson NFA, whose ε-edges are in backtracking order (a lazy loop tries its exit first):
+
+* a DFA state is an *ordered* list of NFA threads, highest priority first;
+* a thread that reaches the end of the pattern (the lexeme may end here) drops every thread after
+  it: ``re.match`` never returns a lower-priority match.  Threads before it live on: a longer match
+  they may still make wins.  The DFA accepts where such a thread is in the list.
+
+So ``".*?"`` accepts at the first closing quote and has no way out of it; the lexer's maximal munch
+(one byte of lookahead, no backing up) then ends the lexeme exactly where ``re.match`` does, and
+where ``re.match`` would back up further the lexer stops, as it does for any terminal.
+
+Look-around and anchors are *watches*.  A look-ahead starts, where a thread passes it, a small
+automaton over the bytes that follow; the thread carries it until it passes (the thread lives on)
+or fails (the thread dies).  A thread at the pattern's end may carry a watch over the byte after the
+lexeme, the byte the lexing transducer already reads: the state then accepts *before some bytes
+only* (:attr:`PriorityDFA.forbidden`), or a watch that the next byte does not settle is an error.
+A look-behind is a test of the bytes read so far, which every thread shares: the state carries, for
+each look-behind, the state of an automaton of ``(any byte)* X``; one that would look before the
+lexeme's first character is an error (it depends on the text before the lexeme).  Anchors are
+rewritten into look-around first (``$`` is a look-ahead, ``\\b`` a pair of them, ``^`` inside the
+lexeme a look-behind).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from localgcd.regex.charset import CharSet, category
+from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
+from localgcd.regex.nfa import NFA, ThompsonBuilder
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, has_backtracking_semantics
+
+_PASS, _FAIL = -2, -1  # a watch's verdicts, in its table beside its live states
+_MAX_STATES = 20_000  # a priority construction past this many states is refused, not waited for
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """One byte in ``lo..hi`` (zero-width tests on the bytes after a lexeme look at bytes, not
+    characters: ``\\Z`` is "no byte follows")."""
+
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class PriorityDFA:
+    """A terminal's DFA (accept label 0 where ``re.match``'s lexeme may end) and, per state, the
+    bytes before which it may not end there (a look-ahead over the byte after the lexeme)."""
+
+    dfa: DFA
+    forbidden: np.ndarray  # bool [n_states, 256]: accepting, but not before this byte
+
+    @property
+    def conditional(self) -> bool:
+        """Whether some accepting state forbids some byte."""
+        return bool(self.forbidden.any())
+
+
+def needs_priority(pattern: str) -> bool:
+    """Whether ``pattern`` has a lazy quantifier, a look-around or an anchor (its lexeme is then
+    what a backtracking matcher returns, not its longest match)."""
+    return has_backtracking_semantics(parse_python_regex(pattern))
+
+
+@lru_cache(maxsize=1024)
+def priority_dfa(pattern: str) -> PriorityDFA:
+    """The DFA of the lexemes ``re.match(pattern, …)`` returns (see the module docstring).  Raises
+    :class:`UnsupportedRegex` naming what it cannot make exact."""
+    return _Construction(_rewrite_anchors(parse_python_regex(pattern))).run()
+
+
+# --------------------------------------------------------------------------
+# Anchors → look-around
+
+
+_WORD = {"": r"\w", "_ascii": r"(?a)\w"}
+_ANY_BYTE = Bytes(0, 0xFF)
+_NOT_NEWLINE = Alt((Bytes(0, 9), Bytes(11, 0xFF)))
+
+
+def _rewrite_anchors(node: Node) -> Node:
+    """``node`` with every anchor written as look-around (a lexeme is never at the text's start for
+    lark's ``match(text, pos)``; ``^`` after the first character looks behind, at it it is refused)."""
+    if isinstance(node, Anchor):
+        return _anchor_as_looks(node.kind)
+    if isinstance(node, Concat):
+        return Concat(tuple(_rewrite_anchors(item) for item in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_rewrite_anchors(option) for option in node.options))
+    if isinstance(node, Repeat):
+        return Repeat(_rewrite_anchors(node.item), node.lo, node.hi, node.greedy)
+    if isinstance(node, Look):
+        if has_backtracking_semantics(node.item):
+            raise UnsupportedRegex("unsupported construct: look-around, anchor or lazy quantifier "
+                                   "inside a look-around")
+        return node
+    return node
+
+
+def _anchor_as_looks(kind: str) -> Node:
+    if kind == "start":  # only at the text's start, which no lexeme after the first is at
+        return Look(Chars(CharSet.everything()), ahead=False, negate=True)
+    if kind == "line_start":
+        return Look(Chars(CharSet.of(10)), ahead=False, negate=False)
+    if kind == "end":
+        return Look(_ANY_BYTE, ahead=True, negate=True)
+    if kind == "line_end":
+        return Look(_NOT_NEWLINE, ahead=True, negate=True)
+    if kind == "end_or_final_newline":  # no byte follows, or one "\n" and then none
+        return Look(Alt((_NOT_NEWLINE, Concat((Chars(CharSet.of(10)), _ANY_BYTE)))), ahead=True, negate=True)
+    word = Chars(category(_WORD["_ascii" if kind.endswith("_ascii") else ""]))
+    behind, not_behind = Look(word, False, False), Look(word, False, True)
+    ahead, not_ahead = Look(word, True, False), Look(word, True, True)
+    if kind.startswith("word_boundary"):
+        return Alt((Concat((behind, not_ahead)), Concat((not_behind, ahead))))
+    if kind.startswith("not_word_boundary"):
+        return Alt((Concat((behind, ahead)), Concat((not_behind, not_ahead))))
+    raise UnsupportedRegex(f"unsupported construct: anchor {kind}")
+
+
+# --------------------------------------------------------------------------
+# The NFA with assertion states
+
+
+class _PriorityBuilder(ThompsonBuilder):
+    """The Thompson NFA with lazy loops (exit first) and an ε-state per look-around."""
+
+    backtracking = True
+
+    def __init__(self, nfa: NFA) -> None:
+        super().__init__(nfa)
+        self.looks: dict[int, Look] = {}  # assertion state -> its look-around
+
+    def node(self, node):  # type: ignore[override]
+        if isinstance(node, Bytes):
+            start, end = self.nfa.new_state(), self.nfa.new_state()
+            self.nfa.edges[start].append((node.lo, node.hi, end))
+            return start, end
+        return super().node(node)
+
+    def assertion(self, node: Look | Anchor) -> tuple[int, int]:
+        assert isinstance(node, Look)  # anchors are rewritten first
+        start, end = self.nfa.new_state(), self.nfa.new_state()
+        self.nfa.eps[start].append(end)
+        self.looks[start] = node
+        return start, end
+
+
+def _language_dfa(node: Node, prefix_any: bool = False) -> DFA:
+    """The minimal DFA of ``node``'s language (``prefix_any``: of ``(any byte)* node``)."""
+    nfa = NFA()
+    start, end = _PriorityBuilder(nfa).node(node)
+    nfa.accept[end] = 0
+    if prefix_any:
+        loop = nfa.new_state()
+        nfa.edges[loop].append((0, 0xFF, loop))
+        nfa.eps[loop].append(start)
+        start = loop
+    return determinize(nfa, [start], [0])
+
+
+@dataclass(frozen=True)
+class _Watch:
+    """A look-ahead's automaton: ``table[s, b]`` the next state, ``_PASS`` or ``_FAIL``;
+    ``at_end[s]`` the verdict when no byte follows; ``first`` the verdict or state at its start."""
+
+    table: np.ndarray
+    at_end: np.ndarray
+    first: int
+
+    @classmethod
+    def of(cls, look: Look) -> "_Watch":
+        dfa = _language_dfa(look.item)
+        found, missing = (_FAIL, _PASS) if look.negate else (_PASS, _FAIL)
+        accepting = dfa.accept >= 0
+        table = np.where(dfa.transitions == DEAD_STATE, missing, dfa.transitions).astype(np.int64)
+        hit = (dfa.transitions >= 0) & accepting[np.maximum(dfa.transitions, 0)]
+        table[hit] = found
+        at_end = np.full(dfa.n_states, missing == _PASS)
+        return cls(table, at_end, found if accepting[0] else 0)
+
+
+@dataclass(frozen=True)
+class _Behind:
+    """A look-behind: the automaton of ``(any byte)* X`` over the bytes read, and X's width."""
+
+    dfa: DFA
+    width: int
+    negate: bool
+
+    @classmethod
+    def of(cls, look: Look) -> "_Behind":
+        width = _fixed_width(look.item)
+        if width is None:  # pragma: no cover - Python's re refuses it first
+            raise UnsupportedRegex("unsupported construct: look-behind of variable width")
+        return cls(_language_dfa(look.item, prefix_any=True), width, look.negate)
+
+
+def _fixed_width(node: Node) -> int | None:
+    """The number of characters every string of ``node`` has (None: not one number)."""
+    if isinstance(node, (Chars, Bytes)):
+        return 1
+    if isinstance(node, Concat):
+        widths = [_fixed_width(item) for item in node.items]
+        return None if None in widths else sum(widths)  # type: ignore[arg-type]
+    if isinstance(node, Alt):
+        widths = {_fixed_width(option) for option in node.options}
+        return widths.pop() if len(widths) == 1 else None
+    if isinstance(node, Repeat) and node.lo == node.hi:
+        width = _fixed_width(node.item)
+        return None if width is None else width * node.lo
+    if isinstance(node, Look):
+        return 0
+    return None
+
+
+# --------------------------------------------------------------------------
+# The construction
+
+Thread = tuple[int, tuple[tuple[int, int], ...]]  # (NFA state, pending watches (watch, state))
+State = tuple[tuple[int, ...], int, tuple[Thread, ...]]  # (look-behind states, characters read, threads)
+
+
+class _Construction:
+    def __init__(self, root: Node) -> None:
+        self.nfa = NFA()
+        builder = _PriorityBuilder(self.nfa)
+        self.start, self.final = builder.node(root)
+        self.watches: list[_Watch] = []
+        self.behinds: list[_Behind] = []
+        self.look_index: dict[int, int] = {}  # assertion state -> index into watches / behinds
+        for state, look in builder.looks.items():
+            kinds = self.watches if look.ahead else self.behinds
+            self.look_index[state] = len(kinds)
+            kinds.append(_Watch.of(look) if look.ahead else _Behind.of(look))
+        self.looks = builder.looks
+        self.max_width = max((b.width for b in self.behinds), default=0)
+
+    # -- threads ---------------------------------------------------------------
+
+    def closure(self, seeds: list[Thread], behind: tuple[int, ...], read: int) -> tuple[Thread, ...]:
+        """The ordered threads ``seeds`` lead to by ε-edges: each a thread that reads a byte next or
+        is at the pattern's end.  An end reached with no watch pending cuts every later thread."""
+        out: list[Thread] = []
+        seen: set[Thread] = set()
+        stack = list(reversed(seeds))
+        nfa = self.nfa
+        while stack:
+            thread = stack.pop()
+            if thread in seen:
+                continue
+            seen.add(thread)
+            state, pending = thread
+            look = self.looks.get(state)
+            if look is not None:
+                index = self.look_index[state]
+                if look.ahead:
+                    first = self.watches[index].first
+                    if first == _FAIL:
+                        continue
+                    if first != _PASS:
+                        pending = tuple(sorted(set(pending) | {(index, first)}))
+                else:
+                    test = self.behinds[index]
+                    if read < test.width:
+                        raise UnsupportedRegex("unsupported construct: look-behind (or ^, \\b) that looks "
+                                               "before the lexeme's first character")
+                    found = bool(test.dfa.accept[behind[index]] >= 0) if behind[index] >= 0 else False
+                    if found == test.negate:
+                        continue
+            elif state == self.final:
+                out.append((state, pending))
+                if not pending:
+                    break  # re.match takes this lexeme before any lower-priority one
+                continue
+            elif nfa.edges[state]:
+                out.append((state, pending))
+            stack.extend((target, pending) for target in reversed(nfa.eps[state]))
+        return tuple(out)
+
+    def advance_watches(self, pending: tuple[tuple[int, int], ...], byte: int) -> tuple[tuple[int, int], ...] | None:
+        """The watches after ``byte`` (None: one failed)."""
+        kept = []
+        for index, state in pending:
+            nxt = int(self.watches[index].table[state, byte])
+            if nxt == _FAIL:
+                return None
+            if nxt != _PASS:
+                kept.append((index, nxt))
+        return tuple(kept)
+
+    def ends_before(self, threads: tuple[Thread, ...], byte: int) -> tuple[bool, list[Thread]]:
+        """Whether the lexeme may end before ``byte``, and the threads that read ``byte`` on (every
+        one before the first end whose watches ``byte`` passes), each with its watches advanced."""
+        going: list[Thread] = []
+        for state, pending in threads:
+            advanced = self.advance_watches(pending, byte)
+            if advanced is None:
+                continue
+            if state == self.final:
+                if advanced:
+                    raise UnsupportedRegex("unsupported construct: look-ahead (or $, \\b) reaching more "
+                                           "than one byte past the lexeme")
+                return True, going
+            going.append((state, advanced))
+        return False, going
+
+    def ends_at_text_end(self, threads: tuple[Thread, ...]) -> bool:
+        return any(state == self.final and all(self.watches[i].at_end[s] for i, s in pending)
+                   for state, pending in threads)
+
+    # -- subset construction ---------------------------------------------------
+
+    def byte_classes(self) -> np.ndarray:
+        cuts = np.zeros(257, dtype=bool)
+        cuts[[0, 0x80, 0xC0]] = True  # character starts (look-behind widths count characters)
+        for edges in self.nfa.edges:
+            for lo, hi, _ in edges:
+                cuts[lo] = cuts[hi + 1] = True
+        tables = [w.table for w in self.watches] + [b.dfa.transitions for b in self.behinds]
+        for table in tables:
+            cuts[1:256] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
+        return (np.cumsum(cuts[:256]) - 1).astype(np.int32)
+
+    def run(self) -> PriorityDFA:
+        class_of = self.byte_classes()
+        n_classes = int(class_of[-1]) + 1
+        representatives = np.searchsorted(class_of, np.arange(n_classes))
+        behind0 = tuple(0 for _ in self.behinds)
+        start: State = (behind0, 0, self.closure([(self.start, ())], behind0, 0))
+        index = {start: 0}
+        states = [start]
+        rows: list[list[int]] = []
+        accepting: list[bool] = []
+        forbidden: list[list[bool]] = []
+        for behind, read, threads in states:  # grows while iterating
+            if len(states) > _MAX_STATES:
+                raise UnsupportedRegex(f"the terminal's priority automaton passes {_MAX_STATES} states")
+            row, allowed = [DEAD_STATE] * n_classes, []
+            has_end = any(state == self.final for state, _ in threads)
+            for c, byte in enumerate(representatives.tolist()):
+                ends, going = self.ends_before(threads, byte)
+                allowed.append(ends)
+                seeds = [(target, pending) for state, pending in going
+                         for lo, hi, target in self.nfa.edges[state] if lo <= byte <= hi]
+                if not seeds:
+                    continue
+                new_behind = tuple(int(b.dfa.transitions[s, byte]) if s >= 0 else DEAD_STATE
+                                   for b, s in zip(self.behinds, behind))
+                new_read = min(read + (not 0x80 <= byte < 0xC0), self.max_width)
+                nxt_threads = self.closure(seeds, new_behind, new_read)
+                if not nxt_threads:
+                    continue
+                nxt = (new_behind, new_read, nxt_threads)
+                if nxt not in index:
+                    index[nxt] = len(states)
+                    states.append(nxt)
+                row[c] = index[nxt]
+            rows.append(row)
+            at_end = self.ends_at_text_end(threads)
+            if has_end and any(allowed) and not at_end:
+                raise UnsupportedRegex("unsupported construct: a look-ahead (or $) past the lexeme that "
+                                       "fails at the end of the text")
+            accepting.append(at_end)
+            forbidden.append([at_end and not ok for ok in allowed])
+        table = np.asarray(rows, dtype=np.int32).reshape(len(states), n_classes)
+        forbid = np.asarray(forbidden, dtype=bool).reshape(len(states), n_classes)
+        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of)
+
+
+def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, class_of: np.ndarray) -> PriorityDFA:
+    """Trim (states that reach no accepting one go), minimize (told apart by their forbidden bytes
+    too) and write out over bytes."""
+    live = accepting.copy()
+    while True:
+        grown = live | (np.where(table >= 0, live[np.maximum(table, 0)], False)).any(axis=1)
+        if (grown == live).all():
+            break
+        live = grown
+    if not live[0]:
+        raise UnsupportedRegex("the terminal matches nothing")
+    keep = np.flatnonzero(live)
+    new_id = np.full(table.shape[0] + 1, DEAD_STATE, dtype=np.int64)
+    new_id[keep] = np.arange(keep.size)
+    table = new_id[table[keep]].astype(np.int32)  # index -1 (dead) reads new_id[-1] = dead
+    accepting, forbidden = accepting[keep], forbidden[keep]
+    _, label = np.unique(np.concatenate([accepting[:, None], forbidden], axis=1), axis=0, return_inverse=True)
+    label = label.reshape(-1).astype(np.int32)
+    label[~accepting] = -1
+    table, _label, block = minimize_mapped(table, label)
+    first = np.zeros(int(block.max()) + 1, dtype=np.int64)
+    first[block[::-1]] = np.arange(block.size)[::-1]
+    accept = np.where(accepting[first], 0, -1).astype(np.int32)
+    dfa = DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
+    result = PriorityDFA(dfa, np.ascontiguousarray(forbidden[first][:, class_of]))
+    _refuse_backing_up(result)
+    return result
+
+
+def _refuse_backing_up(own: PriorityDFA) -> None:
+    """Refuse a terminal whose ``re.match`` may end a lexeme and then read on into text where it
+    backs up to it (the longer match fails: a state that does not accept, or refuses to end before
+    a byte it cannot read on with): more than the one byte the lexing transducer looks at, where it
+    would stop instead."""
+    dfa = own.dfa
+    accepting = dfa.accept >= 0
+    live = dfa.transitions >= 0
+    bad = ~accepting | (own.forbidden & ~live).any(axis=1)
+    may_end = accepting[:, None] & ~own.forbidden & live
+    # states that reach a bad one (backwards over every transition)
+    reaches_bad = bad.copy()
+    while True:
+        grown = reaches_bad | (live & reaches_bad[np.maximum(dfa.transitions, 0)]).any(axis=1)
+        if (grown == reaches_bad).all():
+            break
+        reaches_bad = grown
+    backs_up = may_end & reaches_bad[np.maximum(dfa.transitions, 0)]
+    if not backs_up.any():
+        return
+    path: dict[int, bytes] = {0: b""}  # a shortest witness: the bytes to such a state, the byte after
+    order = [0]
+    for state in order:  # grows while iterating
+        if backs_up[state].any():
+            direct = backs_up[state] & bad[np.maximum(dfa.transitions[state], 0)]
+            byte = int(np.flatnonzero(direct if direct.any() else backs_up[state])[0])
+            raise UnsupportedRegex(
+                f"re.match may end a lexeme at {_shown(path[state])} and read on past {_shown(bytes([byte]))} "
+                "into text where it backs up to it: more than the one byte the lexer looks at")
+        for byte in range(256):
+            nxt = int(dfa.transitions[state, byte])
+            if nxt >= 0 and nxt not in path:
+                path[nxt] = path[state] + bytes([byte])
+                order.append(nxt)
+
+
+def _shown(data: bytes) -> str:
+    """Bytes as an escaped Python literal (one line)."""
+    return ascii(data.decode("utf-8", "backslashreplace"))

@@ -1,0 +1,52 @@
+"""Token mask assembly's compiled kernel (``assembly_kernel.pyx``), behind a small typed interface.
+
+A mask is the tokens of the always-accepted classes plus those of the context-dependent
+classes that pass on the stack.  numpy gathers a bool per token from the classes, then packs
+the bools into the bitmask's words; the kernel writes the packed words in one pass (and counts
+them), and sets the extra classes' tokens' bits in place, without the GIL.  The numpy path stays
+(``MaskEngine(kernels=False)``) as the independent implementation tests/test_kernels.py compares
+it with, and as the path when the extension was not built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from localgcd.runtime import assembly_kernel
+except ImportError:  # not built: the numpy path serves
+    assembly_kernel = None
+
+
+def assembly_kernel_available() -> bool:
+    """Whether the mask assembly kernel was built (``pip install`` builds it)."""
+    return assembly_kernel is not None
+
+
+def _built() -> None:
+    if assembly_kernel is None:
+        raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
+
+
+def pack_classes(classes: np.ndarray, token_class: np.ndarray) -> tuple[np.ndarray, int]:
+    """(packed uint32 words: token ``t``'s bit set when ``classes[token_class[t]]`` -- bool
+    [n_classes + 1], class -1 reading the last slot --, how many bits are set)."""
+    _built()
+    packed, count = assembly_kernel.pack_classes(np.ascontiguousarray(classes).view(np.uint8),
+                                           np.ascontiguousarray(token_class, dtype=np.int64))
+    return packed, int(count)
+
+
+def set_class_tokens(packed: np.ndarray, class_tokens: np.ndarray, class_offsets: np.ndarray,
+                     classes: np.ndarray) -> int:
+    """Set (in place) the bits of the tokens of ``classes``; how many were not set before."""
+    _built()
+    return int(assembly_kernel.set_class_tokens(packed, np.ascontiguousarray(class_tokens, dtype=np.int64),
+                                          np.ascontiguousarray(class_offsets, dtype=np.int64),
+                                          np.ascontiguousarray(classes, dtype=np.int64)))
+
+
+def set_tokens(packed: np.ndarray, tokens: np.ndarray) -> int:
+    """Set (in place) the bits of ``tokens``; how many were not set before."""
+    _built()
+    return int(assembly_kernel.set_tokens(packed, np.ascontiguousarray(tokens, dtype=np.int64)))

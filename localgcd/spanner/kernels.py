@@ -1,0 +1,129 @@
+"""The token spanner's compiled kernels (``walk_kernel.pyx``, ``lex_kernel.pyx``), behind small typed interfaces.
+
+:class:`~localgcd.spanner.token_spanner.BranchRows` walks the vocabulary trie
+from each new branch (a root child entered in a lexer state) to find every
+token's first emission, and the suffix outcomes lex the rest of a token after
+an emission.  Their numpy versions run level by level (walker by walker in
+rounds); the kernels run node by node (walker by walker) in C, without the
+GIL.  The numpy versions stay as the independent implementations the kernels
+are tested against (tests/test_kernels.py), chosen by ``kernels=False``, and
+as the path when the extensions were not built (a source tree used without
+``pip install``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.regex.dfa import DEAD_STATE
+from localgcd.spanner.trie import VocabTrie
+
+try:
+    from localgcd.spanner import lex_kernel, walk_kernel
+except ImportError:  # not built: the numpy paths serve
+    lex_kernel = walk_kernel = None
+
+
+def kernels_available() -> bool:
+    """Whether the compiled kernels were built (``pip install`` builds them)."""
+    return walk_kernel is not None and lex_kernel is not None
+
+
+def _built() -> None:
+    if not kernels_available():
+        raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
+
+
+@dataclass(frozen=True)
+class WalkedEntries:
+    """What a walk of some branches found, in position order.
+
+    ``codes[i]`` is the end state of ``positions[i]`` when its bytes all continue
+    the lexeme, or ``-2 - T`` when the lexeme ends emitting terminal ``T`` on
+    the way; for those, in the same order, ``emit_flat`` is the flat offset (into
+    the trie's ``data``) of the byte that ended it.  Branch ``i``'s entries are
+    ``[bounds[i], bounds[i + 1])``.  Tokens that die are absent.
+    """
+
+    positions: np.ndarray  # int64
+    codes: np.ndarray  # int32
+    emit_flat: np.ndarray  # int64
+    bounds: np.ndarray  # int64 [n_branches + 1]
+
+
+BREADTH_FROM = 256  # a branch over this many positions is walked breadth first (see walk_kernel.pyx)
+
+
+class WalkScratch:
+    """The breadth-first walk's scratch for one trie: a state per node, a slot and a depth per
+    position (slots all DEAD between walks), made once and reused (a walk's fresh pages would
+    cost more than the walk).  One per :class:`~localgcd.spanner.token_spanner.BranchRows`: a
+    walk writes it without the GIL, so two threads never share one."""
+
+    def __init__(self, trie: VocabTrie) -> None:
+        self.node_state = np.empty(trie.flat_nodes.lo.size, dtype=np.int32)
+        self.slots = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
+        self.slot_depth = np.empty(trie.n_positions, dtype=np.int32)
+
+
+def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
+    """uint64 [Q, 4]: per lexer state, the bytes that keep it in itself without emitting (256 bits)."""
+    stays = lexer.next_state == np.arange(lexer.n_states, dtype=np.int32)[:, None]
+    accepting = np.flatnonzero(lexer.accept >= 0)
+    stays[accepting] &= lexer.emitted[accepting] == NO_EMIT
+    return np.packbits(stays, axis=1, bitorder="little").view(np.uint64).copy()
+
+
+def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
+                  roots: np.ndarray, states: np.ndarray, scratch: WalkScratch,
+                  breadth_from: int = BREADTH_FROM) -> WalkedEntries:
+    """Walk the branches ``(roots[i], states[i])``: root child ``roots[i]`` (ascending) entered in
+    lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per
+    state, any of them); a branch over ``breadth_from`` positions breadth first, the others depth
+    first."""
+    _built()
+    nodes = trie.flat_nodes
+    positions, codes, emit_flat, bounds = walk_kernel.walk_branches(
+        _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
+        nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.parent,
+        nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64),
+        nodes.n_levels, _contiguous(roots, np.int64), _contiguous(states, np.int64), breadth_from,
+        scratch.node_state, scratch.slots, scratch.slot_depth)
+    return WalkedEntries(positions, codes, emit_flat, bounds)
+
+
+def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    states: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~localgcd.spanner.token_spanner.first_emissions` by the kernel: lex
+    ``data[starts[i]:ends[i]]`` from ``states[i]`` (default: the start state) up to the first
+    emission: (flat index of the byte that emitted or -1, the terminal, the end state when nothing
+    was emitted -- ``DEAD_STATE`` where the lexer died)."""
+    _built()
+    states = np.zeros(starts.size, dtype=np.int64) if states is None else states
+    return lex_kernel.first_emissions(_contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(data, np.uint8),
+                                _contiguous(starts, np.int64), _contiguous(ends, np.int64),
+                                _contiguous(states, np.int64))
+
+
+class DistinctValues:
+    """Sorted distinct values of int32 arrays whose values lie in ``[0, bound)`` (outcome ids): one
+    pass with a marker per value, then a sort of the few distinct ones (a row's 123K entries have a
+    few hundred).  Keeps its markers, grown as ``bound`` grows."""
+
+    def __init__(self) -> None:
+        self._seen = np.zeros(0, dtype=np.uint8)
+
+    def __call__(self, values: np.ndarray, bound: int) -> np.ndarray:
+        _built()
+        if self._seen.size < bound:
+            self._seen = np.zeros(max(bound, 2 * self._seen.size), dtype=np.uint8)
+        found = walk_kernel.distinct_values(_contiguous(values, np.int32), self._seen)
+        found.sort()
+        return found
+
+
+def _contiguous(array: np.ndarray, dtype: type | None = None) -> np.ndarray:
+    return np.ascontiguousarray(array, dtype=dtype)

@@ -1,0 +1,249 @@
+"""The compiled kernels say what their independent implementations say.
+
+Each kernel (docs/architecture.md, "Compiled kernels") is compared with the
+numpy path it replaces — kept for that, and chosen by the explicit
+``kernels=False`` — on every grammar and vocabulary of the exactness suite
+(the small grammars with their own vocabulary and the byte vocabulary, the
+library's JSON and Java grammars with the real vocabularies), and with the
+lexer read byte by byte on random tries.  Outcome ids depend on the order
+cells are made in, so outcomes are compared by what they mean (terminals
+emitted, end state).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from localgcd.compiler.compiler import Compiler
+from localgcd.lexer.transducer import NO_EMIT
+from localgcd.arrays import sorted_unique
+from localgcd.parser.pda import PushdownAutomaton
+from localgcd.runtime import assembly
+from localgcd.runtime.masks import Mask, MaskEngine
+from localgcd.runtime.matcher import Matcher
+from localgcd.spanner import kernels
+from localgcd.spanner.kernels import DistinctValues, kernels_available
+from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.spanner.token_spanner import build_token_spanner, first_emissions, restart_slots
+from localgcd.spanner.trie import VocabTrie
+
+from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, small_vocabulary
+
+SMALL_CASES = [pytest.param(name, "own", id=f"{name}-own") for name in SMALL_GRAMMARS]
+SMALL_CASES += [pytest.param(name, "bytes", id=f"{name}-bytes") for name in SMALL_GRAMMARS]
+# test_exactness.py's real cases: the library's grammars and SynCode's, with real vocabularies
+REAL_CASES = [pytest.param(grammar, vocab, id=f"{grammar.replace('/', '-')}-{vocab}", marks=pytest.mark.slow)
+              for grammar, vocab in (("json", "smollm2"), ("json", "llama-bpe"), ("json", "gemma3"),
+                                     ("java", "llama-bpe"), ("java", "smollm2"),
+                                     ("syncode/go", "smollm2"), ("syncode/java", "smollm2"))]
+SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
+
+
+def real_grammar(name: str) -> str:
+    """A shipped grammar's text, or SynCode's (``syncode/<name>``)."""
+    if name.startswith("syncode/"):
+        return (SYNCODE / f"{name.split('/')[1]}.lark").read_text(encoding="utf-8")
+    return grammar_file(name)
+
+
+def test_the_kernels_are_built() -> None:
+    """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
+    assert kernels_available() and assembly.assembly_kernel_available()
+
+
+def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
+    """Per entry: (terminals emitted, end state)."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    meaning = [(tuple(spanner.terminals(int(o))), int(spanner.end[o])) for o in distinct.tolist()]
+    return [meaning[i] for i in inverse.ravel().tolist()]
+
+
+# The kernel walks a branch over BREADTH_FROM positions breadth first, a smaller one depth first:
+# every branch one way, every branch the other, and the default mix.
+WALKS = [pytest.param(0, id="breadth-first"), pytest.param(1 << 40, id="depth-first"),
+         pytest.param(kernels.BREADTH_FROM, id="mixed")]
+
+
+def compiled_spanner(lexer, trie, n_tokens: int, breadth_from: int) -> LazyTokenSpanner:
+    spanner = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    spanner._branches.breadth_from = breadth_from
+    return spanner
+
+
+def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int) -> None:
+    """Every lexer state's row, the kernel's and numpy's: the same positions with the same meaning.
+    The kernel's spanner first walks a random part of each row's branches (several branches in
+    one call, with gaps between them), then the rest; one token's outcome walks its branch alone."""
+    rng = np.random.default_rng(seed)
+    compiled = compiled_spanner(lexer, trie, n_tokens, breadth_from)
+    reference = LazyTokenSpanner(lexer, trie, n_tokens, kernels=False)
+    alone = compiled_spanner(lexer, trie, n_tokens, breadth_from)
+    n_terminals = lexer.producible.shape[1]
+    for q in range(lexer.n_states):
+        compiled.branches_of(q, rng.random(n_terminals) < 0.5)
+        got, expected = compiled.continuing(q), reference.continuing(q)
+        assert np.array_equal(got[0], expected[0]), f"state {q}: positions differ"
+        assert meanings(compiled, got[1]) == meanings(reference, expected[1]), f"state {q}: outcomes differ"
+        if expected[0].size:
+            at = rng.integers(0, expected[0].size, size=min(8, expected[0].size))
+            for position, outcome in zip(expected[0][at].tolist(), expected[1][at].tolist()):
+                found = alone.outcome_of(q, position)
+                assert (alone.terminals(found), int(alone.end[found])) == \
+                    (reference.terminals(outcome), int(reference.end[outcome]))
+
+
+@pytest.mark.parametrize("breadth_from", WALKS)
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_the_compiled_walk_gives_numpys_rows_small(name: str, vocab_kind: str, breadth_from: int) -> None:
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    compiled = Compiler(use_cache=False).compile(grammar.text, vocab)
+    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), len(name), breadth_from)
+
+
+@pytest.mark.parametrize("breadth_from", WALKS)
+@pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
+def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, vocab_name: str, breadth_from: int) -> None:
+    vocab = load_vocab(vocab_name)
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
+    assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), 7, breadth_from)
+
+
+@pytest.mark.parametrize("name", ["json", "expr", "keywords_ops", "utf8_strings", "csv"])
+def test_an_eager_build_with_the_kernel_means_what_numpys_means(name: str) -> None:
+    """The eager build (classes over all rows) walks with the kernel too: every token's outcome from
+    every state is the same."""
+    grammar = SMALL_GRAMMARS[name]
+    vocab = small_vocabulary(grammar)
+    lexer = Compiler(use_cache=False).compile(grammar.text, vocab).lexer
+    trie = VocabTrie.build(vocab.token_bytes, np.flatnonzero([len(t) > 0 for t in vocab.token_bytes]))
+    built = {kernels: build_token_spanner(lexer, trie, len(vocab), kernels) for kernels in (True, False)}
+    rows = {kernels: spanner.rows() for kernels, spanner in built.items()}
+    for q in range(lexer.n_states):
+        got, expected = rows[True].row(q), rows[False].row(q)
+        assert np.array_equal(got >= 0, expected >= 0)
+        live = expected >= 0
+        assert meanings(built[True], got[live]) == meanings(built[False], expected[live])
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_first_emissions_by_the_kernel_are_numpys(name: str, vocab_kind: str) -> None:
+    """Every byte run the suffix outcomes lex -- each token from each of its bytes, in each state
+    lexing restarts in -- gives the same first emission (where, which terminal) or end state."""
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    compiled = Compiler(use_cache=False).compile(grammar.text, vocab)
+    lexer, trie = compiled.lexer, compiled.spanner.trie
+    states, _ = restart_slots(lexer)
+    total = int(trie.offsets[-1])
+    starts = np.tile(np.arange(total, dtype=np.int64), states.size)
+    ends = np.tile(np.repeat(trie.offsets[1:], trie.lengths), states.size)
+    start_states = np.repeat(states, total)
+    got = kernels.first_emissions(lexer, trie.data, starts, ends, start_states)
+    expected = first_emissions(lexer, trie.data, starts, ends, start_states)
+    for a, b in zip(got, expected):
+        assert np.array_equal(a, b)
+
+
+@given(values=st.lists(st.integers(0, 300), max_size=400), bound_extra=st.integers(0, 50))
+def test_distinct_values_are_sorted_uniques(values: list[int], bound_extra: int) -> None:
+    """Twice with one scratch (its markers must be cleared after each call)."""
+    distinct = DistinctValues()
+    array = np.asarray(values, dtype=np.int32)
+    for _ in range(2):
+        assert distinct(array, max(values, default=0) + 1 + bound_extra).tolist() == sorted_unique(array).tolist()
+
+
+@pytest.fixture(scope="module")
+def json_lexer():
+    return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
+
+
+# Bytes that matter to JSON's lexer: strings (and their escapes and UTF-8), numbers, literals,
+# punctuation, white space; tokens drawn from them make tries whose nodes stay in one state for
+# a while (the kernel writes such a node's range without walking it) and leave it anywhere.
+_JSON_BYTES = sorted(set(b'{}[]:,"\\/ \n\t0123456789.eE+-truefalsnu') | {0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0x1F, 0xFF})
+_TOKEN = st.binary(min_size=1, max_size=7).map(lambda b: bytes(_JSON_BYTES[x % len(_JSON_BYTES)] for x in b))
+
+
+@pytest.mark.parametrize("breadth_from", [0, 4, 1 << 40])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=st.lists(_TOKEN, min_size=1, max_size=120, unique=True))
+def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, breadth_from: int,
+                                                                   tokens: list[bytes]) -> None:
+    """On random tries, each entry of each row the kernel walks is what feeding the token's bytes
+    to the lexer one by one gives, and a token is in the row iff its first byte continues the
+    lexeme and it lives to its end."""
+    token_bytes = tuple(tokens)
+    trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
+    spanner = compiled_spanner(json_lexer, trie, len(token_bytes), breadth_from)
+    texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
+    for q in range(json_lexer.n_states):
+        positions, values = spanner.continuing(q)
+        assert positions.tolist() == [p for p, text in enumerate(texts)
+                                      if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
+        for position, outcome in zip(positions.tolist(), values.tolist()):
+            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+
+
+# --------------------------------------------------------------------------
+# Mask assembly (runtime/assembly_kernel.pyx)
+# --------------------------------------------------------------------------
+
+
+def engines(compiled) -> dict[bool, MaskEngine]:
+    """Two mask engines of one compiled grammar (one spanner), assembling with the kernel and with numpy."""
+    ignored = np.asarray([t.ignored for t in compiled.terminals], dtype=bool)
+    return {kernels: MaskEngine(compiled.spanner, PushdownAutomaton(compiled.tables, ignored), compiled.lexer,
+                                compiled.token_bytes, compiled.end_ids, compiled.indenter, compiled.statuses,
+                                kernels=kernels)
+            for kernels in (True, False)}
+
+
+def assert_same_masks_along_walks(compiled, seed: int, walks: int, steps: int) -> None:
+    """Along random walks (a random allowed token at each step, the end when it is the only way
+    on), both engines give the same packed mask, count and acceptance."""
+    rng = np.random.default_rng(seed)
+    pair = engines(compiled)
+    for _ in range(walks):
+        matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
+        for _ in range(steps):
+            got, expected = (matchers[k]._mask() for k in (True, False))
+            assert np.array_equal(got.packed, expected.packed)
+            assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
+            text = np.flatnonzero(expected.allowed & ~np.isin(np.arange(expected.n_tokens), compiled.end_ids))
+            if not text.size:
+                break
+            token = int(rng.choice(text))
+            assert all(m.advance(token) for m in matchers.values())
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_masks_assembled_by_the_kernel_are_numpys_small(name: str, vocab_kind: str) -> None:
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    assert_same_masks_along_walks(Compiler(use_cache=False).compile(grammar.text, vocab), len(name), 4, 30)
+
+
+@pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES + [
+    pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow)])
+def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str, vocab_name: str) -> None:
+    """Real vocabularies (classes of many tokens), and Python's Indenter (tokens set one by one)."""
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
+    assert_same_masks_along_walks(compiled, 11, 3, 40)
+
+
+@given(classes=st.lists(st.booleans(), min_size=1, max_size=40), data=st.data())
+def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
+    """Any vocabulary size (words cut short at the end), class -1 reading the last slot."""
+    token_class = np.asarray(data.draw(st.lists(st.integers(-1, len(classes) - 2), max_size=200)), dtype=np.intp) \
+        if len(classes) > 1 else np.full(data.draw(st.integers(0, 70)), -1, dtype=np.intp)
+    table = np.asarray(classes, dtype=bool)
+    packed, count = assembly.pack_classes(table, token_class)
+    expected = Mask.of(table[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(packed, expected.packed) and count == expected.n_allowed

@@ -1,0 +1,193 @@
+"""Terminals with lazy quantifiers, look-around and anchors lex as lark's lexer does: a terminal's
+lexeme is what Python's ``re.match`` returns at that position (regex/priority.py); what the lexer
+cannot decide from the lexeme and the one byte after it is an error naming the terminal."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from lark import Lark
+from lark.exceptions import LarkError
+
+from localgcd.errors import GrammarError
+from localgcd.regex.priority import priority_dfa
+from localgcd.regex.syntax import UnsupportedRegex
+
+SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
+
+
+def lexeme(pattern: str, text: str) -> str | None:
+    """What localgcd's maximal munch (one byte of lookahead) makes of ``pattern`` alone at the
+    start of ``text``: the lexeme it emits, or None where it stops."""
+    own = priority_dfa(pattern)
+    state, data = 0, text.encode()
+    for i, byte in enumerate(data):
+        nxt = int(own.dfa.transitions[state, byte])
+        if nxt < 0:
+            ends = own.dfa.accept[state] >= 0 and not own.forbidden[state, byte]
+            return data[:i].decode() if ends else None
+        state = nxt
+    return text if own.dfa.accept[state] >= 0 else None
+
+
+PATTERNS = [
+    r'".*?"',  # SynCode Go/Java strings
+    r'(?i:".*?")',
+    r'`.*?`',
+    r'/\*[\s\S]*?\*/',  # Java BLOCK_COMMENT
+    r'(?s:(?i:[ubf]?r?("(?!"").*?"|' "'(?!'').*?')))",  # Python STRING
+    r'(?s:(?i:[ubf]?r?("""(?<!\\).*?"""|' "'''(?<!\\\\).*?''')))",  # Python LONG_STRING
+    r'a+?b*',
+    r'(?:a|ab)(?:c|bcd)',
+    r'x(?=ab|ca)[a-c]{2}[a-c]*?',
+    r'x(?!ab)[a-c]+',
+    r'[a-c]{2,}(?<=bc)d',
+    r'(?m)[a-c]+$',
+    r'c[a-c]*?(?<!a)c',
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_the_lexeme_is_what_re_match_returns(pattern: str) -> None:
+    rng = random.Random(pattern)
+    alphabet = list("abcdx\"'`/*\\.0123\n ") + ["é", '"""', "*/"]
+    compiled = re.compile(pattern)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9)))
+        match = compiled.match(text)
+        assert lexeme(pattern, text) == (match.group() if match and match.group() else None), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern, text, expected", [
+    (r'".*?"', '"ab"cd"', '"ab"'),
+    (r'/\*[\s\S]*?\*/', "/* a */ b */", "/* a */"),
+    (r'(?s:[ubf]?r?("(?!"").*?"))', '""x', '""'),
+    (r'(?s:[ubf]?r?("(?!"").*?"))', '"""x', None),
+    (r'(?s:"""(?<!\\).*?""")', '"""ab"""c"""', '"""ab"""'),
+    (r'a|ab', "ab", "a"),
+    (r'ab|a', "ab", "ab"),
+    (r'(?m)a$', "a\nb", "a"),
+    (r'(?m)a$', "ab", None),
+    (r'a\Z', "a", "a"),
+])
+def test_lexemes_of_lazy_and_look_around_terminals(pattern: str, text: str, expected: str | None) -> None:
+    assert lexeme(pattern, text) == expected
+
+
+@pytest.mark.parametrize("pattern, why", [
+    (r"a$", "more than one byte past the lexeme"),  # before "\n", "$" asks for the end after it
+    (r"\w+\b", "more than one byte past the lexeme"),  # a non-ASCII word character is several bytes
+    (r"(?<=x)a", "before the lexeme's first character"),
+    (r"\ba", "before the lexeme's first character"),
+    (r"^a", "before the lexeme's first character"),
+    (r"a(?=b)", "fails at the end of the text"),
+    (r"a(?=(?=b)b)", "inside a look-around"),
+    (r"\d+(?:\.\d+?)?", "at '0' and read on past '.'"),  # "0.x": re.match backs up to "0"
+    (r"(?:\n|#.*?\n)+", "at '\\n' and read on past '#'"),
+])
+def test_what_the_lexeme_and_one_byte_do_not_decide_is_refused(pattern: str, why: str) -> None:
+    with pytest.raises(UnsupportedRegex, match=re.escape(why)):
+        priority_dfa(pattern)
+
+
+def test_a_refused_terminal_is_named_with_its_place_and_an_escaped_regex(tmp_path: Path) -> None:
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.lexer.automaton import build_lexer_dfa
+
+    text = 'start: A B\nA: /a(?=b)/\nB: /\\n\\tb/\n'
+    grammar = load_lark_grammar(text, "g.lark")
+    with pytest.raises(GrammarError) as caught:
+        build_lexer_dfa(list(grammar.terminals), "g.lark", text)
+    message = str(caught.value)
+    assert "g.lark:2:1" in message and "terminal A /a(?=b)/" in message
+    text = 'start: A\nA: /a\tb$/\n'
+    with pytest.raises(GrammarError) as caught:
+        build_lexer_dfa(list(load_lark_grammar(text, "g.lark").terminals), "g.lark", text)
+    first_line = str(caught.value).splitlines()[0]
+    assert "g.lark:2:1" in first_line and "a\\tb$" in first_line and "\t" not in first_line
+
+
+@pytest.mark.parametrize("text, terminals, ends_in_a_lexeme", [
+    (b'"a"""', [0], True),  # "a" then "" at the end of the text
+    (b'""', [], True),
+    (b'"""a"', [], False),  # "" may not end before '"', and nothing else goes on: dead
+    (b'""""', [], False),
+    (b'"a""b"', [0], True),
+])
+def test_a_look_ahead_past_the_lexeme_keeps_the_lexer_from_ending_it_before_those_bytes(
+        text: bytes, terminals: list[int], ends_in_a_lexeme: bool) -> None:
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.lexer.automaton import build_lexer_dfa
+    from localgcd.lexer.transducer import LexingTransducer
+
+    grammar = 'start: S+\nS: /"(?!"")[a-z]*"/\n'
+    terms = list(load_lark_grammar(grammar, "g.lark").terminals)
+    lexer = LexingTransducer.from_dfa(build_lexer_dfa(terms, "g.lark", grammar), len(terms))
+    emitted, state = lexer.feed(0, text)
+    assert (emitted if state >= 0 else []) == terminals
+    assert (state >= 0 and lexer.accept[state] >= 0) == ends_in_a_lexeme
+
+
+def test_a_look_ahead_that_would_hand_the_lexeme_to_another_terminal_is_refused() -> None:
+    """Before '"', S may not end as '""' but T matches it: the lexer would have to emit T there."""
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.lexer.automaton import build_lexer_dfa
+
+    text = 'start: (S | T)+\nS: /"(?!"")[a-z]*"/\nT: /"[a-z]*"/\n'
+    with pytest.raises(GrammarError, match=r"g\.lark:2:1: terminal S .*another terminal"):
+        build_lexer_dfa(list(load_lark_grammar(text, "g.lark").terminals), "g.lark", text)
+
+
+GO = ['package main\n\nimport "fmt"\n\nfunc main() {\n\tx := "a\\"b"\n\ty := `raw "q"`\n\tfmt.Println(x, y)\n}\n',
+      'package p\n\n// c\nfunc f(a int) int {\n\treturn a * 2 // twice\n}\n',
+      'package p\nfunc f() { x := "a" "b" }\n']
+JAVA = ['class A { /* a */ int x = 1; /** doc ** */ String s = "a"; }\n',
+        'public class B {\n  // line\n  void f() { g("x", "y"); }\n}\n',
+        'class C { /* unclosed */ */ }\n']
+
+
+@pytest.mark.parametrize("name, texts", [("go", GO), ("java", JAVA)])
+def test_syncode_grammars_check_as_lark_parses(name: str, texts: list[str], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``localgcd check`` with SynCode's grammars says what lark (LALR, basic lexer) says."""
+    from typer.testing import CliRunner
+
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))  # compiled here, by this tree
+    grammar = SYNCODE / f"{name}.lark"
+    parser = Lark(grammar.read_text(encoding="utf-8"), parser="lalr", lexer="basic")
+    verdicts = []
+    for i, text in enumerate(texts):
+        try:
+            parser.parse(text)
+            lark_says = 0
+        except LarkError:
+            lark_says = 1
+        path = tmp_path / f"{i}.txt"
+        path.write_text(text, encoding="utf-8")
+        result = CliRunner().invoke(app, ["check", "-g", str(grammar), str(path)])
+        verdicts.append((i, lark_says, result.exit_code, result.output.splitlines()[-1:]))
+    assert all(lark == ours for _i, lark, ours, _out in verdicts), verdicts
+    assert {lark for _i, lark, _ours, _out in verdicts} == {0, 1}  # both verdicts are tested
+
+
+def test_syncode_python_is_refused_naming_the_terminal_that_backs_up(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """SynCode's _NL is (newline | '#' comment | LONG_STRING)+: after "\\n", re.match reads on into
+    'r', 'b', 'u', 'f' (r\"\"\"...) or "\\r" and backs up to the newline where that fails."""
+    from typer.testing import CliRunner
+
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))  # compiled here, by this tree
+    source = tmp_path / "x.py"
+    source.write_text("x = 1\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["check", "-g", str(SYNCODE / "python.lark"), str(source)])
+    assert result.exit_code == 2
+    first = next(line for line in result.output.splitlines() if line.startswith("error:"))
+    assert "python.lark:168:1: terminal _NL /" in first and "backs up" in first
+    assert "Traceback" not in result.output
