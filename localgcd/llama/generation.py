@@ -428,7 +428,12 @@ class GenerationStream:
 
 
 class Generator:
-    """A loaded model and a compiled grammar, ready for many generations."""
+    """A loaded model and a compiled grammar, ready for many generations.
+
+    ``overlap`` (default True): the next mask is computed on a worker thread while the
+    model decodes (see the module docstring); False computes it in the sampling loop.
+    The outputs are the same either way.
+    """
 
     def __init__(
         self,
