@@ -250,8 +250,10 @@ def test_generate_json_output_is_valid_json(shared_cache: Path, monkeypatch: pyt
     out = json.loads(r.stdout)
     for key in ("text", "tokens", "complete", "timings", "stop_reason", "seed", "gpu_offload"):
         assert key in out
-    for key in ("compile_s", "load_s", "mask_p50_ms", "mask_p99_ms", "tokens_per_s"):
+    for key in ("compile_s", "load_s", "mask_p50_ms", "mask_p99_ms", "tokens_per_s", "mask_wait_s",
+                "mask_wait_max_s", "mask_wait_p99_ms"):
         assert key in out["timings"]
+    assert 0 <= out["timings"]["mask_wait_max_s"] <= out["timings"]["mask_wait_s"]
     assert out["seed"] == 1 and out["tokens"] == len(out["token_ids"])
     assert r.exit_code == (0 if out["finish_reason"] == "stop" else 1 if not out["complete"] else 3)
     if out["complete"]:

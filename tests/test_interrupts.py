@@ -4,6 +4,9 @@ Interrupts are injected deterministically, not by timing: a wrapper around the
 real matcher sends a real SIGINT (``signal.raise_signal``) from inside the
 logits processor's callback, or from the token bookkeeping, at step k; the
 consumer sends one between pieces.  Real SmolLM2 model, real llama.cpp.
+With masks overlapping decoding (the default) the matcher's steps run on the
+mask worker's thread, so the SIGINT is raised there and handled by the main
+thread wherever it is: the tokens kept are the same wherever that is.
 """
 
 from __future__ import annotations
@@ -101,12 +104,13 @@ def _check_interrupted(r: Any, full: Any, compiled: Any) -> None:
     ("advance", 1, "signal", 1),  # while the first token is booked
     ("advance", 9, "signal", 9),
 ])
-def test_interrupt_inside_a_step(setup, method: str, k: int, how: str, kept: int) -> None:
+@pytest.mark.parametrize("overlap", [True, False])  # the matcher's steps on the mask worker's thread, or not
+def test_interrupt_inside_a_step(setup, method: str, k: int, how: str, kept: int, overlap: bool) -> None:
     from localgcd.llama.generation import Generator
 
     model, plain, full = setup
     assert len(full.tokens) > 12
-    gen = Generator(model, Injecting(plain.compiled, method, k, how))
+    gen = Generator(model, Injecting(plain.compiled, method, k, how), overlap=overlap)
     s = gen.stream(PROMPT, seed=5, temperature=0.8, max_tokens=24)
     pieces = []
     with pytest.raises(KeyboardInterrupt):
@@ -121,9 +125,12 @@ def test_interrupt_inside_a_step(setup, method: str, k: int, how: str, kept: int
 
 @pytest.mark.slow
 @pytest.mark.parametrize("after", [1, 6])
-def test_interrupt_between_pieces(setup, after: int) -> None:
+@pytest.mark.parametrize("overlap", [True, False])
+def test_interrupt_between_pieces(setup, after: int, overlap: bool) -> None:
+    from localgcd.llama.generation import Generator
+
     model, plain, full = setup
-    s = plain.stream(PROMPT, seed=5, temperature=0.8, max_tokens=24)
+    s = Generator(model, plain.compiled, overlap=overlap).stream(PROMPT, seed=5, temperature=0.8, max_tokens=24)
     with pytest.raises(KeyboardInterrupt):
         for i, _ in enumerate(s, 1):
             if i == after:

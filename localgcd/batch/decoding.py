@@ -14,6 +14,19 @@ holding, for every running sequence, its last sampled token, then
    own llama.cpp sampler chain -- the chain ``Llama.generate`` builds for
    single generation, with the sequence's own seed -- picks the token.
 
+Masks overlap decoding (``overlap=True``, the default): once the sampled
+tokens are booked (each matcher advanced by its token), step 1 for the next
+decode -- the stop checks and the bitmask rows -- runs on a
+:class:`~localgcd.llama.overlap.MaskWorker` thread while ``llama_decode``
+runs; sampling waits for it (never unmasked logits).  The worker owns those
+sequences' matchers (and the bitmask) from the submit until
+:meth:`BatchDecoder._take_answers` takes its answer back.  Only a sequence
+whose text is complete can be over, so the step of those few is waited for
+before the decode (none is decoded past its end); a new sequence's first
+mask is read while its prompt is evaluated (a grammar that allows only the
+empty text is then known after that evaluation).  The texts are the same
+as with ``overlap=False`` (step 1 in the sampling loop).
+
 Why a line's text does not depend on N: with a separate KV cache per
 sequence, llama.cpp's CPU kernels compute a sequence's logits in a decode
 step of N one-token rows exactly as in a context of its own (bit for bit:
@@ -37,6 +50,7 @@ from localgcd.errors import ModelError
 from localgcd.llama.backend import import_llama_cpp
 from localgcd.llama.generation import FINISH_REASONS, cut_at_stop, is_sentence
 from localgcd.llama.loading import LoadedModel
+from localgcd.llama.overlap import Handoff, MaskWorker
 from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, MaskApplier
 from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
 
@@ -54,6 +68,13 @@ class Sampling:
     min_p: float = DEFAULT_SAMPLING.min_p
     repeat_penalty: float = DEFAULT_SAMPLING.repeat_penalty
     seed: int = 0
+
+
+@dataclass
+class _Answer:
+    """The mask worker's answer for one step of some sequences (by slot)."""
+
+    over: dict[int, bool] = field(default_factory=dict)  # the grammar ended it -> is the text complete
 
 
 @dataclass
@@ -75,8 +96,10 @@ class Sequence:
     t_start: float = 0.0
     t_first: float | None = None
     t_end: float = 0.0
-    proc: Any = None
+    proc: Any = None  # made by the mask worker's first step for the sequence
     chain: Any = None
+    mask_wait_s: float = 0.0  # time its sampling waited for masks (the steps it sampled in)
+    mask_wait_max_s: float = 0.0
 
     @property
     def finish_reason(self) -> str:
@@ -92,11 +115,12 @@ class BatchDecoder:
 
     ``n_ctx``: the context of each sequence (prompt + output; default the
     model's); ``n_threads``: llama.cpp threads for every decode (default the
-    model's generation threads, so any N runs on the same cores).
+    model's generation threads, so any N runs on the same cores); ``overlap``:
+    masks on a worker thread while the model decodes (see the module docstring).
     """
 
     def __init__(self, model: LoadedModel, n_parallel: int = 1, *, n_ctx: int | None = None,
-                 n_threads: int | None = None, n_batch: int = 512) -> None:
+                 n_threads: int | None = None, n_batch: int = 512, overlap: bool = True) -> None:
         llama_cpp = import_llama_cpp()
         from llama_cpp import _internals
 
@@ -129,6 +153,8 @@ class BatchDecoder:
         self.decode_s = 0.0  # in llama_decode
         self.mask_s = 0.0  # in masks, sampling and booking tokens
         self.n_decodes = 0
+        self.worker = MaskWorker(overlap)
+        self._handoffs: list[Handoff[_Answer]] = []  # the worker's steps not yet taken back, in order
 
     # -- slots -------------------------------------------------------------------
 
@@ -147,10 +173,14 @@ class BatchDecoder:
         if len(seq.prompt) >= self.n_ctx:
             raise ValueError("prompt does not fit the context")  # the runner checks first
         seq.t_start = time.perf_counter()
-        seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
-                                          prompt_len=len(seq.prompt), record_timings=False)
-        if seq.proc.should_stop():
-            return self._finish(seq, "grammar")
+        seq.proc = None
+        handoff = self.worker.submit(lambda: self._prepare([(slot, seq)]), defer=True)
+        if not self.worker.overlap:  # the answer is in: a grammar that allows only the empty text ends here
+            over = handoff.wait().over
+            if slot in over:
+                return self._finish(seq, "grammar", over[slot])
+        else:
+            self._handoffs.append(handoff)
         s = seq.sampling
         self.llama.set_seed(int(s.seed))
         # The very chain Llama.generate builds for one generation (top-k, typical, top-p,
@@ -168,7 +198,7 @@ class BatchDecoder:
     def step(self) -> list[Sequence]:
         """Evaluate newly admitted prompts, then one llama_decode of one token for every
         running sequence; returns the sequences that finished."""
-        finished: list[Sequence] = []
+        finished = self._take_answers(block=False)  # answers already in (those of new sequences, inline)
         for slot, seq in enumerate(self.slots):
             if seq is not None and seq.n_evaluated < len(seq.prompt):
                 finished += self._sample([(slot, self._eval_prompt(slot, seq))])
@@ -198,24 +228,73 @@ class BatchDecoder:
         return b.n_tokens - 1
 
     def _decode(self) -> None:
+        self.worker.begin()  # the worker's deferred steps run while llama_decode does (the GIL released)
         t0 = time.perf_counter()
         self.ctx.decode(self.batch)
         self.decode_s += time.perf_counter() - t0
         self.n_decodes += 1
 
     def _sample(self, sampling: list[tuple[int, int]]) -> list[Sequence]:
-        """Masks for all of ``sampling``'s sequences in one call, then a token for each."""
+        """The masks of all of ``sampling``'s sequences (waiting for the worker's steps), then a
+        token for each; then the worker's next step for those that go on."""
         t0 = time.perf_counter()
-        slots = [slot for slot, _ in sampling]
-        fill_next_token_bitmask([self.slots[s].proc.matcher for s in slots], self.bitmask, rows=slots)
-        finished = []
+        n_waits = len(self.worker.wait_ns)
+        finished = self._take_answers(block=True)
+        waited = sum(self.worker.wait_ns[n_waits:]) / 1e9
+        complete: list[tuple[int, Sequence]] = []  # going on after a complete text: may be over
+        going_on: list[tuple[int, Sequence]] = []
         for slot, idx in sampling:
             seq = self.slots[slot]
-            if self._sample_one(seq, slot, idx):
+            if seq is None:  # the grammar ended it: these logits are not needed
+                continue
+            seq.mask_wait_s += waited
+            seq.mask_wait_max_s = max(seq.mask_wait_max_s, waited)
+            if not self._sample_one(seq, slot, idx):
+                (complete if seq.proc.is_complete() else going_on).append((slot, seq))
+            else:
                 self.slots[slot] = None
                 finished.append(seq)
+        if complete:  # their step says whether they are over: waited for, so none is decoded past its end
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
+            finished += self._take_answers(block=True)
+        if going_on:
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on), defer=True))
         self.mask_s += time.perf_counter() - t0
         return finished
+
+    def _prepare(self, items: list[tuple[int, Sequence]]) -> _Answer:
+        """The worker's step for sequences whose matcher is advanced by their last token (a new
+        one's processor is made here): is the sequence over, else its mask into the bitmask."""
+        answer, live = _Answer(), []
+        for slot, seq in items:
+            if seq.proc is None:
+                seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
+                                                  prompt_len=len(seq.prompt), record_timings=False)
+            proc = seq.proc
+            if proc.should_stop():
+                answer.over[slot] = proc.is_complete()
+            else:
+                live.append((slot, proc.matcher))
+        if live:
+            fill_next_token_bitmask([m for _, m in live], self.bitmask, rows=[slot for slot, _ in live])
+        return answer
+
+    def _take_answers(self, block: bool) -> list[Sequence]:
+        """Take the worker's answers back (all, waiting for them; or those that are in), in order;
+        finish the sequences the grammar ended.  An error in a step is raised here."""
+        finished = []
+        while self._handoffs and (block or self._handoffs[0].done()):
+            answer = self._handoffs.pop(0).wait()
+            for slot, complete in answer.over.items():
+                seq = self.slots[slot]
+                self.slots[slot] = None
+                finished.append(self._finish(seq, "grammar", complete))
+        return finished
+
+    def settle(self) -> list[Sequence]:
+        """Wait for the worker's steps and take them back (the sequences the grammar ended are
+        returned): the matchers, and their compiled grammars, are the caller's again."""
+        return self._take_answers(block=True)
 
     def _add(self, slot: int, token: int, pos: int, logits: bool) -> None:
         b = self.batch.batch
@@ -225,7 +304,8 @@ class BatchDecoder:
         b.n_tokens = i + 1
 
     def _sample_one(self, seq: Sequence, slot: int, idx: int) -> bool:
-        """Mask, sample and book one token for ``seq``; True when it is finished."""
+        """Mask, sample and book one token for ``seq`` (its matcher advanced); True when it is
+        finished (the end token, a stop string, the length limit)."""
         logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
         mask = np.unpackbits(self.bitmask[slot].view(np.uint8), bitorder="little")[: self.n_tokens].view(np.bool_)
         self.applier.apply(logits, mask)
@@ -245,16 +325,20 @@ class BatchDecoder:
             self._finish(seq, "stop_string")
             return True
         limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
-        if seq.proc.should_stop():
-            self._finish(seq, "grammar")
-        elif len(seq.tokens) >= limit:
-            self._finish(seq, "max_tokens" if limit == seq.max_tokens else "context_full")
-        return bool(seq.stop_reason)
+        if len(seq.tokens) >= limit:  # (no worker's step is in flight now: the matcher is read here)
+            self._finish(seq, "grammar" if seq.proc.should_stop() else
+                         "max_tokens" if limit == seq.max_tokens else "context_full")
+            return True
+        return False  # it goes on: the worker's step reads its next mask
 
-    def _finish(self, seq: Sequence, reason: str) -> Sequence:
+    def _finish(self, seq: Sequence, reason: str, complete: bool | None = None) -> Sequence:
+        """Book ``seq``'s end; its matcher is read only when ``complete`` is not given (then no
+        worker's step may be in flight)."""
         seq.stop_reason = reason
         seq.t_end = time.perf_counter()
-        if reason == "stop_string":  # the matcher read past the cut: check the kept text afresh
+        if complete is not None:
+            seq.complete = complete
+        elif reason == "stop_string":  # the matcher read past the cut: check the kept text afresh
             seq.complete = is_sentence(seq.compiled, bytes(seq.raw))
         else:
             seq.complete = seq.proc.is_complete()
@@ -262,6 +346,7 @@ class BatchDecoder:
         return seq
 
     def close(self) -> None:
+        self.worker.close()
         for name in ("batch", "ctx"):
             obj = getattr(self, name, None)
             if obj is not None:

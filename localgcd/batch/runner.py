@@ -97,7 +97,8 @@ class BatchJob:
     def __init__(self, source: Any, output: str | os.PathLike[str], *, model: Any = None, parallel: int = 1,
                  resume: bool = False, openai: bool = False, n_ctx: int | None = None,
                  n_threads: int | None = None, n_gpu_layers: int | str | None = None, cache_dir: Any = None,
-                 progress: Callable[[BatchSummary], None] | None = None, open_objects: bool = False) -> None:
+                 progress: Callable[[BatchSummary], None] | None = None, open_objects: bool = False,
+                 overlap: bool = True) -> None:
         if parallel < 1:
             raise LocalgcdError(f"--parallel must be at least 1, not {parallel}")
         self.source, self.output, self.model = source, output, model
@@ -105,11 +106,13 @@ class BatchJob:
         self.n_ctx, self.n_threads, self.n_gpu_layers, self.cache_dir = n_ctx, n_threads, n_gpu_layers, cache_dir
         self.progress = progress or (lambda s: None)
         self.open_objects = open_objects
+        self.overlap = bool(overlap)  # masks on a worker thread while the model decodes
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
         self.model_name = ""
         self._interrupts = DeferredInterrupts()
-        #: seconds in llama_decode, in masks + sampling, and the number of decodes (after a run)
+        #: seconds in llama_decode, in masks + sampling, the number of decodes, and the waits for
+        #: masks after the decodes (total, longest, count) (after a run)
         self.decoder_stats: dict[str, float] = {}
 
     def run(self) -> BatchSummary:
@@ -150,10 +153,15 @@ class BatchJob:
         try:
             self._interrupts.check()
             s.decoding_since = time.perf_counter()
-            with BatchDecoder(loaded, self.parallel, n_ctx=self.n_ctx, n_threads=self.n_threads) as decoder:
+            with BatchDecoder(loaded, self.parallel, n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              overlap=self.overlap) as decoder:
                 while todo or decoder.active:
                     while todo and decoder.free_slots:
                         req = todo.popleft()
+                        if req.constraint.key not in self._compiled:
+                            # compiling may fill tables the worker's step reads: that step first
+                            for seq in decoder.settle():
+                                self._write_result(journal, seq)
                         seq = self._sequence(req, loaded, decoder.n_ctx)
                         if isinstance(seq, LineError):
                             self._write_error(journal, seq)
@@ -166,8 +174,11 @@ class BatchJob:
                     journal.tick()
                     self.progress(s)
                     self._interrupts.check()
+                    waits = decoder.worker.wait_stats()
                     self.decoder_stats = {"decode_s": decoder.decode_s, "sample_s": decoder.mask_s,
-                                          "decodes": decoder.n_decodes}
+                                          "decodes": decoder.n_decodes, "mask_wait_s": waits["mask_wait_s"],
+                                          "mask_wait_max_s": waits["mask_wait_max_s"],
+                                          "mask_waits": waits["mask_waits"]}
         finally:
             if owned:
                 loaded.close()
@@ -324,7 +335,10 @@ def _timings(seq: Sequence) -> dict[str, Any]:
     first = seq.t_first if seq.t_first is not None else seq.t_end
     gen_s = seq.t_end - first
     return {"prompt_s": round(first - seq.t_start, 4), "generate_s": round(seq.t_end - seq.t_start, 4),
-            "tokens_per_s": round((len(seq.tokens) - 1) / gen_s, 2) if len(seq.tokens) > 1 and gen_s > 0 else None}
+            "tokens_per_s": round((len(seq.tokens) - 1) / gen_s, 2) if len(seq.tokens) > 1 and gen_s > 0 else None,
+            # the time this line's sampling waited for masks after the decodes (all of it, shared
+            # by the lines that sampled in the same step)
+            "mask_wait_s": round(seq.mask_wait_s, 6), "mask_wait_max_s": round(seq.mask_wait_max_s, 6)}
 
 
 def _request_id(custom_id: str) -> str:
@@ -337,7 +351,8 @@ def batch(input: Any, output: str | os.PathLike[str], **options: Any) -> BatchSu
 
     Options: ``model`` (a name, a .gguf path, or a loaded model, which stays open), ``parallel``, ``resume``, ``openai``, ``n_ctx``, ``n_threads``,
     ``n_gpu_layers``, ``cache_dir``, ``open_objects`` (JSON Schema objects open where the schema leaves them
-    open; default closed), ``progress`` (called with the
+    open; default closed), ``overlap`` (masks on a worker thread while the model decodes; default True;
+    the texts are the same without), ``progress`` (called with the
     :class:`BatchSummary` as the job goes).  Returns the summary; its
     ``exit_code`` is 0 when every line is complete, else 1.
     """

@@ -30,6 +30,19 @@ the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
   llama-cpp-python's own part of the sampling callback, the token sampled
   from its logits is dropped, not fed to the matcher.
 
+Masks overlap decoding (``Generator(overlap=True)``, the default): once a
+token is sampled and the matcher advanced by it, a
+:class:`~localgcd.llama.overlap.MaskWorker` thread reads the next mask and
+the stop check while the model evaluates the token (ctypes releases the GIL
+in ``llama_decode``); the logits processor waits for that mask if it is not
+ready (never unmasked logits), and ``Result.timings`` reports the waits
+(``mask_wait_s``, ``mask_wait_max_s``, p50/p99).  The advance stays in the
+loop (a few microseconds): it tells whether the text is complete, and only
+then can generation be over, so only then is the stop check waited for
+before the next decode (none is spent on a text that has ended).  The first
+mask is read while the prompt is evaluated.  The outputs, and the number of
+decodes, are the same with ``overlap=False`` (the mask read in the loop).
+
 Prompts (chat template or not) are :mod:`localgcd.llama.chat`'s job.
 """
 
@@ -49,6 +62,7 @@ from localgcd.grammar.sources import load_grammar_source
 from localgcd.llama.catalog import ModelSpec
 from localgcd.llama.chat import prompt_tokens
 from localgcd.llama.loading import LoadedModel, load_model
+from localgcd.llama.overlap import MaskWorker
 from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, percentiles_ms
 
 #: ``stop_reason`` (the detail) -> ``finish_reason``.
@@ -202,7 +216,9 @@ class _Run:
         # the next token shows whether the stop string follows
         self.hold = max((len(x.encode("utf-8")) for x in stop), default=1) - 1
         self.sent = 0
-        self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks))
+        self.worker = MaskWorker(gen.overlap)
+        self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks),
+                                           worker=self.worker)
         self.raw = bytearray()
         self.out: list[int] = []
         self.step_ns: list[int] = []  # per sampled token: matcher advance + stop check (next mask)
@@ -227,6 +243,9 @@ class _Run:
             raise
         finally:
             guard.uninstall()
+            self.worker.cancel_deferred()
+            self.proc.settle()
+            self.worker.close()
 
     def _loop(self, guard: _SigintGuard) -> Iterator[str]:
         from llama_cpp import LogitsProcessorList
@@ -234,7 +253,9 @@ class _Run:
         proc, vocab_bytes, end_ids = self.proc, self.gen.vocab.token_bytes, self.gen.end_ids
         limit = min(self.max_tokens, self.gen.model.n_ctx - len(self.toks))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        if proc.should_stop():
+        # The first mask is read while the prompt is evaluated.
+        proc.submit_next()
+        if proc.stop_now():  # a grammar that allows only the empty text
             self.finish("grammar")
             return
         llama = self.gen.model.llama
@@ -248,9 +269,14 @@ class _Run:
         try:
             for tok in gen:
                 self.critical = True
-                if guard.pending or isinstance(proc.exception, KeyboardInterrupt):
-                    raise self._interrupt()  # the token was sampled after Ctrl-C: dropped
-                proc.raise_pending()
+                # Ctrl-C while the token was sampled (deferred, raised in the callback, or lost in
+                # llama-cpp-python's part of the callback): the token is dropped
+                if guard.pending or guard.seen or isinstance(proc.exception, KeyboardInterrupt):
+                    raise self._interrupt()
+                proc.raise_pending()  # an error in the callback or in the worker's step
+                if proc.grammar_stopped:  # (never: a step that may say so is waited for below)
+                    reason = "grammar"
+                    break
                 if self.t_first is None:
                     self.t_first = time.perf_counter()
                 tok = int(tok)
@@ -268,14 +294,17 @@ class _Run:
                 self.out.append(tok)
                 piece = vocab_bytes[tok]
                 self.raw += piece
-                stop = proc.should_stop()  # computes the next mask (cached for the next call)
-                self.step_ns.append(time.perf_counter_ns() - t_step)
+                proc.submit_next(defer=True)  # the worker reads the next mask while the model decodes
                 if self.stop and cut_at_stop(self.raw, len(piece), self.stop):
                     reason = "stop_string"
-                elif stop:
+                elif proc.stop_now():  # after a complete text only: waits for the step, so no decode is wasted
                     reason = "grammar"
                 elif len(self.out) >= limit:
                     reason = "max_tokens" if limit == self.max_tokens else "context_full"
+                if isinstance(proc.exception, KeyboardInterrupt):
+                    raise self._interrupt()
+                proc.raise_pending()
+                self.step_ns.append(time.perf_counter_ns() - t_step)
                 end = len(self.raw) if reason else max(self.sent, len(self.raw) - self.hold)
                 text = decoder.decode(bytes(self.raw[self.sent:end]))
                 self.sent = end
@@ -286,9 +315,16 @@ class _Run:
                     yield text
                 if reason:
                     break
+                self.critical = True
+                self.worker.begin()  # right before the decode: the worker's step starts
+                self.critical = False
+                if guard.pending:
+                    raise self._interrupt()
         finally:
             self.critical = False
             gen.close()
+        self.worker.cancel_deferred()  # a next mask no decode will use: not computed
+        proc.settle()
         proc.raise_pending()
         tail = decoder.decode(bytes(self.raw[self.sent:]), final=True)
         self.sent = len(self.raw)
@@ -302,6 +338,8 @@ class _Run:
             return self.result
         t_end = time.perf_counter()
         proc, t_first = self.proc, self.t_first
+        self.worker.cancel_deferred()  # a next mask no decode will use: not computed
+        proc.settle()  # the matcher is read below: the worker's step first
         # Per token, everything the grammar costs: the processor call (sync, mask
         # lookup, apply) before sampling, the matcher's advance and the stop check
         # (which computes the next mask) after.
@@ -326,6 +364,10 @@ class _Run:
             "mask_mean_ms": mask["mean_ms"],
             "mask_calls": mask["calls"],
             "mask_apply_p50_ms": apply["p50_ms"],
+            # the time sampling waited for the next mask after each decode (all of the
+            # mask's time without overlap): what the grammar cost beyond the decode
+            "overlap": self.worker.overlap,
+            **self.worker.wait_stats(),
         }
         raw = bytes(self.raw)
         self.result = Result(
@@ -386,7 +428,12 @@ class GenerationStream:
 
 
 class Generator:
-    """A loaded model and a compiled grammar, ready for many generations."""
+    """A loaded model and a compiled grammar, ready for many generations.
+
+    ``overlap`` (default True): the next mask is computed on a worker thread while the
+    model decodes (see the module docstring); False computes it in the sampling loop.
+    The outputs are the same either way.
+    """
 
     def __init__(
         self,
@@ -398,6 +445,7 @@ class Generator:
         n_threads: int | None = None,
         cache_dir: Any = None,
         verbose: bool = False,
+        overlap: bool = True,
     ) -> None:
         if not (hasattr(grammar, "matcher") and callable(grammar.matcher)):
             grammar = load_grammar_source(grammar)  # a bad name or file fails before the model loads
@@ -417,6 +465,9 @@ class Generator:
                              f"{self.model.spec.name} has {len(self.vocab)}")
         self.end_ids = frozenset(int(i) for i in self.vocab.end_ids)
         self._owns_model = not isinstance(model, LoadedModel)
+        #: compute the next mask on a worker thread while the model decodes (False: in the
+        #: sampling loop, as before; the outputs are the same)
+        self.overlap = bool(overlap)
 
     def close(self) -> None:
         """Free the model if this generator loaded it."""
@@ -479,7 +530,7 @@ class Generator:
 
 _SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "chat", "system",
                   "stop", "chat_template"}
-_LOAD_KEYS = {"n_gpu_layers", "n_ctx", "n_threads", "cache_dir", "verbose"}
+_LOAD_KEYS = {"n_gpu_layers", "n_ctx", "n_threads", "cache_dir", "verbose", "overlap"}
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -504,7 +555,8 @@ def generate(model: Any, grammar: Any, prompt: str, **kwargs: Any) -> Result:
     path, grammar text (anything with a newline), or a compiled grammar.
     Sampling: ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``min_p``,
     ``repeat_penalty``, ``seed``, ``chat``, ``system``, ``stop``, ``chat_template``.  Loading:
-    ``n_gpu_layers``, ``n_ctx``, ``n_threads``, ``cache_dir``, ``verbose``.
+    ``n_gpu_layers``, ``n_ctx``, ``n_threads``, ``cache_dir``, ``verbose``, ``overlap`` (next
+    mask on a worker thread while the model decodes; default True).
     """
     load_kw, sample_kw = _split(kwargs)
     with Generator(model, grammar, **load_kw) as gen:

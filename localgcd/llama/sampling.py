@@ -161,12 +161,27 @@ class MaskApplier:
         return scores
 
 
+@dataclass(frozen=True)
+class NextStep:
+    """The matcher read after a token (what the next sampling needs), as the mask worker hands it back."""
+
+    mask: np.ndarray  # the next mask
+    stop: bool  # generation is over (should_stop)
+
+
 class GrammarLogitsProcessor:
     """A llama-cpp-python logits processor that keeps generation in a grammar.
 
     ``matcher`` is a fresh matcher of the compiled grammar (``compiled.matcher()``).
     ``prompt_len`` is the number of ids in ``input_ids`` before the first
     generated one; left ``None``, it is taken from the first call (the prompt).
+
+    With a ``worker`` (:class:`~localgcd.llama.overlap.MaskWorker`), once the
+    matcher is advanced by a sampled token, :meth:`submit_next` hands it to
+    the worker, which reads the next mask and the stop check while the model
+    decodes; the callback takes that step back (waiting for it if need be)
+    and masks with its mask.  Every other use of the matcher here, and the
+    :attr:`matcher` property, first takes the step back (:meth:`settle`).
     """
 
     def __init__(
@@ -175,8 +190,9 @@ class GrammarLogitsProcessor:
         n_vocab: int | None = None,
         prompt_len: int | None = None,
         record_timings: bool = True,
+        worker: Any = None,
     ) -> None:
-        self.matcher = matcher
+        self._matcher = matcher
         self.prompt_len = prompt_len
         self.consumed = prompt_len  # ids of input_ids the matcher has seen (prompt included)
         self.generated: list[int] = []  # ids the matcher has accepted, in order
@@ -186,14 +202,76 @@ class GrammarLogitsProcessor:
         self.calls = 0
         #: Set while the callback runs (an interrupt handler defers Ctrl-C then).
         self.in_callback = False
+        self.worker = worker
+        self._next: Any = None  # the Handoff of the step in flight (the worker owns the matcher)
+        self._ready: NextStep | None = None  # the last step taken back, while it is the matcher's state
+        #: The text is complete (or ended): the step in flight may say generation is over.
+        self.may_stop = False
+        #: A step said generation is over: a token sampled after it is to be dropped.
+        self.grammar_stopped = False
         first = matcher.allowed_token_mask()
         self._applier = MaskApplier(len(first) if n_vocab is None else n_vocab)
+
+    @property
+    def matcher(self) -> MatcherLike:
+        """The matcher, once no step is in flight (waits for the worker's)."""
+        self.settle()
+        return self._matcher
+
+    # -- the worker's step ---------------------------------------------------------
+
+    def submit_next(self, defer: bool = False) -> None:
+        """Hand the matcher, as it is now, to the worker: it reads the next mask and whether
+        generation is over (without a worker, that happens now; ``defer``: the worker starts at its
+        ``begin()``, see :meth:`~localgcd.llama.overlap.MaskWorker.submit`).  Sets :attr:`may_stop`
+        first: generation can only be over after a complete text (then see :meth:`stop_now`)."""
+        m = self.matcher
+        self._ready = None
+        self.may_stop = bool(m.is_accepting())
+
+        def step() -> NextStep:
+            mask = m.allowed_token_mask()
+            return NextStep(mask, bool(m.is_terminated() or m.only_end_allowed() or m.only_ignored_can_follow()))
+
+        if self.worker is None:
+            self._take(step)
+        else:
+            self._next = self.worker.submit(step, defer=defer)
+
+    def stop_now(self) -> bool:
+        """Generation is over, by the step in flight (waited for only when :attr:`may_stop`)."""
+        if self.may_stop:
+            self.settle()
+        return self.grammar_stopped
+
+    def settle(self) -> NextStep | None:
+        """Take the step in flight back (waiting for it): the matcher is the caller's again.
+        An exception in the step is recorded in :attr:`exception` (see :meth:`raise_pending`)."""
+        handoff, self._next = self._next, None
+        if handoff is None:
+            return self._ready
+        return self._take(handoff.wait)
+
+    def _take(self, answer: Any) -> NextStep | None:
+        try:
+            step = answer()
+        except BaseException as exc:  # re-raised in the caller by raise_pending
+            if self.exception is None:
+                self.exception = exc
+            return None
+        if step is None:  # cancelled before it started: the matcher was not read
+            return None
+        self._ready = step
+        self.grammar_stopped = self.grammar_stopped or step.stop
+        return step
 
     # -- feeding -----------------------------------------------------------------
 
     def accept(self, token_id: int) -> bool:
         """Advance the matcher by one generated id (also counts it as consumed)."""
-        ok = self.matcher.advance(int(token_id))
+        m = self.matcher
+        self._ready = None
+        ok = m.advance(int(token_id))
         if ok:
             self.generated.append(int(token_id))
             if self.consumed is not None:
@@ -203,6 +281,7 @@ class GrammarLogitsProcessor:
     def sync(self, input_ids: Sequence[int] | np.ndarray) -> None:
         """Bring the matcher to ``input_ids`` (prompt + generated ids): advance by
         the ids not seen yet, or roll back when the caller went back."""
+        m = self.matcher
         n = len(input_ids)
         if self.consumed is None:
             self.consumed = n
@@ -214,14 +293,16 @@ class GrammarLogitsProcessor:
             back = self.consumed - n
             if back > len(self.generated):
                 raise GrammarViolation("input_ids went back into the prompt")
-            self.matcher.rollback(back)
+            self._ready = None
+            m.rollback(back)
             del self.generated[len(self.generated) - back:]
             self.consumed = n
             return
         for tok in input_ids[self.consumed:n]:
             tok = int(tok)
-            if not self.matcher.advance(tok):
-                why = self.matcher.error or "not allowed here"
+            self._ready = None
+            if not m.advance(tok):
+                why = m.error or "not allowed here"
                 raise GrammarViolation(f"token {tok} was generated but the grammar rejects it: {why}")
             self.generated.append(tok)
             self.consumed += 1
@@ -233,18 +314,20 @@ class GrammarLogitsProcessor:
         t0 = time.perf_counter_ns()
         self.calls += 1
         try:
-            self.sync(input_ids)
-            self._applier.apply(scores, self.matcher.allowed_token_mask())
+            self.settle()  # the worker's step (the wait for the mask, if it is not ready yet)
+            if self.exception is not None:
+                raise self.exception
+            if self.grammar_stopped:
+                _dead_end(scores)  # the caller drops the token: nothing may follow
+            else:
+                self.sync(input_ids)
+                ready = self._ready
+                mask = ready.mask if ready is not None else self._matcher.allowed_token_mask()
+                self._applier.apply(scores, mask)
         except BaseException as exc:  # never raise through the C callback
             if self.exception is None:
                 self.exception = exc
-            try:
-                scores[:] = NEG_INF
-                # One finite logit so the sampler can still pick something; the
-                # caller sees self.exception and stops before using it.
-                scores[0] = 0.0
-            except (ValueError, TypeError, IndexError):
-                pass  # an unusable scores array: the recorded exception still stops the caller
+            _dead_end(scores)
         finally:
             if self.record_timings:
                 self.timings_ns.append(time.perf_counter_ns() - t0)
@@ -252,7 +335,7 @@ class GrammarLogitsProcessor:
         return scores
 
     def raise_pending(self) -> None:
-        """Re-raise an error (or Ctrl-C) that happened inside the callback."""
+        """Re-raise an error (or Ctrl-C) that happened inside the callback or the worker's step."""
         exc, self.exception = self.exception, None
         if exc is not None:
             raise exc
@@ -267,6 +350,8 @@ class GrammarLogitsProcessor:
         """Generation is over: an end token was accepted, or the text is complete and
         nothing but an end token or ``%ignore``d text (whitespace) could follow."""
         m = self.matcher
+        if self._ready is not None:
+            return self._ready.stop
         return m.is_terminated() or m.only_end_allowed() or m.only_ignored_can_follow()
 
     def timing_stats(self) -> dict[str, Any]:
@@ -275,6 +360,15 @@ class GrammarLogitsProcessor:
     @property
     def cache_stats(self) -> dict[str, int]:
         return {"hits": self._applier.hits, "misses": self._applier.misses}
+
+
+def _dead_end(scores: np.ndarray) -> None:
+    """One finite logit, so the sampler can still pick something the caller will drop."""
+    try:
+        scores[:] = NEG_INF
+        scores[0] = 0.0
+    except (ValueError, TypeError, IndexError):
+        pass  # an unusable scores array: the recorded exception still stops the caller
 
 
 class GrammarStoppingCriteria:
