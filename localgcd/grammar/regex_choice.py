@@ -2,8 +2,9 @@
 
 ``regex_to_lark(pattern)``: the whole output must ``re.fullmatch`` the
 pattern (Python ``re`` semantics, str patterns: Unicode ``\\d \\w \\s``,
-``.`` without newline unless ``(?s)``, ``(?i)`` and ``(?a)`` honoured exactly
-by asking ``re`` itself which code points each character item matches).
+``.`` without newline unless ``(?s)``, ``(?i)`` and ``(?a)`` honoured exactly:
+the pattern is read by :mod:`localgcd.regex.python_syntax`, the one reader of
+Python's syntax, whose character sets come from ``re``'s own tables).
 ``choices_to_lark(choices)``: the output is exactly one of the strings.
 
 Both build a GBNF-style expression and go through the same translation as
@@ -24,148 +25,76 @@ start rule is nullable).
 
 from __future__ import annotations
 
-import functools
 import re
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import Alt, Chars, Expr, Rep, Seq, translate
 from localgcd.grammar.translation import Translation
+from localgcd.regex import syntax
 from localgcd.regex.charset import CharSet
-from localgcd.regex.gbnf_syntax import TEXT_CHARACTERS, text_chars
+from localgcd.regex.gbnf_syntax import text_chars
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import UnsupportedRegex
 
-try:  # Python 3.11+
-    import re._constants as _sre
-    import re._parser as _sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as _sre  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
-
-_CATEGORY = {
-    _sre.CATEGORY_DIGIT: r"\d", _sre.CATEGORY_NOT_DIGIT: r"\D",
-    _sre.CATEGORY_SPACE: r"\s", _sre.CATEGORY_NOT_SPACE: r"\S",
-    _sre.CATEGORY_WORD: r"\w", _sre.CATEGORY_NOT_WORD: r"\W",
+#: a refused construct (as the regex reader names it) → what to call it and where to find it in the pattern
+_REFUSED = {
+    "look-ahead": ("look-around", r"\(\?<?[=!]"),
+    "look-behind": ("look-around", r"\(\?<?[=!]"),
+    "back-reference": ("back-reference", r"\\[1-9]|\(\?P="),
+    "conditional group": ("conditional group (?(...)...)", r"\(\?\("),
+    "atomic group": ("atomic group (?>...)", r"\(\?>"),
+    "possessive quantifier": ("possessive quantifier", r"[*+?}]\+"),
 }
-_ANCHOR_FIRST = {_sre.AT_BEGINNING, _sre.AT_BEGINNING_STRING}
-_ANCHOR_LAST = {_sre.AT_END, _sre.AT_END_STRING}
-_UNSUPPORTED = {
-    "ASSERT": ("look-around", r"\(\?<?[=!]"),
-    "ASSERT_NOT": ("negative look-around", r"\(\?<?!"),
-    "GROUPREF": ("back-reference", r"\\[1-9]|\(\?P="),
-    "GROUPREF_EXISTS": ("conditional group (?(...)...)", r"\(\?\("),
-    "ATOMIC_GROUP": ("atomic group (?>...)", r"\(\?>"),
-    "POSSESSIVE_REPEAT": ("possessive quantifier", r"[*+?}]\+"),
-}
-
-
-@functools.lru_cache(maxsize=1)
-def _all_code_points() -> str:
-    return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
-
-
-def _index_to_cp(i: int) -> int:
-    return i if i < 0xD800 else i + 0x800
-
-
-@functools.lru_cache(maxsize=4096)
-def _scan(item_regex: str, flags: int) -> CharSet:
-    """The code points one single-character regex matches, asking ``re``."""
-    text = _all_code_points()
-    ranges = []
-    for m in re.finditer(f"(?:{item_regex})+", text, flags):
-        ranges.append((_index_to_cp(m.start()), _index_to_cp(m.end() - 1)))
-    return text_chars(CharSet(ranges))
-
-
-def _esc(cp: int) -> str:
-    return f"\\U{cp:08x}"
+_LEADING_NO_OPS = {"start", "line_start"}  # ^ and \A at position 0: fullmatch makes them no-ops
+_TRAILING_NO_OPS = {"end", "end_or_final_newline", "line_end"}  # $ and \Z at the end: the same
+_ANCHOR_SPELLINGS = {"start": ("^", r"\A"), "line_start": ("^",), "end": (r"\Z",), "end_or_final_newline": ("$",),
+                     "line_end": ("$",), "word_boundary": (r"\b",), "word_boundary_ascii": (r"\b",),
+                     "not_word_boundary": (r"\B",), "not_word_boundary_ascii": (r"\B",)}
 
 
 class _Converter:
+    """The regex AST (Python ``re`` as :mod:`localgcd.regex.python_syntax` reads it) → a GBNF-style
+    expression of its language under ``re.fullmatch``."""
+
     def __init__(self, pattern: str, source: str) -> None:
         self.pattern, self.source = pattern, source
 
     def error(self, message: str, column: int | None = None) -> GrammarError:
         return GrammarError(message, self.source, 1, column, self.pattern)
 
-    def unsupported(self, op_name: str) -> GrammarError:
-        what, finder = _UNSUPPORTED.get(op_name, (op_name.lower(), None))
+    def refused(self, construct: str) -> GrammarError:
+        what, finder = next((shown for name, shown in _REFUSED.items() if name in construct), (construct, None))
         found = re.search(finder, self.pattern) if finder else None
         return self.error(f"{what} is not supported (no exact finite-automaton translation)",
                           found.start() + 1 if found else None)
 
-    def chars(self, ranges) -> Chars:
-        return Chars(text_chars(CharSet(ranges)))
+    def top(self, root: syntax.Node) -> Expr:
+        items = list(root.items) if isinstance(root, syntax.Concat) else [root]
+        if items and isinstance(items[0], syntax.Anchor) and items[0].kind in _LEADING_NO_OPS:
+            items = items[1:]
+        if items and isinstance(items[-1], syntax.Anchor) and items[-1].kind in _TRAILING_NO_OPS:
+            items = items[:-1]
+        return Seq(tuple(self.node(item) for item in items))
 
-    def leaf(self, op, av, flags: int) -> Chars:
-        """One character item (LITERAL, NOT_LITERAL, ANY, IN) as a code point set."""
-        casefold = flags & re.IGNORECASE
-        if op is _sre.LITERAL and not casefold:
-            return self.chars([(av, av)])
-        if op is _sre.NOT_LITERAL and not casefold:
-            return Chars(text_chars(CharSet.of(av).complement()))
-        if op is _sre.ANY:
-            return Chars(TEXT_CHARACTERS if flags & re.DOTALL else text_chars(CharSet.of(10).complement()))
-        if op is _sre.IN and not casefold and not any(o is _sre.CATEGORY for o, _ in av):
-            negate = any(o is _sre.NEGATE for o, _ in av)
-            ranges = [(a, a) if o is _sre.LITERAL else a for o, a in av if o in (_sre.LITERAL, _sre.RANGE)]
-            return Chars(text_chars(CharSet(ranges).complement() if negate else CharSet(ranges)))
-        # Case folding or \d \w \s: let re decide, code point by code point.
-        if op is _sre.LITERAL:
-            rx = _esc(av)
-        elif op is _sre.NOT_LITERAL:
-            rx = f"[^{_esc(av)}]"
-        else:
-            parts = []
-            for o, a in av:
-                if o is _sre.NEGATE:
-                    parts.insert(0, "^")
-                elif o is _sre.LITERAL:
-                    parts.append(_esc(a))
-                elif o is _sre.RANGE:
-                    parts.append(f"{_esc(a[0])}-{_esc(a[1])}")
-                elif o is _sre.CATEGORY and a in _CATEGORY:
-                    parts.append(_CATEGORY[a])
-                else:
-                    raise self.error(f"character class item {o} {a} is not supported")
-            rx = "[" + "".join(parts) + "]"
-        keep = flags & (re.IGNORECASE | re.ASCII)
-        return Chars(_scan(rx, keep))
-
-    def convert(self, sub, flags: int, top: bool = False) -> Expr:
-        items = list(sub)
-        if top:  # leading ^/\A and trailing $/\Z are no-ops under fullmatch
-            if items and items[0][0] is _sre.AT and items[0][1] in _ANCHOR_FIRST:
-                items = items[1:]
-            if items and items[-1][0] is _sre.AT and items[-1][1] in _ANCHOR_LAST:
-                items = items[:-1]
-        out: list[Expr] = []
-        for op, av in items:
-            out.append(self.node(op, av, flags))
-        return Seq(tuple(out))
-
-    def node(self, op, av, flags: int) -> Expr:
-        if op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.ANY, _sre.IN):
-            return self.leaf(op, av, flags)
-        if op is _sre.BRANCH:
-            return Alt(tuple(self.convert(branch, flags) for branch in av[1]))
-        if op is _sre.SUBPATTERN:
-            _, add, delete, sub = av
-            return self.convert(sub, (flags | add) & ~delete)
-        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-            lo, hi, sub = av
-            return Rep(self.convert(sub, flags), lo, None if hi == _sre.MAXREPEAT else hi)
-        if op is _sre.AT:
-            names = {_sre.AT_BOUNDARY: r"\b", _sre.AT_NON_BOUNDARY: r"\B", _sre.AT_BEGINNING: "^",
-                     _sre.AT_END: "$", _sre.AT_BEGINNING_STRING: r"\A", _sre.AT_END_STRING: r"\Z"}
-            shown = names.get(av, str(av))
-            found = self.pattern.find(shown, 1 if shown in ("^", r"\A") else 0)
-            return self._raise(f"{shown} is not supported here (only a leading ^ or \\A and a trailing $ or"
-                               " \\Z, which fullmatch makes no-ops)", found + 1 if found >= 0 else None)
-        raise self.unsupported(str(op))
-
-    def _raise(self, message: str, column: int | None):
-        raise self.error(message, column)
+    def node(self, node: syntax.Node) -> Expr:
+        if isinstance(node, syntax.Chars):
+            return Chars(text_chars(node.chars))
+        if isinstance(node, syntax.Concat):
+            return Seq(tuple(self.node(item) for item in node.items))
+        if isinstance(node, syntax.Alt):
+            return Alt(tuple(self.node(option) for option in node.options))
+        if isinstance(node, syntax.Repeat):  # lazy or greedy: under fullmatch, the same language
+            return Rep(self.node(node.item), node.lo, node.hi)
+        if isinstance(node, syntax.Look):
+            raise self.refused("look-ahead")
+        assert isinstance(node, syntax.Anchor)
+        # where the user wrote it (an anchor the reader keeps by meaning: ^ and \A are both "start")
+        found, shown = min(((self.pattern.find(spelling, 1 if node.kind in _LEADING_NO_OPS else 0), spelling)
+                            for spelling in _ANCHOR_SPELLINGS.get(node.kind, (node.kind,))),
+                           key=lambda place: (place[0] < 0, place[0]))
+        raise self.error(f"{shown} is not supported here (only a leading ^ or \\A and a trailing $ or"
+                         " \\Z, which fullmatch makes no-ops)", found + 1 if found >= 0 else None)
 
 
 def _nonempty_language_check(expr: Expr) -> tuple[bool, bool]:
@@ -197,17 +126,17 @@ def regex_to_lark(pattern: str, source: str = "<regex>", meter: BudgetMeter | No
     """Lark text for: the output is a whole match of ``pattern`` (``re.fullmatch``); ``meter``: the
     compile budget."""
     try:
-        parsed = _sre_parse.parse(pattern, 0)
+        re.compile(pattern)  # Python's own verdict and position for a pattern it cannot read
     except re.error as exc:
         column = exc.pos + 1 if exc.pos is not None else None
         raise GrammarError(f"invalid regex: {exc.msg}", source, 1, column, pattern) from None
     except (OverflowError, RecursionError) as exc:
         raise GrammarError(f"invalid regex: {exc}", source, 1, None, pattern) from None
-    flags = parsed.state.flags
-    if flags & re.VERBOSE:
-        flags &= ~re.VERBOSE
     converter = _Converter(pattern, source)
-    expr = converter.convert(parsed, flags, top=True)
+    try:
+        expr = converter.top(parse_python_regex(pattern))
+    except UnsupportedRegex as exc:
+        raise converter.refused(str(exc).removeprefix("unsupported construct: ")) from None
     empty, nonempty = _nonempty_language_check(expr)
     if not nonempty:
         what = "only the empty string" if empty else "no string at all"
