@@ -75,7 +75,7 @@ from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
 from localgcd.grammar.terminals import Also
-from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet
+from localgcd.regex.charset import SURROGATES, CharSet
 from localgcd.regex.dfa import TooManyStates, determinize, intersection, relation, relations, representative_bytes
 from localgcd.regex.ecma_syntax import parse_ecma_regex
 from localgcd.regex.nfa import NFA, CharClasses
@@ -131,7 +131,6 @@ def _lark_regex(pattern: str) -> str:
 # schema regex (ECMA-262, localgcd/regex/ecma_syntax.py) → regex over the canonical JSON spelling
 # --------------------------------------------------------------------------
 
-MAXCP = MAX_CODE_POINT
 _SPECIAL = CharSet([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])  # written escaped inside a JSON string
 
 

@@ -37,20 +37,7 @@ def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | Non
         if meter is not None:
             meter.states(dfa.n_states, what)
         return dfa
-    strings = literal_alternatives(pattern)
-    if strings is not None:
-        dfa = literal_set_dfa(strings, meter, what)
-    elif needs_priority(pattern):
-        dfa = priority_dfa(pattern).dfa
-        if meter is not None:
-            meter.states(dfa.n_states, what)
-    counted = counted_pattern(pattern) if dfa is None else None
-    if counted is not None:
-        dfa = _counted_dfa(counted, meter, what)
-    if dfa is None:
-        nfa = NFA()
-        start = nfa.add_regex(pattern, 0)
-        dfa = determinize(nfa, [start], [0], meter=meter, what=what)
+    dfa = _build(pattern, meter, what)
     if len(_MEMO) >= _MEMO_KEPT:
         try:  # the oldest (another thread compiling may have dropped it, or be adding one)
             del _MEMO[next(iter(_MEMO))]
@@ -58,6 +45,27 @@ def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | Non
             pass
     _MEMO[pattern] = dfa
     return dfa
+
+
+def _build(pattern: str, meter: BudgetMeter | None, what: str) -> DFA:
+    """The first construction that fits ``pattern``: a set of plain strings as a trie, the
+    leftmost-first construction for backtracking semantics, a counted chain, else the subset
+    construction."""
+    strings = literal_alternatives(pattern)
+    if strings is not None:
+        return literal_set_dfa(strings, meter, what)
+    if needs_priority(pattern):
+        dfa = priority_dfa(pattern).dfa
+        if meter is not None:
+            meter.states(dfa.n_states, what)
+        return dfa
+    counted = counted_pattern(pattern)
+    dfa = _counted_dfa(counted, meter, what) if counted is not None else None
+    if dfa is not None:
+        return dfa
+    nfa = NFA()
+    start = nfa.add_regex(pattern, 0)
+    return determinize(nfa, [start], [0], meter=meter, what=what)
 
 
 def _shortened(pattern: str, keep: int = 60) -> str:
