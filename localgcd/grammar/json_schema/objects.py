@@ -1,0 +1,238 @@
+"""Objects: the member automaton of an object schema (declared, pattern and additional members,
+their order, counts and presence constraints)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from typing import Any
+
+from localgcd.errors import GrammarError
+from localgcd.grammar.json_schema.automata import patterns_disjoint_all
+from localgcd.grammar.json_schema.context import empty, fail, ptr_join
+from localgcd.grammar.json_schema.encoding import Unsupported, encode_string
+from localgcd.grammar.json_schema.normalize import MAX_WATCHED, PresenceFormula, deref
+from localgcd.grammar.json_schema.patterns import pattern_body, pattern_matches
+from localgcd.grammar.json_schema.scalars import ScalarRules
+from localgcd.grammar.json_schema.spec import MemberAutomaton, ScalarPosition, StringSpec, literal_matches_spec
+from localgcd.grammar.json_schema.vocabulary import ANNOTATIONS
+
+ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
+ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
+MAX_COUNT = 64  # minProperties/maxProperties expanded up to this count (member automata multiply)
+
+
+class ObjectRules(ScalarRules):
+    def object(self, s, ptr, presence=()) -> str:
+        """Member automaton of an object; ``presence``: [(names, f)] that must hold of the set of
+        those names present (see presence_formula)."""
+        ctx = self.ctx
+        props = s.get("properties", {}) or {}
+        if not isinstance(props, dict):
+            fail(ctx, ptr_join(ptr, "properties"), "keyword 'properties' must be an object")
+        required = s.get("required", [])
+        if not isinstance(required, list):
+            required = []
+        pprops = s.get("patternProperties", {}) or {}
+        # closed (the generation default): an object that lists its properties, without
+        # additionalProperties, has no others -- but the names it requires or watches
+        closed = ctx.closed and "additionalProperties" not in s and ("properties" in s or "patternProperties" in s)
+        addl = s.get("additionalProperties", not closed)
+        pnames = s.get("propertyNames")
+        names = list(props)
+        declared_names = frozenset(props)
+        watched = frozenset().union(*(n for n, _f in presence)) if presence else frozenset()
+        if len(watched) > MAX_WATCHED:
+            ctx.unsupported(ptr, "dependencies", f"or not/anyOf/oneOf over the presence of more than {MAX_WATCHED} "
+                                                 f"properties")
+        for r in list(required) + sorted(watched - set(required)):
+            if r not in props:
+                # an undeclared name: its value is what patternProperties / additionalProperties allow
+                if not any(pattern_matches(p, r) for p in pprops) and addl is False and not closed:
+                    if r in required:
+                        empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
+                    continue
+                props = dict(props)
+                props[r] = True if closed or any(pattern_matches(p, r) for p in pprops) else addl
+                names.append(r)
+        # pattern properties → string patterns
+        pat_bodies = []
+        for p, sub in pprops.items():
+            try:
+                pat_bodies.append((pattern_body(p), p, sub))
+            except Unsupported as exc:
+                ctx.unsupported(ptr_join(ptr, "patternProperties", p), "patternProperties", f"with {exc}")
+        key_spec_extra = None
+        if pnames not in (None, True, {}):
+            ks = deref(ctx, pnames, ptr_join(ptr, "propertyNames"))
+            if isinstance(ks, dict) and set(ks) - ANNOTATIONS <= {"pattern", "type", "minLength", "maxLength",
+                                                                  "format"}:
+                key_spec_extra = self.string_spec(ks, ptr_join(ptr, "propertyNames"))
+            else:
+                ctx.unsupported(ptr_join(ptr, "propertyNames"), "propertyNames", "other than pattern/length")
+        members = []  # (symbol, name or None, required)
+        for n in names:
+            if key_spec_extra is not None and not literal_matches_spec(n, key_spec_extra):
+                if n in required:
+                    empty(ctx, ptr, f"required property {n!r} violates propertyNames")
+                continue
+            sub = props[n]
+            matching = [sp for b, p, sp in pat_bodies if re.fullmatch(b, encode_string(n)[1:-1])]
+            if matching:
+                sub = {"allOf": [sub] + matching}
+            vrule = self.try_value(sub, ptr_join(ptr, "properties", n))
+            if vrule is None:
+                if n in required:
+                    empty(ctx, ptr_join(ptr, "properties", n), "required property has no valid value")
+                continue
+            keyr = ctx.scalar(ScalarPosition(str_lits={n}))
+            members.append((self.member_rule(keyr, vrule), n, n in required))
+        extra_syms = []
+        declared = frozenset(names)
+        forbid = frozenset(b for b, _p, _s in pat_bodies)
+        if len(pat_bodies) > 1 and not patterns_disjoint_all([b for b, _p, _s in pat_bodies]):
+            # a name matching several patterns must satisfy all their schemas: a key class per
+            # overlap would be needed; disjoint patterns each keep their own members
+            ctx.unsupported(ptr_join(ptr, "patternProperties"), "patternProperties",
+                            "with overlapping patterns")
+            pat_bodies = pat_bodies[:1]
+            forbid = frozenset(b for b, _p, _s in pat_bodies)
+        for body, p, sub in pat_bodies:
+            vrule = self.try_value(sub, ptr_join(ptr, "patternProperties", p))
+            if vrule is None:
+                continue
+            spec = StringSpec(pattern=body, exclude=declared, ptr=ptr_join(ptr, "patternProperties", p))
+            if key_spec_extra is not None:
+                ctx.unsupported(ptr, "propertyNames", "together with patternProperties")
+            extra_syms.append(self.member_rule(ctx.scalar(ScalarPosition(strs=[spec])), vrule))
+        if addl is not False:
+            vrule = self.try_value(addl, ptr_join(ptr, "additionalProperties"))
+            if vrule is not None:
+                base = key_spec_extra or StringSpec()
+                spec = StringSpec(base.lo, base.hi, base.pattern, forbid=forbid, exclude=declared,
+                               ptr=ptr_join(ptr, "additionalProperties"))
+                extra_syms.append(self.member_rule(ctx.scalar(ScalarPosition(strs=[spec])), vrule))
+        minp = s.get("minProperties", 0) or 0
+        maxp = s.get("maxProperties")
+        if minp > MAX_COUNT or (maxp is not None and maxp > MAX_COUNT):
+            ctx.unsupported(ptr, "maxProperties" if maxp else "minProperties", f"above {MAX_COUNT}")
+            minp, maxp = 0, None
+        cap = max(minp, (maxp + 1) if maxp is not None else 0)
+        counting = minp > 0 or maxp is not None
+        # names the schema requires or watches without declaring them: anywhere, at most once
+        free = frozenset(nm for _s, nm, _r in members if nm not in declared_names)
+        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr, watched | free, presence, free)
+        name = self.sequence("LBRACE", "RBRACE", dfa)
+        if name is None:
+            empty(ctx, ptr, "object schema has no valid instance")
+        self.obj_dfas[name] = dfa
+        return name
+
+    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr, watched=frozenset(), presence=(),
+                   free=frozenset()):
+        """Member DFA of one object: ``members`` are (symbol, name, required) in schema order;
+        the names in ``watched`` are tracked and every presence formula must hold at the end."""
+        edges = {}
+        accept = set()
+
+        def holds(present):
+            p = present & watched
+            return all(f(p) for _n, f in presence)
+
+        def cnt(c):
+            return min(c + 1, cap) if counting else 0
+
+        def ok_count(c):
+            return not counting or (c >= minp and (maxp is None or c <= maxp))
+
+        if self.ctx.order == "schema":
+            free_members = [m for m in members if m[1] in free]
+            members = [m for m in members if m[1] not in free]
+            free_required = frozenset(nm for _s, nm, r in free_members if r)
+            n = len(members)
+            # state (i, c, w): next declared member index to consider, members so far (capped),
+            # watched names present
+            start = (0, 0, frozenset())
+            todo = [start]
+            seen = {start}
+            while todo:
+                i, c, w = todo.pop()
+                out = edges.setdefault((i, c, w), {})
+                if counting and maxp is not None and c > maxp:
+                    continue
+                for j in range(i, n):
+                    nm = members[j][1]
+                    out[members[j][0]] = (j + 1, cnt(c), w | {nm} if nm in watched else w)
+                    if members[j][2]:
+                        break
+                for sym, nm, _r in free_members:
+                    if nm not in w:
+                        out[sym] = (i, cnt(c), w | {nm})
+                for sym in extra_syms:
+                    out[sym] = (i, cnt(c), w)
+                if all(not m[2] for m in members[i:]) and ok_count(c) and holds(w) and free_required <= w:
+                    accept.add((i, c, w))
+                for t in out.values():
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            return MemberAutomaton(start, accept, edges)
+        tracked, ordered, repeatable = self.any_order_plan(members, counting, ptr, watched)
+        ordered_names = frozenset(nm for sym, nm, _r in members if sym in ordered)
+        # state (k, used, c): ordered required members consumed, tracked members seen, count
+        start = (0, frozenset(), 0)
+        todo = [start]
+        seen = {start}
+        req = frozenset(nm for _s, nm, r in members if r and nm in tracked)
+        while todo:
+            k, used, c = todo.pop()
+            out = edges.setdefault((k, used, c), {})
+            if counting and maxp is not None and c > maxp:
+                continue
+            for sym, nm, _r in members:
+                if nm in tracked and nm not in used:
+                    out[sym] = (k, used | {nm}, cnt(c))
+                elif nm in repeatable:
+                    out[sym] = (k, used, cnt(c))
+            if k < len(ordered):
+                out[ordered[k]] = (k + 1, used, cnt(c))
+            for sym in extra_syms:
+                out[sym] = (k, used, cnt(c))
+            if req <= used and k == len(ordered) and ok_count(c) and holds(used | ordered_names):
+                accept.add((k, used, c))
+            for t in out.values():
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return MemberAutomaton(start, accept, edges)
+
+    def any_order_plan(self, members, counting, ptr, watched=frozenset()):
+        """Which declared members property_order='any' tracks as a set (each at most once),
+        keeps in schema order (required ones beyond ``ANY_ORDER_REQUIRED``), or lets repeat
+        (optional ones when the object declares more than ``ANY_ORDER_EXACT`` properties;
+        every occurrence's value is checked, so the parsed object is valid whichever
+        duplicate a JSON parser keeps)."""
+        required = [nm for _s, nm, r in members if r]
+        optional = [nm for _s, nm, r in members if not r]
+        ordered: list[str] = []
+        if len(members) <= ANY_ORDER_EXACT:
+            return frozenset(required + optional), [], frozenset()
+        if counting:
+            fail(self.ctx, ptr, f"keyword 'minProperties'/'maxProperties' with property_order='any' and more "
+                                 f"than {ANY_ORDER_EXACT} declared properties is not supported (duplicate names "
+                                 f"would be counted)")
+        if len(required) > ANY_ORDER_REQUIRED:
+            # Narrower than asked (a valid instance with another order is refused): an error, or with
+            # lenient=True a warning that says so -- never silent.
+            msg = (f"{ptr or '/'}: property_order='any' with {len(required)} > {ANY_ORDER_REQUIRED} required "
+                   f"properties is not supported exactly: the required properties would keep their schema "
+                   f"order among themselves")
+            if not self.ctx.lenient:
+                raise GrammarError(msg + " (use property_order='schema', or lenient=True to accept that)",
+                                   source=self.ctx.source)
+            ordered = [s for s, nm, r in members if r and nm not in watched]
+            self.ctx.warnings.append(msg + " (lenient)")
+            required = [nm for _s, nm, r in members if r and nm in watched]
+        optional_watched = [nm for nm in optional if nm in watched]
+        return (frozenset(required + optional_watched), ordered,
+                frozenset(nm for nm in optional if nm not in watched))
