@@ -174,7 +174,7 @@ def test_string_sets_share_rules_over_atoms(monkeypatch):
     rule per set, same verdicts).  That is for a parser built from the rules as they are (a
     grammar whose terminal classes meet a conflict); the classes themselves are analyzed as one
     terminal each (tests/test_terminal_classes.py)."""
-    import localgcd.grammar.json_schema as front_end
+    import localgcd.grammar.json_schema.shared_strings as shared_strings
     import localgcd.parser.lalr as lalr
 
     monkeypatch.setattr(lalr, "class_grammar", lambda *args: None)
@@ -184,7 +184,7 @@ def test_string_sets_share_rules_over_atoms(monkeypatch):
     schema = json.dumps({"type": "object", "properties": objects, "additionalProperties": False})
     instance = {"o0": {"k0_1": "k3_2", "k5_5": "k0_0"}, "o3": {"k3_2": "x", "k0_1": "k3_2"}}
     _t, shared = compile_schema.__wrapped__(schema)
-    monkeypatch.setattr(front_end, "_string_sets",
+    monkeypatch.setattr(shared_strings, "string_sets",
                         lambda ctx, sets: {strs: ctx.add_rule(ctx.name("strs"), list(strs)) for strs in sorted(sets)})
     _t, flat = compile_schema.__wrapped__(schema)
     assert shared.tables.n_states < 0.7 * flat.tables.n_states, (shared.tables.n_states, flat.tables.n_states)

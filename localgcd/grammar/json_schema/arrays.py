@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 from localgcd.grammar.json_schema.context import empty, ptr_join
@@ -13,7 +12,7 @@ MAX_ITEMS = 1024  # minItems/maxItems up to this count (a chain of positions: on
 
 
 class ArrayRules(RuleBuilder):
-    def array(self, s, ptr) -> str:
+    def array(self, s: dict[str, Any], ptr: str) -> str:
         ctx = self.ctx
         prefix = s.get("prefixItems")
         items = s.get("items", True)
@@ -32,12 +31,12 @@ class ArrayRules(RuleBuilder):
             ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_ITEMS else "minItems", f"above {MAX_ITEMS}")
             mn = min(mn, MAX_ITEMS)
             mx = None if mx is None or mx > MAX_ITEMS else mx
-        syms = []
+        syms: list[str | None] = []
         for i, sub in enumerate(prefix):
             syms.append(self.try_value(sub, ptr_join(ptr, "prefixItems" if "prefixItems" in s else "items", i)))
         rest_sym = None if rest is False else self.try_value(rest, ptr_join(ptr, "items"))
-        edges = {}
-        accept = set()
+        edges: dict[int, dict[str, int]] = {}
+        accept: set[int] = set()
         k = len(syms)
         limit = max(mn, k) if mx is None else mx
         for i in range(limit + 1):

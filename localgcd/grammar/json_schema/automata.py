@@ -18,12 +18,12 @@ from localgcd.regex.terminal import terminal_dfa
 
 
 @functools.lru_cache(maxsize=256)
-def length_piece_dfa(body: str, lengths: str, meter: BudgetMeter | None = None):
+def length_piece_dfa(body: str, lengths: str, meter: BudgetMeter | None = None) -> DFA:
     """The byte DFA of a pattern's strings (quoted) whose length the regex ``lengths`` allows."""
     return product_dfa(['"' + body + '"'], also=[(Also(lengths),)], meter=meter)
 
 
-def byte_dfa(regex: str, meter: BudgetMeter | None = None):
+def byte_dfa(regex: str, meter: BudgetMeter | None = None) -> DFA:
     """The minimal byte DFA of one regex (the lexer's own, memoized per pattern)."""
     return terminal_dfa(regex, meter)
 
@@ -35,17 +35,17 @@ def matches_every_string(body: str) -> bool:
     return relation(byte_dfa('"' + UNIT + '*"'), byte_dfa('"' + body + '"'))[1]
 
 
-def patterns_disjoint_all(bodies) -> bool:
+def patterns_disjoint_all(bodies: list[str]) -> bool:
     """No string matches two of the (encoded-body) patterns."""
     dfas = [byte_dfa('"' + b + '"') for b in bodies]
     return not any(shared for shared, _a_in_b in relations([(a, b) for i, a in enumerate(dfas) for b in dfas[i + 1:]]))
 
 
-def unit_length_range(dfa) -> tuple[int, int | None]:
+def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
     """(fewest, most or None when unbounded) decoded characters over the strings of ``dfa``,
     a trim byte DFA of ``"`` + canonical string body + ``"``.  A character starts at every
     byte that is neither a UTF-8 continuation byte nor inside an escape (``\\x``, ``\\u00xx``)."""
-    def step(esc, b):  # -> (new escape state, starts a character)
+    def step(esc: int, b: int) -> tuple[int, int]:  # -> (new escape state, starts a character)
         if esc == 0:
             if 0x80 <= b <= 0xBF:
                 return 0, 0
@@ -60,7 +60,8 @@ def unit_length_range(dfa) -> tuple[int, int | None]:
     representatives = representative_bytes([dfa.byte_classes, kind]).tolist()
     start = (0, 0)
     dist = {start: 0}
-    order, graph = [start], {}
+    order = [start]
+    graph: dict[tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
     i = 0
     while i < len(order):  # reachable product states
         q, esc = order[i]
@@ -97,10 +98,10 @@ def unit_length_range(dfa) -> tuple[int, int | None]:
             if n not in live and any(m in live for m, _w in graph[n]):
                 live.add(n)
                 changed = True
-    longest: dict = {}
-    state: dict = {}
+    longest: dict[tuple[int, int], int] = {}
+    state: dict[tuple[int, int], int] = {}
 
-    def visit(n):
+    def visit(n: tuple[int, int]) -> bool:
         stack = [(n, iter(graph[n]))]
         state[n] = 1
         while stack:

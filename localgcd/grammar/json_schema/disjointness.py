@@ -8,7 +8,7 @@ from typing import Any
 from localgcd.grammar.json_schema.automata import byte_dfa
 from localgcd.grammar.json_schema.context import Context
 from localgcd.grammar.json_schema.encoding import Unsupported
-from localgcd.grammar.json_schema.normalize import PresenceFormula, deref, merge_all, resolve_ref, take_presence
+from localgcd.grammar.json_schema.normalize import PresenceFormula, deref, merge_all, requires, resolve_ref, take_presence
 from localgcd.grammar.json_schema.numbers import is_num
 from localgcd.grammar.json_schema.patterns import pattern_body, pattern_matches, string_keyword_matches
 from localgcd.grammar.json_schema.string_formats import FORMATS
@@ -16,8 +16,12 @@ from localgcd.grammar.json_schema.vocabulary import TYPE_NAMES
 from localgcd.grammar.schema_values import UnknownKeyword, validates
 from localgcd.regex.dfa import relation
 
+#: A schema as one dict (references followed, allOf merged), or True / False.
+Schema = dict[str, Any] | bool
 
-def type_of(v):
+
+def type_of(v: Any) -> str:
+    """The JSON type of a value (``integer`` for an int, ``number`` for a float)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -42,10 +46,10 @@ class Disjointness:
 
     MAX_NAMES = 12  # presence: at most 2^12 sets of names enumerated
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def resolve(self, s):
+    def resolve(self, s: Any) -> Schema:
         """A schema as one dict (references followed, allOf merged), or True / False."""
         if isinstance(s, dict):
             s = deref(self.ctx, s, "")
@@ -56,7 +60,7 @@ class Disjointness:
             return True
         return s if isinstance(s, (dict, bool)) else True
 
-    def disjoint(self, a, b) -> bool:
+    def disjoint(self, a: Any, b: Any) -> bool:
         a, b = self.resolve(a), self.resolve(b)
         if a is False or b is False:
             return True
@@ -69,7 +73,7 @@ class Disjointness:
             return True
         return all(self.disjoint_as(t, a, b) for t in common)
 
-    def by_values(self, a, b) -> bool:
+    def by_values(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
         """Every value of ``a``'s enum/const is invalid for ``b`` (checked exactly)."""
         values = [a["const"]] if "const" in a else a.get("enum")
         if not isinstance(values, list):
@@ -80,7 +84,7 @@ class Disjointness:
         except (UnknownKeyword, RecursionError):
             return False
 
-    def disjoint_as(self, t, a, b) -> bool:
+    def disjoint_as(self, t: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
         """No instance of type ``t`` is valid for both."""
         if t == "object":
             return self.objects_disjoint(a, b)
@@ -92,15 +96,15 @@ class Disjointness:
             return _ranges_disjoint(a, b)
         return False
 
-    def presence(self, s):
+    def presence(self, s: dict[str, Any]) -> list[PresenceFormula]:
         """The presence formulas of ``s``: its required names and presence-only keywords."""
         _rest, formulas = take_presence(self.ctx, s, "")
         req = s.get("required")
         if isinstance(req, list) and req:
-            formulas.append((frozenset(req), lambda p, r=frozenset(req): p is None or r <= p))
+            formulas.append((frozenset(req), requires(frozenset(req))))
         return formulas
 
-    def objects_disjoint(self, a, b) -> bool:
+    def objects_disjoint(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
         pa, pb = a.get("properties") or {}, b.get("properties") or {}
         both = set(a.get("required") or []) & set(b.get("required") or [])
         if any(self.disjoint(pa[n], pb[n]) for n in both if n in pa and n in pb):
@@ -119,7 +123,7 @@ class Disjointness:
                 return False
         return True
 
-    def patterns_disjoint(self, a, b) -> bool:
+    def patterns_disjoint(self, a: dict[str, Any], b: dict[str, Any]) -> bool:
         pa, pb = _string_pattern(a), _string_pattern(b)
         if pa is None or pb is None:
             return False
@@ -130,7 +134,7 @@ class Disjointness:
         return not inter
 
 
-def _types_of(s: dict) -> set:
+def _types_of(s: dict[str, Any]) -> set[str]:
     """The instance types ``s`` admits by its type / enum / const (``integer`` inside ``number``)."""
     t = s.get("type")
     types = set(TYPE_NAMES) if t is None else ({t} if isinstance(t, str) else set(t))
@@ -147,16 +151,17 @@ def _types_of(s: dict) -> set:
     return types
 
 
-def _may_have(s: dict, name: str) -> bool:
+def _may_have(s: dict[str, Any], name: str) -> bool:
     """Can an instance of ``s`` have the member ``name`` (closed objects: only declared names)?"""
     if s.get("additionalProperties") is not False or name in (s.get("properties") or {}):
         return True
     return any(pattern_matches(p, name) for p in s.get("patternProperties") or {})
 
 
-def _string_pattern(s: dict) -> str | None:
+def _string_pattern(s: dict[str, Any]) -> str | None:
     """The one pattern (or known format) of a string schema, as a canonical-body regex."""
-    pats = [p for p in (s.get("pattern"), FORMATS.get(s.get("format"))) if isinstance(p, str)]
+    fmt = s.get("format")
+    pats = [p for p in (s.get("pattern"), FORMATS.get(fmt) if isinstance(fmt, str) else None) if isinstance(p, str)]
     if len(pats) != 1:
         return None
     if "pattern" in s:
@@ -167,9 +172,9 @@ def _string_pattern(s: dict) -> str | None:
     return pats[0]
 
 
-def _lengths_disjoint(a: dict, b: dict) -> bool:
+def _lengths_disjoint(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """minLength of one above maxLength of the other."""
-    def get(s, k):
+    def get(s: dict[str, Any], k: str) -> Any:
         return s[k] if is_num(s.get(k)) else None
 
     return any(lo is not None and hi is not None and lo > hi
@@ -177,9 +182,9 @@ def _lengths_disjoint(a: dict, b: dict) -> bool:
                for hi in (get(a, "maxLength"), get(b, "maxLength")))
 
 
-def _ranges_disjoint(a: dict, b: dict) -> bool:
+def _ranges_disjoint(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """The numeric bounds of ``a`` and ``b`` leave no common value."""
-    def bounds(s):
+    def bounds(s: dict[str, Any]) -> tuple[list[tuple[Any, bool]], list[tuple[Any, bool]]]:
         lo = [(s["minimum"], s.get("exclusiveMinimum") is True)] if is_num(s.get("minimum")) else []
         hi = [(s["maximum"], s.get("exclusiveMaximum") is True)] if is_num(s.get("maximum")) else []
         lo += [(s["exclusiveMinimum"], True)] if is_num(s.get("exclusiveMinimum")) else []

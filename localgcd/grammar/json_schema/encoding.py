@@ -60,7 +60,7 @@ def code_point_class(chars: CharSet) -> str:
                          for lo, hi in chars.intervals) + "]"
 
 
-def canonical_order(value):
+def canonical_order(value: Any) -> Any:
     """``value`` with every (frozen)set replaced by its sorted tuple, recursively: a sort key that,
     unlike a set's iteration order or repr, does not depend on the hash seed."""
     if isinstance(value, (set, frozenset)):

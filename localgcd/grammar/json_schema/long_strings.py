@@ -40,29 +40,34 @@ class LongStrings:
     #: check the links too.
     count_left = True
 
-    def __init__(self, ctx, terms: dict, classes: list, tracked: list[str], ptr_of: dict) -> None:
+    def __init__(self, ctx: Context, terms: dict[str, str], classes: list[tuple[int, int | None]],
+                 tracked: list[str], ptr_of: dict[str, str]) -> None:
         self.ctx, self.terms, self.classes = ctx, terms, classes
         self.tracked: list[str] = []  # the pattern bodies really tracked (none: lenient fallback)
-        self.signatures: list[tuple] = [()]
-        self.rules: dict = {}
-        self.tail_groups: dict = {}  # (tail piece, signatures) -> what a chain names for it
+        self.signatures: list[Signature] = [()]
+        self.rules: dict[tuple[int, int | None, frozenset[Signature], bool], str] = {}
+        self.tail_groups: dict[tuple[int, frozenset[Signature]], list[str]] = {}  # -> what a chain names for it
         self.n_tail_rules = 0
         if not classes:
             return
-        cuts = {1}
+        bounds = {1}
         for lo, hi in classes:
-            cuts.add(self.split(lo)[1])
+            bounds.add(self.split(lo)[1])
             if hi is not None:
-                cuts.add(self.split(hi + 1)[1])
-        cuts = sorted(c for c in cuts if 1 <= c <= CHUNK)
+                bounds.add(self.split(hi + 1)[1])
+        cuts = sorted(c for c in bounds if 1 <= c <= CHUNK)
         self.tails = [(a, cuts[i + 1] - 1 if i + 1 < len(cuts) else CHUNK) for i, a in enumerate(cuts)]
         tracking = track(tracked, self.tails, ptr_of, ctx)
         self.vectors, self.steps, self.signatures, self.tracked = (tracking.vectors, tracking.steps,
                                                                    tracking.signatures, tracking.tracked)
-        self.modes, self.also = {}, {}
+        self.modes: dict[str, tuple[int, int]] = {}
+        self.also: dict[str, list[Also]] = {}
         quoted = ['"' + body + '"' for body in self.tracked]
         plain = not self.tracked
-        self.open_of, self.mid_of, self.tail_of = {}, {}, {}  # by vector: (i), (i, j), (tail, i, signature)
+        # the chunk terminals by vector: (i), (i, j), (tail, i, signature)
+        self.open_of: dict[int, str] = {}
+        self.mid_of: dict[tuple[int, int], str] = {}
+        self.tail_of: dict[tuple[int, int, Signature], str] = {}
         for i, v in enumerate(self.vectors):
             if i in self.steps.opens:
                 name = "LOPEN" if plain else f"LOPEN_{i}"
@@ -101,14 +106,15 @@ class LongStrings:
         return tuple(states) if accepting else tuple(states) + (-1,)
 
     @staticmethod
-    def split(length):  # -> (m, t)
+    def split(length: int) -> tuple[int, int]:
+        """(m, t): a string of ``length`` characters is the opening chunk, m middle ones and a tail of t."""
         m = (length - 1) // CHUNK - 1
         return m, length - CHUNK * (1 + m)
 
-    def all_signatures(self) -> frozenset:
+    def all_signatures(self) -> frozenset[Signature]:
         return frozenset(self.signatures)
 
-    def tail_group(self, x: int, allowed: frozenset) -> list[str]:
+    def tail_group(self, x: int, allowed: frozenset[Signature]) -> list[str]:
         """The tail terminals of piece ``x`` with a signature in ``allowed``, named once through a
         shared rule when there are several (a chain of a long class names it at every link)."""
         key = (x, allowed)
@@ -122,7 +128,8 @@ class LongStrings:
             self.tail_groups[key] = found
         return found
 
-    def rule(self, lo: int, hi: int | None, allowed: frozenset, ptr: str = "/", alone: bool = False) -> str | None:
+    def rule(self, lo: int, hi: int | None, allowed: frozenset[Signature], ptr: str = "/",
+             alone: bool = False) -> str | None:
         """The rule of the strings of ``lo`` to ``hi`` characters (beyond CHUNK; None: no most)
         whose signature is in ``allowed`` (``ptr``: where, for an error).  ``alone``: no other
         long string rule is expected where this one is."""
@@ -135,16 +142,16 @@ class LongStrings:
             return self.rules[key]
         c = len(self.rules)
         m_lo, t_lo = self.split(lo)
-        m_hi, t_hi = self.split(hi) if hi is not None else (None, None)
+        m_hi, t_hi = self.split(hi) if hi is not None else (0, 0)  # (read only where hi is not None)
         last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
 
-        def tail_pieces(k):  # the tail pieces that end a string after k middle chunks
+        def tail_pieces(k: int) -> list[int]:  # the tail pieces that end a string after k middle chunks
             if k < m_lo:
                 return []
             return [x for x, (a, b) in enumerate(self.tails)
                     if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi)]
 
-        def goes_on(k):
+        def goes_on(k: int) -> bool:
             return hi is None or k < m_hi
 
         if allowed == self.all_signatures() and alone:  # whatever the chunks, counted left
@@ -190,7 +197,7 @@ class LongStrings:
         if not roots:
             return None
 
-        def name(k, i):
+        def name(k: int, i: int) -> str:
             return f"lstr_{c}_{k}_{i}"
 
         for (k, i), ok in viable.items():

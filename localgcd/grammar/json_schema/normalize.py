@@ -117,15 +117,16 @@ def lone_ref(rest: dict[str, Any], combo: list[Located]) -> str | None:
     if len(combo) != 1 or any(k not in ANNOTATIONS for k in rest):
         return None
     s = combo[0][0]
-    if isinstance(s, dict) and isinstance(s.get("$ref"), str) and all(k == "$ref" or k in ANNOTATIONS for k in s):
-        return s["$ref"]
+    ref = s.get("$ref") if isinstance(s, dict) else None
+    if isinstance(ref, str) and all(k == "$ref" or k in ANNOTATIONS for k in s):
+        return ref
     return None
 
 
 def json_eq(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return a == b
+        return type(a) is type(b) and bool(a == b)
+    return bool(a == b)
 
 
 def deref(ctx: Context, s: Any, ptr: str) -> Any:
@@ -144,6 +145,39 @@ def deref(ctx: Context, s: Any, ptr: str) -> Any:
 
 
 _PRESENCE_KEYS = frozenset({"required", "not", "anyOf", "allOf", "oneOf"})
+
+
+def _constant(b: bool) -> Presence:
+    return lambda p: b
+
+
+def requires(names: frozenset[str]) -> Presence:
+    """``required``: the names are present (or the instance is not an object)."""
+    return lambda p: p is None or names <= p
+
+
+def _requires_object_with(names: frozenset[str]) -> Presence:
+    return lambda p: p is not None and names <= p
+
+
+def _negation(f: Presence) -> Presence:
+    return lambda p: not f(p)
+
+
+def _some(fs: list[Presence]) -> Presence:
+    return lambda p: any(f(p) for f in fs)
+
+
+def _every(fs: list[Presence] | tuple[Presence, ...]) -> Presence:
+    return lambda p: all(f(p) for f in fs)
+
+
+def _exactly_one(fs: list[Presence]) -> Presence:
+    return lambda p: sum(1 for f in fs if f(p)) == 1
+
+
+def _dependency(name: str, f: Presence) -> Presence:
+    return lambda p: p is None or name not in p or f(p)
 MAX_WATCHED = 8  # presence constraints may involve at most this many property names per object
 
 
@@ -155,7 +189,7 @@ def presence_formula(ctx: Context, s: Any, ptr: str) -> PresenceFormula | None:
     if isinstance(s, dict):
         s = deref(ctx, s, ptr)
     if s is True or s is False:
-        return frozenset(), (lambda p, b=s: b)
+        return frozenset(), _constant(s)
     if not isinstance(s, dict):
         return None
     keys = [k for k in s if k not in ANNOTATIONS]
@@ -170,29 +204,30 @@ def presence_formula(ctx: Context, s: Any, ptr: str) -> PresenceFormula | None:
                 return None
             req = frozenset(v)
             names |= req
-            parts.append(lambda p, req=req: p is None or req <= p)
+            parts.append(requires(req))
         elif k == "not":
             sub = presence_formula(ctx, v, ptr_join(ptr, "not"))
             if sub is None:
                 return None
             names |= sub[0]
-            parts.append(lambda p, f=sub[1]: not f(p))
+            parts.append(_negation(sub[1]))
         else:
             if not isinstance(v, list) or not v:
                 return None
-            subs = [presence_formula(ctx, x, ptr_join(ptr, k, i)) for i, x in enumerate(v)]
-            if any(x is None for x in subs):
+            found = [presence_formula(ctx, x, ptr_join(ptr, k, i)) for i, x in enumerate(v)]
+            subs = [x for x in found if x is not None]
+            if len(subs) < len(found):
                 return None
             for n, _f in subs:
                 names |= n
             fs = [f for _n, f in subs]
             if k == "anyOf":
-                parts.append(lambda p, fs=fs: any(f(p) for f in fs))
+                parts.append(_some(fs))
             elif k == "allOf":
-                parts.append(lambda p, fs=fs: all(f(p) for f in fs))
+                parts.append(_every(fs))
             else:
-                parts.append(lambda p, fs=fs: sum(1 for f in fs if f(p)) == 1)
-    return frozenset(names), (lambda p, parts=tuple(parts): all(f(p) for f in parts))
+                parts.append(_exactly_one(fs))
+    return frozenset(names), _every(tuple(parts))
 
 
 def take_presence(ctx: Context, s: dict[str, Any], ptr: str) -> tuple[dict[str, Any], list[PresenceFormula]]:
@@ -210,15 +245,16 @@ def take_presence(ctx: Context, s: dict[str, Any], ptr: str) -> tuple[dict[str, 
         deps = s.get(k)
         if not isinstance(deps, dict):
             continue
-        items = []
+        items: list[PresenceFormula] = []
         for name, dep in deps.items():
+            sub: PresenceFormula | None
             if isinstance(dep, list) and k != "dependentSchemas":
-                sub = (frozenset(dep), (lambda p, d=frozenset(dep): p is not None and d <= p))
+                sub = (frozenset(dep), _requires_object_with(frozenset(dep)))
             else:
                 sub = presence_formula(ctx, dep, ptr_join(ptr, k, name))
                 if sub is None:
                     break
-            items.append((sub[0] | {name}, lambda p, n=name, f=sub[1]: p is None or n not in p or f(p)))
+            items.append((sub[0] | {name}, _dependency(name, sub[1])))
         else:
             out += items
             del s[k]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Any
-
 from localgcd.grammar.json_schema.spec import NumberSpec
+
+#: An exact bound: an integer, or the decimal a JSON number spells.
+Bound = int | Decimal
 
 
 # --------------------------------------------------------------------------
@@ -46,7 +47,7 @@ def _digits_range(lo: str, hi: str) -> list[str]:
     return head + ([block] if a <= b else []) + tail
 
 
-def nat_range(lo: int, hi: int | None) -> str:
+def nat_range(lo: int, hi: int | None) -> str | None:
     """Decimal naturals (no leading zeros) in [lo, hi] (hi None: unbounded), lo >= 0.
 
     The lengths whose every number is inside are one alternative, ``[1-9][0-9]{a,b}``: only the
@@ -73,6 +74,13 @@ def nat_range(lo: int, hi: int | None) -> str:
     return "(?:" + "|".join(alts) + ")" if alts else None
 
 
+def _naturals(lo: int, hi: int | None) -> str:
+    """``nat_range`` of a range that is not empty (``lo <= hi``)."""
+    found = nat_range(lo, hi)
+    assert found is not None, (lo, hi)
+    return found
+
+
 def _any_digits(lo: int, hi: int) -> str:
     """From ``lo`` to ``hi`` digits, any."""
     if hi == 0:
@@ -82,7 +90,7 @@ def _any_digits(lo: int, hi: int) -> str:
 
 def int_range(lo: int | None, hi: int | None) -> str | None:
     """Canonical integers in [lo, hi] (None: unbounded)."""
-    alts = []
+    alts: list[str] = []
     if hi is None or hi >= 0:
         r = nat_range(max(lo, 0) if lo is not None else 0, hi)
         if r:
@@ -91,13 +99,13 @@ def int_range(lo: int | None, hi: int | None) -> str | None:
         mlo = max(-hi, 1) if hi is not None else 1
         mhi = -lo if lo is not None else None
         if mhi is None or mlo <= mhi:
-            alts.append("-" + nat_range(mlo, mhi))
+            alts.append("-" + _naturals(mlo, mhi))
     if not alts:
         return None
     return "(?:" + "|".join(alts) + ")"
 
 
-def _split(x: Decimal) -> tuple[int, str]:
+def _split(x: Bound) -> tuple[int, str]:
     """(integer part, fraction digits without trailing zeros) of a decimal x >= 0."""
     whole, _, frac = format(Decimal(x), "f").partition(".")  # (an int bound as a Decimal: no float overflow)
     return int(whole), frac.rstrip("0")
@@ -122,52 +130,54 @@ def _frac_open(lo: str, hi: str) -> list[str]:
     return alts
 
 
-def _mag_open(p: Decimal, q: Decimal | None) -> str | None:
+def _mag_open(p: Bound, q: Bound | None) -> str | None:
     """Plain decimals (with a '.') whose magnitude lies in the open interval (p, q), 0 <= p < q."""
     pi, pf = _split(p)
     qi, qf = _split(q) if q is not None else (None, "")
     if qi == pi:
         fracs = _frac_open(pf, qf)
-        return nat_range(pi, pi) + r"\.(?:" + "|".join(fracs) + ")" if fracs else None
-    alts = [nat_range(pi, pi) + r"\.(?:" + "|".join(_frac_above(pf)) + ")"]
+        return _naturals(pi, pi) + r"\.(?:" + "|".join(fracs) + ")" if fracs else None
+    alts = [_naturals(pi, pi) + r"\.(?:" + "|".join(_frac_above(pf)) + ")"]
     if qi is None or pi + 1 <= qi - 1:
-        alts.append(nat_range(pi + 1, None if qi is None else qi - 1) + r"\.[0-9]+")
+        alts.append(_naturals(pi + 1, None if qi is None else qi - 1) + r"\.[0-9]+")
     if qf:
-        alts.append(nat_range(qi, qi) + r"\.(?:0+|" + "|".join(_frac_open("", qf)) + ")")
+        assert qi is not None
+        alts.append(_naturals(qi, qi) + r"\.(?:0+|" + "|".join(_frac_open("", qf)) + ")")
     return "(?:" + "|".join(alts) + ")"
 
 
-def dec_point(b: Decimal) -> str:
+def dec_point(b: Bound) -> str:
     """Plain decimals (with a '.') equal to ``b``."""
-    whole, frac = _split(abs(b))
-    m = nat_range(whole, whole) + r"\." + (frac + "0*" if frac else "0+")
+    whole, frac = _split(-b if b < 0 else b)
+    m = _naturals(whole, whole) + r"\." + (frac + "0*" if frac else "0+")
     if b == 0:
         return "-?" + m
     return ("-" if b < 0 else "") + m
 
 
-def dec_open(a: Decimal | None, b: Decimal | None) -> str | None:
+def dec_open(a: Bound | None, b: Bound | None) -> str | None:
     """Plain decimals with value in the open interval (a, b) (None: infinite)."""
-    alts = []
+    alts: list[str | None] = []
     if b is None or b > 0:
-        alts.append(_mag_open(max(a, 0) if a is not None else Decimal(0), b))
+        alts.append(_mag_open((a if a >= 0 else 0) if a is not None else Decimal(0), b))
     if a is None or a < 0:
-        lo = max(-b, 0) if b is not None else Decimal(0)
+        lo = (-b if -b >= 0 else 0) if b is not None else Decimal(0)
         neg = _mag_open(lo, None if a is None else -a)
         alts.append(None if neg is None else "-" + neg)
     if (a is None or a < 0) and (b is None or b > 0):
         alts.append(r"-?0\.0+")
-    alts = [x for x in alts if x is not None]
-    return "(?:" + "|".join(alts) + ")" if alts else None
+    found = [x for x in alts if x is not None]
+    return "(?:" + "|".join(found) + ")" if found else None
 
 
 EXP_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?[eE][+-]?[0-9]+"
 
-def is_num(v):
+def is_num(v: object) -> bool:
+    """Is ``v`` a JSON number (not a boolean)?"""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def exact(v) -> int | Decimal:
+def exact(v: int | float) -> Bound:
     """A bound as an exact number: an integer, or the decimal a float is written as (its repr,
     the value a JSON text spells)."""
     if isinstance(v, int) or v.is_integer():
@@ -180,7 +190,7 @@ def integral(v: int | float) -> bool:
     return isinstance(v, int) or v.is_integer()
 
 
-def int_bounds(ns):
+def int_bounds(ns: NumberSpec) -> tuple[int | None, int | None]:
     """The least and greatest integers inside the bounds of ``ns`` (None: unbounded)."""
     lo = None if ns.lo is None else math.floor(ns.lo) + 1 if ns.lo_open or ns.lo % 1 else int(ns.lo)
     hi = None if ns.hi is None else math.ceil(ns.hi) - 1 if ns.hi_open or ns.hi % 1 else int(ns.hi)

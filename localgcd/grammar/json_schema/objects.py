@@ -4,8 +4,9 @@ their order, counts and presence constraints)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema.automata import patterns_disjoint_all
@@ -23,7 +24,7 @@ MAX_COUNT = 64  # minProperties/maxProperties expanded up to this count (member 
 
 
 class ObjectRules(ScalarRules):
-    def object(self, s, ptr, presence=()) -> str:
+    def object(self, s: dict[str, Any], ptr: str, presence: list[PresenceFormula] | tuple[()] = ()) -> str:
         """Member automaton of an object; ``presence``: [(names, f)] that must hold of the set of
         those names present (see presence_formula)."""
         ctx = self.ctx
@@ -70,7 +71,7 @@ class ObjectRules(ScalarRules):
                 key_spec_extra = self.string_spec(ks, ptr_join(ptr, "propertyNames"))
             else:
                 ctx.unsupported(ptr_join(ptr, "propertyNames"), "propertyNames", "other than pattern/length")
-        members = []  # (symbol, name or None, required)
+        members: list[Member] = []
         for n in names:
             if key_spec_extra is not None and not literal_matches_spec(n, key_spec_extra):
                 if n in required:
@@ -86,7 +87,7 @@ class ObjectRules(ScalarRules):
                     empty(ctx, ptr_join(ptr, "properties", n), "required property has no valid value")
                 continue
             keyr = ctx.scalar(ScalarPosition(str_lits={n}))
-            members.append((self.member_rule(keyr, vrule), n, n in required))
+            members.append(Member(self.member_rule(keyr, vrule), n, n in required))
         extra_syms = []
         declared = frozenset(names)
         forbid = frozenset(b for b, _p, _s in pat_bodies)
@@ -117,96 +118,33 @@ class ObjectRules(ScalarRules):
         if minp > MAX_COUNT or (maxp is not None and maxp > MAX_COUNT):
             ctx.unsupported(ptr, "maxProperties" if maxp else "minProperties", f"above {MAX_COUNT}")
             minp, maxp = 0, None
-        cap = max(minp, (maxp + 1) if maxp is not None else 0)
-        counting = minp > 0 or maxp is not None
+        count = MemberCount(minp > 0 or maxp is not None, max(minp, (maxp + 1) if maxp is not None else 0), minp, maxp)
         # names the schema requires or watches without declaring them: anywhere, at most once
         free = frozenset(nm for _s, nm, _r in members if nm not in declared_names)
-        dfa = self.object_dfa(members, extra_syms, counting, cap, minp, maxp, ptr, watched | free, presence, free)
+        dfa = self.object_dfa(members, extra_syms, count, ptr, watched | free, presence, free)
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
             empty(ctx, ptr, "object schema has no valid instance")
         self.obj_dfas[name] = dfa
         return name
 
-    def object_dfa(self, members, extra_syms, counting, cap, minp, maxp, ptr, watched=frozenset(), presence=(),
-                   free=frozenset()):
-        """Member DFA of one object: ``members`` are (symbol, name, required) in schema order;
-        the names in ``watched`` are tracked and every presence formula must hold at the end."""
-        edges = {}
-        accept = set()
-
-        def holds(present):
+    def object_dfa(self, members: list[Member], extra_syms: list[str], count: MemberCount, ptr: str,
+                   watched: frozenset[str] = frozenset(), presence: list[PresenceFormula] | tuple[()] = (),
+                   free: frozenset[str] = frozenset()) -> MemberAutomaton[Any]:
+        """Member DFA of one object: ``members`` in schema order, ``extra_syms`` (pattern and
+        additional members) anywhere; the names in ``watched`` are tracked and every presence
+        formula must hold at the end."""
+        def holds(present: frozenset[str]) -> bool:
             p = present & watched
             return all(f(p) for _n, f in presence)
 
-        def cnt(c):
-            return min(c + 1, cap) if counting else 0
-
-        def ok_count(c):
-            return not counting or (c >= minp and (maxp is None or c <= maxp))
-
         if self.ctx.order == "schema":
-            free_members = [m for m in members if m[1] in free]
-            members = [m for m in members if m[1] not in free]
-            free_required = frozenset(nm for _s, nm, r in free_members if r)
-            n = len(members)
-            # state (i, c, w): next declared member index to consider, members so far (capped),
-            # watched names present
-            start = (0, 0, frozenset())
-            todo = [start]
-            seen = {start}
-            while todo:
-                i, c, w = todo.pop()
-                out = edges.setdefault((i, c, w), {})
-                if counting and maxp is not None and c > maxp:
-                    continue
-                for j in range(i, n):
-                    nm = members[j][1]
-                    out[members[j][0]] = (j + 1, cnt(c), w | {nm} if nm in watched else w)
-                    if members[j][2]:
-                        break
-                for sym, nm, _r in free_members:
-                    if nm not in w:
-                        out[sym] = (i, cnt(c), w | {nm})
-                for sym in extra_syms:
-                    out[sym] = (i, cnt(c), w)
-                if all(not m[2] for m in members[i:]) and ok_count(c) and holds(w) and free_required <= w:
-                    accept.add((i, c, w))
-                for t in out.values():
-                    if t not in seen:
-                        seen.add(t)
-                        todo.append(t)
-            return MemberAutomaton(start, accept, edges)
-        tracked, ordered, repeatable = self.any_order_plan(members, counting, ptr, watched)
-        ordered_names = frozenset(nm for sym, nm, _r in members if sym in ordered)
-        # state (k, used, c): ordered required members consumed, tracked members seen, count
-        start = (0, frozenset(), 0)
-        todo = [start]
-        seen = {start}
-        req = frozenset(nm for _s, nm, r in members if r and nm in tracked)
-        while todo:
-            k, used, c = todo.pop()
-            out = edges.setdefault((k, used, c), {})
-            if counting and maxp is not None and c > maxp:
-                continue
-            for sym, nm, _r in members:
-                if nm in tracked and nm not in used:
-                    out[sym] = (k, used | {nm}, cnt(c))
-                elif nm in repeatable:
-                    out[sym] = (k, used, cnt(c))
-            if k < len(ordered):
-                out[ordered[k]] = (k + 1, used, cnt(c))
-            for sym in extra_syms:
-                out[sym] = (k, used, cnt(c))
-            if req <= used and k == len(ordered) and ok_count(c) and holds(used | ordered_names):
-                accept.add((k, used, c))
-            for t in out.values():
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        return MemberAutomaton(start, accept, edges)
+            return _schema_order_dfa(members, extra_syms, count, watched, holds, free)
+        tracked, ordered, repeatable = self.any_order_plan(members, count.counting, ptr, watched)
+        return _any_order_dfa(members, extra_syms, count, holds, tracked, ordered, repeatable)
 
-    def any_order_plan(self, members, counting, ptr, watched=frozenset()):
+    def any_order_plan(self, members: list[Member], counting: bool, ptr: str, watched: frozenset[str] = frozenset()
+                       ) -> tuple[frozenset[str], list[str], frozenset[str]]:
         """Which declared members property_order='any' tracks as a set (each at most once),
         keeps in schema order (required ones beyond ``ANY_ORDER_REQUIRED``), or lets repeat
         (optional ones when the object declares more than ``ANY_ORDER_EXACT`` properties;
@@ -236,3 +174,113 @@ class ObjectRules(ScalarRules):
         optional_watched = [nm for nm in optional if nm in watched]
         return (frozenset(required + optional_watched), ordered,
                 frozenset(nm for nm in optional if nm not in watched))
+
+
+class Member(NamedTuple):
+    """A declared (or required, or watched) member of an object: its rule, name, and whether required."""
+
+    symbol: str
+    name: str
+    required: bool
+
+
+@dataclass(frozen=True)
+class MemberCount:
+    """minProperties / maxProperties: the count of members a state keeps (capped), when counting."""
+
+    counting: bool
+    cap: int
+    least: int
+    most: int | None
+
+    def after(self, c: int) -> int:
+        """The count after one more member."""
+        return min(c + 1, self.cap) if self.counting else 0
+
+    def allows(self, c: int) -> bool:
+        """May the object close with ``c`` members?"""
+        return not self.counting or (c >= self.least and (self.most is None or c <= self.most))
+
+    def past(self, c: int) -> bool:
+        """Has the object more members than it may have?"""
+        return self.counting and self.most is not None and c > self.most
+
+
+SchemaOrderState = tuple[int, int, frozenset[str]]
+AnyOrderState = tuple[int, frozenset[str], int]
+
+
+def _schema_order_dfa(members: list[Member], extra_syms: list[str], count: MemberCount, watched: frozenset[str],
+                      holds: Callable[[frozenset[str]], bool], free: frozenset[str]
+                      ) -> MemberAutomaton[SchemaOrderState]:
+    """property_order='schema': declared members in order, the ``free`` names (required or watched,
+    not declared) anywhere at most once."""
+    free_members = [m for m in members if m[1] in free]
+    members = [m for m in members if m[1] not in free]
+    free_required = frozenset(nm for _s, nm, r in free_members if r)
+    n = len(members)
+    edges: dict[SchemaOrderState, dict[str, SchemaOrderState]] = {}
+    accept: set[SchemaOrderState] = set()
+    # state (i, c, w): next declared member index to consider, members so far (capped),
+    # watched names present
+    start: SchemaOrderState = (0, 0, frozenset())
+    todo = [start]
+    seen = {start}
+    while todo:
+        i, c, w = todo.pop()
+        out = edges.setdefault((i, c, w), {})
+        if count.past(c):
+            continue
+        for j in range(i, n):
+            nm = members[j][1]
+            out[members[j][0]] = (j + 1, count.after(c), w | {nm} if nm in watched else w)
+            if members[j][2]:
+                break
+        for sym, nm, _r in free_members:
+            if nm not in w:
+                out[sym] = (i, count.after(c), w | {nm})
+        for sym in extra_syms:
+            out[sym] = (i, count.after(c), w)
+        if all(not m[2] for m in members[i:]) and count.allows(c) and holds(w) and free_required <= w:
+            accept.add((i, c, w))
+        for t in out.values():
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return MemberAutomaton(start, accept, edges)
+
+
+def _any_order_dfa(members: list[Member], extra_syms: list[str], count: MemberCount,
+                   holds: Callable[[frozenset[str]], bool], tracked: frozenset[str], ordered: list[str],
+                   repeatable: frozenset[str]) -> MemberAutomaton[AnyOrderState]:
+    """property_order='any': the ``tracked`` members at most once each, the ``ordered`` ones in
+    order, the ``repeatable`` ones any number of times (see ObjectRules.any_order_plan)."""
+    ordered_names = frozenset(nm for sym, nm, _r in members if sym in ordered)
+    edges: dict[AnyOrderState, dict[str, AnyOrderState]] = {}
+    accept: set[AnyOrderState] = set()
+    # state (k, used, c): ordered required members consumed, tracked members seen, count
+    start: AnyOrderState = (0, frozenset(), 0)
+    todo = [start]
+    seen = {start}
+    req = frozenset(nm for _s, nm, r in members if r and nm in tracked)
+    while todo:
+        k, used, c = todo.pop()
+        out = edges.setdefault((k, used, c), {})
+        if count.past(c):
+            continue
+        for sym, nm, _r in members:
+            if nm in tracked and nm not in used:
+                out[sym] = (k, used | {nm}, count.after(c))
+            elif nm in repeatable:
+                out[sym] = (k, used, count.after(c))
+        if k < len(ordered):
+            out[ordered[k]] = (k + 1, used, count.after(c))
+        for sym in extra_syms:
+            out[sym] = (k, used, count.after(c))
+        if req <= used and k == len(ordered) and count.allows(c) and holds(used | ordered_names):
+            accept.add((k, used, c))
+        for t in out.values():
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return MemberAutomaton(start, accept, edges)

@@ -11,7 +11,7 @@ from localgcd.grammar.json_schema.encoding import UNIT, Unsupported, canonical_c
 from localgcd.grammar.json_schema.string_formats import FORMATS
 from localgcd.grammar.schema_values import UnknownKeyword
 from localgcd.regex.charset import CharSet
-from localgcd.regex.dfa import DFA, TooManyStates, determinize, intersection
+from localgcd.regex.dfa import TooManyStates, determinize, intersection
 from localgcd.regex.ecma_syntax import parse_ecma_regex
 from localgcd.regex.nfa import NFA, CharClasses
 from localgcd.regex.python_syntax import parse_python_regex
@@ -72,8 +72,9 @@ def _factored(node: Node) -> Node:
     while all(options) and all(option[0] == options[0][0] for option in options):
         prefix.append(options[0][0])
         options = [option[1:] for option in options]
-    if all(len(option) == 1 and isinstance(option[0], Chars) for option in options):
-        rest: Node = Chars(CharSet(iv for option in options for iv in option[0].chars.intervals))
+    single = [option[0] for option in options if len(option) == 1 and isinstance(option[0], Chars)]
+    if len(single) == len(options):
+        rest: Node = Chars(CharSet(iv for chars in single for iv in chars.chars.intervals))
     else:
         rest = Alt(tuple(_sequence(option) for option in options))
     return _sequence(prefix + [rest]) if prefix else rest
@@ -127,7 +128,7 @@ def _membership_node(node: Node) -> Node:
         return Alt(tuple(_membership_node(option) for option in node.options))
     return node
 
-def string_keyword_matches(kind, arg, text):
+def string_keyword_matches(kind: str, arg: str, text: str) -> bool:
     """Does the string ``text`` satisfy ``format``/``pattern`` ``arg`` (for checking enum and const values)?"""
     if kind == "format":
         return arg not in FORMATS or re.fullmatch(FORMATS[arg], encode_string(text)[1:-1]) is not None

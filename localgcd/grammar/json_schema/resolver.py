@@ -8,15 +8,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from localgcd.errors import CompileBudgetError
 from localgcd.grammar.json_schema.automata import byte_dfa, length_piece_dfa, unit_length_range
 from localgcd.grammar.json_schema.context import Context, fail
 from localgcd.grammar.json_schema.encoding import UNIT, Unsupported, encode_string, lark_regex
-from localgcd.grammar.json_schema.long_strings import CHUNK, LongStrings
-from localgcd.grammar.json_schema.numbers import EXP_NUMBER, dec_open, dec_point, int_bounds, int_range
+from localgcd.grammar.json_schema.long_strings import LongStrings
+from localgcd.grammar.json_schema.numbers import EXP_NUMBER, Bound, dec_open, dec_point, int_bounds, int_range
 from localgcd.grammar.json_schema.patterns import intersection_regex
-from localgcd.grammar.json_schema.spec import ScalarPosition, literal_matches_spec
+from localgcd.grammar.json_schema.spec import NumberSpec, ScalarPosition, literal_matches_spec
+from localgcd.grammar.json_schema.tracking import CHUNK, Signature
 from localgcd.grammar.terminals import Also
 from localgcd.regex.dfa import DFA, relation, relations
 
@@ -36,7 +38,7 @@ class SchemaBounds:
     len_cuts: set[int] = field(default_factory=lambda: {0})  # every string length bound (lo, hi + 1)
     free_len_cuts: set[int] = field(default_factory=lambda: {0})  # those of strings without a pattern
     int_cuts: set[int] = field(default_factory=set)
-    dec_cuts: set[int | Decimal] = field(default_factory=set)
+    dec_cuts: set[Bound] = field(default_factory=set)
     any_num: bool = False
 
     @classmethod
@@ -149,7 +151,7 @@ class Resolver:
             if self.relate(a, b, known[a, b], known[b, a]):
                 continue
             try:
-                body = intersection_regex(a, b, ctx.meter)  # not None: they intersect
+                meet = intersection_regex(a, b, ctx.meter)  # not None: they intersect
             except CompileBudgetError as exc:
                 raise CompileBudgetError(f"{patterns[a] or '/'}: keyword 'pattern': {exc.message}",
                                          ctx.source) from None
@@ -157,14 +159,14 @@ class Resolver:
                 ctx.unsupported(patterns[a], "pattern",
                                 f"overlapping partially with the pattern at {patterns[b]} ({exc})")
                 continue
-            assert body is not None
-            if body not in self.pat_dfa and body not in self.alias:
+            assert meet is not None
+            if meet not in self.pat_dfa and meet not in self.alias:
                 if len(plist) >= MAX_PATTERNS:
                     ctx.unsupported(patterns[a], "pattern", f"with more than {MAX_PATTERNS} pattern intersections")
                     break
-                others, patterns[body] = list(plist), patterns[a]
-                if self.add_pattern(body, patterns[a], plist):
-                    pairs += [(body, c) for c in others]
+                others, patterns[meet] = list(plist), patterns[a]
+                if self.add_pattern(meet, patterns[a], plist):
+                    pairs += [(meet, c) for c in others]
         self.pat_name = {b: f"PAT{i}" for i, b in enumerate(plist)}
         return plist
 
@@ -203,7 +205,7 @@ class Resolver:
         """Integers partitioned into ranges by every bound, non-integers into value intervals and
         points; a terminal per non-integer literal."""
         self.int_atoms: list[tuple[int | None, int | None, str]] = []
-        self.dec_atoms: list[tuple[str, int | Decimal | None, int | Decimal | None, str]] = []
+        self.dec_atoms: list[tuple[str, Bound | None, Bound | None, str]] = []
         if bounds.any_num:
             cuts = sorted(bounds.int_cuts)
             edges: list[int | None] = [None, *cuts]
@@ -237,7 +239,7 @@ class Resolver:
             self.num_lit_name[v] = name
             self.terms[name] = f"{name}.9: {lark_regex(re.escape(v))}"
 
-    def add_pattern(self, body, ptr, plist) -> bool:
+    def add_pattern(self, body: str, ptr: str, plist: list[str]) -> bool:
         """Add a pattern terminal; False when one with the same language exists (``body`` is
         then an alias of it: two terminals for one language, one of them never produced)."""
         try:
@@ -256,7 +258,7 @@ class Resolver:
         plist.append(body)
         return True
 
-    def relate(self, a, b, a_to_b: tuple[bool, bool], b_to_a: tuple[bool, bool]) -> bool:
+    def relate(self, a: str, b: str, a_to_b: tuple[bool, bool], b_to_a: tuple[bool, bool]) -> bool:
         """Record whether one pattern is nested in the other (both ways: the same language), from
         ``relation(a, b)`` and ``relation(b, a)``; False when they overlap partially."""
         inter, a_in_b = a_to_b
@@ -273,18 +275,18 @@ class Resolver:
         """The names of the string terminals (literals, length classes, patterns)."""
         return set(self.lit_name.values()) | {name for _lo, _hi, name in self.len_atoms} | set(self.pat_name.values())
 
-    def _depth(self, b, stack):
+    def _depth(self, b: str, stack: set[str]) -> int:
         """Longest chain of patterns containing ``b``: inner patterns must win ties."""
         outer = [c for c, ins in self.inside.items() if b in ins and c not in stack and c != b]
         return 0 if not outer else 1 + max(self._depth(c, stack | {b}) for c in outer)
 
-    def units(self, body):
+    def units(self, body: str) -> tuple[int, int | None]:
         """(fewest, most or None) characters of the pattern's strings."""
         if body not in self.pat_units:
             self.pat_units[body] = unit_length_range(self.pat_dfa[body])
         return self.pat_units[body]
 
-    def length_pieces(self, body, ptr):
+    def length_pieces(self, body: str, ptr: str) -> tuple[list[str], list[tuple[int, int | None, str]]]:
         """([length regex or ""], [(fewest, most, terminal)]): the pattern split at every length
         bound of the schema that its strings straddle, so that a bounded position takes exactly the
         pieces inside its bounds.  A piece is the pattern's terminal with a second regex, its length
@@ -302,9 +304,11 @@ class Resolver:
         cuts = sorted(c for c in self.len_cuts if mn < c and (top is None or c <= top))
         if not cuts and top == mx:
             return [""], [(mn, mx, name)]
-        edges = [mn] + cuts + [None if top is None else top + 1]
-        lengths, pieces = [], []
-        for i, (a, z) in enumerate(zip(edges, edges[1:])):
+        lows: list[int] = [mn] + cuts
+        highs: list[int | None] = [*cuts, None if top is None else top + 1]
+        lengths: list[str] = []
+        pieces: list[tuple[int, int | None, str]] = []
+        for i, (a, z) in enumerate(zip(lows, highs)):
             rep = "{%d,%s}" % (a, "" if z is None else z - 1)
             piece_lengths = '"' + UNIT + rep + '"'
             dfa = self.piece_dfa(body, piece_lengths)
@@ -316,13 +320,13 @@ class Resolver:
                 pieces.append((a, None if z is None else z - 1, f"{name}_{i}"))
         return lengths, pieces
 
-    def piece_dfa(self, body, lengths):
+    def piece_dfa(self, body: str, lengths: str) -> DFA:
         """The byte DFA of the pattern's strings (quoted) within a length class ("": all of them)."""
         if not lengths:
             return byte_dfa('"' + body + '"', self.ctx.meter)
         return length_piece_dfa(body, lengths, self.ctx.meter)
 
-    def drop_shadowed_atoms(self):
+    def drop_shadowed_atoms(self) -> None:
         """Drop a length atom whose every string one pattern piece of its lengths matches (the
         piece wins them all, and every position that takes the atom takes the piece or forbids
         its pattern: a terminal never produced is an error)."""
@@ -338,7 +342,7 @@ class Resolver:
                 keep.append((lo, hi, name))
         self.len_atoms = keep
 
-    def drop_covered_pieces(self, body):
+    def drop_covered_pieces(self, body: str) -> None:
         """Drop the length pieces of ``body`` inside one piece of a pattern nested in it (that one
         wins every such string: a terminal never produced is an error)."""
         lengths, pieces = self.pieces[body]
@@ -354,7 +358,7 @@ class Resolver:
                 keep.append((piece_lengths, (lo, hi, name)))
         self.pieces[body] = ([x for x, _p in keep], [p for _x, p in keep])
 
-    def pieces_within(self, body, lo, hi, ptr) -> list[str]:
+    def pieces_within(self, body: str, lo: int, hi: int | None, ptr: str) -> list[str]:
         """The terminals of the pattern's pieces whose lengths lie in [lo, hi] (a piece that
         straddles the bounds: an error)."""
         out = []
@@ -367,7 +371,8 @@ class Resolver:
                 out.append(name)
         return out
 
-    def long_signatures(self, pattern, forbid, exclude=()) -> set:
+    def long_signatures(self, pattern: str | None, forbid: frozenset[str],
+                        exclude: frozenset[str] = frozenset()) -> set[Signature]:
         """The signatures (which tracked patterns a long string matches) of the long strings of a
         string spec: all of them, or its pattern's; none of a forbidden pattern's or excluded literal's."""
         index = self.track_index
@@ -378,16 +383,28 @@ class Resolver:
                 if (pattern is None or sig[index[pattern]]) and not any(sig[p] for p in banned)}
 
     def resolve(self, pos: ScalarPosition) -> list[str]:
-        out, long_allowed = [], {}
-        for w in sorted(pos.words):
-            out.append({"true": '"true"', "false": '"false"', "null": '"null"'}[w])
+        """The terminals (and long string rules) of a scalar position: exactly what it allows."""
+        out = [{"true": '"true"', "false": '"false"', "null": '"null"'}[w] for w in sorted(pos.words)]
+        lits, long_allowed = self.strings_within(pos, out)
+        out += self.long_rules(pos, long_allowed)
+        out += [self.lit_name[s] for s in sorted(lits) if s in self.lit_name]
+        for ns in pos.nums:
+            out += self.numbers_within(ns)
+        for v in pos.num_lits:
+            out.append(self.num_lit_name[v])
+        return list(dict.fromkeys(out))
+
+    def strings_within(self, pos: ScalarPosition, out: list[str]) -> tuple[set[str], dict[int, set[Signature]]]:
+        """The string literals a position allows and the signatures it allows per long class;
+        the length atoms and pattern pieces it allows go into ``out``."""
+        long_allowed: dict[int, set[Signature]] = {}
         lits = set(pos.str_lits)
         for sp in pos.strs:
             for s in self.lit_name:
                 if literal_matches_spec(s, sp):
                     lits.add(s)
             forbid = {self.alias.get(f, f) for f in sp.forbid}
-            forbid |= set().union(*(self._all_inside(f) for f in forbid))  # nested strings match too
+            forbid |= set[str]().union(*(self._all_inside(f) for f in forbid))  # nested strings match too
             pattern = None
             if sp.pattern is not None:
                 pattern = self.alias.get(sp.pattern, sp.pattern)
@@ -401,60 +418,63 @@ class Resolver:
                 out += self.pieces_within(b, sp.lo, sp.hi, sp.ptr)
             inside = [c for c, (lo, hi) in enumerate(self.long.classes)
                       if lo >= sp.lo and (sp.hi is None or (hi is not None and hi <= sp.hi))]
-            signatures = self.long_signatures(pattern, forbid, sp.exclude) if inside else set()
+            signatures = self.long_signatures(pattern, frozenset(forbid), sp.exclude) if inside else set()
             for c in inside:
                 long_allowed.setdefault(c, set()).update(signatures)
         for x in sorted(lits & set(self.lit_track)):  # a long literal: its class, its signatures
             c = next(c for c, (lo, hi) in enumerate(self.long.classes) if lo <= len(x) and (hi is None or len(x) <= hi))
             long_allowed.setdefault(c, set()).update(sig for sig in self.long.signatures if sig[self.lit_track[x]])
-        ranges = []  # consecutive classes allowing the same signatures: one range, one chain
+        return lits, long_allowed
+
+    def long_rules(self, pos: ScalarPosition, long_allowed: dict[int, set[Signature]]) -> list[str]:
+        """The long string rules of a position: consecutive classes allowing the same signatures
+        are one range, one chain (a lone range is counted left to right, see LongStrings.rule)."""
+        ranges: list[tuple[int, int | None, frozenset[Signature]]] = []
         for c in sorted(long_allowed):
             lo, hi = self.long.classes[c]
             allowed = frozenset(long_allowed[c])
-            if ranges and ranges[-1][2] == allowed and ranges[-1][1] is not None and ranges[-1][1] + 1 == lo:
-                ranges[-1][1] = hi
+            last = ranges[-1][1] if ranges else None
+            if ranges and ranges[-1][2] == allowed and last is not None and last + 1 == lo:
+                ranges[-1] = (ranges[-1][0], hi, allowed)
             else:
-                ranges.append([lo, hi, allowed])
-        for lo, hi, allowed in ranges:  # one range is counted left to right (see LongStrings.rule)
-            rule = self.long.rule(lo, hi, allowed, pos.strs[0].ptr if pos.strs else "/", len(ranges) == 1)
-            if rule is not None:
-                out.append(rule)
-        out += [self.lit_name[s] for s in sorted(lits) if s in self.lit_name]
-        for ns in pos.nums:
-            ilo, ihi = int_bounds(ns)
-            if ilo is not None and ihi is not None and ilo > ihi:
-                pass
-            for lo, hi, name in self.int_atoms:
-                if ilo is not None and ihi is not None and ilo > ihi:
-                    break
-                if (ilo is None or (lo is not None and lo >= ilo)) and \
-                        (ihi is None or (hi is not None and hi <= ihi)):
-                    out.append(name)
-            if not ns.integer:
-                for kind, a, b, name in self.dec_atoms:
-                    if kind == "point":
-                        inside = (ns.lo is None or a > ns.lo or (a == ns.lo and not ns.lo_open)) and \
-                                 (ns.hi is None or a < ns.hi or (a == ns.hi and not ns.hi_open))
-                    else:
-                        inside = (ns.lo is None or (a is not None and a >= ns.lo)) and \
-                                 (ns.hi is None or (b is not None and b <= ns.hi))
-                    if inside:
-                        out.append(name)
-                if ns.lo is None and ns.hi is None:
-                    out.append("EXPNUM")
-            for v, name in self.num_lit_name.items():
-                x = float(v)
-                if ns.integer and not x.is_integer():
-                    continue
-                if (ns.lo is None or x > ns.lo or (x == ns.lo and not ns.lo_open)) and \
-                        (ns.hi is None or x < ns.hi or (x == ns.hi and not ns.hi_open)):
-                    out.append(name)
-        for v in pos.num_lits:
-            out.append(self.num_lit_name[v])
-        return list(dict.fromkeys(out))
+                ranges.append((lo, hi, allowed))
+        rules = [self.long.rule(lo, hi, allowed, pos.strs[0].ptr if pos.strs else "/", len(ranges) == 1)
+                 for lo, hi, allowed in ranges]
+        return [rule for rule in rules if rule is not None]
 
-    def _all_inside(self, b):
-        res, todo = set(), [b]
+    def numbers_within(self, ns: NumberSpec) -> list[str]:
+        """The number terminals inside ``ns``'s bounds."""
+        out: list[str] = []
+        ilo, ihi = int_bounds(ns)
+        for lo, hi, name in self.int_atoms:
+            if ilo is not None and ihi is not None and ilo > ihi:
+                break
+            if (ilo is None or (lo is not None and lo >= ilo)) and \
+                    (ihi is None or (hi is not None and hi <= ihi)):
+                out.append(name)
+        if not ns.integer:
+            for kind, a, b, name in self.dec_atoms:
+                if kind == "point":
+                    inside = _within(a, ns)
+                else:
+                    inside = (ns.lo is None or (a is not None and a >= ns.lo)) and \
+                             (ns.hi is None or (b is not None and b <= ns.hi))
+                if inside:
+                    out.append(name)
+            if ns.lo is None and ns.hi is None:
+                out.append("EXPNUM")
+        for v, name in self.num_lit_name.items():
+            x = float(v)
+            if ns.integer and not x.is_integer():
+                continue
+            if _within(x, ns):
+                out.append(name)
+        return out
+
+    def _all_inside(self, b: str) -> set[str]:
+        """The patterns nested in ``b``, however deep."""
+        res: set[str] = set()
+        todo = [b]
         while todo:
             x = todo.pop()
             for y in self.inside.get(x, ()):
@@ -462,3 +482,9 @@ class Resolver:
                     res.add(y)
                     todo.append(y)
         return res
+
+
+def _within(x: Any, ns: NumberSpec) -> bool:
+    """Is the number ``x`` (a bound, or a float compared exactly with the decimal bounds) inside ``ns``?"""
+    return bool((ns.lo is None or x > ns.lo or (x == ns.lo and not ns.lo_open)) and
+                (ns.hi is None or x < ns.hi or (x == ns.hi and not ns.hi_open)))

@@ -18,7 +18,7 @@ class RuleBuilder:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.any_name: str | None = None
-        self.obj_dfas: dict[str, MemberAutomaton] = {}  # object rule -> its member automaton
+        self.obj_dfas: dict[str, MemberAutomaton[Any]] = {}  # object rule -> its member automaton
         self.members: dict[str, tuple[str, str]] = {}  # member rule -> (key rule, value rule)
 
     # ---- what the joined translator provides ----------------------------
@@ -58,17 +58,21 @@ class RuleBuilder:
         key_pos = ctx.scalar(ScalarPosition(strs=[StringSpec()]))  # every string, as a key
         obj = self.sequence("LBRACE", "RBRACE", self._any_dfa([self.member_rule(key_pos, name)]))
         arr = self.sequence("LSQB", "RSQB", self._any_dfa([name]))
+        assert obj is not None and arr is not None  # (any number of members: never empty)
         ctx.rules[name] = [sc, obj, arr]
         return name
 
     @staticmethod
-    def _any_dfa(symbols: list[str]) -> MemberAutomaton:
+    def _any_dfa(symbols: list[str]) -> MemberAutomaton[int]:
         return MemberAutomaton(0, {0}, {0: {sym: 0 for sym in symbols}})
 
-    def fixed_seq(self, open_: str, close: str, symbols: list[str]) -> str | None:
+    def fixed_seq(self, open_: str, close: str, symbols: list[str]) -> str:
+        """The sequence of exactly ``symbols``."""
         states = len(symbols)
         dfa = MemberAutomaton(0, {states}, {i: {symbols[i]: i + 1} for i in range(states)})
-        return self.sequence(open_, close, dfa)
+        name = self.sequence(open_, close, dfa)
+        assert name is not None
+        return name
 
     def member_rule(self, key_rule: str, value_rule: str) -> str:
         key = ("member", key_rule, value_rule)
@@ -80,7 +84,7 @@ class RuleBuilder:
         # the key's terminals are inlined or named by share_string_terminals
         return self.ctx.add_rule(name, [f"@{key_rule}@ COLON {value_rule}"])
 
-    def sequence(self, open_: str, close: str, dfa: MemberAutomaton) -> str | None:
+    def sequence(self, open_: str, close: str, dfa: MemberAutomaton[Any]) -> str | None:
         """Left-linear rules for a bracketed, comma-separated sequence whose element
         symbols follow ``dfa``; None when it accepts no sequence."""
         ctx = self.ctx

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
 from typing import Any
 
 from localgcd.grammar.json_schema.automata import matches_every_string
 from localgcd.grammar.json_schema.context import fail, ptr_join
 from localgcd.grammar.json_schema.encoding import Unsupported
 from localgcd.grammar.json_schema.normalize import resolve_ref
-from localgcd.grammar.json_schema.numbers import exact, integral, is_num
+from localgcd.grammar.json_schema.numbers import Bound, exact, integral, is_num
 from localgcd.grammar.json_schema.patterns import pattern_body, string_keyword_matches
 from localgcd.grammar.json_schema.rules import RuleBuilder
 from localgcd.grammar.json_schema.spec import NumberSpec, ScalarPosition, StringSpec
@@ -23,7 +22,7 @@ MAX_LENGTH_BOUND = 100_000  # minLength/maxLength up to this (a chain of bound /
 
 
 class ScalarRules(RuleBuilder):
-    def value_ok(self, v, s, ptr) -> bool:
+    def value_ok(self, v: Any, s: Any, ptr: str) -> bool:
         """Is the enum/const value ``v`` valid for the whole schema ``s`` (every keyword, exactly)?"""
         ctx = self.ctx
         try:
@@ -34,7 +33,7 @@ class ScalarRules(RuleBuilder):
         except RecursionError:
             fail(ctx, ptr, "keyword '$ref': reference cycle while checking enum/const values")
 
-    def const_value(self, v, pos: ScalarPosition, ptr) -> list[str]:
+    def const_value(self, v: Any, pos: ScalarPosition, ptr: str) -> list[str]:
         ctx = self.ctx
         if v is None:
             pos.words.add("null")
@@ -55,7 +54,7 @@ class ScalarRules(RuleBuilder):
             else:
                 pos.num_lits.add(json.dumps(v))
         elif isinstance(v, list):
-            items = []
+            items: list[str] = []
             for i, x in enumerate(v):
                 p = ScalarPosition()
                 a = self.const_value(x, p, ptr)
@@ -64,7 +63,7 @@ class ScalarRules(RuleBuilder):
                 items.append(self.alt_rule(a))
             return [self.fixed_seq("LSQB", "RSQB", items)]
         elif isinstance(v, dict):
-            members = []
+            members: list[str] = []
             for k, x in v.items():
                 p = ScalarPosition()
                 a = self.const_value(x, p, ptr)
@@ -74,7 +73,7 @@ class ScalarRules(RuleBuilder):
             return [self.fixed_seq("LBRACE", "RBRACE", members)]
         return []
 
-    def string_spec(self, s, ptr) -> StringSpec | None:
+    def string_spec(self, s: dict[str, Any], ptr: str) -> StringSpec | None:
         ctx = self.ctx
         lo = s.get("minLength", 0)
         hi = s.get("maxLength")
@@ -112,46 +111,48 @@ class ScalarRules(RuleBuilder):
             pattern = pats[0]
         return StringSpec(lo, hi, pattern, ptr=ptr)
 
-    def num_spec(self, s, ptr, integer: bool) -> NumberSpec | None:
+    def num_spec(self, s: dict[str, Any], ptr: str, integer: bool) -> NumberSpec | None:
         ctx = self.ctx
-        lo = hi = None
+        lo: Bound | None = None
+        hi: Bound | None = None
         lo_open = hi_open = False
 
-        def bound(key):
+        def bound(key: str) -> int | float | None:
             v = s.get(key)
             if v is None or isinstance(v, bool):
                 return None
-            if not is_num(v):
+            if not isinstance(v, (int, float)):
                 fail(ctx, ptr_join(ptr, key), f"keyword '{key}' must be a number")
             return v
 
         mn, mx = bound("minimum"), bound("maximum")
         emn, emx = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
-        lows, highs = [], []
+        lows: list[tuple[int | float, bool]] = []
+        highs: list[tuple[int | float, bool]] = []
         if mn is not None:
             lows.append((mn, emn is True))
         if mx is not None:
             highs.append((mx, emx is True))
-        if is_num(emn):
+        if isinstance(emn, (int, float)) and not isinstance(emn, bool):
             lows.append((emn, True))
-        if is_num(emx):
+        if isinstance(emx, (int, float)) and not isinstance(emx, bool):
             highs.append((emx, True))
         for v, op in lows:
             if integer:  # the least integer above (op: exclusive) or at v
                 c = int(v) + op if integral(v) else math.ceil(v)
                 lo = c if lo is None else max(lo, c)
             else:
-                v = exact(v)
-                if lo is None or v > lo or (v == lo and op):
-                    lo, lo_open = v, op
+                x = exact(v)
+                if lo is None or x > lo or (x == lo and op):
+                    lo, lo_open = x, op
         for v, op in highs:
             if integer:  # the greatest integer below (op: exclusive) or at v
                 c = int(v) - op if integral(v) else math.floor(v)
                 hi = c if hi is None else min(hi, c)
             else:
-                v = exact(v)
-                if hi is None or v < hi or (v == hi and op):
-                    hi, hi_open = v, op
+                x = exact(v)
+                if hi is None or x < hi or (x == hi and op):
+                    hi, hi_open = x, op
         if "multipleOf" in s:
             m = s["multipleOf"]
             if not is_num(m) or m <= 0:

@@ -14,7 +14,7 @@ STRING_GROUP_MIN = 4  # a position with at least this many string terminals name
 ATOM_RULE_MIN = 4  # string terminals held by the same sets get a rule of their own when at least this many
 
 
-def share_string_terminals(ctx, string_terms):
+def share_string_terminals(ctx: Context, string_terms: set[str]) -> None:
     """Each position names its string terminals through shared rules (a schema with many literals
     would otherwise repeat all of them at every string position and every additional-member key:
     50 000 alternatives, minutes of LALR construction); see string_sets.  A member rule names its
@@ -51,7 +51,7 @@ def share_string_terminals(ctx, string_terms):
 LITERAL_SET_MIN = 64  # a rule of this many literal string terminals (used nowhere else) is one terminal
 
 
-def merge_literal_sets(ctx, literal_of: dict[str, str]) -> None:
+def merge_literal_sets(ctx: Context, literal_of: dict[str, str]) -> None:
     """A rule whose alternatives are literal string terminals, each used by this rule alone (an
     enum's strings, gathered by string_sets), becomes one terminal matching all of them, with
     their priority: the same language and the same lexing (no other terminal tells them apart),
@@ -75,7 +75,7 @@ def merge_literal_sets(ctx, literal_of: dict[str, str]) -> None:
         ctx.rules[rule] = [name]
 
 
-def string_sets(ctx, sets) -> dict:
+def string_sets(ctx: Context, sets: set[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
     """One rule per set of string terminals, over *atoms* gathered in blocks.  Returns
     {set: rule name}.
 
@@ -113,14 +113,14 @@ def string_sets(ctx, sets) -> dict:
             block_rules[b] = ctx.add_rule(ctx.name("lits"), [a for leaf in blocks[b] for a in leaf_alts[leaf]])
         return block_rules[b]
 
-    rules = {}
+    rules: dict[tuple[str, ...], str] = {}
     for i, strs in enumerate(ordered):
         alts: list[str] = []
         for b, block in enumerate(blocks):
-            held = [leaf for leaf in block if i in leaves[leaf]]
-            if len(held) == len(block) > 1:
+            in_set = [leaf for leaf in block if i in leaves[leaf]]
+            if len(in_set) == len(block) > 1:
                 alts.append(block_rule(b))
             else:
-                alts += [a for leaf in held for a in leaf_alts[leaf]]
+                alts += [a for leaf in in_set for a in leaf_alts[leaf]]
         rules[strs] = alts[0] if len(alts) == 1 and alts[0] in ctx.rules else ctx.add_rule(ctx.name("strs"), alts)
     return rules

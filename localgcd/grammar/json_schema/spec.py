@@ -7,6 +7,7 @@ import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Generic, TypeVar
 
 from localgcd.grammar.json_schema.encoding import encode_string
 
@@ -51,14 +52,17 @@ class ScalarPosition:
         return bool(self.strs or self.str_lits or self.nums or self.num_lits or self.words)
 
 
+State = TypeVar("State", bound=Hashable)
+
+
 @dataclass
-class MemberAutomaton:
+class MemberAutomaton(Generic[State]):
     """The element symbols of a bracketed sequence (an object's members, an array's items) as an
     automaton: ``edges[state][symbol]`` is the state after it; ``accept``: where the sequence may close."""
 
-    start: Hashable
-    accept: set[Hashable]
-    edges: dict[Hashable, dict[str, Hashable]]
+    start: State
+    accept: set[State]
+    edges: dict[State, dict[str, State]]
 
 
 def literal_matches_spec(s: str, spec: StringSpec) -> bool:

@@ -46,11 +46,12 @@ MAX_TRACKED_VECTORS = 48  # chunk modes when patterns are tracked through long s
 MAX_UNIT_STEPS = 1 << 22  # cells of a tracked pattern's table of states after each character shape
 
 
-def _unit_paths(unit, representatives: np.ndarray, limit: int) -> np.ndarray | None:
+def _unit_paths(unit: DFA, representatives: np.ndarray, limit: int) -> np.ndarray | None:
     """The characters of a JSON string, one per sequence of byte classes: int64 [paths, most
     bytes], a representative byte per class, -1 after a shorter one's end; None past ``limit``
     (patterns telling many multi-byte characters apart)."""
-    states, prefix, ends = np.zeros(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64), []
+    states, prefix = np.zeros(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64)
+    ends: list[np.ndarray] = []
     while states.size:
         if states.size + sum(e.shape[0] for e in ends) > limit:
             return None
@@ -65,7 +66,7 @@ def _unit_paths(unit, representatives: np.ndarray, limit: int) -> np.ndarray | N
     return np.concatenate([np.pad(e, ((0, 0), (0, width - e.shape[1])), constant_values=-1) for e in ends])
 
 
-def _steps_by_path(dfa, paths: np.ndarray) -> np.ndarray:
+def _steps_by_path(dfa: DFA, paths: np.ndarray) -> np.ndarray:
     """int64 [n_states + 1, paths]: the state of ``dfa`` after each path from each state (-1:
     dead; the last row, read for state -1, is all dead)."""
     current = np.repeat(np.arange(dfa.n_states, dtype=np.int64)[:, None], paths.shape[0], axis=1)
@@ -87,8 +88,8 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
     quote = ord('"')
     representatives = representative_bytes([unit.byte_classes] + [d.byte_classes for d in dfas])
 
-    def advance(v, byte_seq):
-        out = []
+    def advance(v: Vector, byte_seq: list[int]) -> Vector:
+        out: list[int] = []
         for p, d in enumerate(dfas):
             st = v[p]
             for byte in byte_seq:
@@ -98,26 +99,28 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
             out.append(st)
         return tuple(out)
 
-    step_cache: dict = {}
+    step_cache: dict[Vector, frozenset[Vector]] = {}
+    one_unit: Callable[[Vector], frozenset[Vector]]
     paths = _unit_paths(unit, representatives, MAX_UNIT_STEPS // sum(d.n_states + 1 for d in dfas))
     if paths is not None:
         steps = [_steps_by_path(d, paths) for d in dfas]  # per pattern: state after each character shape
 
-        def one_unit(v):
+        def by_table(v: Vector) -> frozenset[Vector]:
             """Vectors one character (a unit of the JSON string) after ``v``."""
             if v not in step_cache:
                 rows = np.stack([table[state] for table, state in zip(steps, v)], axis=1)
                 step_cache[v] = frozenset(map(tuple, rows.tolist()))
             return step_cache[v]
+        one_unit = by_table
     else:
-        def one_unit(v):
+        def by_bytes(v: Vector) -> frozenset[Vector]:
             """Vectors one character (a unit of the JSON string) after ``v``: every byte of it
             at once, (unit state, vector) pairs by depth, a byte per class of bytes alike."""
             if v in step_cache:
                 return step_cache[v]
-            found: set = set()
+            found: set[Vector] = set()
             units, vectors = np.zeros(1, dtype=np.int64), np.asarray([v], dtype=np.int64)
-            seen: set = set()
+            seen: set[tuple[int, Vector]] = set()
             while units.size:
                 moves = unit.transitions[units][:, representatives]
                 source, column = np.nonzero(moves >= 0)
@@ -128,7 +131,7 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
                 done = unit.accept[units] >= 0
                 found.update(map(tuple, vectors[done].tolist()))
                 units, vectors = units[~done], vectors[~done]
-                fresh = []
+                fresh: list[int] = []
                 for i, key in enumerate(zip(units.tolist(), map(tuple, vectors.tolist()))):
                     if key not in seen:
                         seen.add(key)
@@ -136,15 +139,18 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
                 units, vectors = units[fresh], vectors[fresh]
             step_cache[v] = frozenset(found)
             return step_cache[v]
+        one_unit = by_bytes
 
-    def after(vs, count):
+    def after(vs: frozenset[Vector], count: int) -> frozenset[Vector]:
         for _ in range(count):
-            vs = frozenset().union(*(one_unit(v) for v in vs)) if vs else vs
+            vs = frozenset[Vector]().union(*(one_unit(v) for v in vs)) if vs else vs
         return vs
 
     start = advance(tuple(0 for _ in dfas), [quote])
     opened = after(frozenset([start]), CHUNK)
-    order, index, mid = [], {}, {}
+    order: list[Vector] = []
+    index: dict[Vector, int] = {}
+    mid: dict[int, list[int]] = {}
     todo = sorted(opened)
     for v in todo:
         index[v] = len(order)
@@ -164,14 +170,15 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
                 order.append(w)
         mid[k] = [index[w] for w in nxt]
         k += 1
-    signatures, tail = [], {}
+    signatures: list[Signature] = []
+    tail: dict[tuple[int, int], list[Signature]] = {}
     for i, v in enumerate(order):
         sets = [frozenset([v])]
         for _ in range(CHUNK):
             sets.append(after(sets[-1], 1))
         for x, (a, b) in enumerate(tails):
-            sigs = set()
-            for w in frozenset().union(*sets[a:b + 1]):
+            sigs: set[Signature] = set()
+            for w in frozenset[Vector]().union(*sets[a:b + 1]):
                 end = advance(w, [quote])
                 sigs.add(tuple(st >= 0 and bool(d.accept[st] >= 0) for st, d in zip(end, dfas)))
             tail[i, x] = sorted(sigs)

@@ -3,6 +3,7 @@ entry of the translation, and a schema without ``anyOf`` / ``oneOf`` by its type
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from localgcd.grammar.json_schema.arrays import ArrayRules
@@ -15,7 +16,7 @@ from localgcd.grammar.json_schema.vocabulary import ANNOTATIONS, NOT_ENFORCED, T
 
 
 class Translator(UnionRules, ObjectRules, ArrayRules):
-    def value(self, s, ptr) -> str:
+    def value(self, s: Any, ptr: str) -> str:
         ctx = self.ctx
         ctx.meter.time(f"the translation of {ptr or '/'}")
         if isinstance(s, dict) and "$ref" in s and len([k for k in s if k not in ANNOTATIONS]) == 1:
@@ -32,7 +33,7 @@ class Translator(UnionRules, ObjectRules, ArrayRules):
             return name
         return self._value(s, ptr)
 
-    def _value(self, s, ptr) -> str:
+    def _value(self, s: Any, ptr: str) -> str:
         ctx = self.ctx
         if s is True or s == {}:
             return self.any_value()
@@ -64,7 +65,7 @@ class Translator(UnionRules, ObjectRules, ArrayRules):
             empty(ctx, ptr, "schema has no valid instance")
         return self.alt_rule(alts)
 
-    def presence_and_checks(self, s, ptr):
+    def presence_and_checks(self, s: dict[str, Any], ptr: str) -> tuple[dict[str, Any], list[PresenceFormula]]:
         """Split presence constraints off ``s`` (see take_presence) and name every keyword left
         that is not enforced.  Returns (s, presence)."""
         ctx = self.ctx
@@ -82,7 +83,8 @@ class Translator(UnionRules, ObjectRules, ArrayRules):
                 ctx.unsupported(ptr, k, "")
         return s, presence
 
-    def typed(self, s, ptr, scal_into: ScalarPosition | None = None, whole=None, presence=()) -> list[str]:
+    def typed(self, s: dict[str, Any], ptr: str, scal_into: ScalarPosition | None = None,
+              whole: dict[str, Any] | None = None, presence: list[PresenceFormula] | tuple[()] = ()) -> list[str]:
         """Alternatives for a schema without anyOf/oneOf; ``whole``: the schema that enum/const
         values are validated against (default ``s``)."""
         ctx = self.ctx
@@ -117,14 +119,15 @@ class Translator(UnionRules, ObjectRules, ArrayRules):
         if "boolean" in types:
             pos.words |= {"true", "false"}
         if "string" in types:
-            spec = self.string_spec(s, ptr)
-            if spec is not None:
-                pos.strs.append(spec)
+            string = self.string_spec(s, ptr)
+            if string is not None:
+                pos.strs.append(string)
         if "number" in types or "integer" in types:
-            spec = self.num_spec(s, ptr, integer="number" not in types)
-            if spec is not None:
-                pos.nums.append(spec)
-        builders = (("object", lambda: self.object(s, ptr, presence)), ("array", lambda: self.array(s, ptr)))
+            number = self.num_spec(s, ptr, integer="number" not in types)
+            if number is not None:
+                pos.nums.append(number)
+        builders: tuple[tuple[str, Callable[[], str]], ...] = (
+            ("object", lambda: self.object(s, ptr, presence)), ("array", lambda: self.array(s, ptr)))
         for kind, build in builders:
             if kind in types:
                 try:

@@ -3,32 +3,39 @@ objects (their member automata merged), and ``oneOf`` checked to be an ``anyOf``
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 from localgcd.grammar.json_schema.context import NoInstance, empty, fail, ptr_join
 from localgcd.grammar.json_schema.disjointness import Disjointness
 from localgcd.grammar.json_schema.encoding import canonical_order
-from localgcd.grammar.json_schema.normalize import lone_ref, merge_all
+from localgcd.grammar.json_schema.normalize import Located, lone_ref, merge_all
 from localgcd.grammar.json_schema.rules import RuleBuilder
 from localgcd.grammar.json_schema.spec import MemberAutomaton, NumberSpec, ScalarPosition
 
 
+#: A literal of a scalar position, tagged by its kind ("s": string, "w": true/false/null, "i": integer).
+Literal = tuple[str, Any]
+#: A merged state: the branches' states (branch index, state).
+UnionState = frozenset[tuple[int, Any]]
+
+
 class UnionRules(RuleBuilder):
-    def union(self, s, ptr) -> str:
+    def union(self, s: dict[str, Any], ptr: str) -> str:
+        """The rule of ``anyOf`` / ``oneOf`` (several: every combination of their branches) with
+        the keywords beside them conjoined to each branch."""
         ctx = self.ctx
         rest = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
-        parts = []
+        parts: list[tuple[str, list[Any]]] = []
         for kw in ("anyOf", "oneOf"):
             if kw in s:
                 if not isinstance(s[kw], list) or not s[kw]:
                     fail(ctx, ptr_join(ptr, kw), f"keyword '{kw}' must be a non-empty array")
                 parts.append((kw, s[kw]))
-        branches = [[]]
+        branches: list[list[Located]] = [[]]
         for kw, lst in parts:
             branches = [b + [(x, ptr_join(ptr, kw, i))] for b in branches for i, x in enumerate(lst)]
         scal = ScalarPosition()
-        others = []
+        others: list[str] = []
         for combo in branches:
             ref = lone_ref(rest, combo)
             if ref in ctx.inlining:
@@ -39,15 +46,16 @@ class UnionRules(RuleBuilder):
             if ref is not None:
                 ctx.inlining.add(ref)
             try:
-                alts = self.union_branch(rest, combo, ptr, scal)
+                branch = self.union_branch(rest, combo, ptr, scal)
             finally:
-                ctx.inlining.discard(ref)
-            if alts is None:
+                if ref is not None:
+                    ctx.inlining.discard(ref)
+            if branch is None:
                 return self.any_value()
-            others += alts
+            others += branch
         if "oneOf" in s:
             self.check_oneof(s, ptr)
-        alts = []
+        alts: list[str] = []
         if scal.strs or scal.str_lits or scal.nums or scal.num_lits or scal.words:
             alts.append(ctx.scalar(scal))
         others = list(dict.fromkeys(others))
@@ -58,6 +66,7 @@ class UnionRules(RuleBuilder):
             merged = self.union_dfa([self.obj_dfas[o] for o in objs], ptr)
             ctx.inline_members.update(sym for out in merged.edges.values() for sym in out)
             name = self.sequence("LBRACE", "RBRACE", merged)
+            assert name is not None  # (the branches' objects: each has a valid instance)
             self.obj_dfas[name] = merged
             others = [o for o in others if o not in objs] + [name]
         alts += others
@@ -65,7 +74,8 @@ class UnionRules(RuleBuilder):
             empty(ctx, ptr, "anyOf/oneOf: no branch has a valid instance")
         return self.alt_rule(alts)
 
-    def union_branch(self, rest, combo, ptr, scal) -> list[str] | None:
+    def union_branch(self, rest: dict[str, Any], combo: list[Located], ptr: str,
+                     scal: ScalarPosition) -> list[str] | None:
         """The alternatives of one branch of a union (``rest`` and ``combo`` conjoined), None when
         it admits every value; its scalars go into ``scal``, for one scalar rule over the union."""
         ctx = self.ctx
@@ -93,29 +103,33 @@ class UnionRules(RuleBuilder):
             others.append(alt)
         return others
 
-    def union_dfa(self, dfas, ptr):
-        start = frozenset((i, d.start) for i, d in enumerate(dfas))
-        edges, accept, todo, seen = {}, set(), [start], {start}
+    def union_dfa(self, dfas: list[MemberAutomaton[Any]], ptr: str) -> MemberAutomaton[UnionState]:
+        """One member automaton for the objects of a union (the subset construction over their
+        member symbols)."""
+        start: UnionState = frozenset((i, d.start) for i, d in enumerate(dfas))
+        edges: dict[UnionState, dict[str, UnionState]] = {}
+        accept: set[UnionState] = set()
+        todo, seen = [start], {start}
         while todo:
             S = todo.pop()
             if len(seen) > 5000:
                 fail(self.ctx, ptr, "anyOf/oneOf: union of object branches too large")
-            out = {}
+            out: dict[str, set[tuple[int, Any]]] = {}
             for i, q in sorted(S, key=canonical_order):  # S holds sets of names: its own order is the hash seed's
                 for sym, t in dfas[i].edges.get(q, {}).items():
                     out.setdefault(sym, set()).add((i, t))
                 if q in dfas[i].accept:
                     accept.add(S)
             edges[S] = {}
-            for sym, T in self.split_shared_keys(out).items():
-                T = frozenset(T)
+            for sym, targets in self.split_shared_keys(out).items():
+                T = frozenset(targets)
                 edges[S][sym] = T
                 if T not in seen:
                     seen.add(T)
                     todo.append(T)
         return MemberAutomaton(start, accept, edges)
 
-    def split_shared_keys(self, out):
+    def split_shared_keys(self, out: dict[str, set[tuple[int, Any]]]) -> dict[str, set[tuple[int, Any]]]:
         """``out`` ({member: targets}) of one state of merged object branches, where members of one
         key whose values are finite literal sets that overlap become one member per set of those
         members a literal belongs to (otherwise the parser, reading such a literal, cannot tell
@@ -125,25 +139,26 @@ class UnionRules(RuleBuilder):
             if sym in self.members:
                 by_key.setdefault(self.members[sym][0], []).append(sym)
         for key, syms in by_key.items():
-            values = {sym: self.literal_values(self.members[sym][1]) for sym in syms}
-            if len(syms) < 2 or any(v is None for v in values.values()):
+            found = {sym: self.literal_values(self.members[sym][1]) for sym in syms}
+            values = {sym: v for sym, v in found.items() if v is not None}
+            if len(syms) < 2 or len(values) < len(found):
                 continue
-            owners: dict = {}
+            owners: dict[Literal, list[str]] = {}
             for sym in syms:
                 for x in sorted(values[sym]):  # sorted: a set of strings iterates in hash-seed order
                     owners.setdefault(x, []).append(sym)
             if all(len(o) == 1 for o in owners.values()):
                 continue
-            parts: dict[tuple, list] = {}
+            parts: dict[tuple[str, ...], list[Literal]] = {}
             for x, o in owners.items():
                 parts.setdefault(tuple(o), []).append(x)
             targets = {sym: out.pop(sym) for sym in syms}
-            for o, xs in parts.items():
+            for holders, xs in parts.items():
                 member = self.member_rule(key, self.literal_position(xs))
-                out.setdefault(member, set()).update(*(targets[sym] for sym in o))
+                out.setdefault(member, set()).update(*(targets[sym] for sym in holders))
         return out
 
-    def literal_values(self, rule):
+    def literal_values(self, rule: str) -> set[Literal] | None:
         """The values of a scalar position that admits only literals (strings, true/false/null,
         integers), as tagged tuples; None for any other rule."""
         pos = self.ctx.positions.get(rule)
@@ -153,13 +168,13 @@ class UnionRules(RuleBuilder):
         return ({("s", x) for x in pos.str_lits} | {("w", w) for w in pos.words}
                 | {("i", ns.lo) for ns in pos.nums})
 
-    def literal_position(self, values) -> str:
+    def literal_position(self, values: list[Literal]) -> str:
         """The scalar position admitting exactly ``values`` (tagged as by literal_values)."""
         return self.ctx.scalar(ScalarPosition(str_lits={x for k, x in values if k == "s"},
                                     words={x for k, x in values if k == "w"},
                                     nums=[NumberSpec(True, x, x) for k, x in sorted(values) if k == "i"]))
 
-    def check_oneof(self, s, ptr):
+    def check_oneof(self, s: dict[str, Any], ptr: str) -> None:
         """oneOf = anyOf when the branches, each conjoined with the keywords beside the oneOf, are
         pairwise disjoint (see Disjointness)."""
         ctx = self.ctx
