@@ -4,37 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from localgcd.grammar.json_schema.context import empty, ptr_join
+from localgcd.grammar.json_schema.context import empty
+from localgcd.grammar.json_schema.reading import read_array
 from localgcd.grammar.json_schema.rules import RuleBuilder
 from localgcd.grammar.json_schema.spec import MemberAutomaton
-
-MAX_ITEMS = 1024  # minItems/maxItems up to this count (a chain of positions: one rule each)
 
 
 class ArrayRules(RuleBuilder):
     def array(self, s: dict[str, Any], ptr: str) -> str:
+        """The rule of the arrays schema ``s`` allows (none: NoInstance)."""
         ctx = self.ctx
-        prefix = s.get("prefixItems")
-        items = s.get("items", True)
-        rest = items
-        if isinstance(items, list):
-            prefix = items
-            rest = s.get("additionalItems", True)
-        elif prefix is None:
-            prefix = []
-        mn = int(s.get("minItems", 0) or 0)
-        mx = s.get("maxItems")
-        mx = int(mx) if mx is not None else None
-        if mx is not None and mx < mn:
-            empty(ctx, ptr, "array schema has no valid instance (maxItems < minItems)")
-        if mn > MAX_ITEMS or (mx is not None and mx > MAX_ITEMS):
-            ctx.unsupported(ptr, "maxItems" if (mx or 0) > MAX_ITEMS else "minItems", f"above {MAX_ITEMS}")
-            mn = min(mn, MAX_ITEMS)
-            mx = None if mx is None or mx > MAX_ITEMS else mx
-        syms: list[str | None] = []
-        for i, sub in enumerate(prefix):
-            syms.append(self.try_value(sub, ptr_join(ptr, "prefixItems" if "prefixItems" in s else "items", i)))
-        rest_sym = None if rest is False else self.try_value(rest, ptr_join(ptr, "items"))
+        spec = read_array(ctx, s, ptr)
+        mn, mx = spec.min_items, spec.max_items
+        syms = [self.try_value(sub, sub_ptr) for sub, sub_ptr in spec.prefix]
+        rest_sym = None if spec.rest is None else self.try_value(*spec.rest)
         edges: dict[int, dict[str, int]] = {}
         accept: set[int] = set()
         k = len(syms)

@@ -41,10 +41,24 @@ def patterns_disjoint_all(bodies: list[str]) -> bool:
     return not any(shared for shared, _a_in_b in relations([(a, b) for i, a in enumerate(dfas) for b in dfas[i + 1:]]))
 
 
+#: A state of a string automaton with the escape state of the text read (0: none, 1: after a
+#: backslash, 2-5: inside ``\\u00xx``), and the graph of those: (state, 1 when a character starts there).
+Node = tuple[int, int]
+Graph = dict[Node, list[tuple[Node, int]]]
+
+
 def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
     """(fewest, most or None when unbounded) decoded characters over the strings of ``dfa``,
     a trim byte DFA of ``"`` + canonical string body + ``"``.  A character starts at every
     byte that is neither a UTF-8 continuation byte nor inside an escape (``\\x``, ``\\u00xx``)."""
+    start: Node = (0, 0)
+    order, graph = _character_graph(dfa, start)
+    finals = [n for n in order if dfa.accept[n[0]] >= 0 and n[1] == 0]
+    return _fewest(graph, start, finals), _most(graph, start, order, finals)
+
+
+def _character_graph(dfa: DFA, start: Node) -> tuple[list[Node], Graph]:
+    """The nodes reachable from ``start`` (in the order found) and their edges."""
     def step(esc: int, b: int) -> tuple[int, int]:  # -> (new escape state, starts a character)
         if esc == 0:
             if 0x80 <= b <= 0xBF:
@@ -58,10 +72,9 @@ def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
     kind = np.zeros(256, dtype=np.int64)  # what step() reads of a byte: a class splits no kind
     kind[0x80:0xC0], kind[0x5C], kind[0x75] = 1, 2, 3
     representatives = representative_bytes([dfa.byte_classes, kind]).tolist()
-    start = (0, 0)
     dist = {start: 0}
     order = [start]
-    graph: dict[tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
+    graph: Graph = {}
     i = 0
     while i < len(order):  # reachable product states
         q, esc = order[i]
@@ -77,8 +90,11 @@ def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
                 dist[(q2, e2)] = 0
                 order.append((q2, e2))
         graph[(q, esc)] = list(dict.fromkeys(outs))
-    finals = [n for n in order if dfa.accept[n[0]] >= 0 and n[1] == 0]
-    # fewest: 0-1 BFS
+    return order, graph
+
+
+def _fewest(graph: Graph, start: Node, finals: list[Node]) -> int:
+    """The fewest characters of a string (a 0-1 BFS), its two quotes not counted."""
     best = {start: 0}
     dq = collections.deque([start])
     while dq:
@@ -88,8 +104,11 @@ def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
             if m not in best or d < best[m]:
                 best[m] = d
                 (dq.append if w else dq.appendleft)(m)
-    mn = min(best[n] for n in finals) - 2  # the two quotes
-    # most: longest path over the live part; a live cycle means unbounded
+    return min(best[n] for n in finals) - 2  # the two quotes
+
+
+def _most(graph: Graph, start: Node, order: list[Node], finals: list[Node]) -> int | None:
+    """The most characters of a string (the longest path over the live part; a live cycle: None)."""
     live = set(finals)
     changed = True
     while changed:
@@ -98,10 +117,10 @@ def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
             if n not in live and any(m in live for m, _w in graph[n]):
                 live.add(n)
                 changed = True
-    longest: dict[tuple[int, int], int] = {}
-    state: dict[tuple[int, int], int] = {}
+    longest: dict[Node, int] = {}
+    state: dict[Node, int] = {}
 
-    def visit(n: tuple[int, int]) -> bool:
+    def visit(n: Node) -> bool:
         stack = [(n, iter(graph[n]))]
         state[n] = 1
         while stack:
@@ -123,5 +142,5 @@ def unit_length_range(dfa: DFA) -> tuple[int, int | None]:
         return True
 
     if not visit(start):
-        return mn, None
-    return mn, longest[start] - 2
+        return None
+    return longest[start] - 2

@@ -3,6 +3,8 @@ rules of a length class over the chunks."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from localgcd.grammar.json_schema.automata import byte_dfa
@@ -140,58 +142,61 @@ class LongStrings:
         key = (lo, hi, allowed, alone)
         if key in self.rules:
             return self.rules[key]
-        c = len(self.rules)
-        m_lo, t_lo = self.split(lo)
-        m_hi, t_hi = self.split(hi) if hi is not None else (0, 0)  # (read only where hi is not None)
-        last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
-
-        def tail_pieces(k: int) -> list[int]:  # the tail pieces that end a string after k middle chunks
-            if k < m_lo:
-                return []
-            return [x for x, (a, b) in enumerate(self.tails)
-                    if (k > m_lo or a >= t_lo) and (hi is None or k < m_hi or b <= t_hi)]
-
-        def goes_on(k: int) -> bool:
-            return hi is None or k < m_hi
-
-        if allowed == self.all_signatures() and alone:  # whatever the chunks, counted left
-            # to right: a prefix of k middle chunks is one nonterminal, reduced as each chunk comes
-            prefix = [f"lpre_{c}_{k}" for k in range(last + 1)]
-            self.ctx.rules[prefix[0]] = [self.lopen]
-            for k in range(1, last + 1):
-                self.ctx.rules[prefix[k]] = [f"{prefix[k - 1]} {self.lmid}"] + \
-                    ([f"{prefix[k]} {self.lmid}"] if k == last and goes_on(k) else [])
-            rule = f"lstr_{c}"
-            self.ctx.rules[rule] = [f"{prefix[k]} {group}" for k in range(last + 1)
-                                    for x in tail_pieces(k) for group in self.tail_group(x, allowed)]
+        chain = LengthChain.of(len(self.rules), lo, hi, self.tails)
+        if allowed == self.all_signatures() and alone:
+            rule: str | None = self._counted_chain(chain, allowed)
+        elif allowed == self.all_signatures():
+            rule = self._linked_chain(chain, allowed)
+        else:
+            rule = self._tracked_chain(chain, allowed, ptr)
+        if rule is not None:
             self.rules[key] = rule
-            return rule
-        if allowed == self.all_signatures():  # every string of these lengths: whatever the chunks
-            names = [f"lstr_{c}_{k}" for k in range(last + 1)]
-            for k in range(last + 1):
-                alts = [group for x in tail_pieces(k) for group in self.tail_group(x, allowed)]
-                if goes_on(k):
-                    alts.append(f"{self.lmid} {names[min(k + 1, last)]}")
-                self.ctx.rules[names[k]] = alts
-            rule = f"lstr_{c}"
-            self.ctx.rules[rule] = [f"{self.lopen} {names[0]}"]
-            self.rules[key] = rule
-            return rule
-        # Some signatures only: the rules follow the vector, so that a chunk is taken only when a
-        # string with an allowed signature can still come of it (the mask is sound at every chunk).
+        return rule
+
+    def _counted_chain(self, chain: LengthChain, allowed: frozenset[Signature]) -> str:
+        """Every string of the chain's lengths, whatever the chunks, counted left to right: a prefix
+        of k middle chunks is one nonterminal, reduced as each chunk comes."""
+        c, last = chain.number, chain.last
+        prefix = [f"lpre_{c}_{k}" for k in range(last + 1)]
+        self.ctx.rules[prefix[0]] = [self.lopen]
+        for k in range(1, last + 1):
+            self.ctx.rules[prefix[k]] = [f"{prefix[k - 1]} {self.lmid}"] + \
+                ([f"{prefix[k]} {self.lmid}"] if k == last and chain.goes_on(k) else [])
+        rule = f"lstr_{c}"
+        self.ctx.rules[rule] = [f"{prefix[k]} {group}" for k in range(last + 1)
+                                for x in chain.tail_pieces(k) for group in self.tail_group(x, allowed)]
+        return rule
+
+    def _linked_chain(self, chain: LengthChain, allowed: frozenset[Signature]) -> str:
+        """Every string of the chain's lengths, whatever the chunks: links waiting on the rest."""
+        c, last = chain.number, chain.last
+        names = [f"lstr_{c}_{k}" for k in range(last + 1)]
+        for k in range(last + 1):
+            alts = [group for x in chain.tail_pieces(k) for group in self.tail_group(x, allowed)]
+            if chain.goes_on(k):
+                alts.append(f"{self.lmid} {names[min(k + 1, last)]}")
+            self.ctx.rules[names[k]] = alts
+        rule = f"lstr_{c}"
+        self.ctx.rules[rule] = [f"{self.lopen} {names[0]}"]
+        return rule
+
+    def _tracked_chain(self, chain: LengthChain, allowed: frozenset[Signature], ptr: str) -> str | None:
+        """Some signatures only: the rules follow the vector, so that a chunk is taken only when a
+        string with an allowed signature can still come of it (the mask is sound at every chunk)."""
+        c, last = chain.number, chain.last
         n = len(self.vectors)
         if (last + 1) * n > MAX_TRACKED_LINKS:
             self.ctx.unsupported(ptr, "maxLength", f"together with a pattern/format whose strings are longer "
                                  f"than {CHUNK} characters ({(last + 1) * n} tracked chain links)")
             return None
-        tails = {(k, i): [self.tail_of[x, i, g] for x in tail_pieces(k) for g in sorted(allowed)
+        tails = {(k, i): [self.tail_of[x, i, g] for x in chain.tail_pieces(k) for g in sorted(allowed)
                           if (x, i, g) in self.tail_of] for k in range(last + 1) for i in range(n)}
         viable = {key_: bool(names_) for key_, names_ in tails.items()}
         changed = True
         while changed:  # a link is viable when a tail, or a chunk into a viable link, follows
             changed = False
             for (k, i), ok in viable.items():
-                if not ok and goes_on(k) and any(viable[min(k + 1, last), j] for j in self.steps.mids[i]):
+                if not ok and chain.goes_on(k) and any(viable[min(k + 1, last), j] for j in self.steps.mids[i]):
                     viable[k, i] = changed = True
         roots = [i for i in sorted(self.steps.opens) if viable[0, i]]
         if not roots:
@@ -203,11 +208,43 @@ class LongStrings:
         for (k, i), ok in viable.items():
             if ok:
                 alts = list(tails[k, i])
-                if goes_on(k):
+                if chain.goes_on(k):
                     alts += [f"{self.mid_of[i, j]} {name(min(k + 1, last), j)}" for j in self.steps.mids[i]
                              if viable[min(k + 1, last), j]]
                 self.ctx.rules[name(k, i)] = alts
         rule = f"lstr_{c}"
         self.ctx.rules[rule] = [f"{self.open_of[i]} {name(0, i)}" for i in roots]
-        self.rules[key] = rule
         return rule
+
+
+@dataclass(frozen=True)
+class LengthChain:
+    """The strings of ``lo`` to ``hi`` characters (None: no most) as chunks: the opening one, m
+    middle ones (``m_lo`` up to ``last``; unbounded: chunk ``last`` repeats) and a tail piece."""
+
+    number: int  # the chain's rules are named after it
+    m_lo: int
+    t_lo: int
+    m_hi: int  # (read only where hi is not None)
+    t_hi: int
+    hi: int | None
+    last: int
+    tails: list[tuple[int, int]]
+
+    @classmethod
+    def of(cls, number: int, lo: int, hi: int | None, tails: list[tuple[int, int]]) -> LengthChain:
+        m_lo, t_lo = LongStrings.split(lo)
+        m_hi, t_hi = LongStrings.split(hi) if hi is not None else (0, 0)
+        last = m_hi if hi is not None else m_lo + 1  # unbounded: chunk m_lo + 1 on repeats
+        return cls(number, m_lo, t_lo, m_hi, t_hi, hi, last, tails)
+
+    def tail_pieces(self, k: int) -> list[int]:
+        """The tail pieces that end a string after ``k`` middle chunks."""
+        if k < self.m_lo:
+            return []
+        return [x for x, (a, b) in enumerate(self.tails)
+                if (k > self.m_lo or a >= self.t_lo) and (self.hi is None or k < self.m_hi or b <= self.t_hi)]
+
+    def goes_on(self, k: int) -> bool:
+        """May a middle chunk follow ``k`` of them?"""
+        return self.hi is None or k < self.m_hi

@@ -10,14 +10,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from localgcd.grammar.json_schema.context import Context, fail, ptr_join
+from localgcd.grammar.json_schema.spec import Located
 from localgcd.grammar.json_schema.vocabulary import ANNOTATIONS, VALIDATION_KEYWORDS
 
 #: Which of the names an object has make a formula true (``None``: the instance is not an object).
 Presence = Callable[[frozenset[str] | None], bool]
 #: The names a presence formula reads, and the formula.
 PresenceFormula = tuple[frozenset[str], Presence]
-#: A schema (a dict, or a boolean) and its JSON pointer.
-Located = tuple[Any, str]
 
 
 def resolve_ref(ctx: Context, ref: Any, ptr: str) -> tuple[Any, str]:

@@ -11,73 +11,30 @@ from typing import Any, NamedTuple
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema.automata import patterns_disjoint_all
 from localgcd.grammar.json_schema.context import empty, fail, ptr_join
-from localgcd.grammar.json_schema.encoding import Unsupported, encode_string
-from localgcd.grammar.json_schema.normalize import MAX_WATCHED, PresenceFormula, deref
-from localgcd.grammar.json_schema.patterns import pattern_body, pattern_matches
-from localgcd.grammar.json_schema.scalars import ScalarRules
+from localgcd.grammar.json_schema.encoding import encode_string
+from localgcd.grammar.json_schema.normalize import PresenceFormula
+from localgcd.grammar.json_schema.reading import read_object
+from localgcd.grammar.json_schema.rules import RuleBuilder
 from localgcd.grammar.json_schema.spec import MemberAutomaton, ScalarPosition, StringSpec, literal_matches_spec
-from localgcd.grammar.json_schema.vocabulary import ANNOTATIONS
 
 ANY_ORDER_EXACT = 5  # property_order='any': up to this many declared properties tracked as a set
 ANY_ORDER_REQUIRED = 9  # beyond ANY_ORDER_EXACT: required properties tracked as a set up to this many
 MAX_COUNT = 64  # minProperties/maxProperties expanded up to this count (member automata multiply)
 
 
-class ObjectRules(ScalarRules):
+class ObjectRules(RuleBuilder):
     def object(self, s: dict[str, Any], ptr: str, presence: list[PresenceFormula] | tuple[()] = ()) -> str:
         """Member automaton of an object; ``presence``: [(names, f)] that must hold of the set of
         those names present (see presence_formula)."""
         ctx = self.ctx
-        props = s.get("properties", {}) or {}
-        if not isinstance(props, dict):
-            fail(ctx, ptr_join(ptr, "properties"), "keyword 'properties' must be an object")
-        required = s.get("required", [])
-        if not isinstance(required, list):
-            required = []
-        pprops = s.get("patternProperties", {}) or {}
-        # closed (the generation default): an object that lists its properties, without
-        # additionalProperties, has no others -- but the names it requires or watches
-        closed = ctx.closed and "additionalProperties" not in s and ("properties" in s or "patternProperties" in s)
-        addl = s.get("additionalProperties", not closed)
-        pnames = s.get("propertyNames")
-        names = list(props)
-        declared_names = frozenset(props)
-        watched = frozenset().union(*(n for n, _f in presence)) if presence else frozenset()
-        if len(watched) > MAX_WATCHED:
-            ctx.unsupported(ptr, "dependencies", f"or not/anyOf/oneOf over the presence of more than {MAX_WATCHED} "
-                                                 f"properties")
-        for r in list(required) + sorted(watched - set(required)):
-            if r not in props:
-                # an undeclared name: its value is what patternProperties / additionalProperties allow
-                if not any(pattern_matches(p, r) for p in pprops) and addl is False and not closed:
-                    if r in required:
-                        empty(ctx, ptr, f"required property {r!r} is not allowed (additionalProperties)")
-                    continue
-                props = dict(props)
-                props[r] = True if closed or any(pattern_matches(p, r) for p in pprops) else addl
-                names.append(r)
-        # pattern properties → string patterns
-        pat_bodies = []
-        for p, sub in pprops.items():
-            try:
-                pat_bodies.append((pattern_body(p), p, sub))
-            except Unsupported as exc:
-                ctx.unsupported(ptr_join(ptr, "patternProperties", p), "patternProperties", f"with {exc}")
-        key_spec_extra = None
-        if pnames not in (None, True, {}):
-            ks = deref(ctx, pnames, ptr_join(ptr, "propertyNames"))
-            if isinstance(ks, dict) and set(ks) - ANNOTATIONS <= {"pattern", "type", "minLength", "maxLength",
-                                                                  "format"}:
-                key_spec_extra = self.string_spec(ks, ptr_join(ptr, "propertyNames"))
-            else:
-                ctx.unsupported(ptr_join(ptr, "propertyNames"), "propertyNames", "other than pattern/length")
+        spec = read_object(ctx, s, ptr, presence)
+        required, key_spec_extra, pat_bodies = spec.required, spec.names, list(spec.patterns)
         members: list[Member] = []
-        for n in names:
+        for n, sub in spec.properties.items():
             if key_spec_extra is not None and not literal_matches_spec(n, key_spec_extra):
                 if n in required:
                     empty(ctx, ptr, f"required property {n!r} violates propertyNames")
                 continue
-            sub = props[n]
             matching = [sp for b, p, sp in pat_bodies if re.fullmatch(b, encode_string(n)[1:-1])]
             if matching:
                 sub = {"allOf": [sub] + matching}
@@ -88,8 +45,8 @@ class ObjectRules(ScalarRules):
                 continue
             keyr = ctx.scalar(ScalarPosition(str_lits={n}))
             members.append(Member(self.member_rule(keyr, vrule), n, n in required))
-        extra_syms = []
-        declared = frozenset(names)
+        extra_syms: list[str] = []
+        declared = frozenset(spec.properties)
         forbid = frozenset(b for b, _p, _s in pat_bodies)
         if len(pat_bodies) > 1 and not patterns_disjoint_all([b for b, _p, _s in pat_bodies]):
             # a name matching several patterns must satisfy all their schemas: a key class per
@@ -102,26 +59,25 @@ class ObjectRules(ScalarRules):
             vrule = self.try_value(sub, ptr_join(ptr, "patternProperties", p))
             if vrule is None:
                 continue
-            spec = StringSpec(pattern=body, exclude=declared, ptr=ptr_join(ptr, "patternProperties", p))
+            keys = StringSpec(pattern=body, exclude=declared, ptr=ptr_join(ptr, "patternProperties", p))
             if key_spec_extra is not None:
                 ctx.unsupported(ptr, "propertyNames", "together with patternProperties")
-            extra_syms.append(self.member_rule(ctx.scalar(ScalarPosition(strs=[spec])), vrule))
-        if addl is not False:
-            vrule = self.try_value(addl, ptr_join(ptr, "additionalProperties"))
+            extra_syms.append(self.member_rule(ctx.scalar(ScalarPosition(strs=[keys])), vrule))
+        if spec.additional is not False:
+            vrule = self.try_value(spec.additional, ptr_join(ptr, "additionalProperties"))
             if vrule is not None:
                 base = key_spec_extra or StringSpec()
-                spec = StringSpec(base.lo, base.hi, base.pattern, forbid=forbid, exclude=declared,
-                               ptr=ptr_join(ptr, "additionalProperties"))
-                extra_syms.append(self.member_rule(ctx.scalar(ScalarPosition(strs=[spec])), vrule))
-        minp = s.get("minProperties", 0) or 0
-        maxp = s.get("maxProperties")
+                keys = StringSpec(base.lo, base.hi, base.pattern, forbid=forbid, exclude=declared,
+                                  ptr=ptr_join(ptr, "additionalProperties"))
+                extra_syms.append(self.member_rule(ctx.scalar(ScalarPosition(strs=[keys])), vrule))
+        minp, maxp = spec.min_properties, spec.max_properties
         if minp > MAX_COUNT or (maxp is not None and maxp > MAX_COUNT):
             ctx.unsupported(ptr, "maxProperties" if maxp else "minProperties", f"above {MAX_COUNT}")
             minp, maxp = 0, None
         count = MemberCount(minp > 0 or maxp is not None, max(minp, (maxp + 1) if maxp is not None else 0), minp, maxp)
         # names the schema requires or watches without declaring them: anywhere, at most once
-        free = frozenset(nm for _s, nm, _r in members if nm not in declared_names)
-        dfa = self.object_dfa(members, extra_syms, count, ptr, watched | free, presence, free)
+        free = frozenset(nm for _s, nm, _r in members if nm not in spec.declared)
+        dfa = self.object_dfa(members, extra_syms, count, ptr, spec.watched | free, presence, free)
         name = self.sequence("LBRACE", "RBRACE", dfa)
         if name is None:
             empty(ctx, ptr, "object schema has no valid instance")

@@ -1,5 +1,6 @@
-"""The typed scalar specifications a schema position is translated into (resolved into terminals
-once the whole schema is seen), and the member automaton of a bracketed sequence."""
+"""The typed spec nodes a normalized schema is read into (see reading.py): strings and numbers (a
+scalar position is the union of such specs, resolved into terminals once the whole schema is seen),
+arrays, objects and unions; and the member automaton of a bracketed sequence."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from localgcd.grammar.json_schema.encoding import encode_string
 
@@ -75,3 +76,54 @@ def literal_matches_spec(s: str, spec: StringSpec) -> bool:
     if spec.pattern is not None and not re.fullmatch('"' + spec.pattern + '"', enc):
         return False
     return not any(re.fullmatch('"' + f + '"', enc) for f in spec.forbid)
+
+
+#: A schema (a dict, or a boolean) and its JSON pointer.
+Located = tuple[Any, str]
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """An array schema: a schema per leading position, one for every later item (None: no more
+    items), and the count of items."""
+
+    prefix: tuple[Located, ...]
+    rest: Located | None
+    min_items: int
+    max_items: int | None
+
+
+class PatternMember(NamedTuple):
+    """``patternProperties``: the names matching a pattern (its body over canonical string text)
+    have values of a schema."""
+
+    body: str
+    pattern: str
+    schema: Any
+
+
+@dataclass(frozen=True)
+class ObjectSpec:
+    """An object schema's members: ``properties`` (the declared ones, then the required or watched
+    names it does not declare, each with its value's schema), the pattern and additional members,
+    the names' own constraint and the counts (as written: the translation's limits apply later)."""
+
+    properties: dict[str, Any]
+    required: tuple[str, ...]
+    declared: frozenset[str]  # the names ``properties`` declares
+    watched: frozenset[str]  # the names presence constraints read
+    patterns: tuple[PatternMember, ...]
+    additional: Any  # the schema of other members (False: none)
+    names: StringSpec | None  # propertyNames
+    min_properties: int
+    max_properties: int | None
+
+
+@dataclass(frozen=True)
+class UnionSpec:
+    """``anyOf`` / ``oneOf``: the keywords beside them, and every combination of their branches
+    (one branch of each), each to be conjoined with them."""
+
+    rest: dict[str, Any]
+    branches: tuple[tuple[Located, ...], ...]
+    one_of: bool

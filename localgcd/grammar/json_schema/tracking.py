@@ -3,7 +3,6 @@ chunks reach, and the steps between them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,70 +83,9 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
     if not tracked:
         return Tracking([()], ChunkSteps({0}, {0: [0]}, {(0, x): [()] for x in range(len(tails))}), [()])
     dfas = [byte_dfa('"' + body + '"') for body in tracked]
-    unit = byte_dfa(UNIT)
-    quote = ord('"')
-    representatives = representative_bytes([unit.byte_classes] + [d.byte_classes for d in dfas])
-
-    def advance(v: Vector, byte_seq: list[int]) -> Vector:
-        out: list[int] = []
-        for p, d in enumerate(dfas):
-            st = v[p]
-            for byte in byte_seq:
-                if st < 0:
-                    break
-                st = int(d.transitions[st, byte])
-            out.append(st)
-        return tuple(out)
-
-    step_cache: dict[Vector, frozenset[Vector]] = {}
-    one_unit: Callable[[Vector], frozenset[Vector]]
-    paths = _unit_paths(unit, representatives, MAX_UNIT_STEPS // sum(d.n_states + 1 for d in dfas))
-    if paths is not None:
-        steps = [_steps_by_path(d, paths) for d in dfas]  # per pattern: state after each character shape
-
-        def by_table(v: Vector) -> frozenset[Vector]:
-            """Vectors one character (a unit of the JSON string) after ``v``."""
-            if v not in step_cache:
-                rows = np.stack([table[state] for table, state in zip(steps, v)], axis=1)
-                step_cache[v] = frozenset(map(tuple, rows.tolist()))
-            return step_cache[v]
-        one_unit = by_table
-    else:
-        def by_bytes(v: Vector) -> frozenset[Vector]:
-            """Vectors one character (a unit of the JSON string) after ``v``: every byte of it
-            at once, (unit state, vector) pairs by depth, a byte per class of bytes alike."""
-            if v in step_cache:
-                return step_cache[v]
-            found: set[Vector] = set()
-            units, vectors = np.zeros(1, dtype=np.int64), np.asarray([v], dtype=np.int64)
-            seen: set[tuple[int, Vector]] = set()
-            while units.size:
-                moves = unit.transitions[units][:, representatives]
-                source, column = np.nonzero(moves >= 0)
-                units, byte = moves[source, column].astype(np.int64), representatives[column]
-                vectors = np.stack([np.where(vectors[source, p] >= 0,
-                                             d.transitions[np.maximum(vectors[source, p], 0), byte], -1)
-                                    for p, d in enumerate(dfas)], axis=1).astype(np.int64)
-                done = unit.accept[units] >= 0
-                found.update(map(tuple, vectors[done].tolist()))
-                units, vectors = units[~done], vectors[~done]
-                fresh: list[int] = []
-                for i, key in enumerate(zip(units.tolist(), map(tuple, vectors.tolist()))):
-                    if key not in seen:
-                        seen.add(key)
-                        fresh.append(i)
-                units, vectors = units[fresh], vectors[fresh]
-            step_cache[v] = frozenset(found)
-            return step_cache[v]
-        one_unit = by_bytes
-
-    def after(vs: frozenset[Vector], count: int) -> frozenset[Vector]:
-        for _ in range(count):
-            vs = frozenset[Vector]().union(*(one_unit(v) for v in vs)) if vs else vs
-        return vs
-
-    start = advance(tuple(0 for _ in dfas), [quote])
-    opened = after(frozenset([start]), CHUNK)
+    steps = _CharacterSteps(dfas)
+    start = _advance(dfas, tuple(0 for _ in dfas), [QUOTE])
+    opened = steps.after(frozenset([start]), CHUNK)
     order: list[Vector] = []
     index: dict[Vector, int] = {}
     mid: dict[int, list[int]] = {}
@@ -163,27 +101,105 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
                             f"chunked long strings (more than {MAX_TRACKED_VECTORS} state vectors to track)")
             return track([], tails, ptr_of, ctx)
         v = order[k]
-        nxt = sorted(after(frozenset([v]), CHUNK))
+        nxt = sorted(steps.after(frozenset([v]), CHUNK))
         for w in nxt:
             if w not in index:
                 index[w] = len(order)
                 order.append(w)
         mid[k] = [index[w] for w in nxt]
         k += 1
+    signatures, tail = _tail_signatures(dfas, steps, order, tails)
+    return Tracking(order, ChunkSteps({index[v] for v in opened}, mid, tail), signatures, tracked)
+
+
+QUOTE = ord('"')
+
+
+def _advance(dfas: list[DFA], v: Vector, byte_seq: list[int]) -> Vector:
+    """The vector after the bytes ``byte_seq`` from ``v``."""
+    out: list[int] = []
+    for p, d in enumerate(dfas):
+        st = v[p]
+        for byte in byte_seq:
+            if st < 0:
+                break
+            st = int(d.transitions[st, byte])
+        out.append(st)
+    return tuple(out)
+
+
+def _tail_signatures(dfas: list[DFA], steps: _CharacterSteps, order: list[Vector], tails: list[tuple[int, int]]
+                     ) -> tuple[list[Signature], dict[tuple[int, int], list[Signature]]]:
+    """The signatures a tail piece ends a string with, from each vector, and all of them in order."""
     signatures: list[Signature] = []
     tail: dict[tuple[int, int], list[Signature]] = {}
     for i, v in enumerate(order):
         sets = [frozenset([v])]
         for _ in range(CHUNK):
-            sets.append(after(sets[-1], 1))
+            sets.append(steps.after(sets[-1], 1))
         for x, (a, b) in enumerate(tails):
             sigs: set[Signature] = set()
             for w in frozenset[Vector]().union(*sets[a:b + 1]):
-                end = advance(w, [quote])
+                end = _advance(dfas, w, [QUOTE])
                 sigs.add(tuple(st >= 0 and bool(d.accept[st] >= 0) for st, d in zip(end, dfas)))
             tail[i, x] = sorted(sigs)
             for sig in tail[i, x]:
                 if sig not in signatures:
                     signatures.append(sig)
     signatures.sort()
-    return Tracking(order, ChunkSteps({index[v] for v in opened}, mid, tail), signatures, tracked)
+    return signatures, tail
+
+
+class _CharacterSteps:
+    """The vectors one character (a unit of the JSON string) after a vector: by a table of the
+    patterns' states after each character shape, or byte by byte when that table would be too big."""
+
+    def __init__(self, dfas: list[DFA]) -> None:
+        self.dfas = dfas
+        self.unit = byte_dfa(UNIT)
+        self.representatives = representative_bytes([self.unit.byte_classes] + [d.byte_classes for d in dfas])
+        self.cache: dict[Vector, frozenset[Vector]] = {}
+        paths = _unit_paths(self.unit, self.representatives, MAX_UNIT_STEPS // sum(d.n_states + 1 for d in dfas))
+        # per pattern: state after each character shape
+        self.tables = None if paths is None else [_steps_by_path(d, paths) for d in dfas]
+
+    def after(self, vs: frozenset[Vector], count: int) -> frozenset[Vector]:
+        """The vectors ``count`` characters after those of ``vs``."""
+        for _ in range(count):
+            vs = frozenset[Vector]().union(*(self.one(v) for v in vs)) if vs else vs
+        return vs
+
+    def one(self, v: Vector) -> frozenset[Vector]:
+        if v not in self.cache:
+            self.cache[v] = self._by_table(v, self.tables) if self.tables is not None else self._by_bytes(v)
+        return self.cache[v]
+
+    @staticmethod
+    def _by_table(v: Vector, tables: list[np.ndarray]) -> frozenset[Vector]:
+        rows = np.stack([table[state] for table, state in zip(tables, v)], axis=1)
+        return frozenset(map(tuple, rows.tolist()))
+
+    def _by_bytes(self, v: Vector) -> frozenset[Vector]:
+        """Every byte of a character at once, (unit state, vector) pairs by depth, a byte per class
+        of bytes alike."""
+        unit, representatives, dfas = self.unit, self.representatives, self.dfas
+        found: set[Vector] = set()
+        units, vectors = np.zeros(1, dtype=np.int64), np.asarray([v], dtype=np.int64)
+        seen: set[tuple[int, Vector]] = set()
+        while units.size:
+            moves = unit.transitions[units][:, representatives]
+            source, column = np.nonzero(moves >= 0)
+            units, byte = moves[source, column].astype(np.int64), representatives[column]
+            vectors = np.stack([np.where(vectors[source, p] >= 0,
+                                         d.transitions[np.maximum(vectors[source, p], 0), byte], -1)
+                                for p, d in enumerate(dfas)], axis=1).astype(np.int64)
+            done = unit.accept[units] >= 0
+            found.update(map(tuple, vectors[done].tolist()))
+            units, vectors = units[~done], vectors[~done]
+            fresh: list[int] = []
+            for i, key in enumerate(zip(units.tolist(), map(tuple, vectors.tolist()))):
+                if key not in seen:
+                    seen.add(key)
+                    fresh.append(i)
+            units, vectors = units[fresh], vectors[fresh]
+        return frozenset(found)

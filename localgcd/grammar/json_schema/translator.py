@@ -8,14 +8,18 @@ from typing import Any
 
 from localgcd.grammar.json_schema.arrays import ArrayRules
 from localgcd.grammar.json_schema.context import NoInstance, empty, fail, ptr_join
-from localgcd.grammar.json_schema.normalize import PresenceFormula, deref, json_eq, merge_all, resolve_ref, take_presence
+from localgcd.grammar.json_schema.normalize import PresenceFormula, deref, merge_all, resolve_ref, take_presence
+from localgcd.grammar.json_schema.literals import LiteralRules
 from localgcd.grammar.json_schema.objects import ObjectRules
+from localgcd.grammar.json_schema.reading import read_literals, read_number, read_string, read_types
 from localgcd.grammar.json_schema.spec import ScalarPosition
 from localgcd.grammar.json_schema.unions import UnionRules
 from localgcd.grammar.json_schema.vocabulary import ANNOTATIONS, NOT_ENFORCED, TYPE_NAMES
 
 
-class Translator(UnionRules, ObjectRules, ArrayRules):
+class Translator(UnionRules, ObjectRules, ArrayRules, LiteralRules):
+    """A schema into rules: its parts by kind (see the classes it joins)."""
+
     def value(self, s: Any, ptr: str) -> str:
         ctx = self.ctx
         ctx.meter.time(f"the translation of {ptr or '/'}")
@@ -90,22 +94,9 @@ class Translator(UnionRules, ObjectRules, ArrayRules):
         ctx = self.ctx
         pos = scal_into if scal_into is not None else ScalarPosition()
         alts: list[str] = []
-        t = s.get("type")
-        if t is None:
-            types = set(TYPE_NAMES)
-        else:
-            types = {t} if isinstance(t, str) else set(t)
-            for x in types:
-                if x not in TYPE_NAMES:
-                    fail(ctx, ptr_join(ptr, "type"), f"unknown type {x!r}")
-        if s.get("nullable") is True:
-            types.add("null")
+        types = read_types(ctx, s, ptr)
         if "const" in s or "enum" in s:
-            values = [s["const"]] if "const" in s else s["enum"]
-            if "const" in s and "enum" in s:
-                values = [v for v in values if any(json_eq(v, w) for w in s["enum"])]
-            if not isinstance(values, list):
-                fail(ctx, ptr_join(ptr, "enum"), "keyword 'enum' must be an array")
+            values = read_literals(ctx, s, ptr)
             checked = [v for v in values if self.value_ok(v, s if whole is None else whole, ptr)]
             if s.get("nullable") is True and None not in checked:
                 checked.append(None)
@@ -119,11 +110,11 @@ class Translator(UnionRules, ObjectRules, ArrayRules):
         if "boolean" in types:
             pos.words |= {"true", "false"}
         if "string" in types:
-            string = self.string_spec(s, ptr)
+            string = read_string(ctx, s, ptr)
             if string is not None:
                 pos.strs.append(string)
         if "number" in types or "integer" in types:
-            number = self.num_spec(s, ptr, integer="number" not in types)
+            number = read_number(ctx, s, ptr, integer="number" not in types)
             if number is not None:
                 pos.nums.append(number)
         builders: tuple[tuple[str, Callable[[], str]], ...] = (

@@ -8,9 +8,10 @@ from typing import Any
 from localgcd.grammar.json_schema.context import NoInstance, empty, fail, ptr_join
 from localgcd.grammar.json_schema.disjointness import Disjointness
 from localgcd.grammar.json_schema.encoding import canonical_order
-from localgcd.grammar.json_schema.normalize import Located, lone_ref, merge_all
+from localgcd.grammar.json_schema.normalize import lone_ref, merge_all
+from localgcd.grammar.json_schema.reading import read_union
 from localgcd.grammar.json_schema.rules import RuleBuilder
-from localgcd.grammar.json_schema.spec import MemberAutomaton, NumberSpec, ScalarPosition
+from localgcd.grammar.json_schema.spec import Located, MemberAutomaton, NumberSpec, ScalarPosition
 
 
 #: A literal of a scalar position, tagged by its kind ("s": string, "w": true/false/null, "i": integer).
@@ -24,19 +25,12 @@ class UnionRules(RuleBuilder):
         """The rule of ``anyOf`` / ``oneOf`` (several: every combination of their branches) with
         the keywords beside them conjoined to each branch."""
         ctx = self.ctx
-        rest = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
-        parts: list[tuple[str, list[Any]]] = []
-        for kw in ("anyOf", "oneOf"):
-            if kw in s:
-                if not isinstance(s[kw], list) or not s[kw]:
-                    fail(ctx, ptr_join(ptr, kw), f"keyword '{kw}' must be a non-empty array")
-                parts.append((kw, s[kw]))
-        branches: list[list[Located]] = [[]]
-        for kw, lst in parts:
-            branches = [b + [(x, ptr_join(ptr, kw, i))] for b in branches for i, x in enumerate(lst)]
+        spec = read_union(ctx, s, ptr)
+        rest = spec.rest
         scal = ScalarPosition()
         others: list[str] = []
-        for combo in branches:
+        for branches in spec.branches:
+            combo = list(branches)
             ref = lone_ref(rest, combo)
             if ref in ctx.inlining:
                 # a recursive anyOf (Optional["Person"]): inside its own inline expansion the branch is
@@ -53,7 +47,7 @@ class UnionRules(RuleBuilder):
             if branch is None:
                 return self.any_value()
             others += branch
-        if "oneOf" in s:
+        if spec.one_of:
             self.check_oneof(s, ptr)
         alts: list[str] = []
         if scal.strs or scal.str_lits or scal.nums or scal.num_lits or scal.words:
