@@ -113,6 +113,7 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
 
 
 QUOTE = ord('"')
+NO_VECTORS: frozenset[Vector] = frozenset()
 
 
 def _advance(dfas: list[DFA], v: Vector, byte_seq: list[int]) -> Vector:
@@ -139,7 +140,7 @@ def _tail_signatures(dfas: list[DFA], steps: _CharacterSteps, order: list[Vector
             sets.append(steps.after(sets[-1], 1))
         for x, (a, b) in enumerate(tails):
             sigs: set[Signature] = set()
-            for w in frozenset[Vector]().union(*sets[a:b + 1]):
+            for w in NO_VECTORS.union(*sets[a:b + 1]):
                 end = _advance(dfas, w, [QUOTE])
                 sigs.add(tuple(st >= 0 and bool(d.accept[st] >= 0) for st, d in zip(end, dfas)))
             tail[i, x] = sorted(sigs)
@@ -166,7 +167,7 @@ class _CharacterSteps:
     def after(self, vs: frozenset[Vector], count: int) -> frozenset[Vector]:
         """The vectors ``count`` characters after those of ``vs``."""
         for _ in range(count):
-            vs = frozenset[Vector]().union(*(self.one(v) for v in vs)) if vs else vs
+            vs = NO_VECTORS.union(*map(self.one, vs)) if vs else vs
         return vs
 
     def one(self, v: Vector) -> frozenset[Vector]:
