@@ -249,6 +249,34 @@ def test_invalid_and_unsatisfiable():
         schema_to_lark(42)
 
 
+@pytest.mark.parametrize("schema,message", [
+    ({"type": "integer", "minimum": 5, "maximum": 1}, "/: schema has no valid instance"),
+    (False, "/: schema false admits no value"),
+    ({"type": "object", "required": ["a"], "additionalProperties": False}, "/: schema has no valid instance"),
+    ({"type": "array", "minItems": 3, "maxItems": 1}, "/: schema has no valid instance"),
+    ({"anyOf": [False, {"not": {}}]}, "/: schema has no valid instance"),
+])
+def test_a_schema_without_instances_is_a_grammar_error_naming_where(schema, message):
+    """Inside a schema a part without instances is an absent alternative; the whole schema without
+    one is a :class:`GrammarError` itself (the contract's class, not a private subclass)."""
+    with pytest.raises(GrammarError) as e:
+        schema_to_lark(schema, source="s.json")
+    assert type(e.value) is GrammarError and str(e.value) == f"s.json: {message}"
+
+
+@pytest.mark.parametrize("schema,never", [
+    ({"enum": ["NOTHING", "a"]}, False),  # the name spelled in a literal is no use of the terminal
+    ({"type": "object", "properties": {"NOTHING": {"type": "integer"}}}, False),
+    ({"type": "string", "pattern": "^NOTHING$"}, False),
+    # every name matches the pattern: the additional members' keys are no string at all
+    ({"type": "object", "patternProperties": {"": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+     True),
+])
+def test_the_terminal_matching_nothing_is_defined_only_where_a_rule_names_it(schema, never):
+    t = schema_to_lark(schema)
+    assert ("\nNOTHING: " in t.lark) is never
+
+
 def test_openai_and_string_forms():
     a = schema_to_lark({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer"}}})
     b = schema_to_lark('{"type": "integer"}')

@@ -30,7 +30,7 @@ from localgcd.errors import CompileBudgetError, GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.grammar.schema_json import check_schema_values
+from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import LexingTransducer

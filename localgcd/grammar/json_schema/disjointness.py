@@ -8,12 +8,13 @@ from typing import Any
 from localgcd.grammar.json_schema.automata import byte_dfa
 from localgcd.grammar.json_schema.context import Context
 from localgcd.grammar.json_schema.encoding import Unsupported
-from localgcd.grammar.json_schema.normalize import PresenceFormula, deref, merge_all, requires, resolve_ref, take_presence
+from localgcd.grammar.json_schema.normalize import (PresenceFormula, deref, merge_all, requires, resolve_ref,
+                                                    take_presence)
 from localgcd.grammar.json_schema.numbers import is_num
 from localgcd.grammar.json_schema.patterns import pattern_body, pattern_matches, string_keyword_matches
 from localgcd.grammar.json_schema.string_formats import FORMATS
 from localgcd.grammar.json_schema.vocabulary import TYPE_NAMES
-from localgcd.grammar.schema_values import UnknownKeyword, validates
+from localgcd.grammar.json_schema.validation import UnknownKeyword, validates
 from localgcd.regex.dfa import relation
 
 #: A schema as one dict (references followed, allOf merged), or True / False.

@@ -11,7 +11,7 @@ from localgcd.grammar.json_schema.normalize import resolve_ref
 from localgcd.grammar.json_schema.patterns import string_keyword_matches
 from localgcd.grammar.json_schema.rules import RuleBuilder
 from localgcd.grammar.json_schema.spec import NumberSpec, ScalarPosition
-from localgcd.grammar.schema_values import UnknownKeyword, validates
+from localgcd.grammar.json_schema.validation import UnknownKeyword, validates
 
 
 class LiteralRules(RuleBuilder):

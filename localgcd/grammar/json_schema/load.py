@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from localgcd.errors import GrammarError
-from localgcd.grammar.schema_json import check_schema_values, read_schema_json
-from localgcd.grammar.schema_shape import check_schema_shape
+from localgcd.grammar.json_schema.json_text import check_schema_values, read_schema_json
+from localgcd.grammar.json_schema.shape import check_schema_shape
 
 __all__ = ["load_schema", "model_schema"]
 

@@ -9,7 +9,7 @@ import re
 from localgcd.budget import BudgetMeter
 from localgcd.grammar.json_schema.encoding import UNIT, Unsupported, canonical_chars, code_point_class, encode_string
 from localgcd.grammar.json_schema.string_formats import FORMATS
-from localgcd.grammar.schema_values import UnknownKeyword
+from localgcd.grammar.json_schema.validation import UnknownKeyword
 from localgcd.regex.charset import CharSet
 from localgcd.regex.dfa import TooManyStates, determinize, intersection
 from localgcd.regex.ecma_syntax import parse_ecma_regex

@@ -141,7 +141,8 @@ class Resolver:
         for body in sorted(patterns):
             self.add_pattern(body, patterns[body], plist)
         pairs = [(a, b) for i, a in enumerate(plist) for b in plist[i + 1:]]
-        known: dict[tuple[str, str], tuple[bool, bool]] = {}  # (a, b) -> relation(a, b), found for the pairs waiting all at once
+        # (a, b) -> relation(a, b), found for the pairs waiting all at once
+        known: dict[tuple[str, str], tuple[bool, bool]] = {}
         while pairs:
             a, b = pairs.pop()
             if (a, b) not in known:

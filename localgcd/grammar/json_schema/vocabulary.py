@@ -3,8 +3,8 @@ and those it does not enforce."""
 
 from __future__ import annotations
 
-from localgcd.grammar.schema_shape import TYPE_NAMES
-from localgcd.grammar.schema_values import IGNORED
+from localgcd.grammar.json_schema.shape import TYPE_NAMES
+from localgcd.grammar.json_schema.validation import IGNORED
 
 __all__ = ["ANNOTATIONS", "NOT_ENFORCED", "TYPE_NAMES", "VALIDATION_KEYWORDS"]
 
