@@ -30,7 +30,13 @@ class ServeOptions:
 
 def missing_extra() -> list[str]:
     """The modules of the ``serve`` extra that are not installed."""
-    return [name for name in SERVE_EXTRA if importlib.util.find_spec(name) is None]
+    def missing(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except (ImportError, ValueError):  # a broken install, or a module blocked in sys.modules
+            return True
+
+    return [name for name in SERVE_EXTRA if missing(name)]
 
 
 def check_port(host: str, port: int) -> None:
