@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from localgcd.batch.decoding import Sequence
-from localgcd.serve.engine import Engine, Event, Job
+from localgcd.serve.engine import Engine, Event, Job, server_error
 from localgcd.serve.requests import CHAT, COMPLETIONS, CompletionRequest, InvalidRequest, parse_request
 from localgcd.serve.tools import parse_tool_call
 
@@ -110,9 +110,7 @@ def create_app(engine: Engine, model_name: str, api_key: str | None = None) -> S
         return JSONResponse(InvalidRequest(message, None, code, exc.status_code).body(), status_code=exc.status_code)
 
     async def crashed(request: Request, exc: Exception) -> Response:
-        error = InvalidRequest(f"internal error: {type(exc).__name__}: {exc}", None, "server_error", 500,
-                               "server_error")
-        return JSONResponse(error.body(), status_code=500)
+        return JSONResponse(server_error(exc).body(), status_code=500)
 
     routes = [Route("/v1/chat/completions", chat, methods=["POST"]),
               Route("/v1/completions", complete, methods=["POST"]),

@@ -123,7 +123,7 @@ class Engine:
     def _run(self) -> None:
         while True:
             with self._lock:
-                while not (self._stopping or self._inbox or self._cancels or self.decoder.active):
+                while not (self._stopping or self._inbox or self._cancels or self._waiting or self.decoder.active):
                     self._lock.wait()
                 if self._stopping:
                     break
@@ -134,7 +134,14 @@ class Engine:
                 for job in cancels:
                     self._cancel(job)
                 while self._waiting and self.decoder.free_slots:
-                    self._admit(self._waiting.popleft())
+                    job = self._waiting.popleft()
+                    try:
+                        self._admit(job)
+                    except Exception as exc:  # a bug while admitting: this request fails (500), not hangs
+                        if not job.over:
+                            self.failed += 1
+                            job.post(Event("error", error=server_error(exc)))
+                        raise
                 if self.decoder.active:
                     self._post(self.decoder.step())
             except Exception as exc:  # a bug: the running requests fail (500), the server goes on
@@ -153,6 +160,7 @@ class Engine:
             return
         job.over = True
         self.cancelled += 1
+        self.busy = self.decoder.active
 
     def _admit(self, job: Job) -> None:
         req = job.request
@@ -212,12 +220,13 @@ class Engine:
 
     def _post(self, finished: list[Sequence]) -> None:
         """The ended sequences' last text and ``done``; the new text of the streamed ones still running."""
+        self.busy = self.decoder.active  # counts first: a client that reads /health after its reply sees them
         for seq in finished:
             job: Job = seq.tag
             if job.request.stream and not job.request.tool_call:
                 self._delta(job, seq, final=True)
-            job.post(Event("done", seq=seq))
             self.completed += 1
+            job.post(Event("done", seq=seq))
         for seq in self.decoder.slots:
             if seq is not None and seq.tag.request.stream and not seq.tag.request.tool_call:
                 self._delta(seq.tag, seq, final=False)
@@ -231,16 +240,21 @@ class Engine:
             job.post(Event("delta", text))
 
     def _fail_running(self, exc: Exception) -> None:
-        error = InvalidRequest(f"internal error: {type(exc).__name__}: {exc}", None, "server_error", 500,
-                               "server_error")
+        error = server_error(exc)
         for slot, seq in enumerate(self.decoder.slots):
             if seq is not None:
                 try:
                     self.decoder.cancel(seq)
                 except Exception:  # the worker's step that failed: the slot is freed all the same
                     self.decoder.slots[slot] = None
-                seq.tag.post(Event("error", error=error))
                 self.failed += 1
+                self.busy = self.decoder.active
+                seq.tag.post(Event("error", error=error))
+
+
+def server_error(exc: Exception) -> InvalidRequest:
+    """A bug's exception as OpenAI's 500 error object."""
+    return InvalidRequest(f"internal error: {type(exc).__name__}: {exc}", None, "server_error", 500, "server_error")
 
 
 def constraint_error(exc: LocalgcdError, at: str) -> InvalidRequest:

@@ -1,18 +1,24 @@
-"""Sequences join and leave the batch decoder between steps (what the server's continuous batching needs).
+"""Continuous batching: sequences join and leave the batch decoder between steps; the server's engine.
 
 With the real SmolLM2: a sequence cancelled mid-way frees its slot at once, and neither the others
-nor a sequence that takes the freed slot notice: each text equals that sequence decoded alone.
+nor a sequence that takes the freed slot notice: each text equals that sequence decoded alone.  The
+engine's decode thread runs more requests than it has slots, queued, each reply the same whatever
+the number of slots.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import re
 
 import pytest
 
 from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
 from localgcd.batch.runner import compile_constraint
+from localgcd.serve.engine import Engine, Job
+from localgcd.serve.requests import COMPLETIONS, parse_request
 
 pytestmark = [
     pytest.mark.slow,
@@ -74,3 +80,45 @@ def test_cancelling_a_sequence_that_already_ended_changes_nothing(model) -> None
         while decoder.active:
             done += decoder.step()
         assert decoder.cancel(seq) == [] and seq.stop_reason != "cancelled" and done == [seq]
+
+
+def replies(model, parallel: int, bodies: list[dict]) -> list[str]:
+    """The engine's replies to ``bodies``, all submitted at once."""
+    engine = Engine(model, parallel, n_ctx=256)
+
+    async def run() -> list[str]:
+        loop = asyncio.get_running_loop()
+        jobs = [Job(parse_request(body, COMPLETIONS), loop) for body in bodies]
+        for job in jobs:
+            engine.submit(job)
+        texts = []
+        for job in jobs:  # (the timeout only turns a hang into a failure)
+            while (event := await asyncio.wait_for(job.events.get(), 60)).kind != "done":
+                assert event.kind in ("started", "delta"), event
+            texts.append(event.seq.text)
+        return texts
+
+    try:
+        return asyncio.run(run())
+    finally:
+        stats = engine.stats()
+        engine.close()
+        assert (stats["busy"], stats["waiting"], stats["completed"]) == (0, 0, len(bodies)), stats
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_more_requests_than_slots_wait_their_turn_and_get_the_same_replies(model, parallel: int) -> None:
+    bodies = [{"model": "smollm2-135m", "prompt": f"Item {i}:", "max_tokens": 6, "seed": i, "temperature": 1.0,
+               "structured_outputs": {"regex": "[0-9]{1,4}|[a-z]{1,6}"}, "stream": i % 2 == 0} for i in range(5)]
+    texts = replies(model, parallel, bodies)
+    assert all(re.fullmatch("[0-9]{1,4}|[a-z]{1,6}", t) for t in texts), texts
+    alone_texts = [alone(model, sequence_of(model, body), overlap=True) for body in bodies]
+    assert texts == alone_texts
+
+
+def sequence_of(model, body: dict) -> Sequence:
+    compiled = compile_constraint("regex", body["structured_outputs"]["regex"], model.vocab,
+                                  os.environ["LOCALGCD_CACHE"])
+    prompt = list(model.llama.tokenize(body["prompt"].encode(), add_bos=True, special=False))
+    return Sequence(tag=None, prompt=prompt, compiled=compiled, max_tokens=body["max_tokens"],
+                    sampling=Sampling(temperature=body["temperature"], seed=body["seed"]))
