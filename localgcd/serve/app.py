@@ -167,7 +167,7 @@ async def _stream(engine: Engine, job: Job, gone: asyncio.Future[None], model_na
             if req.endpoint == CHAT and message.get("tool_calls"):
                 calls = [dict(c, index=i) for i, c in enumerate(message["tool_calls"])]
                 yield chunk({"tool_calls": calls})
-            yield chunk({} if req.endpoint == CHAT else "", _finish_reason(req, seq, message))
+            yield chunk({} if req.endpoint == CHAT else "", _finish_reason(seq, message))
             if req.include_usage:
                 yield chunk(None, usage=_usage(seq))
         yield "data: [DONE]\n\n"
@@ -185,7 +185,7 @@ def _message(req: CompletionRequest, seq: Sequence) -> dict[str, Any]:
     return {"role": "assistant", "content": seq.text}
 
 
-def _finish_reason(req: CompletionRequest, seq: Sequence, message: dict[str, Any]) -> str:
+def _finish_reason(seq: Sequence, message: dict[str, Any]) -> str:
     return "tool_calls" if message.get("tool_calls") else seq.finish_reason
 
 
@@ -199,7 +199,7 @@ def _reply(req: CompletionRequest, seq: Sequence, model_name: str) -> dict[str, 
     if req.endpoint == CHAT:
         message = _message(req, seq)
         choice = {"index": 0, "message": message, "logprobs": None,
-                  "finish_reason": _finish_reason(req, seq, message)}
+                  "finish_reason": _finish_reason(seq, message)}
         return {"id": _id(req), "object": "chat.completion", "created": int(time.time()), "model": model_name,
                 "choices": [choice], "usage": _usage(seq), "system_fingerprint": None, **extra}
     choice = {"index": 0, "text": seq.text, "logprobs": None, "finish_reason": seq.finish_reason}

@@ -78,7 +78,7 @@ class Engine:
         self.model, self.cache_dir = model, cache_dir
         self.decoder = BatchDecoder(model, parallel, n_ctx=n_ctx, n_threads=n_threads, overlap=overlap)
         self.n_ctx = self.decoder.n_ctx
-        self._template = chat_template(model.llama) if model.chat else None
+        self._template = chat_template(model.llama)  # /v1/chat/completions: the GGUF's, whatever models.toml says
         self._lock = threading.Condition()
         self._inbox: deque[Job] = deque()
         self._cancels: list[Job] = []
@@ -205,13 +205,17 @@ class Engine:
     def _prompt(self, req: CompletionRequest) -> list[int]:
         try:
             if req.endpoint == CHAT:
+                if self._template is None:
+                    raise InvalidRequest(f"model {self.model.spec.name!r} has no chat template in its GGUF: use "
+                                         "/v1/completions with a prompt", "/messages", "no_chat_template")
                 messages = tool_prompt(list(req.messages), req.tools, self._template, req.tool_call)
                 tools = [t.to_openai() for t in req.tools] or None
-                tokens = chat_tokens(self.model, messages, tools=tools)
+                tokens = chat_tokens(self.model, messages, template=self._template, tools=tools)
             else:
                 tokens = prompt_tokens(self.model, req.prompt or "", chat=False)
-        except LocalgcdError as exc:
-            raise InvalidRequest(str(exc), "/messages" if req.endpoint == CHAT else "/prompt") from None
+        except LocalgcdError as exc:  # the chat template refused the messages (raise_exception)
+            raise InvalidRequest(str(exc).removesuffix("; use --no-chat"),
+                                 "/messages" if req.endpoint == CHAT else "/prompt") from None
         if len(tokens) >= self.n_ctx:
             raise InvalidRequest(f"the prompt is {len(tokens)} tokens and the context holds {self.n_ctx} "
                                  "(prompt + reply); shorten it", "/messages" if req.endpoint == CHAT else "/prompt",
