@@ -240,6 +240,9 @@ BAD = [  # (body or raw bytes, key, status, param, words in the message)
     ({"model": MODEL, "messages": ASK, "response_format": {"type": "json_schema", "json_schema": {
         "name": "p", "schema": {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}}}},
      KEY, 400, "/response_format/json_schema/schema/properties/a", "'uniqueItems' is not supported"),
+    ({"model": MODEL, "messages": ASK, "stream": True, "json_schema": {"type": "array", "items": {
+        "type": "array", "uniqueItems": True}}}, KEY, 400, "/json_schema/items",
+     "'uniqueItems' is not supported"),  # refused before the stream starts
     ({"model": MODEL, "messages": ASK, "structured_outputs": {"regex": "[a-"}}, KEY, 400,
      "/structured_outputs/regex", "invalid regex"),
     ({"model": MODEL, "messages": ASK, "grammar": "root ::= missing"}, KEY, 400, "/grammar", "'missing'"),
