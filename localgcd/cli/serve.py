@@ -44,9 +44,12 @@ def serve_command(
     if missing:
         error(f"localgcd serve needs the serve extra ({', '.join(missing)} missing): pip install 'localgcd[serve]'")
         raise typer.Exit(EXIT_USER_ERROR)
-    layers = -1 if n_gpu_layers == "all" else n_gpu_layers
+    from localgcd.cli.generating import warn_unused_gpu_layers
+
+    layers = -1 if n_gpu_layers == "all" else n_gpu_layers  # "auto" and numbers: load_model checks them
     if isinstance(layers, str) and layers.lstrip("-").isdigit():
         layers = int(layers)
+    warn_unused_gpu_layers(layers)
     options = ServeOptions(model=model, host=host, port=port, parallel=parallel, n_ctx=n_ctx, n_threads=threads,
                            n_gpu_layers=layers, api_key=api_key)
 
