@@ -17,6 +17,7 @@ for the viability rules.
 """
 
 from .checker import RefState, ReferenceChecker
+from .triggered import TriggeredReference
 from .lexer import (
     CharClasses,
     Lexeme,
@@ -35,6 +36,7 @@ __all__ = [
     "CharClasses",
     "Lexeme",
     "RefState",
+    "TriggeredReference",
     "RefTerminal",
     "ReferenceChecker",
     "ReferenceCheckerError",
