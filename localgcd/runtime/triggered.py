@@ -43,7 +43,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from localgcd.errors import MatcherError
-from localgcd.vocab import Vocabulary
+
+
+class Vocabulary(Protocol):  # localgcd.vocab.Vocabulary, as used here
+    token_bytes: Any  # index = token id: its exact bytes (b"" for special tokens)
+    is_special: np.ndarray
+    end_ids: tuple[int, ...]
+
+    def __len__(self) -> int: ...
 
 
 class InnerMatcher(Protocol):  # localgcd's Matcher, as used here
