@@ -37,12 +37,14 @@ class ReplyLayout:
 @dataclass(frozen=True)
 class ReplyParts:
     """Byte ranges of the text: ``reasoning`` (None: no reasoning section), ``content``, ``call``
-    (the call's text after the opener; None: no call started); ``closed``: the reasoning ended."""
+    (the call's text after the opener; None: no call started); ``closed``: the reasoning ended;
+    ``open_end``: while it has not, where the text that cannot be the start of its end ends."""
 
     reasoning: tuple[int, int] | None
     content: tuple[int, int]
     call: tuple[int, int] | None
     closed: bool
+    open_end: int = 0
 
 
 def split_reply(layout: ReplyLayout, raw: bytes, tokens: Sequence[int], final: bool) -> ReplyParts:
@@ -53,13 +55,14 @@ def split_reply(layout: ReplyLayout, raw: bytes, tokens: Sequence[int], final: b
     closed = True
     if layout.reasoning is not None:
         begin = len(THINK_OPENER) if raw.startswith(THINK_OPENER) else 0
-        if not final and begin == 0 and THINK_OPENER.startswith(raw):
-            begin = len(raw)  # perhaps the opener, not yet whole
-        span = _span(layout.reasoning, raw, tokens, layout.token_bytes, begin)
+        span = _span(layout.reasoning, raw, tokens, layout.token_bytes, 0)  # where the matcher fired
         if span is None:
-            end = len(raw) if final else _safe_end(layout.reasoning, raw, begin)
-            return ReplyParts((begin, end), (end, end), None, False)
-        reasoning, pos = (begin, span[0]), span[1]
+            free_end = len(raw) if final else _safe_end(layout.reasoning, raw, 0)
+            if not final and len(raw) < len(THINK_OPENER) and THINK_OPENER.startswith(raw):
+                return ReplyParts((0, 0), (0, 0), None, False, free_end)  # perhaps the opener: wait
+            end = max(begin, free_end)
+            return ReplyParts((begin, end), (end, end), None, False, free_end)
+        reasoning, pos = (min(begin, span[0]), span[0]), span[1]
     if layout.tool_call is not None:
         span = _span(layout.tool_call, raw, tokens, layout.token_bytes, pos)
         if span is None:
@@ -96,4 +99,4 @@ def visible(parts: ReplyParts, reasoning_in_content: bool) -> tuple[tuple[int, i
     (``reasoning_format: none``) the reasoning, its tags included, is the content's start."""
     if parts.reasoning is None or not reasoning_in_content:
         return parts.reasoning, parts.content
-    return None, (0, parts.content[1] if parts.closed else parts.reasoning[1])
+    return None, (0, parts.content[1] if parts.closed else parts.open_end)
