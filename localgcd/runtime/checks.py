@@ -24,6 +24,7 @@ from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_uniq
                              unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
+from localgcd.runtime.stack_checks import StackChecks, check_kernel_available
 from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
@@ -36,11 +37,14 @@ class OutcomeChecker:
 
     ``scalar_below``: a check level with fewer live (stack, outcome) pairs
     goes on in plain Python, where numpy's per-call overhead would dominate.
+    ``kernels``: checks by the compiled kernel (True; grammars without an
+    Indenter), in Python and numpy (False), or the kernel when it was built
+    (None).
     """
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
                  indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
-                 scalar_below: int = SCALAR_BELOW) -> None:
+                 scalar_below: int = SCALAR_BELOW, kernels: bool | None = None) -> None:
         self.spanner = spanner
         self.scalar_below = scalar_below
         self.pda = pda
@@ -57,6 +61,8 @@ class OutcomeChecker:
         self._producible_class = inverse
         self._producible_class_list = self._producible_class.tolist()
         self._final = _FinalTables(pda, producible[first])
+        use_kernel = check_kernel_available() if kernels is None else kernels
+        self._kernel = StackChecks(pda, producible[first], inverse) if use_kernel and indenter is None else None
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._action_rows = row_lists(tables.action)
         produced = np.zeros(self._n_terms, dtype=bool)
@@ -174,8 +180,12 @@ class OutcomeChecker:
         table lookup.  Every other pair records its status once the check is
         done — a rest decided by reading only the top state holds for every
         stack with that top — so the tails that outcomes share are checked
-        once per parser state and looked up afterwards.
+        once per parser state and looked up afterwards.  The compiled kernel
+        (``stack_checks``) walks each pair as :meth:`_check_one` does.
         """
+        if self._kernel is not None:
+            spanner = self.spanner
+            return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
         pda = self.pda
         head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
         n = outcomes.size

@@ -107,8 +107,8 @@ class MaskEngine:
         token_mask_budget: int = 64 << 20,
         kernels: bool | None = None,
     ) -> None:
-        """``kernels``: assemble token masks with the compiled kernel (True), numpy (False), or the
-        kernel when it was built (None)."""
+        """``kernels``: assemble token masks and check outcomes on stacks with the compiled
+        kernels (True), numpy and Python (False), or the kernels that were built (None)."""
         self.spanner = spanner
         self.kernels = assembly_kernel_available() if kernels is None else kernels
         self.token_mask_budget = token_mask_budget
@@ -118,7 +118,7 @@ class MaskEngine:
         self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
         self._producible = lexer.producible
         self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
-        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses)
+        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
         self.end_id_set = frozenset(end_ids.tolist())
