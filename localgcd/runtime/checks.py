@@ -71,7 +71,8 @@ class OutcomeChecker:
         self._open_terms = true_columns(open_columns)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._ignored_all = self._ignored_np.tolist()
-        self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
+        self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
+        self._outcome_lists: tuple[int, list, list] = (-1, [], [])  # head, tail as lists (Python path)
         self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.paren_cap = 0
         self.paren_delta = np.zeros(len(spanner.head), dtype=np.int64)
@@ -97,9 +98,9 @@ class OutcomeChecker:
         stay UNKNOWN and no outcome id reaches them).
         """
         n = self.spanner.n_outcomes
-        if n == len(self._head):
+        if n == self._n_outcomes:
             return
-        self._head, self._tail = self.spanner.head.tolist(), self.spanner.tail.tolist()
+        self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:
             grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
@@ -244,7 +245,8 @@ class OutcomeChecker:
         ``depth``: the bracket depth before the outcome (Indenter grammars).
         """
         pda, spanner = self.pda, self.spanner
-        head, tail, n_base = self._head, self._tail, spanner.n_base
+        head, tail = self._head_tail_lists()
+        n_base = spanner.n_base
         table, keys, cap = self.status_table, self.depth_keys, self.paren_cap
         delta = self._paren_delta_list
         visited: list[tuple[int, int, int, int]] = []  # (status row, rest, height, height read by its step)
@@ -274,6 +276,15 @@ class OutcomeChecker:
             if row >= 0:
                 table[row, rest] = verdict if low == height else DEPENDENT
         return ok, low
+
+    def _head_tail_lists(self) -> tuple[list, list]:
+        """The spanner's head and tail as lists, for scalar reads (remade when outcomes grew: only
+        the Python path reads them, the kernel's reads the arrays)."""
+        n, head, tail = self._outcome_lists
+        if n != self.spanner.n_outcomes:
+            n, head, tail = self._outcome_lists = (self.spanner.n_outcomes, self.spanner.head.tolist(),
+                                                   self.spanner.tail.tolist())
+        return head, tail
 
     def _step_one(self, node: int, top: int, term: int) -> tuple[int, int]:
         """Feed one terminal: (stack after or DEAD_STACK, lowest height read); see :meth:`_step_many`."""
