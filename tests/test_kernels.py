@@ -25,6 +25,7 @@ from localgcd.arrays import sorted_unique
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
+from localgcd.runtime.stack_checks import check_kernel_available
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
@@ -53,7 +54,7 @@ def real_grammar(name: str) -> str:
 
 def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
-    assert kernels_available() and assembly.assembly_kernel_available()
+    assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
