@@ -298,3 +298,15 @@ def test_checks_by_the_kernel_are_pythons_small(name: str, vocab_kind: str) -> N
 def test_checks_by_the_kernel_are_pythons_real(load_vocab, grammar: str, vocab_name: str) -> None:
     compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
     assert_same_checks_along_walks(compiled, 7, 3, 40)
+
+
+@pytest.mark.parametrize("what", ["outcome past the table", "negative outcome", "dead stack"])
+def test_the_checks_kernel_refuses_what_it_would_read_out_of_bounds(what: str) -> None:
+    """The kernel reads without bounds checks, so its wrapper names a bad id instead."""
+    grammar = SMALL_GRAMMARS["json"]
+    engine = engines(Compiler(use_cache=False).compile(grammar.text, small_vocabulary(grammar)))[True]
+    width = engine.checker.status_table.shape[1]
+    node, outcome = {"outcome past the table": (engine.pda.root, width), "negative outcome": (engine.pda.root, -1),
+                     "dead stack": (-1, 0)}[what]
+    with pytest.raises(ValueError):
+        engine.checker.check(node, np.array([outcome], dtype=np.int64))

@@ -67,7 +67,11 @@ class StackChecks:
         ok = np.zeros(n, dtype=np.uint8)
         read = np.zeros(n, dtype=np.int64)
         if n:
+            if int(outcomes.max()) >= min(status_table.shape[1], head.size) or int(outcomes.min()) < 0:
+                raise ValueError("an outcome id the status table has no column for")  # the kernel reads unchecked
             state, parent, height = self._pda.node_arrays()
+            if not 0 <= node < len(self._pda.state):
+                raise ValueError(f"no stack node {node}")
             done = check_kernel.check_outcomes(
                 self._action, *self._goto, *self._rules, self._takes, self._refuses, self._ignored,
                 self._prod_offsets, self._prod_terms, self._prod_class, self._prod_ignored,
