@@ -18,6 +18,8 @@ callers' caches on the stack suffix consulted.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_unique, true_columns,
@@ -55,22 +57,14 @@ class OutcomeChecker:
         # Terminals the pending lexeme of each lexer state may become, as parser columns: read a
         # few rows at a time (a big lexer's whole [Q, terminals] table is megabytes of fresh memory)
         self._producible, self._seen = producible, ~ignored
-        self._prod_terms = true_columns(producible, among=self._seen)
         # lexer states with one set of producible terminals share a column of the final tables
         first, inverse = distinct_rows(producible)
         self._producible_class = inverse
-        self._producible_class_list = self._producible_class.tolist()
         self._final = _FinalTables(pda, producible[first])
         use_kernel = check_kernel_available() if kernels is None else kernels
         self._kernel = StackChecks(pda, producible[first], inverse) if use_kernel and indenter is None else None
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
-        self._action_rows = row_lists(tables.action)
-        produced = np.zeros(self._n_terms, dtype=bool)
-        produced[:producible.shape[1]] = producible.any(axis=0) & self._seen
-        open_columns = ~tables.takes & ~tables.refuses & produced[None, :]
-        self._open_terms = true_columns(open_columns)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
-        self._ignored_all = self._ignored_np.tolist()
         self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
         self._outcome_lists: tuple[int, list, list] = (-1, [], [])  # head, tail as lists (Python path)
         self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -90,6 +84,33 @@ class OutcomeChecker:
             self.status_table = np.array(statuses, dtype=np.int8)  # a writable copy
         else:
             self.status_table = np.zeros(shape, dtype=np.int8)
+
+    # Lists for the Python path's scalar reads, made on first use: with the kernel only final()
+    # (a token fed, a text's end) reads some of them, and a first mask need not wait for them.
+
+    @cached_property
+    def _prod_terms(self) -> "list[list[int]] | LazyRowLists":
+        """Per lexer state, the terminals its pending lexeme may become that the parser sees."""
+        return true_columns(self._producible, among=self._seen)
+
+    @cached_property
+    def _producible_class_list(self) -> list[int]:
+        return self._producible_class.tolist()
+
+    @cached_property
+    def _action_rows(self) -> "list[list[int]] | LazyRowLists":
+        return row_lists(self._action_np)
+
+    @cached_property
+    def _open_terms(self) -> "list[list[int]] | LazyRowLists":
+        """Per parser state, the produced terminals its top neither takes nor refuses for every stack."""
+        produced = np.zeros(self._n_terms, dtype=bool)
+        produced[:self._producible.shape[1]] = self._producible.any(axis=0) & self._seen
+        return true_columns(~self._takes_np & ~self._refuses_np & produced[None, :])
+
+    @cached_property
+    def _ignored_all(self) -> list[bool]:
+        return self._ignored_np.tolist()
 
     def grow(self) -> None:
         """Follow the spanner's outcome ids as a lazy spanner hands out new ones.
