@@ -14,18 +14,15 @@ Needs ``transformers``, ``tokenizers`` and ``gguf`` (skipped without them):
 
 from __future__ import annotations
 
-import functools
-import warnings
-
 import numpy as np
 import pytest
 
 import localgcd
 from localgcd.errors import VocabularyError
 from localgcd.integrations.hf_vocabulary import TokenDecoder, gpt2_unicode_to_byte, vocabulary_from_hf
-from localgcd.llama.vocab_sources import vocab_path
+from integration_support import hf_tokenizer_of_gguf
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 pytest.importorskip("gguf")
 
@@ -37,14 +34,6 @@ GGUF_VOCABS = {
     "llama-spm": ("SentencePiece", ()),
     "gemma3": ("SentencePiece", (212,)),
 }
-
-
-@functools.cache
-def hf_tokenizer_of_gguf(name: str):
-    path = vocab_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 @pytest.mark.slow
