@@ -20,6 +20,7 @@ import pytest
 base = pytest.importorskip("sglang.srt.constrained.base_grammar_backend")
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
+pytest.importorskip("gguf")
 
 from localgcd.compiler.constraints import compile_constraint  # noqa: E402
 from localgcd.integrations import sglang as localgcd_sglang  # noqa: E402
