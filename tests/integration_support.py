@@ -8,6 +8,7 @@ import json
 import warnings
 
 import numpy as np
+import pytest
 
 from localgcd.grammar.sources import resolve_grammar
 from localgcd.llama.vocab_sources import vocab_path
@@ -44,9 +45,16 @@ FORCED = {
 }
 
 
-@functools.cache
 def hf_tokenizer_of_gguf(name: str):
-    """transformers' reading of the tokenizer in vocabulary ``name``'s GGUF file."""
+    """transformers' reading of the tokenizer in vocabulary ``name``'s GGUF file (the test is skipped
+    without transformers, gguf and torch: transformers' GGUF reader imports torch)."""
+    for module in ("transformers", "gguf", "torch"):
+        pytest.importorskip(module, reason=f"transformers reads a GGUF tokenizer only with {module} installed")
+    return _hf_tokenizer_of_gguf(name)
+
+
+@functools.cache
+def _hf_tokenizer_of_gguf(name: str):
     import transformers
 
     path = vocab_path(name)

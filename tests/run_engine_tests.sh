@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The engine-integration tests, each engine in a venv of its own: SGLang and vLLM pin different torch and
+# The engine-integration tests (and tests/test_hf_vocabulary.py's comparisons with llama.cpp, which need
+# torch through transformers' GGUF reader), each engine in a venv of its own: SGLang and vLLM pin different torch and
 # transformers versions, and each installs ~10 GB of CUDA wheels (docs/integrations.md says why CI leaves
 # them out).  Run from a checkout set up as README.md says (its .venv holds localgcd's own dependencies,
 # llama-cpp-python built once; the engine venvs read them after their own packages).
@@ -25,6 +26,9 @@ for engine in "${engines[@]}"; do
         time "$venv/bin/pip" install "${pins[$engine]}" gguf
     fi
     purelib "$main_venv" > "$(purelib "$venv")/localgcd-main-venv.pth"
-    PYTHONPATH=$root "$venv/bin/python" -m pytest -n 0 -q "tests/test_integrations_$engine.py" || status=1
+    tests=("tests/test_integrations_$engine.py")
+    # transformers' GGUF reader needs torch: the HF vocabulary's comparisons with llama.cpp run here
+    [ "$engine" = sglang ] && tests+=(tests/test_hf_vocabulary.py)
+    PYTHONPATH=$root "$venv/bin/python" -m pytest -n 0 -q "${tests[@]}" || status=1
 done
 exit $status
