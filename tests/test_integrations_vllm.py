@@ -15,15 +15,17 @@ Skipped unless vLLM is installed (``pip install "localgcd[vllm]"``); run:
 from __future__ import annotations
 
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 vllm_lp = pytest.importorskip("vllm.v1.sample.logits_processor")
-pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
 from vllm import SamplingParams  # noqa: E402
@@ -32,6 +34,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 from localgcd.compiler.constraints import compile_constraint  # noqa: E402
 from localgcd.integrations.hf_vocabulary import vocabulary_from_hf  # noqa: E402
 from localgcd.integrations.vllm import LocalgcdLogitsProcessor  # noqa: E402
+from localgcd.llama.vocab_sources import vocab_path  # noqa: E402
 from localgcd.runtime.matcher import Matcher  # noqa: E402
 from integration_support import FORCED, forced_token, hf_tokenizer_of_gguf  # noqa: E402
 
@@ -140,6 +143,26 @@ def test_a_row_whose_output_token_was_refused_may_only_end(setup) -> None:
     logits = torch.zeros(1, len(vocab))
     processor.apply(logits)
     assert set(np.flatnonzero(torch.isfinite(logits[0]).numpy())) == set(vocab.end_ids)
+
+
+@pytest.mark.slow
+def test_the_engine_builds_it_from_its_model_config_and_tokenizer(load_vocab, tmp_path) -> None:
+    """vLLM's constructor call, with vLLM's ModelConfig and tokenizer loader over a model folder
+    holding SmolLM2's config and tokenizer (as transformers reads them from the GGUF)."""
+    from vllm.config import ModelConfig
+
+    tokenizer = hf_tokenizer_of_gguf("smollm2")
+    tokenizer.save_pretrained(tmp_path)
+    path = vocab_path("smollm2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.AutoConfig.from_pretrained(path.parent, gguf_file=path.name).save_pretrained(tmp_path)
+    config = SimpleNamespace(model_config=ModelConfig(model=str(tmp_path)),
+                             scheduler_config=SimpleNamespace(max_num_seqs=4))
+    processor = LocalgcdLogitsProcessor(config, torch.device("cpu"), False)
+    gguf_vocab = load_vocab("smollm2")
+    assert processor.vocabulary.token_bytes == gguf_vocab.token_bytes
+    assert processor.vocabulary.end_ids == (tokenizer.eos_token_id,)  # the tokenizer's and the generation config's
 
 
 @pytest.mark.parametrize(("extra_args", "message"), [
