@@ -26,7 +26,7 @@ for engine in "${engines[@]}"; do
         time "$venv/bin/pip" install "${pins[$engine]}" gguf
     fi
     purelib "$main_venv" > "$(purelib "$venv")/localgcd-main-venv.pth"
-    tests=("tests/test_integrations_$engine.py")
+    tests=("tests/test_integrations_$engine.py" tests/test_integrations_torch_bitmask.py)
     # transformers' GGUF reader needs torch: the HF vocabulary's comparisons with llama.cpp run here
     [ "$engine" = sglang ] && tests+=(tests/test_hf_vocabulary.py)
     PYTHONPATH=$root "$venv/bin/python" -m pytest -n 0 -q "${tests[@]}" || status=1
