@@ -146,6 +146,17 @@ def test_a_row_whose_output_token_was_refused_may_only_end(setup) -> None:
 
 
 @pytest.mark.slow
+def test_a_constraint_that_fails_to_compile_in_the_batch_may_only_end(setup) -> None:
+    vocab, hf_vocab = setup
+    processor = LocalgcdLogitsProcessor.for_vocabulary(hf_vocab, "cpu", max_num_seqs=2)
+    params = SamplingParams(extra_args={"localgcd_lark": "start: missing"})  # Lark is read only by the compile
+    processor.update_state(BatchUpdate(1, [], [(0, params, [1], [])], []))
+    logits = torch.zeros(1, len(vocab))
+    processor.apply(logits)
+    assert set(np.flatnonzero(torch.isfinite(logits[0]).numpy())) == set(vocab.end_ids)
+
+
+@pytest.mark.slow
 def test_the_engine_builds_it_from_its_model_config_and_tokenizer(load_vocab, tmp_path) -> None:
     """vLLM's constructor call, with vLLM's ModelConfig and tokenizer loader over a model folder
     holding SmolLM2's config and tokenizer (as transformers reads them from the GGUF)."""

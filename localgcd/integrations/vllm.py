@@ -202,8 +202,9 @@ class LocalgcdLogitsProcessor(LogitsProcessor):
             value = list(constraint.value) if constraint.kind == "choices" else constraint.value
             try:
                 compiled = compile_constraint(constraint.kind, value, self.vocabulary, self.cache_dir)
-            except LocalgcdError as exc:
-                logger.error("localgcd: %s; the request may only end", exc)
+            except Exception as exc:  # inside vLLM's step: an exception would stop the engine, not the request
+                reason = str(exc) if isinstance(exc, LocalgcdError) else f"{type(exc).__name__}: {exc}"
+                logger.error("localgcd: %s; the request may only end", reason)
                 return ConstrainedRow(None, output_ids, failed=True)
             self._compiled[constraint.key] = compiled
         return ConstrainedRow(compiled.matcher(), output_ids)
