@@ -118,28 +118,28 @@ class TriggerTables:
     def __init__(self, trigger: bytes, vocab: Vocabulary) -> None:
         self.length = n = len(trigger)
         pieces = vocab.token_bytes
-        lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+        n_tokens = len(pieces)
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=n_tokens)
         width = int(lengths.max(initial=0))
-        data = np.zeros((len(pieces), max(width, 1)), dtype=np.uint8)
+        data = np.zeros((n_tokens, max(width, 1)), dtype=np.uint8)
         flat = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-        rows = np.repeat(np.arange(len(pieces)), lengths)
-        cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        data[rows, cols] = flat
-        delta = _kmp_automaton(trigger)
-        self.next_state = np.empty((n, len(pieces)), dtype=np.int32)
-        self.fires_at = np.full((n, len(pieces)), -1, dtype=np.int64)  # bytes of the token up to the trigger's end
-        for q in range(n):
-            state = np.full(len(pieces), q, dtype=np.int32)
-            fires = np.full(len(pieces), -1, dtype=np.int64)
-            for j in range(width):
-                live = np.nonzero((lengths > j) & (fires < 0))[0]
-                if live.size == 0:
-                    break
-                state[live] = delta[state[live], data[live, j]]
-                done = live[state[live] == n]
-                fires[done] = j + 1
-            self.next_state[q] = np.where(fires >= 0, -1, state)
-            self.fires_at[q] = fires
+        data[np.repeat(np.arange(n_tokens), lengths),
+             np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = flat
+        order = np.argsort(-lengths, kind="stable")  # longest first: the tokens still reading are a prefix
+        by_length, data = lengths[order], data[order]
+        delta = np.vstack([_kmp_automaton(trigger), np.full((1, 256), n, dtype=np.int32)])  # n: fired, absorbing
+        state = np.repeat(np.arange(n, dtype=np.int32)[:, None], n_tokens, axis=1)  # [start state, token]
+        fires = np.full((n, n_tokens), -1, dtype=np.int64)
+        for j in range(width):  # all start states at once, one byte position at a time
+            reading = int(np.searchsorted(-by_length, -j, side="left"))  # tokens longer than j
+            now = state[:, :reading]
+            after = delta[now, data[:reading, j]]
+            fires[:, :reading][(after == n) & (now != n)] = j + 1
+            state[:, :reading] = after
+        self.next_state = np.empty((n, n_tokens), dtype=np.int32)
+        self.fires_at = np.empty((n, n_tokens), dtype=np.int64)  # bytes of the token up to the trigger's end
+        self.next_state[:, order] = np.where(fires >= 0, -1, state)
+        self.fires_at[:, order] = fires
 
 
 @dataclass(frozen=True)
@@ -157,9 +157,10 @@ class _State:
 
 class TriggeredGrammar:
     """``inner`` (a compiled grammar: ``matcher()``) behind ``trigger``, over ``vocab``; ``matcher()``
-    gives :class:`TriggeredMatcher`\\ s that share its tables (computed on first use, then kept)."""
+    gives :class:`TriggeredMatcher`\\ s that share its tables (computed on first use, then kept;
+    ``tables``: the :class:`TriggerTables` of this trigger and vocabulary, made already)."""
 
-    def __init__(self, inner: Any, vocab: Vocabulary, trigger: Trigger) -> None:
+    def __init__(self, inner: Any, vocab: Vocabulary, trigger: Trigger, tables: TriggerTables | None = None) -> None:
         if trigger.token_id is not None and not 0 <= trigger.token_id < len(vocab):
             raise MatcherError(f"trigger token id {trigger.token_id} is outside the vocabulary "
                                f"({len(vocab)} tokens)")
@@ -167,7 +168,7 @@ class TriggeredGrammar:
             raise MatcherError(f"trigger token {trigger.token_id} is an end token")
         self.inner, self.vocab, self.trigger = inner, vocab, trigger
         self.source = f"after {trigger.describe()}: {getattr(inner, 'source', 'grammar')}"
-        self._tables: TriggerTables | None = None
+        self._tables: TriggerTables | None = tables
         self._free_masks: dict[int, _FreeMask] = {}
 
     def matcher(self) -> TriggeredMatcher:

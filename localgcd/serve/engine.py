@@ -33,7 +33,7 @@ from localgcd.errors import GrammarError, LocalgcdError
 from localgcd.llama.chat import chat_template, chat_tokens, prompt_tokens
 from localgcd.llama.loading import LoadedModel
 from localgcd.llama.triggers import model_trigger
-from localgcd.runtime.triggered import TriggeredGrammar
+from localgcd.runtime.triggered import Trigger, TriggeredGrammar, TriggerTables
 from localgcd.serve.parts import ReplyLayout, split_reply, visible
 from localgcd.serve.requests import CHAT, CompletionRequest, InvalidRequest
 from localgcd.serve.tools import TOOL_CALL_OPENER, tool_prompt
@@ -92,6 +92,7 @@ class Engine:
         self._cancels: list[Job] = []
         self._waiting: deque[Job] = deque()
         self._compiled: OrderedDict[str, Any] = OrderedDict()
+        self._trigger_tables: dict[bytes, TriggerTables] = {}
         self._stopping = False
         #: counters, read by /health (ints: read whole from any thread)
         self.busy = 0
@@ -215,10 +216,18 @@ class Engine:
             grammar = base
             for trigger in (layout.tool_call, layout.reasoning):  # the reasoning first, then a call or text
                 if trigger is not None:
-                    grammar = TriggeredGrammar(grammar, self.model.vocab, trigger)
+                    grammar = TriggeredGrammar(grammar, self.model.vocab, trigger, self._tables(trigger))
             self._remember(key, grammar)
         self._compiled.move_to_end(key)
         return self._compiled[key]
+
+    def _tables(self, trigger: Trigger) -> TriggerTables | None:
+        """A text trigger's tables over the model's vocabulary, made once for every constraint behind it."""
+        if trigger.text is None:
+            return None
+        if trigger.text not in self._trigger_tables:
+            self._trigger_tables[trigger.text] = TriggerTables(trigger.text, self.model.vocab)
+        return self._trigger_tables[trigger.text]
 
     def _remember(self, key: str, compiled: Any) -> None:
         self._compiled[key] = compiled
