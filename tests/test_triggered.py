@@ -307,3 +307,50 @@ def test_mask_equals_the_reference_on_random_prefixes(setup, fragments, may_end)
         return
     assert m.accept_bytes(text), m.error
     _check_mask(vocab, ref, m, text)
+
+
+@pytest.mark.parametrize("vocab_name", VOCABS)
+def test_a_reasoning_section_then_free_text_or_a_call_nests_two_triggers(setup, load_vocab, vocab_name):
+    """A thinking model under tool_choice auto: free until </think>, then free until <tool_call>, then the grammar."""
+    vocab = load_vocab(vocab_name)
+    inner = _inner("lark", vocab_name, load_vocab)
+    viable, complete = GRAMMARS["lark"][1]()
+    call = TriggeredReference(b"<tool_call>", viable, complete, True)
+    ref = TriggeredReference(b"</think>", call.is_viable, call.is_complete, False)
+    g = TriggeredGrammar(TriggeredGrammar(inner, vocab, Trigger.of("<tool_call>", True)), vocab, Trigger.of("</think>"))
+    ids = _token_ids(vocab)
+    text = b"hmm <tool_call> no</think>Sure.<tool_call>{1, 2}"
+    m, seen = g.matcher(), b""
+    for tok in _greedy(ids, text, 3):
+        if seen.endswith((b"<", b"k>", b"l>", b"{")) or not seen:
+            _check_mask(vocab, ref, m, seen)
+        assert m.advance(tok), m.error
+        seen += vocab.token_bytes[tok]
+    _check_mask(vocab, ref, m, seen)
+    assert m.is_accepting()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=2 ** 16), min_size=1, max_size=25))
+def test_every_allowed_token_keeps_the_text_viable(setup, picks):
+    """A random walk over allowed tokens (one that completes the trigger when there is one; now and then the
+    trigger's bytes, so that the walk goes on in the constrained part)."""
+    vocab, g, ref = setup("regex", "smollm2", "</think>", True)
+    m, seen = g.matcher(), b""
+    ends = set(vocab.end_ids)
+    for pick in picks:
+        allowed = np.nonzero(m.allowed_token_mask())[0]
+        if allowed.size == 0:
+            break
+        if not m.triggered and pick % 4 == 0:
+            assert m.accept_bytes(b"</think>")
+            seen += b"</think>"
+            continue
+        firing = [t for t in allowed if b"</think>" in seen + vocab.token_bytes[t]] if not m.triggered else []
+        choice = int((firing or allowed)[pick % len(firing or allowed)])
+        if choice in ends:
+            assert ref.is_complete(seen)
+            break
+        assert m.advance(choice)
+        seen += vocab.token_bytes[choice]
+        assert ref.is_viable(seen) and m.is_accepting() == ref.is_complete(seen)
