@@ -109,3 +109,18 @@ def test_a_batch_lines_after(model, tmp_path: Path) -> None:
         assert row["complete"], row
         jsonschema.validate(json.loads(free_then(row["text"])), PERSON)
     assert rows["bad"]["error"]["code"] == "invalid_request" and "after" in rows["bad"]["error"]["message"]
+
+
+@pytest.mark.parametrize("after, expected", [
+    ("</think>", "text"),  # plain text for SmolLM2's tokenizer
+    ("<|im_start|>", "token"),  # one special token: its id (as </think> is for Qwen3 or DeepSeek-R1)
+])
+def test_a_trigger_text_that_is_one_special_token_is_that_token(model, after: str, expected: str) -> None:
+    from localgcd.llama.triggers import model_trigger
+
+    trigger = model_trigger(model, after)
+    if expected == "token":
+        assert trigger.text is None and model.vocab.is_special[trigger.token_id]
+        assert list(model.llama.tokenize(after.encode(), add_bos=False, special=True)) == [trigger.token_id]
+    else:
+        assert trigger.text == after.encode() and trigger.token_id is None
