@@ -263,8 +263,6 @@ def test_a_token_trigger_fires_on_that_id_only(setup, load_vocab):
     assert m.accept_bytes(b"free text, even </think>") and not m.triggered
     assert m.advance(special) and m.triggered
     assert np.array_equal(m.allowed_token_mask(), g.inner.matcher().allowed_token_mask())
-    raw = b"free" + vocab.token_bytes[special] + b"ab@cd.org"
-    assert g.split(raw, [_token_ids(vocab)[b"free"], special]) == (b"free", b"ab@cd.org")
 
 
 def test_fill_next_token_bitmask_takes_triggered_matchers_beside_plain_ones(setup):
@@ -277,16 +275,6 @@ def test_fill_next_token_bitmask_takes_triggered_matchers_beside_plain_ones(setu
     for row, m in enumerate((free, on, plain)):
         bits = np.unpackbits(bitmask[row].view(np.uint8), bitorder="little")[:len(vocab)].astype(bool)
         assert np.array_equal(bits, m.allowed_token_mask())
-
-
-@pytest.mark.parametrize("text, parts", [
-    (b"think</think>{1}", (b"think", b"{1}")),
-    (b"no trigger", (b"no trigger", None)),
-    (b"a</think>b</think>", (b"a", b"b</think>")),
-])
-def test_split_cuts_at_the_first_trigger(setup, text, parts):
-    _, g, _ = setup("lark", "smollm2", "</think>", False)
-    assert g.split(text) == parts
 
 
 # --------------------------------------------------------------------------- properties

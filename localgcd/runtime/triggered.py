@@ -174,18 +174,6 @@ class TriggeredGrammar:
     def matcher(self) -> TriggeredMatcher:
         return TriggeredMatcher(self)
 
-    def split(self, raw: bytes, tokens: list[int] | None = None) -> tuple[bytes, bytes | None]:
-        """(free text, inner text) of a generated text, the inner text None when the trigger did not
-        fire; a text trigger's bytes are in neither part.  A token trigger needs the ``tokens``."""
-        if self.trigger.text is not None:
-            at = raw.find(self.trigger.text)
-            return (raw, None) if at < 0 else (raw[:at], raw[at + len(self.trigger.text):])
-        pieces = self.vocab.token_bytes
-        if tokens is None or self.trigger.token_id not in tokens:
-            return raw, None
-        start = sum(len(pieces[t]) for t in tokens[:tokens.index(self.trigger.token_id)])
-        return raw[:start], raw[start + len(pieces[self.trigger.token_id]):]
-
     # -- the free part's masks -------------------------------------------------------
 
     @property
