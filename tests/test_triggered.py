@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import compile_grammar, compile_json_schema
@@ -342,3 +342,31 @@ def test_every_allowed_token_keeps_the_text_viable(setup, picks):
         assert m.advance(choice)
         seen += vocab.token_bytes[choice]
         assert ref.is_viable(seen) and m.is_accepting() == ref.is_complete(seen)
+
+
+@functools.cache
+def _any_text(vocab_name: str, load):
+    return compile_grammar("(?s:.*)", load(vocab_name), fmt="regex")
+
+
+@settings(max_examples=40, deadline=None)
+@example("aab", [b"a", b"a", b"a", b"b"]).via("a mismatch after a border")
+@example("abab", [b"ab", b"a", b"ab", b"ab"]).via("a mismatch after a border")
+@example("<<x", [b"<<", b"<", b"x"]).via("a mismatch after a border")
+@given(st.sampled_from(["aab", "abab", "aaa", "<<x"]), st.lists(st.sampled_from([b"a", b"b", b"x", b"<", b"ab", b"<<"]),
+                                                             max_size=14))
+def test_a_trigger_with_borders_fires_at_its_first_occurrence(load_vocab, trigger, fragments):
+    """Triggers whose prefixes recur in themselves (KMP's fallback): fired exactly when the text contains one,
+    read as bytes or as tokens, and the free masks still equal the reference's."""
+    vocab = load_vocab("smollm2")
+    g = TriggeredGrammar(_any_text("smollm2", load_vocab), vocab, Trigger.of(trigger, True))
+    ref = TriggeredReference(trigger.encode(), lambda d: True, lambda d: True, True)
+    text = b"".join(fragments)
+    by_bytes, by_tokens = g.matcher(), g.matcher()
+    assert by_bytes.accept_bytes(text)
+    for tok in _greedy(_token_ids(vocab), text, 2):
+        assert by_tokens.advance(tok)
+    assert by_bytes.triggered == by_tokens.triggered == (trigger.encode() in text)
+    if not by_bytes.triggered:
+        _check_mask(vocab, ref, by_bytes, text)
+        assert np.array_equal(by_bytes.allowed_token_mask(), by_tokens.allowed_token_mask())
