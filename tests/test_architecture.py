@@ -33,7 +33,7 @@ ALLOWED = {
     "batch": {"batch", "llama", "compiler", "runtime", "grammar", "vocab"},
     "cli": {"cli", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
 }
-BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph"}
+BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph", "tuning"}
 CORE_FORBIDDEN = ("llama_cpp", "typer", "rich")
 
 

@@ -26,6 +26,8 @@ from localgcd.regex.dfa import determinize
 from localgcd.regex.nfa import NFA, UnsupportedRegex, literal_bytes
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import literal_trie, terminal_dfa
+from localgcd.budget import unbounded
+from localgcd.tuning import Tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
@@ -289,18 +291,14 @@ def _multi_mode_cases():
 
 
 @pytest.mark.parametrize("case", list(_multi_mode_cases()), ids=lambda case: case[0])
-def test_tracked_modes_explored_together_are_each_modes_own_product(case, monkeypatch) -> None:
+def test_tracked_modes_explored_together_are_each_modes_own_product(case) -> None:
     from localgcd.lexer import product
 
     _name, regexes, modes, also = case
-    explored = []
-    together = product._explore_tracked_modes
-    monkeypatch.setattr(product, "_explore_tracked_modes",
-                        lambda *args: explored.append(together(*args)) or explored[-1])
-    joint = product_dfa(regexes, modes, also)
-    assert len(explored[0]) >= 2  # at least two modes were explored together
-    monkeypatch.setattr(product, "_explore_tracked_modes", lambda *args: {})
-    alone = product_dfa(regexes, modes, also)
+    members_of = {mode: [i for i, m in enumerate(modes) if m == mode] for mode in set(modes)}
+    assert len(product._explore_tracked_modes(members_of, regexes, [tuple(a) for a in also], unbounded())) >= 2
+    joint = product_dfa(regexes, modes, also)  # (at least two modes explored together)
+    alone = product_dfa(regexes, modes, also, tuning=Tuning(tracked_modes=False))
     assert joint.mode_starts == alone.mode_starts
     assert np.array_equal(joint.accept, alone.accept)
     assert np.array_equal(joint.transitions, alone.transitions)

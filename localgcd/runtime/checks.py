@@ -27,7 +27,6 @@ from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
-SCALAR_BELOW = 32  # default: checks with fewer live (stack, outcome) pairs go on in plain Python
 _NO_READ = np.iinfo(np.int64).max
 
 
@@ -35,14 +34,15 @@ class OutcomeChecker:
     """Decides outcomes on stacks and keeps the Alg. 5 status table; one per mask engine.
 
     ``scalar_below``: a check level with fewer live (stack, outcome) pairs
-    goes on in plain Python, where numpy's per-call overhead would dominate.
+    goes on in plain Python, where numpy's per-call overhead would dominate (None: the
+    PDA's ``Tuning.scalar_below``).
     """
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
                  indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
-                 scalar_below: int = SCALAR_BELOW) -> None:
+                 scalar_below: int | None = None) -> None:
         self.spanner = spanner
-        self.scalar_below = scalar_below
+        self.scalar_below = pda.tuning.scalar_below if scalar_below is None else scalar_below
         self.pda = pda
         self.indenter = indenter
         ignored = pda.ignored
@@ -51,18 +51,18 @@ class OutcomeChecker:
         # Terminals the pending lexeme of each lexer state may become, as parser columns: read a
         # few rows at a time (a big lexer's whole [Q, terminals] table is megabytes of fresh memory)
         self._producible, self._seen = producible, ~ignored
-        self._prod_terms = true_columns(producible, among=self._seen)
+        self._prod_terms = true_columns(producible, among=self._seen, eager_cells=pda.tuning.eager_list_cells)
         # lexer states with one set of producible terminals share a column of the final tables
         first, inverse = distinct_rows(producible)
         self._producible_class = inverse
         self._producible_class_list = self._producible_class.tolist()
         self._final = _FinalTables(pda, producible[first])
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
-        self._action_rows = row_lists(tables.action)
+        self._action_rows = row_lists(tables.action, eager_cells=pda.tuning.eager_list_cells)
         produced = np.zeros(self._n_terms, dtype=bool)
         produced[:producible.shape[1]] = producible.any(axis=0) & self._seen
         open_columns = ~tables.takes & ~tables.refuses & produced[None, :]
-        self._open_terms = true_columns(open_columns)
+        self._open_terms = true_columns(open_columns, eager_cells=pda.tuning.eager_list_cells)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._ignored_all = self._ignored_np.tolist()
         self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
