@@ -79,7 +79,7 @@ class LineError:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Invalid(Exception):
+class _InvalidField(Exception):
     """A field of a line is invalid (becomes a :class:`LineError`)."""
 
 
@@ -104,11 +104,11 @@ def parse_line(text: str | bytes, line: int) -> Request | LineError:
     cid = obj.get("custom_id")
     try:
         if not isinstance(cid, str) or not cid:
-            raise Invalid("custom_id is required (a non-empty string)" if cid is None or cid == ""
+            raise _InvalidField("custom_id is required (a non-empty string)" if cid is None or cid == ""
                           else f"custom_id must be a string, not {_kind(cid)}")
         fields, openai = _openai_fields(obj) if ("body" in obj or "url" in obj) else (_native_fields(obj), False)
         return _request(cid, line, fields, openai)
-    except Invalid as exc:
+    except _InvalidField as exc:
         return LineError(line, "invalid_request", f"line {line}: {exc}", cid if isinstance(cid, str) else None)
 
 
@@ -134,23 +134,23 @@ def parse_lines(lines: Iterable[str | bytes], start: int = 1) -> Iterator[Reques
 def _native_fields(obj: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(obj) - NATIVE_FIELDS)
     if unknown:
-        raise Invalid(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(NATIVE_FIELDS))})")
+        raise _InvalidField(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(NATIVE_FIELDS))})")
     return {k: v for k, v in obj.items() if k != "custom_id"}
 
 
 def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     method, url, body = obj.get("method", "POST"), obj.get("url"), obj.get("body")
     if method != "POST":
-        raise Invalid(f"method must be POST, not {method!r}")
+        raise _InvalidField(f"method must be POST, not {method!r}")
     if url not in OPENAI_URLS:
-        raise Invalid(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
+        raise _InvalidField(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
     if not isinstance(body, dict):
-        raise Invalid(f"body must be an object, not {_kind(body)}")
+        raise _InvalidField(f"body must be an object, not {_kind(body)}")
     fields = {k: body[k] for k in ("prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS) if k in body}
     if "max_completion_tokens" in body and "max_tokens" not in body:
         fields["max_tokens"] = body["max_completion_tokens"]
     if body.get("n", 1) != 1:
-        raise Invalid("only n = 1 is supported")
+        raise _InvalidField("only n = 1 is supported")
     fmt = body.get("response_format")
     if fmt is not None:
         kind = fmt.get("type") if isinstance(fmt, dict) else None
@@ -159,7 +159,7 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         elif kind == "json_object":  # JSON mode: a JSON object, not any JSON value
             fields[JSON_OBJECT] = True
         elif kind != "text":
-            raise Invalid(f"response_format type must be json_schema, json_object or text, not {kind!r}")
+            raise _InvalidField(f"response_format type must be json_schema, json_object or text, not {kind!r}")
     return fields, True
 
 
@@ -169,17 +169,17 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
     kw: dict[str, Any] = {}
     if ("prompt" in f) == ("messages" in f):
-        raise Invalid("give exactly one of prompt and messages")
+        raise _InvalidField("give exactly one of prompt and messages")
     if "prompt" in f:
         kw["prompt"] = _str(f["prompt"], "prompt")
     else:
         kw["messages"] = _messages(f["messages"])
     given = [k for k in (*CONSTRAINTS, JSON_OBJECT) if k in f]  # json_object: from a response_format only
     if not given:
-        raise Invalid("no constraint: give one of " + ", ".join(CONSTRAINTS)
+        raise _InvalidField("no constraint: give one of " + ", ".join(CONSTRAINTS)
                       + (" (or a response_format)" if openai else ""))
     if len(given) > 1:
-        raise Invalid(f"give one constraint, not {' and '.join(given)}")
+        raise _InvalidField(f"give one constraint, not {' and '.join(given)}")
     kw["constraint"] = _constraint(given[0], f[given[0]])
     if "max_tokens" in f:
         kw["max_tokens"] = _int(f["max_tokens"], "max_tokens", 1)
@@ -205,29 +205,29 @@ def _constraint(kind: str, value: Any) -> Constraint:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
-                raise Invalid(f"json_schema is not valid JSON: {exc.msg}") from None
+                raise _InvalidField(f"json_schema is not valid JSON: {exc.msg}") from None
         if not isinstance(value, (dict, bool)):
-            raise Invalid(f"json_schema must be an object, not {_kind(value)}")
+            raise _InvalidField(f"json_schema must be an object, not {_kind(value)}")
     elif kind == "choices":
         if not isinstance(value, list) or not value:
-            raise Invalid("choices must be a non-empty list of strings")
+            raise _InvalidField("choices must be a non-empty list of strings")
         for c in value:
             if not isinstance(c, str) or not c or "\n" in c:
-                raise Invalid(f"each choice must be a non-empty string without newlines, not {c!r}")
+                raise _InvalidField(f"each choice must be a non-empty string without newlines, not {c!r}")
     else:
         _str(value, kind)
         if not value:
-            raise Invalid(f"{kind} is empty")
+            raise _InvalidField(f"{kind} is empty")
     return Constraint(kind, value)
 
 
 def _messages(value: Any) -> tuple[dict[str, str], ...]:
     if not isinstance(value, list) or not value:
-        raise Invalid("messages must be a non-empty list")
+        raise _InvalidField("messages must be a non-empty list")
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise Invalid(f"messages[{i}] must be an object with string role and content")
+            raise _InvalidField(f"messages[{i}] must be an object with string role and content")
         out.append({"role": m["role"], "content": m["content"]})
     return tuple(out)
 
@@ -235,30 +235,30 @@ def _messages(value: Any) -> tuple[dict[str, str], ...]:
 def _stop(value: Any) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
-        raise Invalid("stop must be a non-empty string or a list of them")
+        raise _InvalidField("stop must be a non-empty string or a list of them")
     return tuple(items)
 
 
 def _str(value: Any, name: str) -> str:
     if not isinstance(value, str):
-        raise Invalid(f"{name} must be a string, not {_kind(value)}")
+        raise _InvalidField(f"{name} must be a string, not {_kind(value)}")
     return value
 
 
 def _int(value: Any, name: str, low: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Invalid(f"{name} must be an integer, not {_kind(value)}")
+        raise _InvalidField(f"{name} must be an integer, not {_kind(value)}")
     if low is not None and value < low:
-        raise Invalid(f"{name} must be at least {low}, not {value}")
+        raise _InvalidField(f"{name} must be at least {low}, not {value}")
     return value
 
 
 def _number(value: Any, name: str, low: float, high: float | None, open_low: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Invalid(f"{name} must be a number, not {_kind(value)}")
+        raise _InvalidField(f"{name} must be a number, not {_kind(value)}")
     if value < low or (open_low and value == low) or (high is not None and value > high):
         where = f"{'(' if open_low else '['}{low:g}, {high:g}]" if high is not None else f">= {low:g}"
-        raise Invalid(f"{name} must be in {where}, not {value}")
+        raise _InvalidField(f"{name} must be in {where}, not {value}")
     return float(value)
 
 
