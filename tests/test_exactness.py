@@ -44,7 +44,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import localgcd
-from localgcd import Compiler, GrammarError
+from localgcd import Compiler, GrammarError, Tuning
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (
@@ -234,8 +234,9 @@ def test_vectorized_and_scalar_checks_are_both_exact(name: str, scalar_below: in
     that classifies lazily (its status table filled by that path only),
     matches the reference."""
     shared = small_case(name)
-    compiled = Compiler(use_cache=False, eager_status_limit=0).compile(shared.grammar, shared.vocab)
-    compiled.engine.checker.scalar_below = scalar_below
+    compiled = Compiler(use_cache=False, eager_status_limit=0,
+                        tuning=Tuning(scalar_below=scalar_below)).compile(shared.grammar, shared.vocab)
+    assert compiled.engine.checker.scalar_below == scalar_below
     case = Case(name, shared.grammar, shared.vocab, compiled, shared.ref)
     log = MismatchLog()
     random_walks(case, log, random.Random(f"paths-{name}"), 3)

@@ -31,7 +31,7 @@ import numpy as np
 
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema.spec import ScalarPosition
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 from localgcd.tuning import Tuning
 
 __all__ = ["Context", "NoInstance", "empty", "fail", "ptr_join"]

@@ -11,7 +11,7 @@ from localgcd.grammar.json_schema.automata import byte_dfa
 from localgcd.grammar.json_schema.context import Context
 from localgcd.grammar.json_schema.encoding import UNIT, lark_regex
 from localgcd.grammar.json_schema.tracking import CHUNK, MAX_TRACKED_LINKS, Signature, track
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 
 
 class LongStrings:
