@@ -29,6 +29,7 @@ from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.tuning import Tuning
 from localgcd.spanner.token_spanner import build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
 
