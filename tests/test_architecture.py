@@ -2,12 +2,20 @@
 
 Every ``import`` in localgcd — at module level or inside a function — is an
 edge.  The graph of modules must be acyclic, the stages may only import the
-stages below them, and the core (everything but ``llama/``, ``batch/`` and
-``cli/``) never imports llama.cpp, typer or rich (``batch/`` drives llama.cpp
-but never typer or rich).  The front ends (``grammar/``) build on the automaton
-layer (``regex/``), never on the lexer; the lexer reads the grammar's terminals
-and never a front end; llama-cpp-python's private names live in
-``llama/backend.py`` alone.
+stages below them, and the core (everything but ``llama/``, ``batch/``,
+``cli/`` and ``integrations/``) never imports llama.cpp, typer or rich
+(``batch/`` drives llama.cpp but never typer or rich; ``serve/`` drives it
+through ``batch/``, never typer or rich).  The front ends (``grammar/``) build
+on the automaton layer (``regex/``), never on the lexer; the lexer reads the
+grammar's terminals and never a front end; llama-cpp-python's private names
+live in ``llama/backend.py`` alone.
+
+``integrations/`` (localgcd inside SGLang and vLLM) sits beside ``llama/``:
+no stage imports it (only the package's ``__init__`` re-exports
+``vocabulary_from_hf``, whose module imports no engine), it never imports
+llama.cpp or ``llama/``, and the engines and their libraries (``sglang``,
+``vllm``, ``torch``, ``transformers``, ``tokenizers``) are imported by the
+integration modules alone.
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ ALLOWED = {
     "compiler": {"compiler", "runtime", "parser", "spanner", "lexer", "grammar", "regex", "vocab"},
     "llama": {"llama", "compiler", "runtime", "grammar", "vocab"},
     "batch": {"batch", "llama", "compiler", "runtime", "grammar", "vocab"},
-    "cli": {"cli", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
+    "serve": {"serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab"},
+    "cli": {"cli", "serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
+    "integrations": {"integrations", "compiler", "runtime", "grammar", "vocab"},
 }
 BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph", "tuning", "memo"}
 #: What the lexer may read of grammar/: the grammar's terminals as plain data, never a front end.
@@ -42,6 +52,10 @@ LEXER_READS_OF_GRAMMAR = {"localgcd.grammar", "localgcd.grammar.terminals", "loc
 #: llama-cpp-python's private names, used in llama/backend.py alone (see its docstring).
 LLAMA_CPP_PRIVATE = {"_internals", "_model", "_init_sampler"}
 CORE_FORBIDDEN = ("llama_cpp", "typer", "rich")
+#: The serving engines and their libraries: imported by integrations/ alone.
+ENGINE_PACKAGES = ("sglang", "vllm", "torch", "transformers", "tokenizers")
+#: The engine-free integration module the package's __init__ may re-export.
+REEXPORTED_INTEGRATIONS = {"localgcd.integrations.hf_vocabulary"}
 
 
 def module_name(path: Path) -> str:
@@ -104,9 +118,23 @@ def test_each_stage_imports_only_the_stages_below_it(module: str) -> None:
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) not in ("llama", "cli", "localgcd")))
 def test_the_core_never_imports_llama_cpp_typer_or_rich(module: str) -> None:
-    forbidden = CORE_FORBIDDEN[1:] if stage_of(module) == "batch" else CORE_FORBIDDEN
+    forbidden = CORE_FORBIDDEN[1:] if stage_of(module) in ("batch", "serve") else CORE_FORBIDDEN
     for dep in imports_of(MODULES[module]):
         assert not dep.startswith(forbidden), f"{module} imports {dep}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) != "integrations"))
+def test_the_core_never_imports_the_integrations_or_an_engine(module: str) -> None:
+    allowed = tuple(REEXPORTED_INTEGRATIONS) if module == "localgcd" else ()
+    for dep in imports_of(MODULES[module]):
+        reexport = dep.startswith(allowed) if allowed else False
+        assert not (dep.startswith("localgcd.integrations") and not reexport), f"{module} imports {dep}"
+        assert dep.split(".")[0] not in ENGINE_PACKAGES, f"{module} imports {dep}"
+
+
+def test_the_reexported_integration_imports_no_engine() -> None:
+    for module in REEXPORTED_INTEGRATIONS:
+        assert not {dep.split(".")[0] for dep in imports_of(MODULES[module])} & set(ENGINE_PACKAGES), module
 
 
 def test_no_module_reads_another_modules_private_names() -> None:

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from localgcd.compiler.constraints import JSON_OBJECT
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 #: Constraint field → grammar format ("grammar" is a name or a file, format by suffix).
@@ -30,7 +31,6 @@ CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbn
                                "regex": "regex", "choices": "choices"}
 SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
 NATIVE_FIELDS = {"custom_id", "prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS}
-JSON_OBJECT = "json_object"  # OpenAI's response_format {"type": "json_object"}: one JSON object
 DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
 
@@ -79,7 +79,7 @@ class LineError:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _InvalidField(Exception):
+class Invalid(Exception):
     """A field of a line is invalid (becomes a :class:`LineError`)."""
 
 
@@ -100,15 +100,15 @@ def parse_line(text: str | bytes, line: int) -> Request | LineError:
         col = f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         return LineError(line, "invalid_json", f"line {line}: not valid JSON: {what}{col}")
     if not isinstance(obj, dict):
-        return LineError(line, "invalid_request", f"line {line}: expected a JSON object, got {_kind(obj)}")
+        return LineError(line, "invalid_request", f"line {line}: expected a JSON object, got {kind_of(obj)}")
     cid = obj.get("custom_id")
     try:
         if not isinstance(cid, str) or not cid:
-            raise _InvalidField("custom_id is required (a non-empty string)" if cid is None or cid == ""
-                          else f"custom_id must be a string, not {_kind(cid)}")
+            raise Invalid("custom_id is required (a non-empty string)" if cid is None or cid == ""
+                          else f"custom_id must be a string, not {kind_of(cid)}")
         fields, openai = _openai_fields(obj) if ("body" in obj or "url" in obj) else (_native_fields(obj), False)
         return _request(cid, line, fields, openai)
-    except _InvalidField as exc:
+    except Invalid as exc:
         return LineError(line, "invalid_request", f"line {line}: {exc}", cid if isinstance(cid, str) else None)
 
 
@@ -134,23 +134,23 @@ def parse_lines(lines: Iterable[str | bytes], start: int = 1) -> Iterator[Reques
 def _native_fields(obj: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(obj) - NATIVE_FIELDS)
     if unknown:
-        raise _InvalidField(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(NATIVE_FIELDS))})")
+        raise Invalid(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(NATIVE_FIELDS))})")
     return {k: v for k, v in obj.items() if k != "custom_id"}
 
 
 def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     method, url, body = obj.get("method", "POST"), obj.get("url"), obj.get("body")
     if method != "POST":
-        raise _InvalidField(f"method must be POST, not {method!r}")
+        raise Invalid(f"method must be POST, not {method!r}")
     if url not in OPENAI_URLS:
-        raise _InvalidField(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
+        raise Invalid(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
     if not isinstance(body, dict):
-        raise _InvalidField(f"body must be an object, not {_kind(body)}")
+        raise Invalid(f"body must be an object, not {kind_of(body)}")
     fields = {k: body[k] for k in ("prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS) if k in body}
     if "max_completion_tokens" in body and "max_tokens" not in body:
         fields["max_tokens"] = body["max_completion_tokens"]
     if body.get("n", 1) != 1:
-        raise _InvalidField("only n = 1 is supported")
+        raise Invalid("only n = 1 is supported")
     fmt = body.get("response_format")
     if fmt is not None:
         kind = fmt.get("type") if isinstance(fmt, dict) else None
@@ -159,7 +159,7 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         elif kind == "json_object":  # JSON mode: a JSON object, not any JSON value
             fields[JSON_OBJECT] = True
         elif kind != "text":
-            raise _InvalidField(f"response_format type must be json_schema, json_object or text, not {kind!r}")
+            raise Invalid(f"response_format type must be json_schema, json_object or text, not {kind!r}")
     return fields, True
 
 
@@ -169,35 +169,37 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
     kw: dict[str, Any] = {}
     if ("prompt" in f) == ("messages" in f):
-        raise _InvalidField("give exactly one of prompt and messages")
+        raise Invalid("give exactly one of prompt and messages")
     if "prompt" in f:
         kw["prompt"] = _str(f["prompt"], "prompt")
     else:
         kw["messages"] = _messages(f["messages"])
     given = [k for k in (*CONSTRAINTS, JSON_OBJECT) if k in f]  # json_object: from a response_format only
     if not given:
-        raise _InvalidField("no constraint: give one of " + ", ".join(CONSTRAINTS)
+        raise Invalid("no constraint: give one of " + ", ".join(CONSTRAINTS)
                       + (" (or a response_format)" if openai else ""))
     if len(given) > 1:
-        raise _InvalidField(f"give one constraint, not {' and '.join(given)}")
-    kw["constraint"] = _constraint(given[0], f[given[0]])
+        raise Invalid(f"give one constraint, not {' and '.join(given)}")
+    kw["constraint"] = parse_constraint(given[0], f[given[0]])
     if "max_tokens" in f:
-        kw["max_tokens"] = _int(f["max_tokens"], "max_tokens", 1)
+        kw["max_tokens"] = int_field(f["max_tokens"], "max_tokens", 1)
     if "top_k" in f:
-        kw["top_k"] = _int(f["top_k"], "top_k", 0)
+        kw["top_k"] = int_field(f["top_k"], "top_k", 0)
     if "temperature" in f:
-        kw["temperature"] = _number(f["temperature"], "temperature", 0.0, None)
+        kw["temperature"] = number_field(f["temperature"], "temperature", 0.0, None)
     if "top_p" in f:
-        kw["top_p"] = _number(f["top_p"], "top_p", 0.0, 1.0, open_low=True)
+        kw["top_p"] = number_field(f["top_p"], "top_p", 0.0, 1.0, open_low=True)
     if "min_p" in f:
-        kw["min_p"] = _number(f["min_p"], "min_p", 0.0, 1.0)
-    kw["seed"] = default_seed(cid) if f.get("seed") is None else _int(f["seed"], "seed", None) & 0x7FFFFFFF
+        kw["min_p"] = number_field(f["min_p"], "min_p", 0.0, 1.0)
+    kw["seed"] = default_seed(cid) if f.get("seed") is None else int_field(f["seed"], "seed", None) & 0x7FFFFFFF
     if f.get("stop") is not None:
-        kw["stop"] = _stop(f["stop"])
+        kw["stop"] = stop_field(f["stop"])
     return Request(custom_id=cid, line=line, openai=openai, **kw)
 
 
-def _constraint(kind: str, value: Any) -> Constraint:
+def parse_constraint(kind: str, value: Any) -> Constraint:
+    """A constraint field's value checked for its kind (:data:`CONSTRAINTS`, or :data:`JSON_OBJECT`);
+    a bad value raises :class:`Invalid` naming the field."""
     if kind == JSON_OBJECT:
         return Constraint(kind, True)
     if kind == "json_schema":
@@ -205,63 +207,63 @@ def _constraint(kind: str, value: Any) -> Constraint:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
-                raise _InvalidField(f"json_schema is not valid JSON: {exc.msg}") from None
+                raise Invalid(f"json_schema is not valid JSON: {exc.msg}") from None
         if not isinstance(value, (dict, bool)):
-            raise _InvalidField(f"json_schema must be an object, not {_kind(value)}")
+            raise Invalid(f"json_schema must be an object, not {kind_of(value)}")
     elif kind == "choices":
         if not isinstance(value, list) or not value:
-            raise _InvalidField("choices must be a non-empty list of strings")
+            raise Invalid("choices must be a non-empty list of strings")
         for c in value:
             if not isinstance(c, str) or not c or "\n" in c:
-                raise _InvalidField(f"each choice must be a non-empty string without newlines, not {c!r}")
+                raise Invalid(f"each choice must be a non-empty string without newlines, not {c!r}")
     else:
         _str(value, kind)
         if not value:
-            raise _InvalidField(f"{kind} is empty")
+            raise Invalid(f"{kind} is empty")
     return Constraint(kind, value)
 
 
 def _messages(value: Any) -> tuple[dict[str, str], ...]:
     if not isinstance(value, list) or not value:
-        raise _InvalidField("messages must be a non-empty list")
+        raise Invalid("messages must be a non-empty list")
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise _InvalidField(f"messages[{i}] must be an object with string role and content")
+            raise Invalid(f"messages[{i}] must be an object with string role and content")
         out.append({"role": m["role"], "content": m["content"]})
     return tuple(out)
 
 
-def _stop(value: Any) -> tuple[str, ...]:
+def stop_field(value: Any) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
-        raise _InvalidField("stop must be a non-empty string or a list of them")
+        raise Invalid("stop must be a non-empty string or a list of them")
     return tuple(items)
 
 
 def _str(value: Any, name: str) -> str:
     if not isinstance(value, str):
-        raise _InvalidField(f"{name} must be a string, not {_kind(value)}")
+        raise Invalid(f"{name} must be a string, not {kind_of(value)}")
     return value
 
 
-def _int(value: Any, name: str, low: int | None) -> int:
+def int_field(value: Any, name: str, low: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _InvalidField(f"{name} must be an integer, not {_kind(value)}")
+        raise Invalid(f"{name} must be an integer, not {kind_of(value)}")
     if low is not None and value < low:
-        raise _InvalidField(f"{name} must be at least {low}, not {value}")
+        raise Invalid(f"{name} must be at least {low}, not {value}")
     return value
 
 
-def _number(value: Any, name: str, low: float, high: float | None, open_low: bool = False) -> float:
+def number_field(value: Any, name: str, low: float, high: float | None, open_low: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _InvalidField(f"{name} must be a number, not {_kind(value)}")
+        raise Invalid(f"{name} must be a number, not {kind_of(value)}")
     if value < low or (open_low and value == low) or (high is not None and value > high):
         where = f"{'(' if open_low else '['}{low:g}, {high:g}]" if high is not None else f">= {low:g}"
-        raise _InvalidField(f"{name} must be in {where}, not {value}")
+        raise Invalid(f"{name} must be in {where}, not {value}")
     return float(value)
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
