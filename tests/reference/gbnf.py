@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 
-from reference.earley import EarleyRecognizer
+from reference.earley import EarleyRecognizer, nullable_nonterminals
 
 SURROGATES = (0xD800, 0xDFFF)
 MAX_CP = 0x10FFFF
@@ -279,13 +279,15 @@ class GbnfReference:
         self._chart = {}
 
     def left_recursive_rules(self) -> list[str]:
-        """The rules that reach themselves through leftmost rule references, as llama.cpp's
-        ``llama_grammar_detect_left_recursion`` finds them: a reference is leftmost when every
-        symbol before it in its alternative is a rule with an empty alternative (llama.cpp looks
-        no deeper for emptiness).  Groups and repetitions are helper rules, named ``" hN"``.
-        A grammar with any such rule is one llama.cpp refuses."""
+        """The rules that derive a string starting with themselves, looking past nullable symbols.
+        llama.cpp refuses a grammar with one ("left recursion detected") when every nullable
+        symbol it looks past is a rule with an empty alternative of its own
+        (``llama_grammar_detect_left_recursion`` looks no deeper); behind a rule that is nullable
+        only through another one (``y ::= "c"*``) it misses the recursion and then recurses without
+        end in its first stack expansion (the process aborts).  Either way llama.cpp runs no such
+        grammar.  Groups and repetitions are helper rules, named ``" hN"``."""
         rules = self.source_rules
-        nullable = {r for r, alts in rules.items() if any(not a for a in alts)}
+        nullable = nullable_nonterminals(rules)
         first: dict[str, set[str]] = {r: set() for r in rules}
         for r, alts in rules.items():
             for alt in alts:
