@@ -342,7 +342,6 @@ _CATEGORY_SRC = {
     sre_c.CATEGORY_NOT_WORD: r"\W",
 }
 _ATOM_FLAG_MASK = re.IGNORECASE | re.DOTALL | re.ASCII
-_RE_TO_REGEX_FLAG = {re.IGNORECASE: regex.IGNORECASE, re.DOTALL: regex.DOTALL, re.ASCII: regex.ASCII}
 
 
 def _char_src(cp: int) -> str:
@@ -450,11 +449,8 @@ class CharClasses:
         run_ends: list[list[int]] = []
         cuts = {0, MAX_CODE_POINT + 1, SURROGATES[0], SURROGATES[1] + 1}
         for src, f in atoms:
-            rflags = 0
-            for bit, rbit in _RE_TO_REGEX_FLAG.items():
-                if f & bit:
-                    rflags |= rbit
-            spans = [m.span() for m in regex.finditer("(?:%s)+" % src, everything, rflags)]
+            # Python's re, as lark reads terminals (the regex module's \\s \\w \\d differ: python_re_classes)
+            spans = [m.span() for m in re.finditer("(?:%s)+" % src, everything, f)]
             run_starts.append([a for a, _ in spans])
             run_ends.append([b for _, b in spans])
             for a, b in spans:
