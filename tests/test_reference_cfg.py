@@ -56,7 +56,8 @@ CORE_GRAMMARS = {
     "a^n b^n with an empty middle": ({"S": [("a", "S", "b"), ("M",)], "M": [(), ("M", "M")]}, "S"),
 }
 MAX_SENTENCE = 7  # every string up to this length is decided
-MAX_PREFIX = 3  # a viable prefix this short has a completion within MAX_SENTENCE in every grammar above (c^n b a^n: 2n+1)
+# a viable prefix this short has a completion within MAX_SENTENCE in every grammar above (c^n b a^n: 2n+1)
+MAX_PREFIX = 3
 
 
 def bounded_language(rules: dict, start: str, max_len: int) -> set[str]:
@@ -341,7 +342,7 @@ GBNF_NULLABLE_MIDDLE = ('root ::= x "!"\n'
                         'x ::= y x "a" | "b" y\n'
                         'y ::= "c"*\n')  # y has no empty alternative of its own
 
-#: grammar → the bytes a walk may try (the reference's viable bytes are sampled from these and a few others)
+#: name → GBNF text: the random walks and the sentences below go through these
 GBNF_WALKS = {
     "palindromes": GBNF_PALINDROMES,
     "dangling else": GBNF_DANGLING_ELSE,
@@ -480,7 +481,8 @@ def test_gbnf_reference_agrees_with_llama_cpp_along_a_sentence(name: str, senten
     llama = LlamaCppGrammar(llama_bpe, GBNF_WALKS[name])
     try:
         for k, byte in enumerate(sentence):
-            assert llama.allowed_bytes() == {b for b in reference.viable_bytes(sentence[:k]) if 0 < b < 128}, sentence[:k]
+            ascii_allowed = {b for b in reference.viable_bytes(sentence[:k]) if 0 < b < 128}
+            assert llama.allowed_bytes() == ascii_allowed, sentence[:k]
             assert llama.end_allowed() == reference.complete(sentence[:k]), sentence[:k]
             assert byte in llama.allowed_bytes(), sentence[:k]
             llama.accept(byte)
@@ -490,7 +492,8 @@ def test_gbnf_reference_agrees_with_llama_cpp_along_a_sentence(name: str, senten
 
 
 @pytest.mark.parametrize("name", GBNF_WALKS)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(choices=st.lists(st.integers(min_value=0, max_value=1 << 16), min_size=1, max_size=48),
        stray=st.integers(min_value=1, max_value=127))
 def test_gbnf_reference_allows_the_bytes_llama_cpp_allows(name: str, choices: list[int], stray: int,
