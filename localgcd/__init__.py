@@ -31,6 +31,7 @@ from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarStoppingCrite
 from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
 from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
 from localgcd.runtime.matcher import Matcher
+from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "ModelError",
     "ModelSpec",
     "Result",
+    "Tuning",
     "Vocabulary",
     "VocabularyError",
     "allocate_token_bitmask",
