@@ -29,6 +29,7 @@ from localgcd.batch.jobs import LineError, Request, parse_lines
 from localgcd.batch.journal import STDIO, Journal
 from localgcd.compiler.constraints import compile_constraint
 from localgcd.errors import LocalgcdError
+from localgcd.llama.triggers import after_trigger
 from localgcd.user_files import read_user_file
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 130
@@ -107,6 +108,7 @@ class BatchJob:
         self.overlap = bool(overlap)  # masks on a worker thread while the model decodes
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
+        self._triggered: dict[tuple[str, str | int], Any] = {}
         self.model_name = ""
         self._interrupts = DeferredInterrupts()
         #: seconds in llama_decode, in masks + sampling, the number of decodes, and the waits for
@@ -187,6 +189,10 @@ class BatchJob:
         compiled = self._compile(req, loaded.vocab)
         if isinstance(compiled, LineError):
             return compiled
+        if req.after is not None:
+            compiled = self._after(req, compiled, loaded)
+            if isinstance(compiled, LineError):
+                return compiled
         try:
             toks = _prompt_tokens(loaded, req)
         except LocalgcdError as exc:
@@ -217,6 +223,17 @@ class BatchJob:
         if isinstance(got, LocalgcdError):
             return LineError(req.line, "grammar_error", f"line {req.line}: {str(got).splitlines()[0]}",
                              req.custom_id)
+        return got
+
+    def _after(self, req: Request, compiled: Any, loaded: Any) -> Any:
+        """``compiled`` behind the line's trigger (kept per constraint and trigger: its masks are cached)."""
+        key = (req.constraint.key, req.after)
+        got = self._triggered.get(key)
+        if got is None:
+            try:
+                got = self._triggered[key] = after_trigger(compiled, loaded, req.after)
+            except LocalgcdError as exc:
+                return LineError(req.line, "invalid_request", f"line {req.line}: after: {exc}", req.custom_id)
         return got
 
     # -- writing ---------------------------------------------------------------

@@ -24,6 +24,7 @@ match first), the references follow localgcd's rule.
 """
 
 from .checker import RefState, ReferenceChecker
+from .triggered import TriggeredReference
 from .lexer import (
     CharClasses,
     Lexeme,
@@ -42,6 +43,7 @@ __all__ = [
     "CharClasses",
     "Lexeme",
     "RefState",
+    "TriggeredReference",
     "RefTerminal",
     "ReferenceChecker",
     "ReferenceCheckerError",
