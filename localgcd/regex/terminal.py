@@ -13,30 +13,34 @@ import numpy as np
 
 from localgcd.budget import BudgetMeter
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
-from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern, literal_alternatives
+from localgcd.regex.nfa import NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives
 from localgcd.regex.priority import needs_priority, priority_dfa
 from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 _MEMO_KEPT = 4096  # terminal automata kept (the oldest goes first)
 _MEMO: dict[str, DFA] = {}
+_BACKING_UP: dict[str, str] = {}  # patterns whose re.match backs up past the byte after a lexeme: where
 
 
-def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | None = None) -> DFA:
+def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | None = None, *,
+                 backing_up: bool = False) -> DFA:
     """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern.  A regex with
     a lazy quantifier, a look-around or an anchor accepts the lexemes ``re.match`` returns
     (:mod:`localgcd.regex.priority`); any other, its whole language.
 
     ``meter``: the compile's budget; a memoized automaton is checked against it too, so whether
     a pattern fits a budget does not depend on what was compiled before.  ``what``: the automaton
-    as the budget's error names it (default: "the automaton of /pattern/").
+    as the budget's error names it (default: "the automaton of /pattern/").  ``backing_up``: keep a
+    pattern whose ``re.match`` backs up further than the byte after its lexeme (for the lexer that
+    backs up, :mod:`localgcd.lexer.pending`); otherwise it is refused, saying where.
     """
     what = what or f"the automaton of /{_shortened(pattern)}/"
     dfa = _MEMO.get(pattern)
     if dfa is not None:
         if meter is not None:
             meter.states(dfa.n_states, what)
-        return dfa
+        return dfa if backing_up or pattern not in _BACKING_UP else _refused(pattern)
     dfa = _build(pattern, meter, what)
     if len(_MEMO) >= _MEMO_KEPT:
         try:  # the oldest (another thread compiling may have dropped it, or be adding one)
@@ -44,7 +48,11 @@ def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | Non
         except (KeyError, RuntimeError, StopIteration):
             pass
     _MEMO[pattern] = dfa
-    return dfa
+    return dfa if backing_up or pattern not in _BACKING_UP else _refused(pattern)
+
+
+def _refused(pattern: str) -> DFA:
+    raise UnsupportedRegex(_BACKING_UP[pattern])
 
 
 def _build(pattern: str, meter: BudgetMeter | None, what: str) -> DFA:
@@ -55,7 +63,10 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> DFA:
     if strings is not None:
         return literal_set_dfa(strings, meter, what)
     if needs_priority(pattern):
-        dfa = priority_dfa(pattern).dfa
+        own = priority_dfa(pattern)
+        if own.backs_up is not None:
+            _BACKING_UP[pattern] = own.backs_up
+        dfa = own.dfa
         if meter is not None:
             meter.states(dfa.n_states, what)
         return dfa

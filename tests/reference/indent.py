@@ -131,11 +131,11 @@ class IndentedReferenceChecker:
             return False
         indenter, ip, pending = state
         try:
-            if pending:
-                winner = self.lexer.winner(pending)
-                if winner is None:
-                    return False
-                self._feed(indenter, ip, Lexeme(winner.name, pending))
+            ok, last = self.lexer.flush(pending)
+            if not ok:
+                return False
+            for lexeme in last:
+                self._feed(indenter, ip, lexeme)
             for _ in indenter.indent_level[1:]:
                 ip.feed_token(lark.Token(indenter.DEDENT_type, ""))
             ip.feed_eof()
