@@ -134,3 +134,46 @@ def test_one_emission_per_byte_cannot_express_syncode_pythons_newline() -> None:
     two = found.first(TWO_AT_ONCE)
     assert two is not None and two.witness.startswith(b"\n") and len(two.witness) == 3
     assert 0 < len(found.states) < 100 and 0 < len(found.emitting) <= len(found.states)
+
+
+NUMBER_TOKENS = [b"</s>", *(bytes([b]) for b in b"0123456789.x? "), b"0.", b"0.x", b".x", b"1.5", b"..", b"5.",
+                 b"x0.", b". ", b"0. ", b"12.3x"]
+NUMBER_TEXTS = [b"0.x", b"0..5", b"12.5 x0.x", b"0. x 1.", b"3.14.15", b"x0.?"]
+
+
+@pytest.fixture(scope="module")
+def numbers_compiled():
+    import localgcd
+
+    vocab = localgcd.Vocabulary.from_tokens(NUMBER_TOKENS, end_ids=[0], name="numbers")
+    return localgcd.compile_grammar(NUMBERS, vocab, use_cache=False), vocab
+
+
+@pytest.mark.parametrize("text", NUMBER_TEXTS)
+def test_masks_of_a_grammar_that_backs_up_equal_the_reference_at_every_byte(numbers_compiled, text: bytes) -> None:
+    """A lexer that backs up without an Indenter (lazy rows, the mask engine's own byte loop):
+    every token at every prefix, the end token and advance() as the reference that backs up as
+    lark does (tests/reference/lexer.py) says."""
+    from reference.checker import ReferenceChecker
+
+    compiled, vocab = numbers_compiled
+    assert compiled.lexer.alias_of is not None
+    ref = ReferenceChecker(NUMBERS)
+    m = compiled.matcher()
+    problems = []
+    for i in range(len(text) + 1):
+        prefix = text[:i]
+        mask = m.allowed_token_mask()
+        expected = ref.allowed_many(prefix, NUMBER_TOKENS[1:])
+        problems += [f"{prefix!r} + {tok!r}: {bool(got)}" for tok, got, want in zip(NUMBER_TOKENS[1:], mask[1:], expected)
+                     if bool(got) != want]
+        if bool(mask[0]) != ref.is_complete(prefix) or m.is_accepting() != ref.is_complete(prefix):
+            problems.append(f"{prefix!r}: end {bool(mask[0])}")
+        for t in range(1, len(NUMBER_TOKENS)):
+            if m.copy().advance(t) != bool(mask[t]):
+                problems.append(f"{prefix!r} + {NUMBER_TOKENS[t]!r}: advance() differs from the mask")
+        if i < len(text):
+            assert m.advance(NUMBER_TOKENS.index(text[i:i + 1])) == ref.is_viable(text[:i + 1])
+            if m.is_terminated() or m.error:
+                break
+    assert not problems, "\n".join(problems[:8])
