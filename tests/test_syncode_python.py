@@ -2,6 +2,7 @@
 as ``re.match`` does (lexer/pending.py), so masks are checked against the reference that backs up
 as lark's lexer does (tests/reference/lexer.py, ``backed_up``) under lark's own Indenter
 (tests/reference/indent.py), and ``localgcd check`` against lark (LALR, basic lexer, the Indenter).
+Real files with real vocabularies: tests/test_exactness.py (``syncode-python-*``).
 
 ``_NL: (/(\\r?\\n[\\t ]*)+/ | COMMENT)+`` with ``COMMENT: /#.*(\\n[\\t ]*)+/ | LONG_STRING``: after a
 newline, a line starting ``r``, ``b``, ``u``, ``f``, a quote or ``#`` may still be the rest of the
@@ -24,17 +25,12 @@ from lark.exceptions import LarkError
 import localgcd
 from localgcd.errors import GrammarWarning
 
-from reference.indent import IndentedReferenceChecker, StandardIndenter
+from exactness_support import SynCodeIndenter
+from reference.indent import IndentedReferenceChecker
 
 GRAMMAR_FILE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode" / "python.lark"
 GRAMMAR = GRAMMAR_FILE.read_text(encoding="utf-8")
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-
-
-class SynCodeIndenter(StandardIndenter):
-    """Lark's Indenter as SynCode's Python grammar names its terminals."""
-
-    NL_type = "_NL"
 
 
 # Programs that walk through the windows where _NL may still grow and then backs up.
@@ -171,49 +167,6 @@ def test_lark_backs_up_where_the_one_byte_lexer_would_stop() -> None:
     for name in STDLIB_ACCEPTED:
         tokens = list(Lark(GRAMMAR, parser="lalr", lexer="basic").lex(stdlib_text(name)))
         assert any(a.type == "_NL" and b.value[:1] in "rbufRBUF'\"" for a, b in zip(tokens, tokens[1:])), name
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
-def test_forced_decoding_of_stdlib_files_with_real_vocabularies(load_vocab, vocab_name: str) -> None:
-    """Real files, real tokenizers: every next token allowed; at sampled positions the mask (end
-    token included) agrees with the reference on a sample of allowed and masked tokens."""
-    import llama_cpp
-
-    from localgcd.llama.vocab_sources import vocab_path
-
-    vocab = load_vocab(vocab_name)
-    compiled = compile_quietly(vocab)
-    tokenizer = llama_cpp.Llama(model_path=str(vocab_path(vocab_name)), vocab_only=True, verbose=False)
-    reference = IndentedReferenceChecker(GRAMMAR, SynCodeIndenter, source_path=str(GRAMMAR_FILE))
-    rng = np.random.default_rng(33)
-    checked = 0
-    for name in ["bisect.py", "keyword.py"]:
-        source = stdlib_text(name)
-        ids = tokenizer.tokenize(source.encode(), add_bos=False, special=False)
-        # where the backing up happens (a line's first token after a newline) and a few others
-        after_newline = [i for i in range(1, len(ids)) if vocab.token_bytes[ids[i - 1]].endswith(b"\n")
-                         or vocab.token_bytes[ids[i]].startswith(b"\n")]
-        checkpoints = set(rng.choice(after_newline, size=min(6, len(after_newline)), replace=False).tolist())
-        checkpoints |= set(rng.choice(len(ids), size=3, replace=False).tolist())
-        m = compiled.matcher()
-        text = b""
-        for i, token in enumerate(ids):
-            mask = m.allowed_token_mask()
-            assert mask[token], f"{name}: token {i} {vocab.token_bytes[token]!r} masked after {text[-40:]!r}"
-            if i in checkpoints:
-                assert bool(mask[vocab.end_ids[0]]) == reference.is_complete(text), f"{name}: end token at {i}"
-                allowed, masked = np.flatnonzero(mask), np.flatnonzero(~mask & ~vocab.is_special)
-                sample = np.concatenate([rng.choice(allowed, min(40, allowed.size), replace=False),
-                                         rng.choice(masked, min(40, masked.size), replace=False)])
-                expected = reference.allowed_many(text, [vocab.token_bytes[t] for t in sample])
-                wrong = [vocab.token_bytes[t] for t, want in zip(sample, expected) if bool(mask[t]) != want]
-                assert not wrong, f"{name} at token {i} after {text[-40:]!r}: disagreement on {wrong[:5]}"
-                checked += sample.size
-            assert m.advance(token), m.error
-            text += vocab.token_bytes[token]
-        assert m.is_accepting() and m.allowed_token_mask()[list(vocab.end_ids)].all()
-    assert checked > 0
 
 
 def test_the_suffix_table_and_the_lazy_entries_agree_where_an_alias_emits_at_its_first_byte(compiled) -> None:
