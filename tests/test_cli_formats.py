@@ -281,7 +281,7 @@ def test_help_shows_the_constraint_options() -> None:
 def test_a_schema_the_meta_schema_accepts_passes_the_shape_check() -> None:
     """Every maskbench-dev schema that its draft's meta-schema accepts (none is refused as malformed)."""
     jsonschema = pytest.importorskip("jsonschema")
-    from localgcd.grammar.schema_shape import check_schema_shape
+    from localgcd.grammar.json_schema.shape import check_schema_shape
 
     folder = MASKBENCH
     files = sorted(folder.glob("*.json")) if folder.exists() else []

@@ -46,6 +46,9 @@ from hypothesis import strategies as st
 
 import localgcd
 from localgcd import Compiler, GrammarError
+from localgcd.parser.pda import PushdownAutomaton
+from localgcd.runtime.checks import SCALAR_BELOW
+from localgcd.runtime.masks import MaskEngine
 from localgcd.vocab import Vocabulary
 
 from exactness_support import (
@@ -230,20 +233,44 @@ def test_every_token_along_random_walks(name: str) -> None:
     assert_no_mismatch(log, f"{name}: random walks")
 
 
-@pytest.mark.parametrize("scalar_below", [0, 1 << 30], ids=["all-vectorized", "all-scalar"])
+CHECK_PATHS = {"kernel": (True, SCALAR_BELOW), "all-vectorized": (False, 0), "all-scalar": (False, 1 << 30)}
+
+
+@pytest.mark.parametrize("path", sorted(CHECK_PATHS))
 @pytest.mark.parametrize("name", ["json", "nested", "expr", "arithmetic"])
-def test_vectorized_and_scalar_checks_are_both_exact(name: str, scalar_below: int) -> None:
-    """The mask engine checks many outcomes level by level in numpy, and
-    finishes small batches in plain Python; each path alone, on a fresh engine
-    that classifies lazily (its status table filled by that path only),
-    matches the reference."""
+def test_each_check_path_is_exact(name: str, path: str) -> None:
+    """The mask engine checks outcomes on stacks with the compiled kernel, or
+    (``kernels=False``) level by level in numpy, finishing small batches in
+    plain Python; each path alone, on a fresh engine that classifies lazily
+    (its status table filled by that path only), matches the reference."""
     shared = small_case(name)
     compiled = Compiler(use_cache=False, eager_status_limit=0).compile(shared.grammar, shared.vocab)
-    compiled.engine.checker.scalar_below = scalar_below
+    kernels, scalar_below = CHECK_PATHS[path]
+    ignored = np.asarray([t.ignored for t in compiled.terminals], dtype=bool)
+    engine = MaskEngine(compiled.spanner, PushdownAutomaton(compiled.tables, ignored), compiled.lexer,
+                        compiled.token_bytes, compiled.end_ids, compiled.indenter, kernels=kernels)
+    engine.checker.scalar_below = scalar_below
+    assert (engine.checker._kernel is not None) == kernels
+    compiled.__dict__["engine"] = engine  # the engine its matchers use (a cached property)
     case = Case(name, shared.grammar, shared.vocab, compiled, shared.ref)
     log = MismatchLog()
     random_walks(case, log, random.Random(f"paths-{name}"), 3)
-    assert_no_mismatch(log, f"{name}: random walks, scalar_below={scalar_below}")
+    assert_no_mismatch(log, f"{name}: random walks, {path}")
+
+
+@pytest.mark.parametrize("name", ["nested", "arithmetic", "sql_select"])
+def test_a_mask_assembled_once_serves_the_stacks_that_pass_the_same_outcomes(name: str) -> None:
+    """A mask is fixed by its parts' splits, the context-dependent outcomes
+    that pass and acceptance, so stacks that agree on those share one
+    assembled mask: along random walks some masks are served so (fewer
+    assembled than computed), and every mask still matches the reference."""
+    shared = small_case(name)
+    compiled = Compiler(use_cache=False).compile(shared.grammar, shared.vocab)
+    case = Case(name, shared.grammar, shared.vocab, compiled, shared.ref)
+    log = MismatchLog()
+    random_walks(case, log, random.Random(f"assembled-{name}"), 12)
+    assert_no_mismatch(log, f"{name}: random walks")
+    assert 0 < len(compiled.engine._assembled) < len(compiled.engine._masks)
 
 
 def random_walks(case: Case, log: MismatchLog, rng: random.Random, walks: int) -> None:

@@ -174,7 +174,7 @@ def test_string_sets_share_rules_over_atoms(monkeypatch):
     rule per set, same verdicts).  That is for a parser built from the rules as they are (a
     grammar whose terminal classes meet a conflict); the classes themselves are analyzed as one
     terminal each (tests/test_terminal_classes.py)."""
-    import localgcd.grammar.json_schema as front_end
+    import localgcd.grammar.json_schema.shared_strings as shared_strings
     import localgcd.parser.lalr as lalr
 
     monkeypatch.setattr(lalr, "class_grammar", lambda *args: None)
@@ -184,7 +184,7 @@ def test_string_sets_share_rules_over_atoms(monkeypatch):
     schema = json.dumps({"type": "object", "properties": objects, "additionalProperties": False})
     instance = {"o0": {"k0_1": "k3_2", "k5_5": "k0_0"}, "o3": {"k3_2": "x", "k0_1": "k3_2"}}
     _t, shared = compile_schema.__wrapped__(schema)
-    monkeypatch.setattr(front_end, "_string_sets",
+    monkeypatch.setattr(shared_strings, "string_sets",
                         lambda ctx, sets: {strs: ctx.add_rule(ctx.name("strs"), list(strs)) for strs in sorted(sets)})
     _t, flat = compile_schema.__wrapped__(schema)
     assert shared.tables.n_states < 0.7 * flat.tables.n_states, (shared.tables.n_states, flat.tables.n_states)
@@ -247,6 +247,34 @@ def test_invalid_and_unsatisfiable():
         schema_to_lark({"allOf": [{"type": "string"}, {"type": "integer"}]})
     with pytest.raises(GrammarError):
         schema_to_lark(42)
+
+
+@pytest.mark.parametrize("schema,message", [
+    ({"type": "integer", "minimum": 5, "maximum": 1}, "/: schema has no valid instance"),
+    (False, "/: schema false admits no value"),
+    ({"type": "object", "required": ["a"], "additionalProperties": False}, "/: schema has no valid instance"),
+    ({"type": "array", "minItems": 3, "maxItems": 1}, "/: schema has no valid instance"),
+    ({"anyOf": [False, {"not": {}}]}, "/: schema has no valid instance"),
+])
+def test_a_schema_without_instances_is_a_grammar_error_naming_where(schema, message):
+    """Inside a schema a part without instances is an absent alternative; the whole schema without
+    one is a :class:`GrammarError` itself (the contract's class, not a private subclass)."""
+    with pytest.raises(GrammarError) as e:
+        schema_to_lark(schema, source="s.json")
+    assert type(e.value) is GrammarError and str(e.value) == f"s.json: {message}"
+
+
+@pytest.mark.parametrize("schema,never", [
+    ({"enum": ["NOTHING", "a"]}, False),  # the name spelled in a literal is no use of the terminal
+    ({"type": "object", "properties": {"NOTHING": {"type": "integer"}}}, False),
+    ({"type": "string", "pattern": "^NOTHING$"}, False),
+    # every name matches the pattern: the additional members' keys are no string at all
+    ({"type": "object", "patternProperties": {"": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+     True),
+])
+def test_the_terminal_matching_nothing_is_defined_only_where_a_rule_names_it(schema, never):
+    t = schema_to_lark(schema)
+    assert ("\nNOTHING: " in t.lark) is never
 
 
 def test_openai_and_string_forms():

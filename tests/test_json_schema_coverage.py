@@ -13,7 +13,8 @@ import random
 import pytest
 
 from localgcd.errors import GrammarError
-from localgcd.grammar.json_schema import ANY_ORDER_EXACT, ANY_ORDER_REQUIRED, schema_to_lark
+from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.grammar.json_schema.objects import ANY_ORDER_EXACT, ANY_ORDER_REQUIRED
 
 from schema_support import accepts, compile_schema, random_walk, spellings
 
@@ -170,9 +171,10 @@ SCHEMAS = [
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:40] for s in SCHEMAS])
 def test_value_validator_agrees_with_jsonschema(schema):
     """For all VALUES: the front end's value validator (enum/const filtering) says what jsonschema says."""
-    from localgcd.grammar.json_schema import _Ctx, _Translator
+    from localgcd.grammar.json_schema.context import Context
+    from localgcd.grammar.json_schema.translator import Translator
 
-    tr = _Translator(_Ctx(schema, "<t>", False, "default", "any"))
+    tr = Translator(Context(schema, "<t>", False, "default", "any"))
     for v in VALUES:
         assert tr.value_ok(v, schema, "") == is_valid(schema, v), (schema, v)
 
@@ -283,7 +285,7 @@ def test_wide_integer_range_regex_is_small_and_exact():
     """A range over 64-bit bounds is O(digits) alternatives (was exponential: 27 MB of regex)."""
     import re
 
-    from localgcd.grammar.json_schema import int_range
+    from localgcd.grammar.json_schema.numbers import int_range
 
     lo, hi = 2147483648, 9223372036854775807
     rx = int_range(lo, hi)
@@ -386,7 +388,7 @@ def test_decimal_interval_regexes_are_exact():
     import re
     from decimal import Decimal
 
-    from localgcd.grammar.json_schema import dec_open, dec_point
+    from localgcd.grammar.json_schema.numbers import dec_open, dec_point
 
     cuts = [Decimal(x) for x in ("-12.5", "-0.25", "0", "0.05", "0.5", "0.5501", "1", "9.99", "10.01")]
     texts = [f"{s}{i}.{f}" for s in ("", "-") for i in ("0", "1", "9", "10", "12")
@@ -456,13 +458,13 @@ def test_partially_overlapping_patterns_get_their_intersection(name, schema, val
 def test_intersection_regex_is_exact():
     import re
 
-    from localgcd.grammar.json_schema import _intersection_regex, pattern_body
+    from localgcd.grammar.json_schema.patterns import intersection_regex, pattern_body
 
     rng = random.Random(7)
     chars = ["a", "b", "x", "-", ".", "1", "_", "\\n", '\\"', "\\\\", "é", " "]
     for pa, pb in [("^.+$", "^x-"), ("^[^-]+$", "^[a-zA-Z0-9._-]+$"), ("ab", "^a"), ("^a*b*$", "^(ab)*$"), ("^[0-9]{3}$", "^1")]:
         ra, rb = pattern_body(pa), pattern_body(pb)
-        ri = re.compile(_intersection_regex(ra, rb))
+        ri = re.compile(intersection_regex(ra, rb))
         for _ in range(3000):
             w = "".join(rng.choice(chars) for _ in range(rng.randint(0, 6)))
             assert bool(ri.fullmatch(w)) == bool(re.fullmatch(ra, w) and re.fullmatch(rb, w)), (pa, pb, w)

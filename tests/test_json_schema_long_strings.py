@@ -1,7 +1,7 @@
 """Strings longer than one counted chunk (``minLength``/``maxLength`` beyond ``CHUNK`` characters).
 
 Such strings are lexed in chunks in a lexer mode of their own (see
-``localgcd.grammar.json_schema._long_strings``).  The specification:
+``localgcd.grammar.json_schema.long_strings``).  The specification:
 
 * the language: canonical JSON strings whose decoded length lies in the
   bounds, checked byte by byte at and around every boundary (multiples of
@@ -23,7 +23,7 @@ import pytest
 
 import localgcd
 
-from localgcd.grammar.json_schema import CHUNK, _LongStrings
+from localgcd.grammar.json_schema.long_strings import CHUNK, LongStrings
 
 from schema_support import accepts, compile_schema
 
@@ -64,7 +64,7 @@ def _instances(name: str, schema: dict, rng: random.Random):
 @pytest.fixture(params=[True, False], ids=["counted_left", "links"])
 def chain_form(request, monkeypatch) -> bool:
     """Both forms of a long string's chunk count: a prefix counted left to right, and links."""
-    monkeypatch.setattr(_LongStrings, "count_left", request.param)
+    monkeypatch.setattr(LongStrings, "count_left", request.param)
     return request.param
 
 
@@ -340,9 +340,9 @@ def test_a_character_steps_tracked_patterns_alike_by_table_and_by_bytes(name: st
     """Tracked patterns step over one string character by a table of their states after each
     character shape (a sequence of byte classes), or byte by byte when the table would be too
     big: the grammar is the same either way."""
-    from localgcd.grammar import json_schema
+    from localgcd.grammar.json_schema import schema_to_lark, tracking
 
     schema = json.dumps({**PATTERN_SCHEMAS, **MULTI_BYTE_PATTERNS}[name])
-    by_table = json_schema.schema_to_lark(schema).lark
-    monkeypatch.setattr(json_schema, "MAX_UNIT_STEPS", 0)
-    assert json_schema.schema_to_lark(schema).lark == by_table
+    by_table = schema_to_lark(schema).lark
+    monkeypatch.setattr(tracking, "MAX_UNIT_STEPS", 0)
+    assert schema_to_lark(schema).lark == by_table

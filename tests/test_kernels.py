@@ -27,6 +27,7 @@ from localgcd.arrays import sorted_unique
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
+from localgcd.runtime.stack_checks import check_kernel_available
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
@@ -56,7 +57,7 @@ def real_grammar(name: str) -> str:
 
 def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
-    assert kernels_available() and assembly.assembly_kernel_available()
+    assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -266,3 +267,65 @@ def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     packed, count = assembly.pack_classes(table, token_class)
     expected = Mask.of(table[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
+
+
+# --------------------------------------------------------------------------
+# Context-dependent checks (runtime/check_kernel.pyx)
+# --------------------------------------------------------------------------
+
+
+def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) -> None:
+    """Along random walks, at every stack met, every outcome of the lexer state's row checked by
+    the kernel and by the Python path: the same verdicts and the same lowest heights read (each
+    engine with its own PDA and status table, both filled as the walk goes); then the same masks,
+    and at the end the same status tables."""
+    rng = np.random.default_rng(seed)
+    pair = engines(compiled)
+    assert (pair[True].checker._kernel is not None) == (compiled.indenter is None)  # an Indenter's: Python
+    assert pair[False].checker._kernel is None
+    for _ in range(walks):
+        matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
+        for _ in range(steps):
+            checked = {}
+            for kernels, matcher in matchers.items():
+                engine, state = pair[kernels], matcher._state
+                outcomes = engine.rows.outcomes(state.lexer_state)
+                engine.checker.grow()
+                ok, read = engine.checker.check(state.node, outcomes)
+                checked[kernels] = (ok.tolist(), read.tolist())
+            assert checked[True] == checked[False]
+            got, expected = (matchers[k]._mask() for k in (True, False))
+            assert np.array_equal(got.packed, expected.packed) and got.accepting == expected.accepting
+            text = np.flatnonzero(expected.allowed & ~np.isin(np.arange(expected.n_tokens), compiled.end_ids))
+            if not text.size:
+                break
+            token = int(rng.choice(text))
+            assert all(m.advance(token) for m in matchers.values())
+    tables = [pair[k].checker.status_table for k in (True, False)]
+    width = min(t.shape[1] for t in tables)
+    assert np.array_equal(tables[0][:, :width], tables[1][:, :width])
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_checks_by_the_kernel_are_pythons_small(name: str, vocab_kind: str) -> None:
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    assert_same_checks_along_walks(Compiler(use_cache=False).compile(grammar.text, vocab), len(name) + 1, 4, 30)
+
+
+@pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
+def test_checks_by_the_kernel_are_pythons_real(load_vocab, grammar: str, vocab_name: str) -> None:
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
+    assert_same_checks_along_walks(compiled, 7, 3, 40)
+
+
+@pytest.mark.parametrize("what", ["outcome past the table", "negative outcome", "dead stack"])
+def test_the_checks_kernel_refuses_what_it_would_read_out_of_bounds(what: str) -> None:
+    """The kernel reads without bounds checks, so its wrapper names a bad id instead."""
+    grammar = SMALL_GRAMMARS["json"]
+    engine = engines(Compiler(use_cache=False).compile(grammar.text, small_vocabulary(grammar)))[True]
+    width = engine.checker.status_table.shape[1]
+    node, outcome = {"outcome past the table": (engine.pda.root, width), "negative outcome": (engine.pda.root, -1),
+                     "dead stack": (-1, 0)}[what]
+    with pytest.raises(ValueError):
+        engine.checker.check(node, np.array([outcome], dtype=np.int64))

@@ -249,7 +249,7 @@ def test_minimization_merges_exactly_the_equivalent_states(data, n: int, n_colum
 @given(data=st.data(), n=st.integers(1, 12), n_columns=st.integers(1, 4), n_terminals=st.integers(1, 3))
 def test_producible_terminals_are_the_reachable_labels_by_either_method(data, n: int, n_columns: int,
                                                                           n_terminals: int) -> None:
-    """Prod(q) -- the terminals some path from q accepts -- by squaring (small lexers) and by the
+    """Prod(q) -- the terminals some path from q accepts -- by a closure (small lexers) and by the
     backward frontier (big ones) is the breadth-first reachability of every state, one by one."""
     import numpy as np
 
@@ -271,13 +271,8 @@ def test_producible_terminals_are_the_reachable_labels_by_either_method(data, n:
             for target in set(dfa.transitions[state].tolist()) - {-1} - seen:
                 seen.add(target)
                 todo.append(target)
-    assert np.array_equal(transducer._producible_by_squaring(dfa, n_terminals), expected)
-    saved = transducer._SQUARING_LIMIT
-    transducer._SQUARING_LIMIT = 0
-    try:
-        assert np.array_equal(transducer._producible(dfa, n_terminals), expected)
-    finally:
-        transducer._SQUARING_LIMIT = saved
+    assert np.array_equal(transducer._producible_by_closure(dfa, n_terminals), expected)
+    assert np.array_equal(transducer._producible_by_frontier(dfa, n_terminals), expected)
 
 
 def reference_relation(a, b) -> tuple[bool, bool]:

@@ -296,6 +296,19 @@ class BatchDecoder:
         returned): the matchers, and their compiled grammars, are the caller's again."""
         return self._take_answers(block=True)
 
+    def cancel(self, seq: Sequence) -> list[Sequence]:
+        """Take ``seq`` out of its slot between steps (its ``stop_reason`` becomes ``"cancelled"``);
+        the slot is free for the next :meth:`start`.  Returns the sequences that the worker's
+        pending steps found over meanwhile (``seq`` among them if the grammar had ended it)."""
+        finished = self.settle()  # the worker gives the matchers back first
+        if seq in finished:
+            return finished
+        for slot, held in enumerate(self.slots):
+            if held is seq:
+                self.slots[slot] = None
+                seq.stop_reason, seq.t_end, seq.chain = "cancelled", time.perf_counter(), None
+        return finished
+
     def _add(self, slot: int, token: int, pos: int, logits: bool) -> None:
         b = self.batch.batch
         i = b.n_tokens

@@ -100,12 +100,12 @@ def parse_line(text: str | bytes, line: int) -> Request | LineError:
         col = f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         return LineError(line, "invalid_json", f"line {line}: not valid JSON: {what}{col}")
     if not isinstance(obj, dict):
-        return LineError(line, "invalid_request", f"line {line}: expected a JSON object, got {_kind(obj)}")
+        return LineError(line, "invalid_request", f"line {line}: expected a JSON object, got {kind_of(obj)}")
     cid = obj.get("custom_id")
     try:
         if not isinstance(cid, str) or not cid:
             raise Invalid("custom_id is required (a non-empty string)" if cid is None or cid == ""
-                          else f"custom_id must be a string, not {_kind(cid)}")
+                          else f"custom_id must be a string, not {kind_of(cid)}")
         fields, openai = _openai_fields(obj) if ("body" in obj or "url" in obj) else (_native_fields(obj), False)
         return _request(cid, line, fields, openai)
     except Invalid as exc:
@@ -145,7 +145,7 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if url not in OPENAI_URLS:
         raise Invalid(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
     if not isinstance(body, dict):
-        raise Invalid(f"body must be an object, not {_kind(body)}")
+        raise Invalid(f"body must be an object, not {kind_of(body)}")
     fields = {k: body[k] for k in ("prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS) if k in body}
     if "max_completion_tokens" in body and "max_tokens" not in body:
         fields["max_tokens"] = body["max_completion_tokens"]
@@ -180,24 +180,26 @@ def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
                       + (" (or a response_format)" if openai else ""))
     if len(given) > 1:
         raise Invalid(f"give one constraint, not {' and '.join(given)}")
-    kw["constraint"] = _constraint(given[0], f[given[0]])
+    kw["constraint"] = parse_constraint(given[0], f[given[0]])
     if "max_tokens" in f:
-        kw["max_tokens"] = _int(f["max_tokens"], "max_tokens", 1)
+        kw["max_tokens"] = int_field(f["max_tokens"], "max_tokens", 1)
     if "top_k" in f:
-        kw["top_k"] = _int(f["top_k"], "top_k", 0)
+        kw["top_k"] = int_field(f["top_k"], "top_k", 0)
     if "temperature" in f:
-        kw["temperature"] = _number(f["temperature"], "temperature", 0.0, None)
+        kw["temperature"] = number_field(f["temperature"], "temperature", 0.0, None)
     if "top_p" in f:
-        kw["top_p"] = _number(f["top_p"], "top_p", 0.0, 1.0, open_low=True)
+        kw["top_p"] = number_field(f["top_p"], "top_p", 0.0, 1.0, open_low=True)
     if "min_p" in f:
-        kw["min_p"] = _number(f["min_p"], "min_p", 0.0, 1.0)
-    kw["seed"] = default_seed(cid) if f.get("seed") is None else _int(f["seed"], "seed", None) & 0x7FFFFFFF
+        kw["min_p"] = number_field(f["min_p"], "min_p", 0.0, 1.0)
+    kw["seed"] = default_seed(cid) if f.get("seed") is None else int_field(f["seed"], "seed", None) & 0x7FFFFFFF
     if f.get("stop") is not None:
-        kw["stop"] = _stop(f["stop"])
+        kw["stop"] = stop_field(f["stop"])
     return Request(custom_id=cid, line=line, openai=openai, **kw)
 
 
-def _constraint(kind: str, value: Any) -> Constraint:
+def parse_constraint(kind: str, value: Any) -> Constraint:
+    """A constraint field's value checked for its kind (:data:`CONSTRAINTS`, or :data:`JSON_OBJECT`);
+    a bad value raises :class:`Invalid` naming the field."""
     if kind == JSON_OBJECT:
         return Constraint(kind, True)
     if kind == "json_schema":
@@ -207,7 +209,7 @@ def _constraint(kind: str, value: Any) -> Constraint:
             except json.JSONDecodeError as exc:
                 raise Invalid(f"json_schema is not valid JSON: {exc.msg}") from None
         if not isinstance(value, (dict, bool)):
-            raise Invalid(f"json_schema must be an object, not {_kind(value)}")
+            raise Invalid(f"json_schema must be an object, not {kind_of(value)}")
     elif kind == "choices":
         if not isinstance(value, list) or not value:
             raise Invalid("choices must be a non-empty list of strings")
@@ -232,7 +234,7 @@ def _messages(value: Any) -> tuple[dict[str, str], ...]:
     return tuple(out)
 
 
-def _stop(value: Any) -> tuple[str, ...]:
+def stop_field(value: Any) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
         raise Invalid("stop must be a non-empty string or a list of them")
@@ -241,27 +243,27 @@ def _stop(value: Any) -> tuple[str, ...]:
 
 def _str(value: Any, name: str) -> str:
     if not isinstance(value, str):
-        raise Invalid(f"{name} must be a string, not {_kind(value)}")
+        raise Invalid(f"{name} must be a string, not {kind_of(value)}")
     return value
 
 
-def _int(value: Any, name: str, low: int | None) -> int:
+def int_field(value: Any, name: str, low: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Invalid(f"{name} must be an integer, not {_kind(value)}")
+        raise Invalid(f"{name} must be an integer, not {kind_of(value)}")
     if low is not None and value < low:
         raise Invalid(f"{name} must be at least {low}, not {value}")
     return value
 
 
-def _number(value: Any, name: str, low: float, high: float | None, open_low: bool = False) -> float:
+def number_field(value: Any, name: str, low: float, high: float | None, open_low: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Invalid(f"{name} must be a number, not {_kind(value)}")
+        raise Invalid(f"{name} must be a number, not {kind_of(value)}")
     if value < low or (open_low and value == low) or (high is not None and value > high):
         where = f"{'(' if open_low else '['}{low:g}, {high:g}]" if high is not None else f">= {low:g}"
         raise Invalid(f"{name} must be in {where}, not {value}")
     return float(value)
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)

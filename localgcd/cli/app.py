@@ -22,6 +22,7 @@ from localgcd.cli import render
 from localgcd.cli.batch import register as register_batch
 from localgcd.cli.generating import STRICT_HELP
 from localgcd.cli.generating import register as register_generate
+from localgcd.cli.serve import register as register_serve
 from localgcd.cli.cache import cache_app
 from localgcd.cli.checking import (
     VALUE_FORMATS,
@@ -61,6 +62,7 @@ app = typer.Typer(
 app.add_typer(cache_app, name="cache", short_help="Show or clear the cache of compiled tables")
 register_generate(app)
 register_batch(app)
+register_serve(app)
 
 OBJECTS_NOTE = {
     "closed": "objects without additionalProperties are closed: no keys beyond the ones the schema lists "

@@ -30,7 +30,8 @@ from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.grammar.schema_json import check_schema_values
+from localgcd.grammar.json_schema.json_text import check_schema_values
+from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
 from localgcd.parser.lalr import build_parse_tables
@@ -267,10 +268,9 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False
 
 def _schema_text(schema: Any, source: str) -> str:
     """A schema object as JSON text (the cache key); Pydantic models via ``model_json_schema()``."""
-    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        schema = schema.model_json_schema()
-    if not isinstance(schema, type):  # (a class that is no model: the front end names it)
-        check_schema_values(schema, source)  # NaN, a 5,000-digit integer, deep nesting: named by pointer
+    if isinstance(schema, type):
+        schema = model_schema(schema, source)  # (a class that is no model: an error naming it)
+    check_schema_values(schema, source)  # NaN, a 5,000-digit integer, deep nesting: named by pointer
     return json.dumps(schema, sort_keys=False, ensure_ascii=False)
 
 

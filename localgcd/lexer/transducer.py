@@ -149,20 +149,26 @@ class LexingTransducer:
         return out, state
 
 
-_SQUARING_LIMIT = 160  # a lexer with at most this many states gets its reachability by squaring
+_CLOSURE_LIMIT = 160  # a lexer with at most this many states gets its reachability by a closure
 
 
 def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     """``prod[q, T]``: some path from ``q`` reaches a state accepting ``T``.
 
-    A small lexer squares its reachability matrix (a schema's keys make paths tens of bytes
-    long: as many frontier rounds, against a handful of squarings); a bigger one goes
+    A small lexer closes its reachability matrix (a schema's keys make paths tens of bytes
+    long: as many frontier rounds, against one pass over the states); a bigger one goes
     backwards from the accepting states, a frontier of new (state, terminal) pairs at a time
     over the reversed edges: each pair is expanded once, however long the paths.
     """
+    if dfa.n_states <= _CLOSURE_LIMIT:
+        return _producible_by_closure(dfa, n_terminals)
+    return _producible_by_frontier(dfa, n_terminals)
+
+
+def _producible_by_frontier(dfa: DFA, n_terminals: int) -> np.ndarray:
+    """:func:`_producible` backwards from the accepting states, a frontier of new (state, terminal)
+    pairs at a time over the reversed edges."""
     n = dfa.n_states
-    if n <= _SQUARING_LIMIT:
-        return _producible_by_squaring(dfa, n_terminals)
     prod = np.zeros((n, n_terminals), dtype=bool)
     trans = dfa.transitions
     src, byte = run_edges(trans)
@@ -183,22 +189,22 @@ def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
     return prod
 
 
-def _producible_by_squaring(dfa: DFA, n_terminals: int) -> np.ndarray:
-    """:func:`_producible` by squaring ``I + A`` until it stops growing (float32 products of
-    0/1 entries count paths up to ``n`` exactly)."""
+def _producible_by_closure(dfa: DFA, n_terminals: int) -> np.ndarray:
+    """:func:`_producible` through the reflexive-transitive closure of the edges (Warshall's
+    algorithm, a row OR per state: boolean numpy, no BLAS -- a float matrix product hands a
+    160-state matrix to a BLAS thread pool, whose wait on a busy machine was 100x the work)."""
     n = dfa.n_states
-    reach = np.zeros((n, n), dtype=np.float32)
+    reach = np.zeros((n, n), dtype=bool)
     src, byte = np.nonzero(dfa.transitions != DEAD_STATE)
-    reach[src, dfa.transitions[src, byte]] = 1.0
-    reach[np.arange(n), np.arange(n)] = 1.0
-    known = int(np.count_nonzero(reach))
-    while True:
-        reach = (reach @ reach > 0).astype(np.float32)
-        grown = int(np.count_nonzero(reach))
-        if grown == known:
-            break
-        known = grown
+    reach[src, dfa.transitions[src, byte]] = True
+    reach[np.arange(n), np.arange(n)] = True
+    for via in range(n):
+        reach[reach[:, via]] |= reach[via]
     accepting = np.flatnonzero(dfa.accept >= 0)
-    labels = np.zeros((n, n_terminals), dtype=np.float32)
-    labels[accepting, dfa.accept[accepting]] = 1.0
-    return reach @ labels > 0
+    accepting = accepting[np.argsort(dfa.accept[accepting], kind="stable")]
+    terms = dfa.accept[accepting].astype(np.int64)
+    prod = np.zeros((n, n_terminals), dtype=bool)
+    if accepting.size:
+        firsts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+        prod[:, terms[firsts]] = np.logical_or.reduceat(reach[:, accepting], firsts, axis=1)
+    return prod

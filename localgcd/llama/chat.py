@@ -34,6 +34,16 @@ def prompt_tokens(model: Any, prompt: str, chat: bool | None = None, system: str
         if template is not None:
             raise ModelError("a chat template was given together with --no-chat")
         return list(llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    return chat_tokens(model, messages, template=template)
+
+
+def chat_tokens(model: Any, messages: list[dict[str, Any]], template: str | None = None,
+                tools: list[dict[str, Any]] | None = None) -> list[int]:
+    """The token ids of ``messages`` (OpenAI's chat messages) rendered by ``model``'s chat template
+    (or ``template``, a Jinja chat template that replaces the GGUF's) with the generation prompt
+    after them; ``tools`` (OpenAI's tool definitions) are handed to the template as ``tools``."""
+    llama = model.llama
     shown = "the given chat template" if template is not None else "its chat template"
     template = template if template is not None else chat_template(llama)
     if template is None:
@@ -46,10 +56,6 @@ def prompt_tokens(model: Any, prompt: str, chat: bool | None = None, system: str
             return ""
         return llama.detokenize([tok], special=True).decode("utf-8", errors="replace")
 
-    messages = []
-    if system:
-        messages.append({"role": "system", "content": system})
-    messages.append({"role": "user", "content": prompt})
     try:
         formatter = Jinja2ChatFormatter(
             template=template,
@@ -57,7 +63,7 @@ def prompt_tokens(model: Any, prompt: str, chat: bool | None = None, system: str
             bos_token=token_text(llama.token_bos()),
             add_generation_prompt=True,
         )
-        rendered = formatter(messages=messages)
+        rendered = formatter(messages=messages, tools=tools)
     except Exception as exc:  # jinja2 errors, raise_exception() in templates
         reason = " ".join(str(exc).split())
         raise ModelError(f"model {model.spec.name!r}: {shown} failed: {reason}; use --no-chat") from None

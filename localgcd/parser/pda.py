@@ -134,7 +134,25 @@ class PushdownAutomaton:
         self._nodes: dict[tuple[int, int], int] = {}
         self._steps: dict[tuple[int, int], tuple[int, int]] = {}
         self.edges: SuffixCache[tuple[int, int, tuple[int, ...]]] = SuffixCache(self)
+        self._node_arrays = np.zeros((3, 0), dtype=np.int64)  # state, parent, height: see node_arrays
+        self._in_arrays = 0  # nodes copied there so far
         self.root = self.push(DEAD_STACK, tables.start_state)
+
+    def node_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """int64 (state, parent, height) per node, for compiled kernels: the node lists' copies,
+        brought up to date here (each node copied once; room to spare beyond the last node)."""
+        n, have = len(self.state), self._in_arrays
+        if n > have:
+            arrays = self._node_arrays
+            if n > arrays.shape[1]:
+                arrays = np.zeros((3, max(n, 2 * arrays.shape[1], 1024)), dtype=np.int64)
+                arrays[:, :have] = self._node_arrays[:, :have]
+                self._node_arrays = arrays
+            arrays[0, have:n] = self.state[have:n]
+            arrays[1, have:n] = self.parent[have:n]
+            arrays[2, have:n] = self.height[have:n]
+            self._in_arrays = n
+        return self._node_arrays[0], self._node_arrays[1], self._node_arrays[2]
 
     def witness_stacks(self) -> dict[int, int]:
         """A stack for every parser state, with that state on top.

@@ -18,12 +18,15 @@ callers' caches on the stack suffix consulted.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_unique, true_columns,
                              unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
+from localgcd.runtime.stack_checks import StackChecks, check_kernel_available
 from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
@@ -36,11 +39,14 @@ class OutcomeChecker:
 
     ``scalar_below``: a check level with fewer live (stack, outcome) pairs
     goes on in plain Python, where numpy's per-call overhead would dominate.
+    ``kernels``: checks by the compiled kernel (True; grammars without an
+    Indenter), in Python and numpy (False), or the kernel when it was built
+    (None).
     """
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
                  indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
-                 scalar_below: int = SCALAR_BELOW) -> None:
+                 scalar_below: int = SCALAR_BELOW, kernels: bool | None = None) -> None:
         self.spanner = spanner
         self.scalar_below = scalar_below
         self.pda = pda
@@ -51,21 +57,16 @@ class OutcomeChecker:
         # Terminals the pending lexeme of each lexer state may become, as parser columns: read a
         # few rows at a time (a big lexer's whole [Q, terminals] table is megabytes of fresh memory)
         self._producible, self._seen = producible, ~ignored
-        self._prod_terms = true_columns(producible, among=self._seen)
         # lexer states with one set of producible terminals share a column of the final tables
         first, inverse = distinct_rows(producible)
         self._producible_class = inverse
-        self._producible_class_list = self._producible_class.tolist()
         self._final = _FinalTables(pda, producible[first])
+        use_kernel = check_kernel_available() if kernels is None else kernels
+        self._kernel = StackChecks(pda, producible[first], inverse) if use_kernel and indenter is None else None
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
-        self._action_rows = row_lists(tables.action)
-        produced = np.zeros(self._n_terms, dtype=bool)
-        produced[:producible.shape[1]] = producible.any(axis=0) & self._seen
-        open_columns = ~tables.takes & ~tables.refuses & produced[None, :]
-        self._open_terms = true_columns(open_columns)
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
-        self._ignored_all = self._ignored_np.tolist()
-        self._head, self._tail = spanner.head.tolist(), spanner.tail.tolist()
+        self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
+        self._outcome_lists: tuple[int, list, list] = (-1, [], [])  # head, tail as lists (Python path)
         self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.paren_cap = 0
         self.paren_delta = np.zeros(len(spanner.head), dtype=np.int64)
@@ -84,6 +85,33 @@ class OutcomeChecker:
         else:
             self.status_table = np.zeros(shape, dtype=np.int8)
 
+    # Lists for the Python path's scalar reads, made on first use: with the kernel only final()
+    # (a token fed, a text's end) reads some of them, and a first mask need not wait for them.
+
+    @cached_property
+    def _prod_terms(self) -> "list[list[int]] | LazyRowLists":
+        """Per lexer state, the terminals its pending lexeme may become that the parser sees."""
+        return true_columns(self._producible, among=self._seen)
+
+    @cached_property
+    def _producible_class_list(self) -> list[int]:
+        return self._producible_class.tolist()
+
+    @cached_property
+    def _action_rows(self) -> "list[list[int]] | LazyRowLists":
+        return row_lists(self._action_np)
+
+    @cached_property
+    def _open_terms(self) -> "list[list[int]] | LazyRowLists":
+        """Per parser state, the produced terminals its top neither takes nor refuses for every stack."""
+        produced = np.zeros(self._n_terms, dtype=bool)
+        produced[:self._producible.shape[1]] = self._producible.any(axis=0) & self._seen
+        return true_columns(~self._takes_np & ~self._refuses_np & produced[None, :])
+
+    @cached_property
+    def _ignored_all(self) -> list[bool]:
+        return self._ignored_np.tolist()
+
     def grow(self) -> None:
         """Follow the spanner's outcome ids as a lazy spanner hands out new ones.
 
@@ -91,9 +119,9 @@ class OutcomeChecker:
         stay UNKNOWN and no outcome id reaches them).
         """
         n = self.spanner.n_outcomes
-        if n == len(self._head):
+        if n == self._n_outcomes:
             return
-        self._head, self._tail = self.spanner.head.tolist(), self.spanner.tail.tolist()
+        self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:
             grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
@@ -174,8 +202,12 @@ class OutcomeChecker:
         table lookup.  Every other pair records its status once the check is
         done — a rest decided by reading only the top state holds for every
         stack with that top — so the tails that outcomes share are checked
-        once per parser state and looked up afterwards.
+        once per parser state and looked up afterwards.  The compiled kernel
+        (``stack_checks``) walks each pair as :meth:`_check_one` does.
         """
+        if self._kernel is not None:
+            spanner = self.spanner
+            return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
         pda = self.pda
         head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
         n = outcomes.size
@@ -234,7 +266,8 @@ class OutcomeChecker:
         ``depth``: the bracket depth before the outcome (Indenter grammars).
         """
         pda, spanner = self.pda, self.spanner
-        head, tail, n_base = self._head, self._tail, spanner.n_base
+        head, tail = self._head_tail_lists()
+        n_base = spanner.n_base
         table, keys, cap = self.status_table, self.depth_keys, self.paren_cap
         delta = self._paren_delta_list
         visited: list[tuple[int, int, int, int]] = []  # (status row, rest, height, height read by its step)
@@ -264,6 +297,15 @@ class OutcomeChecker:
             if row >= 0:
                 table[row, rest] = verdict if low == height else DEPENDENT
         return ok, low
+
+    def _head_tail_lists(self) -> tuple[list, list]:
+        """The spanner's head and tail as lists, for scalar reads (remade when outcomes grew: only
+        the Python path reads them, the kernel's reads the arrays)."""
+        n, head, tail = self._outcome_lists
+        if n != self.spanner.n_outcomes:
+            n, head, tail = self._outcome_lists = (self.spanner.n_outcomes, self.spanner.head.tolist(),
+                                                   self.spanner.tail.tolist())
+        return head, tail
 
     def _step_one(self, node: int, top: int, term: int) -> tuple[int, int]:
         """Feed one terminal: (stack after or DEAD_STACK, lowest height read); see :meth:`_step_many`."""

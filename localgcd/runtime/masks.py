@@ -107,8 +107,8 @@ class MaskEngine:
         token_mask_budget: int = 64 << 20,
         kernels: bool | None = None,
     ) -> None:
-        """``kernels``: assemble token masks with the compiled kernel (True), numpy (False), or the
-        kernel when it was built (None)."""
+        """``kernels``: assemble token masks and check outcomes on stacks with the compiled
+        kernels (True), numpy and Python (False), or the kernels that were built (None)."""
         self.spanner = spanner
         self.kernels = assembly_kernel_available() if kernels is None else kernels
         self.token_mask_budget = token_mask_budget
@@ -118,7 +118,7 @@ class MaskEngine:
         self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
         self._producible = lexer.producible
         self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
-        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses)
+        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
         self.end_id_set = frozenset(end_ids.tolist())
@@ -137,6 +137,7 @@ class MaskEngine:
         self._combined_cache: dict[tuple, np.ndarray] = {}
         self._dependent_groups: SuffixCache[tuple[int, np.ndarray, np.ndarray]] = SuffixCache(pda)
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
+        self._assembled: dict[tuple, Mask] = {}  # (q, splits, passed outcomes, accepting) -> mask
         self.indenter = indenter
         self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes)
                             if indenter is not None else None)
@@ -249,33 +250,51 @@ class MaskEngine:
         the context-dependent outcomes that pass on this stack.
         """
         split = self._split(q, node, layout.paren)
-        extra, low = self._dependent_classes(split, node, layout.paren)
+        accepted, low = self._dependent_accepted(split, node, layout.paren)
         tokens, token_low = self._layout_tokens(split, q, node, layout, None)
         low = min(low, token_low)
-        base = split.always
+        fresh, fresh_accepted = None, _NO_TOKENS
         if (self.spanner.first_kind[q] == FIRST_EMITS).any():
             after, after_layout, step_low = self._emit_pending(q, node, layout)
             low = min(low, step_low)
             if after != DEAD_STACK:
                 fresh = self._split(self._restart_after(q), after, after_layout.paren)
-                emits = self.rows.class_emits(q)
-                base = self._combined(q, split, fresh, emits)
-                fresh_extra, fresh_low = self._dependent_classes(fresh, after, after_layout.paren)
-                extra = np.concatenate([extra, fresh_extra[emits[fresh_extra]]])
-                fresh_tokens, layout_low = self._layout_tokens(fresh, 0, after, after_layout, emits)
+                fresh_accepted, fresh_low = self._dependent_accepted(fresh, after, after_layout.paren)
+                fresh_tokens, layout_low = self._layout_tokens(fresh, 0, after, after_layout,
+                                                               self.rows.class_emits(q))
                 tokens = np.concatenate([tokens, fresh_tokens])
                 low = min(low, fresh_low, layout_low)
         accepting, acc_low = self.is_accepting(q, node, at_start, layout)
         low = min(low, acc_low)
+        # A mask is fixed by its parts' splits, the dependent outcomes that passed and acceptance:
+        # another stack that agrees on those (below the suffix the mask cache keys on) gets the same
+        # Mask, assembled once.  (Indenter grammars add tokens checked one by one: not memoized.)
+        key = None
+        if self.indentation is None:
+            key = (q, id(split), _outcome_set(accepted), id(fresh), _outcome_set(fresh_accepted), accepting)
+            found = self._assembled.get(key)
+            if found is not None:
+                return found, low
+        n_outcomes = self.spanner.n_outcomes
+        base, extra = split.always, split.classes_of(accepted, n_outcomes)
+        if fresh is not None:
+            emits = self.rows.class_emits(q)
+            base = self._combined(q, split, fresh, emits)
+            fresh_extra = fresh.classes_of(fresh_accepted, n_outcomes)
+            extra = np.concatenate([extra, fresh_extra[emits[fresh_extra]]])
         if self.kernels:
             packed, n_allowed = self._packed_token_mask(base, extra)
             if tokens.size:
                 n_allowed += set_tokens(packed, tokens)
-            return Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids), low
-        text_allowed = self._token_mask(base, extra)
-        if tokens.size:
-            text_allowed[tokens] = True
-        return Mask.of(text_allowed, accepting, self.end_ids), low
+            mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
+        else:
+            text_allowed = self._token_mask(base, extra)
+            if tokens.size:
+                text_allowed[tokens] = True
+            mask = Mask.of(text_allowed, accepting, self.end_ids)
+        if key is not None:
+            self._assembled[key] = mask  # (the mask cache keeps every mask anyway: this adds keys only)
+        return mask, low
 
     def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
@@ -352,8 +371,8 @@ class MaskEngine:
     def _after_pending(self, q: int, node: int) -> int:
         return self._emit_pending(q, node, NO_LAYOUT)[0]
 
-    def _dependent_classes(self, split: _ParserStateSplit, node: int, paren: int) -> tuple[np.ndarray, int]:
-        """Classes of the context-dependent outcomes that pass on this stack; lowest height read.
+    def _dependent_accepted(self, split: _ParserStateSplit, node: int, paren: int) -> tuple[np.ndarray, int]:
+        """The context-dependent outcomes that pass on this stack; lowest height read.
 
         Each outcome's verdict depends only on the stack states its check read,
         so verdicts are cached in groups by read depth, under the stack suffix
@@ -363,7 +382,7 @@ class MaskEngine:
         height = self.pda.height[node]
         dependent = split.dependent
         if not dependent.size:
-            return split.dependent_classes[:0], height
+            return dependent, height
         key = (id(split), paren)
         todo = np.ones(dependent.size, dtype=bool)
         passed: list[np.ndarray] = []
@@ -382,8 +401,7 @@ class MaskEngine:
                 self._dependent_groups.put(key, node, depth, (depth, members, accepted))
                 passed.append(accepted)
             low = min(low, int(lows.min()))
-        accepted = np.concatenate(passed) if passed else dependent[:0]
-        return split.classes_of(accepted, self.spanner.n_outcomes), low
+        return (np.concatenate(passed) if passed else dependent[:0]), low
 
     def _combined(self, q: int, split: _ParserStateSplit, fresh: _ParserStateSplit,
                   emits: np.ndarray) -> np.ndarray:
@@ -475,3 +493,8 @@ class MaskEngine:
 
 
 _NO_TOKENS = np.empty(0, dtype=np.int64)
+
+
+def _outcome_set(outcomes: np.ndarray) -> bytes:
+    """A set of outcome ids as a key (one dtype: int32 [1, 0] and int64 [1] have the same bytes)."""
+    return np.sort(outcomes.astype(np.int64, copy=False)).tobytes()

@@ -5,7 +5,7 @@ boolean ``exclusiveMinimum``, ``dependencies``), so the translation never meets 
 
 :func:`check_schema_shape` raises a :class:`~localgcd.errors.GrammarError` naming the
 schema's JSON pointer, the keyword and what its value must be.  Whether the
-keyword is *enforced* is :mod:`localgcd.grammar.json_schema`'s business, not this one's.
+keyword is *enforced* is the translation's business (the rest of this package), not this one's.
 """
 
 from __future__ import annotations
@@ -99,8 +99,10 @@ def check_schema_shape(schema: Any, source: str = "<schema>", ptr: str = "") -> 
             for i, sub in enumerate(value):
                 check_schema_shape(sub, source, _join(ptr, keyword, i))
         elif keyword == "items":  # a schema, or (before 2020-12) an array of schemas
-            for i, sub in enumerate(value) if isinstance(value, list) else [(None, value)]:
-                check_schema_shape(sub, source, _join(ptr, keyword) if i is None else _join(ptr, keyword, i))
+            items: list[tuple[int | None, Any]] = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+            for position, item in items:
+                where = _join(ptr, keyword) if position is None else _join(ptr, keyword, position)
+                check_schema_shape(item, source, where)
         elif keyword == "dependencies":  # draft 4-7: an array of names or a schema per name
             if not isinstance(value, dict):
                 raise bad(ptr, f"keyword 'dependencies' must be an object, not {_shown(value)}")

@@ -83,12 +83,12 @@ def json_key(v: Any) -> Any:
     return ("other", repr(v))
 
 
-_ENUM_SETS: dict[int, tuple[list, frozenset]] = {}  # id of an enum list -> (the list, its keys)
+_ENUM_SETS: dict[int, tuple[list[Any], frozenset[Any]]] = {}  # id of an enum list -> (the list, its keys)
 _ENUM_SETS_KEPT = 64
 _ENUM_SET_MIN = 16  # a shorter enum is compared value by value
 
 
-def _in_enum(v: Any, values: list) -> bool:
+def _in_enum(v: Any, values: list[Any]) -> bool:
     """``v`` equals a member of ``values`` (a long enum through a set of keys, memoized per list:
     each of a 100,000-value enum's values is checked against the same list)."""
     if len(values) < _ENUM_SET_MIN:
@@ -113,7 +113,7 @@ def validates(v: Any, s: Any, resolve: Callable[[str], Any],
     if not isinstance(s, dict):
         raise UnknownKeyword("schema")
 
-    def sub(x, schema):
+    def sub(x: Any, schema: Any) -> bool:
         return validates(x, schema, resolve, matches)
 
     for k, a in s.items():
@@ -148,22 +148,24 @@ def validates(v: Any, s: Any, resolve: Callable[[str], Any],
     return True
 
 
-def _typed_keyword(k, a, v, s, sub, matches) -> bool:
+def _typed_keyword(k: str, a: Any, v: Any, s: dict[str, Any], sub: Callable[[Any, Any], bool],
+                   matches: Callable[[str, str, str], bool]) -> bool:
+    """Does keyword ``k`` (value ``a``) of schema ``s`` hold for ``v`` (a keyword of another type: yes)?"""
     if isinstance(v, str) and not isinstance(v, bool):
         if k == "minLength":
-            return len(v) >= a
+            return bool(len(v) >= a)
         if k == "maxLength":
-            return len(v) <= a
+            return bool(len(v) <= a)
         if k == "pattern":
-            return matches("pattern", a, v)
+            return bool(matches("pattern", a, v))
         if k == "format":
-            return matches("format", a, v)
+            return bool(matches("format", a, v))
     is_num = isinstance(v, (int, float)) and not isinstance(v, bool)
     if is_num:
         if k == "minimum":
-            return v > a if s.get("exclusiveMinimum") is True else v >= a
+            return bool(v > a if s.get("exclusiveMinimum") is True else v >= a)
         if k == "maximum":
-            return v < a if s.get("exclusiveMaximum") is True else v <= a
+            return bool(v < a if s.get("exclusiveMaximum") is True else v <= a)
         if k == "exclusiveMinimum":
             return True if isinstance(a, bool) else v > a
         if k == "exclusiveMaximum":
@@ -175,9 +177,9 @@ def _typed_keyword(k, a, v, s, sub, matches) -> bool:
             return math.isfinite(q) and float(q).is_integer()
     if isinstance(v, list):
         if k == "minItems":
-            return len(v) >= a
+            return bool(len(v) >= a)
         if k == "maxItems":
-            return len(v) <= a
+            return bool(len(v) <= a)
         if k == "uniqueItems":
             return not a or all(not json_equal(v[i], v[j]) for i in range(len(v)) for j in range(i))
         if k == "prefixItems":
@@ -190,7 +192,7 @@ def _typed_keyword(k, a, v, s, sub, matches) -> bool:
             return all(sub(x, a) for x in v[start:])
         if k == "contains":
             n = sum(1 for x in v if sub(x, a))
-            return s.get("minContains", 1) <= n <= s.get("maxContains", n)
+            return bool(s.get("minContains", 1) <= n <= s.get("maxContains", n))
     if isinstance(v, dict):
         props = s.get("properties", {}) or {}
         pats = s.get("patternProperties", {}) or {}
@@ -206,9 +208,9 @@ def _typed_keyword(k, a, v, s, sub, matches) -> bool:
         if k == "propertyNames":
             return all(sub(n, a) for n in v)
         if k == "minProperties":
-            return len(v) >= a
+            return bool(len(v) >= a)
         if k == "maxProperties":
-            return len(v) <= a
+            return bool(len(v) <= a)
         if k == "dependentRequired":
             return all(all(d in v for d in ds) for n, ds in a.items() if n in v)
         if k == "dependentSchemas":

@@ -1,0 +1,291 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Compiled kernel: the context-dependent checks of runtime/checks.py (GreatGramma Alg. 5/6) on
+the parse tables and the PDA's stack nodes held in arrays (see stack_checks.py for its typed
+interface).  Runs without the GIL.
+
+A check feeds an outcome's terminals to a stack.  The stack is never hash-consed here: it is the
+real stack node the check starts from plus the states pushed since, in a buffer (a *virtual*
+stack); a check's verdict and the lowest height it read are all it returns, and the statuses it
+records are keyed by the top state alone.  Each step is the LR machine run by table lookups, as
+``PushdownAutomaton._simulate`` runs it, so the heights read are the ones the PDA's
+prefix-conditioned edges report.
+"""
+
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+
+import numpy as np
+
+DEF UNKNOWN = 0
+DEF ALWAYS = 1
+DEF NEVER = 2
+DEF DEPENDENT = 3
+DEF NO_ACTION = -1
+DEF REDUCE_BASE = -2
+DEF DEAD = -1  # a step's kind: refused
+DEF SHIFTED = 0
+DEF ACCEPTED = -2
+DEF FAILED = -3  # no goto where the tables promise one, or out of memory: the wrapper raises
+
+
+cdef struct Buffer:
+    int64_t* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int buffer_push(Buffer* buf, int64_t value) noexcept nogil:
+    cdef int64_t* grown
+    cdef Py_ssize_t cap
+    if buf.size == buf.cap:
+        cap = 2 * buf.cap if buf.cap else 64
+        grown = <int64_t*> realloc(buf.data, cap * sizeof(int64_t))
+        if grown == NULL:
+            return -1
+        buf.data, buf.cap = grown, cap
+    buf.data[buf.size] = value
+    buf.size += 1
+    return 0
+
+
+cdef struct Tables:
+    const int32_t* action  # [S, n_terms]
+    Py_ssize_t n_terms
+    const int64_t* goto_offsets
+    const int32_t* goto_symbols
+    const int32_t* goto_targets
+    const int32_t* rule_length
+    const int32_t* rule_lhs
+    const uint8_t* takes  # [S, n_terms]
+    const uint8_t* refuses  # [S, n_terms]
+    const uint8_t* ignored  # [n_terms]
+    const int64_t* prod_class  # per lexer state: its row of producible terminals
+    const int64_t* prod_offsets  # per such row: the terminals the parser sees
+    const int32_t* prod_terms
+    const uint8_t* prod_ignored  # per such row: an ignored terminal too
+    const int64_t* node_state
+    const int64_t* node_parent
+    const int64_t* node_height
+    int64_t end_terminal
+    int64_t end_state
+
+
+cdef struct Stack:  # a real node plus the states pushed on it since (Buffer pushed)
+    int64_t base
+    Buffer pushed
+
+
+cdef inline int64_t top_of(const Tables* t, Stack* s) noexcept nogil:
+    return s.pushed.data[s.pushed.size - 1] if s.pushed.size else t.node_state[s.base]
+
+
+cdef inline int64_t height_of(const Tables* t, Stack* s) noexcept nogil:
+    return t.node_height[s.base] + s.pushed.size
+
+
+cdef inline int64_t goto_of(const Tables* t, int64_t state, int64_t symbol) noexcept nogil:
+    cdef int64_t lo = t.goto_offsets[state], hi = t.goto_offsets[state + 1], mid
+    while lo < hi:  # symbols ascend within a state
+        mid = (lo + hi) >> 1
+        if t.goto_symbols[mid] < symbol:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < t.goto_offsets[state + 1] and t.goto_symbols[lo] == symbol:
+        return t.goto_targets[lo]
+    return NO_ACTION
+
+
+cdef int64_t simulate(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_t* pops_out) noexcept nogil:
+    """PushdownAutomaton._simulate on the virtual stack, which it only reads: the kind (SHIFTED,
+    DEAD, ACCEPTED or FAILED), the pops below the top read, the states pushed in ``local``."""
+    cdef int64_t base = s.base, pops = 0, top, move, rule, length, exposed, target
+    cdef Py_ssize_t at = s.pushed.size  # the untouched part of the stack: base's chain + pushed[:at]
+    cdef bint is_end = term == t.end_terminal
+    local.size = 0
+    while True:
+        if local.size:
+            top = local.data[local.size - 1]
+        elif at:
+            top = s.pushed.data[at - 1]
+        else:
+            top = t.node_state[base]
+        move = t.action[top * t.n_terms + term]
+        if move >= 0:
+            pops_out[0] = pops
+            if is_end:
+                return DEAD
+            if buffer_push(local, move):
+                return FAILED
+            return SHIFTED
+        if move == NO_ACTION:
+            pops_out[0] = pops
+            return DEAD
+        rule = REDUCE_BASE - move
+        length = t.rule_length[rule]
+        if length <= local.size:
+            local.size -= length
+        else:
+            length -= local.size
+            local.size = 0
+            pops += length
+            while length:
+                if at:
+                    at -= 1
+                else:
+                    base = t.node_parent[base]
+                length -= 1
+        if local.size:
+            exposed = local.data[local.size - 1]
+        elif at:
+            exposed = s.pushed.data[at - 1]
+        else:
+            exposed = t.node_state[base]
+        target = goto_of(t, exposed, t.rule_lhs[rule])
+        if target == NO_ACTION or buffer_push(local, target):
+            return FAILED
+        if is_end and target == t.end_state:
+            pops_out[0] = pops
+            return ACCEPTED
+
+
+cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_t* low) noexcept nogil:
+    """Feed one terminal to the virtual stack (checks.py's ``_step_one``): the kind, and in
+    ``low`` the lowest height read."""
+    cdef int64_t height = height_of(t, s), top, move, kind, pops = 0
+    cdef Py_ssize_t i
+    low[0] = height
+    if t.ignored[term]:
+        return SHIFTED
+    top = top_of(t, s)
+    move = t.action[top * t.n_terms + term]
+    if move >= 0:
+        return SHIFTED if buffer_push(&s.pushed, move) == 0 else FAILED
+    if t.refuses[top * t.n_terms + term]:
+        return DEAD  # refused whatever lies below: read the top only
+    kind = simulate(t, s, term, local, &pops)
+    low[0] = height - pops
+    if kind != SHIFTED:
+        return kind
+    while pops:  # take the edge: pop, then push what it pushed
+        if s.pushed.size:
+            s.pushed.size -= 1
+        else:
+            s.base = t.node_parent[s.base]
+        pops -= 1
+    for i in range(local.size):
+        if buffer_push(&s.pushed, local.data[i]):
+            return FAILED
+    return SHIFTED
+
+
+cdef int final(const Tables* t, Stack* s, int64_t q, Buffer* local, int64_t* low) noexcept nogil:
+    """checks.py's ``final`` (no Indenter): 1 if the pending lexeme of lexer state ``q`` can
+    become a terminal the stack accepts, 0 if not, -1 on failure; the lowest height read in
+    ``low``."""
+    cdef int64_t top = top_of(t, s), height = height_of(t, s), term, kind, pops, low_ok = -1, low_no = height
+    cdef int64_t c = t.prod_class[q], lo = t.prod_offsets[c], hi = t.prod_offsets[c + 1], j
+    cdef bint may = False
+    low[0] = height
+    if t.prod_ignored[c]:
+        return 1
+    for j in range(lo, hi):
+        term = t.prod_terms[j]
+        if t.takes[top * t.n_terms + term]:
+            return 1  # surely: taken whatever lies below
+        if not t.refuses[top * t.n_terms + term]:
+            may = True
+    if not may:
+        return 0
+    for j in range(lo, hi):
+        term = t.prod_terms[j]
+        if t.refuses[top * t.n_terms + term]:
+            continue  # refused, reading the top: low_no stays at most height
+        pops = 0
+        kind = simulate(t, s, term, local, &pops)
+        if kind == FAILED:
+            return -1
+        if kind != DEAD:
+            low_ok = height - pops if low_ok < 0 else max(low_ok, height - pops)
+        else:
+            low_no = min(low_no, height - pops)
+    if low_ok >= 0:
+        low[0] = low_ok
+        return 1
+    low[0] = low_no
+    return 0
+
+
+def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets,
+                   const int32_t[::1] goto_symbols, const int32_t[::1] goto_targets,
+                   const int32_t[::1] rule_length, const int32_t[::1] rule_lhs,
+                   const uint8_t[:, ::1] takes, const uint8_t[:, ::1] refuses, const uint8_t[::1] ignored,
+                   const int64_t[::1] prod_offsets, const int32_t[::1] prod_terms,
+                   const int64_t[::1] prod_class, const uint8_t[::1] prod_ignored,
+                   const int64_t[::1] node_state, const int64_t[::1] node_parent, const int64_t[::1] node_height,
+                   int8_t[:, ::1] status_table, const int32_t[::1] head, const int32_t[::1] tail,
+                   int64_t n_base, int64_t end_terminal, int64_t end_state,
+                   int64_t node, const int64_t[::1] outcomes, uint8_t[::1] ok, int64_t[::1] read):
+    """For each outcome from stack ``node``: ``ok`` (allowed?) and ``read`` (lowest height read),
+    recording the status of every (top state, rest) visited in ``status_table`` as checks.py's
+    ``_check_one`` does.  Returns False when the tables broke a promise (no goto, no memory)."""
+    cdef Tables t
+    t.action, t.n_terms = &action[0, 0], action.shape[1]
+    t.goto_offsets, t.goto_symbols, t.goto_targets = &goto_offsets[0], &goto_symbols[0], &goto_targets[0]
+    t.rule_length, t.rule_lhs = &rule_length[0], &rule_lhs[0]
+    t.takes, t.refuses, t.ignored = &takes[0, 0], &refuses[0, 0], &ignored[0]
+    t.prod_offsets, t.prod_terms, t.prod_ignored = &prod_offsets[0], &prod_terms[0], &prod_ignored[0]
+    t.prod_class = &prod_class[0]
+    t.node_state, t.node_parent, t.node_height = &node_state[0], &node_parent[0], &node_height[0]
+    t.end_terminal, t.end_state = end_terminal, end_state
+    cdef Stack s
+    cdef Buffer local, visited  # visited: (status row, rest, height, height read by its step) per level
+    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v
+    cdef int64_t rest, top, height, low, step_low, kind, known
+    cdef int verdict, found
+    cdef bint failed = False
+    s.pushed.data, s.pushed.size, s.pushed.cap = NULL, 0, 0
+    local.data, local.size, local.cap = NULL, 0, 0
+    visited.data, visited.size, visited.cap = NULL, 0, 0
+    with nogil:
+        for i in range(n):
+            s.base, s.pushed.size, visited.size = node, 0, 0
+            rest = outcomes[i]
+            while True:
+                top, height = top_of(&t, &s), height_of(&t, &s)
+                known = status_table[top, rest]
+                if known == ALWAYS or known == NEVER:
+                    verdict, low = known == ALWAYS, height
+                    break
+                if rest < n_base:
+                    found = final(&t, &s, rest, &local, &low)
+                    if found < 0:
+                        failed = True
+                        break
+                    verdict = found
+                    if (buffer_push(&visited, top) or buffer_push(&visited, rest) or buffer_push(&visited, height)
+                            or buffer_push(&visited, low)):
+                        failed = True
+                    break
+                kind = step(&t, &s, head[rest], &local, &step_low)
+                if (kind == FAILED or buffer_push(&visited, top) or buffer_push(&visited, rest)
+                        or buffer_push(&visited, height) or buffer_push(&visited, step_low)):
+                    failed = True
+                    break
+                if kind == DEAD:
+                    verdict, low = 0, step_low
+                    break
+                rest = tail[rest]
+            if failed:
+                break
+            v = visited.size
+            while v:  # back from the deepest level: what each rest read, and its status
+                v -= 4
+                low = min(low, visited.data[v + 3])
+                status_table[visited.data[v], visited.data[v + 1]] = \
+                    (ALWAYS if verdict else NEVER) if low == visited.data[v + 2] else DEPENDENT
+            ok[i], read[i] = verdict, low
+    free(s.pushed.data)
+    free(local.data)
+    free(visited.data)
+    return not failed

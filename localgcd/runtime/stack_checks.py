@@ -1,0 +1,89 @@
+"""The context-dependent checks' compiled kernel (``check_kernel.pyx``), behind a small typed interface.
+
+:meth:`OutcomeChecker.check <localgcd.runtime.checks.OutcomeChecker.check>` feeds outcomes'
+terminals to a stack, reads statuses and records them.  In Python that is a walk over the PDA's
+hash-consed stacks (dicts of nodes, steps and edges); the kernel walks the same LR machine on the
+parse tables and the stack nodes held in arrays (:meth:`PushdownAutomaton.node_arrays`), without
+making nodes and without the GIL.  The Python path stays (``OutcomeChecker(kernels=False)``) as the
+independent implementation tests/test_kernels.py compares it with, and serves grammars with an
+Indenter (bracket depths, newline paths) and a tree used without a build.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from localgcd.parser.pda import PushdownAutomaton
+
+try:
+    from localgcd.runtime import check_kernel
+except ImportError:  # not built: the Python path serves
+    check_kernel = None
+
+
+def check_kernel_available() -> bool:
+    """Whether the checks' kernel was built (``pip install`` builds it)."""
+    return check_kernel is not None
+
+
+class StackChecks:
+    """The arrays one checker's kernel reads, made once: the parse tables (C-contiguous, typed),
+    and per lexer state the terminals its pending lexeme may become (through the states' few
+    distinct producible rows)."""
+
+    def __init__(self, pda: PushdownAutomaton, producible_rows: np.ndarray, producible_class: np.ndarray) -> None:
+        """``producible_rows``: bool [rows, lexer terminals], the distinct rows of the lexer's
+        producible table; ``producible_class``: each lexer state's row."""
+        if check_kernel is None:
+            raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
+        tables = pda.tables
+        self._pda = pda
+        n_terms = tables.action.shape[1]
+        self._action = np.ascontiguousarray(tables.action, dtype=np.int32)
+        self._goto = (np.ascontiguousarray(tables.goto_offsets, dtype=np.int64),
+                      _nonempty(tables.goto_symbols), _nonempty(tables.goto_targets))
+        self._rules = (_nonempty(tables.rule_length), _nonempty(tables.rule_lhs))
+        self._takes = np.ascontiguousarray(tables.takes).view(np.uint8)
+        self._refuses = np.ascontiguousarray(tables.refuses).view(np.uint8)
+        ignored = np.zeros(n_terms, dtype=bool)
+        ignored[:pda.ignored.size] = pda.ignored
+        self._ignored = ignored.view(np.uint8)
+        seen = ~pda.ignored[:producible_rows.shape[1]]
+        rows, terms = np.nonzero(producible_rows & seen)
+        bounds = np.searchsorted(rows, np.arange(producible_rows.shape[0] + 1))
+        # per lexer state, its distinct row's slice: states share the terms of their row
+        self._prod_offsets = np.ascontiguousarray(bounds, dtype=np.int64)
+        self._prod_terms = _nonempty(terms)
+        self._prod_class = np.ascontiguousarray(producible_class, dtype=np.int64)
+        self._prod_ignored = (producible_rows & ~seen).any(axis=1).view(np.uint8)
+        self._end = (int(tables.action.shape[1]) - 1, int(tables.end_state))
+
+    def check(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
+              outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each outcome (ids of ``head``/``tail``; below ``n_base``, an end lexer state) from
+        stack ``node``: (allowed?, lowest height read); records statuses in ``status_table``
+        (int8 [parser states, outcome ids], written in place)."""
+        n = outcomes.size
+        ok = np.zeros(n, dtype=np.uint8)
+        read = np.zeros(n, dtype=np.int64)
+        if n:
+            if int(outcomes.max()) >= min(status_table.shape[1], head.size) or int(outcomes.min()) < 0:
+                raise ValueError("an outcome id the status table has no column for")  # the kernel reads unchecked
+            state, parent, height = self._pda.node_arrays()
+            if not 0 <= node < len(self._pda.state):
+                raise ValueError(f"no stack node {node}")
+            done = check_kernel.check_outcomes(
+                self._action, *self._goto, *self._rules, self._takes, self._refuses, self._ignored,
+                self._prod_offsets, self._prod_terms, self._prod_class, self._prod_ignored,
+                state, parent, height, status_table, np.asarray(head, dtype=np.int32),
+                np.asarray(tail, dtype=np.int32), n_base, *self._end, node,
+                np.ascontiguousarray(outcomes, dtype=np.int64), ok, read)
+            if not done:
+                raise RuntimeError("the checks' kernel met a goto the parse tables lack (or ran out of memory)")
+        return ok.view(bool), read
+
+
+def _nonempty(values: np.ndarray) -> np.ndarray:
+    """int32, C-contiguous, at least one slot (a kernel takes the address of the first)."""
+    values = np.ascontiguousarray(values, dtype=np.int32)
+    return values if values.size else np.zeros(1, dtype=np.int32)
