@@ -62,35 +62,6 @@ class SynCodeIndenter(StandardIndenter):
     NL_type = "_NL"
 
 
-class IndentedStates:
-    """tests/reference/indent.py's checker (lark's Indenter) behind the questions the exactness
-    suite asks a :class:`ReferenceChecker`; a state is the text so far (each question lexes it
-    again: slow, so ask about few tokens)."""
-
-    initial_state = b""
-
-    def __init__(self, checker) -> None:
-        self.checker = checker
-
-    def advance(self, state: bytes, data: bytes) -> bytes | None:
-        return state + data if self.checker.is_viable(state + data) else None
-
-    def state_after(self, prefix: bytes) -> bytes | None:
-        return prefix if self.checker.is_viable(prefix) else None
-
-    def state_is_complete(self, state: bytes) -> bool:
-        return self.checker.is_complete(state)
-
-    def allowed_many_from(self, state: bytes, tokens: Sequence[bytes]) -> list[bool]:
-        return self.checker.allowed_many(state, tokens)
-
-    def is_viable(self, prefix: bytes) -> bool:
-        return self.checker.is_viable(prefix)
-
-    def is_complete(self, text: bytes) -> bool:
-        return self.checker.is_complete(text)
-
-
 # --------------------------------------------------------------------------
 # Small grammars, each aimed at one hard spot of exact masking
 # --------------------------------------------------------------------------

@@ -53,7 +53,6 @@ from localgcd.vocab import Vocabulary
 
 from exactness_support import (
     SMALL_GRAMMARS,
-    IndentedStates,
     Mismatch,
     MismatchLog,
     blind_spots,
@@ -528,8 +527,7 @@ def real_case(load_vocab):
             text = (SYNCODE / f"{grammar.split('/')[1]}.lark").read_text(encoding="utf-8") \
                 if grammar.startswith("syncode/") else grammar_file(grammar)
             vocab = load_vocab(vocab_name)
-            ref = IndentedStates(IndentedReferenceChecker(text, SynCodeIndenter)) if grammar == "syncode/python" \
-                else reference(text)
+            ref = IndentedReferenceChecker(text, SynCodeIndenter) if grammar == "syncode/python" else reference(text)
             _REAL[key] = Case(f"{grammar}-{vocab_name}", text, vocab, shared_compile(text, vocab), ref)
         return _REAL[key]
 
