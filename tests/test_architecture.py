@@ -2,9 +2,17 @@
 
 Every ``import`` in localgcd — at module level or inside a function — is an
 edge.  The graph of modules must be acyclic, the stages may only import the
-stages below them, and the core (everything but ``llama/``, ``batch/`` and
-``cli/``) never imports llama.cpp, typer or rich (``batch/`` drives llama.cpp
-but never typer or rich; ``serve/`` drives it through ``batch/``, never typer or rich).
+stages below them, and the core (everything but ``llama/``, ``batch/``,
+``cli/`` and ``integrations/``) never imports llama.cpp, typer or rich
+(``batch/`` drives llama.cpp but never typer or rich; ``serve/`` drives it
+through ``batch/``, never typer or rich).
+
+``integrations/`` (localgcd inside SGLang and vLLM) sits beside ``llama/``:
+no stage imports it (only the package's ``__init__`` re-exports
+``vocabulary_from_hf``, whose module imports no engine), it never imports
+llama.cpp or ``llama/``, and the engines and their libraries (``sglang``,
+``vllm``, ``torch``, ``transformers``, ``tokenizers``) are imported by the
+integration modules alone.
 """
 
 from __future__ import annotations
@@ -33,9 +41,14 @@ ALLOWED = {
     "batch": {"batch", "llama", "compiler", "runtime", "grammar", "vocab"},
     "serve": {"serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab"},
     "cli": {"cli", "serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
+    "integrations": {"integrations", "compiler", "runtime", "grammar", "vocab"},
 }
 BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph"}
 CORE_FORBIDDEN = ("llama_cpp", "typer", "rich")
+#: The serving engines and their libraries: imported by integrations/ alone.
+ENGINE_PACKAGES = ("sglang", "vllm", "torch", "transformers", "tokenizers")
+#: The engine-free integration module the package's __init__ may re-export.
+REEXPORTED_INTEGRATIONS = {"localgcd.integrations.hf_vocabulary"}
 
 
 def module_name(path: Path) -> str:
@@ -101,6 +114,20 @@ def test_the_core_never_imports_llama_cpp_typer_or_rich(module: str) -> None:
     forbidden = CORE_FORBIDDEN[1:] if stage_of(module) in ("batch", "serve") else CORE_FORBIDDEN
     for dep in imports_of(MODULES[module]):
         assert not dep.startswith(forbidden), f"{module} imports {dep}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) != "integrations"))
+def test_the_core_never_imports_the_integrations_or_an_engine(module: str) -> None:
+    allowed = tuple(REEXPORTED_INTEGRATIONS) if module == "localgcd" else ()
+    for dep in imports_of(MODULES[module]):
+        reexport = dep.startswith(allowed) if allowed else False
+        assert not (dep.startswith("localgcd.integrations") and not reexport), f"{module} imports {dep}"
+        assert dep.split(".")[0] not in ENGINE_PACKAGES, f"{module} imports {dep}"
+
+
+def test_the_reexported_integration_imports_no_engine() -> None:
+    for module in REEXPORTED_INTEGRATIONS:
+        assert not {dep.split(".")[0] for dep in imports_of(MODULES[module])} & set(ENGINE_PACKAGES), module
 
 
 def test_no_module_reads_another_modules_private_names() -> None:

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from localgcd.compiler.constraints import JSON_OBJECT
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 #: Constraint field → grammar format ("grammar" is a name or a file, format by suffix).
@@ -30,7 +31,6 @@ CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbn
                                "regex": "regex", "choices": "choices"}
 SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
 NATIVE_FIELDS = {"custom_id", "prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS}
-JSON_OBJECT = "json_object"  # OpenAI's response_format {"type": "json_object"}: one JSON object
 DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
 

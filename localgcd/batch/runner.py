@@ -25,15 +25,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
-from localgcd.batch.jobs import JSON_OBJECT, LineError, Request, parse_lines
+from localgcd.batch.jobs import LineError, Request, parse_lines
 from localgcd.batch.journal import STDIO, Journal
+from localgcd.compiler.constraints import compile_constraint
 from localgcd.errors import LocalgcdError
 from localgcd.user_files import read_user_file
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 130
-
-#: OpenAI's JSON mode: a JSON object, as the shipped json.lark spells one.
-JSON_OBJECT_GRAMMAR = "start: object\n%import .json (object, WS)\n%ignore WS\n"
 
 
 @dataclass
@@ -298,25 +296,6 @@ class DeferredInterrupts:
         if self._installed:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self._installed = False
-
-
-def compile_constraint(kind: str, value: Any, vocab: Any, cache_dir: Any = None, open_objects: bool = False) -> Any:
-    """A line's constraint compiled by the existing front ends (through the on-disk cache); a JSON
-    Schema's objects without additionalProperties are closed unless ``open_objects``."""
-    from localgcd.compiler.compiler import compile_grammar, compile_json_schema
-    from localgcd.grammar.sources import grammars_dir, resolve_grammar
-
-    if kind == "json_schema":
-        return compile_json_schema(value, vocab, source="json_schema", cache_dir=cache_dir,
-                                   additional_properties="schema" if open_objects else "closed")
-    if kind == "grammar":
-        src = resolve_grammar(value)
-        return compile_grammar(src.text, vocab, fmt=src.fmt, source=src.source, cache_dir=cache_dir)
-    if kind == JSON_OBJECT:  # the shipped JSON grammar (RFC 8259), its start an object
-        return compile_grammar(JSON_OBJECT_GRAMMAR, vocab, source="response_format json_object",
-                               cache_dir=cache_dir, base_dir=grammars_dir())
-    text = "\n".join(value) if kind == "choices" else value
-    return compile_grammar(text, vocab, fmt=kind, source=kind, cache_dir=cache_dir)
 
 
 def _prompt_tokens(loaded: Any, req: Request) -> list[int]:
