@@ -34,6 +34,7 @@ import localgcd
 from localgcd.vocab import Vocabulary
 
 from reference import RefState, ReferenceChecker, pattern_atoms, split_utf8, utf8_tail_ranges
+from reference.indent import StandardIndenter
 
 GRAMMAR_DIR = Path(__file__).resolve().parents[1] / "grammars"
 
@@ -53,6 +54,12 @@ def byte_vocabulary() -> Vocabulary:
 def reference(grammar_text: str) -> ReferenceChecker:
     """One reference checker per grammar text (it keeps useful caches)."""
     return ReferenceChecker(grammar_text)
+
+
+class SynCodeIndenter(StandardIndenter):
+    """Lark's Indenter as SynCode's Python grammar names its terminals."""
+
+    NL_type = "_NL"
 
 
 # --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ Coverage:
 from __future__ import annotations
 
 import random
+import sysconfig
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -64,10 +65,12 @@ from exactness_support import (
     sample_ids,
     shared_compile,
     small_vocabulary,
+    SynCodeIndenter,
     text_token_ids,
 )
 
 from reference import RefState, ReferenceChecker, UndecidedError, UnsupportedGrammarError
+from reference.indent import IndentedReferenceChecker
 
 
 # --------------------------------------------------------------------------
@@ -501,10 +504,15 @@ REAL_CASES = [
     # SynCode's grammars: lazy strings and comments (".*?", /\*[\s\S]*?\*/), read as re.match
     pytest.param("syncode/go", "smollm2", id="syncode-go-smollm2"),
     pytest.param("syncode/java", "smollm2", id="syncode-java-smollm2"),
+    # SynCode's Python: its _NL backs up as re.match does (lexer/pending.py), under lark's Indenter;
+    # the reference asks lark's own Indenter about the whole text for each token: a small sample
+    pytest.param("syncode/python", "smollm2", id="syncode-python-smollm2"),
+    pytest.param("syncode/python", "llama-bpe", id="syncode-python-llama-bpe"),
 ]
-POSITIONS_PER_DOC = {"json": 12, "java": 8, "syncode/go": 10, "syncode/java": 10}
-SAMPLE_PER_SIDE = {"json": 1500, "java": 700, "syncode/go": 700, "syncode/java": 700}
+POSITIONS_PER_DOC = {"json": 12, "java": 8, "syncode/go": 10, "syncode/java": 10, "syncode/python": 8}
+SAMPLE_PER_SIDE = {"json": 1500, "java": 700, "syncode/go": 700, "syncode/java": 700, "syncode/python": 30}
 SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
 SYNCODE_DOCUMENTS = {"syncode/go": ["greet.go"], "syncode/java": ["Joiner.java"]}
 FULL_VOCAB_POSITIONS = {("json", "smollm2"): 3}  # positions (per document) where EVERY token is compared
 
@@ -519,7 +527,8 @@ def real_case(load_vocab):
             text = (SYNCODE / f"{grammar.split('/')[1]}.lark").read_text(encoding="utf-8") \
                 if grammar.startswith("syncode/") else grammar_file(grammar)
             vocab = load_vocab(vocab_name)
-            _REAL[key] = Case(f"{grammar}-{vocab_name}", text, vocab, shared_compile(text, vocab), reference(text))
+            ref = IndentedReferenceChecker(text, SynCodeIndenter) if grammar == "syncode/python" else reference(text)
+            _REAL[key] = Case(f"{grammar}-{vocab_name}", text, vocab, shared_compile(text, vocab), ref)
         return _REAL[key]
 
     return get
@@ -530,6 +539,8 @@ def documents(grammar: str, vocab_name: str) -> list[str]:
     one) a real JDK class when a JDK's sources are installed."""
     if grammar == "json":
         return JSON_DOCS
+    if grammar == "syncode/python":  # real files in SynCode's subset of Python (lark accepts them)
+        return [(STDLIB / name).read_text(encoding="utf-8") for name in ("bisect.py", "keyword.py")]
     if grammar in SYNCODE_DOCUMENTS:
         return [(SYNCODE / "documents" / name).read_text(encoding="utf-8") for name in SYNCODE_DOCUMENTS[grammar]]
     docs = [JAVA_SAMPLE]
@@ -595,6 +606,8 @@ INVALID_DOCS = [
     ("json", '{"x": truely}'),
     ("java", "class A { int x = 1 +; }"),
     ("java", "class A { void f() { return x >>>= ; } }"),
+    ("syncode/python", "if x:\n    y = 1\n  z = 2\n"),  # a dedent to a level never opened
+    ("syncode/python", "x = 1\nreturn f(\n  rb)]\n"),  # after a newline that backed up
 ]
 
 

@@ -14,6 +14,7 @@ from lark.exceptions import LarkError
 
 from localgcd.errors import GrammarError
 from localgcd.regex.priority import priority_dfa
+from localgcd.regex.terminal import terminal_dfa
 from localgcd.regex.syntax import UnsupportedRegex
 
 SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
@@ -89,8 +90,19 @@ def test_lexemes_of_lazy_and_look_around_terminals(pattern: str, text: str, expe
     (r"(?:\n|#.*?\n)+", "at '\\n' and read on past '#'"),
 ])
 def test_what_the_lexeme_and_one_byte_do_not_decide_is_refused(pattern: str, why: str) -> None:
+    """Refused as a terminal of the lexer that looks one byte ahead (where re.match backs up further,
+    a grammar's lexer backs up as it does: tests/test_pending_emissions.py)."""
     with pytest.raises(UnsupportedRegex, match=re.escape(why)):
-        priority_dfa(pattern)
+        terminal_dfa(pattern)
+
+
+@pytest.mark.parametrize("pattern, backs_up", [
+    (r"\d+(?:\.\d+?)?", True), (r"(?:\n|#.*?\n)+", True), (r'".*?"', False), (r"a(?!b)", False),
+])
+def test_the_automaton_of_a_terminal_says_where_re_match_backs_up(pattern: str, backs_up: bool) -> None:
+    own = priority_dfa(pattern)
+    assert (own.backs_up is not None) == backs_up
+    assert terminal_dfa(pattern, backing_up=True).n_states == own.dfa.n_states
 
 
 def test_a_refused_terminal_is_named_with_its_place_and_an_escaped_regex(tmp_path: Path) -> None:
@@ -173,21 +185,3 @@ def test_syncode_grammars_check_as_lark_parses(name: str, texts: list[str], tmp_
         verdicts.append((i, lark_says, result.exit_code, result.output.splitlines()[-1:]))
     assert all(lark == ours for _i, lark, ours, _out in verdicts), verdicts
     assert {lark for _i, lark, _ours, _out in verdicts} == {0, 1}  # both verdicts are tested
-
-
-def test_syncode_python_is_refused_naming_the_terminal_that_backs_up(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """SynCode's _NL is (newline | '#' comment | LONG_STRING)+: after "\\n", re.match reads on into
-    'r', 'b', 'u', 'f' (r\"\"\"...) or "\\r" and backs up to the newline where that fails."""
-    from typer.testing import CliRunner
-
-    from localgcd.cli.app import app
-
-    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))  # compiled here, by this tree
-    source = tmp_path / "x.py"
-    source.write_text("x = 1\n", encoding="utf-8")
-    result = CliRunner().invoke(app, ["check", "-g", str(SYNCODE / "python.lark"), str(source)])
-    assert result.exit_code == 2
-    first = next(line for line in result.output.splitlines() if line.startswith("error:"))
-    assert "python.lark:168:1: terminal _NL /" in first and "backs up" in first
-    assert "Traceback" not in result.output

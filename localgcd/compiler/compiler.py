@@ -26,14 +26,14 @@ from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
 from localgcd.compiler.store import TRIE_PREFIX, TableStore
 from localgcd.budget import CompileBudget
 from localgcd.compiler.writeback import LazyEntry
-from localgcd.errors import CompileBudgetError, GrammarWarning
+from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
 from localgcd.grammar.formats import check_format, to_lark
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
-from localgcd.lexer.automaton import build_lexer_dfa
-from localgcd.lexer.transducer import LexingTransducer
+from localgcd.lexer.automaton import build_lexer
+from localgcd.lexer.pending import window_bytes
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -43,6 +43,7 @@ from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 TRIE_FORMAT_VERSION = 1
+_BLANKS = (9, 10, 32)  # tab, line feed, space: what the Indenter measures
 
 
 @contextlib.contextmanager
@@ -180,11 +181,10 @@ class Compiler:
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
-        # the transducer's tables: next state and emitted terminal per byte, producible terminals
-        meter.table(dfa.n_states, 6 * 256 + len(grammar.terminals), 1, "the lexing transducer")
-        lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals],
-                                          take_table=True)
+        lexer = build_lexer(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
+        if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
+            raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
+                               "its indentation at the wrong byte", source)
         t2 = time.perf_counter()
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()

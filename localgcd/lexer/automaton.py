@@ -12,36 +12,85 @@ keywords; across priorities it is what priority means.
 
 from __future__ import annotations
 
+import warnings
+
 from localgcd.arrays import sorted_unique
-from localgcd.budget import BudgetMeter
-from localgcd.errors import CompileBudgetError, GrammarError
+from localgcd.budget import BudgetMeter, unbounded
+from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
 from localgcd.grammar.terminals import Terminal
-from localgcd.regex.dfa import DFA
+from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
+from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
+from localgcd.lexer.transducer import LexingTransducer
+from localgcd.regex.priority import backs_up
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.tuning import Tuning
 
 
+def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
+                meter: BudgetMeter | None = None, tuning: Tuning = Tuning()) -> LexingTransducer:
+    """The lexing transducer of ``terminals``: :func:`build_lexer_dfa`'s automaton read with one
+    byte of lookahead, and where a terminal's ``re.match`` backs up further (SynCode's Python
+    ``_NL``), the tables of :mod:`localgcd.lexer.pending` that back up as it does."""
+    meter = meter if meter is not None else unbounded()
+    dfa = build_lexer_dfa(terminals, source, text, meter, tuning, backing_up=True)
+    # the transducer's tables: next state and emitted terminal per byte, producible terminals
+    meter.table(dfa.n_states, 6 * 256 + len(terminals), 1, "the lexing transducer")
+    emit_forbidden = dfa.emit_forbidden
+    lexer = LexingTransducer.from_dfa(dfa, len(terminals), [t.next_mode for t in terminals], take_table=True)
+    backing = backing_terminals([t.regex for t in terminals])
+    if not backing:
+        return lexer
+    try:
+        return backing_up_lexer(lexer, backing, emit_forbidden)
+    except PendingRefused as exc:
+        terminal = terminals[exc.terminal]
+        raise _error(terminal, f"{terminal.describe()}: {backs_up(terminal.regex)}, and backing up as it does "
+                     f"is not exact here: {exc}", source, text) from None
+
+
+def _error(terminal: Terminal, message: str, source: str, text: str,
+           kind: type[GrammarError] = GrammarError) -> GrammarError:
+    lines = text.splitlines()
+    context = lines[terminal.line - 1] if terminal.line and terminal.line <= len(lines) else None
+    return kind(message, source, terminal.line, terminal.column, context)
+
+
+def _ignored_supersets(terminal: Terminal, terminals: list[Terminal], meter: BudgetMeter | None) -> list[str]:
+    """The %ignore'd terminals whose lexemes include every lexeme of ``terminal``."""
+    own = trim(terminal_dfa(terminal.regex, meter, backing_up=True))
+    if own is None:
+        return []
+    found = []
+    for other in terminals:
+        if other.ignored and other is not terminal:
+            theirs = trim(terminal_dfa(other.regex, meter, backing_up=True))
+            if theirs is not None and relation(own, theirs)[1]:
+                found.append(other.name)
+    return found
+
+
 def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
-                    meter: BudgetMeter | None = None, tuning: Tuning = Tuning()) -> DFA:
+                    meter: BudgetMeter | None = None, tuning: Tuning = Tuning(), *,
+                    backing_up: bool = False) -> DFA:
     """The combined lexer DFA; its accept labels are indices into ``terminals``, and it has a start
     state per lexer mode (``Terminal.mode``; a grammar without modes has one, state 0).
 
     ``text`` (the grammar's source) only serves to show the offending line in errors.
     ``meter``: the compile budget (a terminal that outgrows it is named, at its line).  ``tuning``:
-    as :func:`~localgcd.lexer.product.product_dfa` takes it.
+    as :func:`~localgcd.lexer.product.product_dfa` takes it.  ``backing_up``: keep a terminal whose
+    ``re.match`` backs up further than the byte after its lexeme (for :func:`build_lexer`), instead
+    of refusing it.
     """
 
     def error(terminal: Terminal, message: str, kind: type[GrammarError] = GrammarError) -> GrammarError:
-        lines = text.splitlines()
-        context = lines[terminal.line - 1] if terminal.line and terminal.line <= len(lines) else None
-        return kind(message, source, terminal.line, terminal.column, context)
+        return _error(terminal, message, source, text, kind)
 
     for terminal in terminals:  # each terminal's own automaton first: an error names its terminal
         try:
             if literal_bytes(terminal.regex) is None:
-                terminal_dfa(terminal.regex, meter, "its automaton")
+                terminal_dfa(terminal.regex, meter, "its automaton", backing_up=backing_up)
             for condition in terminal.also:
                 states = terminal_dfa(condition.regex, meter).n_states
                 if not (0 <= condition.start < states and all(-1 <= end < states for end in condition.ends or ())):
@@ -66,8 +115,18 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
     for index in sorted(missing):
         terminal = terminals[index]
-        if not terminal.ignored:
-            raise error(terminal, f"{terminal.describe()} can never be produced: every lexeme it matches"
-                        " is won by a higher-ranked terminal (longest match, then priority)")
+        if terminal.ignored:
+            continue
+        message = (f"{terminal.describe()} can never be produced: every lexeme it matches is won by a "
+                   "higher-ranked terminal (longest match, then priority)")
+        ignored_over = _ignored_supersets(terminal, terminals, meter)
+        if not ignored_over:
+            raise error(terminal, message)
+        # every lexeme of it is one of an %ignore'd terminal's, which outranks it: whichever lexer
+        # lark runs (basic, or contextual, which keeps ignored terminals in every state), it never
+        # produces it (SynCode's Python: LONG_STRING inside the ignored COMMENT)
+        line = f"{source}:{terminal.line}:{terminal.column}: " if terminal.line else f"{source}: "
+        warnings.warn(f"{line}{message}: each is a lexeme of %ignore'd {', '.join(ignored_over)} too, so it "
+                      "matches nothing here, as in lark", GrammarWarning, stacklevel=3)
     return dfa
 

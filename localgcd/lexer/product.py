@@ -185,7 +185,7 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
     if found is not None:
         meter.states(found[0].shape[0], "the lexer automaton of the regex terminals")
         return found
-    automata = [terminal_dfa(pattern, meter) for pattern in patterns]
+    automata = [terminal_dfa(pattern, meter, backing_up=True) for pattern in patterns]
     components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
                   for position, d in enumerate(automata)]
     table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {},
@@ -302,7 +302,7 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
         regex, conditions = regexes[index], also[index]
         if conditions:
             if regex not in base_of:
-                dfa = terminal_dfa(regex, meter)
+                dfa = terminal_dfa(regex, meter, backing_up=True)
                 base_of[regex] = len(components)
                 components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, 0, -1).astype(np.int32)))
                 starts.append(0)
@@ -317,7 +317,7 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
         if data is not None:
             literals.append((data, index))
         else:
-            dfa = terminal_dfa(regex, meter)
+            dfa = terminal_dfa(regex, meter, backing_up=True)
             components.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, index, -1).astype(np.int32)))
             starts.append(0)
             byte_classes.append(dfa.byte_classes)

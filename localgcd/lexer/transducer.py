@@ -13,6 +13,14 @@ several terminals that no other terminal can start (a JSON string longer than
 a counted automaton should be: chunks of characters, lexed only inside it).
 
 At end of text, a pending lexeme in an accepting state emits its terminal.
+
+A lexer with a terminal whose ``re.match`` backs up further (:mod:`localgcd.lexer.pending`) has
+*pending states* and *alias* terminals ``n …`` (``n`` the grammar's terminals), each standing for
+grammar terminal ``alias_of[A - n]``: emitting alias ``A`` before byte ``b``, lexing goes on by
+reading ``b`` *again* from ``restart[A]``, a state inside a lexeme, where ``b`` may end a second
+lexeme (that second emission is ``emitted[restart[A], b]``; ``next_state`` is the state after
+both).  At end of text an alias is followed by its restart state's terminal.  A lexer without one
+has ``alias_of`` None and reads as above.
 ``Prod(q)`` — the terminals the pending lexeme can still become — is
 reachability to accepting states.
 """
@@ -38,19 +46,57 @@ class LexingTransducer:
     emitted: np.ndarray  # int16 [Q, 256] (int32 past 32K terminals): terminal emitted before the byte, NO_EMIT if none
     accept: np.ndarray  # int32 [Q]: terminal recognized by the pending lexeme, -1 if none
     producible: np.ndarray  # bool [Q, n_terminals]: Prod(q)
-    restart: np.ndarray  # int32 [n_terminals]: the state lexing restarts in after the terminal
+    restart: np.ndarray  # int32 [n_terminals + aliases]: the state lexing restarts in after the terminal
+    alias_of: np.ndarray | None = None  # int32 [aliases]: the grammar terminal each alias is (see module doc)
 
     @property
     def nbytes(self) -> int:
-        return int(sum(getattr(self, name).nbytes for name in _ARRAYS))
+        return int(sum(getattr(self, name).nbytes for name in self._arrays()))
+
+    def _arrays(self) -> tuple[str, ...]:
+        return _ARRAYS if self.alias_of is None else (*_ARRAYS, "alias_of")
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays the cache stores."""
-        return {name: getattr(self, name) for name in _ARRAYS}
+        return {name: getattr(self, name) for name in self._arrays()}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "LexingTransducer":
-        return cls(**{name: arrays[name] for name in _ARRAYS})
+        return cls(**{name: arrays[name] for name in _ARRAYS}, alias_of=arrays.get("alias_of"))
+
+    @property
+    def n_terminals(self) -> int:
+        """The grammar's terminals (aliases come after them)."""
+        return int(self.producible.shape[1])
+
+    def grammar_terminals(self, terms: np.ndarray) -> np.ndarray:
+        """The grammar terminal each of ``terms`` (terminals or aliases) is."""
+        if self.alias_of is None:
+            return terms
+        n = self.n_terminals
+        return np.where(terms >= n, self.alias_of[np.maximum(terms - n, 0)], terms)
+
+    def emissions(self, state: int, byte: int) -> tuple[int, ...]:
+        """The grammar terminals ``byte`` ends in ``state`` (none, one, or two after an alias)."""
+        term = int(self.emitted[state, byte])
+        if term == NO_EMIT:
+            return ()
+        if term < self.n_terminals:
+            return (term,)
+        second = int(self.emitted[int(self.restart[term]), byte])
+        first = int(self.alias_of[term - self.n_terminals])
+        return (first,) if second == NO_EMIT else (first, second)
+
+    def final_terminals(self, state: int) -> tuple[int, ...] | None:
+        """The grammar terminals the end of the text emits in ``state`` (None: it cannot end there;
+        () in a start state)."""
+        term = int(self.accept[state])
+        if term < 0:
+            return None
+        if term < self.n_terminals:
+            return (term,)
+        after = int(self.accept[int(self.restart[term])])
+        return None if after < 0 else (int(self.alias_of[term - self.n_terminals]), after)
 
     @classmethod
     def from_dfa(cls, dfa: DFA, n_terminals: int, next_mode: np.ndarray | None = None, *,
@@ -94,11 +140,12 @@ class LexingTransducer:
         out: list[int] = []
         for byte in data:
             term = int(self.emitted[state, byte])
-            state = int(self.next_state[state, byte])
-            if state == DEAD_STATE:
+            nxt = int(self.next_state[state, byte])
+            if nxt == DEAD_STATE:
                 return out, DEAD_STATE
             if term != NO_EMIT:
-                out.append(term)
+                out.extend(self.emissions(state, byte))
+            state = nxt
         return out, state
 
 

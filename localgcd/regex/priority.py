@@ -60,6 +60,7 @@ class PriorityDFA:
 
     dfa: DFA
     forbidden: np.ndarray  # bool [n_states, 256]: accepting, but not before this byte
+    backs_up: str | None = None  # where re.match backs up past the byte after a lexeme: how (else None)
 
     @property
     def conditional(self) -> bool:
@@ -76,8 +77,15 @@ def needs_priority(pattern: str) -> bool:
 @lru_cache(maxsize=1024)
 def priority_dfa(pattern: str) -> PriorityDFA:
     """The DFA of the lexemes ``re.match(pattern, …)`` returns (see the module docstring).  Raises
-    :class:`UnsupportedRegex` naming what it cannot make exact."""
+    :class:`UnsupportedRegex` naming what it cannot make exact; where ``re.match`` may back up
+    further than the byte after a lexeme, ``backs_up`` says how (a lexer that does not back up
+    refuses the terminal with it, :mod:`localgcd.lexer.pending` builds the lexer that does)."""
     return _Construction(_rewrite_anchors(parse_python_regex(pattern))).run()
+
+
+def backs_up(pattern: str) -> str | None:
+    """How ``re.match(pattern, …)`` backs up further than the byte after its lexeme (None: never)."""
+    return priority_dfa(pattern).backs_up if needs_priority(pattern) else None
 
 
 # --------------------------------------------------------------------------
@@ -403,21 +411,19 @@ def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, cla
     first[block[::-1]] = np.arange(block.size)[::-1]
     accept = np.where(accepting[first], 0, -1).astype(np.int32)
     dfa = DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
-    result = PriorityDFA(dfa, np.ascontiguousarray(forbidden[first][:, class_of]))
-    _refuse_backing_up(result)
-    return result
+    forbidden = np.ascontiguousarray(forbidden[first][:, class_of])
+    return PriorityDFA(dfa, forbidden, _backing_up(dfa, forbidden))
 
 
-def _refuse_backing_up(own: PriorityDFA) -> None:
-    """Refuse a terminal whose ``re.match`` may end a lexeme and then read on into text where it
-    backs up to it (the longer match fails: a state that does not accept, or refuses to end before
-    a byte it cannot read on with): more than the one byte the lexing transducer looks at, where it
-    would stop instead."""
-    dfa = own.dfa
+def _backing_up(dfa: DFA, forbidden: np.ndarray) -> str | None:
+    """Where ``re.match`` may end a lexeme and then read on into text where it backs up to it (the
+    longer match fails: a state that does not accept, or refuses to end before a byte it cannot
+    read on with): more than the one byte the lexing transducer looks at.  A shortest witness, or
+    None."""
     accepting = dfa.accept >= 0
     live = dfa.transitions >= 0
-    bad = ~accepting | (own.forbidden & ~live).any(axis=1)
-    may_end = accepting[:, None] & ~own.forbidden & live
+    bad = ~accepting | (forbidden & ~live).any(axis=1)
+    may_end = accepting[:, None] & ~forbidden & live
     # states that reach a bad one (backwards over every transition)
     reaches_bad = bad.copy()
     while True:
@@ -427,21 +433,21 @@ def _refuse_backing_up(own: PriorityDFA) -> None:
         reaches_bad = grown
     backs_up = may_end & reaches_bad[np.maximum(dfa.transitions, 0)]
     if not backs_up.any():
-        return
+        return None
     path: dict[int, bytes] = {0: b""}  # a shortest witness: the bytes to such a state, the byte after
     order = [0]
     for state in order:  # grows while iterating
         if backs_up[state].any():
             direct = backs_up[state] & bad[np.maximum(dfa.transitions[state], 0)]
             byte = int(np.flatnonzero(direct if direct.any() else backs_up[state])[0])
-            raise UnsupportedRegex(
-                f"re.match may end a lexeme at {_shown(path[state])} and read on past {_shown(bytes([byte]))} "
-                "into text where it backs up to it: more than the one byte the lexer looks at")
+            return (f"re.match may end a lexeme at {_shown(path[state])} and read on past {_shown(bytes([byte]))} "
+                    "into text where it backs up to it: more than the one byte the lexer looks at")
         for byte in range(256):
             nxt = int(dfa.transitions[state, byte])
             if nxt >= 0 and nxt not in path:
                 path[nxt] = path[state] + bytes([byte])
                 order.append(nxt)
+    return None  # (not reached: a state that backs up is reachable)
 
 
 def _shown(data: bytes) -> str:

@@ -14,54 +14,63 @@ import numpy as np
 from localgcd.budget import BudgetMeter
 from localgcd.memo import BoundedMemo
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
-from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern, literal_alternatives
+from localgcd.regex.nfa import NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives
 from localgcd.regex.priority import needs_priority, priority_dfa
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 #: Terminal automata by pattern, and a counted pattern's unit automaton by the unit's parse: pure
 #: (a pattern's automaton depends on the pattern alone; a compile's budget is checked on a hit),
 #: so shared by the process, bounded by entries and table cells (the oldest goes first).
-_MEMO: BoundedMemo[DFA] = BoundedMemo(4096, 64 << 20, lambda dfa: dfa.transitions.size)
+#: A terminal's entry is its automaton and, for a pattern whose ``re.match`` backs up past the byte
+#: after a lexeme, where it does (kept together: an entry never loses its refusal).
+_MEMO: BoundedMemo[tuple[DFA, str | None]] = BoundedMemo(4096, 64 << 20, lambda entry: entry[0].transitions.size)
 _UNITS: BoundedMemo[DFA] = BoundedMemo(1024, 16 << 20, lambda dfa: dfa.transitions.size)
 
 
-def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | None = None) -> DFA:
+def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | None = None, *,
+                 backing_up: bool = False) -> DFA:
     """The minimal DFA of one terminal's regex (accept label 0), memoized per pattern.  A regex with
     a lazy quantifier, a look-around or an anchor accepts the lexemes ``re.match`` returns
     (:mod:`localgcd.regex.priority`); any other, its whole language.
 
     ``meter``: the compile's budget; a memoized automaton is checked against it too, so whether
     a pattern fits a budget does not depend on what was compiled before.  ``what``: the automaton
-    as the budget's error names it (default: "the automaton of /pattern/").
+    as the budget's error names it (default: "the automaton of /pattern/").  ``backing_up``: keep a
+    pattern whose ``re.match`` backs up further than the byte after its lexeme (for the lexer that
+    backs up, :mod:`localgcd.lexer.pending`); otherwise it is refused, saying where.
     """
     what = what or f"the automaton of /{_shortened(pattern)}/"
-    dfa = _MEMO.get(pattern)
-    if dfa is not None:
+    entry = _MEMO.get(pattern)
+    if entry is not None:
         if meter is not None:
-            meter.states(dfa.n_states, what)
-        return dfa
-    return _MEMO.put(pattern, _build(pattern, meter, what))
+            meter.states(entry[0].n_states, what)
+    else:
+        entry = _MEMO.put(pattern, _build(pattern, meter, what))
+    dfa, backs_up = entry
+    if backs_up is not None and not backing_up:
+        raise UnsupportedRegex(backs_up)
+    return dfa
 
 
-def _build(pattern: str, meter: BudgetMeter | None, what: str) -> DFA:
+def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str | None]:
     """The first construction that fits ``pattern``: a set of plain strings as a trie, the
     leftmost-first construction for backtracking semantics, a counted chain, else the subset
     construction."""
     strings = literal_alternatives(pattern)
     if strings is not None:
-        return literal_set_dfa(strings, meter, what)
+        return literal_set_dfa(strings, meter, what), None
     if needs_priority(pattern):
-        dfa = priority_dfa(pattern).dfa
+        own = priority_dfa(pattern)
         if meter is not None:
-            meter.states(dfa.n_states, what)
-        return dfa
+            meter.states(own.dfa.n_states, what)
+        return own.dfa, own.backs_up
     counted = counted_pattern(pattern)
     dfa = _counted_dfa(counted, meter, what) if counted is not None else None
     if dfa is not None:
-        return dfa
+        return dfa, None
     nfa = NFA()
     start = nfa.add_regex(pattern, 0)
-    return determinize(nfa, [start], [0], meter=meter, what=what)
+    return determinize(nfa, [start], [0], meter=meter, what=what), None
 
 
 def _shortened(pattern: str, keep: int = 60) -> str:

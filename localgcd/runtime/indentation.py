@@ -49,7 +49,7 @@ class IndentationPath:
         self.emits_newline = checker.emits_newline  # bool [n_outcomes]
         self._lexer = LayoutLexer(lexer, spec)
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
-        self._lexer_accept = lexer.accept.tolist()
+        self._lexer_accept = lexer.grammar_terminals(lexer.accept).tolist()  # a pending state's: its alias's
         self._token_bytes = token_bytes
         self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in token_bytes])))
         self._token_data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
@@ -82,14 +82,18 @@ class IndentationPath:
         node, layout, low = feed(self.pda, self.spec, node, layout, term, width)
         return node, Layout(layout.paren, layout.levels), low
 
-    def is_accepting(self, node: int, term: int, layout: Layout) -> tuple[bool, int]:
-        """End of text now, with pending terminal ``term`` (-1: none): accepted?  And the lowest height read."""
+    def is_accepting(self, node: int, terms: tuple[int, ...], layout: Layout) -> tuple[bool, int]:
+        """End of text now, with the terminals the pending lexeme ends in (none, one, or an alias's
+        two: the newline, whose width is the layout's, and then a lexeme after it): accepted?  And
+        the lowest height read."""
         low = self.pda.height[node]
-        if term >= 0:
+        for term in terms:
             width = layout.width if layout.has_newline else None
-            node, layout, low = feed(self.pda, self.spec, node, layout, term, width)
+            node, layout, step_low = feed(self.pda, self.spec, node, layout, term, width)
+            low = min(low, step_low)
             if node == DEAD_STACK:
                 return False, low
+            layout = Layout(layout.paren, layout.levels)
         result, end_low = finish(self.pda, self.spec, node, layout)
         return result, min(low, end_low)
 

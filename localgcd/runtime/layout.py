@@ -52,6 +52,8 @@ class LayoutLexer:
         self.spec = spec
         self._next = lexer.next_state.tolist()
         self._emitted = lexer.emitted.tolist()
+        self._lexer = lexer
+        self._n_terminals = lexer.n_terminals
 
     def scan(self, state: int, layout: Layout, data: bytes) -> tuple[list[tuple[int, int | None]], int, Layout] | None:
         """Terminals emitted reading ``data`` (newline widths attached), end state, new pending info.
@@ -64,13 +66,16 @@ class LayoutLexer:
         events: list[tuple[int, int | None]] = []
         nxt, emitted = self._next, self._emitted
         for byte in data:
-            term = emitted[state][byte]
+            term, prior = emitted[state][byte], state
             state = nxt[state][byte]
             if state == DEAD_STACK:
                 return None
             if term != NO_EMIT:
-                events.append((term, (width if has_newline else None) if term == nl else None))
-                has_newline, width = False, 0
+                # an alias (a newline that backed up, :mod:`localgcd.lexer.pending`) and the lexeme
+                # after it: the bytes read past the newline are no blanks (``check_pending_window``)
+                for term in (term,) if term < self._n_terminals else self._lexer.emissions(prior, byte):
+                    events.append((term, (width if has_newline else None) if term == nl else None))
+                    has_newline, width = False, 0
             if byte == NEWLINE_BYTE:
                 has_newline, width = True, 0
             elif byte == SPACE_BYTE:

@@ -125,6 +125,7 @@ class MaskEngine:
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
+        self._lexer = lexer
         self.terminated_mask = Mask.of(np.zeros(self.n_tokens, dtype=bool), True, end_ids[:0])
         self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
@@ -191,14 +192,17 @@ class MaskEngine:
             return self.indentation.advance_bytes(q, node, layout, data)
         next_state, emitted, ignored, pda = self._next_state, self._emitted, self._ignored, self.pda
         for byte in data:
-            term = int(emitted[q, byte])
+            term, prior = int(emitted[q, byte]), q
             q = int(next_state[q, byte])
             if q == DEAD_STATE:
                 return DEAD_STACK, DEAD_STACK, layout
-            if term != NO_EMIT and not ignored[term]:
-                node, _ = pda.step(node, term)
-                if node == DEAD_STACK:
-                    return DEAD_STACK, DEAD_STACK, layout
+            if term == NO_EMIT:
+                continue
+            for term in self._emissions(term, prior, byte):
+                if not ignored[term]:
+                    node, _ = pda.step(node, term)
+                    if node == DEAD_STACK:
+                        return DEAD_STACK, DEAD_STACK, layout
         return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
 
     def only_ignored_can_follow(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> bool:
@@ -220,16 +224,18 @@ class MaskEngine:
     def is_accepting(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> tuple[bool, int]:
         """Whether the text so far is a sentence; and the lowest stack height read."""
         pda = self.pda
-        term = -1 if at_start else self.lexer_accept[q]
-        if not at_start and term < 0:
+        terms = () if at_start else self._lexer.final_terminals(q)
+        if terms is None:
             return False, pda.height[node]
         if self.indentation is not None:
-            return self.indentation.is_accepting(node, term, layout)
+            return self.indentation.is_accepting(node, terms, layout)
         low = pda.height[node]
-        if term >= 0 and not self._ignored[term]:
-            node, low = pda.step(node, term)
-            if node == DEAD_STACK:
-                return False, low
+        for term in terms:
+            if not self._ignored[term]:
+                node, step_low = pda.step(node, term)
+                low = min(low, step_low)
+                if node == DEAD_STACK:
+                    return False, low
         result, end_low = pda.step(node, pda.end_terminal)
         return result == ACCEPT, min(low, end_low)
 
@@ -353,6 +359,10 @@ class MaskEngine:
             return node, layout, self.pda.height[node]
         node, low = self.pda.step(node, term)
         return node, layout, low
+
+    def _emissions(self, term: int, state: int, byte: int) -> tuple[int, ...]:
+        """The grammar terminals of emission ``term`` at ``byte`` in ``state`` (an alias's are two)."""
+        return (term,) if term < self._n_lexer_terminals else self._lexer.emissions(state, byte)
 
     def _restart_after(self, q: int) -> int:
         """The lexer state a fresh lexeme starts in once ``q``'s pending lexeme is emitted."""

@@ -361,7 +361,10 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
     states' rows are made)."""
     meter = meter if meter is not None else unbounded()
     outcomes = OutcomeTable(lexer.n_states)
-    suffix = suffix_outcomes(lexer, trie, outcomes, kernels)
+    # a lexer with aliases restarts inside lexemes too (dozens of restart states): its suffix
+    # entries are made where emissions need them
+    suffix = suffix_outcomes(lexer, trie, outcomes, kernels) if lexer.alias_of is None else \
+        SuffixOutcomes(lexer, trie, outcomes, kernels)
     first_kind = first_kinds(lexer)
     branches = BranchRows(lexer, trie, suffix, outcomes, kernels, tuning)
     by_state = []
@@ -490,13 +493,17 @@ def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeT
     # Resolve outcomes from the last byte backwards: a walker that emitted at j continues with
     # the outcome of bytes j: of the same token, from the state lexing restarts in after it.
     suffix = end_state  # "nothing emitted" outcomes are the end states
+    # (an alias's walker may emit at its first byte: it reads the entry at its own start, in another
+    # slot, so it comes after the other walkers of that start)
     emitting = np.nonzero(emit_at >= 0)[0]
-    emitting = emitting[np.argsort(-start[emitting], kind="stable")]
-    bounds = np.flatnonzero(np.diff(start[emitting])) + 1
+    order_key = -2 * start[emitting] + (emit_at[emitting] == flat[emitting])
+    order = np.argsort(order_key, kind="stable")
+    emitting = emitting[order]
+    bounds = np.flatnonzero(np.diff(order_key[order])) + 1
     for idx in np.split(emitting, bounds):
         if idx.size:
             after = slot_of_terminal[emit_term[idx]] * total + emit_at[idx]
-            suffix[idx] = outcomes.cons(emit_term[idx], suffix[after])
+            suffix[idx] = outcomes.cons(lexer.grammar_terminals(emit_term[idx]), suffix[after])
     return SuffixTable(suffix.reshape(states.size, total), slot_of_terminal)
 
 
@@ -597,17 +604,19 @@ class SuffixOutcomes:
         while pending.size:  # in rounds: an entry is ready once the entry after its emission is known
             if pending.size <= _SCALAR_CONS:  # the last links of long chains (a token of 16 "}"):
                 # one by one, later bytes first -- an entry's emission leaves off further on
+                # (an alias's entry that emits at its own start reads another slot's entry there)
                 cons_one = self.outcomes.cons_one
-                last_first = np.argsort(-(every[pending] % total), kind="stable")
+                last_first = np.lexsort((emit_at[pending] == every[pending] % total, -(every[pending] % total)))
                 for entry, term, next_key in zip(every[pending[last_first]].tolist(),
-                                                 emit_term[pending[last_first]].tolist(),
+                                                 self.lexer.grammar_terminals(emit_term[pending[last_first]]).tolist(),
                                                  after[last_first].tolist()):
                     values[entry] = cons_one(term, int(values[next_key]))
                     known[entry] = True
                 return
             ready = known[after]
             done = pending[ready]
-            values[every[done]] = self.outcomes.cons(emit_term[done], values[after[ready]])
+            values[every[done]] = self.outcomes.cons(self.lexer.grammar_terminals(emit_term[done]),
+                                                     values[after[ready]])
             known[every[done]] = True
             pending, after = pending[~ready], after[~ready]
 
@@ -621,7 +630,10 @@ def first_kinds(lexer: LexingTransducer, states: np.ndarray | None = None) -> np
     accepting = np.flatnonzero(accept >= 0)  # only an accepting state emits (a big lexer has few)
     rows = kind[accepting]
     emitted = lexer.emitted[accepting if whole else states[accepting]]
-    rows[(emitted != NO_EMIT) & (rows != FIRST_DEAD)] = FIRST_EMITS
+    ends = (emitted != NO_EMIT) & (rows != FIRST_DEAD)
+    if lexer.alias_of is not None:  # an alias's byte is read again inside a lexeme: the row's walk has it
+        ends &= emitted < lexer.n_terminals
+    rows[ends] = FIRST_EMITS
     kind[accepting] = rows
     return kind
 
@@ -777,7 +789,47 @@ class BranchRows:
             missing = [i for i, now in zip(missing, held) if not now]
         if missing:
             self._walk(children[missing], state[missing])
-        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        if self.lexer.alias_of is None:
+            return found
+        alias_children, aliases = self._alias_children(q)
+        if first_terminals is not None:
+            keep = first_terminals[self.lexer.grammar_terminals(aliases)]
+            alias_children, aliases = alias_children[keep], aliases[keep]
+        if not alias_children.size:
+            return found
+        alias_ids = np.fromiter((self._alias_branch(child, alias) for child, alias
+                                 in zip(alias_children.tolist(), aliases.tolist())), dtype=np.int64,
+                                count=alias_children.size)
+        order = np.argsort(np.concatenate([children, alias_children]), kind="stable")
+        return np.concatenate([found, alias_ids])[order]
+
+    def _alias_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(root children whose byte ends ``q``'s lexeme emitting an alias, the alias): in a
+        pending state, where the longer attempt dies (see :mod:`localgcd.lexer.pending`)."""
+        term = self.lexer.emitted[q, self._root_bytes].astype(np.int64)
+        alive = self.lexer.next_state[q, self._root_bytes] != DEAD_STATE
+        children = np.flatnonzero((term >= self.lexer.n_terminals) & alive)
+        return children, term[children]
+
+    def _alias_branch(self, child: int, alias: int) -> int:
+        """The id of the branch of root child ``child`` whose first byte emits ``alias``: every token
+        below it is that alias's terminal, then its bytes from the first one on, read again from the
+        alias's restart state (the suffix entries)."""
+        n_children = self._root_bytes.size
+        key = n_children * self.lexer.n_states + (alias - self.lexer.n_terminals) * n_children + child
+        if key in self._ids or (self._saved is not None and self._take_saved([key])[0]):
+            return self._ids[key]
+        root = self.trie.levels[0]
+        positions = np.arange(int(root.lo[child]), int(root.hi[child]), dtype=np.int64)
+        terms = np.full(positions.size, alias, dtype=np.int64)
+        values = self.outcomes.cons(self.lexer.grammar_terminals(terms),
+                                    self.suffix.after(terms, self.trie.offsets[positions]))
+        live = values != DEAD_STATE
+        self._ids[key] = len(self._ids)
+        self._positions.append(positions[live])
+        self._values.append(values[live].astype(np.int32))
+        return self._ids[key]
 
     def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """(root children whose byte continues ``q``'s lexeme, the state each enters)."""
@@ -792,9 +844,14 @@ class BranchRows:
         continue ``q``'s lexeme); walks only the position's branch."""
         byte = int(self.trie.first_bytes[position])
         state = int(self.lexer.next_state[q, byte])
-        if state == DEAD_STATE or int(self.lexer.emitted[q, byte]) != NO_EMIT:
+        term = int(self.lexer.emitted[q, byte])
+        if state == DEAD_STATE or (term != NO_EMIT and term < self.lexer.n_terminals):
             return DEAD_STATE
         child = self._root_child[byte]
+        if term != NO_EMIT:  # an alias (a pending state's)
+            positions, values = self.branch(self._alias_branch(child, term))
+            at = int(np.searchsorted(positions, position))
+            return int(values[at]) if at < positions.size and positions[at] == position else DEAD_STATE
         key = child * self.lexer.n_states + state
         if key not in self._ids and not (self._saved is not None and self._take_saved([key])[0]):
             self._walk(np.array([child], dtype=np.int64), np.array([state], dtype=np.int64))
@@ -855,7 +912,8 @@ class BranchRows:
         emitting = np.flatnonzero(values < DEAD_STATE)
         if emitting.size:
             terms = _EMITS_BASE - values[emitting].astype(np.int64)
-            values[emitting] = self.outcomes.cons(terms, self.suffix.after(terms, walked.emit_flat))
+            values[emitting] = self.outcomes.cons(self.lexer.grammar_terminals(terms),
+                                                  self.suffix.after(terms, walked.emit_flat))
             live = values != DEAD_STATE
             if not live.all():
                 bounds = np.concatenate(([0], np.cumsum(live)))[bounds]
@@ -999,7 +1057,8 @@ class BranchRows:
         positions, which = expand_ranges(level.lo[nodes], level.hi[nodes])
         terms = (_EMITS_BASE - codes)[which]
         positions_out.append(positions)
-        values_out.append(self.outcomes.cons(terms, self.suffix.after(terms, self.trie.offsets[positions] + depth)))
+        values_out.append(self.outcomes.cons(self.lexer.grammar_terminals(terms),
+                                             self.suffix.after(terms, self.trie.offsets[positions] + depth)))
 
 _EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
 

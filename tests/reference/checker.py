@@ -211,7 +211,7 @@ class ReferenceChecker:
         if not ok:
             return False
         ip = self._copy_parser(state.parser)
-        if last is not None and not self._feed(ip, [last]):
+        if last and not self._feed(ip, last):
             return False
         try:
             ip.feed_token(lark.Token("$END", ""))

@@ -85,11 +85,18 @@ class IndentedReferenceChecker:
 
     def _state(self, prefix: bytes):
         """(indenter, parser, pending) after ``prefix``, or None if it is dead."""
-        lexed = self.lexer.lex(b"", prefix)
+        indenter, ip = self._start()
+        return self._after(indenter, ip, b"", prefix)
+
+    def _after(self, indenter, ip, pending: bytes, data: bytes):
+        """(indenter, parser, pending) after ``data`` read from such a state (which is left as it
+        was: the lexing goes on from ``pending``, the rest on copies), or None if it is dead."""
+        lexed = self.lexer.lex(pending, data)
         if lexed is None:
             return None
         emitted, pending = lexed
-        indenter, ip = self._start()
+        if emitted:
+            indenter, ip = self._copy(indenter, ip)
         try:
             for lexeme in emitted:
                 self._feed(indenter, ip, lexeme)
@@ -100,7 +107,26 @@ class IndentedReferenceChecker:
     # -- the oracle ------------------------------------------------------------------
 
     def is_viable(self, prefix: bytes) -> bool:
-        state = self._state(prefix)
+        return self.state_is_viable(self._state(prefix))
+
+    # -- the same questions of a state (ReferenceChecker's names: the exactness suite asks them) --
+
+    @property
+    def initial_state(self):
+        return self._state(b"")
+
+    def state_after(self, prefix: bytes):
+        """(indenter, parser, pending) after ``prefix``, or None if lexing or parsing died."""
+        return self._state(prefix)
+
+    def advance(self, state, data: bytes):
+        """The state after ``data`` read from ``state`` (left as it was), or None."""
+        return None if state is None else self._after(*state, data)
+
+    def allowed_many_from(self, state, tokens: Sequence[bytes]) -> list[bool]:
+        return [self.state_is_viable(self.advance(state, t)) for t in tokens]
+
+    def state_is_viable(self, state) -> bool:
         if state is None:
             return False
         indenter, ip, pending = state
@@ -126,16 +152,19 @@ class IndentedReferenceChecker:
         return False
 
     def is_complete(self, text: bytes) -> bool:
-        state = self._state(text)
+        return self.state_is_complete(self._state(text))
+
+    def state_is_complete(self, state) -> bool:
         if state is None:
             return False
         indenter, ip, pending = state
+        indenter, ip = self._copy(indenter, ip)
         try:
-            if pending:
-                winner = self.lexer.winner(pending)
-                if winner is None:
-                    return False
-                self._feed(indenter, ip, Lexeme(winner.name, pending))
+            ok, last = self.lexer.flush(pending)
+            if not ok:
+                return False
+            for lexeme in last:
+                self._feed(indenter, ip, lexeme)
             for _ in indenter.indent_level[1:]:
                 ip.feed_token(lark.Token(indenter.DEDENT_type, ""))
             ip.feed_eof()
@@ -144,4 +173,5 @@ class IndentedReferenceChecker:
             return False
 
     def allowed_many(self, prefix: bytes, tokens: Sequence[bytes]) -> list[bool]:
-        return [self.is_viable(prefix + t) for t in tokens]
+        """``[is_viable(prefix + t) for t in tokens]``, lexing and parsing ``prefix`` once."""
+        return self.allowed_many_from(self._state(prefix), tokens)

@@ -15,6 +15,10 @@ Rules implemented here (the spec the fast lexer is tested against):
   lookahead: the pending lexeme grows while it stays a lexeme prefix;
   otherwise it is emitted (it must be a complete lexeme) and the byte starts a
   new lexeme (which must itself be a lexeme prefix), else the text is DEAD.
+  Where the pending lexeme is not complete, lark's lexer backs up as
+  ``re.match`` does: the longest complete lexeme at its start is emitted and
+  the bytes after it are lexed again (:meth:`ReferenceLexer.backed_up`); the
+  end of the text likewise.
 * Tie-break between terminals that fully match the same lexeme: see
   :func:`rank_key`.
 * "Can the pending lexeme still become T" (:meth:`ReferenceLexer.can_become`):
@@ -647,23 +651,51 @@ class ReferenceLexer:
                 return None
             won = self.winner(pending, c)
             if won is None:
-                return None
+                backed = self.backed_up(pending, c)
+                if backed is None:
+                    return None
+                emitted.extend(backed[0])
+                pending = backed[1]
+                continue
             emitted.append(Lexeme(won.name, pending))
             if not self.is_prefix(c):
                 return None
             pending = c
         return emitted, pending
 
-    def flush(self, pending: bytes) -> tuple[bool, Lexeme | None]:
-        """End of text: ``(True, None)`` if nothing is pending, ``(True,
-        lexeme)`` if the pending bytes are a complete lexeme, ``(False,
-        None)`` if they are not (the text is incomplete)."""
+    def backed_up(self, pending: bytes, after: bytes) -> tuple[list[Lexeme], bytes] | None:
+        """Where the longer attempt fails before ``after`` (b"": the end of the text) and
+        ``pending`` is no complete lexeme: the longest complete lexeme at its start (where
+        ``re.match`` backs up to), then the rest of ``pending`` and ``after`` lexed afresh.  Only
+        to a terminal read with ``re.match`` (backtracking semantics), whose own match backs up
+        there; to any other, None (where lark's lexer backs up past it, localgcd refuses the text:
+        README, "Lexing semantics")."""
+        for k in range(len(pending) - 1, 0, -1):
+            won = self.winner(pending[:k], pending[k:k + 1])
+            if won is not None:
+                if not won.backtracking:  # lark would back up to it too: the known debt (README)
+                    return None
+                rest = self.lex(b"", pending[k:] + after)
+                if rest is None:
+                    return None
+                return [Lexeme(won.name, pending[:k]), *rest[0]], rest[1]
+        return None
+
+    def flush(self, pending: bytes) -> tuple[bool, list[Lexeme]]:
+        """End of text: ``(True, [])`` if nothing is pending, ``(True,
+        lexemes)`` if the pending bytes are a complete lexeme (or back up to
+        one, and the rest is lexed into complete ones), ``(False, [])`` if
+        they are not (the text is incomplete)."""
         if not pending:
-            return True, None
+            return True, []
         won = self.winner(pending)
-        if won is None:
-            return False, None
-        return True, Lexeme(won.name, pending)
+        if won is not None:
+            return True, [Lexeme(won.name, pending)]
+        backed = self.backed_up(pending, b"")
+        if backed is None:
+            return False, []
+        ok, last = self.flush(backed[1])
+        return (True, backed[0] + last) if ok else (False, [])
 
     def lex_all(self, data: bytes) -> list[Lexeme] | None:
         """Lex a whole text (flushing at the end); ``None`` if it is dead or
@@ -675,7 +707,7 @@ class ReferenceLexer:
         ok, last = self.flush(pending)
         if not ok:
             return None
-        return lexemes + ([last] if last else [])
+        return lexemes + last
 
     # -- "can the pending lexeme still become T" -----------------------------
 
