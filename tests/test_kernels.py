@@ -21,11 +21,12 @@ from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
 from localgcd.lexer.transducer import NO_EMIT
-from localgcd.arrays import sorted_unique
+from localgcd.arrays import boolean_product, packed_words, sorted_unique
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
-from localgcd.runtime.stack_checks import check_kernel_available
+from localgcd.runtime.checks import _FinalTables
+from localgcd.runtime.stack_checks import check_kernel_available, final_table_rows
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
@@ -310,3 +311,48 @@ def test_the_checks_kernel_refuses_what_it_would_read_out_of_bounds(what: str) -
                      "dead stack": (-1, 0)}[what]
     with pytest.raises(ValueError):
         engine.checker.check(node, np.array([outcome], dtype=np.int64))
+
+
+# --------------------------------------------------------------------------
+# The final tables' boolean product (runtime/check_kernel.pyx, arrays.boolean_product): no BLAS
+# --------------------------------------------------------------------------
+
+
+def old_float_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The formula both replace: a float32 matrix product, positive where some k is in both."""
+    return (left.astype(np.float32) @ right.astype(np.float32)) > 0
+
+
+@given(rows=st.integers(0, 9), inner=st.integers(0, 140), cols=st.integers(0, 200), seed=st.integers(0, 2**32 - 1),
+       density=st.sampled_from([0.0, 0.02, 0.3, 1.0]))
+def test_the_boolean_product_is_the_float_products_positives(rows: int, inner: int, cols: int, seed: int,
+                                                             density: float) -> None:
+    """Any shape (columns past a word, an empty side), by numpy and by the kernel; the numpy path
+    in blocks of one row too."""
+    rng = np.random.default_rng(seed)
+    left, right = rng.random((rows, inner)) < density, rng.random((inner, cols)) < density
+    expected = old_float_product(left, right)
+    assert np.array_equal(boolean_product(left, right), expected)
+    assert np.array_equal(boolean_product(left, right, block_words=1), expected)
+    assert np.array_equal(final_table_rows(left, right, packed_words(right)), expected)
+
+
+@pytest.mark.parametrize("name", [*SMALL_GRAMMARS, "java", "python", "go"])
+def test_final_tables_by_the_kernel_and_by_numpy_are_the_float_formulas(name: str) -> None:
+    """Every parser state's row of the final tables, filled by each path, equals the old formula:
+    surely fits where the top takes a wanted terminal (or the lexeme may be ignored), may fit
+    where the top does not surely refuse one."""
+    text = SMALL_GRAMMARS[name].text if name in SMALL_GRAMMARS else real_grammar(name)
+    compiled = Compiler(use_cache=False).compile(text, byte_vocabulary())
+    ignored = np.asarray([t.ignored for t in compiled.terminals], dtype=bool)
+    pda = PushdownAutomaton(compiled.tables, ignored)
+    producible = compiled.lexer.producible
+    n_terms = producible.shape[1]
+    wanted = producible & ~pda.ignored[None, :]
+    ignored_only = (producible & pda.ignored[None, :]).any(axis=1)
+    sure = old_float_product(pda.tables.takes[:, :n_terms], wanted.T) | ignored_only[None, :]
+    may = old_float_product(~pda.tables.refuses[:, :n_terms], wanted.T) | sure
+    for kernels in (True, False):
+        final = _FinalTables(pda, producible, kernels=kernels)
+        final.fill(np.arange(pda.tables.n_states))
+        assert np.array_equal(final.sure, sure) and np.array_equal(final.may, may)
