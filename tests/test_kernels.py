@@ -251,6 +251,33 @@ def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
 
+@given(n_ranks=st.integers(1, 300), n_classes=st.integers(0, 100), n_tokens=st.integers(0, 100),
+       rank_type=st.sampled_from([np.uint8, np.uint16, np.int32]), seed=st.integers(0, 2**32 - 1))
+def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, rank_type,
+                                              seed: int) -> None:
+    """The verdict of each class, the dependent classes ascending and the packed always-accepted
+    tokens, as MaskEngine's numpy path makes them (np.take, np.flatnonzero, Mask.of)."""
+    rng = np.random.default_rng(seed)
+    n_ranks = min(n_ranks, np.iinfo(rank_type).max)
+    always_of, dependent_of = rng.random(n_ranks) < 0.4, rng.random(n_ranks) < 0.3
+    always_of[-1] = dependent_of[-1] = False  # the no-entry rank
+    dependent_of &= ~always_of
+    dense = rng.integers(0, n_ranks, n_classes + 1).astype(rank_type)
+    token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
+    always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class)
+    expected_always = np.take(always_of, dense)
+    expected_mask = Mask.of(expected_always[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(always, expected_always)
+    assert np.array_equal(dependent, np.flatnonzero(np.take(dependent_of, dense)))
+    assert np.array_equal(packed, expected_mask.packed) and count == expected_mask.n_allowed
+
+
+def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
+    """The kernel reads the verdicts by rank: one past them is named, not read."""
+    with pytest.raises(ValueError):
+        assembly.classify_dense(np.zeros(3, bool), np.zeros(3, bool), np.array([0, 3], np.uint8), np.array([0]))
+
+
 # --------------------------------------------------------------------------
 # Context-dependent checks (runtime/check_kernel.pyx)
 # --------------------------------------------------------------------------
