@@ -12,6 +12,7 @@ emitted, end state).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
+from localgcd.grammar.formats import to_lark
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.lexer import product
+from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import boolean_product, packed_words, sorted_unique
 from localgcd.parser.pda import PushdownAutomaton
@@ -56,6 +61,7 @@ def real_grammar(name: str) -> str:
 def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
+    assert product.product_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -383,3 +389,42 @@ def test_final_tables_by_the_kernel_and_by_numpy_are_the_float_formulas(name: st
         final = _FinalTables(pda, producible, kernels=kernels)
         final.fill(np.arange(pda.tables.n_states))
         assert np.array_equal(final.sure, sure) and np.array_equal(final.may, may)
+
+
+# --------------------------------------------------------------------------
+# The lexer product's exploration (lexer/product_kernel.pyx)
+# --------------------------------------------------------------------------
+
+PRODUCT_SCHEMAS = {  # long string chunk modes beside patterns: tracked modes explored together
+    "long_and_patterns": {"type": "object", "properties": {
+        "a": {"type": "string", "minLength": 40, "maxLength": 300},
+        "p": {"type": "string", "pattern": "^[a-f0-9]{8}-[a-f0-9]{4}$"}, "q": {"type": "string", "pattern": "^x*y$"}}},
+    "enum_and_numbers": {"type": "object", "properties": {
+        "e": {"enum": ["red", "green", "reddish"]}, "n": {"type": "number"}, "i": {"type": "integer"}}},
+}
+
+
+def product_cases():
+    for name in ("json", "java", "python", "go", "sql_select"):
+        yield pytest.param(real_grammar(name), "lark", id=name)
+    for name, grammar in SMALL_GRAMMARS.items():
+        yield pytest.param(grammar.text, "lark", id=f"small-{name}")
+    for name, schema in PRODUCT_SCHEMAS.items():
+        yield pytest.param(json.dumps(schema), "json_schema", id=f"schema-{name}")
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_the_compiled_product_exploration_is_numpys(monkeypatch, text: str, fmt: str) -> None:
+    """Every product the lexer build explores, explored again by the kernel and by the numpy
+    rounds: the same table, byte classes and state vectors (the same states, numbered alike)."""
+    real = product._explore_states
+    explored = []
+    monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})  # (a product memoized by an earlier test is not explored)
+    monkeypatch.setattr(product, "_explore_states", lambda p, *args, **kw: explored.append(p) or real(p, *args, **kw))
+    translation = to_lark(text, fmt, "<grammar>")
+    grammar = load_lark_grammar(translation.lark, "<grammar>", origins=translation.origins)
+    build_lexer_dfa(list(grammar.terminals), "<grammar>", translation.user_text or text)
+    assert explored
+    for explored_product in explored:
+        compiled, numpys = real(explored_product, kernel=True), real(explored_product, kernel=False)
+        assert all(np.array_equal(a, b) for a, b in zip(compiled, numpys))
