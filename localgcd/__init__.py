@@ -1,6 +1,6 @@
 """localgcd: exact, fast grammar-constrained decoding for local GGUF models.
 
-    vocab = localgcd.load_vocabulary("model.gguf")
+    vocab = localgcd.load_vocabulary("model.gguf")   # or localgcd.vocabulary_from_hf(hf_tokenizer)
     compiled = localgcd.compile_grammar(grammar_text, vocab, fmt="lark")   # cached on disk
     m = compiled.matcher()
     mask = m.allowed_token_mask()        # numpy bool array, one entry per token id
@@ -23,6 +23,7 @@ from localgcd.errors import (
     VocabularyError,
 )
 from localgcd.grammar.indenter import IndenterOptions
+from localgcd.integrations.hf_vocabulary import vocabulary_from_hf
 from localgcd.llama.generation import GenerationStream, Generator, Result, generate, stream
 from localgcd.llama.catalog import ModelSpec, resolve_model
 from localgcd.llama.loading import LoadedModel, load_model
@@ -30,6 +31,7 @@ from localgcd.llama.sampling import GrammarLogitsProcessor, GrammarStoppingCrite
 from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
 from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
 from localgcd.runtime.matcher import Matcher
+from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "ModelError",
     "ModelSpec",
     "Result",
+    "Tuning",
     "Vocabulary",
     "VocabularyError",
     "allocate_token_bitmask",
@@ -65,5 +68,6 @@ __all__ = [
     "load_vocabulary",
     "resolve_model",
     "stream",
+    "vocabulary_from_hf",
     "vocabulary_of",
 ]

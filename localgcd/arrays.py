@@ -105,11 +105,6 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return values, which
 
 
-# A table bigger than this is converted to Python lists a row at a time, on first read (most rows
-# of a big lexer or parser are never read: a 34K-state lexer took 40 ms to list whole).
-EAGER_LIST_CELLS = 1 << 16
-
-
 class LazyRowLists(dict):
     """Rows as Python lists (for scalar reads in interpreted loops), each made by ``make_row(i)``
     on its first read.  A dict, so a row already made is found at C speed."""
@@ -123,18 +118,21 @@ class LazyRowLists(dict):
         return values
 
 
-def row_lists(table: np.ndarray) -> "list[list] | LazyRowLists":
-    """``table.tolist()`` -- lazily, row by row, for a table of millions of cells (a 28K-state
+def row_lists(table: np.ndarray, *, eager_cells: int) -> "list[list] | LazyRowLists":
+    """``table.tolist()`` -- lazily, row by row, for a table of more than ``eager_cells`` cells
+    (``Tuning.eager_list_cells``: most rows of a big lexer or parser are never read; a 28K-state
     parser's action table takes a second to convert whole)."""
-    if table.size <= EAGER_LIST_CELLS:
+    if table.size <= eager_cells:
         return table.tolist()
     return LazyRowLists(lambda row: table[row].tolist())
 
 
-def true_columns(table: np.ndarray, among: np.ndarray | None = None) -> "list[list[int]] | LazyRowLists":
-    """The column indices of the True entries of each row of a bool table (lazily when big), only
-    of the columns ``among`` marks when given (a big table is not copied for it)."""
-    if table.size > EAGER_LIST_CELLS:
+def true_columns(table: np.ndarray, among: np.ndarray | None = None, *,
+                 eager_cells: int) -> "list[list[int]] | LazyRowLists":
+    """The column indices of the True entries of each row of a bool table (lazily when it has more
+    than ``eager_cells`` cells), only of the columns ``among`` marks when given (a big table is not
+    copied for it)."""
+    if table.size > eager_cells:
         if among is None:
             return LazyRowLists(lambda row: np.flatnonzero(table[row]).tolist())
         return LazyRowLists(lambda row: np.flatnonzero(table[row] & among).tolist())

@@ -61,10 +61,18 @@ class GrammarError(LocalgcdError):
         return f"    {line}\n    {' ' * max(self.column - 1, 0)}^"
 
 
+class UnsupportedConstruct(LocalgcdError):
+    """A construct localgcd cannot enforce exactly (a regex's look-behind, a pattern's word boundary
+    inside a JSON string, ...), found by a layer that does not know where it is written: the
+    regex layer, the lexer's product, the JSON Schema pattern translation.  The stage that knows
+    the place (a terminal's line and column, a JSON pointer) turns it into a :class:`GrammarError`
+    there; one that escapes is still a one-line message naming the construct."""
+
 
 class CompileBudgetError(GrammarError):
     """A compile outgrew its :class:`~localgcd.budget.CompileBudget` (automaton states, table memory
     or time); the message names the construct and, where known, where it is written."""
+
 
 class VocabularyError(LocalgcdError):
     """A model file is missing, is not a GGUF model, or has no usable vocabulary."""

@@ -11,6 +11,7 @@ import numpy as np
 import localgcd
 from exactness_support import byte_vocabulary
 from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.tuning import Tuning
 
 #: MaskBench's dev schemas: in the shared/ folder beside the checkout (CI's clone has its copy there),
 #: else the session machine's /work/shared
@@ -23,12 +24,13 @@ BYTES = byte_vocabulary()
 
 @functools.lru_cache(maxsize=None)
 def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "default", lenient: bool = False,
-                   additional_properties: str = "schema"):
+                   additional_properties: str = "schema", tuning: Tuning = Tuning()):
     """(the front end's translation, the grammar compiled over single bytes).  The schema's own
-    language (open objects, as jsonschema validates) unless ``additional_properties="closed"``."""
+    language (open objects, as jsonschema validates) unless ``additional_properties="closed"``;
+    ``tuning``: the front end's and the compiler's switches."""
     t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient,
-                       additional_properties=additional_properties)
-    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False)
+                       additional_properties=additional_properties, tuning=tuning)
+    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False, tuning=tuning)
 
 
 def accepts(g: localgcd.CompiledGrammar, text: str) -> bool:

@@ -2,9 +2,20 @@
 
 Every ``import`` in localgcd — at module level or inside a function — is an
 edge.  The graph of modules must be acyclic, the stages may only import the
-stages below them, and the core (everything but ``llama/``, ``batch/`` and
-``cli/``) never imports llama.cpp, typer or rich (``batch/`` drives llama.cpp
-but never typer or rich; ``serve/`` drives it through ``batch/``, never typer or rich).
+stages below them, and the core (everything but ``llama/``, ``batch/``,
+``cli/`` and ``integrations/``) never imports llama.cpp, typer or rich
+(``batch/`` drives llama.cpp but never typer or rich; ``serve/`` drives it
+through ``batch/``, never typer or rich).  The front ends (``grammar/``) build
+on the automaton layer (``regex/``), never on the lexer; the lexer reads the
+grammar's terminals and never a front end; llama-cpp-python's private names
+live in ``llama/backend.py`` alone.
+
+``integrations/`` (localgcd inside SGLang and vLLM) sits beside ``llama/``:
+no stage imports it (only the package's ``__init__`` re-exports
+``vocabulary_from_hf``, whose module imports no engine), it never imports
+llama.cpp or ``llama/``, and the engines and their libraries (``sglang``,
+``vllm``, ``torch``, ``transformers``, ``tokenizers``) are imported by the
+integration modules alone.
 """
 
 from __future__ import annotations
@@ -23,8 +34,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "localgcd"
 #: Each stage and the stages it may import (besides the shared bottom layer).
 ALLOWED = {
     "regex": {"regex"},  # the regex readers and the byte automaton toolkit: below every stage
-    "grammar": {"grammar", "regex", "lexer"},  # lexer: only json_schema's product_dfa (a debt)
-    "lexer": {"lexer", "grammar", "regex"},
+    "grammar": {"grammar", "regex"},  # the front ends build on the automaton layer, never on the lexer
+    "lexer": {"lexer", "grammar", "regex"},  # of grammar/: only the typed terminals (see below)
     "spanner": {"spanner", "lexer", "regex"},
     "parser": {"parser", "grammar"},
     "runtime": {"runtime", "parser", "spanner", "lexer", "grammar", "regex"},
@@ -33,9 +44,18 @@ ALLOWED = {
     "batch": {"batch", "llama", "compiler", "runtime", "grammar", "vocab"},
     "serve": {"serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab"},
     "cli": {"cli", "serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
+    "integrations": {"integrations", "compiler", "runtime", "grammar", "vocab"},
 }
-BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph"}
+BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph", "tuning", "memo"}
+#: What the lexer may read of grammar/: the grammar's terminals as plain data, never a front end.
+LEXER_READS_OF_GRAMMAR = {"localgcd.grammar", "localgcd.grammar.terminals", "localgcd.grammar.terminals.Terminal"}
+#: llama-cpp-python's private names, used in llama/backend.py alone (see its docstring).
+LLAMA_CPP_PRIVATE = {"_internals", "_model", "_init_sampler"}
 CORE_FORBIDDEN = ("llama_cpp", "typer", "rich")
+#: The serving engines and their libraries: imported by integrations/ alone.
+ENGINE_PACKAGES = ("sglang", "vllm", "torch", "transformers", "tokenizers")
+#: The engine-free integration module the package's __init__ may re-export.
+REEXPORTED_INTEGRATIONS = {"localgcd.integrations.hf_vocabulary"}
 
 
 def module_name(path: Path) -> str:
@@ -103,6 +123,20 @@ def test_the_core_never_imports_llama_cpp_typer_or_rich(module: str) -> None:
         assert not dep.startswith(forbidden), f"{module} imports {dep}"
 
 
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) != "integrations"))
+def test_the_core_never_imports_the_integrations_or_an_engine(module: str) -> None:
+    allowed = tuple(REEXPORTED_INTEGRATIONS) if module == "localgcd" else ()
+    for dep in imports_of(MODULES[module]):
+        reexport = dep.startswith(allowed) if allowed else False
+        assert not (dep.startswith("localgcd.integrations") and not reexport), f"{module} imports {dep}"
+        assert dep.split(".")[0] not in ENGINE_PACKAGES, f"{module} imports {dep}"
+
+
+def test_the_reexported_integration_imports_no_engine() -> None:
+    for module in REEXPORTED_INTEGRATIONS:
+        assert not {dep.split(".")[0] for dep in imports_of(MODULES[module])} & set(ENGINE_PACKAGES), module
+
+
 def test_no_module_reads_another_modules_private_names() -> None:
     offenders = []
     for name, path in MODULES.items():
@@ -111,4 +145,29 @@ def test_no_module_reads_another_modules_private_names() -> None:
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("localgcd"):
                 offenders += [f"{name}: from {node.module} import {a.name}" for a in node.names
                               if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) == "lexer"))
+def test_the_lexer_reads_the_grammars_terminals_never_a_front_end(module: str) -> None:
+    """docs/architecture.md: grammar/ builds on regex/ and never imports the lexer; the lexer takes
+    the grammar's terminals (plain data) and never imports a front end."""
+    read = {dep for dep in imports_of(MODULES[module]) if dep.startswith("localgcd.grammar")}
+    assert read <= LEXER_READS_OF_GRAMMAR, f"{module} imports {sorted(read - LEXER_READS_OF_GRAMMAR)}"
+
+
+def test_llama_cpp_pythons_private_names_are_used_in_the_backend_alone() -> None:
+    offenders = []
+    for name, path in MODULES.items():
+        if name == "localgcd.llama.backend":
+            continue
+        for node in ast.walk(python_tree(path)):
+            if isinstance(node, ast.Attribute) and node.attr in LLAMA_CPP_PRIVATE:
+                offenders.append(f"{name}:{node.lineno}: .{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("llama_cpp"):
+                offenders += [f"{name}:{node.lineno}: from {node.module} import {a.name}" for a in node.names
+                              if a.name.startswith("_")]
+            elif isinstance(node, ast.Import):
+                offenders += [f"{name}:{node.lineno}: import {a.name}" for a in node.names
+                              if a.name.startswith("llama_cpp._")]
     assert not offenders, offenders

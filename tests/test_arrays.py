@@ -68,10 +68,7 @@ def test_expand_ranges_lists_every_range_in_order(ranges: list[tuple[int, int]])
 
 
 @pytest.mark.parametrize("eager_cells", [1 << 62, -1])
-def test_true_columns_lists_each_rows_true_columns_eagerly_or_by_row(eager_cells: int, monkeypatch) -> None:
-    from localgcd import arrays
-
-    monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", eager_cells)
+def test_true_columns_lists_each_rows_true_columns_eagerly_or_by_row(eager_cells: int) -> None:
     table = np.random.default_rng(3).random((40, 17)) < 0.3
-    rows = true_columns(table)
+    rows = true_columns(table, eager_cells=eager_cells)
     assert [rows[i] for i in range(40)] == [np.flatnonzero(r).tolist() for r in table]

@@ -58,6 +58,18 @@ def test_sampling_fields_and_defaults() -> None:
     assert default.seed == default_seed("x") != default_seed("y")
 
 
+@pytest.mark.parametrize("text, after", [
+    (line(custom_id="x", prompt="p", regex="a", after="</think>"), "</think>"),
+    (line(custom_id="x", prompt="p", regex="a", after=151668), 151668),
+    (line(custom_id="x", prompt="p", regex="a"), None),
+    (line(custom_id="x", method="POST", url="/v1/chat/completions",
+          body={"messages": [{"role": "user", "content": "hi"}], "regex": "a", "after": "</think>"}), "</think>"),
+])
+def test_after_is_the_trigger_of_the_constraint(text: str, after) -> None:
+    req = parse_line(text, 1)
+    assert isinstance(req, Request) and req.after == after
+
+
 def test_openai_body_fields_map_and_unused_ones_are_ignored() -> None:
     req = parse_line(line(custom_id="o", method="POST", url="/v1/chat/completions",
                           body={"model": "m", "messages": [{"role": "system", "content": "s"},
@@ -85,6 +97,9 @@ def test_openai_body_fields_map_and_unused_ones_are_ignored() -> None:
     (line(custom_id="x", prompt="p", regex="a", top_p=0), "invalid_request", "top_p must be in"),
     (line(custom_id="x", prompt="p", regex="a", stop=[""]), "invalid_request", "stop must be"),
     (line(custom_id="x", prompt="p", choices=[]), "invalid_request", "choices must be a non-empty list"),
+    (line(custom_id="x", prompt="p", regex="a", after=""), "invalid_request", "after must be a non-empty text"),
+    (line(custom_id="x", prompt="p", regex="a", after=-1), "invalid_request", "after must be"),
+    (line(custom_id="x", prompt="p", regex="a", after=True), "invalid_request", "after must be"),
     (line(custom_id="x", prompt="p", choices=["a\nb"]), "invalid_request", "without newlines"),
     (line(custom_id="x", prompt="p", json_schema="{oops"), "invalid_request", "json_schema is not valid JSON"),
     (line(custom_id="x", prompt="p", regex="a", prompts="typo"), "invalid_request", "unknown field 'prompts'"),

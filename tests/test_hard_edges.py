@@ -164,7 +164,7 @@ JSON_MODE_LINE = {"custom_id": "x", "method": "POST", "url": "/v1/chat/completio
 ])
 def test_openai_json_object_means_a_json_object(text: str, ok: bool, tmp_path: Path) -> None:
     from localgcd.batch.jobs import parse_line
-    from localgcd.batch.runner import compile_constraint
+    from localgcd.compiler.constraints import compile_constraint
     from localgcd.cli.checking import text_vocabulary
 
     req = parse_line(json.dumps(JSON_MODE_LINE), 1)

@@ -21,6 +21,7 @@ import pytest
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.tuning import Tuning
 
 from schema_support import MASKBENCH, accepts, compile_schema, random_walk, spellings
 
@@ -167,26 +168,19 @@ def test_random_samples_validate(name, schema, valid, invalid):
         assert is_valid(schema, data), s
 
 
-def test_string_sets_share_rules_over_atoms(monkeypatch):
+def test_string_sets_share_rules_over_atoms():
     """Objects whose other keys may be any string (additionalProperties) read every other
     object's key literals there: the sets of string terminals share their literals' rules, so a
     literal is shifted in one parser state per atom, not one per set (fewer states than one flat
     rule per set, same verdicts).  That is for a parser built from the rules as they are (a
     grammar whose terminal classes meet a conflict); the classes themselves are analyzed as one
     terminal each (tests/test_terminal_classes.py)."""
-    import localgcd.grammar.json_schema.shared_strings as shared_strings
-    import localgcd.parser.lalr as lalr
-
-    monkeypatch.setattr(lalr, "class_grammar", lambda *args: None)
-
     objects = {f"o{i}": {"type": "object", "properties": {f"k{i}_{j}": {"type": "string"} for j in range(8)},
                          "additionalProperties": {"type": "string"}} for i in range(12)}
     schema = json.dumps({"type": "object", "properties": objects, "additionalProperties": False})
     instance = {"o0": {"k0_1": "k3_2", "k5_5": "k0_0"}, "o3": {"k3_2": "x", "k0_1": "k3_2"}}
-    _t, shared = compile_schema.__wrapped__(schema)
-    monkeypatch.setattr(shared_strings, "string_sets",
-                        lambda ctx, sets: {strs: ctx.add_rule(ctx.name("strs"), list(strs)) for strs in sorted(sets)})
-    _t, flat = compile_schema.__wrapped__(schema)
+    _t, shared = compile_schema(schema, tuning=Tuning(class_grammar=False))
+    _t, flat = compile_schema(schema, tuning=Tuning(class_grammar=False, string_sets=False))
     assert shared.tables.n_states < 0.7 * flat.tables.n_states, (shared.tables.n_states, flat.tables.n_states)
     for text in spellings(instance):
         assert accepts(shared, text) and accepts(flat, text)

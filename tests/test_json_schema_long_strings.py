@@ -23,7 +23,8 @@ import pytest
 
 import localgcd
 
-from localgcd.grammar.json_schema.long_strings import CHUNK, LongStrings
+from localgcd.grammar.json_schema.long_strings import CHUNK
+from localgcd.tuning import Tuning
 
 from schema_support import accepts, compile_schema
 
@@ -61,17 +62,13 @@ def _instances(name: str, schema: dict, rng: random.Random):
             yield text
 
 
-@pytest.fixture(params=[True, False], ids=["counted_left", "links"])
-def chain_form(request, monkeypatch) -> bool:
-    """Both forms of a long string's chunk count: a prefix counted left to right, and links."""
-    monkeypatch.setattr(LongStrings, "count_left", request.param)
-    return request.param
-
-
+@pytest.mark.parametrize("chain_form", [True, False], ids=["counted_left", "links"])
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_the_language_is_the_length_bounds(name: str, chain_form: bool) -> None:
+    """Both forms of a long string's chunk count (a prefix counted left to right, and links)
+    accept exactly the strings within the bounds."""
     schema = SCHEMAS[name]
-    translation, g = compile_schema.__wrapped__(json.dumps(schema))  # not the memo: the form is switched
+    translation, g = compile_schema(json.dumps(schema), tuning=Tuning(count_long_strings_left=chain_form))
     assert ("lpre_" in translation.lark) == (chain_form and name != "two_classes")  # two ranges: links
     rng = random.Random(name)
     wrong = []
@@ -336,13 +333,12 @@ MULTI_BYTE_PATTERNS = {"accents_and_emoji_beside_long": {"type": "object", "prop
 
 
 @pytest.mark.parametrize("name", sorted(PATTERN_SCHEMAS) + sorted(MULTI_BYTE_PATTERNS))
-def test_a_character_steps_tracked_patterns_alike_by_table_and_by_bytes(name: str, monkeypatch) -> None:
+def test_a_character_steps_tracked_patterns_alike_by_table_and_by_bytes(name: str) -> None:
     """Tracked patterns step over one string character by a table of their states after each
     character shape (a sequence of byte classes), or byte by byte when the table would be too
     big: the grammar is the same either way."""
-    from localgcd.grammar.json_schema import schema_to_lark, tracking
+    from localgcd.grammar.json_schema import schema_to_lark
 
     schema = json.dumps({**PATTERN_SCHEMAS, **MULTI_BYTE_PATTERNS}[name])
     by_table = schema_to_lark(schema).lark
-    monkeypatch.setattr(tracking, "MAX_UNIT_STEPS", 0)
-    assert schema_to_lark(schema).lark == by_table
+    assert schema_to_lark(schema, tuning=Tuning(max_unit_steps=0)).lark == by_table

@@ -36,6 +36,7 @@ from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.tuning import Tuning
 from localgcd.spanner.token_spanner import build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
 
@@ -71,16 +72,14 @@ def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[
     return [meaning[i] for i in inverse.ravel().tolist()]
 
 
-# The kernel walks a branch over BREADTH_FROM positions breadth first, a smaller one depth first:
+# The kernel walks a branch over Tuning.breadth_from positions breadth first, a smaller one depth first:
 # every branch one way, every branch the other, and the default mix.
 WALKS = [pytest.param(0, id="breadth-first"), pytest.param(1 << 40, id="depth-first"),
-         pytest.param(kernels.BREADTH_FROM, id="mixed")]
+         pytest.param(Tuning().breadth_from, id="mixed")]
 
 
 def compiled_spanner(lexer, trie, n_tokens: int, breadth_from: int) -> LazyTokenSpanner:
-    spanner = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
-    spanner._branches.breadth_from = breadth_from
-    return spanner
+    return LazyTokenSpanner(lexer, trie, n_tokens, kernels=True, tuning=Tuning(breadth_from=breadth_from))
 
 
 def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int) -> None:

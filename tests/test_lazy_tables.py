@@ -28,6 +28,7 @@ from localgcd.spanner import token_spanner
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
+from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary, small_vocabulary
@@ -120,17 +121,15 @@ def test_a_lazily_compiled_grammar_builds_only_the_rows_it_visits() -> None:
 
 
 @pytest.mark.parametrize(("name", "vocab_kind"), CASES)
-def test_parser_tables_read_row_by_row_give_the_same_masks(name: str, vocab_kind: str, monkeypatch) -> None:
+def test_parser_tables_read_row_by_row_give_the_same_masks(name: str, vocab_kind: str) -> None:
     """Big parse tables reach the interpreter's loops as rows made on first read (and the final
     tables are filled per parser state); forced on here, masks must not change."""
     from localgcd import arrays
 
     text, vocab = grammar_and_vocab(name, vocab_kind)
-    monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", 1 << 62)
-    whole = Compiler(use_cache=False).compile(text, vocab)
+    whole = Compiler(use_cache=False, tuning=Tuning(eager_list_cells=1 << 62)).compile(text, vocab)
     assert isinstance(whole.engine.pda._action, list)  # the engine (and its tables' lists) made now
-    monkeypatch.setattr(arrays, "EAGER_LIST_CELLS", -1)
-    by_rows = Compiler(use_cache=False).compile(text, vocab)
+    by_rows = Compiler(use_cache=False, tuning=Tuning(eager_list_cells=-1)).compile(text, vocab)
     assert isinstance(by_rows.engine.pda._action, arrays.LazyRowLists)
     assert walk_masks([whole, by_rows], vocab, seed=len(text) + 1) > 0
 
@@ -150,22 +149,21 @@ def json_lexer():
 
 
 @pytest.mark.parametrize("eager_step_rows", [1 << 30, 0])
-@pytest.mark.parametrize("small_frontier", [0, token_spanner.SMALL_FRONTIER, 1 << 30])
+@pytest.mark.parametrize("small_frontier", [0, Tuning().small_frontier, 1 << 30])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(_TOKEN, min_size=1, max_size=80, unique=True), data=st.data())
 def test_every_walked_branch_entry_is_its_token_lexed_alone(json_lexer, small_frontier: int, eager_step_rows: int,
-                                                            monkeypatch, tokens: list[bytes], data) -> None:
+                                                            tokens: list[bytes], data) -> None:
     """Whichever branches of a row are walked together (a random subset of terminals picks
     them, so walks mix dense and sparse rounds, and levels of arrays with levels node by node:
     none, the usual few, or all of them; the step codes made up front or as states are reached:
     the numpy walk, the compiled kernel's reference; tests/test_kernels.py tests the kernel),
     each entry is what lexing the token's bytes from that state gives; a branch is kept iff its
     state can still become a chosen terminal."""
-    monkeypatch.setattr(token_spanner, "SMALL_FRONTIER", small_frontier)
-    monkeypatch.setattr(token_spanner, "EAGER_STEP_ROWS", eager_step_rows)
     token_bytes = tuple(bytes([b]) for b in _JSON_BYTES) + tuple(tokens)
     trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
-    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=False)
+    tuning = Tuning(small_frontier=small_frontier, eager_step_rows=eager_step_rows)
+    spanner = LazyTokenSpanner(json_lexer, trie, len(token_bytes), kernels=False, tuning=tuning)
     n_terminals = json_lexer.producible.shape[1]
     for q in range(json_lexer.n_states):
         chosen = np.array(data.draw(st.lists(st.booleans(), min_size=n_terminals, max_size=n_terminals)))

@@ -26,6 +26,8 @@ from localgcd.regex.dfa import determinize
 from localgcd.regex.nfa import NFA, UnsupportedRegex, literal_bytes
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import literal_trie, terminal_dfa
+from localgcd.budget import unbounded
+from localgcd.tuning import Tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
@@ -200,7 +202,7 @@ def _in_language(regex: str, conditions, data: bytes) -> bool:
 
 
 def _conditioned_cases():
-    from localgcd.grammar.terminals import Also
+    from localgcd.regex.conditions import Also
 
     even_a = "(?:b*ab*a)*b*"  # an even number of a: states 0 (even) and 1 (odd) of its minimal DFA
     even = terminal_dfa(even_a)
@@ -260,7 +262,7 @@ def test_the_memo_of_regex_products_keeps_a_bounded_number_of_small_ones() -> No
 # --------------------------------------------------------------------------
 
 def _multi_mode_cases():
-    from localgcd.grammar.terminals import Also
+    from localgcd.regex.conditions import Also
 
     even_a = "(?:b*ab*a)*b*"
     odd = _dfa_run(terminal_dfa(even_a), b"a")
@@ -289,18 +291,50 @@ def _multi_mode_cases():
 
 
 @pytest.mark.parametrize("case", list(_multi_mode_cases()), ids=lambda case: case[0])
-def test_tracked_modes_explored_together_are_each_modes_own_product(case, monkeypatch) -> None:
+def test_tracked_modes_explored_together_are_each_modes_own_product(case) -> None:
     from localgcd.lexer import product
 
     _name, regexes, modes, also = case
-    explored = []
-    together = product._explore_tracked_modes
-    monkeypatch.setattr(product, "_explore_tracked_modes",
-                        lambda *args: explored.append(together(*args)) or explored[-1])
-    joint = product_dfa(regexes, modes, also)
-    assert len(explored[0]) >= 2  # at least two modes were explored together
-    monkeypatch.setattr(product, "_explore_tracked_modes", lambda *args: {})
-    alone = product_dfa(regexes, modes, also)
+    members_of = {mode: [i for i, m in enumerate(modes) if m == mode] for mode in set(modes)}
+    assert len(product._explore_tracked_modes(members_of, regexes, [tuple(a) for a in also], unbounded())) >= 2
+    joint = product_dfa(regexes, modes, also)  # (at least two modes explored together)
+    alone = product_dfa(regexes, modes, also, tuning=Tuning(tracked_modes=False))
     assert joint.mode_starts == alone.mode_starts
     assert np.array_equal(joint.accept, alone.accept)
     assert np.array_equal(joint.transitions, alone.transitions)
+
+
+def _canonical(dfa) -> tuple[list[list[int]], list[int]]:
+    """The DFA's states renumbered breadth first from the start, in byte order (isomorphic DFAs: equal)."""
+    order, rows = {0: 0}, []
+    queue = [0]
+    for state in queue:
+        row = []
+        for target in dfa.transitions[state].tolist():
+            if target >= 0 and target not in order:
+                order[target] = len(order)
+                queue.append(target)
+            row.append(order[target] if target >= 0 else -1)
+        rows.append(row)
+    return rows, [int(dfa.accept[s] >= 0) for s in queue]
+
+
+_UNIT = '(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\bfnrt]|\\\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))'
+
+
+@pytest.mark.parametrize(("body", "lengths"), [
+    ("[a-z]+(/[a-z0-9.]*)*", '"' + _UNIT + '{1,64}"'),
+    ("[A-Za-z_][0-9A-Za-z_-]*", '"' + _UNIT + '{65,}"'),
+    (_UNIT + "*[0-9a-f]{8}-[0-9a-f]{4}" + _UNIT + "*", '"' + _UNIT + '{36,64}"'),
+    ("[0-9]{4}-[0-9]{2}-[0-9]{2}", '"' + _UNIT + '{20,64}"'),  # no string of those lengths
+    ("ab+c", '"' + _UNIT + '{3,150}"'),
+])
+def test_a_tracked_product_is_the_lexers_product_of_a_terminal_with_that_condition(body: str, lengths: str) -> None:
+    """The JSON Schema front end builds its length pieces on the automaton layer
+    (regex.dfa.tracked_product), never on the lexer: the same automaton as the lexer's product."""
+    from localgcd.regex.conditions import Also
+    from localgcd.regex.dfa import tracked_product
+
+    lexer = product_dfa(['"' + body + '"'], also=[(Also(lengths),)])
+    piece = tracked_product(terminal_dfa('"' + body + '"'), terminal_dfa(lengths))
+    assert _canonical(piece) == _canonical(lexer)

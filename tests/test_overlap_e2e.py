@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from localgcd.batch import batch
-from localgcd.batch.runner import compile_constraint
+from localgcd.compiler.constraints import compile_constraint
 
 pytestmark = [
     pytest.mark.slow,

@@ -167,12 +167,84 @@ def test_a_required_tool_call_matches_its_schema(client, tool_choice, tools, nam
     jsonschema.validate(json.loads(call.function.arguments), schema)
 
 
-def test_tool_choice_auto_is_refused_not_unconstrained(client) -> None:
-    import openai
+#: A prompt that shows the model how a call is written (SmolLM2's template does not read tools): it calls.
+FEW_SHOT = [{"role": "user", "content": "What is the weather in Paris?"},
+            {"role": "assistant", "content": '<tool_call>{"name": "weather", "arguments": {"city": "Paris", '
+                                             '"unit": "celsius"}}'},
+            {"role": "user", "content": "What is the weather in Rome?"},
+            {"role": "assistant", "content": '<tool_call>{"name": "weather", "arguments": {"city": "Rome", '
+                                             '"unit": "celsius"}}'},
+            {"role": "user", "content": "What is the weather in Oslo?"}]
 
-    with pytest.raises(openai.BadRequestError) as info:
-        client.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER], tool_choice="auto")
-    assert info.value.body["param"] == "/tool_choice" and "auto" in info.value.body["message"]
+
+def assert_auto_reply(choice) -> bool:
+    """A tool_choice auto reply is text before any opener, or a call whose arguments validate; True for a call."""
+    import jsonschema
+
+    message = choice.message
+    if message.tool_calls:
+        assert choice.finish_reason == "tool_calls"
+        [call] = message.tool_calls
+        assert call.function.name == "weather"
+        jsonschema.validate(json.loads(call.function.arguments), WEATHER["function"]["parameters"])
+        return True
+    assert choice.finish_reason in ("stop", "length") and "<tool_call>" not in (message.content or "")
+    return False
+
+
+@pytest.mark.parametrize("messages, calls", [(FEW_SHOT, True), (ASK, False)])
+def test_tool_choice_auto_is_free_text_or_a_constrained_call(client, messages, calls: bool) -> None:
+    made = [assert_auto_reply(client.chat.completions.create(model=MODEL, max_tokens=48, seed=seed, tools=[WEATHER],
+                                                             tool_choice="auto", messages=messages).choices[0])
+            for seed in (1, 2, 3)]
+    assert any(made) is calls  # the few-shot prompt makes it call; a plain question gets text
+
+
+def test_a_streamed_auto_call_is_the_non_streamed_one(client) -> None:
+    def call(**kw):
+        return client.chat.completions.create(model=MODEL, max_tokens=48, seed=2, tools=[WEATHER], messages=FEW_SHOT,
+                                              **kw)
+    whole = call().choices[0]
+    chunks = [c.choices[0] for c in call(stream=True) if c.choices]
+    [streamed] = [d for c in chunks for d in (c.delta.tool_calls or [])]
+    assert (streamed.function.name, streamed.function.arguments) == (whole.message.tool_calls[0].function.name,
+                                                                     whole.message.tool_calls[0].function.arguments)
+    assert "".join(c.delta.content or "" for c in chunks) == (whole.message.content or "")
+    assert [c.finish_reason for c in chunks if c.finish_reason] == ["tool_calls"]
+
+
+# --------------------------------------------------------------------------- reasoning
+
+#: The default model does not think: a request's reasoning_end stands in for </think> (a "." it writes soon).
+THINK = {"reasoning_end": ".", "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+                                                                                         "schema": PERSON}}}
+THINK_ASK = [{"role": "user", "content": "Think about a person in one sentence, then give the person as JSON."}]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_reasoning_is_free_and_the_answer_after_it_is_constrained(client, seed: int) -> None:
+    import jsonschema
+
+    r = client.chat.completions.create(model=MODEL, messages=THINK_ASK, max_tokens=96, seed=seed, extra_body=THINK)
+    message = r.choices[0].message
+    reasoning = message.model_extra["reasoning_content"]
+    assert reasoning and "." not in reasoning  # free text up to the first "."
+    jsonschema.validate(json.loads(message.content), PERSON)
+    none = client.chat.completions.create(model=MODEL, messages=THINK_ASK, max_tokens=96, seed=seed,
+                                          extra_body={**THINK, "reasoning_format": "none"}).choices[0].message
+    assert none.content == reasoning + "." + message.content and "reasoning_content" not in (none.model_extra or {})
+
+
+def test_streamed_reasoning_and_content_reassemble_to_the_non_streamed_ones(client) -> None:
+    def call(**kw):
+        return client.chat.completions.create(model=MODEL, messages=THINK_ASK, max_tokens=96, seed=2,
+                                              extra_body=THINK, **kw)
+    whole = call().choices[0].message
+    deltas = [c.choices[0].delta for c in call(stream=True) if c.choices]
+    reasoning = [(d.model_extra or {}).get("reasoning_content") or "" for d in deltas]
+    assert len([p for p in reasoning if p]) > 1  # the reasoning streamed, piece by piece
+    assert "".join(reasoning) == whole.model_extra["reasoning_content"]
+    assert "".join(d.content or "" for d in deltas) == whole.content
 
 
 # --------------------------------------------------------------------------- streaming
@@ -249,6 +321,9 @@ BAD = [  # (body or raw bytes, key, status, param, words in the message)
     ({"model": MODEL, "messages": [{"role": "user", "content": LONG}]}, KEY, 400, "/messages",
      f"the context holds {N_CTX}"),
     ({"model": MODEL, "messages": ASK, "n": 2}, KEY, 400, "/n", "n = 2 is not supported"),
+    ({"model": MODEL, "messages": ASK, "reasoning_end": 10 ** 7}, KEY, 400, "/reasoning_end", "is not a token"),
+    ({"model": MODEL, "messages": ASK, "tools": [WEATHER], "json_schema": PERSON}, KEY, 400, "/tool_choice",
+     "free text or a tool call"),
     ({"model": MODEL, "messages": ASK, "guided_json": {}}, KEY, 400, "/guided_json", "unknown or unsupported"),
     ({"model": MODEL, "messages": ASK}, "wrong-key", 401, None, "incorrect API key"),
     ({"model": MODEL, "messages": ASK}, None, 401, None, "missing API key"),

@@ -55,6 +55,23 @@ def test_a_required_tool_call_is_the_envelope_schema() -> None:
     assert none.constraint is None and not none.tool_call
 
 
+@pytest.mark.parametrize("fields", [{"tools": [WEATHER]}, {"tools": [WEATHER], "tool_choice": "auto"}])
+def test_tool_choice_auto_is_the_envelope_behind_the_opener(fields: dict) -> None:
+    req = parse_request(chat(**fields), CHAT)
+    assert req.tool_auto and not req.tool_call and req.constraint_at == "/tools"
+    assert req.constraint.value == envelope_schema(req.tools)
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({}, ("auto", None)),
+    ({"reasoning_format": "none", "reasoning_end": "</think>"}, ("none", "</think>")),
+    ({"reasoning_format": "deepseek", "reasoning_end": 151668}, ("deepseek", 151668)),
+])
+def test_reasoning_fields_are_read(fields: dict, expected: tuple) -> None:
+    req = parse_request(chat(**fields), CHAT)
+    assert (req.reasoning_format, req.reasoning_end) == expected
+
+
 def test_tool_calls_parse_back_with_arguments_as_a_json_string() -> None:
     [call] = parse_tool_call('{"name": "weather", "arguments": {"city": "Paris"}}')
     assert call["type"] == "function" and call["id"].startswith("call_")
@@ -103,8 +120,13 @@ def test_sampling_fields_are_read(fields: dict, sampling: dict) -> None:
     (chat(structured_outputs={"choice": []}), CHAT, "/structured_outputs/choice", "non-empty list"),
     (chat(grammar=""), CHAT, "/grammar", "gbnf is empty"),
     (chat(json_schema=PERSON, grammar='root ::= "a"'), CHAT, "/json_schema", "give one constraint"),
-    (chat(tools=[WEATHER]), CHAT, "/tool_choice", "'auto' is not supported"),
-    (chat(tools=[WEATHER], tool_choice="auto"), CHAT, "/tool_choice", "'auto' is not supported"),
+    (chat(tools=[WEATHER], json_schema=PERSON), CHAT, "/tool_choice", "free text or a tool call"),
+    (chat(tools=[WEATHER], tool_choice="auto", response_format={"type": "json_object"}), CHAT, "/tool_choice",
+     "also constrains it"),
+    (chat(reasoning_format="deepseek-legacy"), CHAT, "/reasoning_format", "must be one of auto, deepseek, none"),
+    (chat(reasoning_end=""), CHAT, "/reasoning_end", "non-empty text"),
+    (chat(reasoning_end=-3), CHAT, "/reasoning_end", "or a token id"),
+    ({"model": "m", "prompt": "p", "reasoning_format": "none"}, "completions", "/reasoning_format", "unsupported"),
     (chat(tool_choice="required"), CHAT, "/tool_choice", "needs tools"),
     (chat(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "time"}}), CHAT,
      "/tool_choice/function/name", "not among the tools"),

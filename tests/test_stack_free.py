@@ -17,6 +17,7 @@ import pytest
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.parser.tables import ParseTables
+from localgcd.tuning import Tuning
 
 from exactness_support import SMALL_GRAMMARS, grammar_file
 
@@ -24,9 +25,9 @@ LIBRARY = ["json", "arithmetic", "csv", "sql_select", "chain_of_thought", "pytho
 INLINE = ["nested", "expr", "keywords_ops"]
 
 
-def tables_of(name: str) -> ParseTables:
+def tables_of(name: str, tuning: Tuning = Tuning()) -> ParseTables:
     text = grammar_file(name) if name in LIBRARY else SMALL_GRAMMARS[name].text
-    return build_parse_tables(load_lark_grammar(text), strict=True)[0]
+    return build_parse_tables(load_lark_grammar(text), strict=True, tuning=tuning)[0]
 
 
 def feed(tables: ParseTables, stack: list[int], terminal: int) -> list[int] | None:
@@ -87,14 +88,9 @@ def test_the_analysis_decides_reductions_the_action_table_leaves_open(name: str)
 
 
 @pytest.mark.parametrize("name", LIBRARY + INLINE)
-def test_the_fixpoint_by_groups_equals_the_fixpoint_by_pairs(name: str, monkeypatch) -> None:
+def test_the_fixpoint_by_groups_equals_the_fixpoint_by_pairs(name: str) -> None:
     """The two ways to the least fixpoint (chosen by size) decide exactly the same pairs."""
-    from localgcd.parser import stack_free
-
-    monkeypatch.setattr(stack_free, "PAIR_ROWS_LIMIT", 1 << 62)
-    monkeypatch.setattr(stack_free, "GROUP_ROWS_MIN", 1 << 62)
-    by_pairs = tables_of(name)
-    monkeypatch.setattr(stack_free, "PAIR_ROWS_LIMIT", -1)
-    by_groups = tables_of(name)
+    by_pairs = tables_of(name, Tuning(pair_rows_limit=1 << 62, group_rows_min=1 << 62))
+    by_groups = tables_of(name, Tuning(pair_rows_limit=-1))
     assert np.array_equal(by_pairs.takes, by_groups.takes)
     assert np.array_equal(by_pairs.refuses, by_groups.refuses)

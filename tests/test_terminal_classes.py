@@ -21,7 +21,9 @@ import pytest
 import localgcd.parser.lalr as lalr
 from localgcd.errors import GrammarError
 from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.parser.terminal_classes import CLASS_MIN
+from localgcd.tuning import Tuning
+
+CLASS_MIN = Tuning().class_min  # members of the smallest class analyzed as one terminal
 from schema_support import accepts, compile_schema, random_walk, spellings
 
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from localgcd.errors import ModelError
-from localgcd.llama.backend import import_llama_cpp
+from localgcd.llama.backend import import_llama_cpp, new_batch, new_context, sampler_chain
 from localgcd.llama.generation import FINISH_REASONS, cut_at_stop, is_sentence
 from localgcd.llama.loading import LoadedModel
 from localgcd.llama.overlap import Handoff, MaskWorker
@@ -122,7 +122,6 @@ class BatchDecoder:
     def __init__(self, model: LoadedModel, n_parallel: int = 1, *, n_ctx: int | None = None,
                  n_threads: int | None = None, n_batch: int = 512, overlap: bool = True) -> None:
         llama_cpp = import_llama_cpp()
-        from llama_cpp import _internals
 
         if n_parallel < 1:
             raise ValueError(f"n_parallel must be at least 1, not {n_parallel}")
@@ -142,11 +141,11 @@ class BatchDecoder:
         params.n_batch = params.n_ubatch = self.n_batch
         params.n_threads = params.n_threads_batch = threads
         try:
-            self.ctx = _internals.LlamaContext(model=self.llama._model, params=params, verbose=False)
+            self.ctx = new_context(self.llama, params)
         except ValueError as exc:
             raise ModelError(f"cannot create a context for {self.n_parallel} sequences of {self.n_ctx} "
                              f"tokens: {exc}; lower --parallel or --n-ctx") from None
-        self.batch = _internals.LlamaBatch(n_tokens=self.n_batch, embd=0, n_seq_max=1, verbose=False)
+        self.batch = new_batch(self.n_batch)
         self.slots: list[Sequence | None] = [None] * self.n_parallel
         self.bitmask = allocate_token_bitmask(self.n_parallel, self.n_tokens)
         self.applier = MaskApplier(self.n_tokens)
@@ -186,8 +185,8 @@ class BatchDecoder:
         # The very chain Llama.generate builds for one generation (top-k, typical, top-p,
         # min-p, temperature, dist(seed)), without its logits-processor hook: the mask is
         # applied to the logits beforehand.
-        seq.chain = self.llama._init_sampler(top_k=s.top_k, top_p=s.top_p, min_p=s.min_p, temp=s.temperature,
-                                             repeat_penalty=s.repeat_penalty)
+        seq.chain = sampler_chain(self.llama, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p, temp=s.temperature,
+                                  repeat_penalty=s.repeat_penalty)
         self.ctx.kv_cache_seq_rm(slot, -1, -1)
         seq.n_evaluated = 0
         self.slots[slot] = seq

@@ -5,7 +5,9 @@ A line is a JSON object in one of two shapes:
 * localgcd's: ``custom_id``, ``prompt`` or ``messages``, exactly one
   constraint (``grammar``, ``json_schema``, ``gbnf``, ``regex``, ``choices``)
   and optional sampling fields (``max_tokens``, ``temperature``, ``top_p``,
-  ``top_k``, ``min_p``, ``seed``, ``stop``).  Unknown fields are an error
+  ``top_k``, ``min_p``, ``seed``, ``stop``), and ``after`` (a text such as
+  ``"</think>"`` or a token id: free text until it, then the constraint;
+  the end only after it).  Unknown fields are an error
   (a typo should not silently change the job).
 * OpenAI's Batch API: ``{"custom_id", "method": "POST", "url":
   "/v1/chat/completions", "body": {...}}``; the constraint is the body's
@@ -23,14 +25,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from localgcd.compiler.constraints import JSON_OBJECT
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 #: Constraint field → grammar format ("grammar" is a name or a file, format by suffix).
 CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbnf": "gbnf",
                                "regex": "regex", "choices": "choices"}
 SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
-NATIVE_FIELDS = {"custom_id", "prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS}
-JSON_OBJECT = "json_object"  # OpenAI's response_format {"type": "json_object"}: one JSON object
+NATIVE_FIELDS = {"custom_id", "prompt", "messages", "after", *CONSTRAINTS, *SAMPLING_FIELDS}
 DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
 
@@ -65,6 +67,7 @@ class Request:
     min_p: float = DEFAULT_SAMPLING.min_p
     seed: int = 0
     stop: tuple[str, ...] = ()
+    after: str | int | None = None  # free text until this trigger (a text or a token id), then the constraint
     openai: bool = False  # came as an OpenAI Batch API line
 
 
@@ -146,7 +149,7 @@ def _openai_fields(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         raise Invalid(f"url must be one of {', '.join(OPENAI_URLS)}, not {url!r}")
     if not isinstance(body, dict):
         raise Invalid(f"body must be an object, not {kind_of(body)}")
-    fields = {k: body[k] for k in ("prompt", "messages", *CONSTRAINTS, *SAMPLING_FIELDS) if k in body}
+    fields = {k: body[k] for k in ("prompt", "messages", "after", *CONSTRAINTS, *SAMPLING_FIELDS) if k in body}
     if "max_completion_tokens" in body and "max_tokens" not in body:
         fields["max_tokens"] = body["max_completion_tokens"]
     if body.get("n", 1) != 1:
@@ -194,6 +197,8 @@ def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
     kw["seed"] = default_seed(cid) if f.get("seed") is None else int_field(f["seed"], "seed", None) & 0x7FFFFFFF
     if f.get("stop") is not None:
         kw["stop"] = stop_field(f["stop"])
+    if f.get("after") is not None:
+        kw["after"] = after_field(f["after"])
     return Request(custom_id=cid, line=line, openai=openai, **kw)
 
 
@@ -239,6 +244,15 @@ def stop_field(value: Any) -> tuple[str, ...]:
     if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
         raise Invalid("stop must be a non-empty string or a list of them")
     return tuple(items)
+
+
+def after_field(value: Any) -> str | int:
+    """A trigger: a non-empty text or a token id (>= 0)."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise Invalid(f"after must be a non-empty text or a token id, not {kind_of(value)} {value!r}")
 
 
 def _str(value: Any, name: str) -> str:

@@ -25,15 +25,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
-from localgcd.batch.jobs import JSON_OBJECT, LineError, Request, parse_lines
+from localgcd.batch.jobs import LineError, Request, parse_lines
 from localgcd.batch.journal import STDIO, Journal
+from localgcd.compiler.constraints import compile_constraint
 from localgcd.errors import LocalgcdError
+from localgcd.llama.triggers import after_trigger
 from localgcd.user_files import read_user_file
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 130
-
-#: OpenAI's JSON mode: a JSON object, as the shipped json.lark spells one.
-JSON_OBJECT_GRAMMAR = "start: object\n%import .json (object, WS)\n%ignore WS\n"
 
 
 @dataclass
@@ -109,6 +108,7 @@ class BatchJob:
         self.overlap = bool(overlap)  # masks on a worker thread while the model decodes
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
+        self._triggered: dict[tuple[str, str | int], Any] = {}
         self.model_name = ""
         self._interrupts = DeferredInterrupts()
         #: seconds in llama_decode, in masks + sampling, the number of decodes, and the waits for
@@ -189,6 +189,10 @@ class BatchJob:
         compiled = self._compile(req, loaded.vocab)
         if isinstance(compiled, LineError):
             return compiled
+        if req.after is not None:
+            compiled = self._after(req, compiled, loaded)
+            if isinstance(compiled, LineError):
+                return compiled
         try:
             toks = _prompt_tokens(loaded, req)
         except LocalgcdError as exc:
@@ -219,6 +223,17 @@ class BatchJob:
         if isinstance(got, LocalgcdError):
             return LineError(req.line, "grammar_error", f"line {req.line}: {str(got).splitlines()[0]}",
                              req.custom_id)
+        return got
+
+    def _after(self, req: Request, compiled: Any, loaded: Any) -> Any:
+        """``compiled`` behind the line's trigger (kept per constraint and trigger: its masks are cached)."""
+        key = (req.constraint.key, req.after)
+        got = self._triggered.get(key)
+        if got is None:
+            try:
+                got = self._triggered[key] = after_trigger(compiled, loaded, req.after)
+            except LocalgcdError as exc:
+                return LineError(req.line, "invalid_request", f"line {req.line}: after: {exc}", req.custom_id)
         return got
 
     # -- writing ---------------------------------------------------------------
@@ -298,25 +313,6 @@ class DeferredInterrupts:
         if self._installed:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self._installed = False
-
-
-def compile_constraint(kind: str, value: Any, vocab: Any, cache_dir: Any = None, open_objects: bool = False) -> Any:
-    """A line's constraint compiled by the existing front ends (through the on-disk cache); a JSON
-    Schema's objects without additionalProperties are closed unless ``open_objects``."""
-    from localgcd.compiler.compiler import compile_grammar, compile_json_schema
-    from localgcd.grammar.sources import grammars_dir, resolve_grammar
-
-    if kind == "json_schema":
-        return compile_json_schema(value, vocab, source="json_schema", cache_dir=cache_dir,
-                                   additional_properties="schema" if open_objects else "closed")
-    if kind == "grammar":
-        src = resolve_grammar(value)
-        return compile_grammar(src.text, vocab, fmt=src.fmt, source=src.source, cache_dir=cache_dir)
-    if kind == JSON_OBJECT:  # the shipped JSON grammar (RFC 8259), its start an object
-        return compile_grammar(JSON_OBJECT_GRAMMAR, vocab, source="response_format json_object",
-                               cache_dir=cache_dir, base_dir=grammars_dir())
-    text = "\n".join(value) if kind == "choices" else value
-    return compile_grammar(text, vocab, fmt=kind, source=kind, cache_dir=cache_dir)
 
 
 def _prompt_tokens(loaded: Any, req: Request) -> list[int]:

@@ -57,6 +57,20 @@ OPEN_OBJECTS = typer.Option(False, "--open-objects",
                             help="JSON Schema: objects without additionalProperties are open, as JSON Schema "
                                  "reads them (default: closed -- no keys beyond the ones the schema lists, as "
                                  "generation tools read schemas).")
+AFTER = typer.Option(None, "--after", metavar="TEXT",
+                     help="Free text until TEXT (e.g. '</think>'), then the constraint; the end is allowed only "
+                          "after it (a TEXT that the model reads as one special token is that token).")
+AFTER_TOKEN = typer.Option(None, "--after-token", min=0, metavar="ID",
+                           help="As --after, the trigger the token with this id.")
+
+
+def after_option(after: Optional[str], after_token: Optional[int]) -> str | int | None:
+    """``--after`` / ``--after-token`` as the trigger ``Generator(after=...)`` takes (one at most)."""
+    if after is not None and after_token is not None:
+        raise typer.BadParameter("give --after or --after-token, not both")
+    if after == "":
+        raise typer.BadParameter("--after needs a non-empty text")
+    return after if after is not None else after_token
 
 
 MAX_STATES = typer.Option(None, "--max-states", min=1, metavar="N",

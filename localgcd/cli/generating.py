@@ -33,6 +33,8 @@ def generate(
     lark_regex: bool = cons.LARK_REGEX,
     open_objects: bool = cons.OPEN_OBJECTS,
     max_states: Optional[int] = cons.MAX_STATES,
+    after: Optional[str] = cons.AFTER,
+    after_token: Optional[int] = cons.AFTER_TOKEN,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE", help=MODEL_HELP),
     max_tokens: int = typer.Option(DEFAULT_SAMPLING.max_tokens, "--max-tokens", "-n", min=1, metavar="N",
                                    help="Stop after N generated tokens."),
@@ -86,6 +88,7 @@ def generate(
 
     with user_errors():
         layers = parse_gpu_layers(n_gpu_layers)
+        trigger = cons.after_option(after, after_token)
         if system is not None and chat is False:
             raise LocalgcdError("--system needs the chat template; it was given with --no-chat (drop one)")
         if chat_template is not None and chat is False:
@@ -105,7 +108,7 @@ def generate(
         t0 = time.perf_counter()
         compiled = compile_shown(cli_compiler(budget=budget), constraint, loaded.vocab, strict,
                                  f"compiling {src.name} for {loaded.spec.name}")
-        gen = Generator(loaded, compiled)
+        gen = Generator(loaded, compiled, after=trigger)
         gen.compile_seconds, gen.grammar_name = time.perf_counter() - t0, src.name
         stream = gen.stream(prompt_text, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
                             top_k=top_k, min_p=min_p, repeat_penalty=repeat_penalty, seed=seed, chat=chat,

@@ -25,6 +25,7 @@ from localgcd.spanner.built import DEFERRED_ARRAYS, BuiltRows
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
+from localgcd.tuning import Tuning
 
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning, and whenever a
 #: front end translates the same source differently (the cache key is the source text: a JSON
@@ -56,6 +57,7 @@ class CompiledGrammar:
     built_ahead: bool = False  # by an eager compile: every row (and Alg. 5 for small grammars) before use
     known_statuses: Statuses | None = None  # a lazy entry's Alg. 5 statuses, for the engine to start with
     cache_entry: object | None = None  # a lazy grammar's write-back (compiler.writeback.LazyEntry), if cached
+    tuning: Tuning = Tuning()  # the compiler's thresholds, for the tables built from here on (not stored)
 
     def __repr__(self) -> str:
         stats = self.stats
@@ -70,7 +72,7 @@ class CompiledGrammar:
     def engine(self) -> MaskEngine:
         """The mask engine shared by every matcher of this grammar."""
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
-        pda = PushdownAutomaton(self.tables, ignored)
+        pda = PushdownAutomaton(self.tables, ignored, self.tuning)
         engine = MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
                             self.statuses, self.token_mask_budget)
         if self.known_statuses is not None:
@@ -198,7 +200,8 @@ class CompiledGrammar:
 
     @classmethod
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray], token_bytes: tuple[bytes, ...],
-                    end_ids: np.ndarray, source: str, trie: VocabTrie | None = None) -> "CompiledGrammar":
+                    end_ids: np.ndarray, source: str, trie: VocabTrie | None = None,
+                    tuning: Tuning = Tuning()) -> "CompiledGrammar":
         """Inverse of :meth:`to_arrays`, for the vocabulary the entry was compiled for (``trie``:
         that vocabulary's, for an entry that :meth:`spans_lazily`)."""
         lexer = LexingTransducer.from_arrays(_part(arrays, "lexer_"))
@@ -207,7 +210,8 @@ class CompiledGrammar:
             if trie is None:
                 raise ValueError("this entry's spanner is built on load: pass the vocabulary's trie")
             built = BuiltRows.from_arrays(header["spanner"], _part(arrays, "built_"))
-            spanner: TokenSpanner | LazyTokenSpanner = LazyTokenSpanner(lexer, trie, len(token_bytes), built)
+            spanner: TokenSpanner | LazyTokenSpanner = LazyTokenSpanner(lexer, trie, len(token_bytes), built,
+                                                                                tuning=tuning)
             if _STATUS_ARRAYS[0] in arrays:
                 known_statuses = tuple(arrays[n] for n in _STATUS_ARRAYS)
         else:
@@ -225,6 +229,7 @@ class CompiledGrammar:
             conflicts=tuple(header.get("conflicts", ())),
             built_ahead=cls.is_built_ahead(header),
             known_statuses=known_statuses,
+            tuning=tuning,
         )
 
 

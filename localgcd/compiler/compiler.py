@@ -39,6 +39,7 @@ from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import build_token_spanner
 from localgcd.spanner.trie import VocabTrie
+from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 TRIE_FORMAT_VERSION = 1
@@ -84,13 +85,18 @@ class Compiler:
     per compiled grammar.  ``budget``: the bounds on one compile (automaton
     states, table memory, time; :class:`~localgcd.budget.CompileBudget`) — a
     grammar that outgrows them is a :class:`~localgcd.errors.CompileBudgetError`
-    naming the construct.
+    naming the construct.  ``tuning``: the pipeline's thresholds and switches
+    (:class:`~localgcd.tuning.Tuning`), passed to every stage; its switches
+    (:meth:`Tuning.table_key`) are part of the cache key, its speed thresholds
+    are not (they build the same tables).
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, use_cache: bool = True, eager: bool = False,
                  eager_status_limit: int = 2_000_000, token_mask_budget: int = 64 << 20,
-                 eager_lexer_limit: int = 8192, budget: CompileBudget = CompileBudget()) -> None:
+                 eager_lexer_limit: int = 8192, budget: CompileBudget = CompileBudget(),
+                 tuning: Tuning = Tuning()) -> None:
         self.budget = budget
+        self.tuning = tuning
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
         self.eager = eager
@@ -117,14 +123,16 @@ class Compiler:
         """
         check_format(fmt, source)
         where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
+        tuned = (self.tuning.table_key(),) if self.tuning.table_key() else ()  # (defaults: the key it always had)
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
-                         *where)
+                         *where, *tuned)
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
             if entry is not None and (not self.eager or CompiledGrammar.is_built_ahead(entry[0])):
                 trie = self.vocabulary_trie(vocab) if CompiledGrammar.spans_lazily(entry[0]) else None
-                compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie)
+                compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie,
+                                                       self.tuning)
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 if isinstance(compiled.spanner, LazyTokenSpanner):
@@ -162,17 +170,17 @@ class Compiler:
                fmt: str, lazy: bool, base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
-        translation = to_lark(text, fmt, source, meter, **options)
+        translation = to_lark(text, fmt, source, meter, self.tuning, **options)
         for warning in translation.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
                                     user_text=translation.user_text, plain=translation.plain_bnf,
                                     lark_regex=translation.lark_regex, base_dir=base_dir)
-        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter)
+        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text, meter)
+        dfa = build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
         # the transducer's tables: next state and emitted terminal per byte, producible terminals
         meter.table(dfa.n_states, 6 * 256 + len(grammar.terminals), 1, "the lexing transducer")
         lexer = LexingTransducer.from_dfa(dfa, len(grammar.terminals), [t.next_mode for t in grammar.terminals],
@@ -182,14 +190,14 @@ class Compiler:
         t3 = time.perf_counter()
         lazy_requested = lazy
         lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
-        spanner = LazyTokenSpanner(lexer, trie, len(vocab)) if lazy else \
-            build_token_spanner(lexer, trie, len(vocab), meter=meter)
+        spanner = LazyTokenSpanner(lexer, trie, len(vocab), tuning=self.tuning) if lazy else \
+            build_token_spanner(lexer, trie, len(vocab), meter=meter, tuning=self.tuning)
         t4 = time.perf_counter()
         compiled = CompiledGrammar(
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
             token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
             conflicts=tuple(c.describe() for c in conflicts), token_mask_budget=self.token_mask_budget,
-            built_ahead=not lazy_requested,
+            built_ahead=not lazy_requested, tuning=self.tuning,
         )
         if not lazy and tables.n_states * len(spanner.head) <= self.eager_status_limit:
             compiled.statuses = compiled.engine.classify_all().copy()
@@ -219,16 +227,17 @@ class Compiler:
 
 
 @functools.lru_cache(maxsize=8)
-def default_compiler(cache_dir: str, use_cache: bool = True, budget: CompileBudget = CompileBudget()) -> Compiler:
-    """One shared compiler per cache setting and budget (so vocabulary tries are built once per process)."""
-    return Compiler(cache_dir, use_cache=use_cache, budget=budget)
+def default_compiler(cache_dir: str, use_cache: bool = True, budget: CompileBudget = CompileBudget(),
+                     tuning: Tuning = Tuning()) -> Compiler:
+    """One shared compiler per cache setting, budget and tuning (so vocabulary tries are built once per process)."""
+    return Compiler(cache_dir, use_cache=use_cache, budget=budget, tuning=tuning)
 
 
 def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                     indenter: IndenterOptions | None = None, lark_regex: bool = False,
-                    base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget()
-                    ) -> CompiledGrammar:
+                    base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget(),
+                    tuning: Tuning = Tuning()) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
@@ -237,9 +246,10 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     Unicode data.  ``base_dir``: where the text's relative ``%import .x`` are read (see
     :meth:`Compiler.compile`).  ``budget``: the bounds on the compile
     (:class:`~localgcd.budget.CompileBudget`; beyond them, a :class:`~localgcd.errors.CompileBudgetError`).
+    ``tuning``: the pipeline's thresholds and switches (:class:`~localgcd.tuning.Tuning`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    compiler = default_compiler(str(root), use_cache, budget)
+    compiler = default_compiler(str(root), use_cache, budget, tuning)
     options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, base_dir=base_dir,
                             **options)
@@ -248,7 +258,8 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
                         property_order: str = "schema", additional_properties: str = "closed",
                         source: str = "<schema>", cache_dir: str | Path | None = None,
-                        use_cache: bool = True, budget: CompileBudget = CompileBudget()) -> CompiledGrammar:
+                        use_cache: bool = True, budget: CompileBudget = CompileBudget(),
+                        tuning: Tuning = Tuning()) -> CompiledGrammar:
     """Compile a JSON Schema (a dict, JSON text, a Pydantic model class, or OpenAI's ``response_format``).
 
     A keyword that changes validity and is not enforced exactly is a :class:`GrammarError`
@@ -256,12 +267,12 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False
     ``"default"`` (compact or ``json.dumps``' separators) or ``"compact"``; ``property_order``:
     ``"schema"`` (as listed) or ``"any"``; ``additional_properties``: ``"closed"`` (an object
     schema listing its properties, without ``additionalProperties``, admits no other keys, as
-    generation tools read schemas) or ``"schema"`` (JSON Schema's reading: open).  ``budget``: as
-    for :func:`compile_grammar`.
+    generation tools read schemas) or ``"schema"`` (JSON Schema's reading: open).  ``budget``,
+    ``tuning``: as for :func:`compile_grammar`.
     """
     text = schema if isinstance(schema, str) else _schema_text(schema, source)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return default_compiler(str(root), use_cache, budget).compile(
+    return default_compiler(str(root), use_cache, budget, tuning).compile(
         text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order,
         additional_properties=additional_properties)
 

@@ -20,6 +20,7 @@ from localgcd.grammar.gbnf import gbnf_to_lark
 from localgcd.grammar.json_schema import schema_to_lark
 from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
 from localgcd.grammar.translation import Translation
+from localgcd.tuning import Tuning
 
 #: Format names, in the order help texts list them.
 FORMATS: tuple[str, ...] = ("lark", "gbnf", "json_schema", "regex", "choices")
@@ -46,12 +47,12 @@ def check_format(fmt: str, source: str = "<grammar>") -> str:
 
 
 def to_lark(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter | None = None,
-            **options: Any) -> Translation:
+            tuning: Tuning = Tuning(), **options: Any) -> Translation:
     """Run the front end of ``fmt`` on ``text`` (``meter``: the compile budget, for the JSON Schema
-    front end's automata)."""
+    front end's automata; ``tuning``: the compiler's, for the JSON Schema front end)."""
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
-        return replace(schema_to_lark(text, source=source, meter=meter, **options), user_text=text, plain_bnf=True)
+        return replace(schema_to_lark(text, source=source, meter=meter, tuning=tuning, **options), user_text=text, plain_bnf=True)
     if fmt == "lark":  # option: lark_regex (lark's regex=True)
         if set(options) - {"lark_regex"}:
             raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")

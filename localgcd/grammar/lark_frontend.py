@@ -26,7 +26,8 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
 from localgcd.grammar.modes import read_also, read_modes
 from localgcd.grammar.plain_bnf import read_plain_bnf
-from localgcd.grammar.terminals import Also, Terminal
+from localgcd.grammar.terminals import Terminal
+from localgcd.regex.conditions import Also
 from localgcd.regex.nfa import literal_alternatives, literal_bytes
 from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
 

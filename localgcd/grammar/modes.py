@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from localgcd.errors import GrammarError
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 
 PRAGMA = "// localgcd: modes"
 _LINE = re.compile(r"//\s*localgcd:\s*modes\b(.*)")

@@ -6,22 +6,11 @@ import re
 from dataclasses import asdict, dataclass
 
 from localgcd.errors import one_line
+from localgcd.regex.conditions import Also
 from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
 
 _ESCAPED = re.compile(r"\\(.)", re.S)  # re.escape's backslashes
 _UNESCAPED = r"\1"
-
-
-@dataclass(frozen=True)
-class Also:
-    """A condition every lexeme of a terminal meets besides its regex: read by the minimal DFA of
-    ``regex`` (its states numbered as :func:`localgcd.regex.terminal.terminal_dfa` numbers them,
-    0 the start) from state ``start``, the lexeme ends in one of the states ``ends`` (-1: the dead
-    state), or, when ``ends`` is None, in an accepting state (the lexeme matches ``regex`` too)."""
-
-    regex: str
-    start: int = 0
-    ends: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,17 @@ from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.regex.terminal import terminal_dfa
+from localgcd.tuning import Tuning
 
 
 def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
-                    meter: BudgetMeter | None = None) -> DFA:
+                    meter: BudgetMeter | None = None, tuning: Tuning = Tuning()) -> DFA:
     """The combined lexer DFA; its accept labels are indices into ``terminals``, and it has a start
     state per lexer mode (``Terminal.mode``; a grammar without modes has one, state 0).
 
     ``text`` (the grammar's source) only serves to show the offending line in errors.
-    ``meter``: the compile budget (a terminal that outgrows it is named, at its line).
+    ``meter``: the compile budget (a terminal that outgrows it is named, at its line).  ``tuning``:
+    as :func:`~localgcd.lexer.product.product_dfa` takes it.
     """
 
     def error(terminal: Terminal, message: str, kind: type[GrammarError] = GrammarError) -> GrammarError:
@@ -51,7 +53,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
     try:
         dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
-                          [terminal.also for terminal in terminals], meter)
+                          [terminal.also for terminal in terminals], meter, tuning)
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
         raise error(terminal, f"{terminal.describe()}: {exc}") from None

@@ -31,12 +31,13 @@ import numpy as np
 
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
+from localgcd.tuning import Tuning
 
 try:
     from localgcd.lexer import product_kernel
@@ -54,7 +55,8 @@ _NO_LABEL = np.iinfo(np.int32).max
 
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
-                also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None) -> DFA:
+                also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None,
+                tuning: Tuning = Tuning()) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
@@ -63,7 +65,8 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     ``also[i]``: conditions every lexeme of terminal ``i`` meets besides its regex (see
     :class:`Also`); each (regex, start) is one more component of the product, a *tracker*, that
     only decides which terminal a state accepts.  ``meter``: the compile budget, checked by each
-    terminal's automaton and each round of the product's exploration.
+    terminal's automaton and each round of the product's exploration.  ``tuning.tracked_modes``:
+    the tracked modes explored in one walk (off: each mode's own product; the same DFA).
     """
     meter = meter if meter is not None else unbounded()
     modes = list(modes) if modes is not None else [0] * len(regexes)
@@ -73,7 +76,7 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     conditional = _conditional_terminals(regexes)
     conditional_modes = {modes[i] for i in conditional}
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
-                                      regexes, also, meter)
+                                      regexes, also, meter) if tuning.tracked_modes else {}
     tables, labels, forbidden = [], [], {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]

@@ -1,10 +1,17 @@
-"""The llama.cpp library itself: importing it, its log, and what the build can do.
+"""The llama.cpp library itself: importing it, its log, what the build can do, and the private
+names of llama-cpp-python this package relies on.
 
 llama.cpp reports load errors only through its log callback.  One
 :class:`LlamaLog` (:data:`LLAMA_LOG`) is installed as that callback for the
 whole process: it keeps the recent lines, echoes them to stderr only when
 verbose, and :meth:`LlamaLog.capture` gives the error of a load that failed
 (``llama_model_load: error loading model: X`` -> ``X``).
+
+llama-cpp-python's private names (``llama_cpp._internals``, ``Llama._model``,
+``Llama._init_sampler``) are used here and nowhere else: :func:`new_context`,
+:func:`new_batch` and :func:`sampler_chain`, for the batch decoder's contexts of
+many sequences.  They are pinned by :data:`LLAMA_CPP_REQUIREMENT`; a release that
+renames them breaks these three functions alone.
 """
 
 from __future__ import annotations
@@ -123,3 +130,26 @@ def resolve_gpu_layers(value: int | str | None, offload_supported: bool | None =
         except ValueError:
             raise ModelError(f"n_gpu_layers must be \"auto\" or an integer, not {value!r}") from None
     return int(value)
+
+
+def new_context(llama: Any, params: Any) -> Any:
+    """A llama.cpp context of its own (``_internals.LlamaContext``) over the model ``llama`` (a
+    ``llama_cpp.Llama``) has loaded, with ``params`` (``llama_context_params``).  Raises
+    ``ValueError`` when llama.cpp cannot create it."""
+    from llama_cpp import _internals
+
+    return _internals.LlamaContext(model=llama._model, params=params, verbose=False)
+
+
+def new_batch(n_tokens: int, n_seq_max: int = 1) -> Any:
+    """A token batch (``_internals.LlamaBatch``) of ``n_tokens`` tokens, no embeddings."""
+    from llama_cpp import _internals
+
+    return _internals.LlamaBatch(n_tokens=n_tokens, embd=0, n_seq_max=n_seq_max, verbose=False)
+
+
+def sampler_chain(llama: Any, *, top_k: int, top_p: float, min_p: float, temp: float,
+                  repeat_penalty: float) -> Any:
+    """The very sampler chain ``Llama.generate`` builds for one generation (top-k, typical, top-p,
+    min-p, temperature, dist(seed); ``Llama._init_sampler``), without its logits-processor hook."""
+    return llama._init_sampler(top_k=top_k, top_p=top_p, min_p=min_p, temp=temp, repeat_penalty=repeat_penalty)

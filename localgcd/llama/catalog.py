@@ -23,7 +23,7 @@ from localgcd.llama import model_files
 from localgcd.llama.backend import resolve_gpu_layers
 from localgcd.paths import user_models_file
 
-_ENTRY_KEYS = {"description", "source", "chat", "n_ctx", "n_gpu_layers"}
+_ENTRY_KEYS = {"description", "source", "chat", "n_ctx", "n_gpu_layers", "reasoning_end"}
 
 
 def shipped_models_file() -> Path:
@@ -42,6 +42,8 @@ class ModelSpec:
     chat: bool | None = None  # None: use the chat template when the GGUF has one
     n_ctx: int = 2048
     n_gpu_layers: int | str = "auto"
+    #: the model thinks first: its reasoning ends with this text or token id (then the constraint)
+    reasoning_end: str | int | None = None
     defined_in: str = ""  # the toml file (or "--model path")
     base_dir: Path | None = None  # for relative `path` sources
 
@@ -150,6 +152,11 @@ def _check_entry(name: str, entry: Any, where: str, partial: bool) -> dict[str, 
         v = entry["n_gpu_layers"]
         if not (v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= -1)):
             raise ModelError(f"{where}: [models.{name}] n_gpu_layers must be \"auto\" or an integer >= -1")
+    if "reasoning_end" in entry:
+        v = entry["reasoning_end"]
+        if not ((isinstance(v, str) and v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)):
+            raise ModelError(f"{where}: [models.{name}] reasoning_end must be a non-empty text (e.g. \"</think>\") "
+                             "or a token id")
     return entry
 
 
@@ -207,6 +214,7 @@ def load_catalog(user_file: Path | None = None) -> ModelCatalog:
             chat=entry.get("chat"),
             n_ctx=int(entry.get("n_ctx", 2048)),
             n_gpu_layers=entry.get("n_gpu_layers", "auto"),
+            reasoning_end=entry.get("reasoning_end"),
             defined_in=where,
             base_dir=base_dir,
         )

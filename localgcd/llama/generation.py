@@ -64,6 +64,8 @@ from localgcd.llama.chat import prompt_tokens
 from localgcd.llama.loading import LoadedModel, load_model
 from localgcd.llama.overlap import MaskWorker
 from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, percentiles_ms
+from localgcd.llama.triggers import after_trigger
+from localgcd.runtime.triggered import Trigger
 
 #: ``stop_reason`` (the detail) -> ``finish_reason``.
 FINISH_REASONS: dict[str, str] = {
@@ -432,7 +434,9 @@ class Generator:
 
     ``overlap`` (default True): the next mask is computed on a worker thread while the
     model decodes (see the module docstring); False computes it in the sampling loop.
-    The outputs are the same either way.
+    The outputs are the same either way.  ``after`` (a text such as ``"</think>"``, a token id, or a
+    :class:`~localgcd.runtime.triggered.Trigger`): free text until it, then the grammar; the end of
+    text is allowed only after it unless the Trigger says ``free_text_may_end``.
     """
 
     def __init__(
@@ -446,6 +450,7 @@ class Generator:
         cache_dir: Any = None,
         verbose: bool = False,
         overlap: bool = True,
+        after: str | int | Trigger | None = None,
     ) -> None:
         if not (hasattr(grammar, "matcher") and callable(grammar.matcher)):
             grammar = load_grammar_source(grammar)  # a bad name or file fails before the model loads
@@ -463,6 +468,8 @@ class Generator:
         if n_compiled != len(self.vocab):
             raise ModelError(f"the grammar was compiled for a vocabulary of {n_compiled} tokens, but "
                              f"{self.model.spec.name} has {len(self.vocab)}")
+        # free text until ``after`` (a reasoning section must close: no end before it), then the grammar
+        self.compiled = after_trigger(self.compiled, self.model, after)
         self.end_ids = frozenset(int(i) for i in self.vocab.end_ids)
         self._owns_model = not isinstance(model, LoadedModel)
         #: compute the next mask on a worker thread while the model decodes (False: in the
@@ -530,7 +537,7 @@ class Generator:
 
 _SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "chat", "system",
                   "stop", "chat_template"}
-_LOAD_KEYS = {"n_gpu_layers", "n_ctx", "n_threads", "cache_dir", "verbose", "overlap"}
+_LOAD_KEYS = {"n_gpu_layers", "n_ctx", "n_threads", "cache_dir", "verbose", "overlap", "after"}
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -556,7 +563,8 @@ def generate(model: Any, grammar: Any, prompt: str, **kwargs: Any) -> Result:
     Sampling: ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``min_p``,
     ``repeat_penalty``, ``seed``, ``chat``, ``system``, ``stop``, ``chat_template``.  Loading:
     ``n_gpu_layers``, ``n_ctx``, ``n_threads``, ``cache_dir``, ``verbose``, ``overlap`` (next
-    mask on a worker thread while the model decodes; default True).
+    mask on a worker thread while the model decodes; default True), ``after`` (free text until this
+    trigger -- ``"</think>"``, a token id or a ``Trigger`` --, then the grammar: see :class:`Generator`).
     """
     load_kw, sample_kw = _split(kwargs)
     with Generator(model, grammar, **load_kw) as gen:

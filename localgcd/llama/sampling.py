@@ -43,6 +43,8 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from localgcd.errors import MatcherError
+
 NEG_INF = np.float32(-np.inf)
 
 
@@ -73,9 +75,9 @@ class MatcherLike(Protocol):  # the part of localgcd's Matcher used here
     def only_ignored_can_follow(self) -> bool: ...
 
 
-class GrammarViolation(RuntimeError):
+class GrammarViolation(MatcherError):
     """A token reached the processor that the grammar does not allow (a bug, or a
-    processor shared between generations)."""
+    processor shared between generations): a :class:`~localgcd.errors.MatcherError`."""
 
 
 class MaskApplier:

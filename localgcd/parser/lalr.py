@@ -25,6 +25,7 @@ from localgcd.parser.lalr_analysis import LALRAutomaton, analyze
 from localgcd.parser.stack_free import stack_free_moves
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduce_action
 from localgcd.parser.terminal_classes import class_grammar, expand_classes
+from localgcd.tuning import Tuning
 
 
 @dataclass(frozen=True)
@@ -59,22 +60,24 @@ class GrammarSymbols:
         return self.columns[name] if is_term else self.end + 1 + self.nonterminals[name]
 
 
-def build_parse_tables(grammar: Grammar, strict: bool = False, meter: BudgetMeter | None = None
-                       ) -> tuple[ParseTables, tuple[Conflict, ...]]:
+def build_parse_tables(grammar: Grammar, strict: bool = False, meter: BudgetMeter | None = None,
+                       tuning: Tuning = Tuning()) -> tuple[ParseTables, tuple[Conflict, ...]]:
     """LALR(1) tables for ``grammar`` and the conflicts resolved on the way (``meter``: the
     compile budget; the LR(0) automaton is checked against it).
 
-    Big terminal classes are analyzed as one terminal each (:mod:`localgcd.parser.terminal_classes`)
-    when that grammar has no conflict; else, and with ``strict``, the rules as they are.
+    Big terminal classes (``tuning.class_min`` members or more) are analyzed as one terminal each
+    (:mod:`localgcd.parser.terminal_classes`) when that grammar has no conflict and
+    ``tuning.class_grammar`` is on; else, and with ``strict``, the rules as they are.  ``tuning``
+    also sets the stack-free analysis's thresholds.
     """
     encoded, symbols, start = _encoded(grammar)
-    if not strict:
-        tables = _tables_through_classes(grammar, encoded, symbols, start, meter)
+    if not strict and tuning.class_grammar:
+        tables = _tables_through_classes(grammar, encoded, symbols, start, meter, tuning)
         if tables is not None:
             return tables, ()
     automaton = analyze(encoded, symbols.end + 1, start, meter)
     action, conflicts = _resolve(automaton, grammar, symbols, strict)
-    return _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions), conflicts
+    return _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions, tuning), conflicts
 
 
 def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
@@ -84,11 +87,11 @@ def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
 
 
 def _tables_through_classes(grammar: Grammar, encoded: list[tuple[int, tuple[int, ...]]],
-                            symbols: GrammarSymbols, start: int, meter: BudgetMeter | None = None
-                            ) -> ParseTables | None:
+                            symbols: GrammarSymbols, start: int, meter: BudgetMeter | None,
+                            tuning: Tuning) -> ParseTables | None:
     """The tables from the analysis with the big terminal classes as terminals; None when there is
     no such class, or that analysis meets a conflict or its expansion a cell with two actions."""
-    classes = class_grammar(encoded, symbols.end, start)
+    classes = class_grammar(encoded, symbols.end, start, tuning.class_min)
     if classes is None:
         return None
     automaton = analyze(classes.rules, classes.n_terminals, start + classes.n_classes, meter)
@@ -100,7 +103,7 @@ def _tables_through_classes(grammar: Grammar, encoded: list[tuple[int, tuple[int
         return None
     done_state, done_rule, next_state = automaton.completions
     completions = (done_state, classes.original_rule[done_rule], next_state)
-    return _tables(automaton, action, grammar, symbols, classes.n_terminals - 1, completions)
+    return _tables(automaton, action, grammar, symbols, classes.n_terminals - 1, completions, tuning)
 
 
 def _conflict_free_actions(automaton: LALRAutomaton, width: int, original_rule: np.ndarray) -> np.ndarray | None:
@@ -229,7 +232,7 @@ def _conflict(grammar: Grammar, kind: str, terminal: str, rules, described, reso
 
 
 def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar, symbols: GrammarSymbols,
-            n_terms: int, completions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> ParseTables:
+            n_terms: int, completions: tuple[np.ndarray, np.ndarray, np.ndarray], tuning: Tuning) -> ParseTables:
     """``n_terms``: the analysis's ``$END`` (its nonterminals follow it, in the grammar's order);
     ``completions``: the analysis's, with the grammar's rule numbers."""
     n_states = len(automaton.transitions)
@@ -242,7 +245,7 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar, symb
     order = np.lexsort((goto_symbols, goto_states))  # by state, then nonterminal
     rules = grammar.rules
     rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
-    takes, refuses = stack_free_moves(action, completions)
+    takes, refuses = stack_free_moves(action, completions, tuning)
     return ParseTables(
         action=action,
         goto_offsets=np.concatenate(([0], np.cumsum(sizes))),

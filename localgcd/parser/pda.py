@@ -27,6 +27,7 @@ from typing import Generic, Hashable, TypeVar
 import numpy as np
 
 from localgcd.arrays import row_lists
+from localgcd.tuning import Tuning
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduced_rule
 
 DEAD_STACK = -1  # the stack after a terminal the parser refuses
@@ -119,15 +120,16 @@ class SuffixCache(Generic[V]):
 class PushdownAutomaton:
     """LALR tables plus the shared store of stack nodes, steps and edges."""
 
-    def __init__(self, tables: ParseTables, ignored: np.ndarray) -> None:
+    def __init__(self, tables: ParseTables, ignored: np.ndarray, tuning: Tuning = Tuning()) -> None:
         self.tables = tables
+        self.tuning = tuning
         self.end_terminal = tables.action.shape[1] - 1
         self.ignored = ignored  # bool [n_terminals]: dropped before the parser
-        self._action = row_lists(tables.action)
+        self._action = row_lists(tables.action, eager_cells=tuning.eager_list_cells)
         self._goto = tables.goto_rows()
         self._rule_length = tables.rule_length.tolist()
         self._rule_lhs = tables.rule_lhs.tolist()
-        self._refuses = row_lists(tables.refuses)
+        self._refuses = row_lists(tables.refuses, eager_cells=tuning.eager_list_cells)
         self.state: list[int] = []
         self.parent: list[int] = []
         self.height: list[int] = []

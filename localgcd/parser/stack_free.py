@@ -23,21 +23,15 @@ import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
+from localgcd.tuning import Tuning
 
-
-# Above this many (reduce pair, next state) rows, the fixpoint runs on groups and bitsets; and from
-# GROUP_ROWS_MIN rows on, where a group has GROUP_FAN_OUT rows or more on average (long strings'
-# chains: Github_medium---o9878's 945K rows are 41 ms by groups, 91 ms by pairs; Kubernetes
-# schemas' 79K rows, five per group, are quicker by pairs).
-PAIR_ROWS_LIMIT = 2_000_000
-GROUP_ROWS_MIN = 10_000
-GROUP_FAN_OUT = 20
 _CHUNK = 32  # next states per kept AND of a group's (see _fixpoint_by_groups)
 
 
-def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray]
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """``(takes, refuses)``: bool [states, terminals + 1] (see the module docstring).
+def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray],
+                     tuning: Tuning = Tuning()) -> tuple[np.ndarray, np.ndarray]:
+    """``(takes, refuses)``: bool [states, terminals + 1] (see the module docstring);
+    ``tuning``: which way to the fixpoint (by pairs or by groups: the same result).
 
     ``completions`` are rows (state, rule, next state): a reduction by
     ``rule`` with ``state`` on top may expose a state ``p`` from which the
@@ -51,8 +45,13 @@ def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarr
     refuses[:, :-1] = action[:, :-1] == NO_ACTION
     # Least fixpoint: a reduce pair is decided once every state it may expose is.  Both ways give
     # it exactly; by pairs is quicker until the rows (pairs x their next states) run to millions.
-    by_groups = reductions.n_rows > PAIR_ROWS_LIMIT or (
-        reductions.n_rows >= GROUP_ROWS_MIN and reductions.n_rows >= GROUP_FAN_OUT * reductions.n_groups)
+    # Above tuning.pair_rows_limit (reduce pair, next state) rows, the fixpoint runs on groups and
+    # bitsets; and from group_rows_min rows on, where a group has group_fan_out rows or more on
+    # average (long strings' chains: Github_medium---o9878's 945K rows are 41 ms by groups, 91 ms
+    # by pairs; Kubernetes schemas' 79K rows, five per group, are quicker by pairs).
+    by_groups = reductions.n_rows > tuning.pair_rows_limit or (
+        reductions.n_rows >= tuning.group_rows_min
+        and reductions.n_rows >= tuning.group_fan_out * reductions.n_groups)
     fixpoint = _fixpoint_by_groups if by_groups else _fixpoint_by_pairs
     for decided in (takes, refuses):
         fixpoint(reductions, decided)

@@ -25,8 +25,6 @@ import numpy as np
 
 from localgcd.parser.tables import NO_ACTION
 
-CLASS_MIN = 16  # members of a class worth a terminal of its own (small ones cost the analysis little)
-
 
 @dataclass(frozen=True)
 class ClassGrammar:
@@ -51,9 +49,11 @@ class ClassGrammar:
         return self.end + self.n_classes + 1
 
 
-def class_grammar(rules: list[tuple[int, tuple[int, ...]]], end: int, start: int) -> ClassGrammar | None:
+def class_grammar(rules: list[tuple[int, tuple[int, ...]]], end: int, start: int, class_min: int
+                  ) -> ClassGrammar | None:
     """The rules (encoded: terminals ``0 .. end``, nonterminals above) with every class of at least
-    :data:`CLASS_MIN` members (but the start symbol) as a terminal; None when there is none."""
+    ``class_min`` members (``Tuning.class_min``: small ones cost the analysis little; but the start
+    symbol) as a terminal; None when there is none."""
     by_lhs: dict[int, list[tuple[int, ...]]] = {}
     for lhs, rhs in rules:
         by_lhs.setdefault(lhs, []).append(rhs)
@@ -79,7 +79,7 @@ def class_grammar(rules: list[tuple[int, tuple[int, ...]]], end: int, start: int
     classes: dict[int, frozenset[int]] = {}
     for lhs in by_lhs:
         members = members_of(lhs, frozenset())
-        if lhs != start and members is not None and len(members) >= CLASS_MIN:
+        if lhs != start and members is not None and len(members) >= class_min:
             classes[lhs] = members
     if not classes:
         return None

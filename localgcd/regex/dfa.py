@@ -418,6 +418,46 @@ def intersection(a: DFA, b: DFA, max_states: int | None = None) -> DFA | None:
     return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
 
 
+def tracked_product(a: DFA, tracker: DFA, meter: BudgetMeter | None = None,
+                    what: str = "the automaton") -> DFA:
+    """The DFA of ``a``'s strings read alongside ``tracker`` (accept label 0), as the lexer's product
+    builds a terminal with the condition that its lexemes match ``tracker`` too: a state per pair
+    of states reached (breadth first, in symbol order), alive while ``a`` is, accepting where both
+    accept, then trimmed of the states that reach no accepting state (the start stays) and not
+    minimized (a tracked string's pairs are nearly all distinct).  ``meter``: the compile budget,
+    checked against the pairs of states met."""
+    if a.n_symbols != tracker.n_symbols:
+        raise ValueError("the automata of a product must read the same symbols")
+    meter = meter if meter is not None else unbounded()
+    columns, class_of = _joint_columns(a, tracker)
+    a_moves, t_moves = a.transitions[:, columns].tolist(), tracker.transitions[:, columns].tolist()
+    index = {(0, 0): 0}
+    pairs = [(0, 0)]
+    rows: list[list[int]] = []
+    for p, q in pairs:  # grows while iterating: breadth first, in symbol order
+        row = []
+        for p_next, q_next in zip(a_moves[p], t_moves[q] if q != DEAD_STATE else [DEAD_STATE] * columns.size):
+            if p_next == DEAD_STATE:
+                row.append(DEAD_STATE)
+                continue
+            found = index.get((p_next, q_next))
+            if found is None:
+                found = index[(p_next, q_next)] = len(pairs)
+                pairs.append((p_next, q_next))
+                if len(pairs) % 4096 == 0:
+                    meter.states(len(pairs), what)
+            row.append(found)
+        rows.append(row)
+    meter.states(len(pairs), what)
+    accept = np.asarray([0 if a.accept[p] >= 0 and q != DEAD_STATE and tracker.accept[q] >= 0 else -1
+                         for p, q in pairs], dtype=np.int32)
+    table = np.asarray(rows, dtype=np.int32).reshape(len(pairs), columns.size)
+    live = trim(DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept))
+    if live is None:  # nothing to accept: the start alone, every symbol dead
+        return DFA(transitions=np.full((1, a.n_symbols), DEAD_STATE, dtype=np.int32), accept=np.full(1, -1, np.int32))
+    return live
+
+
 def prefix_overlap(a: DFA, b: DFA) -> bool:
     """Whether a string of one of two trim automata over the same symbols is a prefix of (or
     equal to) a string of the other: some pair of states both reach accepting states in."""

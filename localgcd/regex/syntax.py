@@ -13,11 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Union
 
+from localgcd.errors import UnsupportedConstruct
 from localgcd.regex.charset import CharSet
 
 
-class UnsupportedRegex(ValueError):
-    """A regex construct that localgcd cannot translate exactly (the message names it)."""
+class UnsupportedRegex(UnsupportedConstruct, ValueError):
+    """A regex construct that localgcd cannot translate exactly (the message names it).  Also a
+    ``ValueError``, as the regex readers' callers have caught it."""
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,17 @@ from typing import Sequence
 import numpy as np
 
 from localgcd.budget import BudgetMeter
+from localgcd.memo import BoundedMemo
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
 from localgcd.regex.nfa import NFA, CountedPattern, counted_pattern, literal_alternatives
 from localgcd.regex.priority import needs_priority, priority_dfa
-from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
-_MEMO_KEPT = 4096  # terminal automata kept (the oldest goes first)
-_MEMO: dict[str, DFA] = {}
+#: Terminal automata by pattern, and a counted pattern's unit automaton by the unit's parse: pure
+#: (a pattern's automaton depends on the pattern alone; a compile's budget is checked on a hit),
+#: so shared by the process, bounded by entries and table cells (the oldest goes first).
+_MEMO: BoundedMemo[DFA] = BoundedMemo(4096, 64 << 20, lambda dfa: dfa.transitions.size)
+_UNITS: BoundedMemo[DFA] = BoundedMemo(1024, 16 << 20, lambda dfa: dfa.transitions.size)
 
 
 def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | None = None) -> DFA:
@@ -37,14 +40,7 @@ def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | Non
         if meter is not None:
             meter.states(dfa.n_states, what)
         return dfa
-    dfa = _build(pattern, meter, what)
-    if len(_MEMO) >= _MEMO_KEPT:
-        try:  # the oldest (another thread compiling may have dropped it, or be adding one)
-            del _MEMO[next(iter(_MEMO))]
-        except (KeyError, RuntimeError, StopIteration):
-            pass
-    _MEMO[pattern] = dfa
-    return dfa
+    return _MEMO.put(pattern, _build(pattern, meter, what))
 
 
 def _build(pattern: str, meter: BudgetMeter | None, what: str) -> DFA:
@@ -73,9 +69,6 @@ def _shortened(pattern: str, keep: int = 60) -> str:
     return pattern if len(pattern) <= keep else f"{pattern[:keep // 2]}...{pattern[-keep // 2:]}"
 
 
-_UNITS: dict[Node, DFA] = {}  # a counted pattern's unit automaton, by the unit's parse
-
-
 def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what: str = "") -> DFA | None:
     """``prefix unit{lo,hi} suffix`` built level by level, for a unit that is a prefix code (its
     minimal DFA has one accepting state, with no way out) whose strings never start with the
@@ -84,7 +77,10 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
     None when the pattern is not of that kind (the caller determinizes it)."""
     unit = _UNITS.get(pattern.unit_key)
     if unit is None:
-        unit = _UNITS[pattern.unit_key] = determinize(pattern.unit, [pattern.unit_start], [0], meter=meter, what=what)
+        unit = _UNITS.put(pattern.unit_key, determinize(pattern.unit, [pattern.unit_start], [0], meter=meter,
+                                                        what=what))
+    elif meter is not None:
+        meter.states(unit.n_states, what)
     final = np.flatnonzero(unit.accept >= 0)
     if final.size != 1 or final[0] == 0 or (unit.transitions[final[0]] >= 0).any():
         return None

@@ -30,7 +30,6 @@ from localgcd.runtime.stack_checks import StackChecks, check_kernel_available, f
 from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
-SCALAR_BELOW = 32  # default: checks with fewer live (stack, outcome) pairs go on in plain Python
 _NO_READ = np.iinfo(np.int64).max
 
 
@@ -38,7 +37,8 @@ class OutcomeChecker:
     """Decides outcomes on stacks and keeps the Alg. 5 status table; one per mask engine.
 
     ``scalar_below``: a check level with fewer live (stack, outcome) pairs
-    goes on in plain Python, where numpy's per-call overhead would dominate.
+    goes on in plain Python, where numpy's per-call overhead would dominate (None: the
+    PDA's ``Tuning.scalar_below``).
     ``kernels``: checks by the compiled kernel (True; grammars without an
     Indenter), in Python and numpy (False), or the kernel when it was built
     (None).
@@ -46,9 +46,9 @@ class OutcomeChecker:
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
                  indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
-                 scalar_below: int = SCALAR_BELOW, kernels: bool | None = None) -> None:
+                 scalar_below: int | None = None, kernels: bool | None = None) -> None:
         self.spanner = spanner
-        self.scalar_below = scalar_below
+        self.scalar_below = pda.tuning.scalar_below if scalar_below is None else scalar_below
         self.pda = pda
         self.indenter = indenter
         ignored = pda.ignored
@@ -91,7 +91,7 @@ class OutcomeChecker:
     @cached_property
     def _prod_terms(self) -> "list[list[int]] | LazyRowLists":
         """Per lexer state, the terminals its pending lexeme may become that the parser sees."""
-        return true_columns(self._producible, among=self._seen)
+        return true_columns(self._producible, among=self._seen, eager_cells=self.pda.tuning.eager_list_cells)
 
     @cached_property
     def _producible_class_list(self) -> list[int]:
@@ -99,14 +99,15 @@ class OutcomeChecker:
 
     @cached_property
     def _action_rows(self) -> "list[list[int]] | LazyRowLists":
-        return row_lists(self._action_np)
+        return row_lists(self._action_np, eager_cells=self.pda.tuning.eager_list_cells)
 
     @cached_property
     def _open_terms(self) -> "list[list[int]] | LazyRowLists":
         """Per parser state, the produced terminals its top neither takes nor refuses for every stack."""
         produced = np.zeros(self._n_terms, dtype=bool)
         produced[:self._producible.shape[1]] = self._producible.any(axis=0) & self._seen
-        return true_columns(~self._takes_np & ~self._refuses_np & produced[None, :])
+        return true_columns(~self._takes_np & ~self._refuses_np & produced[None, :],
+                            eager_cells=self.pda.tuning.eager_list_cells)
 
     @cached_property
     def _ignored_all(self) -> list[bool]:

@@ -24,7 +24,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from localgcd.batch.decoding import Sequence
-from localgcd.serve.engine import Engine, Event, Job, server_error
+from localgcd.serve.engine import Engine, Event, Job, call_made, server_error
+from localgcd.serve.parts import split_reply, visible
 from localgcd.serve.requests import CHAT, COMPLETIONS, CompletionRequest, InvalidRequest, parse_request
 from localgcd.serve.tools import parse_tool_call
 
@@ -84,7 +85,7 @@ def create_app(engine: Engine, model_name: str, api_key: str | None = None) -> S
                 pass
             if event.kind == "error":
                 raise event.error  # type: ignore[misc]
-            return JSONResponse(_reply(req, event.seq, model_name))  # type: ignore[arg-type]
+            return JSONResponse(_reply(job, event.seq, model_name))  # type: ignore[arg-type]
         except ClientGone:
             return Response(status_code=499)
         finally:
@@ -157,13 +158,13 @@ async def _stream(engine: Engine, job: Job, gone: asyncio.Future[None], model_na
         if req.endpoint == CHAT:
             yield chunk({"role": "assistant", "content": ""})
         while (event := await _next(job, gone)).kind == "delta":
-            yield chunk({"content": event.text} if req.endpoint == CHAT else event.text)
+            yield chunk({event.field: event.text} if req.endpoint == CHAT else event.text)
         if event.kind == "error":  # after the headers: the error object as the last event
             yield "data: " + json.dumps(event.error.body()) + "\n\n"  # type: ignore[union-attr]
         else:
             seq = event.seq
             assert seq is not None
-            message = _message(req, seq)
+            message = _message(job, seq)
             if req.endpoint == CHAT and message.get("tool_calls"):
                 calls = [dict(c, index=i) for i, c in enumerate(message["tool_calls"])]
                 yield chunk({"tool_calls": calls})
@@ -179,10 +180,29 @@ async def _stream(engine: Engine, job: Job, gone: asyncio.Future[None], model_na
             engine.cancel(job)
 
 
-def _message(req: CompletionRequest, seq: Sequence) -> dict[str, Any]:
-    if req.tool_call and seq.complete and seq.finish_reason == "stop":
+def _message(job: Job, seq: Sequence) -> dict[str, Any]:
+    req = job.request
+    if req.tool_call and call_made(seq):
         return {"role": "assistant", "content": None, "tool_calls": parse_tool_call(seq.text)}
-    return {"role": "assistant", "content": seq.text}
+    if job.layout is None:
+        return {"role": "assistant", "content": seq.text}
+    raw = bytes(seq.raw)
+    parts = split_reply(job.layout, raw, seq.tokens, final=True)
+    reasoning, content = visible(parts, req.reasoning_format == "none")
+    message: dict[str, Any] = {"role": "assistant", "content": _text(raw, content)}
+    if reasoning is not None:
+        message["reasoning_content"] = _text(raw, reasoning)
+    if parts.call is not None:
+        if call_made(seq):
+            message["tool_calls"] = parse_tool_call(_text(raw, parts.call))
+            message["content"] = message["content"] or None
+        else:  # a call cut off by a limit: its text is the content's end
+            message["content"] = _text(raw, (content[0], len(raw)))
+    return message
+
+
+def _text(raw: bytes, span: tuple[int, int]) -> str:
+    return raw[span[0]:span[1]].decode("utf-8", errors="replace")
 
 
 def _finish_reason(seq: Sequence, message: dict[str, Any]) -> str:
@@ -194,10 +214,11 @@ def _usage(seq: Sequence) -> dict[str, int]:
             "total_tokens": len(seq.prompt) + len(seq.tokens)}
 
 
-def _reply(req: CompletionRequest, seq: Sequence, model_name: str) -> dict[str, Any]:
+def _reply(job: Job, seq: Sequence, model_name: str) -> dict[str, Any]:
+    req = job.request
     extra = {"localgcd": {"complete": seq.complete, "stop_reason": seq.stop_reason, "seed": seq.sampling.seed}}
     if req.endpoint == CHAT:
-        message = _message(req, seq)
+        message = _message(job, seq)
         choice = {"index": 0, "message": message, "logprobs": None,
                   "finish_reason": _finish_reason(seq, message)}
         return {"id": _id(req), "object": "chat.completion", "created": int(time.time()), "model": model_name,

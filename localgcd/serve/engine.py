@@ -28,12 +28,15 @@ from typing import Any
 
 from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
 from localgcd.batch.jobs import Constraint
-from localgcd.batch.runner import compile_constraint
+from localgcd.compiler.constraints import compile_constraint
 from localgcd.errors import GrammarError, LocalgcdError
 from localgcd.llama.chat import chat_template, chat_tokens, prompt_tokens
 from localgcd.llama.loading import LoadedModel
+from localgcd.llama.triggers import model_trigger
+from localgcd.runtime.triggered import Trigger, TriggeredGrammar, TriggerTables
+from localgcd.serve.parts import ReplyLayout, split_reply, visible
 from localgcd.serve.requests import CHAT, CompletionRequest, InvalidRequest
-from localgcd.serve.tools import tool_prompt
+from localgcd.serve.tools import TOOL_CALL_OPENER, tool_prompt
 
 #: A request without a constraint: any text (the same masks, so the same code path, as every other).
 FREE_TEXT = Constraint("regex", "(?s:.*)")
@@ -48,6 +51,7 @@ class Event:
     text: str = ""
     seq: Sequence | None = None
     error: InvalidRequest | None = None
+    field: str = "content"  # a delta's: content or reasoning_content
 
 
 class Job:
@@ -60,6 +64,10 @@ class Job:
         self.over = False  # done or error posted (set by the decode thread)
         self.sent = 0  # bytes of the text posted as deltas
         self.utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        #: the triggers the reply is generated under (None: none), set when admitted
+        self.layout: ReplyLayout | None = None
+        self.sent_reasoning = 0
+        self.utf8_reasoning = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = request.sampling.stop
         # a streamed piece could be the start of a stop string: that many bytes wait for the next step
         self.holdback = max((len(s.encode("utf-8")) for s in stops), default=1) - 1
@@ -84,6 +92,7 @@ class Engine:
         self._cancels: list[Job] = []
         self._waiting: deque[Job] = deque()
         self._compiled: OrderedDict[str, Any] = OrderedDict()
+        self._trigger_tables: dict[bytes, TriggerTables] = {}
         self._stopping = False
         #: counters, read by /health (ints: read whole from any thread)
         self.busy = 0
@@ -165,7 +174,8 @@ class Engine:
     def _admit(self, job: Job) -> None:
         req = job.request
         try:
-            compiled = self._compile(req)
+            layout = self._layout(req)
+            compiled = self._compile(req, layout)
             prompt = self._prompt(req)
         except InvalidRequest as exc:
             self.refused += 1
@@ -178,12 +188,53 @@ class Engine:
                                          repeat_penalty=s.repeat_penalty, seed=seed),
                        stop=s.stop)
         job.seq = seq
+        job.layout = layout
         job.post(Event("started"))
         done = self.decoder.start(seq)
         if done is not None:
             self._post([done])
 
-    def _compile(self, req: CompletionRequest) -> Any:
+    def _layout(self, req: CompletionRequest) -> ReplyLayout | None:
+        """The triggers of ``req``'s reply: the end of a reasoning section, a tool call's opener."""
+        reasoning_end = req.reasoning_end if req.reasoning_end is not None else self.model.spec.reasoning_end
+        if req.endpoint != CHAT or (reasoning_end is None and not req.tool_auto):
+            return None
+        try:
+            reasoning = None if reasoning_end is None else model_trigger(self.model, reasoning_end)
+            call = model_trigger(self.model, TOOL_CALL_OPENER, free_text_may_end=True) if req.tool_auto else None
+        except LocalgcdError as exc:
+            raise InvalidRequest(f"reasoning_end: {exc}", "/reasoning_end") from None
+        return ReplyLayout(reasoning, call, self.model.vocab.token_bytes)
+
+    def _compile(self, req: CompletionRequest, layout: ReplyLayout | None) -> Any:
+        """The request's constraint, behind its triggers (a reasoning section, a tool call's opener)."""
+        base = self._compile_constraint(req)
+        if layout is None:
+            return base
+        key = (req.constraint or FREE_TEXT).key + f"\0{layout.reasoning}\0{layout.tool_call}"
+        if key not in self._compiled:
+            grammar = base
+            for trigger in (layout.tool_call, layout.reasoning):  # the reasoning first, then a call or text
+                if trigger is not None:
+                    grammar = TriggeredGrammar(grammar, self.model.vocab, trigger, self._tables(trigger))
+            self._remember(key, grammar)
+        self._compiled.move_to_end(key)
+        return self._compiled[key]
+
+    def _tables(self, trigger: Trigger) -> TriggerTables | None:
+        """A text trigger's tables over the model's vocabulary, made once for every constraint behind it."""
+        if trigger.text is None:
+            return None
+        if trigger.text not in self._trigger_tables:
+            self._trigger_tables[trigger.text] = TriggerTables(trigger.text, self.model.vocab)
+        return self._trigger_tables[trigger.text]
+
+    def _remember(self, key: str, compiled: Any) -> None:
+        self._compiled[key] = compiled
+        if len(self._compiled) > COMPILED_KEPT:
+            self._compiled.popitem(last=False)
+
+    def _compile_constraint(self, req: CompletionRequest) -> Any:
         constraint = req.constraint or FREE_TEXT
         key = constraint.key
         if key in self._compiled:
@@ -197,9 +248,7 @@ class Engine:
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
             raise InvalidRequest(f"{req.constraint_at}: the compiler failed on this constraint "
                                  f"({type(exc).__name__}: {exc})", req.constraint_at, "invalid_constraint") from None
-        self._compiled[key] = compiled
-        if len(self._compiled) > COMPILED_KEPT:
-            self._compiled.popitem(last=False)
+        self._remember(key, compiled)
         return compiled
 
     def _prompt(self, req: CompletionRequest) -> list[int]:
@@ -208,7 +257,7 @@ class Engine:
                 if self._template is None:
                     raise InvalidRequest(f"model {self.model.spec.name!r} has no chat template in its GGUF: use "
                                          "/v1/completions with a prompt", "/messages", "no_chat_template")
-                messages = tool_prompt(list(req.messages), req.tools, self._template, req.tool_call)
+                messages = tool_prompt(list(req.messages), req.tools, self._template, req.tool_call, req.tool_auto)
                 tools = [t.to_openai() for t in req.tools] or None
                 tokens = chat_tokens(self.model, messages, template=self._template, tools=tools)
             else:
@@ -237,7 +286,23 @@ class Engine:
 
     @staticmethod
     def _delta(job: Job, seq: Sequence, final: bool) -> None:
-        end = len(seq.raw) if final else max(job.sent, len(seq.raw) - job.holdback)
+        limit = len(seq.raw) if final else len(seq.raw) - job.holdback  # a stop string may follow
+        if job.layout is None:
+            content = (0, len(seq.raw))
+        else:
+            parts = split_reply(job.layout, bytes(seq.raw), seq.tokens, final)
+            reasoning, content = visible(parts, job.request.reasoning_format == "none")
+            if reasoning is not None:
+                job.sent_reasoning = max(job.sent_reasoning, reasoning[0])
+                end = max(job.sent_reasoning, min(reasoning[1], limit))
+                text = job.utf8_reasoning.decode(bytes(seq.raw[job.sent_reasoning:end]), final=final)
+                job.sent_reasoning = end
+                if text:
+                    job.post(Event("delta", text, field="reasoning_content"))
+            if final and parts.call is not None and not call_made(seq):
+                content = (content[0], len(seq.raw))  # a call cut off: its text is the content's end
+        job.sent = max(job.sent, content[0])
+        end = max(job.sent, min(content[1], limit))
         text = job.utf8.decode(bytes(seq.raw[job.sent:end]), final=final)
         job.sent = end
         if text:
@@ -254,6 +319,11 @@ class Engine:
                 self.failed += 1
                 self.busy = self.decoder.active
                 seq.tag.post(Event("error", error=error))
+
+
+def call_made(seq: Sequence) -> bool:
+    """The sequence ended with a whole tool call (not cut off by a limit)."""
+    return seq.complete and seq.finish_reason == "stop"
 
 
 def server_error(exc: Exception) -> InvalidRequest:

@@ -43,7 +43,8 @@ COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repe
           "stream", "stream_options", "n", "user", "grammar", "json_schema", "structured_outputs",
           "response_format"}
 CHAT_FIELDS = COMMON | {"messages", "max_completion_tokens", "tools", "tool_choice", "parallel_tool_calls",
-                        "logprobs", "presence_penalty", "frequency_penalty", "logit_bias"}
+                        "logprobs", "presence_penalty", "frequency_penalty", "logit_bias", "reasoning_format",
+                        "reasoning_end"}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo", "suffix", "best_of", "logprobs", "presence_penalty",
                               "frequency_penalty", "logit_bias"}
 NEUTRAL: dict[str, tuple[Any, ...]] = {
@@ -51,6 +52,9 @@ NEUTRAL: dict[str, tuple[Any, ...]] = {
     "logprobs": (False, None), "presence_penalty": (0, None), "frequency_penalty": (0, None),
     "logit_bias": (None,), "parallel_tool_calls": (True, False, None),
 }
+#: llama.cpp server's reasoning_format values read here: "none" leaves the reasoning in ``content``;
+#: "auto" and "deepseek" return it as ``reasoning_content`` (what they mean for a model that thinks).
+REASONING_FORMATS = ("auto", "deepseek", "none")
 #: vLLM's structured_outputs key → the batch jobs' constraint kind.
 STRUCTURED_OUTPUTS = {"json": "json_schema", "regex": "regex", "choice": "choices", "grammar": "gbnf"}
 
@@ -99,6 +103,9 @@ class CompletionRequest:
     messages: tuple[dict[str, Any], ...] = ()
     tools: tuple[Tool, ...] = ()
     tool_call: bool = False
+    tool_auto: bool = False  # tool_choice auto: free text, or a call once the model writes the opener
+    reasoning_format: str = "auto"
+    reasoning_end: str | int | None = None  # the request's own end of reasoning (else the model's entry)
     stream: bool = False
     include_usage: bool = False
 
@@ -124,12 +131,19 @@ def parse_request(body: Any, endpoint: str) -> CompletionRequest:
         kw["messages"] = _messages(body.get("messages"))
         tools = _tools(body.get("tools"))
         kw["tools"] = tools
+        kw["reasoning_format"], kw["reasoning_end"] = _reasoning(body)
     else:
         kw["prompt"] = _prompt(body.get("prompt"))
         tools = ()
     constraint, at = _constraint(body)
     called = _tool_choice(body, tools)
-    if called is not None:
+    if called == "auto":
+        if constraint is not None:
+            raise InvalidRequest(f"tool_choice 'auto' lets the reply be free text or a tool call, and {at} also "
+                                 "constrains it: give tool_choice 'none' or 'required', or drop the constraint",
+                                 "/tool_choice", "unsupported_value")
+        constraint, at, kw["tool_auto"] = tool_call_constraint(tools), "/tools", True
+    elif called is not None:
         if constraint is not None:
             raise InvalidRequest(f"a tool call is required and {at} also constrains the reply: give one",
                                  "/tool_choice")
@@ -253,8 +267,8 @@ def _tools(value: Any) -> tuple[Tool, ...]:
     return tuple(out)
 
 
-def _tool_choice(body: dict[str, Any], tools: tuple[Tool, ...]) -> tuple[Tool, ...] | None:
-    """The tools one of which must be called (None: no call)."""
+def _tool_choice(body: dict[str, Any], tools: tuple[Tool, ...]) -> tuple[Tool, ...] | str | None:
+    """The tools one of which must be called (None: no call; "auto": the model decides)."""
     choice = body.get("tool_choice")
     if choice is None:
         choice = "auto" if tools else "none"
@@ -265,8 +279,7 @@ def _tool_choice(body: dict[str, Any], tools: tuple[Tool, ...]) -> tuple[Tool, .
     if choice == "required":
         return tools
     if choice == "auto":
-        raise InvalidRequest("tool_choice 'auto' is not supported yet (a reply that may or may not be a tool call); "
-                             "use 'required', a named function or 'none'", "/tool_choice", "unsupported_value")
+        return "auto"
     if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict):
         name = choice["function"].get("name")
         named = [t for t in tools if t.name == name]
@@ -276,6 +289,21 @@ def _tool_choice(body: dict[str, Any], tools: tuple[Tool, ...]) -> tuple[Tool, .
         return tuple(named)
     raise InvalidRequest("tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", "
                          "\"function\": {\"name\": ...}}", "/tool_choice")
+
+
+def _reasoning(body: dict[str, Any]) -> tuple[str, str | int | None]:
+    fmt = body.get("reasoning_format")
+    if fmt is None:
+        fmt = "auto"
+    if fmt not in REASONING_FORMATS:
+        raise InvalidRequest(f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}, not {fmt!r}",
+                             "/reasoning_format", "unsupported_value")
+    end = body.get("reasoning_end")
+    if end is not None and not ((isinstance(end, str) and end) or
+                                (isinstance(end, int) and not isinstance(end, bool) and end >= 0)):
+        raise InvalidRequest("reasoning_end must be a non-empty text (e.g. \"</think>\") or a token id",
+                             "/reasoning_end")
+    return fmt, end
 
 
 # --------------------------------------------------------------------------- prompt and messages

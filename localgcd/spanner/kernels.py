@@ -54,9 +54,6 @@ class WalkedEntries:
     bounds: np.ndarray  # int64 [n_branches + 1]
 
 
-BREADTH_FROM = 256  # a branch over this many positions is walked breadth first (see walk_kernel.pyx)
-
-
 class WalkScratch:
     """The breadth-first walk's scratch for one trie: a state per node, a slot and a depth per
     position (slots all DEAD between walks), made once and reused (a walk's fresh pages would
@@ -79,11 +76,11 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
 
 def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
                   roots: np.ndarray, states: np.ndarray, scratch: WalkScratch,
-                  breadth_from: int = BREADTH_FROM) -> WalkedEntries:
+                  breadth_from: int) -> WalkedEntries:
     """Walk the branches ``(roots[i], states[i])``: root child ``roots[i]`` (ascending) entered in
     lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per
-    state, any of them); a branch over ``breadth_from`` positions breadth first, the others depth
-    first."""
+    state, any of them); a branch over ``breadth_from`` positions (``Tuning.breadth_from``) breadth
+    first, the others depth first."""
     _built()
     nodes = trie.flat_nodes
     positions, codes, emit_flat, bounds = walk_kernel.walk_branches(

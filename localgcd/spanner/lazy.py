@@ -38,6 +38,7 @@ from localgcd.spanner.token_spanner import (
     first_kinds,
 )
 from localgcd.spanner.trie import VocabTrie
+from localgcd.tuning import Tuning
 
 
 class FirstKindRows:
@@ -67,20 +68,21 @@ class LazyTokenSpanner:
     lazy = True
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, n_tokens: int, built: BuiltRows | None = None,
-                 kernels: bool | None = None) -> None:
+                 kernels: bool | None = None, tuning: Tuning = Tuning()) -> None:
         """``built``: rows an earlier spanner of the same lexer and trie built (:meth:`built_rows`,
         e.g. from the on-disk cache): this one starts with them, and with their outcome ids.
         ``kernels``: build rows with the compiled kernels (True), numpy (False), or the kernels
-        when they were built (None)."""
+        when they were built (None).  ``tuning``: the walk's thresholds (:class:`BranchRows`)."""
         self.lexer, self.trie = lexer, trie
         self._n_tokens = n_tokens
         self.n_base = lexer.n_states
         self.kernels = kernels
+        self.tuning = tuning
         if built is not None and built.n_base != lexer.n_states:
             raise ValueError("built rows of another lexer")
         self._outcomes = built.outcome_table() if built is not None else OutcomeTable(lexer.n_states)
         self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes, kernels), self._outcomes,
-                                    kernels)
+                                    kernels, tuning)
         self._n_saved = built.n_branches if built is not None else 0
         if built is not None:
             self._branches.restore(built)  # each branch taken (and checked) on first use
@@ -187,7 +189,7 @@ class LazyTokenSpanner:
 
     def materialize(self) -> TokenSpanner:
         """The eager spanner of the same lexer and trie (for the on-disk cache)."""
-        return build_token_spanner(self.lexer, self.trie, self._n_tokens, self.kernels)
+        return build_token_spanner(self.lexer, self.trie, self._n_tokens, self.kernels, tuning=self.tuning)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The eager spanner's arrays (:meth:`materialize`; a lazy cache entry stores :meth:`built_rows`)."""

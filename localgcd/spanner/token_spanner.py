@@ -46,9 +46,10 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import (BREADTH_FROM, DistinctValues, WalkScratch, kernels_available, loop_bytes,
+from localgcd.spanner.kernels import (DistinctValues, WalkScratch, kernels_available, loop_bytes,
                                       walk_branches)
 from localgcd.spanner.kernels import first_emissions as kernel_first_emissions
+from localgcd.tuning import Tuning
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
 
@@ -353,15 +354,16 @@ class Rows:
 
 
 def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
-                        kernels: bool | None = None, meter: BudgetMeter | None = None) -> TokenSpanner:
-    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``kernels``: as
-    :class:`BranchRows` takes it; ``meter``: the compile budget's deadline, checked as the lexer
+                        kernels: bool | None = None, meter: BudgetMeter | None = None,
+                        tuning: Tuning = Tuning()) -> TokenSpanner:
+    """Compute the token spanner of ``lexer`` over the vocabulary ``trie`` (``kernels``, ``tuning``:
+    as :class:`BranchRows` takes them; ``meter``: the compile budget's deadline, checked as the lexer
     states' rows are made)."""
     meter = meter if meter is not None else unbounded()
     outcomes = OutcomeTable(lexer.n_states)
     suffix = suffix_outcomes(lexer, trie, outcomes, kernels)
     first_kind = first_kinds(lexer)
-    branches = BranchRows(lexer, trie, suffix, outcomes, kernels)
+    branches = BranchRows(lexer, trie, suffix, outcomes, kernels, tuning)
     by_state = []
     for q in range(lexer.n_states):
         by_state.append(branches.branches_of(q))
@@ -695,12 +697,14 @@ class BranchRows:
     """
 
     def __init__(self, lexer: LexingTransducer, trie: VocabTrie, suffix: "SuffixTable | SuffixOutcomes",
-                 outcomes: OutcomeTable, kernels: bool | None = None) -> None:
+                 outcomes: OutcomeTable, kernels: bool | None = None, tuning: Tuning = Tuning()) -> None:
         """``kernels``: walk with the compiled kernel (True), with numpy (False), or with the
-        kernel when it was built (None)."""
+        kernel when it was built (None).  ``tuning``: its ``breadth_from`` (the kernel's choice
+        of walk), ``small_frontier`` and ``eager_step_rows`` (the numpy walk's)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
         self.kernels = use_kernels(kernels)
-        self.breadth_from = BREADTH_FROM  # the kernel's choice of walk (tests set it)
+        self.tuning = tuning
+        self.breadth_from = tuning.breadth_from  # the kernel's choice of walk (tests set it)
         self._distinct_values = DistinctValues() if self.kernels else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
@@ -890,7 +894,7 @@ class BranchRows:
                 first, stop = int(above.child_start[lo]), int(above.child_end[hi - 1])
                 if first >= stop:
                     break
-                if stop - first <= SMALL_FRONTIER:  # a handful of nodes: on with the pairs, node by node
+                if stop - first <= self.tuning.small_frontier:  # a handful of nodes: on with the pairs, node by node
                     alive = np.flatnonzero(span >= 0)
                     nodes, which = expand_ranges(above.child_start[alive + lo], above.child_end[alive + lo])
                     states = span[alive][which]
@@ -916,7 +920,7 @@ class BranchRows:
             states = states[which]
         while nodes is not None and nodes.size and depth < len(trie.levels):
             level = trie.levels[depth]
-            if nodes.size <= SMALL_FRONTIER:  # a few nodes: a level in Python beats a dozen array calls
+            if nodes.size <= self.tuning.small_frontier:  # a few nodes: a level in Python beats a dozen array calls
                 nodes, states = self._small_level(level, nodes.tolist(), states.tolist(), depth,
                                                   positions_out, values_out)
                 depth += 1
@@ -983,7 +987,7 @@ class BranchRows:
 
     @cached_property
     def _step_codes(self) -> "StepCodes":
-        return StepCodes(self.lexer)
+        return StepCodes(self.lexer, self.tuning.eager_step_rows)
 
     def _emissions(self, level: TrieLevel, nodes: np.ndarray, codes: np.ndarray, depth: int,
                    positions_out: list[np.ndarray], values_out: list[np.ndarray]) -> None:
@@ -998,8 +1002,6 @@ class BranchRows:
         values_out.append(self.outcomes.cons(terms, self.suffix.after(terms, self.trie.offsets[positions] + depth)))
 
 _EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
-SMALL_FRONTIER = 24  # (node, state) pairs at most for a level of a walk done node by node
-EAGER_STEP_ROWS = 4096  # lexer states up to which every row of the step codes is made up front
 
 
 class StepCodes:
@@ -1007,16 +1009,17 @@ class StepCodes:
     the next state when the byte continues the lexeme, ``DEAD_STATE`` when it kills it,
     ``_EMITS_BASE - T`` when it ends it emitting ``T``; the first row, for ``DEAD_STATE``, is all
     dead.  A big lexer's rows are made as walks first reach their states (:meth:`ensure`): a
-    34K-state lexer's whole table is 35 MB of fresh memory, and its walks read a few hundred rows."""
+    34K-state lexer's whole table is 35 MB of fresh memory, and its walks read a few hundred rows;
+    a lexer of at most ``eager_rows`` states has them all made up front."""
 
-    def __init__(self, lexer: LexingTransducer) -> None:
+    def __init__(self, lexer: LexingTransducer, eager_rows: int) -> None:
         self.lexer = lexer
         n = lexer.n_states
         self.flat = np.empty((n + 1) * 256, dtype=np.int32)  # untouched rows stay unmapped
         self.flat[:256] = DEAD_STATE
         self._made: np.ndarray | None = None  # by state + 1: row made (None: all of them)
         self._rows: dict[int, list[int]] = {}  # state → its row as a list (walk levels done node by node)
-        if n > EAGER_STEP_ROWS:
+        if n > eager_rows:
             self._made = np.zeros(n + 1, dtype=bool)
             self._made[0] = True
         else:

@@ -13,10 +13,18 @@ Typical use::
     ok = ref.allowed_many(prefix_bytes, [vocab.token_bytes[i] for i in ids])
 
 See :mod:`reference.lexer` for the lexing rules and :mod:`reference.checker`
-for the viability rules.
+for the viability rules.  Beyond LALR(1) (issue 37): :mod:`reference.earley`
+is a general context-free recognizer (ε-rules, left recursion, cycles) for
+prefixes and sentences; :mod:`reference.cfg` holds the checker over it
+(``parser="earley"`` with basic-lexer terminals) and the checker for lark's
+contextual lexer; :mod:`reference.gbnf` recognizes GBNF's whole language with
+it.  The lexing rule stays localgcd's longest match: where lark's basic lexer
+takes another lexeme (it tries its terminals in its own order, not longest
+match first), the references follow localgcd's rule.
 """
 
 from .checker import RefState, ReferenceChecker
+from .triggered import TriggeredReference
 from .lexer import (
     CharClasses,
     Lexeme,
@@ -35,6 +43,7 @@ __all__ = [
     "CharClasses",
     "Lexeme",
     "RefState",
+    "TriggeredReference",
     "RefTerminal",
     "ReferenceChecker",
     "ReferenceCheckerError",

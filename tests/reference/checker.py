@@ -73,7 +73,15 @@ class ReferenceChecker:
     :class:`ReferenceLexer` (``exhaustive_utf8``, ``search_depth``,
     ``search_budget``, ``strict``); ``source_path`` is the grammar's file, for
     relative ``%import``s.
+
+    :mod:`reference.cfg` holds the same checker over a general context-free
+    parser (``parser="earley"``) and with lark's contextual lexer; they
+    change the lark options below and the parser helpers.
     """
+
+    #: the options the grammar is loaded with (its terminals, its rules, its parse table)
+    LARK_PARSER = "lalr"
+    LARK_LEXER = "basic"
 
     def __init__(
         self,
@@ -87,7 +95,8 @@ class ReferenceChecker:
         source_path: str | None = None,
     ):
         # source_path: the grammar's file, against which lark resolves relative %imports
-        self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic", start=start, source_path=source_path)
+        self.lark = lark.Lark(grammar_text, parser=self.LARK_PARSER, lexer=self.LARK_LEXER, start=start,
+                              source_path=source_path)
         self.ignore: frozenset[str] = frozenset(self.lark.ignore_tokens)
         self._terminal_names = frozenset(t.name for t in self.lark.terminals)
         self.lexer = ReferenceLexer(

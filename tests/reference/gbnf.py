@@ -10,8 +10,8 @@ points answers, for a *byte* prefix:
   prefix of the UTF-8 encoding of some sentence;
 * ``complete(prefix)``: ``prefix`` is the UTF-8 encoding of a sentence.
 
-Unproductive rules are removed first, so every item the Earley chart
-predicts can be completed: a character that some item can scan next is
+The Earley recognizer is :mod:`reference.earley`'s.  Unproductive rules are
+removed first, so every item the Earley chart predicts can be completed: a character that some item can scan next is
 exactly a character that continues the prefix towards a sentence.  A byte
 prefix that ends inside a multi-byte character is handled with the interval
 of code points whose encoding starts with those bytes (UTF-8 is
@@ -22,6 +22,8 @@ surrogates, which UTF-8 cannot encode.
 from __future__ import annotations
 
 import functools
+
+from reference.earley import EarleyRecognizer, nullable_nonterminals
 
 SURROGATES = (0xD800, 0xDFFF)
 MAX_CP = 0x10FFFF
@@ -257,80 +259,72 @@ def _utf8_interval(prefix: bytes):
 
 
 class GbnfReference:
+    """The language of a GBNF grammar over code points (and their UTF-8 bytes), recognized by
+    :class:`reference.earley.EarleyRecognizer`.
+
+    llama.cpp refuses a grammar with a left-recursive rule (``llama_grammar_init_impl``: "unsupported
+    grammar, left recursion detected"); :meth:`left_recursive_rules` names them, and the reference
+    still recognizes such a grammar's context-free language (it is what the rules mean)."""
+
     def __init__(self, text: str, start: str = "root"):
         rules = _Reader(text).read()
-        # productive pruning
-        prod = set()
-        changed = True
-        while changed:
-            changed = False
-            for r, alts in rules.items():
-                if r not in prod and any(all((isinstance(s, tuple) and s) or s in prod for s in a) for a in alts):
-                    prod.add(r)
-                    changed = True
-        self.rules = {r: [a for a in alts if all((isinstance(s, tuple) and s) or s in prod for s in a)]
-                      for r, alts in rules.items() if r in prod}
-        assert start in self.rules, "root is unproductive"
-        self.prods = [(r, tuple(a)) for r, alts in self.rules.items() for a in alts]
-        self.by_lhs = {}
-        for i, (r, _) in enumerate(self.prods):
-            self.by_lhs.setdefault(r, []).append(i)
-        self.nullable = set()
-        changed = True
-        while changed:
-            changed = False
-            for r, rhs in self.prods:
-                if r not in self.nullable and all(isinstance(s, str) and s in self.nullable for s in rhs):
-                    self.nullable.add(r)
-                    changed = True
+        self.source_rules = rules
+        # a character class with no code point matches nothing: its alternative is dropped
+        usable = {r: [a for a in alts if all(not isinstance(s, tuple) or s for s in a)] for r, alts in rules.items()}
+        self.earley = EarleyRecognizer(usable, start)
+        assert self.earley.initial() is not None, "root is unproductive"
+        self.rules = self.earley.rules
+        self.nullable = self.earley.nullable
         self.start = start
         self._chart = {}
 
-    # -- Earley over code points ------------------------------------------
-    def _close(self, items, sets):
-        """Predict/complete closure of one Earley set (Aycock-Horspool nullable fix)."""
-        agenda = list(items)
-        seen = set(items)
-        pos = len(sets)
-        while agenda:
-            p, d, o = agenda.pop()
-            lhs, rhs = self.prods[p]
-            new = []
-            if d == len(rhs):
-                src = seen if o == pos else sets[o]
-                for (p2, d2, o2) in list(src):
-                    rhs2 = self.prods[p2][1]
-                    if d2 < len(rhs2) and rhs2[d2] == lhs:
-                        new.append((p2, d2 + 1, o2))
-            else:
-                s = rhs[d]
-                if isinstance(s, str):
-                    new.extend((q, 0, pos) for q in self.by_lhs.get(s, ()))
-                    if s in self.nullable:
-                        new.append((p, d + 1, o))
-            for it in new:
-                if it not in seen:
-                    seen.add(it)
-                    agenda.append(it)
-        return frozenset(seen)
+    def left_recursive_rules(self) -> list[str]:
+        """The rules that derive a string starting with themselves, looking past nullable symbols.
+        llama.cpp refuses a grammar with one ("left recursion detected") when every nullable
+        symbol it looks past is a rule with an empty alternative of its own
+        (``llama_grammar_detect_left_recursion`` looks no deeper); behind a rule that is nullable
+        only through another one (``y ::= "c"*``) it misses the recursion and then recurses without
+        end in its first stack expansion (the process aborts).  Either way llama.cpp runs no such
+        grammar.  Groups and repetitions are helper rules, named ``" hN"``."""
+        rules = self.source_rules
+        nullable = nullable_nonterminals(rules)
+        first: dict[str, set[str]] = {r: set() for r in rules}
+        for r, alts in rules.items():
+            for alt in alts:
+                for s in alt:
+                    if isinstance(s, tuple):
+                        break
+                    first[r].add(s)
+                    if s not in nullable:
+                        break
+        out = []
+        for r in rules:
+            seen, todo = set(), list(first[r])
+            while todo:
+                x = todo.pop()
+                if x in seen or x not in first:
+                    continue
+                seen.add(x)
+                todo.extend(first[x])
+            if r in seen:
+                out.append(r)
+        return out
 
+    # -- Earley over code points ------------------------------------------
     def _sets(self, text: str):
-        """Earley sets after each code point of text, or None once dead (cached by prefix)."""
+        """The Earley chart after the code points of text, or None once dead (cached by prefix)."""
         if text in self._chart:
             return self._chart[text]
         known = len(text)
         while known > 0 and text[:known] not in self._chart:
             known -= 1
         if known == 0 and "" not in self._chart:
-            self._chart[""] = (self._close([(q, 0, 0) for q in self.by_lhs[self.start]], []),)
+            self._chart[""] = self.earley.initial()
         result = self._chart[text[:known]]
         for k in range(known, len(text)):
             if result is not None:
                 cp = ord(text[k])
-                scanned = [(p, d + 1, o) for (p, d, o) in result[-1]
-                           if d < len(self.prods[p][1]) and isinstance(self.prods[p][1][d], tuple)
-                           and any(lo <= cp <= hi for lo, hi in self.prods[p][1][d])]
-                result = result + (self._close(scanned, list(result)),) if scanned else None
+                result = self.earley.scan(result, lambda ranges: any(lo <= cp <= hi for lo, hi in ranges))
             if len(self._chart) > 20000:
                 self._chart.clear()
             self._chart[text[:k + 1]] = result
@@ -338,20 +332,14 @@ class GbnfReference:
 
     def next_chars(self, text: str):
         """Code point intervals that can follow ``text`` (None if text is dead)."""
-        sets = self._sets(text)
-        if sets is None:
+        chart = self._sets(text)
+        if chart is None:
             return None
-        out = []
-        for p, d, _ in sets[-1]:
-            rhs = self.prods[p][1]
-            if d < len(rhs) and isinstance(rhs[d], tuple):
-                out.extend(rhs[d])
-        return _norm(out)
+        return _norm([r for ranges in self.earley.expected(chart) for r in ranges])
 
     def accepts_text(self, text: str) -> bool:
-        sets = self._sets(text)
-        return sets is not None and any(self.prods[p][0] == self.start and d == len(self.prods[p][1]) and o == 0
-                                        for p, d, o in sets[-1])
+        chart = self._sets(text)
+        return chart is not None and self.earley.accepts(chart)
 
     # -- bytes ---------------------------------------------------------------
     @staticmethod

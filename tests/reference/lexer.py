@@ -28,6 +28,7 @@ Rules implemented here (the spec the fast lexer is tested against):
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 from re import _constants as sre_c  # stdlib regex parser (3.11+ names)
@@ -95,6 +96,51 @@ _RE_FLAGS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _python_re_items(escape: str) -> str:
+    """The code points Python's ``re`` matches with ``\\s``, ``\\w`` or ``\\d`` (``escape``; an upper-case
+    one: the complement) in a str pattern, as class items for the ``regex`` module.  lark reads
+    terminals with ``re``; ``regex``'s own classes follow Unicode's definitions and differ (``\\s``:
+    U+001C-U+001F; ``\\w``: superscripts, combining marks, ...; ``\\d``: digits of newer scripts)."""
+    everything = "".join(map(chr, range(MAX_CODE_POINT + 1)))
+    hits = [ord(c) for c in re.findall("\\" + escape, everything)]
+    ranges: list[list[int]] = []
+    for cp in hits:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
+
+
+def python_re_classes(src: str) -> str:
+    """``src`` with every ``\\s \\S \\w \\W \\d \\D`` spelled as the code points Python's ``re``
+    gives it (:func:`_python_re_items`), so that the ``regex`` module reads the pattern as lark does
+    (without its ``regex=True`` option, and without the ASCII flag, under which they agree)."""
+    out: list[str] = []
+    k, in_class, class_open = 0, False, -1
+    while k < len(src):
+        c = src[k]
+        if c == "\\" and k + 1 < len(src):
+            e = src[k + 1]
+            if e in "sSwWdD":
+                items = _python_re_items(e)
+                out.append(items if in_class else f"[{items}]")
+            else:
+                out.append(src[k:k + 2])
+            k += 2
+            continue
+        if in_class:
+            if c == "]" and k > class_open:
+                in_class = False
+        elif c == "[":
+            in_class = True
+            class_open = k + 1 + (src[k + 1:k + 2] == "^")  # a "]" right there is a literal
+        out.append(c)
+        k += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class RefTerminal:
     """One terminal of the grammar, as the reference lexer sees it."""
@@ -133,7 +179,7 @@ class RefTerminal:
             is_string=isinstance(term.pattern, PatternStr),
             string_value=term.pattern.value,
             max_width=term.pattern.max_width,
-            compiled=regex.compile(src, flags),
+            compiled=regex.compile(src if "a" in letters else python_re_classes(src), flags),
             backtracking=has_backtracking_semantics(src, re_flags),
         )
 
@@ -296,7 +342,6 @@ _CATEGORY_SRC = {
     sre_c.CATEGORY_NOT_WORD: r"\W",
 }
 _ATOM_FLAG_MASK = re.IGNORECASE | re.DOTALL | re.ASCII
-_RE_TO_REGEX_FLAG = {re.IGNORECASE: regex.IGNORECASE, re.DOTALL: regex.DOTALL, re.ASCII: regex.ASCII}
 
 
 def _char_src(cp: int) -> str:
@@ -404,11 +449,8 @@ class CharClasses:
         run_ends: list[list[int]] = []
         cuts = {0, MAX_CODE_POINT + 1, SURROGATES[0], SURROGATES[1] + 1}
         for src, f in atoms:
-            rflags = 0
-            for bit, rbit in _RE_TO_REGEX_FLAG.items():
-                if f & bit:
-                    rflags |= rbit
-            spans = [m.span() for m in regex.finditer("(?:%s)+" % src, everything, rflags)]
+            # Python's re, as lark reads terminals (the regex module's \\s \\w \\d differ: python_re_classes)
+            spans = [m.span() for m in re.finditer("(?:%s)+" % src, everything, f)]
             run_starts.append([a for a, _ in spans])
             run_ends.append([b for _, b in spans])
             for a, b in spans:

@@ -4,23 +4,33 @@ pattern matches every string, whether patterns are disjoint, how many characters
 from __future__ import annotations
 
 import collections
-import functools
 import re
 
 import numpy as np
 
 from localgcd.budget import BudgetMeter
 from localgcd.grammar.json_schema.encoding import UNIT, encode_string
-from localgcd.grammar.terminals import Also
-from localgcd.lexer.product import product_dfa
-from localgcd.regex.dfa import DFA, relation, relations, representative_bytes
+from localgcd.memo import BoundedMemo
+from localgcd.regex.dfa import DFA, relation, relations, representative_bytes, tracked_product
 from localgcd.regex.terminal import terminal_dfa
 
 
-@functools.lru_cache(maxsize=256)
+#: Pieces by (pattern body, lengths): pure, so shared by the process, bounded (the oldest goes first).
+_PIECES: BoundedMemo[DFA] = BoundedMemo(256, 16 << 20, lambda dfa: dfa.transitions.size)
+
+
 def length_piece_dfa(body: str, lengths: str, meter: BudgetMeter | None = None) -> DFA:
-    """The byte DFA of a pattern's strings (quoted) whose length the regex ``lengths`` allows."""
-    return product_dfa(['"' + body + '"'], also=[(Also(lengths),)], meter=meter)
+    """The byte DFA of a pattern's strings (quoted), labelled accepting where the regex ``lengths``
+    allows their length too: the lexer's automaton of the terminal with that condition (alive
+    while the pattern's is; :func:`~localgcd.regex.dfa.tracked_product`)."""
+    what = f"the automaton of a length piece of /{body[:40]}/"
+    found = _PIECES.get((body, lengths))
+    if found is not None:
+        if meter is not None:
+            meter.states(found.n_states, what)
+        return found
+    piece = tracked_product(terminal_dfa('"' + body + '"', meter), terminal_dfa(lengths, meter), meter, what)
+    return _PIECES.put((body, lengths), piece)
 
 
 def byte_dfa(regex: str, meter: BudgetMeter | None = None) -> DFA:

@@ -9,7 +9,8 @@ from typing import Any, NoReturn
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema.spec import ScalarPosition
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
+from localgcd.tuning import Tuning
 
 __all__ = ["Context", "NoInstance", "empty", "fail", "ptr_join"]
 
@@ -40,8 +41,10 @@ def ptr_join(ptr: str, *parts: object) -> str:
 
 class Context:
     def __init__(self, root: Any, source: str, lenient: bool, whitespace: str, order: str,
-                 additional_properties: str = "closed", meter: BudgetMeter | None = None) -> None:
+                 additional_properties: str = "closed", meter: BudgetMeter | None = None,
+                 tuning: Tuning = Tuning()) -> None:
         self.root = root
+        self.tuning = tuning  # the compiler's switches and thresholds (string_sets, long strings, tracking)
         self.closed = additional_properties == "closed"  # objects without additionalProperties: no other keys
         self.source = source
         self.lenient = lenient

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from localgcd.errors import UnsupportedConstruct
 from localgcd.regex.charset import SURROGATES, CharSet
 from localgcd.regex.python_text import class_text, code_point_text
 
@@ -28,9 +29,9 @@ def lark_regex(pattern: str) -> str:
 
 
 
-class Unsupported(Exception):
-    """A pattern construct the front end does not translate: its caller names the keyword, or drops it
-    with ``lenient=True``."""
+class Unsupported(UnsupportedConstruct):
+    """A pattern construct the front end does not translate: its caller names the keyword (a
+    :class:`GrammarError` at its JSON pointer), or drops it with ``lenient=True``."""
 
 
 _SPECIAL = CharSet([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])  # written escaped inside a JSON string

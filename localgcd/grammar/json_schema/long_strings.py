@@ -11,7 +11,7 @@ from localgcd.grammar.json_schema.automata import byte_dfa
 from localgcd.grammar.json_schema.context import Context
 from localgcd.grammar.json_schema.encoding import UNIT, lark_regex
 from localgcd.grammar.json_schema.tracking import CHUNK, MAX_TRACKED_LINKS, Signature, track
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 
 
 class LongStrings:
@@ -38,9 +38,8 @@ class LongStrings:
     #: at once, where a thousand links' reductions would unwind one by one (the LALR analysis and
     #: the stack-free moves followed them link by link: ``Github_hard---o82339``'s parse tables
     #: 331 -> 123 ms, with its 255K reduce cells written as arrays).  Two such rules at one
-    #: position would both reduce the opening: there, the links stay.  Tests switch it off to
-    #: check the links too.
-    count_left = True
+    #: position would both reduce the opening: there, the links stay.  ``Tuning(count_long_strings_left=False)``
+    #: switches it off (tests check the links too).
 
     def __init__(self, ctx: Context, terms: dict[str, str], classes: list[tuple[int, int | None]],
                  tracked: list[str], ptr_of: dict[str, str]) -> None:
@@ -138,7 +137,7 @@ class LongStrings:
         allowed = allowed & self.all_signatures()
         if not allowed:
             return None
-        alone = alone and self.count_left
+        alone = alone and self.ctx.tuning.count_long_strings_left
         key = (lo, hi, allowed, alone)
         if key in self.rules:
             return self.rules[key]

@@ -14,6 +14,7 @@ from localgcd.grammar.json_schema.shared_strings import merge_literal_sets, shar
 from localgcd.grammar.json_schema.translator import Translator
 from localgcd.grammar.modes import also_pragma, modes_pragma
 from localgcd.grammar.translation import Translation
+from localgcd.tuning import Tuning
 
 __all__ = ["ADDITIONAL_PROPERTIES", "schema_to_lark"]
 
@@ -22,7 +23,8 @@ ADDITIONAL_PROPERTIES = ("closed", "schema")
 
 def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
                    property_order: str = "schema", additional_properties: str = "closed",
-                   source: str = "<schema>", meter: BudgetMeter | None = None) -> Translation:
+                   source: str = "<schema>", meter: BudgetMeter | None = None,
+                   tuning: Tuning = Tuning()) -> Translation:
     """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the package doc.
 
     ``additional_properties``: ``"closed"`` (the default, as generation tools read schemas) --
@@ -30,6 +32,7 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     ``additionalProperties`` admits no other keys (but those it requires); ``"schema"`` --
     JSON Schema's own reading, where such objects are open.
     ``meter``: the compile budget (a construct that outgrows it is named with its JSON pointer).
+    ``tuning``: the compiler's switches (``string_sets``, ``count_long_strings_left``) and thresholds.
     """
     if whitespace not in ("default", "compact"):
         raise GrammarError(f"{source}: whitespace must be 'default' or 'compact', not {whitespace!r}")
@@ -37,7 +40,7 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
         raise GrammarError(f"{source}: property_order must be 'schema' or 'any', not {property_order!r}")
     loaded = load_schema(schema, source)
     ctx = Context(loaded, source, lenient, whitespace, property_order, additional_properties,
-                  meter if meter is not None else unbounded())
+                  meter if meter is not None else unbounded(), tuning)
     try:
         root = Translator(ctx).value(loaded, "")
     except RecursionError:

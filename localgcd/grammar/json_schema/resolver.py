@@ -19,7 +19,7 @@ from localgcd.grammar.json_schema.numbers import EXP_NUMBER, Bound, dec_open, de
 from localgcd.grammar.json_schema.patterns import intersection_regex
 from localgcd.grammar.json_schema.spec import NumberSpec, ScalarPosition, literal_matches_spec
 from localgcd.grammar.json_schema.tracking import CHUNK, Signature
-from localgcd.grammar.terminals import Also
+from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DFA, relation, relations
 
 MAX_PATTERNS = 48  # pattern terminals, intersections included

@@ -26,7 +26,8 @@ def share_string_terminals(ctx: Context, string_terms: set[str]) -> None:
         strs = tuple(a for a in ctx.rules[name] if a in string_terms)
         if len(strs) >= STRING_GROUP_MIN:
             sets[name] = strs
-    covers = string_sets(ctx, set(sets.values()))
+    share = string_sets if ctx.tuning.string_sets else flat_string_sets
+    covers = share(ctx, set(sets.values()))
     keys = {}
     for name, strs in sets.items():
         keys[name] = (covers[strs], ctx.rules[name])
@@ -73,6 +74,12 @@ def merge_literal_sets(ctx: Context, literal_of: dict[str, str]) -> None:
         for a in alts:
             del ctx.terms[a]
         ctx.rules[rule] = [name]
+
+
+def flat_string_sets(ctx: Context, sets: set[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """One flat rule per set of string terminals (``Tuning(string_sets=False)``: what
+    :func:`string_sets` saves parser states against)."""
+    return {strs: ctx.add_rule(ctx.name("strs"), list(strs)) for strs in sorted(sets)}
 
 
 def string_sets(ctx: Context, sets: set[tuple[str, ...]]) -> dict[tuple[str, ...], str]:

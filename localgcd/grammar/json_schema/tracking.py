@@ -42,7 +42,6 @@ class Tracking:
 
 MAX_TRACKED_LINKS = 4096  # rules of one pattern-constrained long string (chain links times vectors)
 MAX_TRACKED_VECTORS = 48  # chunk modes when patterns are tracked through long strings
-MAX_UNIT_STEPS = 1 << 22  # cells of a tracked pattern's table of states after each character shape
 
 
 def _unit_paths(unit: DFA, representatives: np.ndarray, limit: int) -> np.ndarray | None:
@@ -83,7 +82,7 @@ def track(tracked: list[str], tails: list[tuple[int, int]], ptr_of: dict[str, st
     if not tracked:
         return Tracking([()], ChunkSteps({0}, {0: [0]}, {(0, x): [()] for x in range(len(tails))}), [()])
     dfas = [byte_dfa('"' + body + '"') for body in tracked]
-    steps = _CharacterSteps(dfas)
+    steps = _CharacterSteps(dfas, ctx.tuning.max_unit_steps)
     start = _advance(dfas, tuple(0 for _ in dfas), [QUOTE])
     opened = steps.after(frozenset([start]), CHUNK)
     order: list[Vector] = []
@@ -153,14 +152,15 @@ def _tail_signatures(dfas: list[DFA], steps: _CharacterSteps, order: list[Vector
 
 class _CharacterSteps:
     """The vectors one character (a unit of the JSON string) after a vector: by a table of the
-    patterns' states after each character shape, or byte by byte when that table would be too big."""
+    patterns' states after each character shape, or byte by byte when that table would have more
+    than ``max_steps`` cells (``Tuning.max_unit_steps``)."""
 
-    def __init__(self, dfas: list[DFA]) -> None:
+    def __init__(self, dfas: list[DFA], max_steps: int) -> None:
         self.dfas = dfas
         self.unit = byte_dfa(UNIT)
         self.representatives = representative_bytes([self.unit.byte_classes] + [d.byte_classes for d in dfas])
         self.cache: dict[Vector, frozenset[Vector]] = {}
-        paths = _unit_paths(self.unit, self.representatives, MAX_UNIT_STEPS // sum(d.n_states + 1 for d in dfas))
+        paths = _unit_paths(self.unit, self.representatives, max_steps // sum(d.n_states + 1 for d in dfas))
         # per pattern: state after each character shape
         self.tables = None if paths is None else [_steps_by_path(d, paths) for d in dfas]
 

@@ -1,0 +1,281 @@
+"""Issue 37's corpus: third-party grammars that today's localgcd refuses or reads differently from
+the tool they were written for.
+
+Each entry names a grammar under ``tests/corpus/`` and how its project runs it (``mode``):
+
+* ``earley`` — ``Lark(g)`` / ``parser="earley"``: lark's Earley parser with its default ``dynamic``
+  lexer (the whole context-free language; a terminal is matched wherever the parse wants it);
+* ``lalr`` — ``Lark(g, parser="lalr")``: lark's LALR parser with its default ``contextual`` lexer
+  (a terminal the parser cannot take at that point does not compete for the lexeme);
+* ``gbnf`` — llama.cpp's grammar sampler (the whole context-free language over characters).
+
+Where the file comes from is in ``tests/corpus/lark/issue37/SOURCES.md`` (new files) or beside the
+file (``tests/corpus/lark/third_party/SOURCES.md``, ``tests/corpus/gbnf/``).
+
+Three things are recorded:
+
+* **today's verdict** of localgcd's grammar stages (front end, LALR tables, lexer automaton — what
+  runs before a vocabulary is needed), as ``tests/corpus/issue37_baseline.tsv`` keeps it: ``compiles``
+  (with the number of LALR conflicts it resolved as lark's LALR would), or ``refused`` with the
+  message.  A change of verdict fails :func:`test_todays_verdict_is_the_baseline`; after a change
+  that means it, ``python tests/test_corpus37.py --write-baseline`` writes the file again.
+* **the tool's own reading**: lark builds the grammar with the project's options / llama.cpp's
+  sampler takes it (so the entry's ``mode`` is right).
+* **what the parser change must fix** (``must_fix``): compiling the grammar in its project's mode —
+  ``compile_grammar(..., parser="earley")`` or ``(..., parser="lalr", lexer="contextual")``, as
+  issue 37 names them, or a GBNF grammar as it is — is ``xfail(strict=True)`` today, so a change
+  that makes it compile shows up as XPASS (and must drop the mark).  Entries refused for something
+  issue 37 does not cover (look-around, token syntax) are recorded but not marked.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import lark
+import pytest
+
+import localgcd
+from exactness_support import byte_vocabulary
+from localgcd.errors import GrammarError, LocalgcdError
+from localgcd.grammar.formats import to_lark
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.lexer.automaton import build_lexer_dfa
+from localgcd.parser.lalr import build_parse_tables
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+ISSUE37 = CORPUS / "lark" / "issue37"
+BASELINE = CORPUS / "issue37_baseline.tsv"
+
+
+@dataclass(frozen=True)
+class WildGrammar:
+    path: str  # relative to tests/corpus
+    mode: str  # "earley", "lalr" (lark's contextual lexer) or "gbnf"
+    must_fix: bool  # issue 37's change must make it compile in its mode
+    start: str = "start"
+    lark_regex: bool = False
+    note: str = ""  # why it is not must_fix, or what it shows
+
+    @property
+    def file(self) -> Path:
+        return CORPUS / self.path
+
+    @property
+    def fmt(self) -> str:
+        return "gbnf" if self.mode == "gbnf" else "lark"
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def new(name: str, mode: str, must_fix: bool = True, **options) -> WildGrammar:
+    return WildGrammar(f"lark/issue37/{name}", mode, must_fix, **options)
+
+
+def third_party(name: str, mode: str, must_fix: bool = True, **options) -> WildGrammar:
+    return WildGrammar(f"lark/third_party/{name}", mode, must_fix, **options)
+
+
+LOOK_AROUND = "refused for a look-around terminal, not for its parser or lexer mode"
+
+CORPUS37 = (
+    # lark's examples and tests written for Earley (lark 1.3.1 sdist)
+    new("lark__fruitflies.lark", "earley", start="sentence"),
+    new("lark__tree_forest_transformer.lark", "earley", start="sentence"),
+    new("lark__json_earley.lark", "earley"),
+    new("lark__test_ambiguity1.lark", "earley"),
+    new("lark__test_cycle2.lark", "earley"),
+    new("lark__test_cycles.lark", "earley", start="a"),
+    new("lark__test_cycles_with_child_filter.lark", "earley", start="a"),
+    new("lark__test_earley_explicit_ambiguity.lark", "earley"),
+    new("lark__test_earley_repeating_empty.lark", "earley"),
+    new("lark__test_explicit_ambiguity2.lark", "earley"),
+    new("lark__test_many_cycles.lark", "earley"),
+    new("lark__test_multiple_start_solutions.lark", "earley"),
+    third_party("lark__conf_earley.lark", "earley"),
+    third_party("lark__prioritizer.lark", "earley"),
+    third_party("lark__templates_example.lark", "earley"),
+    third_party("lark__turtle_dsl.lark", "earley"),
+    third_party("lark_composition/storage.lark", "earley"),
+    third_party("lark__dynamic_complete.lark", "earley", must_fix=False,
+                note="lark's dynamic_complete lexer; refused for a look-behind terminal"),
+    third_party("sympy/latex.lark", "earley", start="latex_string"),
+    # LALR with lark's contextual lexer (other projects)
+    new("d20__grammar.lark", "lalr", start="expr"),
+    new("lark-dbml__dbml.lark", "lalr"),
+    new("pyquil__grammar.lark", "lalr", must_fix=False, start="quil", note=LOOK_AROUND),
+    new("miniwdl__wdl_draft-2.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
+    new("miniwdl__wdl_1.0.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
+    new("miniwdl__wdl_1.1.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
+    new("miniwdl__wdl_development.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
+    third_party("gdtoolkit__gdscript.lark", "lalr", lark_regex=True),
+    third_party("pddl__grammar.lark", "lalr", start="domain"),
+    third_party("poetry-core/pep508.lark", "lalr"),
+    third_party("syncode__invariants.lark", "lalr"),
+    third_party("syncode__sql.lark", "lalr"),
+    third_party("tartiflette__graphql_sdl.lark", "lalr", start="document"),
+    # GBNF (llama.cpp's own)
+    WildGrammar("gbnf/c.gbnf", "gbnf", True),
+    WildGrammar("gbnf/llama_cpp_tests/medium_complexity.gbnf", "gbnf", True),
+    WildGrammar("gbnf/llama_cpp_tests/simple_with_tokens.gbnf", "gbnf", False,
+                note="token syntax <[id]>: a vocabulary matter, not a parser one"),
+    WildGrammar("gbnf/llama_cpp_tests/complex_with_tokens.gbnf", "gbnf", False,
+                note="token syntax <[id]>: a vocabulary matter, not a parser one"),
+)
+BY_PATH = {e.path: e for e in CORPUS37}
+#: files of tests/corpus/lark/issue37 that are not grammars of the table (none today)
+ISSUE37_NOT_LISTED: frozenset[str] = frozenset()
+
+
+# ---------------------------------------------------------------------------------------------
+# Today's verdict
+# ---------------------------------------------------------------------------------------------
+
+
+def todays_verdict(entry: WildGrammar) -> str:
+    """What localgcd's grammar stages make of ``entry`` (the stages the compiler runs before it needs
+    a vocabulary, with the project's start rule): ``compiles (N LALR conflicts resolved)`` or
+    ``refused at L:C: message`` (the message without the file's path)."""
+    text = entry.file.read_text(encoding="utf-8")
+    source = str(entry.file)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # conflicts resolved as lark resolves them: counted below
+            options = {"lark_regex": True} if entry.lark_regex else {}
+            translation = to_lark(text, entry.fmt, source, **options)
+            grammar = load_lark_grammar(translation.lark, source, start=entry.start, origins=translation.origins,
+                                        user_text=translation.user_text, plain=translation.plain_bnf,
+                                        lark_regex=translation.lark_regex)
+            _, conflicts = build_parse_tables(grammar)
+            build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text)
+    except LocalgcdError as error:
+        message = str(error).replace(f"{source}:", "", 1).strip()
+        return f"refused: {message}"
+    return f"compiles ({len(conflicts)} LALR conflicts resolved)"
+
+
+def read_baseline() -> dict[str, str]:
+    rows = [line.split("\t", 1) for line in BASELINE.read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")]
+    return {path: verdict for path, verdict in rows}
+
+
+def write_baseline() -> None:
+    lines = ["# tests/test_corpus37.py: today's verdict of localgcd's grammar stages per grammar",
+             "# (python tests/test_corpus37.py --write-baseline writes it again)"]
+    lines += [f"{entry.path}\t{todays_verdict(entry)}" for entry in CORPUS37]
+    BASELINE.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("entry", CORPUS37, ids=str)
+def test_todays_verdict_is_the_baseline(entry: WildGrammar) -> None:
+    assert todays_verdict(entry) == read_baseline()[entry.path]
+
+
+def test_every_entry_is_refused_or_read_another_way_today() -> None:
+    """The corpus is what issue 37 is about: each grammar is refused today, or compiles under LALR
+    with lark's resolution and localgcd's one longest-match lexer while its project runs Earley or
+    the contextual lexer."""
+    baseline = read_baseline()
+    assert set(baseline) == set(BY_PATH)
+    for entry in CORPUS37:
+        assert baseline[entry.path].startswith("refused") or entry.mode in ("earley", "lalr"), entry
+
+
+# ---------------------------------------------------------------------------------------------
+# The tool's own reading
+# ---------------------------------------------------------------------------------------------
+
+
+def lark_in_mode(entry: WildGrammar) -> lark.Lark:
+    parser = "earley" if entry.mode == "earley" else "lalr"
+    return lark.Lark.open(str(entry.file), parser=parser, start=entry.start, regex=entry.lark_regex)
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS37 if e.fmt == "lark"], ids=str)
+def test_lark_builds_it_in_its_projects_mode(entry: WildGrammar) -> None:
+    built = lark_in_mode(entry)
+    assert built.options.parser == ("earley" if entry.mode == "earley" else "lalr")
+    assert built.options.lexer == ("dynamic" if entry.mode == "earley" else "contextual")
+
+
+@pytest.fixture(scope="module")
+def llama_vocab():
+    import llama_cpp
+
+    from localgcd.llama.vocab_sources import vocab_path
+
+    llm = llama_cpp.Llama(model_path=str(vocab_path("llama-bpe")), vocab_only=True, verbose=False)
+    yield llama_cpp.llama_model_get_vocab(llm.model)
+    llm.close()
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS37 if e.fmt == "gbnf"], ids=str)
+def test_llama_cpp_takes_it(entry: WildGrammar, llama_vocab) -> None:
+    import llama_cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(llama_vocab, entry.file.read_bytes(), b"root")
+    assert sampler
+    llama_cpp.llama_sampler_free(sampler)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the parser change must fix
+# ---------------------------------------------------------------------------------------------
+
+TODAY = pytest.mark.xfail(strict=True, raises=(TypeError, GrammarError),
+                          reason="issue 37: localgcd has no Earley parser / contextual lexer and refuses GBNF "
+                                 "grammars that are not LALR(1) (today compile_grammar has no parser=/lexer=)")
+
+
+def compile_in_its_projects_mode(entry: WildGrammar) -> localgcd.CompiledGrammar:
+    """``compile_grammar`` as issue 37 names the modes; a start rule other than ``start`` is given
+    as a ``start`` rule appended to the text (``compile_grammar`` has no start option)."""
+    text = entry.file.read_text(encoding="utf-8")
+    if entry.fmt == "gbnf":
+        return localgcd.compile_grammar(text, byte_vocabulary(), fmt="gbnf", source=str(entry.file), use_cache=False)
+    if entry.start != "start":
+        text += f"\nstart: {entry.start}\n"
+    mode = {"parser": "earley"} if entry.mode == "earley" else {"parser": "lalr", "lexer": "contextual"}
+    return localgcd.compile_grammar(text, byte_vocabulary(), fmt="lark", source=str(entry.file), use_cache=False,
+                                    lark_regex=entry.lark_regex, base_dir=entry.file.parent, **mode)
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, marks=TODAY) for e in CORPUS37 if e.must_fix], ids=str)
+def test_compiles_in_its_projects_mode(entry: WildGrammar) -> None:
+    compiled = compile_in_its_projects_mode(entry)
+    assert compiled is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# The corpus itself
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_corpus_is_every_new_file_and_each_has_a_source_and_licence() -> None:
+    files = {f"lark/issue37/{p.relative_to(ISSUE37).as_posix()}" for p in ISSUE37.rglob("*.lark")}
+    listed = {e.path for e in CORPUS37 if e.path.startswith("lark/issue37/")}
+    assert files == listed | {f"lark/issue37/{n}" for n in ISSUE37_NOT_LISTED}
+    sources = (ISSUE37 / "SOURCES.md").read_text(encoding="utf-8")
+    assert not [f for f in files if f"`{f.removeprefix('lark/issue37/')}`" not in sources]
+    licences = {p.stem for p in (ISSUE37 / "LICENSES").glob("*.txt")}
+    assert {Path(f).name.split("__")[0] for f in files} <= licences
+    gbnf_sources = (CORPUS / "gbnf" / "llama_cpp_tests" / "SOURCES.md").read_text(encoding="utf-8")
+    assert all(f"`{Path(e.path).name}`" in gbnf_sources for e in CORPUS37 if "llama_cpp_tests" in e.path)
+    for entry in CORPUS37:  # every file says where it comes from: its first line, or its folder's SOURCES.md
+        assert entry.file.exists(), entry
+
+
+def test_at_least_thirty_grammars() -> None:
+    assert len(CORPUS37) >= 30
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write-baseline"]:
+        write_baseline()
+    for entry in CORPUS37:
+        print(f"{entry.path} [{entry.mode}{', must fix' if entry.must_fix else ''}]: {todays_verdict(entry)}")
