@@ -66,6 +66,35 @@ def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse
 
 
+def packed_words(table: np.ndarray) -> np.ndarray:
+    """uint64 ``[rows, ceil(columns / 64)]`` (at least one word): a bool table's rows as bits,
+    column ``j`` at bit ``j % 64`` of word ``j // 64``."""
+    n_cols = table.shape[1]
+    packed = np.zeros((table.shape[0], max(1, -(-n_cols // 64)) * 8), dtype=np.uint8)
+    packed[:, :-(-n_cols // 8)] = np.packbits(table, axis=1, bitorder="little")
+    return packed.view(np.uint64)
+
+
+def boolean_product(left: np.ndarray, right: np.ndarray, *, block_words: int = 1 << 21) -> np.ndarray:
+    """bool ``[r, c]``: ``out[i, j]`` is whether some ``k`` has ``left[i, k]`` and ``right[k, j]``.
+
+    Exact and BLAS-free: ``right``'s rows packed to 64-bit words, each row of ``left`` the OR of
+    the packed rows it selects (a float matrix product would hand the work to a BLAS thread pool,
+    whose waits on a loaded machine, or beside llama_decode's threads, were 100x the work).
+    ``left`` is taken ``block_words`` gathered words at a time, to bound the scratch memory.
+    """
+    n_rows, n_cols = left.shape[0], right.shape[1]
+    packed = packed_words(right)
+    out = np.zeros((n_rows, packed.shape[1]), dtype=np.uint64)
+    step = max(1, block_words // max(1, left.shape[1] * packed.shape[1]))
+    for lo in range(0, n_rows, step):
+        rows, ks = np.nonzero(left[lo:lo + step])
+        if rows.size:
+            firsts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+            out[lo + rows[firsts]] = np.bitwise_or.reduceat(packed[ks], firsts, axis=0)
+    return np.unpackbits(out.view(np.uint8), axis=1, count=n_cols, bitorder="little").view(bool)
+
+
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All integers of the ranges ``[lo[i], hi[i])`` and, for each, its range index ``i``."""
     counts = (hi - lo).astype(np.int64)

@@ -12,8 +12,8 @@ emitted, end state).
 
 from __future__ import annotations
 
+import json
 import warnings
-
 from pathlib import Path
 
 import numpy as np
@@ -22,12 +22,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
+from localgcd.grammar.formats import to_lark
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.lexer import product
+from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
-from localgcd.arrays import sorted_unique
+from localgcd.arrays import boolean_product, packed_words, sorted_unique
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
-from localgcd.runtime.stack_checks import check_kernel_available
+from localgcd.runtime.checks import _FinalTables
+from localgcd.runtime.stack_checks import check_kernel_available, final_table_rows
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
@@ -59,6 +64,7 @@ def real_grammar(name: str) -> str:
 def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
+    assert product.product_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -268,6 +274,33 @@ def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
 
+@given(n_ranks=st.integers(1, 300), n_classes=st.integers(0, 100), n_tokens=st.integers(0, 100),
+       rank_type=st.sampled_from([np.uint8, np.uint16, np.int32]), seed=st.integers(0, 2**32 - 1))
+def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, rank_type,
+                                              seed: int) -> None:
+    """The verdict of each class, the dependent classes ascending and the packed always-accepted
+    tokens, as MaskEngine's numpy path makes them (np.take, np.flatnonzero, Mask.of)."""
+    rng = np.random.default_rng(seed)
+    n_ranks = min(n_ranks, np.iinfo(rank_type).max)
+    always_of, dependent_of = rng.random(n_ranks) < 0.4, rng.random(n_ranks) < 0.3
+    always_of[-1] = dependent_of[-1] = False  # the no-entry rank
+    dependent_of &= ~always_of
+    dense = rng.integers(0, n_ranks, n_classes + 1).astype(rank_type)
+    token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
+    always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class)
+    expected_always = np.take(always_of, dense)
+    expected_mask = Mask.of(expected_always[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(always, expected_always)
+    assert np.array_equal(dependent, np.flatnonzero(np.take(dependent_of, dense)))
+    assert np.array_equal(packed, expected_mask.packed) and count == expected_mask.n_allowed
+
+
+def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
+    """The kernel reads the verdicts by rank: one past them is named, not read."""
+    with pytest.raises(ValueError):
+        assembly.classify_dense(np.zeros(3, bool), np.zeros(3, bool), np.array([0, 3], np.uint8), np.array([0]))
+
+
 # --------------------------------------------------------------------------
 # Context-dependent checks (runtime/check_kernel.pyx)
 # --------------------------------------------------------------------------
@@ -328,3 +361,87 @@ def test_the_checks_kernel_refuses_what_it_would_read_out_of_bounds(what: str) -
                      "dead stack": (-1, 0)}[what]
     with pytest.raises(ValueError):
         engine.checker.check(node, np.array([outcome], dtype=np.int64))
+
+
+# --------------------------------------------------------------------------
+# The final tables' boolean product (runtime/check_kernel.pyx, arrays.boolean_product): no BLAS
+# --------------------------------------------------------------------------
+
+
+def old_float_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The formula both replace: a float32 matrix product, positive where some k is in both."""
+    return (left.astype(np.float32) @ right.astype(np.float32)) > 0
+
+
+@given(rows=st.integers(0, 9), inner=st.integers(0, 140), cols=st.integers(0, 200), seed=st.integers(0, 2**32 - 1),
+       density=st.sampled_from([0.0, 0.02, 0.3, 1.0]))
+def test_the_boolean_product_is_the_float_products_positives(rows: int, inner: int, cols: int, seed: int,
+                                                             density: float) -> None:
+    """Any shape (columns past a word, an empty side), by numpy and by the kernel; the numpy path
+    in blocks of one row too."""
+    rng = np.random.default_rng(seed)
+    left, right = rng.random((rows, inner)) < density, rng.random((inner, cols)) < density
+    expected = old_float_product(left, right)
+    assert np.array_equal(boolean_product(left, right), expected)
+    assert np.array_equal(boolean_product(left, right, block_words=1), expected)
+    assert np.array_equal(final_table_rows(left, right, packed_words(right)), expected)
+
+
+@pytest.mark.parametrize("name", [*SMALL_GRAMMARS, "java", "python", "go"])
+def test_final_tables_by_the_kernel_and_by_numpy_are_the_float_formulas(name: str) -> None:
+    """Every parser state's row of the final tables, filled by each path, equals the old formula:
+    surely fits where the top takes a wanted terminal (or the lexeme may be ignored), may fit
+    where the top does not surely refuse one."""
+    text = SMALL_GRAMMARS[name].text if name in SMALL_GRAMMARS else real_grammar(name)
+    compiled = Compiler(use_cache=False).compile(text, byte_vocabulary())
+    ignored = np.asarray([t.ignored for t in compiled.terminals], dtype=bool)
+    pda = PushdownAutomaton(compiled.tables, ignored)
+    producible = compiled.lexer.producible
+    n_terms = producible.shape[1]
+    wanted = producible & ~pda.ignored[None, :]
+    ignored_only = (producible & pda.ignored[None, :]).any(axis=1)
+    sure = old_float_product(pda.tables.takes[:, :n_terms], wanted.T) | ignored_only[None, :]
+    may = old_float_product(~pda.tables.refuses[:, :n_terms], wanted.T) | sure
+    for kernels in (True, False):
+        final = _FinalTables(pda, producible, kernels=kernels)
+        final.fill(np.arange(pda.tables.n_states))
+        assert np.array_equal(final.sure, sure) and np.array_equal(final.may, may)
+
+
+# --------------------------------------------------------------------------
+# The lexer product's exploration (lexer/product_kernel.pyx)
+# --------------------------------------------------------------------------
+
+PRODUCT_SCHEMAS = {  # long string chunk modes beside patterns: tracked modes explored together
+    "long_and_patterns": {"type": "object", "properties": {
+        "a": {"type": "string", "minLength": 40, "maxLength": 300},
+        "p": {"type": "string", "pattern": "^[a-f0-9]{8}-[a-f0-9]{4}$"}, "q": {"type": "string", "pattern": "^x*y$"}}},
+    "enum_and_numbers": {"type": "object", "properties": {
+        "e": {"enum": ["red", "green", "reddish"]}, "n": {"type": "number"}, "i": {"type": "integer"}}},
+}
+
+
+def product_cases():
+    for name in ("json", "java", "python", "go", "sql_select"):
+        yield pytest.param(real_grammar(name), "lark", id=name)
+    for name, grammar in SMALL_GRAMMARS.items():
+        yield pytest.param(grammar.text, "lark", id=f"small-{name}")
+    for name, schema in PRODUCT_SCHEMAS.items():
+        yield pytest.param(json.dumps(schema), "json_schema", id=f"schema-{name}")
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_the_compiled_product_exploration_is_numpys(monkeypatch, text: str, fmt: str) -> None:
+    """Every product the lexer build explores, explored again by the kernel and by the numpy
+    rounds: the same table, byte classes and state vectors (the same states, numbered alike)."""
+    real = product._explore_states
+    explored = []
+    monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})  # (a product memoized by an earlier test is not explored)
+    monkeypatch.setattr(product, "_explore_states", lambda p, *args, **kw: explored.append(p) or real(p, *args, **kw))
+    translation = to_lark(text, fmt, "<grammar>")
+    grammar = load_lark_grammar(translation.lark, "<grammar>", origins=translation.origins)
+    build_lexer_dfa(list(grammar.terminals), "<grammar>", translation.user_text or text)
+    assert explored
+    for explored_product in explored:
+        compiled, numpys = real(explored_product, kernel=True), real(explored_product, kernel=False)
+        assert all(np.array_equal(a, b) for a, b in zip(compiled, numpys))

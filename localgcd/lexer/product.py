@@ -39,6 +39,16 @@ from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
 from localgcd.tuning import Tuning
 
+try:
+    from localgcd.lexer import product_kernel
+except ImportError:  # not built: the numpy rounds serve
+    product_kernel = None
+
+
+def product_kernel_available() -> bool:
+    """Whether the product exploration's kernel was built (``pip install`` builds it)."""
+    return product_kernel is not None
+
 _SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
 _NEW_STATE = -2  # a successor not seen before, while a frontier is looked up
 _NO_LABEL = np.iinfo(np.int32).max
@@ -567,7 +577,8 @@ def _explore(product: "_Product | _TrackedModes", meter: BudgetMeter | None = No
 
 
 def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
-                    what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    what: str = "the lexer automaton", kernel: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Breadth-first product of the components from their start vectors.
 
     A product state is identified by a 64-bit hash of its component vector;
@@ -577,7 +588,8 @@ def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | No
     exact identities if not.  Returns the transition table over byte classes
     (the starts are states 0, 1, ...), each byte's class, and each state's
     component vector.  ``meter``: the compile budget, checked every round (states, the rows and
-    vectors kept, time).
+    vectors kept, time).  ``kernel``: the rounds by the compiled kernel when it was built (the
+    same states, numbered alike; exact vector identities, no hashes).
     """
     meter = meter if meter is not None else unbounded()
     glued, starts = product.glued, product.starts
@@ -591,6 +603,9 @@ def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | No
     by_class = glued[:, first_byte[order]]  # [S, C]
     n_classes = by_class.shape[1]
     n_starts, k = starts.shape
+    if kernel and product_kernel is not None and len(set(map(tuple, starts.tolist()))) == n_starts \
+            and starts.any(axis=1).all():  # (else the hashes' exact fallback, as before)
+        return _explore_compiled(product, by_class, class_of, meter, what)
     weights = mixed_weights(k)
 
     sink_row = np.zeros((1, k), dtype=np.int64)
@@ -626,6 +641,28 @@ def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | No
         frontier = store[n_states:n_states + new.size]
         n_states += new.size
     return np.concatenate(rows).astype(np.int32), class_of, store[:n_states]
+
+
+def _explore_compiled(product: "_Product | _TrackedModes", by_class: np.ndarray, class_of: np.ndarray,
+                      meter: BudgetMeter, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_explore_states`'s rounds by ``product_kernel`` (distinct starts)."""
+    starts = np.ascontiguousarray(product.starts, dtype=np.int64)
+    is_base = np.zeros(starts.shape[1], dtype=bool)
+    if isinstance(product, _TrackedModes):
+        is_base[product.base_columns] = True
+    else:
+        is_base[:product.n_base] = True
+    explorer = product_kernel.ProductExplorer(np.ascontiguousarray(by_class, dtype=np.int64), is_base.view(np.uint8),
+                                              starts)
+    lo, hi, rows = 0, starts.shape[0], []
+    while lo < hi:
+        rows.append(np.empty((hi - lo, by_class.shape[1]), dtype=np.int32))
+        found = explorer.explore_round(lo, hi, rows[-1])
+        meter.states(found, what)
+        meter.table(found, by_class.shape[1] + starts.shape[1], 8, what)
+        meter.time(what)
+        lo, hi = hi, found
+    return np.concatenate(rows), class_of, explorer.vectors()
 
 
 def _explore_exact(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover

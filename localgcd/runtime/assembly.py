@@ -50,3 +50,20 @@ def set_tokens(packed: np.ndarray, tokens: np.ndarray) -> int:
     """Set (in place) the bits of ``tokens``; how many were not set before."""
     _built()
     return int(assembly_kernel.set_tokens(packed, np.ascontiguousarray(tokens, dtype=np.int64)))
+
+
+def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, token_class: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, int]]:
+    """A dense row part's split in one call: (bool [n_classes + 1] ``always_of[dense]``, the
+    classes ``c`` with ``dependent_of[dense[c]]`` ascending, and :func:`pack_classes` of the
+    former).  ``always_of``, ``dependent_of``: bool per outcome rank, the last for no entry."""
+    _built()
+    if always_of.size != dependent_of.size or dense.dtype not in (np.uint8, np.uint16, np.int32):
+        raise ValueError("verdicts of two lengths, or ranks of another type")
+    found = assembly_kernel.classify_dense(
+        np.ascontiguousarray(always_of).view(np.uint8), np.ascontiguousarray(dependent_of).view(np.uint8),
+        np.ascontiguousarray(dense), np.ascontiguousarray(token_class, dtype=np.int64))
+    if found is None:
+        raise ValueError("an outcome rank past the verdicts")
+    always, dependent, packed, count = found
+    return always.view(bool), dependent, (packed, int(count))

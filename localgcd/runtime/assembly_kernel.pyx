@@ -2,7 +2,7 @@
 """Compiled kernel: a token mask assembled from token classes, straight into packed bits (see
 assembly.py for its typed interface).  Runs without the GIL."""
 
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 import numpy as np
 
@@ -74,3 +74,64 @@ def set_tokens(uint32_t[::1] packed, const int64_t[::1] tokens):
                 packed[t >> 5] |= bit
                 added += 1
     return added
+
+
+ctypedef fused rank_t:
+    uint8_t
+    uint16_t
+    int32_t
+
+
+def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of, const rank_t[::1] dense,
+                   const int64_t[::1] token_class):
+    """A new split of a dense row part in two passes without the GIL: over its classes, each
+    class's verdict (``always[c] = always_of[dense[c]]``) and the context-dependent ones (ascending
+    ``c`` with ``dependent_of[dense[c]]``); over the tokens, the always-accepted ones packed as
+    :func:`pack_classes` packs them.  Returns (always uint8 [n_classes + 1], dependent classes
+    int64, packed uint32 words, their count), or None when a rank is past the verdicts.  Both
+    loops are branch-free (a rank past the verdicts is clamped, then refused)."""
+    cdef Py_ssize_t n_classes = dense.shape[0], n = token_class.shape[0], n_words = (n + 31) // 32
+    cdef Py_ssize_t c, w, j, t, n_dependent = 0, full = n // 32
+    cdef Py_ssize_t n_ranks = always_of.shape[0], rank
+    cdef bint bad = n_ranks != dependent_of.shape[0] or n_ranks == 0
+    if bad:
+        return None
+    verdict_arr = np.empty(n_ranks, dtype=np.uint8)  # bit 0: always; bit 1: dependent
+    always_arr = np.empty(n_classes, dtype=np.uint8)
+    dependent_arr = np.empty(n_classes, dtype=np.int64)
+    packed_arr = np.zeros(n_words, dtype=np.uint32)
+    cdef uint8_t[::1] verdict = verdict_arr
+    cdef uint8_t[::1] always = always_arr
+    cdef int64_t[::1] dependent = dependent_arr
+    cdef uint32_t[::1] packed = packed_arr
+    cdef int64_t count = 0, k
+    cdef uint32_t bits
+    cdef uint8_t v
+    with nogil:
+        for c in range(n_ranks):
+            verdict[c] = (always_of[c] != 0) | ((dependent_of[c] != 0) << 1)
+        for c in range(n_classes):
+            rank = dense[c]
+            bad |= rank < 0 or rank >= n_ranks
+            v = verdict[rank if rank < n_ranks and rank >= 0 else 0]
+            always[c] = v & 1
+            dependent[n_dependent] = c
+            n_dependent += v >> 1
+        if not bad:
+            for w in range(full):
+                bits = 0
+                for j in range(32):
+                    k = token_class[w * 32 + j]
+                    bits |= (<uint32_t> always[k + ((k >> 63) & n_classes)]) << j  # class -1: the last slot
+                packed[w] = bits
+                count += popcount32(bits)
+            if full < n_words:
+                bits = 0
+                for t in range(full * 32, n):
+                    k = token_class[t]
+                    bits |= (<uint32_t> always[k + ((k >> 63) & n_classes)]) << (t - full * 32)
+                packed[full] = bits
+                count += popcount32(bits)
+    if bad:
+        return None
+    return always_arr, dependent_arr[:n_dependent].copy(), packed_arr, count

@@ -11,7 +11,7 @@ records are keyed by the top state alone.  Each step is the LR machine run by ta
 prefix-conditioned edges report.
 """
 
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 
 import numpy as np
@@ -289,3 +289,31 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     free(local.data)
     free(visited.data)
     return not failed
+
+
+def boolean_product(const uint8_t[:, ::1] left, const uint64_t[:, ::1] right_words, uint8_t[:, ::1] out) -> bool:
+    """``out[i, j] = OR_k left[i, k] AND right[k, j]`` (0/1 bytes), ``right`` given as its rows'
+    bits (``arrays.packed_words``): the final tables' rows without a float product (no BLAS
+    thread pool).  Each row of ``left`` ORs the words of the rows it selects.  False when out of
+    memory."""
+    cdef Py_ssize_t n_rows = left.shape[0], n_inner = left.shape[1], n_cols = out.shape[1]
+    cdef Py_ssize_t n_words = right_words.shape[1]
+    cdef Py_ssize_t i, k, j, w
+    cdef uint64_t* acc
+    if right_words.shape[0] != n_inner or out.shape[0] != n_rows or n_words * 64 < n_cols:
+        raise ValueError("boolean_product: shapes do not match")
+    acc = <uint64_t*> malloc((n_words + 1) * sizeof(uint64_t))
+    if acc == NULL:
+        return False
+    with nogil:
+        for i in range(n_rows):
+            for w in range(n_words):
+                acc[w] = 0
+            for k in range(n_inner):
+                if left[i, k]:
+                    for w in range(n_words):
+                        acc[w] |= right_words[k, w]
+            for j in range(n_cols):
+                out[i, j] = (acc[j >> 6] >> (j & 63)) & 1
+    free(acc)
+    return True

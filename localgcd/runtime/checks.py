@@ -22,11 +22,11 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import (LazyRowLists, distinct_rows, row_lists, sorted_unique, true_columns,
+from localgcd.arrays import (LazyRowLists, distinct_rows, packed_words, row_lists, sorted_unique, true_columns,
                              unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
-from localgcd.runtime.stack_checks import StackChecks, check_kernel_available
+from localgcd.runtime.stack_checks import StackChecks, check_kernel_available, final_table_rows
 from localgcd.spanner.token_spanner import TokenSpanner
 
 UNKNOWN, ALWAYS, NEVER, DEPENDENT = 0, 1, 2, 3
@@ -60,8 +60,8 @@ class OutcomeChecker:
         # lexer states with one set of producible terminals share a column of the final tables
         first, inverse = distinct_rows(producible)
         self._producible_class = inverse
-        self._final = _FinalTables(pda, producible[first])
         use_kernel = check_kernel_available() if kernels is None else kernels
+        self._final = _FinalTables(pda, producible[first], kernels=use_kernel)
         self._kernel = StackChecks(pda, producible[first], inverse) if use_kernel and indenter is None else None
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
@@ -456,9 +456,10 @@ class _FinalTables:
     states would spend seconds on rows its matchers never meet.
     """
 
-    def __init__(self, pda: PushdownAutomaton, producible: np.ndarray) -> None:
+    def __init__(self, pda: PushdownAutomaton, producible: np.ndarray, kernels: bool = False) -> None:
         n_terms = producible.shape[1]
-        self._wanted = (producible & ~pda.ignored[None, :]).astype(np.float32).T  # [terminals, classes]
+        self._wanted = np.ascontiguousarray((producible & ~pda.ignored[None, :]).T)  # [terminals, classes]
+        self._wanted_words = packed_words(self._wanted) if kernels else None  # the kernel's operand
         self._ignored_only = (producible & pda.ignored[None, :]).any(axis=1)
         self._takes = pda.tables.takes[:, :n_terms]
         self._refuses = pda.tables.refuses[:, :n_terms]
@@ -473,9 +474,9 @@ class _FinalTables:
         """Compute the rows of ``tops`` not filled yet."""
         todo = sorted_unique(tops[~self._filled[tops]])
         if todo.size:
-            sure = ((self._takes[todo].astype(np.float32) @ self._wanted) > 0) | self._ignored_only[None, :]
+            sure = final_table_rows(self._takes[todo], self._wanted, self._wanted_words) | self._ignored_only[None, :]
             self.sure[todo] = sure
-            self.may[todo] = (((~self._refuses[todo]).astype(np.float32) @ self._wanted) > 0) | sure
+            self.may[todo] = final_table_rows(~self._refuses[todo], self._wanted, self._wanted_words) | sure
             self._filled[todo] = True
 
     def _filled_row(self, table: np.ndarray, top: int) -> list:

@@ -24,7 +24,8 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import sorted_unique
-from localgcd.runtime.assembly import assembly_kernel_available, pack_classes, set_class_tokens, set_tokens
+from localgcd.runtime.assembly import (assembly_kernel_available, classify_dense, pack_classes, set_class_tokens,
+                                       set_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
@@ -309,15 +310,30 @@ class MaskEngine:
             return pack_classes(classes, self._token_class)
         found = self._base_packed.pop(id(base), None)
         if found is None:
-            found = pack_classes(base, self._token_class)
+            found = self._packed_base(base)
             found[0].flags.writeable = False
-            while self._base_packed and (len(self._base_packed) + 1) * found[0].nbytes > self.token_mask_budget:
-                del self._base_packed[next(iter(self._base_packed))]
-        self._base_packed[id(base)] = found  # most recently used last
+        self._remember_base_packed(base, found)
         packed, n_allowed = found[0].copy(), found[1]
         if total:
             n_allowed += set_class_tokens(packed, class_tokens, class_offsets, extra)
         return packed, n_allowed
+
+    def _packed_base(self, base: np.ndarray) -> tuple[np.ndarray, int]:
+        """A base's packed mask: a base of few classes (most of a sparse part's, or of a pending
+        lexeme's fresh row) by setting their tokens' bits, 5x faster than a pass over the
+        vocabulary; else :func:`pack_classes`."""
+        if 8 * int(np.count_nonzero(base)) < base.size and not base[-1]:
+            class_tokens, class_offsets = self.spanner.class_members
+            packed = np.zeros((self.n_tokens + 31) // 32, dtype=np.uint32)
+            return packed, set_class_tokens(packed, class_tokens, class_offsets, np.flatnonzero(base))
+        return pack_classes(base, self._token_class)
+
+    def _remember_base_packed(self, base: np.ndarray, packed: tuple[np.ndarray, int]) -> None:
+        """Memoize a base's packed mask (most recently used last; the oldest dropped past the budget)."""
+        self._base_packed.pop(id(base), None)
+        while self._base_packed and (len(self._base_packed) + 1) * packed[0].nbytes > self.token_mask_budget:
+            del self._base_packed[next(iter(self._base_packed))]
+        self._base_packed[id(base)] = packed
 
     def _token_mask(self, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
         """Token ids allowed: the classes in ``base`` (bool) plus the ``extra`` class ids.
@@ -473,7 +489,18 @@ class MaskEngine:
         dependent = status == DEPENDENT
         any_dependent = bool(dependent.any())
         dependent_classes = dependent_outcomes = _NO_TOKENS
-        if part.dense is not None:
+        if part.dense is not None and self.kernels:
+            # one kernel call: the verdicts by class, the dependent classes, and the token mask of
+            # the always-accepted ones (the base most masks of this split start from), memoized
+            always, dependent_classes, packed = classify_dense(always_of, np.append(dependent, False), part.dense,
+                                                               self._token_class)
+            if any_dependent:
+                dependent_outcomes = outcomes[part.dense[dependent_classes]]
+            else:
+                dependent_classes = _NO_TOKENS
+            packed[0].flags.writeable = False
+            self._remember_base_packed(always, packed)
+        elif part.dense is not None:
             always = np.take(always_of, part.dense)  # take: fancy indexing by a small int type is 2-4x slower
             if any_dependent:
                 dependent_classes = np.flatnonzero(np.take(np.append(dependent, False), part.dense))

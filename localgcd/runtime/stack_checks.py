@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from localgcd.arrays import boolean_product
 from localgcd.parser.pda import PushdownAutomaton
 
 try:
@@ -81,6 +82,19 @@ class StackChecks:
             if not done:
                 raise RuntimeError("the checks' kernel met a goto the parse tables lack (or ran out of memory)")
         return ok.view(bool), read
+
+
+def final_table_rows(selected: np.ndarray, wanted: np.ndarray, wanted_words: np.ndarray | None) -> np.ndarray:
+    """bool [rows, classes]: whether some terminal a row of ``selected`` (bool [rows, terminals])
+    marks is ``wanted`` (bool [terminals, classes]) by the class -- the final tables' product, by
+    the kernel given ``wanted_words`` (``packed_words(wanted)``), else by
+    :func:`~localgcd.arrays.boolean_product`; neither uses BLAS."""
+    if wanted_words is None:
+        return boolean_product(selected, wanted)
+    out = np.empty((selected.shape[0], wanted.shape[1]), dtype=np.uint8)
+    if not check_kernel.boolean_product(np.ascontiguousarray(selected).view(np.uint8), wanted_words, out):
+        raise MemoryError("the checks' kernel ran out of memory")
+    return out.view(bool)
 
 
 def _nonempty(values: np.ndarray) -> np.ndarray:

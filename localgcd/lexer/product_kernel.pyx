@@ -1,0 +1,177 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Compiled kernel: the lexer product's breadth-first exploration (lexer/product.py,
+``_explore_states``), one round at a time, without the GIL.
+
+A product state is a vector of ``k`` glued component states (0: a dead component).  The numpy
+path hashes each frontier's successor vectors to 64 bits and looks the hashes up in a dict; here
+the vectors are kept in one growing buffer and found by exact comparison in an open-addressing
+table, so there is no collision to fall back from.  States are numbered as the numpy path numbers
+them: the starts first, then each round's new successors in (frontier state, byte class) order.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+import numpy as np
+
+
+cdef uint64_t GOLDEN = 0x9E3779B97F4A7C15  # splitmix64's constants (set at import, with the GIL)
+cdef uint64_t MIX = 0xBF58476D1CE4E5B9
+
+
+cdef inline uint64_t vector_hash(const int64_t* v, Py_ssize_t k) noexcept nogil:
+    cdef uint64_t h = GOLDEN
+    cdef Py_ssize_t j
+    for j in range(k):
+        h ^= <uint64_t> v[j] + GOLDEN + (h << 6) + (h >> 2)
+        h *= MIX
+    return h ^ (h >> 31)
+
+
+cdef class ProductExplorer:
+    """The states found so far (vectors in discovery order) and the table that finds them."""
+
+    cdef const int64_t[:, ::1] by_class  # [glued component states, byte classes] -> glued state
+    cdef uint8_t* is_base  # [k]: a base component (all of them dead: the dead state)
+    cdef Py_ssize_t k, n_classes, n_states, capacity
+    cdef int64_t* store  # [capacity, k]
+    cdef int64_t* slots  # hash table of state ids, -1 empty
+    cdef Py_ssize_t n_slots
+
+    def __cinit__(self):
+        self.is_base = NULL
+        self.store = NULL
+        self.slots = NULL
+
+    def __init__(self, const int64_t[:, ::1] by_class, const uint8_t[::1] is_base, const int64_t[:, ::1] starts):
+        """Raises ValueError on starts that repeat (the numpy path's exact fallback serves them)."""
+        cdef Py_ssize_t i
+        self.by_class = by_class
+        self.k, self.n_classes = starts.shape[1], by_class.shape[1]
+        if is_base.shape[0] != self.k:
+            raise ValueError("a base flag per component")
+        self.is_base = <uint8_t*> malloc(max(1, self.k))
+        self.capacity = max(64, starts.shape[0])
+        self.store = <int64_t*> malloc(self.capacity * max(1, self.k) * sizeof(int64_t))
+        self.n_slots = 1024
+        while self.n_slots < 4 * self.capacity:
+            self.n_slots *= 2
+        self.slots = <int64_t*> malloc(self.n_slots * sizeof(int64_t))
+        if self.is_base == NULL or self.store == NULL or self.slots == NULL:
+            raise MemoryError()
+        for i in range(self.k):
+            self.is_base[i] = is_base[i]
+        for i in range(self.n_slots):
+            self.slots[i] = -1
+        self.n_states = 0
+        for i in range(starts.shape[0]):
+            if self.k:
+                memcpy(self.store + i * self.k, &starts[i, 0], self.k * sizeof(int64_t))
+            if self.find_or_add(self.store + i * self.k) != i:
+                raise ValueError("repeated start vectors")
+
+    def __dealloc__(self):
+        free(self.is_base)
+        free(self.store)
+        free(self.slots)
+
+    @property
+    def n_found(self) -> int:
+        return self.n_states
+
+    def vectors(self):
+        """int64 [states, k]: every state's component vector, in discovery order."""
+        out = np.empty((self.n_states, self.k), dtype=np.int64)
+        cdef int64_t[:, ::1] view = out
+        if self.n_states and self.k:
+            memcpy(&view[0, 0], self.store, self.n_states * self.k * sizeof(int64_t))
+        return out
+
+    cdef int64_t find_or_add(self, const int64_t* v) noexcept nogil:
+        """The id of vector ``v`` (copied in as a new state when new); -2 when out of memory."""
+        cdef uint64_t mask = self.n_slots - 1
+        cdef uint64_t at = vector_hash(v, self.k) & mask
+        cdef int64_t id_
+        cdef Py_ssize_t size = self.k * sizeof(int64_t)
+        while True:
+            id_ = self.slots[at]
+            if id_ < 0:
+                break
+            if memcmp(self.store + id_ * self.k, v, size) == 0:
+                return id_
+            at = (at + 1) & mask
+        if self.n_states == self.capacity and self.grow() < 0:
+            return -2
+        id_ = self.n_states
+        if self.store + id_ * self.k != v:
+            memcpy(self.store + id_ * self.k, v, size)
+        self.n_states += 1
+        if 2 * self.n_states > <Py_ssize_t> self.n_slots:
+            if self.rehash() < 0:
+                return -2
+        else:
+            self.slots[at] = id_
+        return id_
+
+    cdef int grow(self) noexcept nogil:
+        cdef Py_ssize_t capacity = 2 * self.capacity
+        cdef int64_t* grown = <int64_t*> realloc(self.store, capacity * max(1, self.k) * sizeof(int64_t))
+        if grown == NULL:
+            return -1
+        self.store, self.capacity = grown, capacity
+        return 0
+
+    cdef int rehash(self) noexcept nogil:
+        """Double the table and insert every state again (the newest included)."""
+        cdef Py_ssize_t n_slots = 2 * self.n_slots, i
+        cdef int64_t* slots = <int64_t*> malloc(n_slots * sizeof(int64_t))
+        cdef uint64_t mask = n_slots - 1, at
+        if slots == NULL:
+            return -1
+        for i in range(n_slots):
+            slots[i] = -1
+        for i in range(self.n_states):
+            at = vector_hash(self.store + i * self.k, self.k) & mask
+            while slots[at] >= 0:
+                at = (at + 1) & mask
+            slots[at] = i
+        free(self.slots)
+        self.slots, self.n_slots = slots, n_slots
+        return 0
+
+    def explore_round(self, Py_ssize_t lo, Py_ssize_t hi, int32_t[:, ::1] rows) -> int:
+        """States ``lo..hi-1``'s successors by byte class into ``rows`` (``[hi - lo, classes]``:
+        a state id, -1 for the dead state), numbering new states after the known ones; returns
+        how many states are known now."""
+        cdef Py_ssize_t i, c, j, k = self.k, n_classes = self.n_classes
+        cdef int64_t* succ
+        cdef int64_t id_
+        cdef bint alive, failed = False
+        if not (0 <= lo <= hi <= self.n_states) or rows.shape[0] != hi - lo or rows.shape[1] != n_classes:
+            raise ValueError("explore_round: a frontier out of range, or rows of another shape")
+        succ = <int64_t*> malloc(max(1, k) * sizeof(int64_t))
+        if succ == NULL:
+            raise MemoryError()
+        with nogil:
+            for i in range(lo, hi):
+                for c in range(n_classes):
+                    alive = False
+                    for j in range(k):  # (the store may move as it grows: read it afresh)
+                        succ[j] = self.by_class[self.store[i * k + j], c]
+                        if succ[j] != 0 and self.is_base[j]:
+                            alive = True
+                    if not alive:
+                        rows[i - lo, c] = -1
+                        continue
+                    id_ = self.find_or_add(succ)
+                    if id_ == -2:
+                        failed = True
+                        break
+                    rows[i - lo, c] = <int32_t> id_
+                if failed:
+                    break
+        free(succ)
+        if failed:
+            raise MemoryError()
+        return self.n_states
