@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -391,24 +391,12 @@ def intersection(a: DFA, b: DFA, max_states: int | None = None) -> DFA | None:
     if a.n_symbols != b.n_symbols:
         raise ValueError("the automata of a product must read the same symbols")
     columns, class_of = _joint_columns(a, b)
-    a_moves, b_moves = a.transitions[:, columns].tolist(), b.transitions[:, columns].tolist()
-    index = {(0, 0): 0}
-    pairs = [(0, 0)]
-    rows: list[list[int]] = []
-    for p, q in pairs:  # grows while iterating: breadth first, in symbol order
-        if max_states is not None and len(pairs) > max_states:
+
+    def check(n_pairs: int) -> None:
+        if max_states is not None and n_pairs > max_states:
             raise TooManyStates(f"product automaton over {max_states} states")
-        row = []
-        for p_next, q_next in zip(a_moves[p], b_moves[q]):
-            if p_next == DEAD_STATE or q_next == DEAD_STATE:
-                row.append(DEAD_STATE)
-                continue
-            found = index.get((p_next, q_next))
-            if found is None:
-                found = index[(p_next, q_next)] = len(pairs)
-                pairs.append((p_next, q_next))
-            row.append(found)
-        rows.append(row)
+
+    pairs, rows = _walk_pairs(a, b, columns, check)
     accept = np.asarray([0 if a.accept[p] >= 0 and b.accept[q] >= 0 else -1 for p, q in pairs], dtype=np.int32)
     table = np.asarray(rows, dtype=np.int32).reshape(len(pairs), columns.size)
     product = trim(DFA(transitions=table, accept=accept))
@@ -430,24 +418,12 @@ def tracked_product(a: DFA, tracker: DFA, meter: BudgetMeter | None = None,
         raise ValueError("the automata of a product must read the same symbols")
     meter = meter if meter is not None else unbounded()
     columns, class_of = _joint_columns(a, tracker)
-    a_moves, t_moves = a.transitions[:, columns].tolist(), tracker.transitions[:, columns].tolist()
-    index = {(0, 0): 0}
-    pairs = [(0, 0)]
-    rows: list[list[int]] = []
-    for p, q in pairs:  # grows while iterating: breadth first, in symbol order
-        row = []
-        for p_next, q_next in zip(a_moves[p], t_moves[q] if q != DEAD_STATE else [DEAD_STATE] * columns.size):
-            if p_next == DEAD_STATE:
-                row.append(DEAD_STATE)
-                continue
-            found = index.get((p_next, q_next))
-            if found is None:
-                found = index[(p_next, q_next)] = len(pairs)
-                pairs.append((p_next, q_next))
-                if len(pairs) % 4096 == 0:
-                    meter.states(len(pairs), what)
-            row.append(found)
-        rows.append(row)
+
+    def check(n_pairs: int) -> None:
+        if n_pairs % 4096 == 0:
+            meter.states(n_pairs, what)
+
+    pairs, rows = _walk_pairs(a, tracker, columns, check, alive_without_b=True)
     meter.states(len(pairs), what)
     accept = np.asarray([0 if a.accept[p] >= 0 and q != DEAD_STATE and tracker.accept[q] >= 0 else -1
                          for p, q in pairs], dtype=np.int32)
@@ -456,6 +432,33 @@ def tracked_product(a: DFA, tracker: DFA, meter: BudgetMeter | None = None,
     if live is None:  # nothing to accept: the start alone, every symbol dead
         return DFA(transitions=np.full((1, a.n_symbols), DEAD_STATE, dtype=np.int32), accept=np.full(1, -1, np.int32))
     return live
+
+
+def _walk_pairs(a: DFA, b: DFA, columns: np.ndarray, check: Callable[[int], None],
+                alive_without_b: bool = False) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    """The pairs of states of ``a`` and ``b`` read together from their starts (breadth first, in
+    the order of ``columns``, the symbol classes both tell apart) and each pair's row of successor
+    pairs.  A pair dies with ``a``, and with ``b`` too unless ``alive_without_b`` (then ``b``'s
+    component is DEAD_STATE from there on).  ``check(n)`` is called as the ``n``-th pair is met."""
+    a_moves, b_moves = a.transitions[:, columns].tolist(), b.transitions[:, columns].tolist()
+    dead_row = [DEAD_STATE] * columns.size
+    index = {(0, 0): 0}
+    pairs = [(0, 0)]
+    rows: list[list[int]] = []
+    for p, q in pairs:  # grows while iterating
+        row = []
+        for p_next, q_next in zip(a_moves[p], b_moves[q] if q != DEAD_STATE else dead_row):
+            if p_next == DEAD_STATE or (q_next == DEAD_STATE and not alive_without_b):
+                row.append(DEAD_STATE)
+                continue
+            found = index.get((p_next, q_next))
+            if found is None:
+                found = index[(p_next, q_next)] = len(pairs)
+                pairs.append((p_next, q_next))
+                check(len(pairs))
+            row.append(found)
+        rows.append(row)
+    return pairs, rows
 
 
 def prefix_overlap(a: DFA, b: DFA) -> bool:
