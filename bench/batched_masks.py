@@ -17,6 +17,7 @@ the end of its document starts it again from the top.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -90,7 +91,9 @@ def main() -> None:
     parser.add_argument("--vocab", default="llama-bpe")
     parser.add_argument("--n", nargs="+", type=int, default=[1, 16, 64])
     parser.add_argument("--steps", type=int, default=300, help="lockstep steps per N (default 300)")
+    parser.add_argument("--out", help="also write the rows as JSON here")
     args = parser.parse_args()
+    results = []
     print("| grammar | vocabulary | N | per-sequence p50 µs | p99 µs | p50 vs N=1 |")
     print("|---|---|---:|---:|---:|---:|")
     for grammar in args.grammar:
@@ -99,6 +102,9 @@ def main() -> None:
         for r in rows:
             print(f"| {r['grammar']} | {r['vocab']} | {r['n']} | {r['p50_us']:.1f} | {r['p99_us']:.1f} | "
                   f"{r['p50_us'] / base:.2f} |", flush=True)
+        results += rows
+        if args.out:  # after every grammar, so that an interrupted run keeps what it measured
+            Path(args.out).write_text(json.dumps({"bench": "batched_masks", "rows": results}, indent=1, default=float))
 
 
 if __name__ == "__main__":

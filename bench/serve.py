@@ -135,6 +135,7 @@ def main() -> None:
     ap.add_argument("--n-ctx", type=int, default=1024)
     ap.add_argument("--model", default=None, help="a models.toml name or .gguf (default: the default model)")
     ap.add_argument("--peer", action="store_true", help="also llama-cpp-python's server (json_object)")
+    ap.add_argument("--out", help="also write the rows as JSON here")
     args = ap.parse_args()
     rows = []
     for run in [*(lambda p=p: run_localgcd(p, args) for p in (args.parallel or [1, 4, 8])),
@@ -146,6 +147,8 @@ def main() -> None:
     for r in rows:
         print(f"| {r['server']} | {r['response_format']} | {r['requests']} | {r['tokens']} | {r['wall_s']} | "
               f"{r['tokens_per_s']} | {r['ttft_p50_s']} | {r['ttft_p99_s']} |")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"bench": "serve", "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

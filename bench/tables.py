@@ -237,6 +237,7 @@ def main() -> None:
                         help="fresh processes per pair; timings are then medians [min–max] over them")
     parser.add_argument("--eager", action="store_true",
                         help="build every row and status at compile time (localgcd compile --full), not lazily")
+    parser.add_argument("--out", help="also write every run's figures as JSON here (bench/plots.py reads it)")
     parser.add_argument("--one", nargs=2, metavar=("GRAMMAR", "VOCAB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -247,6 +248,7 @@ def main() -> None:
         matrix = [(g, v) for g in args.grammar for v in (args.vocab or VOCABS)]
     print("| " + " | ".join(c[0] for c in COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
+    results = []
     for grammar, vocab in matrix:
         runs = []
         for _ in range(args.repeat):
@@ -256,11 +258,16 @@ def main() -> None:
                                   *eager],
                                  capture_output=True, text=True)
             if out.returncode != 0:
-                print(f"| {grammar} | {vocab} | FAILED: {out.stderr.strip().splitlines()[-1:]} |")
+                error = out.stderr.strip().splitlines()[-1:]
+                print(f"| {grammar} | {vocab} | FAILED: {error} |")
+                results.append({"grammar": grammar, "vocab": vocab, "eager": args.eager, "error": error})
                 break
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         else:
             print("| " + " | ".join(cell(runs, key, fmt) for _, key, fmt in COLUMNS) + " |", flush=True)
+            results.append({"grammar": grammar, "vocab": vocab, "eager": args.eager, "runs": runs})
+        if args.out:  # after every pair, so that an interrupted run keeps what it measured
+            Path(args.out).write_text(json.dumps({"bench": "tables", "pairs": results}, indent=1))
 
 
 def cell(runs: list[dict], key: str, fmt: str) -> str:
