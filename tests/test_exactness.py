@@ -31,6 +31,7 @@ Coverage:
 
 from __future__ import annotations
 
+import os
 import random
 import sysconfig
 import zipfile
@@ -506,8 +507,11 @@ REAL_CASES = [
     pytest.param("syncode/java", "smollm2", id="syncode-java-smollm2"),
     # SynCode's Python: its _NL backs up as re.match does (lexer/pending.py), under lark's Indenter;
     # the reference asks lark's own Indenter about the whole text for each token: a small sample
+    # (with llama-bpe it passes too, in ~9 min on 2 cores: its long whitespace tokens make the
+    # backtracking reference slow, too slow for the suite; run it with LOCALGCD_TEST_LONG=1)
     pytest.param("syncode/python", "smollm2", id="syncode-python-smollm2"),
-    pytest.param("syncode/python", "llama-bpe", id="syncode-python-llama-bpe"),
+    *([pytest.param("syncode/python", "llama-bpe", id="syncode-python-llama-bpe")]
+      if os.environ.get("LOCALGCD_TEST_LONG") else []),
 ]
 POSITIONS_PER_DOC = {"json": 12, "java": 8, "syncode/go": 10, "syncode/java": 10, "syncode/python": 8}
 SAMPLE_PER_SIDE = {"json": 1500, "java": 700, "syncode/go": 700, "syncode/java": 700, "syncode/python": 30}
@@ -540,7 +544,7 @@ def documents(grammar: str, vocab_name: str) -> list[str]:
     if grammar == "json":
         return JSON_DOCS
     if grammar == "syncode/python":  # real files in SynCode's subset of Python (lark accepts them)
-        return [(STDLIB / name).read_text(encoding="utf-8") for name in ("bisect.py", "keyword.py")]
+        return [(STDLIB / "keyword.py").read_text(encoding="utf-8")]  # short: the reference re-lexes the whole text per token
     if grammar in SYNCODE_DOCUMENTS:
         return [(SYNCODE / "documents" / name).read_text(encoding="utf-8") for name in SYNCODE_DOCUMENTS[grammar]]
     docs = [JAVA_SAMPLE]

@@ -35,9 +35,10 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from localgcd.regex.conditions import Also
+from localgcd.errors import UnsupportedConstruct
 from localgcd.lexer.product import product_dfa
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.priority import backs_up
@@ -178,8 +179,9 @@ def _shortest_texts(lexer: LexingTransducer) -> dict[int, bytes]:
     return texts
 
 
-class PendingRefused(ValueError):
-    """What the backing-up lexer cannot express exactly, with a witness (``terminal``: whose)."""
+class PendingRefused(UnsupportedConstruct):
+    """What the backing-up lexer cannot express exactly, with a witness (``terminal``: whose; the
+    lexer's builder turns it into a GrammarError at that terminal's line and column)."""
 
     def __init__(self, terminal: int, message: str) -> None:
         super().__init__(message)

@@ -86,7 +86,7 @@ class EarleyChecker(ReferenceChecker):
         if not ok:
             return False
         parse = self._copy_parser(state.parser)
-        if last is not None and not self._feed(parse, [last]):
+        if last and not self._feed(parse, last):
             return False
         return parse.chart is not None and self.earley.accepts(parse.chart)
 
@@ -164,7 +164,7 @@ class ContextualChecker(ReferenceChecker):
         if not ok:
             return False
         parser = self._copy_parser(state.parser)
-        if last is not None and not self._feed(parser, [last]):
+        if last and not self._feed(parser, last):
             return False
         try:
             parser.feed_token(lark.Token("$END", ""))
