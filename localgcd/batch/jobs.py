@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from localgcd.compiler.constraints import JSON_OBJECT
+from localgcd.compiler.constraints import JSON_OBJECT, Constraint
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 #: Constraint field → grammar format ("grammar" is a name or a file, format by suffix).
@@ -35,20 +35,6 @@ SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed
 NATIVE_FIELDS = {"custom_id", "prompt", "messages", "after", *CONSTRAINTS, *SAMPLING_FIELDS}
 DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """What the output must be: ``kind`` is the input field, ``value`` its (JSON) value."""
-
-    kind: str
-    value: Any
-
-    @property
-    def key(self) -> str:
-        """Identical constraints have the same key (compiled once per job).  Key order is
-        kept: a schema's property order is the order of the generated properties."""
-        return self.kind + "\0" + json.dumps(self.value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

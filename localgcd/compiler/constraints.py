@@ -7,6 +7,8 @@ vLLM), so a request means the same on a laptop and on a cluster.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from localgcd.compiler.compiled import CompiledGrammar
@@ -20,6 +22,20 @@ JSON_OBJECT = "json_object"
 JSON_OBJECT_GRAMMAR = "start: object\n%import .json (object, WS)\n%ignore WS\n"
 #: Constraint kinds given as text (``grammar`` is a shipped grammar's name or a file).
 TEXT_KINDS = ("json_schema", "lark", "gbnf", "regex", "choices")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the output must be: ``kind`` is the input field, ``value`` its (JSON) value."""
+
+    kind: str
+    value: Any
+
+    @property
+    def key(self) -> str:
+        """Identical constraints have the same key (compiled once per job).  Key order is
+        kept: a schema's property order is the order of the generated properties."""
+        return self.kind + "\0" + json.dumps(self.value, ensure_ascii=False)
 
 
 def compile_constraint(kind: str, value: Any, vocab: Vocabulary, cache_dir: Any = None,

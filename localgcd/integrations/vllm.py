@@ -25,7 +25,6 @@ bitmask and applied to the logits.  Rows follow vLLM's batch updates
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,7 @@ from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
 from localgcd.compiler.compiled import CompiledGrammar
-from localgcd.compiler.constraints import TEXT_KINDS, compile_constraint
+from localgcd.compiler.constraints import TEXT_KINDS, Constraint, compile_constraint
 from localgcd.errors import LocalgcdError
 from localgcd.grammar.formats import to_lark
 from localgcd.grammar.sources import known_names
@@ -53,19 +52,7 @@ XARGS_PREFIX = "localgcd_"
 XARGS: dict[str, str] = {XARGS_PREFIX + kind: kind for kind in (*TEXT_KINDS, "grammar")}
 
 
-@dataclass(frozen=True)
-class RequestConstraint:
-    """A request's constraint: its kind and value, as ``compile_constraint`` takes them."""
-
-    kind: str
-    value: Any
-
-    @property
-    def key(self) -> str:
-        return self.kind + "\0" + json.dumps(self.value, ensure_ascii=False)
-
-
-def constraint_of(extra_args: dict[str, Any] | None) -> RequestConstraint | None:
+def constraint_of(extra_args: dict[str, Any] | None) -> Constraint | None:
     """The localgcd constraint a request's ``extra_args`` asks for (None: none).
 
     Raises :class:`ValueError` (vLLM: HTTP 400) on two constraints, an unknown
@@ -84,12 +71,12 @@ def constraint_of(extra_args: dict[str, Any] | None) -> RequestConstraint | None
     if kind == "choices":
         if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
             raise ValueError(f"localgcd: {name} must be a non-empty list of strings")
-        return RequestConstraint(kind, tuple(value))
+        return Constraint(kind, tuple(value))
     if not isinstance(value, str):
         raise ValueError(f"localgcd: {name} must be a string, got {type(value).__name__}")
     if kind == "grammar" and value not in known_names():  # a server reads no file a request names
         raise ValueError(f"localgcd: unknown grammar {value!r} (shipped: {', '.join(known_names())})")
-    return RequestConstraint(kind, value)
+    return Constraint(kind, value)
 
 
 @dataclass

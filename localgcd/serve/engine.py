@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
-from localgcd.batch.jobs import Constraint
-from localgcd.compiler.constraints import compile_constraint
+from localgcd.compiler.constraints import Constraint, compile_constraint
 from localgcd.errors import GrammarError, LocalgcdError
 from localgcd.llama.chat import chat_template, chat_tokens, prompt_tokens
 from localgcd.llama.loading import LoadedModel

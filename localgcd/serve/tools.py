@@ -24,7 +24,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from localgcd.batch.jobs import Constraint
+from localgcd.compiler.constraints import Constraint
 
 #: What starts a call under tool_choice auto (see the module docstring).
 TOOL_CALL_OPENER = "<tool_call>"

@@ -159,15 +159,5 @@ class ContextualChecker(ReferenceChecker):
             raise undecided
         return False
 
-    def state_is_complete(self, state: RefState) -> bool:
-        ok, last = self.lexer_at(state.parser).flush(state.pending)
-        if not ok:
-            return False
-        parser = self._copy_parser(state.parser)
-        if last and not self._feed(parser, last):
-            return False
-        try:
-            parser.feed_token(lark.Token("$END", ""))
-        except UnexpectedInput:
-            return False
-        return True
+    def lexer_for(self, state: RefState) -> ReferenceLexer:
+        return self.lexer_at(state.parser)

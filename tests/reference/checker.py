@@ -205,9 +205,14 @@ class ReferenceChecker:
             raise undecided
         return False
 
+    def lexer_for(self, state: RefState) -> ReferenceLexer:
+        """The lexer that ends the pending lexeme at ``state`` (one for the grammar here; the
+        contextual reference's depends on the parser's state)."""
+        return self.lexer
+
     def state_is_complete(self, state: RefState) -> bool:
         """End of text at ``state``: flush the pending lexeme, then ``$END``."""
-        ok, last = self.lexer.flush(state.pending)
+        ok, last = self.lexer_for(state).flush(state.pending)
         if not ok:
             return False
         ip = self._copy_parser(state.parser)
