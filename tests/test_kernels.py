@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
@@ -38,7 +38,8 @@ from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.tuning import Tuning
-from localgcd.spanner.token_spanner import build_token_spanner, first_emissions, restart_slots
+from localgcd.regex.dfa import DEAD_STATE
+from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, small_vocabulary
@@ -182,6 +183,32 @@ def test_distinct_values_are_sorted_uniques(values: list[int], bound_extra: int)
     array = np.asarray(values, dtype=np.int32)
     for _ in range(2):
         assert distinct(array, max(values, default=0) + 1 + bound_extra).tolist() == sorted_unique(array).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@example(n_base=3, draws=[(i % 7, i * 7919) for i in range(6000)])  # past the first arrays and index
+@given(n_base=st.integers(1, 40), draws=st.lists(st.tuples(st.integers(0, 30), st.integers(-1, 1 << 20)), max_size=2500))
+def test_cells_consed_in_the_kernels_index_are_numpys(n_base: int, draws: list[tuple[int, int]]) -> None:
+    """One pair at a time (each tail an id made so far, or dead), the kernels' hash index and
+    numpy's lookups hand out the same ids, through the growth of the cells and of the index; consing
+    them all again at once, and in a table restored from the cells, finds the same ids."""
+    tables = {kernels: OutcomeTable(n_base, kernels=kernels) for kernels in (True, False)}
+    assert tables[True].indexed and not tables[False].indexed
+    made = {}
+    for kernels, table in tables.items():
+        heads, tails, ids = [], [], []
+        for head, draw in draws:
+            tail = DEAD_STATE if draw < 0 else draw % len(table)
+            heads.append(head)
+            tails.append(tail)
+            ids.append(table.cons_one(head, tail))
+        made[kernels] = ids
+        heads, tails = np.asarray(heads, dtype=np.int64), np.asarray(tails, dtype=np.int64)
+        assert table.cons(heads, tails).tolist() == ids
+        restored = OutcomeTable.restored(n_base, *table.arrays(), kernels=kernels)
+        assert restored.cons(heads, tails).tolist() == ids and len(restored) == len(table)
+    assert made[True] == made[False]
+    assert all(np.array_equal(a, b) for a, b in zip(tables[True].arrays(), tables[False].arrays()))
 
 
 @pytest.fixture(scope="module")

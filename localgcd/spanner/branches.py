@@ -46,7 +46,7 @@ class BranchRows:
         kernel when it was built (None).  ``tuning``: its ``breadth_from`` (the kernel's choice
         of walk), ``small_frontier`` and ``eager_step_rows`` (the numpy walk's)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
-        self.kernels = use_kernels(kernels)
+        self.kernels = use_kernels(kernels) and outcomes.indexed  # (the walk kernel conses in the index)
         self.tuning = tuning
         self.breadth_from = tuning.breadth_from  # the kernel's choice of walk (tests set it)
         self._distinct_values = DistinctValues() if self.kernels else None
@@ -232,25 +232,16 @@ class BranchRows:
             self._walk_numpy(roots, states)
 
     def _walk_compiled(self, roots: np.ndarray, states: np.ndarray) -> None:
-        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`): it gives the
-        entries in position order, emissions marked; their outcomes are made here."""
+        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`), end to end: one
+        call walks the branches, lexes the suffixes after their emissions, conses the outcomes and
+        gives the final entries in position order."""
         order = np.argsort(roots, kind="stable")
         roots, states = roots[order], states[order]
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        walked = walk_branches(self.lexer, self.trie, *self._loops, roots, states, self._walk_scratch,
-                               self.breadth_from)
-        positions, values, bounds = walked.positions, walked.codes, walked.bounds
-        emitting = np.flatnonzero(values < DEAD_STATE)
-        if emitting.size:
-            terms = _EMITS_BASE - values[emitting].astype(np.int64)
-            values[emitting] = self.outcomes.cons(self.lexer.grammar_terminals(terms),
-                                                  self.suffix.after(terms, walked.emit_flat))
-            live = values != DEAD_STATE
-            if not live.all():
-                bounds = np.concatenate(([0], np.cumsum(live)))[bounds]
-                positions, values = positions[live], values[live]
-        bounds = bounds.tolist()
+        positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, roots, states,
+                                                  self._walk_scratch, self.breadth_from,
+                                                  self.suffix.kernel_arrays, self._grammar_of, self.outcomes)
         for start, stop in zip(bounds[:-1], bounds[1:]):
             self._positions.append(positions[start:stop])
             self._values.append(values[start:stop])
@@ -370,6 +361,11 @@ class BranchRows:
         """(:func:`~localgcd.spanner.kernels.loop_bytes` of the lexer, whether each state has one)."""
         loops = loop_bytes(self.lexer)
         return loops, (loops != 0).any(axis=1).view(np.uint8)
+
+    @cached_property
+    def _grammar_of(self) -> np.ndarray:
+        """int32 [terminals and aliases]: the grammar terminal each one is (what an outcome conses)."""
+        return np.ascontiguousarray(self.lexer.grammar_terminals(np.arange(self.lexer.restart.size)), dtype=np.int32)
 
     @cached_property
     def _walk_scratch(self) -> WalkScratch:

@@ -80,7 +80,7 @@ class LazyTokenSpanner:
         self.tuning = tuning
         if built is not None and built.n_base != lexer.n_states:
             raise ValueError("built rows of another lexer")
-        self._outcomes = built.outcome_table() if built is not None else OutcomeTable(lexer.n_states)
+        self._outcomes = built.outcome_table(kernels) if built is not None else OutcomeTable(lexer.n_states, kernels)
         self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes, kernels), self._outcomes,
                                     kernels, tuning)
         self._n_saved = built.n_branches if built is not None else 0
