@@ -37,6 +37,7 @@ from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.spanner.rows import RowPart
 from localgcd.tuning import Tuning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
@@ -75,6 +76,15 @@ def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[
     return [meaning[i] for i in inverse.ravel().tolist()]
 
 
+def assert_same_part(got: RowPart, expected: RowPart) -> None:
+    """The kernel's part (ranked from the branches in one pass) is numpy's, array for array, types too."""
+    for field in RowPart.__slots__:
+        a, b = getattr(got, field), getattr(expected, field)
+        assert (a is None) == (b is None), field
+        if a is not None:
+            assert a.dtype == b.dtype and np.array_equal(a, b), field
+
+
 # The kernel walks a branch over Tuning.breadth_from positions breadth first, a smaller one depth first:
 # every branch one way, every branch the other, and the default mix.
 WALKS = [pytest.param(0, id="breadth-first"), pytest.param(1 << 40, id="depth-first"),
@@ -95,7 +105,9 @@ def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int) -
     alone = compiled_spanner(lexer, trie, n_tokens, breadth_from)
     n_terminals = lexer.producible.shape[1]
     for q in range(lexer.n_states):
-        compiled.branches_of(q, rng.random(n_terminals) < 0.5)
+        ids = compiled.branches_of(q, rng.random(n_terminals) < 0.5)
+        assert_same_part(compiled.branch_part(ids), RowPart(*compiled.branch_row(ids)[0], compiled.branch_row(ids)[1],
+                                                            compiled.n_classes))
         got, expected = compiled.continuing(q), reference.continuing(q)
         assert np.array_equal(got[0], expected[0]), f"state {q}: positions differ"
         assert meanings(compiled, got[1]) == meanings(reference, expected[1]), f"state {q}: outcomes differ"

@@ -43,7 +43,7 @@ class SuffixArrays:
     """Suffix entries as the walk kernel reads and fills them: ``values[slot * total + flat]``, the
     outcome of a token's bytes from ``flat`` on, lexed afresh in the restart state of ``slot``."""
 
-    values: np.ndarray  # int64 [slots * total] (written where the kernel fills an entry)
+    values: np.ndarray  # int32 [slots * total] (written where the kernel fills an entry)
     known: np.ndarray  # uint8 [slots * total]: whether each entry is computed (empty: all are)
     slot_of_terminal: np.ndarray  # int64 [terminals and aliases]: the slot lexing restarts in after each
     restart_state: np.ndarray  # int64 [slots]: each slot's lexer state
@@ -168,6 +168,25 @@ class DistinctValues:
         found = walk_kernel.distinct_values(_contiguous(values, np.int32), self._seen)
         found.sort()
         return found
+
+
+class EntryRanks:
+    """A row part's ranks from its branches' entries in one pass (``RowPart``'s fields, see
+    ``walk_kernel.rank_entries``), with scratch over the outcome ids kept and grown as ids grow."""
+
+    def __init__(self) -> None:
+        self._seen = np.zeros(0, dtype=np.uint8)
+        self._rank_of = np.zeros(0, dtype=np.int32)
+
+    def __call__(self, positions: list[np.ndarray], values: list[np.ndarray], bound: int,
+                 n_classes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """(outcomes sorted, dense ranks or None, classes or None, their ranks or None) of the
+        entries ``positions[b]`` (int64) and ``values[b]`` (int32, all below ``bound``)."""
+        _built()
+        if self._seen.size < max(bound, 1):
+            size = max(bound, 2 * self._seen.size, 1)
+            self._seen, self._rank_of = np.zeros(size, dtype=np.uint8), np.zeros(size, dtype=np.int32)
+        return walk_kernel.rank_entries(positions, values, self._seen, self._rank_of, n_classes)
 
 
 def _contiguous(array: np.ndarray, dtype: type | None = None) -> np.ndarray:

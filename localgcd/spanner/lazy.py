@@ -161,6 +161,10 @@ class LazyTokenSpanner:
         """(positions ascending, outcomes) of the given branches, and their distinct outcomes."""
         return self._branches.row_of(ids), self._branches.distinct_outcomes_of(ids)
 
+    def branch_part(self, ids: np.ndarray) -> RowPart:
+        """The given branches' :class:`~localgcd.spanner.rows.RowPart` (their entries as ranks)."""
+        return self._branches.part_of(ids, self.n_classes)
+
     def row_outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes of ``q``'s row, sorted."""
         return self._branches.distinct_outcomes(q)
@@ -222,8 +226,7 @@ class LazyRows(Rows):
         key = ids.tobytes()
         found = self._parts.get(key)
         if found is None:
-            (classes, values), outcomes = self.spanner.branch_row(ids)
-            found = self._parts[key] = RowPart(classes, values, outcomes, self.spanner.n_classes)
+            found = self._parts[key] = self.spanner.branch_part(ids)
         return found
 
     def outcome_of(self, q: int, cls: int) -> int:

@@ -175,7 +175,7 @@ class SuffixTable:
     @cached_property
     def kernel_arrays(self) -> SuffixArrays:
         """The entries as the walk kernel reads them (all known)."""
-        return SuffixArrays(np.ascontiguousarray(self.values, dtype=np.int64).reshape(-1), np.empty(0, np.uint8),
+        return SuffixArrays(np.ascontiguousarray(self.values, dtype=np.int32).reshape(-1), np.empty(0, np.uint8),
                             self.slot_of_terminal.astype(np.int64, copy=False), np.zeros(1, dtype=np.int64))
 
     def after(self, terminals: np.ndarray, flat: np.ndarray) -> np.ndarray:
@@ -269,7 +269,7 @@ class SuffixOutcomes:
         self._states, self.slot_of_terminal = restart_slots(lexer)
         self._total = int(trie.offsets[-1])
         size = self._total * self._states.size
-        self._values = np.empty(size, dtype=np.int64)  # read only where known: untouched pages cost nothing
+        self._values = np.empty(size, dtype=np.int32)  # read only where known: untouched pages cost nothing
         self._known = np.zeros(size, dtype=bool)
 
     @cached_property

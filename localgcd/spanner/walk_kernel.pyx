@@ -30,8 +30,8 @@ and calls again; what was made stays valid (known entries, cells), so a second c
 Everything runs without the GIL.
 """
 
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
+from libc.stdlib cimport free, malloc, qsort
 
 import numpy as np
 
@@ -69,7 +69,7 @@ cdef struct Cells:
 
 
 cdef struct Suffixes:
-    int64_t* values
+    int32_t* values
     uint8_t* known  # NULL: every entry is known
     const int64_t* slot_of_terminal
     const int64_t* restart_state
@@ -133,7 +133,7 @@ cdef int64_t suffix_value(Suffixes* s, Cells* c, const int32_t* ns, const emit_t
                 break
             state = nxt
         if value != EMITS_BASE:
-            s.values[key] = value
+            s.values[key] = <int32_t> value
             s.known[key] = 1
             break
         if 2 * (links + 1) > s.chain_capacity:
@@ -146,7 +146,7 @@ cdef int64_t suffix_value(Suffixes* s, Cells* c, const int32_t* ns, const emit_t
         value = cons(c, s.chain[2 * links + 1], value)
         if value == NEEDS_ROOM:
             return NEEDS_ROOM
-        s.values[s.chain[2 * links]] = value
+        s.values[s.chain[2 * links]] = <int32_t> value
         s.known[s.chain[2 * links]] = 1
     return value
 
@@ -186,7 +186,7 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                   const int32_t[::1] parent, const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
                   const uint8_t[::1] has_loop, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
                   const int64_t[::1] roots, const int64_t[::1] states, int64_t breadth_from,
-                  int64_t[::1] suffix_values, uint8_t[::1] suffix_known, const int64_t[::1] slot_of_terminal,
+                  int32_t[::1] suffix_values, uint8_t[::1] suffix_known, const int64_t[::1] slot_of_terminal,
                   const int64_t[::1] restart_state, const int32_t[::1] grammar_of,
                   int32_t[::1] head, int32_t[::1] tail, int32_t[::1] end, int64_t[::1] keys, int32_t[::1] cells,
                   int64_t[::1] meta,
@@ -397,3 +397,99 @@ def distinct_values(const int32_t[::1] values, uint8_t[::1] seen):
         for i in range(k):
             seen[found[i]] = 0
     return found_arr[:k]
+
+
+ctypedef fused rank_t:
+    uint8_t
+    uint16_t
+    int32_t
+
+
+cdef int compare_int32(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*> a)[0], y = (<const int32_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void write_ranks(rank_t[::1] out, bint dense, int32_t n_ranks, const int64_t** positions, const int32_t** values,
+                      int64_t* sizes, Py_ssize_t n_parts, const int32_t* rank_of) noexcept nogil:
+    cdef Py_ssize_t b, i
+    cdef int64_t k = 0
+    if dense:  # a rank per class, n_ranks where no entry (and in the last slot, for class -1)
+        for i in range(out.shape[0]):
+            out[i] = <rank_t> n_ranks
+        for b in range(n_parts):
+            for i in range(sizes[b]):
+                out[positions[b][i]] = <rank_t> rank_of[values[b][i]]
+    else:  # the entries' ranks, in order
+        for b in range(n_parts):
+            for i in range(sizes[b]):
+                out[k] = <rank_t> rank_of[values[b][i]]
+                k += 1
+
+
+def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] rank_of, int64_t n_classes):
+    """A row part from its branches' entries (``positions[b]`` int64 ascending, ``values[b]`` int32
+    outcome ids, branches in position order): ``(outcomes, dense, classes, ranks)`` as
+    ``RowPart`` keeps them -- the distinct outcomes sorted; with entries for an eighth of the
+    ``n_classes`` or more, ``dense`` (a rank per class, ``outcomes.size`` for none, and one more
+    slot), else the entries' ``classes`` and ``ranks`` -- ranks in the smallest unsigned type that
+    holds them.  ``seen`` (all zeros before and after) and ``rank_of`` are scratch over the outcome
+    ids."""
+    cdef Py_ssize_t n_parts = len(positions), b, i
+    cdef const int64_t** pos = <const int64_t**> malloc((n_parts + 1) * sizeof(int64_t*))
+    cdef const int32_t** val = <const int32_t**> malloc((n_parts + 1) * sizeof(int32_t*))
+    cdef int64_t* sizes = <int64_t*> malloc((n_parts + 1) * sizeof(int64_t))
+    if pos == NULL or val == NULL or sizes == NULL:
+        free(pos)
+        free(val)
+        free(sizes)
+        raise MemoryError()
+    cdef const int64_t[::1] p_view
+    cdef const int32_t[::1] v_view
+    cdef int64_t total = 0, k = 0
+    cdef int32_t[::1] found
+    cdef int32_t v
+    try:
+        for b in range(n_parts):
+            p_view, v_view = positions[b], values[b]
+            if p_view.shape[0] != v_view.shape[0]:
+                raise ValueError("a branch's positions and outcomes differ in length")
+            sizes[b] = p_view.shape[0]
+            pos[b] = &p_view[0] if sizes[b] else NULL
+            val[b] = &v_view[0] if sizes[b] else NULL
+            total += sizes[b]
+        found_arr = np.empty(min(total, <int64_t> seen.shape[0]), dtype=np.int32)
+        found = found_arr
+        with nogil:
+            for b in range(n_parts):
+                for i in range(sizes[b]):
+                    v = val[b][i]
+                    if not seen[v]:
+                        seen[v] = 1
+                        found[k] = v
+                        k += 1
+            for i in range(k):
+                seen[found[i]] = 0
+            if k > 1:
+                qsort(&found[0], k, sizeof(int32_t), compare_int32)
+            for i in range(k):
+                rank_of[found[i]] = <int32_t> i
+        outcomes = found_arr[:k].copy()
+        dense = 8 * total >= n_classes
+        rank_type = np.uint8 if k < 255 else np.uint16 if k < 65535 else np.int32
+        out = np.empty(n_classes + 1 if dense else total, dtype=rank_type)
+        if rank_type is np.uint8:
+            write_ranks[uint8_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+        elif rank_type is np.uint16:
+            write_ranks[uint16_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+        else:
+            write_ranks[int32_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+        if dense:
+            return outcomes, out, None, None
+        classes = np.concatenate(positions) if n_parts > 1 else np.asarray(positions[0]) if n_parts else \
+            np.empty(0, np.int64)
+        return outcomes, None, classes, out
+    finally:
+        free(pos)
+        free(val)
+        free(sizes)
