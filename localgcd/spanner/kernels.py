@@ -85,14 +85,16 @@ def cons_pairs(table: CellTable, heads: np.ndarray, tails: np.ndarray) -> np.nda
 
 
 class WalkScratch:
-    """The walk's scratch for one trie: a state per node, a slot and a depth per position (slots
-    all DEAD between walks), the entries out (a walk's roots hold at most every position) and the
+    """The walk's scratch for one trie: the live nodes of two levels and their states, a slot and a
+    depth per position (slots all DEAD between walks), the entries out (a walk's roots hold at most every position) and the
     suffix chain's stack, made once and reused (a walk's fresh pages would cost more than the
     walk).  One per :class:`~localgcd.spanner.branches.BranchRows`: a walk writes it without the
     GIL, so two threads never share one."""
 
     def __init__(self, trie: VocabTrie) -> None:
-        self.node_state = np.empty(trie.flat_nodes.lo.size, dtype=np.int32)
+        widest = max((level.byte.size for level in trie.levels), default=1)
+        self.frontier_nodes = np.empty((2, widest), dtype=np.int64)  # a level's live nodes, the next's
+        self.frontier_states = np.empty((2, widest), dtype=np.int32)
         self.slots = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
         self.slot_depth = np.empty(trie.n_positions, dtype=np.int32)
         self.positions = np.empty(trie.n_positions, dtype=np.int64)
@@ -128,11 +130,11 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
     def walk(*table: np.ndarray) -> int:
         return walk_kernel.walk_branches(
             _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
-            nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.parent,
+            nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end,
             nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
             nodes.n_levels, roots, states, breadth_from,
             suffix.values, suffix.known, suffix.slot_of_terminal, suffix.restart_state, grammar_of, *table,
-            scratch.node_state, scratch.slots, scratch.slot_depth, scratch.chain,
+            scratch.frontier_nodes, scratch.frontier_states, scratch.slots, scratch.slot_depth, scratch.chain,
             scratch.positions, scratch.values, bounds)
 
     cells.run_kernel(walk)

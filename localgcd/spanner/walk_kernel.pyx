@@ -10,9 +10,10 @@ directly: the byte continues the lexeme (next state), kills it (``DEAD_STATE``) 
 emitting a terminal ``T``; then every position below the node reads on from that byte, afresh in
 the state lexing restarts in after ``T``: the *suffix entry* ``(slot of T, flat offset)``.  A
 small branch is walked depth first, node by node in trie order (only live nodes are visited).  A
-big one is walked breadth first: a level of its subtree is a contiguous run of nodes, each of
-which reads its parent's state, so a level is one pass over contiguous arrays; the codes land in
-slots by position and are read out (and resolved) in order at the end.  A node reached in a state
+big one is walked breadth first, a level at a time over the children of the previous level's live
+nodes (a node whose tokens are all decided is not walked below: a string state's subtrees, most
+of the trie); the codes land in slots by position and are read out (and resolved) in order at
+the end.  A node reached in a state
 whose bytes below it all keep that state (a string's letters) ends every token under it in that
 state: its range is written without a walk.
 
@@ -183,14 +184,15 @@ cdef inline bint loops_below(const uint64_t* below, const uint64_t* loops, int64
 def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted, const int32_t[::1] accept,
                   const int32_t[::1] node_lo, const int32_t[::1] node_hi, const uint8_t[::1] node_byte,
                   const int32_t[::1] token_at, const int64_t[::1] child_start, const int64_t[::1] child_end,
-                  const int32_t[::1] parent, const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
+                  const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
                   const uint8_t[::1] has_loop, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
                   const int64_t[::1] roots, const int64_t[::1] states, int64_t breadth_from,
                   int32_t[::1] suffix_values, uint8_t[::1] suffix_known, const int64_t[::1] slot_of_terminal,
                   const int64_t[::1] restart_state, const int32_t[::1] grammar_of,
                   int32_t[::1] head, int32_t[::1] tail, int32_t[::1] end, int64_t[::1] keys, int32_t[::1] cells,
                   int64_t[::1] meta,
-                  int32_t[::1] node_state, int32_t[::1] slots, int32_t[::1] slot_depth, int64_t[::1] chain,
+                  int64_t[:, ::1] frontier_nodes, int32_t[:, ::1] frontier_states, int32_t[::1] slots,
+                  int32_t[::1] slot_depth, int64_t[::1] chain,
                   int64_t[::1] positions, int32_t[::1] values, int64_t[::1] bounds):
     """Walk the branches ``(roots[i], states[i])`` (roots ascending, global node ids of depth 1)
     into their final entries: ``positions`` (ascending) and ``values`` (outcome ids) of every
@@ -198,11 +200,11 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
     (``positions`` and ``values`` hold every position of the roots).  Returns DONE, GROW (the
     cells or the index are full: grow them and call again) or CYCLE.
 
-    ``parent``: each node's parent (global index); ``below[node]``: the bytes on the edges below
-    a node (256 bits); ``loops[q]``: the bytes that keep state ``q`` in ``q`` without emitting
+    ``below[node]``: the bytes on the edges below a node (256 bits); ``loops[q]``: the bytes that keep state ``q`` in ``q`` without emitting
     (``has_loop[q]``: any).  A branch over ``breadth_from`` positions or more is walked breadth
-    first in the scratch ``node_state`` (per node), ``slots`` (per position, all DEAD before and
-    after) and ``slot_depth``.  Suffix entries and outcome cells: see the module doc.
+    first in the scratch ``frontier_nodes`` and ``frontier_states`` (two rows as wide as the
+    trie's widest level: the live nodes of a level and of the next), ``slots`` (per position, all
+    DEAD before and after) and ``slot_depth``.  Suffix entries and outcome cells: see the module doc.
     """
     cdef Py_ssize_t n_roots = roots.shape[0]
     cdef Py_ssize_t i
@@ -225,7 +227,11 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
     cdef const int32_t* acc = &accept[0]
     cdef const uint64_t* bl = &below[0, 0]
     cdef const uint64_t* lp = &loops[0, 0]
-    cdef int64_t n = 0, node, p, first, last, lo, hi, value
+    cdef int64_t n = 0, node, p, lo, hi, value, j, n_front, n_next
+    cdef int64_t* now_node = &frontier_nodes[0, 0]  # the live nodes of a level, their states
+    cdef int64_t* later_node = &frontier_nodes[1, 0]  # and of the next
+    cdef int32_t* now_state = &frontier_states[0, 0]
+    cdef int32_t* later_state = &frontier_states[1, 0]
     cdef int32_t state, code, depth, parent_state
     cdef int top, status = DONE
     cdef bint alive
@@ -241,39 +247,33 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                     values[n] = state
                     n += 1
                 continue
-            if hi - lo >= breadth_from:  # breadth first, level by level over the subtree's runs
+            if hi - lo >= breadth_from:  # breadth first, level by level over the live nodes' children
                 if token_at[node] >= 0:
                     slots[token_at[node]] = state
-                node_state[node] = state
-                first, last, depth = child_start[node], child_end[node], 1
-                while first < last:
-                    alive = False
-                    for node in range(first, last):
-                        parent_state = node_state[parent[node]]
-                        if parent_state < 0:
-                            node_state[node] = DEAD
-                            continue
-                        code = step(ns, em, acc, parent_state, node_byte[node])
-                        if code >= 0:
-                            if has_loop[code] and child_start[node] < child_end[node] \
-                                    and loops_below(bl, lp, node, code):
-                                for p in range(node_lo[node], node_hi[node]):
-                                    slots[p] = code
-                                node_state[node] = DEAD  # done: its children are not walked
-                                continue
-                            if token_at[node] >= 0:
-                                slots[token_at[node]] = code
-                            node_state[node] = code
-                            alive = True
-                        else:
-                            if code != DEAD:
+                now_node[0], now_state[0], n_front, depth = node, state, 1, 1
+                while n_front:
+                    n_next = 0
+                    for j in range(n_front):
+                        parent_state = now_state[j]
+                        for node in range(child_start[now_node[j]], child_end[now_node[j]]):
+                            code = step(ns, em, acc, parent_state, node_byte[node])
+                            if code >= 0:
+                                if child_start[node] < child_end[node]:
+                                    if has_loop[code] and loops_below(bl, lp, node, code):
+                                        for p in range(node_lo[node], node_hi[node]):
+                                            slots[p] = code  # done: its children are not walked
+                                        continue
+                                    later_node[n_next], later_state[n_next] = node, code
+                                    n_next += 1
+                                if token_at[node] >= 0:
+                                    slots[token_at[node]] = code
+                            elif code != DEAD:
                                 for p in range(node_lo[node], node_hi[node]):
                                     slots[p] = code
                                     slot_depth[p] = depth
-                            node_state[node] = DEAD
-                    if not alive:
-                        break
-                    first, last = child_start[first], child_end[last - 1]
+                    now_node, later_node = later_node, now_node
+                    now_state, later_state = later_state, now_state
+                    n_front = n_next
                     depth += 1
                 for p in range(lo, hi):  # read the slots out in order, resolved (and leave them DEAD)
                     code = slots[p]
