@@ -249,9 +249,10 @@ class BranchRows:
         roots, states = roots[order], states[order]
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, roots, states,
-                                                  self._walk_scratch, self.breadth_from,
-                                                  self.suffix.kernel_arrays, self._grammar_of, self.outcomes)
+        with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:  # (the entries come out copied)
+            positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, roots, states, scratch,
+                                                      self.breadth_from, self.suffix.kernel_arrays, self._grammar_of,
+                                                      self.outcomes)
         for start, stop in zip(bounds[:-1], bounds[1:]):
             self._positions.append(positions[start:stop])
             self._values.append(values[start:stop])
@@ -376,10 +377,6 @@ class BranchRows:
     def _grammar_of(self) -> np.ndarray:
         """int32 [terminals and aliases]: the grammar terminal each one is (what an outcome conses)."""
         return np.ascontiguousarray(self.lexer.grammar_terminals(np.arange(self.lexer.restart.size)), dtype=np.int32)
-
-    @cached_property
-    def _walk_scratch(self) -> WalkScratch:
-        return WalkScratch(self.trie)
 
     @cached_property
     def _step_codes(self) -> "StepCodes":

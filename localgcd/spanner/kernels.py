@@ -88,8 +88,8 @@ class WalkScratch:
     """The walk's scratch for one trie: the live nodes of two levels and their states, a slot and a
     depth per position (slots all DEAD between walks), the entries out (a walk's roots hold at most every position) and the
     suffix chain's stack, made once and reused (a walk's fresh pages would cost more than the
-    walk).  One per :class:`~localgcd.spanner.branches.BranchRows`: a walk writes it without the
-    GIL, so two threads never share one."""
+    walk).  Taken from the trie's pool (``VocabTrie.scratch``) for one walk at a time: a walk
+    writes it without the GIL, so two threads never share one."""
 
     def __init__(self, trie: VocabTrie) -> None:
         widest = max((level.byte.size for level in trie.levels), default=1)

@@ -110,7 +110,7 @@ class LazyTokenSpanner:
 
     def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None or self._arrays[0] != len(self._outcomes):
-            self._arrays = (len(self._outcomes), self._outcomes.arrays())
+            self._arrays = (len(self._outcomes), self._outcomes.views())
         return self._arrays[1]
 
     @property

@@ -159,6 +159,15 @@ class OutcomeTable:
         """``(head, tail, end)`` int32 arrays indexed by outcome id (-1 for none)."""
         return self._head[: self._size].copy(), self._tail[: self._size].copy(), self._end[: self._size].copy()
 
+    def views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`arrays` as read-only views, not copies: a cell, once made, never changes (new ones
+        go past the views, and growing the table leaves the old arrays to the views), so a reader
+        of the ids handed out so far need not copy the table each time it grows."""
+        views = self._head[: self._size], self._tail[: self._size], self._end[: self._size]
+        for view in views:
+            view.flags.writeable = False
+        return views
+
 
 def restart_slots(lexer: LexingTransducer) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct states lexing restarts in, state 0 first; the slot of each terminal's restart)."""

@@ -10,10 +10,40 @@ spanner does is a breadth-first walk over these arrays.
 from __future__ import annotations
 
 import itertools
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
+
+
+_Scratch = TypeVar("_Scratch")
+
+
+class ScratchPool:
+    """Scratch buffers for walks over one trie, shared by the spanners of every grammar over it
+    (:attr:`VocabTrie.scratch`): a walk takes one -- made when none is free, so there are as many
+    as walks ever ran at once -- and gives it back.  A new grammar's first walks then write pages
+    already mapped instead of faulting in megabytes of fresh ones, and a grammar keeps none."""
+
+    def __init__(self) -> None:
+        self._free: list = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def taken(self, make: Callable[[], _Scratch]) -> Iterator[_Scratch]:
+        """A free scratch (``make()`` when there is none), held until the block ends."""
+        with self._lock:
+            scratch = self._free.pop() if self._free else None
+        if scratch is None:
+            scratch = make()
+        try:
+            yield scratch
+        finally:
+            with self._lock:
+                self._free.append(scratch)
 
 
 @dataclass(frozen=True)
@@ -65,6 +95,11 @@ class VocabTrie:
     @property
     def n_positions(self) -> int:
         return int(self.token_ids.shape[0])
+
+    @cached_property
+    def scratch(self) -> ScratchPool:
+        """The walks' scratch over this trie (the spanner's kernels fill it; not part of the data)."""
+        return ScratchPool()
 
     @cached_property
     def first_bytes(self) -> np.ndarray:
