@@ -347,7 +347,7 @@ def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
 
 def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) -> None:
     """Along random walks, at every stack met, every outcome of the lexer state's row checked by
-    the kernel and by the Python path: the same verdicts and the same lowest heights read (each
+    the kernel and by the Python path: the same Alg. 5 statuses, verdicts and lowest heights read (each
     engine with its own PDA and status table, both filled as the walk goes); then the same masks,
     and at the end the same status tables."""
     rng = np.random.default_rng(seed)
@@ -362,8 +362,9 @@ def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) 
                 engine, state = pair[kernels], matcher._state
                 outcomes = engine.rows.outcomes(state.lexer_state)
                 engine.checker.grow()
+                statuses = engine.checker.statuses(state.node, outcomes, 0)  # unknown ones checked in one pass
                 ok, read = engine.checker.check(state.node, outcomes)
-                checked[kernels] = (ok.tolist(), read.tolist())
+                checked[kernels] = (statuses.tolist(), ok.tolist(), read.tolist())
             assert checked[True] == checked[False]
             got, expected = (matchers[k]._mask() for k in (True, False))
             assert np.array_equal(got.packed, expected.packed) and got.accepting == expected.accepting
