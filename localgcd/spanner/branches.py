@@ -249,7 +249,7 @@ class BranchRows:
         roots, states = roots[order], states[order]
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:  # (the entries come out copied)
+        with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:
             positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, roots, states, scratch,
                                                       self.breadth_from, self.suffix.kernel_arrays, self._grammar_of,
                                                       self.outcomes)

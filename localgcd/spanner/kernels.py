@@ -86,9 +86,8 @@ def cons_pairs(table: CellTable, heads: np.ndarray, tails: np.ndarray) -> np.nda
 
 class WalkScratch:
     """The walk's scratch for one trie: the live nodes of two levels and their states, a slot and a
-    depth per position (slots all DEAD between walks), the entries out (a walk's roots hold at most every position) and the
-    suffix chain's stack, made once and reused (a walk's fresh pages would cost more than the
-    walk).  Taken from the trie's pool (``VocabTrie.scratch``) for one walk at a time: a walk
+    depth per position (slots all DEAD between walks) and the suffix chain's stack, made once and
+    reused (a walk's fresh pages would cost more than the walk).  Taken from the trie's pool (``VocabTrie.scratch``) for one walk at a time: a walk
     writes it without the GIL, so two threads never share one."""
 
     def __init__(self, trie: VocabTrie) -> None:
@@ -97,8 +96,6 @@ class WalkScratch:
         self.frontier_states = np.empty((2, widest), dtype=np.int32)
         self.slots = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
         self.slot_depth = np.empty(trie.n_positions, dtype=np.int32)
-        self.positions = np.empty(trie.n_positions, dtype=np.int64)
-        self.values = np.empty(trie.n_positions, dtype=np.int32)
         longest = int(trie.lengths.max()) if trie.lengths.size else 0
         self.chain = np.empty(4 * (longest + 2), dtype=np.int64)  # two links a byte at most (an alias's)
 
@@ -126,6 +123,10 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
     nodes = trie.flat_nodes
     roots, states = _contiguous(roots, np.int64), _contiguous(states, np.int64)
     bounds = np.empty(roots.size + 1, dtype=np.int64)
+    # the entries are written straight into the arrays kept (room for every position of the roots:
+    # pages past the last entry are never touched, so they cost address space, not memory)
+    capacity = int((nodes.hi[roots] - nodes.lo[roots]).sum()) if roots.size else 0
+    positions, values = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32)
 
     def walk(*table: np.ndarray) -> int:
         return walk_kernel.walk_branches(
@@ -135,11 +136,11 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
             nodes.n_levels, roots, states, breadth_from,
             suffix.values, suffix.known, suffix.slot_of_terminal, suffix.restart_state, grammar_of, *table,
             scratch.frontier_nodes, scratch.frontier_states, scratch.slots, scratch.slot_depth, scratch.chain,
-            scratch.positions, scratch.values, bounds)
+            positions, values, bounds)
 
     cells.run_kernel(walk)
     n = int(bounds[-1])
-    return scratch.positions[:n].copy(), scratch.values[:n].copy(), bounds.tolist()
+    return positions[:n], values[:n], bounds.tolist()
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
