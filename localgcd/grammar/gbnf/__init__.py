@@ -80,6 +80,7 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.grammar.gbnf.check import check_translation, conflict_error
 from localgcd.grammar.gbnf.emit import emit_lark
 from localgcd.grammar.gbnf.reader import read_gbnf
+from localgcd.grammar.gbnf.runs import SliceDFAs
 from localgcd.grammar.gbnf.syntax import GbnfGrammar
 from localgcd.grammar.gbnf.translator import STRATEGIES, Translator
 from localgcd.grammar.translation import Translation
@@ -100,8 +101,9 @@ def translate(grammar: GbnfGrammar, meter: BudgetMeter | None = None) -> Transla
     error.  ``meter``: the compile budget, checked by the automata of the regular parts and the
     LR(0) automaton."""
     meter = meter if meter is not None else unbounded()
+    dfas: SliceDFAs = {}  # the attempts share the automata of their runs' slices
     for strategy in STRATEGIES:
-        translated = Translator(grammar, strategy, meter).translate()
+        translated = Translator(grammar, strategy, meter, dfas).translate()
         check = check_translation(translated, meter)
         if check.lalr.deterministic:
             return emit_lark(translated, grammar.warnings)

@@ -27,6 +27,8 @@ from localgcd.regex.nfa import CharClasses
 _LONGEST_COARSE = 40  # items a coarse terminal spans at most
 _MAX_BAN_ROUNDS = 300  # then coarse terminals are given up rather than loop for long
 
+SliceDFAs = dict[tuple[int, ...], "DFA | None"]  # a slice's items (their ids) → its DFA over atoms
+
 
 @dataclass(frozen=True)
 class Run:
@@ -50,12 +52,14 @@ class RunPlanner:
     """The runs of one translation, planned into pieces and written as terminals and rules."""
 
     def __init__(self, rules: dict[str, Expr], atoms: CharClasses, meter: BudgetMeter, source: str,
-                 line_text: Callable[[int], str | None], split: bool) -> None:
+                 line_text: Callable[[int], str | None], split: bool, dfas: SliceDFAs | None = None) -> None:
+        """``dfas``: the slices' DFAs found so far, shared by the attempts of one translation (a
+        slice is keyed by its items, nodes of ``rules``; the atoms are the same in every attempt)."""
         self.rules, self.atoms, self.meter, self.source, self.line_text = rules, atoms, meter, source, line_text
         self.split = split
         self.runs: list[Run] = []
         self._index: dict[tuple[int, ...], int] = {}  # the items' ids → run index
-        self._dfas: dict[tuple[int, ...], DFA | None] = {}
+        self._dfas: SliceDFAs = {} if dfas is None else dfas
         self.terminals: dict[str, str] = {}  # name → regex, in the order made
         self.atom_ranges: dict[str, tuple[tuple[int, int], ...]] = {}
 

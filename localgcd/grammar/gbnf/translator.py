@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf.runs import RunPlanner
+from localgcd.grammar.gbnf.runs import RunPlanner, SliceDFAs
 from localgcd.grammar.gbnf.syntax import Alt, Expr, GbnfGrammar, Ref, Rep, Seq, chars_in, refs
 from localgcd.grammar.gbnf.translated import (NONTERMINAL, RUN, START, TERMINAL, RuleBuilder, Symbol,
                                               TranslatedGrammar, sanitize)
@@ -39,7 +39,9 @@ STRATEGIES = (Strategy(split=True), Strategy(split=False), Strategy(split=False,
 class Translator:
     """One translation of a GBNF grammar (see the module doc)."""
 
-    def __init__(self, grammar: GbnfGrammar, strategy: Strategy, meter: BudgetMeter) -> None:
+    def __init__(self, grammar: GbnfGrammar, strategy: Strategy, meter: BudgetMeter,
+                 dfas: SliceDFAs | None = None) -> None:
+        """``dfas``: the run slices' automata, shared by the attempts on one grammar."""
         self.grammar = grammar
         self.rules, self.positions, self.start = grammar.rules, grammar.positions, grammar.start
         reachable, stack = {self.start}, [self.start]
@@ -51,7 +53,8 @@ class Translator:
         self.reachable = reachable
         self.regular_rules = self._regular_rules()
         atoms = CharClasses.of(c.chars for r in reachable for c in chars_in(self.rules[r]))
-        self.runs = RunPlanner(self.rules, atoms, meter, grammar.source, grammar.line_text, strategy.split)
+        self.runs = RunPlanner(self.rules, atoms, meter, grammar.source, grammar.line_text, strategy.split,
+                               dfas)
         self.builder = RuleBuilder()
         self.rule_nt: dict[str, str] = {}
         self.regular_memo: dict[int, bool] = {}
