@@ -145,10 +145,11 @@ def check_lalr(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, sta
     return LALRCheck(automaton, conflict_cells(automaton))
 
 
-def conflict_cells(automaton: LALRAutomaton, width: int | None = None) -> tuple[ConflictCell, ...]:
-    """The cells of ``automaton`` where a reduction meets another reduction or a shift, in (state,
-    terminal) order; ``width``: the terminals (``$END`` last) whose cells count, all by default."""
-    width = automaton.n_terminals if width is None else width
+def conflict_cells(automaton: LALRAutomaton) -> tuple[ConflictCell, ...]:
+    """The cells of ``automaton`` (as :func:`analyze` made it) where a reduction meets another
+    reduction or a shift, in (state, terminal) order."""
+    assert automaton.reductions is not None and automaton.edges is not None, "not analyzed"
+    width = automaton.n_terminals
     state, terminal, rule = automaton.reductions
     cell = state * width + terminal  # sorted: the rows are in (state, terminal, rule) order
     edge_state, edge_symbol, _ = automaton.edges
