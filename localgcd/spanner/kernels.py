@@ -131,7 +131,7 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
     def walk(*table: np.ndarray) -> int:
         return walk_kernel.walk_branches(
             _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
-            nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end,
+            nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.first_child,
             nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
             nodes.n_levels, roots, states, breadth_from,
             suffix.values, suffix.known, suffix.slot_of_terminal, suffix.restart_state, grammar_of, *table,

@@ -183,7 +183,7 @@ cdef inline bint loops_below(const uint64_t* below, const uint64_t* loops, int64
 
 def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted, const int32_t[::1] accept,
                   const int32_t[::1] node_lo, const int32_t[::1] node_hi, const uint8_t[::1] node_byte,
-                  const int32_t[::1] token_at, const int64_t[::1] child_start, const int64_t[::1] child_end,
+                  const int32_t[::1] token_at, const int32_t[::1] first_child,
                   const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
                   const uint8_t[::1] has_loop, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
                   const int64_t[::1] roots, const int64_t[::1] states, int64_t breadth_from,
@@ -255,10 +255,10 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                     n_next = 0
                     for j in range(n_front):
                         parent_state = now_state[j]
-                        for node in range(child_start[now_node[j]], child_end[now_node[j]]):
+                        for node in range(first_child[now_node[j]], first_child[now_node[j] + 1]):
                             code = step(ns, em, acc, parent_state, node_byte[node])
                             if code >= 0:
-                                if child_start[node] < child_end[node]:
+                                if first_child[node] < first_child[node + 1]:
                                     if has_loop[code] and loops_below(bl, lp, node, code):
                                         for p in range(node_lo[node], node_hi[node]):
                                             slots[p] = code  # done: its children are not walked
@@ -301,7 +301,7 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                 n += 1
             top = 0
             frames[0].cursor, frames[0].stop, frames[0].state, frames[0].depth = \
-                child_start[node], child_end[node], state, 1
+                first_child[node], first_child[node + 1], state, 1
             while top >= 0 and status == DONE:
                 if frames[top].cursor == frames[top].stop:
                     top -= 1
@@ -321,10 +321,10 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                         positions[n] = token_at[node]
                         values[n] = code
                         n += 1
-                    if child_start[node] < child_end[node]:
+                    if first_child[node] < first_child[node + 1]:
                         top += 1
                         frames[top].cursor, frames[top].stop, frames[top].state, frames[top].depth = \
-                            child_start[node], child_end[node], code, depth + 1
+                            first_child[node], first_child[node + 1], code, depth + 1
                 elif code != DEAD:
                     for p in range(node_lo[node], node_hi[node]):
                         value = emission_outcome(&s, &c, ns, em, code, offsets[p] + depth, offsets[p + 1])
