@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
@@ -37,8 +37,10 @@ from localgcd.runtime.matcher import Matcher
 from localgcd.spanner import kernels
 from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.spanner.rows import RowPart
 from localgcd.tuning import Tuning
-from localgcd.spanner.token_spanner import build_token_spanner, first_emissions, restart_slots
+from localgcd.regex.dfa import DEAD_STATE
+from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, small_vocabulary
@@ -74,6 +76,15 @@ def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[
     return [meaning[i] for i in inverse.ravel().tolist()]
 
 
+def assert_same_part(got: RowPart, expected: RowPart) -> None:
+    """The kernel's part (ranked from the branches in one pass) is numpy's, array for array, types too."""
+    for field in RowPart.__slots__:
+        a, b = getattr(got, field), getattr(expected, field)
+        assert (a is None) == (b is None), field
+        if a is not None:
+            assert a.dtype == b.dtype and np.array_equal(a, b), field
+
+
 # The kernel walks a branch over Tuning.breadth_from positions breadth first, a smaller one depth first:
 # every branch one way, every branch the other, and the default mix.
 WALKS = [pytest.param(0, id="breadth-first"), pytest.param(1 << 40, id="depth-first"),
@@ -94,7 +105,9 @@ def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int) -
     alone = compiled_spanner(lexer, trie, n_tokens, breadth_from)
     n_terminals = lexer.producible.shape[1]
     for q in range(lexer.n_states):
-        compiled.branches_of(q, rng.random(n_terminals) < 0.5)
+        ids = compiled.branches_of(q, rng.random(n_terminals) < 0.5)
+        assert_same_part(compiled.branch_part(ids), RowPart(*compiled.branch_row(ids)[0], compiled.branch_row(ids)[1],
+                                                            compiled.n_classes))
         got, expected = compiled.continuing(q), reference.continuing(q)
         assert np.array_equal(got[0], expected[0]), f"state {q}: positions differ"
         assert meanings(compiled, got[1]) == meanings(reference, expected[1]), f"state {q}: outcomes differ"
@@ -182,6 +195,32 @@ def test_distinct_values_are_sorted_uniques(values: list[int], bound_extra: int)
     array = np.asarray(values, dtype=np.int32)
     for _ in range(2):
         assert distinct(array, max(values, default=0) + 1 + bound_extra).tolist() == sorted_unique(array).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@example(n_base=3, draws=[(i % 7, i * 7919) for i in range(6000)])  # past the first arrays and index
+@given(n_base=st.integers(1, 40), draws=st.lists(st.tuples(st.integers(0, 30), st.integers(-1, 1 << 20)), max_size=2500))
+def test_cells_consed_in_the_kernels_index_are_numpys(n_base: int, draws: list[tuple[int, int]]) -> None:
+    """One pair at a time (each tail an id made so far, or dead), the kernels' hash index and
+    numpy's lookups hand out the same ids, through the growth of the cells and of the index; consing
+    them all again at once, and in a table restored from the cells, finds the same ids."""
+    tables = {kernels: OutcomeTable(n_base, kernels=kernels) for kernels in (True, False)}
+    assert tables[True].indexed and not tables[False].indexed
+    made = {}
+    for kernels, table in tables.items():
+        heads, tails, ids = [], [], []
+        for head, draw in draws:
+            tail = DEAD_STATE if draw < 0 else draw % len(table)
+            heads.append(head)
+            tails.append(tail)
+            ids.append(table.cons_one(head, tail))
+        made[kernels] = ids
+        heads, tails = np.asarray(heads, dtype=np.int64), np.asarray(tails, dtype=np.int64)
+        assert table.cons(heads, tails).tolist() == ids
+        restored = OutcomeTable.restored(n_base, *table.arrays(), kernels=kernels)
+        assert restored.cons(heads, tails).tolist() == ids and len(restored) == len(table)
+    assert made[True] == made[False]
+    assert all(np.array_equal(a, b) for a, b in zip(tables[True].arrays(), tables[False].arrays()))
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +347,7 @@ def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
 
 def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) -> None:
     """Along random walks, at every stack met, every outcome of the lexer state's row checked by
-    the kernel and by the Python path: the same verdicts and the same lowest heights read (each
+    the kernel and by the Python path: the same Alg. 5 statuses, verdicts and lowest heights read (each
     engine with its own PDA and status table, both filled as the walk goes); then the same masks,
     and at the end the same status tables."""
     rng = np.random.default_rng(seed)
@@ -323,8 +362,9 @@ def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) 
                 engine, state = pair[kernels], matcher._state
                 outcomes = engine.rows.outcomes(state.lexer_state)
                 engine.checker.grow()
+                statuses = engine.checker.statuses(state.node, outcomes, 0)  # unknown ones checked in one pass
                 ok, read = engine.checker.check(state.node, outcomes)
-                checked[kernels] = (ok.tolist(), read.tolist())
+                checked[kernels] = (statuses.tolist(), ok.tolist(), read.tolist())
             assert checked[True] == checked[False]
             got, expected = (matchers[k]._mask() for k in (True, False))
             assert np.array_equal(got.packed, expected.packed) and got.accepting == expected.accepting

@@ -225,10 +225,13 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
                    const int64_t[::1] node_state, const int64_t[::1] node_parent, const int64_t[::1] node_height,
                    int8_t[:, ::1] status_table, const int32_t[::1] head, const int32_t[::1] tail,
                    int64_t n_base, int64_t end_terminal, int64_t end_state,
-                   int64_t node, const int64_t[::1] outcomes, uint8_t[::1] ok, int64_t[::1] read):
+                   int64_t node, const int64_t[::1] outcomes, uint8_t[::1] ok, int64_t[::1] read,
+                   bint unknown_only=False):
     """For each outcome from stack ``node``: ``ok`` (allowed?) and ``read`` (lowest height read),
     recording the status of every (top state, rest) visited in ``status_table`` as checks.py's
-    ``_check_one`` does.  Returns False when the tables broke a promise (no goto, no memory)."""
+    ``_check_one`` does.  Returns False when the tables broke a promise (no goto, no memory).
+    ``unknown_only``: check only the outcomes whose status in the node's top state is unknown (Alg.
+    5's statuses of a new row's outcomes in one pass; ``ok`` and ``read`` are then not filled)."""
     cdef Tables t
     t.action, t.n_terms = &action[0, 0], action.shape[1]
     t.goto_offsets, t.goto_symbols, t.goto_targets = &goto_offsets[0], &goto_symbols[0], &goto_targets[0]
@@ -249,6 +252,8 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     visited.data, visited.size, visited.cap = NULL, 0, 0
     with nogil:
         for i in range(n):
+            if unknown_only and status_table[t.node_state[node], outcomes[i]] != UNKNOWN:
+                continue
             s.base, s.pushed.size, visited.size = node, 0, 0
             rest = outcomes[i]
             while True:

@@ -174,6 +174,9 @@ class OutcomeChecker:
         tails, so each is classified once per (top parser state, bracket
         depth) in one status table; :meth:`check` fills it.
         """
+        if self._kernel is not None:  # (no Indenter: the row is the top state's)
+            spanner = self.spanner
+            return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
         row = self.status_row(self.pda.state[node], paren_key)
         known = self.status_table[row, outcomes]
         unknown = np.flatnonzero(known == UNKNOWN)

@@ -59,11 +59,20 @@ class StackChecks:
         self._prod_ignored = (producible_rows & ~seen).any(axis=1).view(np.uint8)
         self._end = (int(tables.action.shape[1]) - 1, int(tables.end_state))
 
+    def statuses(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
+                 outcomes: np.ndarray) -> np.ndarray:
+        """Alg. 5's status of each outcome in ``node``'s top state, those not yet known checked on
+        the stack ``node`` (and recorded) in the same kernel pass."""
+        self.check(status_table, head, tail, n_base, node, outcomes, unknown_only=True)
+        return status_table[self._pda.state[node], outcomes]
+
     def check(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
-              outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+              outcomes: np.ndarray, unknown_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """For each outcome (ids of ``head``/``tail``; below ``n_base``, an end lexer state) from
         stack ``node``: (allowed?, lowest height read); records statuses in ``status_table``
-        (int8 [parser states, outcome ids], written in place)."""
+        (int8 [parser states, outcome ids], written in place).  ``unknown_only``: only the
+        outcomes whose status in the top state is unknown are checked (the verdicts are not
+        filled: :meth:`statuses`)."""
         n = outcomes.size
         ok = np.zeros(n, dtype=np.uint8)
         read = np.zeros(n, dtype=np.int64)
@@ -78,7 +87,7 @@ class StackChecks:
                 self._prod_offsets, self._prod_terms, self._prod_class, self._prod_ignored,
                 state, parent, height, status_table, np.asarray(head, dtype=np.int32),
                 np.asarray(tail, dtype=np.int32), n_base, *self._end, node,
-                np.ascontiguousarray(outcomes, dtype=np.int64), ok, read)
+                np.ascontiguousarray(outcomes, dtype=np.int64), ok, read, unknown_only)
             if not done:
                 raise RuntimeError("the checks' kernel met a goto the parse tables lack (or ran out of memory)")
         return ok.view(bool), read

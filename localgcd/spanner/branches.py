@@ -14,9 +14,9 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import DistinctValues, WalkScratch, loop_bytes, walk_branches
+from localgcd.spanner.kernels import DistinctValues, EntryRanks, WalkScratch, loop_bytes, walk_branches
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
-from localgcd.spanner.rows import EMPTY_ROW, SparseRow
+from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
 
 class SavedBranches(Protocol):
@@ -46,10 +46,11 @@ class BranchRows:
         kernel when it was built (None).  ``tuning``: its ``breadth_from`` (the kernel's choice
         of walk), ``small_frontier`` and ``eager_step_rows`` (the numpy walk's)."""
         self.lexer, self.trie, self.suffix, self.outcomes = lexer, trie, suffix, outcomes
-        self.kernels = use_kernels(kernels)
+        self.kernels = use_kernels(kernels) and outcomes.indexed  # (the walk kernel conses in the index)
         self.tuning = tuning
         self.breadth_from = tuning.breadth_from  # the kernel's choice of walk (tests set it)
         self._distinct_values = DistinctValues() if self.kernels else None
+        self._entry_ranks = EntryRanks() if self.kernels else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -210,6 +211,15 @@ class BranchRows:
             return parts[0]
         return sorted_unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int32)
 
+    def part_of(self, ids: np.ndarray, n_classes: int) -> RowPart:
+        """The :class:`~localgcd.spanner.rows.RowPart` of the given branches (with the kernels: ranked
+        from the branches' entries in one pass, without joining them)."""
+        if self._entry_ranks is None:
+            return RowPart(*self.row_of(ids), self.distinct_outcomes_of(ids), n_classes)
+        ids = ids.tolist()
+        return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], [self._values[b] for b in ids],
+                                                 len(self.outcomes), n_classes))
+
     def row(self, q: int) -> SparseRow:
         """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
         return self.row_of(self.branches_of(q))
@@ -232,25 +242,17 @@ class BranchRows:
             self._walk_numpy(roots, states)
 
     def _walk_compiled(self, roots: np.ndarray, states: np.ndarray) -> None:
-        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`): it gives the
-        entries in position order, emissions marked; their outcomes are made here."""
+        """:meth:`_walk` by the compiled kernel (:mod:`localgcd.spanner.kernels`), end to end: one
+        call walks the branches, lexes the suffixes after their emissions, conses the outcomes and
+        gives the final entries in position order."""
         order = np.argsort(roots, kind="stable")
         roots, states = roots[order], states[order]
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
-        walked = walk_branches(self.lexer, self.trie, *self._loops, roots, states, self._walk_scratch,
-                               self.breadth_from)
-        positions, values, bounds = walked.positions, walked.codes, walked.bounds
-        emitting = np.flatnonzero(values < DEAD_STATE)
-        if emitting.size:
-            terms = _EMITS_BASE - values[emitting].astype(np.int64)
-            values[emitting] = self.outcomes.cons(self.lexer.grammar_terminals(terms),
-                                                  self.suffix.after(terms, walked.emit_flat))
-            live = values != DEAD_STATE
-            if not live.all():
-                bounds = np.concatenate(([0], np.cumsum(live)))[bounds]
-                positions, values = positions[live], values[live]
-        bounds = bounds.tolist()
+        with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:
+            positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, roots, states, scratch,
+                                                      self.breadth_from, self.suffix.kernel_arrays, self._grammar_of,
+                                                      self.outcomes)
         for start, stop in zip(bounds[:-1], bounds[1:]):
             self._positions.append(positions[start:stop])
             self._values.append(values[start:stop])
@@ -372,8 +374,9 @@ class BranchRows:
         return loops, (loops != 0).any(axis=1).view(np.uint8)
 
     @cached_property
-    def _walk_scratch(self) -> WalkScratch:
-        return WalkScratch(self.trie)
+    def _grammar_of(self) -> np.ndarray:
+        """int32 [terminals and aliases]: the grammar terminal each one is (what an outcome conses)."""
+        return np.ascontiguousarray(self.lexer.grammar_terminals(np.arange(self.lexer.restart.size)), dtype=np.int32)
 
     @cached_property
     def _step_codes(self) -> "StepCodes":

@@ -102,9 +102,9 @@ class BuiltRows:
         """Branch key → its index here."""
         return dict(zip(self.branch_keys.tolist(), range(self.n_branches)))
 
-    def outcome_table(self) -> OutcomeTable:
-        """An outcome table holding these cells, ids kept."""
-        return OutcomeTable.restored(self.n_base, self.head, self.tail, self.end)
+    def outcome_table(self, kernels: bool | None = None) -> OutcomeTable:
+        """An outcome table holding these cells, ids kept (``kernels``: as :class:`OutcomeTable` takes it)."""
+        return OutcomeTable.restored(self.n_base, self.head, self.tail, self.end, kernels)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         return {"n_base": self.n_base}, {name: getattr(self, name) for name in _FIELDS}

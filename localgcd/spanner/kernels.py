@@ -14,6 +14,7 @@ as the path when the extensions were not built (a source tree used without
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -38,32 +39,65 @@ def _built() -> None:
 
 
 @dataclass(frozen=True)
-class WalkedEntries:
-    """What a walk of some branches found, in position order.
+class SuffixArrays:
+    """Suffix entries as the walk kernel reads and fills them: ``values[slot * total + flat]``, the
+    outcome of a token's bytes from ``flat`` on, lexed afresh in the restart state of ``slot``."""
 
-    ``codes[i]`` is the end state of ``positions[i]`` when its bytes all continue
-    the lexeme, or ``-2 - T`` when the lexeme ends emitting terminal ``T`` on
-    the way; for those, in the same order, ``emit_flat`` is the flat offset (into
-    the trie's ``data``) of the byte that ended it.  Branch ``i``'s entries are
-    ``[bounds[i], bounds[i + 1])``.  Tokens that die are absent.
-    """
+    values: np.ndarray  # int32 [slots * total] (written where the kernel fills an entry)
+    known: np.ndarray  # uint8 [slots * total]: whether each entry is computed (empty: all are)
+    slot_of_terminal: np.ndarray  # int64 [terminals and aliases]: the slot lexing restarts in after each
+    restart_state: np.ndarray  # int64 [slots]: each slot's lexer state
 
-    positions: np.ndarray  # int64
-    codes: np.ndarray  # int32
-    emit_flat: np.ndarray  # int64
-    bounds: np.ndarray  # int64 [n_branches + 1]
+
+class CellTable(Protocol):
+    """An outcome table whose cells a kernel call makes (:class:`~localgcd.spanner.outcomes.OutcomeTable`)."""
+
+    def run_kernel(self, call: Callable[..., int]) -> None: ...
+
+
+class CellIndex:
+    """The outcome table's index for the kernels: ``(head, tail)`` → cell by open addressing
+    (``keys``: ``head << 32 | tail``, -1 where free; ``cells``), kept at most half full."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.keys = np.full(capacity, -1, dtype=np.int64)
+        self.cells = np.empty(capacity, dtype=np.int32)
+        self.count = 0
+
+    @classmethod
+    def of(cls, head: np.ndarray, tail: np.ndarray, lo: int, hi: int, room: int) -> "CellIndex":
+        """The index of cells ``[lo, hi)``, with room for ``room`` cells."""
+        _built()
+        index = cls(max(1024, 1 << int(2 * max(room, hi - lo, 1) - 1).bit_length()))
+        walk_kernel.index_cells(head, tail, lo, hi, index.keys, index.cells)
+        index.count = hi - lo
+        return index
+
+
+def cons_pairs(table: CellTable, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
+    """The cells of ``(heads[i], tails[i])`` in ``table``, made where new (DEAD_STATE where
+    ``tails[i]`` is)."""
+    _built()
+    heads, tails = _contiguous(heads, np.int64), _contiguous(tails, np.int64)
+    out = np.empty(heads.size, dtype=np.int64)
+    table.run_kernel(lambda *cells: walk_kernel.cons_pairs(heads, tails, out, *cells))
+    return out
 
 
 class WalkScratch:
-    """The breadth-first walk's scratch for one trie: a state per node, a slot and a depth per
-    position (slots all DEAD between walks), made once and reused (a walk's fresh pages would
-    cost more than the walk).  One per :class:`~localgcd.spanner.token_spanner.BranchRows`: a
-    walk writes it without the GIL, so two threads never share one."""
+    """The walk's scratch for one trie: the live nodes of two levels and their states, a slot and a
+    depth per position (slots all DEAD between walks) and the suffix chain's stack, made once and
+    reused (a walk's fresh pages would cost more than the walk).  Taken from the trie's pool (``VocabTrie.scratch``) for one walk at a time: a walk
+    writes it without the GIL, so two threads never share one."""
 
     def __init__(self, trie: VocabTrie) -> None:
-        self.node_state = np.empty(trie.flat_nodes.lo.size, dtype=np.int32)
+        widest = max((level.byte.size for level in trie.levels), default=1)
+        self.frontier_nodes = np.empty((2, widest), dtype=np.int64)  # a level's live nodes, the next's
+        self.frontier_states = np.empty((2, widest), dtype=np.int32)
         self.slots = np.full(trie.n_positions, DEAD_STATE, dtype=np.int32)
         self.slot_depth = np.empty(trie.n_positions, dtype=np.int32)
+        longest = int(trie.lengths.max()) if trie.lengths.size else 0
+        self.chain = np.empty(4 * (longest + 2), dtype=np.int64)  # two links a byte at most (an alias's)
 
 
 def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
@@ -75,21 +109,38 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
 
 
 def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
-                  roots: np.ndarray, states: np.ndarray, scratch: WalkScratch,
-                  breadth_from: int) -> WalkedEntries:
-    """Walk the branches ``(roots[i], states[i])``: root child ``roots[i]`` (ascending) entered in
-    lexer state ``states[i]`` (``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per
-    state, any of them); a branch over ``breadth_from`` positions (``Tuning.breadth_from``) breadth
-    first, the others depth first."""
+                  roots: np.ndarray, states: np.ndarray, scratch: WalkScratch, breadth_from: int,
+                  suffix: SuffixArrays, grammar_of: np.ndarray,
+                  cells: CellTable) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Walk the branches ``(roots[i], states[i])`` -- root child ``roots[i]`` (ascending) entered in
+    lexer state ``states[i]`` -- to their final entries: (positions ascending, outcome ids, bounds:
+    branch ``i``'s entries are ``[bounds[i], bounds[i + 1])``); tokens that die are left out.
+    ``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per state, any of them; a
+    branch over ``breadth_from`` positions (``Tuning.breadth_from``) breadth first, the others
+    depth first.  Emissions read ``suffix`` (filling its unknown entries) and cons ``grammar_of``
+    the terminal (or alias) emitted in ``cells``."""
     _built()
     nodes = trie.flat_nodes
-    positions, codes, emit_flat, bounds = walk_kernel.walk_branches(
-        _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
-        nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.child_start, nodes.child_end, nodes.parent,
-        nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64),
-        nodes.n_levels, _contiguous(roots, np.int64), _contiguous(states, np.int64), breadth_from,
-        scratch.node_state, scratch.slots, scratch.slot_depth)
-    return WalkedEntries(positions, codes, emit_flat, bounds)
+    roots, states = _contiguous(roots, np.int64), _contiguous(states, np.int64)
+    bounds = np.empty(roots.size + 1, dtype=np.int64)
+    # the entries are written straight into the arrays kept (room for every position of the roots:
+    # pages past the last entry are never touched, so they cost address space, not memory)
+    capacity = int((nodes.hi[roots] - nodes.lo[roots]).sum()) if roots.size else 0
+    positions, values = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32)
+
+    def walk(*table: np.ndarray) -> int:
+        return walk_kernel.walk_branches(
+            _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
+            nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.first_child,
+            nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
+            nodes.n_levels, roots, states, breadth_from,
+            suffix.values, suffix.known, suffix.slot_of_terminal, suffix.restart_state, grammar_of, *table,
+            scratch.frontier_nodes, scratch.frontier_states, scratch.slots, scratch.slot_depth, scratch.chain,
+            positions, values, bounds)
+
+    cells.run_kernel(walk)
+    n = int(bounds[-1])
+    return positions[:n], values[:n], bounds.tolist()
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -120,6 +171,25 @@ class DistinctValues:
         found = walk_kernel.distinct_values(_contiguous(values, np.int32), self._seen)
         found.sort()
         return found
+
+
+class EntryRanks:
+    """A row part's ranks from its branches' entries in one pass (``RowPart``'s fields, see
+    ``walk_kernel.rank_entries``), with scratch over the outcome ids kept and grown as ids grow."""
+
+    def __init__(self) -> None:
+        self._seen = np.zeros(0, dtype=np.uint8)
+        self._rank_of = np.zeros(0, dtype=np.int32)
+
+    def __call__(self, positions: list[np.ndarray], values: list[np.ndarray], bound: int,
+                 n_classes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """(outcomes sorted, dense ranks or None, classes or None, their ranks or None) of the
+        entries ``positions[b]`` (int64) and ``values[b]`` (int32, all below ``bound``)."""
+        _built()
+        if self._seen.size < max(bound, 1):
+            size = max(bound, 2 * self._seen.size, 1)
+            self._seen, self._rank_of = np.zeros(size, dtype=np.uint8), np.zeros(size, dtype=np.int32)
+        return walk_kernel.rank_entries(positions, values, self._seen, self._rank_of, n_classes)
 
 
 def _contiguous(array: np.ndarray, dtype: type | None = None) -> np.ndarray:

@@ -80,7 +80,7 @@ class LazyTokenSpanner:
         self.tuning = tuning
         if built is not None and built.n_base != lexer.n_states:
             raise ValueError("built rows of another lexer")
-        self._outcomes = built.outcome_table() if built is not None else OutcomeTable(lexer.n_states)
+        self._outcomes = built.outcome_table(kernels) if built is not None else OutcomeTable(lexer.n_states, kernels)
         self._branches = BranchRows(lexer, trie, SuffixOutcomes(lexer, trie, self._outcomes, kernels), self._outcomes,
                                     kernels, tuning)
         self._n_saved = built.n_branches if built is not None else 0
@@ -110,7 +110,7 @@ class LazyTokenSpanner:
 
     def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None or self._arrays[0] != len(self._outcomes):
-            self._arrays = (len(self._outcomes), self._outcomes.arrays())
+            self._arrays = (len(self._outcomes), self._outcomes.views())
         return self._arrays[1]
 
     @property
@@ -160,6 +160,10 @@ class LazyTokenSpanner:
     def branch_row(self, ids: np.ndarray) -> tuple[SparseRow, np.ndarray]:
         """(positions ascending, outcomes) of the given branches, and their distinct outcomes."""
         return self._branches.row_of(ids), self._branches.distinct_outcomes_of(ids)
+
+    def branch_part(self, ids: np.ndarray) -> RowPart:
+        """The given branches' :class:`~localgcd.spanner.rows.RowPart` (their entries as ranks)."""
+        return self._branches.part_of(ids, self.n_classes)
 
     def row_outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes of ``q``'s row, sorted."""
@@ -222,8 +226,7 @@ class LazyRows(Rows):
         key = ids.tobytes()
         found = self._parts.get(key)
         if found is None:
-            (classes, values), outcomes = self.spanner.branch_row(ids)
-            found = self._parts[key] = RowPart(classes, values, outcomes, self.spanner.n_classes)
+            found = self._parts[key] = self.spanner.branch_part(ids)
         return found
 
     def outcome_of(self, q: int, cls: int) -> int:

@@ -8,13 +8,15 @@ lexing token ``t``'s bytes ``d:`` afresh, computed up front
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import VocabTrie
-from localgcd.spanner.kernels import kernels_available
+from localgcd.spanner.kernels import CellIndex, SuffixArrays, cons_pairs, kernels_available
 from localgcd.spanner.kernels import first_emissions as kernel_first_emissions
 
 _SCALAR_CONS = 48  # OutcomeTable.cons below this many pairs goes one by one
@@ -24,11 +26,16 @@ class OutcomeTable:
     """Hash-consed emitted-terminal lists with an end state (see module doc).
 
     Lookups are vectorized: per head terminal, a dense array maps a tail
-    outcome id to the cons cell's id (-1 until the cell exists).
+    outcome id to the cons cell's id (-1 until the cell exists).  With the
+    compiled kernels, one hash index (``kernels.CellIndex``) instead, which the
+    kernels read and extend as they walk (:meth:`run_kernel`).
     """
 
-    def __init__(self, n_lexer_states: int) -> None:
+    def __init__(self, n_lexer_states: int, kernels: bool | None = None) -> None:
+        """``kernels``: cons through the compiled kernels' index (True), numpy's lookups (False),
+        or the kernels when they were built (None)."""
         self.n_base = n_lexer_states
+        self._index = CellIndex() if use_kernels(kernels) else None
         self._head = np.full(max(1024, 2 * n_lexer_states), -1, dtype=np.int32)
         self._tail = self._head.copy()
         self._end = self._head.copy()  # a cell's end state is its tail's: kept as cells are made
@@ -38,22 +45,33 @@ class OutcomeTable:
         self._restored = 0  # cells below this came from :meth:`restored`: a head's lookup reads them on first use
 
     @classmethod
-    def restored(cls, n_lexer_states: int, head: np.ndarray, tail: np.ndarray, end: np.ndarray) -> "OutcomeTable":
+    def restored(cls, n_lexer_states: int, head: np.ndarray, tail: np.ndarray, end: np.ndarray,
+                 kernels: bool | None = None) -> "OutcomeTable":
         """A table holding the cells of :meth:`arrays` (ids kept): consing the same pair again gives
-        the same id.  Each head's lookup is made from them on the head's first use."""
-        table = cls(n_lexer_states)
+        the same id.  Each head's lookup is made from them on the head's first use (the kernels'
+        index: at once)."""
+        table = cls(n_lexer_states, kernels)
         size = int(head.size)
         if size > table._head.size:
             table._grow(size)
         table._head[:size], table._tail[:size], table._end[:size] = head, tail, end
         table._size = table._restored = max(size, n_lexer_states)
+        if table._index is not None:
+            table._index = CellIndex.of(table._head, table._tail, table.n_base, table._size, table._size)
         return table
 
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def indexed(self) -> bool:
+        """Whether the compiled kernels' index holds the cells (the kernels can cons in it)."""
+        return self._index is not None
+
     def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
         """Outcome ids of ``(heads[i], tails[i])``; DEAD_STATE where ``tails[i]`` is DEAD_STATE."""
+        if self._index is not None:
+            return cons_pairs(self, heads, tails)
         if heads.size <= _SCALAR_CONS:  # a handful: cheaper one by one than a few array ops per head
             return np.fromiter((self.cons_one(h, t) for h, t in zip(heads.tolist(), tails.tolist())),
                                dtype=np.int64, count=heads.size)
@@ -80,6 +98,8 @@ class OutcomeTable:
         """The outcome id of one ``(head, tail)`` (DEAD_STATE when ``tail`` is)."""
         if tail == DEAD_STATE:
             return DEAD_STATE
+        if self._index is not None:
+            return int(cons_pairs(self, np.array([head]), np.array([tail]))[0])
         cell = int(self._lookup(head)[tail])
         if cell < 0:  # one new cell, written in place (no arrays made for it)
             cell = self._size
@@ -89,6 +109,23 @@ class OutcomeTable:
             self._size += 1
             self._lookup(head)[tail] = cell
         return cell
+
+    def run_kernel(self, call) -> None:
+        """Run a kernel ``call(head, tail, end, keys, cells, meta)`` that makes cells (``meta``: the
+        table's size and the index's count, updated by it), growing the arrays and the index until
+        it has room (a call that ran out of room stops, and what it made stays valid)."""
+        while True:
+            meta = np.array([self._size, self._index.count], dtype=np.int64)
+            status = call(self._head, self._tail, self._end, self._index.keys, self._index.cells, meta)
+            self._size, self._index.count = int(meta[0]), int(meta[1])
+            if status == 0:
+                return
+            if status != 1:
+                raise RuntimeError("a suffix entry's chain of emissions does not end (a lexer bug)")
+            if self._size >= self._head.size:
+                self._grow(self._size + 1)
+            if 2 * (self._index.count + 1) > self._index.keys.size:
+                self._index = CellIndex.of(self._head, self._tail, self.n_base, self._size, 2 * self._size)
 
     def _lookup(self, head: int) -> np.ndarray:
         table = self._by_head.get(head)
@@ -122,6 +159,15 @@ class OutcomeTable:
         """``(head, tail, end)`` int32 arrays indexed by outcome id (-1 for none)."""
         return self._head[: self._size].copy(), self._tail[: self._size].copy(), self._end[: self._size].copy()
 
+    def views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`arrays` as read-only views, not copies: a cell, once made, never changes (new ones
+        go past the views, and growing the table leaves the old arrays to the views), so a reader
+        of the ids handed out so far need not copy the table each time it grows."""
+        views = self._head[: self._size], self._tail[: self._size], self._end[: self._size]
+        for view in views:
+            view.flags.writeable = False
+        return views
+
 
 def restart_slots(lexer: LexingTransducer) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct states lexing restarts in, state 0 first; the slot of each terminal's restart)."""
@@ -134,6 +180,12 @@ class SuffixTable:
 
     def __init__(self, values: np.ndarray, slot_of_terminal: np.ndarray) -> None:
         self.values, self.slot_of_terminal = values, slot_of_terminal
+
+    @cached_property
+    def kernel_arrays(self) -> SuffixArrays:
+        """The entries as the walk kernel reads them (all known)."""
+        return SuffixArrays(np.ascontiguousarray(self.values, dtype=np.int32).reshape(-1), np.empty(0, np.uint8),
+                            self.slot_of_terminal.astype(np.int64, copy=False), np.zeros(1, dtype=np.int64))
 
     def after(self, terminals: np.ndarray, flat: np.ndarray) -> np.ndarray:
         """Outcomes of the bytes from ``flat`` on, lexed afresh after each of ``terminals``."""
@@ -226,8 +278,15 @@ class SuffixOutcomes:
         self._states, self.slot_of_terminal = restart_slots(lexer)
         self._total = int(trie.offsets[-1])
         size = self._total * self._states.size
-        self._values = np.empty(size, dtype=np.int64)  # read only where known: untouched pages cost nothing
+        self._values = np.empty(size, dtype=np.int32)  # read only where known: untouched pages cost nothing
         self._known = np.zeros(size, dtype=bool)
+
+    @cached_property
+    def kernel_arrays(self) -> SuffixArrays:
+        """The entries as the walk kernel reads and fills them (the same arrays: what either fills,
+        the other reads)."""
+        return SuffixArrays(self._values, self._known.view(np.uint8), self.slot_of_terminal.astype(np.int64, copy=False),
+                            self._states.astype(np.int64, copy=False))
 
     def after(self, terminals: np.ndarray, flat: np.ndarray) -> np.ndarray:
         """Outcomes of the bytes from ``flat`` on, lexed afresh after each of ``terminals``."""

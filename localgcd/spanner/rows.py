@@ -133,6 +133,15 @@ class RowPart:
             self.dense = None
             self.classes, self.ranks = classes, np.take(rank_of_outcome, values)
 
+    @classmethod
+    def ranked(cls, outcomes: np.ndarray, dense: np.ndarray | None, classes: np.ndarray | None,
+               ranks: np.ndarray | None) -> "RowPart":
+        """A part whose fields were made elsewhere, as the constructor makes them (the spanner's
+        kernel ranks a part's branches in one pass: ``kernels.EntryRanks``)."""
+        part = cls.__new__(cls)
+        part.outcomes, part.dense, part.classes, part.ranks = outcomes, dense, classes, ranks
+        return part
+
     def entries(self) -> SparseRow:
         """(classes ascending, their outcome ids)."""
         if self.dense is None:

@@ -60,7 +60,7 @@ def build_token_spanner(lexer: LexingTransducer, trie: VocabTrie, n_tokens: int,
     as :class:`BranchRows` takes them; ``meter``: the compile budget's deadline, checked as the lexer
     states' rows are made)."""
     meter = meter if meter is not None else unbounded()
-    outcomes = OutcomeTable(lexer.n_states)
+    outcomes = OutcomeTable(lexer.n_states, kernels)
     # a lexer with aliases restarts inside lexemes too (dozens of restart states): its suffix
     # entries are made where emissions need them
     suffix = suffix_outcomes(lexer, trie, outcomes, kernels) if lexer.alias_of is None else \

@@ -10,10 +10,40 @@ spanner does is a breadth-first walk over these arrays.
 from __future__ import annotations
 
 import itertools
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
+
+
+_Scratch = TypeVar("_Scratch")
+
+
+class ScratchPool:
+    """Scratch buffers for walks over one trie, shared by the spanners of every grammar over it
+    (:attr:`VocabTrie.scratch`): a walk takes one -- made when none is free, so there are as many
+    as walks ever ran at once -- and gives it back.  A new grammar's first walks then write pages
+    already mapped instead of faulting in megabytes of fresh ones, and a grammar keeps none."""
+
+    def __init__(self) -> None:
+        self._free: list = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def taken(self, make: Callable[[], _Scratch]) -> Iterator[_Scratch]:
+        """A free scratch (``make()`` when there is none), held until the block ends."""
+        with self._lock:
+            scratch = self._free.pop() if self._free else None
+        if scratch is None:
+            scratch = make()
+        try:
+            yield scratch
+        finally:
+            with self._lock:
+                self._free.append(scratch)
 
 
 @dataclass(frozen=True)
@@ -25,9 +55,7 @@ class FlatNodes:
     hi: np.ndarray  # int32
     byte: np.ndarray  # uint8
     token_at: np.ndarray  # int32
-    child_start: np.ndarray  # int64: first child, as an index into these arrays
-    child_end: np.ndarray  # int64
-    parent: np.ndarray  # int32: the parent's index here (-1 for the root's children)
+    first_child: np.ndarray  # int32 [n + 1]: node i's children are [first_child[i], first_child[i + 1]) here
     below: np.ndarray  # uint64 [n, 4]: the bytes on the edges below each node, as 256 bits
     n_levels: int
 
@@ -67,6 +95,11 @@ class VocabTrie:
         return int(self.token_ids.shape[0])
 
     @cached_property
+    def scratch(self) -> ScratchPool:
+        """The walks' scratch over this trie (the spanner's kernels fill it; not part of the data)."""
+        return ScratchPool()
+
+    @cached_property
     def first_bytes(self) -> np.ndarray:
         """int16 [P]: the first byte of each position (read-only; made once per trie)."""
         first = self.data[self.offsets[:-1]].astype(np.int16)
@@ -85,17 +118,14 @@ class VocabTrie:
         base = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         if not self.levels:
             empty32 = np.empty(0, np.int32)
-            return FlatNodes(empty32, empty32, np.empty(0, np.uint8), empty32, np.empty(0, np.int64),
-                             np.empty(0, np.int64), empty32, np.empty((0, 4), np.uint64), 0)
+            return FlatNodes(empty32, empty32, np.empty(0, np.uint8), empty32, np.zeros(1, np.int32),
+                             np.empty((0, 4), np.uint64), 0)
         joined = {name: np.ascontiguousarray(np.concatenate([getattr(level, name) for level in self.levels]))
                   for name in ("lo", "hi", "byte", "token_at")}
         # level d's children are indices into level d + 1, which starts at base[d + 1]
         starts = np.concatenate([level.child_start.astype(np.int64) + base[d + 1]
                                  for d, level in enumerate(self.levels)])
         ends = np.concatenate([level.child_end.astype(np.int64) + base[d + 1] for d, level in enumerate(self.levels)])
-        parents = np.concatenate([np.full(self.levels[0].lo.size, -1, np.int64)]
-                                 + [level.parent.astype(np.int64) + base[d - 1]
-                                    for d, level in enumerate(self.levels) if d > 0]).astype(np.int32)
         below = np.zeros((base[-1], 4), dtype=np.uint64)
         bit = np.uint64(1) << (joined["byte"] % 64).astype(np.uint64)
         word = joined["byte"] // 64
@@ -106,8 +136,13 @@ class VocabTrie:
             parent = self.levels[d].parent.astype(np.int64) + base[d - 1]
             for w in range(4):
                 np.bitwise_or.at(below[:, w], parent, own[:, w])
+        # a level's children are the next level in order, so a node's children end where the next
+        # node's begin: one array bounds them (half the bytes a walk reads per node)
+        first_child = np.append(starts, ends[-1]).astype(np.int32)
+        if not np.array_equal(ends, first_child[1:]):
+            raise RuntimeError("trie levels whose children are not consecutive (a trie bug)")
         return FlatNodes(joined["lo"].astype(np.int32), joined["hi"].astype(np.int32), joined["byte"].astype(np.uint8),
-                         joined["token_at"].astype(np.int32), starts, ends, parents, below, len(self.levels))
+                         joined["token_at"].astype(np.int32), first_child, below, len(self.levels))
 
     def token_positions(self, n_tokens: int) -> np.ndarray:
         """intp [n_tokens]: each text token's position, -1 for the others (read-only; made once per

@@ -1,22 +1,38 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Compiled kernel: the row walk over the vocabulary trie (see kernels.py for its typed interface).
+"""Compiled kernel: a first visit's rows, end to end (see kernels.py for its typed interface).
 
-Each branch (a root child of the trie entered in a lexer state) is walked on its own, and its
-entries come out sorted by position.  A step reads the lexing transducer's tables directly: the
-byte continues the lexeme (next state), kills it (``DEAD_STATE``) or ends it emitting a terminal.
-An emission covers every position below the node: their entries carry the step code and the flat
-byte offset the suffix lexing starts from; the caller turns them into outcomes.
+One call walks the new branches over the vocabulary trie, lexes the token suffixes after each
+first emission, hash-conses the outcomes and writes the branches' final entries.
 
-A small branch is walked depth first, node by node in trie order (only live nodes are visited).
-A big one is walked breadth first: a level of its subtree is a contiguous run of nodes, each of
-which reads its parent's state, so a level is one pass over contiguous arrays; the entries land
-in slots by position and are read out in order at the end.  A node reached in a state whose
-bytes below it all keep that state (a string's letters) ends every token under it in that state:
-its range is written without a walk.  The walk runs without the GIL.
+The walk.  Each branch (a root child of the trie entered in a lexer state) is walked on its own,
+and its entries come out sorted by position.  A step reads the lexing transducer's tables
+directly: the byte continues the lexeme (next state), kills it (``DEAD_STATE``) or ends it
+emitting a terminal ``T``; then every position below the node reads on from that byte, afresh in
+the state lexing restarts in after ``T``: the *suffix entry* ``(slot of T, flat offset)``.  A
+small branch is walked depth first, node by node in trie order (only live nodes are visited).  A
+big one is walked breadth first, a level at a time over the children of the previous level's live
+nodes (a node whose tokens are all decided is not walked below: a string state's subtrees, most
+of the trie); the codes land in slots by position and are read out (and resolved) in order at
+the end.  A node reached in a state
+whose bytes below it all keep that state (a string's letters) ends every token under it in that
+state: its range is written without a walk.
+
+Suffix entries.  ``values[slot * total + flat]`` is the outcome of lexing a token's bytes from
+``flat`` to its end in the slot's restart state, ``known[...]`` whether it is computed (an empty
+``known``: all are).  An unknown entry is lexed to its first emission, which leaves off at another
+entry of the same token (further on, or at the same byte in another slot after an alias): the
+chain is followed to a known or final entry, then consed back (an explicit stack, ``chain``).
+
+Outcomes.  A cell ``(head, tail)`` is found in, or added to, the table's open-addressing index
+(``keys``: ``head << 32 | tail`` or -1; ``cells``); a new cell is appended to ``head``, ``tail``,
+``end`` at ``meta[0]`` (``meta[1]``: the index's count).  When the arrays or the index (kept at
+most half full) have no room, the call stops and says so (``NEEDS_ROOM``): the caller grows them
+and calls again; what was made stays valid (known entries, cells), so a second call finishes.
+Everything runs without the GIL.
 """
 
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
+from libc.stdlib cimport free, malloc, qsort
 
 import numpy as np
 
@@ -28,12 +44,122 @@ cdef enum:
     DEAD = -1
     NO_EMIT = -1
     EMITS_BASE = -2  # a code at or below this ends the lexeme emitting EMITS_BASE - code
+    NEEDS_ROOM = -3  # (a resolver's answer) the cells or the index are full
+    CHAIN_TOO_LONG = -4  # a suffix chain longer than its token allows (a cycle: a lexer bug)
+    DONE = 0  # a call's status: finished,
+    GROW = 1  # out of room for cells (grow, call again),
+    CYCLE = 2  # or a chain too long
 
 cdef struct Frame:
     int64_t cursor  # next child to visit
     int64_t stop  # one past the last child
     int32_t state  # the lexer state the children are read in
     int32_t depth  # the children's level (the byte index they read)
+
+
+cdef struct Cells:
+    int32_t* head
+    int32_t* tail
+    int32_t* end
+    int64_t capacity
+    int64_t size
+    int64_t* keys
+    int32_t* cells
+    uint64_t mask  # index capacity - 1 (a power of two)
+    int64_t count
+
+
+cdef struct Suffixes:
+    int32_t* values
+    uint8_t* known  # NULL: every entry is known
+    const int64_t* slot_of_terminal
+    const int64_t* restart_state
+    const int32_t* grammar_of
+    const uint8_t* data
+    int64_t total
+    int64_t* chain  # 2 per link: the entry, the head it conses
+    int64_t chain_capacity
+
+
+cdef inline uint64_t slot_of_key(int64_t key, uint64_t mask) noexcept nogil:
+    return ((<uint64_t> key * <uint64_t> 0x9E3779B97F4A7C15) >> 32) & mask
+
+
+cdef inline int64_t cons(Cells* c, int64_t head, int64_t tail) noexcept nogil:
+    """The cell of ``(head, tail)``: found or made; DEAD when ``tail`` is; NEEDS_ROOM when full."""
+    if tail == DEAD:
+        return DEAD
+    cdef int64_t key = (head << 32) | tail
+    cdef uint64_t at = slot_of_key(key, c.mask)
+    while c.keys[at] != -1:
+        if c.keys[at] == key:
+            return c.cells[at]
+        at = (at + 1) & c.mask
+    if c.size >= c.capacity or 2 * (c.count + 1) > <int64_t> (c.mask + 1):
+        return NEEDS_ROOM
+    cdef int64_t cell = c.size
+    c.head[cell], c.tail[cell], c.end[cell] = <int32_t> head, <int32_t> tail, c.end[tail]
+    c.size += 1
+    c.keys[at], c.cells[at] = key, <int32_t> cell
+    c.count += 1
+    return cell
+
+
+cdef int64_t suffix_value(Suffixes* s, Cells* c, const int32_t* ns, const emit_t* em,
+                          int64_t key, int64_t stop) noexcept nogil:
+    """The outcome of suffix entry ``key`` (its token's bytes end at flat ``stop``), computed and
+    recorded if unknown; NEEDS_ROOM or CHAIN_TOO_LONG when it cannot be."""
+    cdef int64_t links = 0, value, flat, cursor
+    cdef int32_t state, nxt
+    cdef emit_t term
+    while True:
+        if s.known == NULL or s.known[key]:
+            value = s.values[key]
+            break
+        flat = key % s.total
+        state = <int32_t> s.restart_state[key // s.total]
+        cursor = flat
+        while True:
+            term = em[<int64_t> state * 256 + s.data[cursor]]
+            nxt = ns[<int64_t> state * 256 + s.data[cursor]]
+            if nxt == DEAD:
+                value = DEAD
+                break
+            if term != NO_EMIT:
+                value = EMITS_BASE  # emits: follow the chain
+                break
+            cursor += 1
+            if cursor == stop:
+                value = nxt
+                break
+            state = nxt
+        if value != EMITS_BASE:
+            s.values[key] = <int32_t> value
+            s.known[key] = 1
+            break
+        if 2 * (links + 1) > s.chain_capacity:
+            return CHAIN_TOO_LONG
+        s.chain[2 * links], s.chain[2 * links + 1] = key, s.grammar_of[term]
+        links += 1
+        key = s.slot_of_terminal[term] * s.total + cursor
+    while links > 0:
+        links -= 1
+        value = cons(c, s.chain[2 * links + 1], value)
+        if value == NEEDS_ROOM:
+            return NEEDS_ROOM
+        s.values[s.chain[2 * links]] = <int32_t> value
+        s.known[s.chain[2 * links]] = 1
+    return value
+
+
+cdef inline int64_t emission_outcome(Suffixes* s, Cells* c, const int32_t* ns, const emit_t* em,
+                                     int32_t code, int64_t flat, int64_t stop) noexcept nogil:
+    """The outcome of a token whose lexeme ends at flat ``flat`` with step code ``code``."""
+    cdef int64_t term = EMITS_BASE - code
+    cdef int64_t tail = suffix_value(s, c, ns, em, s.slot_of_terminal[term] * s.total + flat, stop)
+    if tail < DEAD:
+        return tail
+    return cons(c, s.grammar_of[term], tail)
 
 
 cdef inline int32_t step(const int32_t* next_state, const emit_t* emitted, const int32_t* accept,
@@ -57,50 +183,57 @@ cdef inline bint loops_below(const uint64_t* below, const uint64_t* loops, int64
 
 def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted, const int32_t[::1] accept,
                   const int32_t[::1] node_lo, const int32_t[::1] node_hi, const uint8_t[::1] node_byte,
-                  const int32_t[::1] token_at, const int64_t[::1] child_start, const int64_t[::1] child_end,
-                  const int32_t[::1] parent, const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
-                  const uint8_t[::1] has_loop, const int64_t[::1] offsets, int max_depth,
+                  const int32_t[::1] token_at, const int32_t[::1] first_child,
+                  const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
+                  const uint8_t[::1] has_loop, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
                   const int64_t[::1] roots, const int64_t[::1] states, int64_t breadth_from,
-                  int32_t[::1] node_state, int32_t[::1] slots, int32_t[::1] slot_depth):
-    """Walk the branches ``(roots[i], states[i])`` (roots ascending, global node ids of depth 1).
+                  int32_t[::1] suffix_values, uint8_t[::1] suffix_known, const int64_t[::1] slot_of_terminal,
+                  const int64_t[::1] restart_state, const int32_t[::1] grammar_of,
+                  int32_t[::1] head, int32_t[::1] tail, int32_t[::1] end, int64_t[::1] keys, int32_t[::1] cells,
+                  int64_t[::1] meta,
+                  int64_t[:, ::1] frontier_nodes, int32_t[:, ::1] frontier_states, int32_t[::1] slots,
+                  int32_t[::1] slot_depth, int64_t[::1] chain,
+                  int64_t[::1] positions, int32_t[::1] values, int64_t[::1] bounds):
+    """Walk the branches ``(roots[i], states[i])`` (roots ascending, global node ids of depth 1)
+    into their final entries: ``positions`` (ascending) and ``values`` (outcome ids) of every
+    position that lives through its last byte, branch ``i``'s at ``[bounds[i], bounds[i + 1])``
+    (``positions`` and ``values`` hold every position of the roots).  Returns DONE, GROW (the
+    cells or the index are full: grow them and call again) or CYCLE.
 
-    Returns ``(positions int64, codes int32, emit_flat int64, bounds int64)``: the entries of
-    every position that lives through its last byte (code: its end state) or whose lexeme ends
-    on the way (code ``<= -2``: ``-2 - terminal``; ``emit_flat``, in the same order: the flat
-    offset of that byte), ascending; branch ``i``'s are ``[bounds[i], bounds[i + 1])``.
-
-    ``parent``: each node's parent (global index); ``below[node]``: the bytes on the edges below
-    a node (256 bits); ``loops[q]``: the bytes that keep state ``q`` in ``q`` without emitting
+    ``below[node]``: the bytes on the edges below a node (256 bits); ``loops[q]``: the bytes that keep state ``q`` in ``q`` without emitting
     (``has_loop[q]``: any).  A branch over ``breadth_from`` positions or more is walked breadth
-    first in the scratch ``node_state`` (per node), ``slots`` (per position, all DEAD before and
-    after) and ``slot_depth``.
+    first in the scratch ``frontier_nodes`` and ``frontier_states`` (two rows as wide as the
+    trie's widest level: the live nodes of a level and of the next), ``slots`` (per position, all
+    DEAD before and after) and ``slot_depth``.  Suffix entries and outcome cells: see the module doc.
     """
     cdef Py_ssize_t n_roots = roots.shape[0]
-    cdef int64_t capacity = 0
     cdef Py_ssize_t i
     if n_roots == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64), np.zeros(1, np.int64)
-    for i in range(n_roots):
-        capacity += node_hi[roots[i]] - node_lo[roots[i]]
-    positions_arr = np.empty(capacity, dtype=np.int64)
-    codes_arr = np.empty(capacity, dtype=np.int32)
-    emit_arr = np.empty(capacity, dtype=np.int64)
-    bounds_arr = np.empty(n_roots + 1, dtype=np.int64)
-    cdef int64_t[::1] positions = positions_arr
-    cdef int32_t[::1] codes = codes_arr
-    cdef int64_t[::1] emit_flat = emit_arr
-    cdef int64_t[::1] bounds = bounds_arr
+        bounds[0] = 0
+        return DONE
     cdef Frame* frames = <Frame*> malloc((max_depth + 2) * sizeof(Frame))
     if frames == NULL:
         raise MemoryError()
+    cdef Cells c
+    c.head, c.tail, c.end, c.capacity, c.size = &head[0], &tail[0], &end[0], head.shape[0], meta[0]
+    c.keys, c.cells, c.mask, c.count = &keys[0], &cells[0], <uint64_t> (keys.shape[0] - 1), meta[1]
+    cdef Suffixes s
+    s.values = &suffix_values[0]
+    s.known = &suffix_known[0] if suffix_known.shape[0] else NULL
+    s.slot_of_terminal, s.restart_state, s.grammar_of = &slot_of_terminal[0], &restart_state[0], &grammar_of[0]
+    s.data, s.total, s.chain, s.chain_capacity = &data[0], offsets[offsets.shape[0] - 1], &chain[0], chain.shape[0]
     cdef const int32_t* ns = &next_state[0, 0]
     cdef const emit_t* em = &emitted[0, 0]
     cdef const int32_t* acc = &accept[0]
     cdef const uint64_t* bl = &below[0, 0]
     cdef const uint64_t* lp = &loops[0, 0]
-    cdef int64_t n = 0, n_emit = 0, node, p, stop, first, last, lo, hi
+    cdef int64_t n = 0, node, p, lo, hi, value, j, n_front, n_next
+    cdef int64_t* now_node = &frontier_nodes[0, 0]  # the live nodes of a level, their states
+    cdef int64_t* later_node = &frontier_nodes[1, 0]  # and of the next
+    cdef int32_t* now_state = &frontier_states[0, 0]
+    cdef int32_t* later_state = &frontier_states[1, 0]
     cdef int32_t state, code, depth, parent_state
-    cdef int top
+    cdef int top, status = DONE
     cdef bint alive
     with nogil:
         for i in range(n_roots):
@@ -111,62 +244,65 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
             if loops_below(bl, lp, node, state):
                 for p in range(lo, hi):
                     positions[n] = p
-                    codes[n] = state
+                    values[n] = state
                     n += 1
                 continue
-            if hi - lo >= breadth_from:  # breadth first, level by level over the subtree's runs
+            if hi - lo >= breadth_from:  # breadth first, level by level over the live nodes' children
                 if token_at[node] >= 0:
                     slots[token_at[node]] = state
-                node_state[node] = state
-                first, last, depth = child_start[node], child_end[node], 1
-                while first < last:
-                    alive = False
-                    for node in range(first, last):
-                        parent_state = node_state[parent[node]]
-                        if parent_state < 0:
-                            node_state[node] = DEAD
-                            continue
-                        code = step(ns, em, acc, parent_state, node_byte[node])
-                        if code >= 0:
-                            if has_loop[code] and child_start[node] < child_end[node] \
-                                    and loops_below(bl, lp, node, code):
-                                for p in range(node_lo[node], node_hi[node]):
-                                    slots[p] = code
-                                node_state[node] = DEAD  # done: its children are not walked
-                                continue
-                            if token_at[node] >= 0:
-                                slots[token_at[node]] = code
-                            node_state[node] = code
-                            alive = True
-                        else:
-                            if code != DEAD:
+                now_node[0], now_state[0], n_front, depth = node, state, 1, 1
+                while n_front:
+                    n_next = 0
+                    for j in range(n_front):
+                        parent_state = now_state[j]
+                        for node in range(first_child[now_node[j]], first_child[now_node[j] + 1]):
+                            code = step(ns, em, acc, parent_state, node_byte[node])
+                            if code >= 0:
+                                if first_child[node] < first_child[node + 1]:
+                                    if has_loop[code] and loops_below(bl, lp, node, code):
+                                        for p in range(node_lo[node], node_hi[node]):
+                                            slots[p] = code  # done: its children are not walked
+                                        continue
+                                    later_node[n_next], later_state[n_next] = node, code
+                                    n_next += 1
+                                if token_at[node] >= 0:
+                                    slots[token_at[node]] = code
+                            elif code != DEAD:
                                 for p in range(node_lo[node], node_hi[node]):
                                     slots[p] = code
                                     slot_depth[p] = depth
-                            node_state[node] = DEAD
-                    if not alive:
-                        break
-                    first, last = child_start[first], child_end[last - 1]
+                    now_node, later_node = later_node, now_node
+                    now_state, later_state = later_state, now_state
+                    n_front = n_next
                     depth += 1
-                for p in range(lo, hi):  # read the slots out in order (and leave them DEAD)
+                for p in range(lo, hi):  # read the slots out in order, resolved (and leave them DEAD)
                     code = slots[p]
-                    if code != DEAD:
+                    if code == DEAD:
+                        continue
+                    slots[p] = DEAD
+                    if status != DONE:
+                        continue
+                    value = code
+                    if code < DEAD:
+                        value = emission_outcome(&s, &c, ns, em, code, offsets[p] + slot_depth[p], offsets[p + 1])
+                        if value < DEAD:
+                            status = GROW if value == NEEDS_ROOM else CYCLE
+                            continue
+                    if value != DEAD:
                         positions[n] = p
-                        codes[n] = code
+                        values[n] = <int32_t> value
                         n += 1
-                        if code < DEAD:
-                            emit_flat[n_emit] = offsets[p] + slot_depth[p]
-                            n_emit += 1
-                        slots[p] = DEAD
+                if status != DONE:
+                    break
                 continue
             if token_at[node] >= 0:  # depth first, live nodes only, in trie order
                 positions[n] = token_at[node]
-                codes[n] = state
+                values[n] = state
                 n += 1
             top = 0
             frames[0].cursor, frames[0].stop, frames[0].state, frames[0].depth = \
-                child_start[node], child_end[node], state, 1
-            while top >= 0:
+                first_child[node], first_child[node + 1], state, 1
+            while top >= 0 and status == DONE:
                 if frames[top].cursor == frames[top].stop:
                     top -= 1
                     continue
@@ -178,28 +314,69 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                     if loops_below(bl, lp, node, code):
                         for p in range(node_lo[node], node_hi[node]):  # every token below ends in code
                             positions[n] = p
-                            codes[n] = code
+                            values[n] = code
                             n += 1
                         continue
                     if token_at[node] >= 0:
                         positions[n] = token_at[node]
-                        codes[n] = code
+                        values[n] = code
                         n += 1
-                    if child_start[node] < child_end[node]:
+                    if first_child[node] < first_child[node + 1]:
                         top += 1
                         frames[top].cursor, frames[top].stop, frames[top].state, frames[top].depth = \
-                            child_start[node], child_end[node], code, depth + 1
+                            first_child[node], first_child[node + 1], code, depth + 1
                 elif code != DEAD:
-                    stop = node_hi[node]
-                    for p in range(node_lo[node], stop):
-                        positions[n] = p
-                        codes[n] = code
-                        emit_flat[n_emit] = offsets[p] + depth
-                        n += 1
-                        n_emit += 1
+                    for p in range(node_lo[node], node_hi[node]):
+                        value = emission_outcome(&s, &c, ns, em, code, offsets[p] + depth, offsets[p + 1])
+                        if value < DEAD:
+                            status = GROW if value == NEEDS_ROOM else CYCLE
+                            break
+                        if value != DEAD:
+                            positions[n] = p
+                            values[n] = <int32_t> value
+                            n += 1
+            if status != DONE:
+                break
         bounds[n_roots] = n
     free(frames)
-    return positions_arr[:n], codes_arr[:n], emit_arr[:n_emit], bounds_arr
+    meta[0], meta[1] = c.size, c.count
+    return status
+
+
+def cons_pairs(const int64_t[::1] heads, const int64_t[::1] tails, int64_t[::1] out,
+               int32_t[::1] head, int32_t[::1] tail, int32_t[::1] end, int64_t[::1] keys, int32_t[::1] cells,
+               int64_t[::1] meta):
+    """``out[i]``: the cell of ``(heads[i], tails[i])`` (DEAD where ``tails[i]`` is), found in or
+    added to the table (see the module doc); DONE, or GROW (grow, call again: the cells made stay)."""
+    cdef Cells c
+    c.head, c.tail, c.end, c.capacity, c.size = &head[0], &tail[0], &end[0], head.shape[0], meta[0]
+    c.keys, c.cells, c.mask, c.count = &keys[0], &cells[0], <uint64_t> (keys.shape[0] - 1), meta[1]
+    cdef Py_ssize_t i, n = heads.shape[0]
+    cdef int64_t value
+    cdef int status = DONE
+    with nogil:
+        for i in range(n):
+            value = cons(&c, heads[i], tails[i])
+            if value == NEEDS_ROOM:
+                status = GROW
+                break
+            out[i] = value
+    meta[0], meta[1] = c.size, c.count
+    return status
+
+
+def index_cells(const int32_t[::1] head, const int32_t[::1] tail, int64_t lo, int64_t hi,
+                int64_t[::1] keys, int32_t[::1] cells):
+    """Put cells ``[lo, hi)`` (each new) into an index with room for them (all -1 before)."""
+    cdef uint64_t mask = <uint64_t> (keys.shape[0] - 1), at
+    cdef int64_t cell, key
+    with nogil:
+        for cell in range(lo, hi):
+            key = (<int64_t> head[cell] << 32) | tail[cell]
+            at = slot_of_key(key, mask)
+            while keys[at] != -1:
+                at = (at + 1) & mask
+            keys[at], cells[at] = key, <int32_t> cell
 
 
 def distinct_values(const int32_t[::1] values, uint8_t[::1] seen):
@@ -220,3 +397,99 @@ def distinct_values(const int32_t[::1] values, uint8_t[::1] seen):
         for i in range(k):
             seen[found[i]] = 0
     return found_arr[:k]
+
+
+ctypedef fused rank_t:
+    uint8_t
+    uint16_t
+    int32_t
+
+
+cdef int compare_int32(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*> a)[0], y = (<const int32_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void write_ranks(rank_t[::1] out, bint dense, int32_t n_ranks, const int64_t** positions, const int32_t** values,
+                      int64_t* sizes, Py_ssize_t n_parts, const int32_t* rank_of) noexcept nogil:
+    cdef Py_ssize_t b, i
+    cdef int64_t k = 0
+    if dense:  # a rank per class, n_ranks where no entry (and in the last slot, for class -1)
+        for i in range(out.shape[0]):
+            out[i] = <rank_t> n_ranks
+        for b in range(n_parts):
+            for i in range(sizes[b]):
+                out[positions[b][i]] = <rank_t> rank_of[values[b][i]]
+    else:  # the entries' ranks, in order
+        for b in range(n_parts):
+            for i in range(sizes[b]):
+                out[k] = <rank_t> rank_of[values[b][i]]
+                k += 1
+
+
+def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] rank_of, int64_t n_classes):
+    """A row part from its branches' entries (``positions[b]`` int64 ascending, ``values[b]`` int32
+    outcome ids, branches in position order): ``(outcomes, dense, classes, ranks)`` as
+    ``RowPart`` keeps them -- the distinct outcomes sorted; with entries for an eighth of the
+    ``n_classes`` or more, ``dense`` (a rank per class, ``outcomes.size`` for none, and one more
+    slot), else the entries' ``classes`` and ``ranks`` -- ranks in the smallest unsigned type that
+    holds them.  ``seen`` (all zeros before and after) and ``rank_of`` are scratch over the outcome
+    ids."""
+    cdef Py_ssize_t n_parts = len(positions), b, i
+    cdef const int64_t** pos = <const int64_t**> malloc((n_parts + 1) * sizeof(int64_t*))
+    cdef const int32_t** val = <const int32_t**> malloc((n_parts + 1) * sizeof(int32_t*))
+    cdef int64_t* sizes = <int64_t*> malloc((n_parts + 1) * sizeof(int64_t))
+    if pos == NULL or val == NULL or sizes == NULL:
+        free(pos)
+        free(val)
+        free(sizes)
+        raise MemoryError()
+    cdef const int64_t[::1] p_view
+    cdef const int32_t[::1] v_view
+    cdef int64_t total = 0, k = 0
+    cdef int32_t[::1] found
+    cdef int32_t v
+    try:
+        for b in range(n_parts):
+            p_view, v_view = positions[b], values[b]
+            if p_view.shape[0] != v_view.shape[0]:
+                raise ValueError("a branch's positions and outcomes differ in length")
+            sizes[b] = p_view.shape[0]
+            pos[b] = &p_view[0] if sizes[b] else NULL
+            val[b] = &v_view[0] if sizes[b] else NULL
+            total += sizes[b]
+        found_arr = np.empty(min(total, <int64_t> seen.shape[0]), dtype=np.int32)
+        found = found_arr
+        with nogil:
+            for b in range(n_parts):
+                for i in range(sizes[b]):
+                    v = val[b][i]
+                    if not seen[v]:
+                        seen[v] = 1
+                        found[k] = v
+                        k += 1
+            for i in range(k):
+                seen[found[i]] = 0
+            if k > 1:
+                qsort(&found[0], k, sizeof(int32_t), compare_int32)
+            for i in range(k):
+                rank_of[found[i]] = <int32_t> i
+        outcomes = found_arr[:k].copy()
+        dense = 8 * total >= n_classes
+        rank_type = np.uint8 if k < 255 else np.uint16 if k < 65535 else np.int32
+        out = np.empty(n_classes + 1 if dense else total, dtype=rank_type)
+        if rank_type is np.uint8:
+            write_ranks[uint8_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+        elif rank_type is np.uint16:
+            write_ranks[uint16_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+        else:
+            write_ranks[int32_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+        if dense:
+            return outcomes, out, None, None
+        classes = np.concatenate(positions) if n_parts > 1 else np.asarray(positions[0]) if n_parts else \
+            np.empty(0, np.int64)
+        return outcomes, None, classes, out
+    finally:
+        free(pos)
+        free(val)
+        free(sizes)
