@@ -18,11 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark.common import ParserConf
+from lark.grammar import NonTerminal, Rule as LarkRule, Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer
 
 from localgcd.errors import GrammarError
-from localgcd.grammar.formats import to_lark
-from localgcd.grammar.lark_frontend import Grammar, load_lark_grammar
+from localgcd.grammar.formats import to_grammar
+from localgcd.grammar.ir import GrammarIR
+from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.parser.lalr import analyze_grammar
 from localgcd.parser.lalr_analysis import _relation_closure
 
@@ -37,30 +39,35 @@ GBNF_FILES = sorted((ROOT / "tests" / "corpus" / "gbnf").glob("*.gbnf"))
 SCHEMA_FILES = sorted(glob.glob(f"{MASKBENCH}/*.json"))[::13]
 
 
-def _grammar(path: Path) -> Grammar:
+def _grammar(path: Path) -> GrammarIR:
     text = path.read_text()
     fmt = "gbnf" if path.suffix == ".gbnf" else "lark"
-    translation = to_lark(text, fmt, str(path))
-    return load_lark_grammar(translation.lark, str(path), origins=translation.origins)
+    return to_grammar(text, fmt, str(path))
 
 
-def _schema_grammar(path: str) -> Grammar | None:
+def _schema_grammar(path: str) -> GrammarIR | None:
     schema = json.loads(Path(path).read_text())["schema"]
     try:
-        translation = to_lark(json.dumps(schema), "json_schema", path, property_order="any")
+        return to_grammar(json.dumps(schema), "json_schema", path, property_order="any")
     except Exception:  # noqa: BLE001 - schemas the front end refuses have no grammar to compare
         return None
-    return load_lark_grammar(translation.lark, path, origins=translation.origins)
 
 
-def lark_automaton(grammar: Grammar):
+def lark_rules(grammar: GrammarIR) -> list[LarkRule]:
+    """The grammar's rules as lark's objects, for lark's analyzer."""
+    return [LarkRule(NonTerminal(r.lhs), [LarkTerminal(s) if grammar.is_terminal(s) else NonTerminal(s) for s in r.rhs],
+                     order) for order, r in enumerate(grammar.rules)]
+
+
+def lark_automaton(grammar: GrammarIR):
     """(start state, state → {symbol name: ("shift", state) | ("reduce", rule index)}) from lark."""
-    analyzer = LALR_Analyzer(ParserConf(list(grammar.rules), {}, [grammar.start]))
+    rules = lark_rules(grammar)
+    analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]))
     analyzer.compute_lr0_states()
     analyzer.compute_reads_relations()
     analyzer.compute_includes_lookback()
     analyzer.compute_lookaheads()
-    rule_index = {id(r): i for i, r in enumerate(grammar.rules)}
+    rule_index = {id(r): i for i, r in enumerate(rules)}
     table = {}
     for itemset in analyzer.lr0_itemsets:
         moves = {sym.name: ("shift", id(nxt)) for sym, nxt in itemset.transitions.items()}
@@ -69,7 +76,7 @@ def lark_automaton(grammar: Grammar):
     return id(analyzer.lr0_start_states[grammar.start]), table
 
 
-def localgcd_automaton(grammar: Grammar):
+def localgcd_automaton(grammar: GrammarIR):
     automaton, symbols = analyze_grammar(grammar)
     names = {column: name for name, column in symbols.columns.items()} | {symbols.end: "$END"}
     names |= {symbols.end + 1 + i: name for name, i in symbols.nonterminals.items()}
@@ -81,7 +88,7 @@ def localgcd_automaton(grammar: Grammar):
     return 0, table
 
 
-def assert_same_automaton(grammar: Grammar) -> None:
+def assert_same_automaton(grammar: GrammarIR) -> None:
     (start_a, a), (start_b, b) = lark_automaton(grammar), localgcd_automaton(grammar)
     assert len(a) == len(b), "different numbers of LR(0) states"
     pairs = {start_a: start_b}

@@ -27,9 +27,8 @@ from localgcd.compiler.store import TRIE_PREFIX, TableStore
 from localgcd.budget import CompileBudget
 from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
-from localgcd.grammar.formats import check_format, to_lark
+from localgcd.grammar.formats import check_format, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
@@ -171,17 +170,14 @@ class Compiler:
                fmt: str, lazy: bool, base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
-        translation = to_lark(text, fmt, source, meter, self.tuning, **options)
-        for warning in translation.warnings:
+        grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, **options)
+        for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
-        grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf,
-                                    lark_regex=translation.lark_regex, base_dir=base_dir)
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        lexer = build_lexer(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
+        lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)

@@ -1,7 +1,7 @@
-"""GBNF (llama.cpp's grammar format) → Lark grammar text for localgcd.
+"""GBNF (llama.cpp's grammar format) → the typed grammar for localgcd.
 
-``gbnf_to_lark(text)`` parses GBNF exactly as llama.cpp's ``grammars/README.md``
-describes it and returns a :class:`Translation`: Lark text whose language,
+``gbnf_to_grammar(text)`` parses GBNF exactly as llama.cpp's ``grammars/README.md``
+describes it and returns a :class:`~localgcd.grammar.ir.GrammarIR` whose language,
 through localgcd's maximal-munch context-free lexer and strict LALR(1) parser,
 is exactly the GBNF language (code points, UTF-8 encoded).
 
@@ -81,7 +81,9 @@ import numpy as np
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import digraph
 from localgcd.errors import CompileBudgetError, GrammarError
-from localgcd.grammar.translation import Translation
+from localgcd.grammar.builder import GrammarBuilder
+from localgcd.grammar.ir import GrammarIR
+from localgcd.grammar.terminal_rank import lark_pattern_length
 from localgcd.regex import syntax as regex
 from localgcd.regex.charset import CharSet
 from localgcd.regex.dfa import DFA, determinize, prefix_overlap, trim
@@ -332,7 +334,7 @@ def _refs(e: Expr):
         yield from _refs(e.item)
 
 
-def gbnf_to_lark(text: str, source: str = "<grammar>", meter: BudgetMeter | None = None) -> Translation:
+def gbnf_to_grammar(text: str, source: str = "<grammar>", meter: BudgetMeter | None = None) -> GrammarIR:
     """Translate GBNF text; see the module docstring for how and what is refused (``meter``: the
     compile budget)."""
     rules, positions, parser = parse_gbnf(text, source)
@@ -757,7 +759,7 @@ class _Translator:
         return out
 
     # -- the whole thing ---------------------------------------------------
-    def translate(self) -> Translation:
+    def translate(self) -> GrammarIR:
         root = Ref(self.start, self.positions[self.start])
         self.temporaries.append(root)
         self.cfg["start"] = [self.syms(root, self.start)]
@@ -795,19 +797,16 @@ class _Translator:
                     if s[0] == "n" and s[1] not in reach:
                         reach.add(s[1])
                         stack.append(s[1])
-        lines = []
+        builder = GrammarBuilder(self.source)
         for nt in ["start"] + sorted(n for n in cfg if n in reach and n != "start"):
-            body = " | ".join(" ".join(s[1] for s in alt) for alt in cfg[nt])
-            lines.append(f"{nt}: {body}")
+            builder.rule(nt, [[s[1] for s in alt] for alt in cfg[nt]], origin=self.origins.get(nt))
         used_terms = {s[1] for nt in reach for alt in cfg[nt] for s in alt if s[0] == "t"}
         for name, regex in self.terminals.items():
             if name in used_terms:
-                lines.append(f"{name}: /{regex}/")
-        keep = reach | used_terms
-        origins = {k: v for k, v in self.origins.items() if k in keep}
-        text = "\n".join(lines) + "\n"
-        self._check_lalr(text)
-        return Translation(text, origins)
+                builder.pattern(name, regex, value_length=lark_pattern_length(regex), origin=self.origins.get(name))
+        grammar = builder.build()
+        self._check_lalr(grammar.to_lark())
+        return grammar
 
     def _check_lalr(self, text: str) -> None:
         """Lark's LALR(1) lookaheads; every conflict is collected (not only the
@@ -882,8 +881,8 @@ def _compute_lookaheads(analyzer) -> None:  # noqa: ANN001
                 state.lookaheads[s].add(rule)
 
 
-def translate(rules, positions, start, source, line_text, meter: BudgetMeter | None = None) -> Translation:
-    """Rules (name → expression) → Lark text; see the module docstring.
+def translate(rules, positions, start, source, line_text, meter: BudgetMeter | None = None) -> GrammarIR:
+    """Rules (name → expression) → the typed grammar; see the module docstring.
 
     Tries, in order, until one is LALR(1): runs cut after prefix-free heads
     (smallest tables); runs kept whole (a cut can force an early decision);
