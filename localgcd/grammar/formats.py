@@ -50,13 +50,15 @@ def check_format(fmt: str, source: str = "<grammar>") -> str:
 
 def to_grammar(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter | None = None,
                tuning: Tuning = Tuning(), indenter: IndenterOptions | None = None,
-               base_dir: str | Path | None = None, **options: Any) -> GrammarIR:
+               base_dir: str | Path | None = None, document: Any = None, **options: Any) -> GrammarIR:
     """Run the front end of ``fmt`` on ``text`` (``meter``: the compile budget, for the JSON Schema
     front end's automata; ``tuning``: the compiler's, for the JSON Schema front end; ``indenter``
-    and ``base_dir``: a Lark grammar's Indenter names and the folder of its relative imports)."""
+    and ``base_dir``: a Lark grammar's Indenter names and the folder of its relative imports;
+    ``document``: a JSON Schema's ``text`` already parsed, read instead of the text)."""
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
-        return replace(schema_to_grammar(text, source=source, meter=meter, tuning=tuning, **options), text=text)
+        schema = text if document is None else document
+        return replace(schema_to_grammar(schema, source=source, meter=meter, tuning=tuning, **options), text=text)
     if fmt == "lark":  # option: lark_regex (lark's regex=True)
         if set(options) - {"lark_regex"}:
             raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule as LarkRule
-from lark.lexer import PatternRE, PatternStr, TerminalDef
+from lark.lexer import Pattern, PatternStr, TerminalDef
 from lark.load_grammar import load_grammar
 
 from localgcd.errors import GrammarError
@@ -44,7 +44,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     (``\\p{…}`` properties; :mod:`localgcd.regex.unicode_properties`).
     """
     try:
-        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
+        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)  # type: ignore[no-untyped-call]
         term_defs, lark_rules, ignore = builder_grammar.compile([start], set())
     except LarkError as exc:
         raise _located(exc, text, source) from None
@@ -180,7 +180,7 @@ class _InvalidRegex(Exception):
 
 
 try:  # lark measures a regex that ``re`` cannot parse with the ``regex`` module, when it is installed
-    from regex import error as _regex_module_error
+    from regex import error as _regex_module_error  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - regex is installed with lark here
     _regex_module_error = re.error
 _REGEX_ERRORS = (re.error, ValueError, _regex_module_error)
@@ -224,7 +224,7 @@ class _TerminalOrigins:
         return _line_column(self.text, found.start()) if found else (None, None)
 
 
-def _max_width(pattern: PatternStr | PatternRE) -> int:
+def _max_width(pattern: Pattern) -> int:
     """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars.
 
     Raises :class:`_InvalidRegex` (its message naming the pattern) for a regex ``re`` rejects."""
@@ -347,8 +347,8 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
         literal, reason = exc.args
         message = f"invalid escape in '{literal}': {str(reason.msg).rsplit(': ', 1)[-1]}"
         where = text.find(str(literal))
-        line, column = _line_column(text, where) if where >= 0 else (None, None)
-        return GrammarError(message, source, line, column, source_line(text, line))
+        at: tuple[int | None, int | None] = _line_column(text, where) if where >= 0 else (None, None)
+        return GrammarError(message, source, at[0], at[1], source_line(text, at[0]))
     message = _first_line(str(exc))
     message = message[0].lower() + message[1:]
     literal = re.search(r'\((".*?")\)', message)
@@ -358,11 +358,11 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
     names = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
     for name in names:
         if "used but not defined" in message or "not defined" in message:
-            line, column = _first_use(text, name)
+            found = _first_use(text, name)
         else:
-            line, column = definition_positions(text).get(name) or _first_use(text, name)
-        if line is not None:
-            return GrammarError(message, source, line, column, source_line(text, line))
+            found = definition_positions(text).get(name) or _first_use(text, name)
+        if found[0] is not None:
+            return GrammarError(message, source, found[0], found[1], source_line(text, found[0]))
     return GrammarError(message, source)
 
 
