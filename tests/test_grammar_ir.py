@@ -124,3 +124,12 @@ def test_compile_show_prints_lark_text_lark_reads(args: list[str], tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert result.output.startswith("start")
     lark.Lark(result.output, parser="earley", lexer="dynamic")
+
+
+@pytest.mark.parametrize("line", ["// localgcd: modes A=1:0", "  // localgcd: also A /a+/ 0>1"])
+def test_a_lark_grammar_does_not_carry_lexer_modes_in_comments(line: str) -> None:
+    """The comment lines that once carried lexer modes between the stages are an error in a Lark
+    grammar, not a comment that quietly changes nothing."""
+    with pytest.raises(GrammarError, match="are not read from Lark grammars") as e:
+        load_lark_grammar(f'start: A\n{line}\nA: "a"\n', "g.lark")
+    assert (e.value.line, e.value.column) == (2, line.index("localgcd:") + 11)  # at the word modes or also

@@ -170,7 +170,7 @@ def test_two_terminals_with_one_string_keep_the_lower_rank() -> None:
 
 
 # --------------------------------------------------------------------------
-# terminals with conditions (``// localgcd: also``): a label read off trackers
+# terminals with conditions (``Also``): a label read off trackers
 # --------------------------------------------------------------------------
 
 def _dfa_run(dfa, data: bytes, state: int = 0) -> int:

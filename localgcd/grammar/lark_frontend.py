@@ -43,6 +43,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     terminals as lark does with ``regex=True``: with the ``regex`` module's syntax and Unicode data
     (``\\p{…}`` properties; :mod:`localgcd.regex.unicode_properties`).
     """
+    _refuse_lexer_comments(text, source)
     try:
         builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)  # type: ignore[no-untyped-call]
         term_defs, lark_rules, ignore = builder_grammar.compile([start], set())
@@ -64,6 +65,21 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
     return GrammarIR(tuple(terminals), tuple(rules), start, source, index, spec, origins, text)
+
+
+_LEXER_COMMENT = re.compile(r"^[ \t]*//[ \t]*localgcd:[ \t]*(modes|also)\b", re.M)
+
+
+def _refuse_lexer_comments(text: str, source: str) -> None:
+    """A ``// localgcd: modes`` or ``// localgcd: also`` line (lexer modes and terminal conditions,
+    once written into Lark text between localgcd's stages) is an error, not a comment lark would
+    ignore: the grammar would quietly mean something else than its author meant."""
+    found = _LEXER_COMMENT.search(text)
+    if found is not None:
+        line, column = _line_column(text, found.start(1))
+        raise GrammarError(f"'// localgcd: {found.group(1)}' lines are not read from Lark grammars: lexer modes and "
+                           "terminal conditions are set by the front ends that need them (JSON Schema)",
+                           source, line, column, source_line(text, line))
 
 
 def _typed_rules(rules: list[LarkRule]) -> list[Rule]:

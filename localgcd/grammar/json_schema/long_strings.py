@@ -27,7 +27,7 @@ class LongStrings:
 
     Patterns whose strings may be that long are *tracked*: the chunks carry the state their
     automata (the product of all of them, a vector) reach, one lexer mode per vector, with the
-    ``// localgcd: also`` conditions that say so; a tail terminal then says which of the patterns
+    ``Also`` conditions that say so; a tail terminal then says which of the patterns
     the whole string matches (its signature), and a position's long strings are the tails of
     the signatures it allows.  Untracked, there is one chunk mode and one terminal of each kind.
     """

@@ -292,7 +292,7 @@ class Resolver:
         """([length regex or ""], [(fewest, most, terminal)]): the pattern split at every length
         bound of the schema that its strings straddle, so that a bounded position takes exactly the
         pieces inside its bounds.  A piece is the pattern's terminal with a second regex, its length
-        class, that the lexer intersects with it (``// localgcd: also``): the product of the two
+        class, that the lexer intersects with it (an ``Also`` on the terminal): the product of the two
         automata, never written back as a regex.  When long strings are chunked, pieces stop at
         CHUNK characters; the pattern's longer strings are tracked through the chunks."""
         name = self.pat_name[body]
