@@ -124,7 +124,7 @@ class GrammarBuilder:
             raise GrammarError(f"the grammar has no rule {self.start!r} (the start rule)", self.source)
         terminal_names = set(self._terminals)
         rules = [Rule(lhs, rhs, self._priority.get(lhs, 0)) for lhs, alts in self._alternatives.items()
-                 for rhs in alts]
+                 for rhs in dict.fromkeys(alts)]  # a repeated alternative once, as lark reads a rule
         undefined = {s for r in rules for s in r.rhs} - terminal_names - set(self._alternatives)
         if undefined:  # a front end's mistake, named
             raise GrammarError(f"symbol {sorted(undefined)[0]!r} is used but not defined", self.source)
