@@ -15,8 +15,7 @@ import json
 import time
 import warnings
 
-from localgcd.grammar.formats import to_lark
-from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.grammar.formats import to_grammar
 from localgcd.lexer.automaton import build_lexer_dfa
 
 DATA = "/work/shared/data/jsonschema/maskbench-dev"
@@ -36,13 +35,11 @@ def main() -> None:
     for path in paths:
         text = json.dumps(json.load(open(path))["schema"])
         try:
-            translation = to_lark(text, "json_schema", path)
-            grammar = load_lark_grammar(translation.lark, path, origins=translation.origins,
-                                        user_text=translation.user_text, plain=translation.plain_bnf)
+            grammar = to_grammar(text, "json_schema", path)
         except Exception:  # noqa: BLE001 - a schema localgcd refuses has no lexer to time
             continue
         start = time.process_time()
-        dfa = build_lexer_dfa(list(grammar.terminals), path, translation.user_text or text)
+        dfa = build_lexer_dfa(list(grammar.terminals), path, grammar.text)
         timed.append((time.process_time() - start, dfa.n_states, len(grammar.terminals), path.split("/")[-1]))
     timed.sort(reverse=True)
     for seconds, states, terminals, name in timed[:args.top]:

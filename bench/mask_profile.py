@@ -40,8 +40,7 @@ MASK_STAGES = {
     "suffix cache lookups": [("parser/pda.py", "get"), ("parser/pda.py", "matches")],
 }
 TTFM_STAGES = {
-    "front end (json_schema → Lark text)": [("grammar/formats.py", "to_lark")],
-    "grammar load": [("grammar/lark_frontend.py", "load_lark_grammar")],
+    "front end (json_schema → typed grammar)": [("grammar/formats.py", "to_grammar")],
     "parse tables (LR(0)/LALR, stack-free)": [("parser/lalr.py", "build_parse_tables")],
     "lexer DFA (product)": [("lexer/automaton.py", "build_lexer_dfa")],
     "lexing transducer": [("lexer/transducer.py", "from_dfa")],

@@ -55,7 +55,7 @@ def _alarm(_signum, _frame):
 
 def outcome(item: tuple[str, str], lexer: bool, budget: int) -> tuple[str, str]:
     from localgcd.errors import LocalgcdError
-    from localgcd.grammar.formats import to_lark
+    from localgcd.grammar.formats import to_grammar
 
     name, path = item
     warnings.simplefilter("ignore")
@@ -63,14 +63,11 @@ def outcome(item: tuple[str, str], lexer: bool, budget: int) -> tuple[str, str]:
     signal.alarm(budget)
     try:
         text = open(path, encoding="utf-8").read()
-        translation = to_lark(text, "json_schema", path, property_order="schema")
+        grammar = to_grammar(text, "json_schema", path, property_order="schema")
         if lexer:
-            from localgcd.grammar.lark_frontend import load_lark_grammar
             from localgcd.lexer.automaton import build_lexer_dfa
 
-            grammar = load_lark_grammar(translation.lark, path, origins=translation.origins,
-                                        user_text=translation.user_text, plain=translation.plain_bnf)
-            build_lexer_dfa(list(grammar.terminals), path, translation.user_text or text)
+            build_lexer_dfa(list(grammar.terminals), path, grammar.text)
         return name, "compiles"
     except TimeoutError:
         return name, f"over the {budget} s budget"

@@ -10,7 +10,7 @@ import numpy as np
 
 import localgcd
 from exactness_support import byte_vocabulary
-from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.grammar.json_schema import schema_to_grammar
 from localgcd.tuning import Tuning
 
 #: MaskBench's dev schemas: in the shared/ folder beside the checkout (CI's clone has its copy there),
@@ -28,9 +28,11 @@ def compile_schema(schema_json: str, order: str = "schema", whitespace: str = "d
     """(the front end's translation, the grammar compiled over single bytes).  The schema's own
     language (open objects, as jsonschema validates) unless ``additional_properties="closed"``;
     ``tuning``: the front end's and the compiler's switches."""
-    t = schema_to_lark(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient,
+    t = schema_to_grammar(json.loads(schema_json), property_order=order, whitespace=whitespace, lenient=lenient,
                        additional_properties=additional_properties, tuning=tuning)
-    return t, localgcd.compile_grammar(t.lark, BYTES, use_cache=False, tuning=tuning)
+    return t, localgcd.compile_json_schema(schema_json, BYTES, property_order=order, whitespace=whitespace,
+                                           lenient=lenient, additional_properties=additional_properties,
+                                           use_cache=False, tuning=tuning)
 
 
 def accepts(g: localgcd.CompiledGrammar, text: str) -> bool:

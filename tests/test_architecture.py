@@ -47,6 +47,9 @@ ALLOWED = {
     "integrations": {"integrations", "compiler", "runtime", "grammar", "vocab"},
 }
 BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph", "lalr_analysis", "tuning", "memo"}
+#: What the parser may read of grammar/: the typed grammar (its rules), never a front end or lark's objects.
+PARSER_READS_OF_GRAMMAR = {"localgcd.grammar", "localgcd.grammar.ir", "localgcd.grammar.ir.GrammarIR",
+                           "localgcd.grammar.ir.Rule"}
 #: What the lexer may read of grammar/: the grammar's terminals as plain data, never a front end.
 LEXER_READS_OF_GRAMMAR = {"localgcd.grammar", "localgcd.grammar.terminals", "localgcd.grammar.terminals.Terminal"}
 #: llama-cpp-python's private names, used in llama/backend.py alone (see its docstring).
@@ -154,6 +157,15 @@ def test_the_lexer_reads_the_grammars_terminals_never_a_front_end(module: str) -
     the grammar's terminals (plain data) and never imports a front end."""
     read = {dep for dep in imports_of(MODULES[module]) if dep.startswith("localgcd.grammar")}
     assert read <= LEXER_READS_OF_GRAMMAR, f"{module} imports {sorted(read - LEXER_READS_OF_GRAMMAR)}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if stage_of(m) == "parser"))
+def test_the_parser_reads_the_typed_grammar_never_a_front_end(module: str) -> None:
+    """docs/architecture.md: the parser stage builds its tables from the typed grammar's rules
+    (grammar/ir.py); it imports no front end and no lark."""
+    read = {dep for dep in imports_of(MODULES[module]) if dep.startswith("localgcd.grammar")}
+    assert read <= PARSER_READS_OF_GRAMMAR, f"{module} imports {sorted(read - PARSER_READS_OF_GRAMMAR)}"
+    assert not {dep for dep in imports_of(MODULES[module]) if dep.split(".")[0] == "lark"}
 
 
 def test_llama_cpp_pythons_private_names_are_used_in_the_backend_alone() -> None:

@@ -41,7 +41,7 @@ import pytest
 import localgcd
 from exactness_support import byte_vocabulary
 from localgcd.errors import GrammarError, LocalgcdError
-from localgcd.grammar.formats import to_lark
+from localgcd.grammar.formats import to_grammar
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.parser.lalr import build_parse_tables
@@ -145,13 +145,10 @@ def todays_verdict(entry: WildGrammar) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # conflicts resolved as lark resolves them: counted below
-            options = {"lark_regex": True} if entry.lark_regex else {}
-            translation = to_lark(text, entry.fmt, source, **options)
-            grammar = load_lark_grammar(translation.lark, source, start=entry.start, origins=translation.origins,
-                                        user_text=translation.user_text, plain=translation.plain_bnf,
-                                        lark_regex=translation.lark_regex)
+            grammar = load_lark_grammar(text, source, start=entry.start, lark_regex=entry.lark_regex) \
+                if entry.fmt == "lark" else to_grammar(text, entry.fmt, source)
             _, conflicts = build_parse_tables(grammar)
-            build_lexer_dfa(list(grammar.terminals), source, translation.user_text or text)
+            build_lexer_dfa(list(grammar.terminals), source, grammar.text or text)
     except LocalgcdError as error:
         message = str(error).replace(f"{source}:", "", 1).strip()
         return f"refused: {message}"

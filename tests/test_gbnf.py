@@ -20,8 +20,8 @@ import pytest
 
 import localgcd
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf import gbnf_to_lark
-from localgcd.grammar.translation import Translation
+from localgcd.grammar.gbnf import gbnf_to_grammar
+from localgcd.grammar.ir import GrammarIR
 from exactness_support import byte_vocabulary as byte_vocab
 from reference.gbnf import GbnfReference
 
@@ -32,7 +32,7 @@ END = 256
 
 @functools.lru_cache(maxsize=None)
 def compiled(text: str):
-    return localgcd.compile_grammar(gbnf_to_lark(text).lark, byte_vocab(), use_cache=False)
+    return localgcd.compile_grammar(text, byte_vocab(), fmt="gbnf", use_cache=False)
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,7 +74,7 @@ def accepts(text: str, sentence: str | bytes) -> bool:
 def test_syntax(grammar, yes, no):
     if yes is None:
         with pytest.raises(GrammarError, match="matches no string"):
-            gbnf_to_lark(grammar)
+            gbnf_to_grammar(grammar)
         return
     assert accepts(grammar, yes)
     assert not accepts(grammar, no)
@@ -88,7 +88,7 @@ def test_syntax(grammar, yes, no):
     ('root ::= "a" | x\nx ::= [b-c9-0]', "b", "0", "2:11 U+0039-U+0030"),
 ])
 def test_reversed_range_matches_nothing_with_a_warning(grammar, yes, no, where):
-    translation = gbnf_to_lark(grammar)
+    translation = gbnf_to_grammar(grammar)
     position, shown = where.split(" ")
     assert translation.warnings == (f"{position}: character range {shown} is reversed: it matches nothing"
                                     " (as in llama.cpp)",)
@@ -96,10 +96,10 @@ def test_reversed_range_matches_nothing_with_a_warning(grammar, yes, no, where):
 
 
 def test_translation_is_a_frozen_dataclass_with_origins():
-    t = gbnf_to_lark('root ::= item+\nitem ::= "- " [a-z]+ "\\n"\n', source="list.gbnf")
-    assert isinstance(t, Translation) and t.lark.startswith("start:")
+    t = gbnf_to_grammar('root ::= item+\nitem ::= "- " [a-z]+ "\\n"\n', source="list.gbnf")
+    assert isinstance(t, GrammarIR) and t.rules[0].lhs == "start"
     with pytest.raises(AttributeError):
-        t.lark = ""  # type: ignore[misc]
+        t.rules = ()  # type: ignore[misc]
     assert t.origins["start"] == (1, 1)
     assert all(isinstance(v, tuple) and len(v) == 2 for v in t.origins.values())
 
@@ -130,7 +130,7 @@ def test_translation_is_a_frozen_dataclass_with_origins():
 ])
 def test_errors(grammar, line, col, words):
     with pytest.raises(GrammarError) as info:
-        gbnf_to_lark(grammar, source="g.gbnf")
+        gbnf_to_grammar(grammar, source="g.gbnf")
     err = info.value
     assert words in err.message, err.message
     assert (err.source, err.line, err.column) == ("g.gbnf", line, col), str(err)
@@ -141,7 +141,7 @@ def test_errors(grammar, line, col, words):
 def test_conflict_error_names_the_rules():
     # c.gbnf is ambiguous: "return (x);" is a return statement and a call of a function named return
     with pytest.raises(GrammarError) as info:
-        gbnf_to_lark(corpus("c"), source="c.gbnf")
+        gbnf_to_grammar(corpus("c"), source="c.gbnf")
     assert "not LALR(1)" in info.value.message and "'statement' (line 10:1)" in info.value.message
     ref = reference(corpus("c"))
     assert ref.complete(b"int f(){return (x);}")
@@ -302,8 +302,7 @@ def test_complete_strings(name):
 
 def test_mask_speed_friendly_terminals():
     """JSON strings and the literals true/false/null are single terminals."""
-    lark = gbnf_to_lark(corpus("json")).lark
-    terminals = dict(re.findall(r"^(\w+): /(.*)/$", lark, re.M))
+    terminals = {t.name: t.regex for t in gbnf_to_grammar(corpus("json")).terminals}
     assert any(rx.startswith("(?:[\\\"]") for name, rx in terminals.items() if name.startswith("T")), terminals
     assert any("[t][r][u][e]" in rx for rx in terminals.values())
 
@@ -398,7 +397,7 @@ def test_random_grammars_exact(seed):
     text = (f"root ::= {_random_expr(rng, 0, names)}\nx ::= {_random_expr(rng, 0, names)} | "
             f"{_random_expr(rng, 1, [])}\ny ::= {_random_expr(rng, 1, names)}\n")
     try:
-        gbnf_to_lark(text)
+        gbnf_to_grammar(text)
     except GrammarError as err:
         assert "not LALR(1)" in err.message or "matches no string" in err.message, err.message
         return

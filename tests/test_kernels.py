@@ -22,8 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
-from localgcd.grammar.formats import to_lark
-from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.grammar.formats import to_grammar
 from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
@@ -478,9 +477,8 @@ def test_the_compiled_product_exploration_is_numpys(monkeypatch, text: str, fmt:
     explored = []
     monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})  # (a product memoized by an earlier test is not explored)
     monkeypatch.setattr(product, "_explore_states", lambda p, *args, **kw: explored.append(p) or real(p, *args, **kw))
-    translation = to_lark(text, fmt, "<grammar>")
-    grammar = load_lark_grammar(translation.lark, "<grammar>", origins=translation.origins)
-    build_lexer_dfa(list(grammar.terminals), "<grammar>", translation.user_text or text)
+    grammar = to_grammar(text, fmt, "<grammar>")
+    build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text)
     assert explored
     for explored_product in explored:
         compiled, numpys = real(explored_product, kernel=True), real(explored_product, kernel=False)

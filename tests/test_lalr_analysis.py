@@ -19,16 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark.common import ParserConf
+from lark.grammar import NonTerminal, Rule as LarkRule, Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer
 
 from localgcd.budget import unbounded
 from localgcd.errors import GrammarError
+from localgcd.grammar.formats import to_grammar
 from localgcd.grammar.gbnf.check import check_translation
-from localgcd.grammar.gbnf.emit import emit_lark
+from localgcd.grammar.gbnf.emit import emit_grammar
 from localgcd.grammar.gbnf.reader import read_gbnf
 from localgcd.grammar.gbnf.translator import STRATEGIES, Strategy, Translator
-from localgcd.grammar.formats import to_lark
-from localgcd.grammar.lark_frontend import Grammar, load_lark_grammar
+from localgcd.grammar.ir import GrammarIR, Rule
+from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.parser.lalr import analyze_grammar
 from localgcd.lalr_analysis import _relation_closure, conflict_cells
 
@@ -43,30 +45,35 @@ GBNF_FILES = sorted((ROOT / "tests" / "corpus" / "gbnf").glob("*.gbnf"))
 SCHEMA_FILES = sorted(glob.glob(f"{MASKBENCH}/*.json"))[::13]
 
 
-def _grammar(path: Path) -> Grammar:
+def _grammar(path: Path) -> GrammarIR:
     text = path.read_text()
     fmt = "gbnf" if path.suffix == ".gbnf" else "lark"
-    translation = to_lark(text, fmt, str(path))
-    return load_lark_grammar(translation.lark, str(path), origins=translation.origins)
+    return to_grammar(text, fmt, str(path))
 
 
-def _schema_grammar(path: str) -> Grammar | None:
+def _schema_grammar(path: str) -> GrammarIR | None:
     schema = json.loads(Path(path).read_text())["schema"]
     try:
-        translation = to_lark(json.dumps(schema), "json_schema", path, property_order="any")
+        return to_grammar(json.dumps(schema), "json_schema", path, property_order="any")
     except Exception:  # noqa: BLE001 - schemas the front end refuses have no grammar to compare
         return None
-    return load_lark_grammar(translation.lark, path, origins=translation.origins)
 
 
-def lark_automaton(grammar: Grammar):
+def lark_rules(grammar: GrammarIR) -> list[LarkRule]:
+    """The grammar's rules as lark's objects, for lark's analyzer."""
+    return [LarkRule(NonTerminal(r.lhs), [LarkTerminal(s) if grammar.is_terminal(s) else NonTerminal(s) for s in r.rhs],
+                     order) for order, r in enumerate(grammar.rules)]
+
+
+def lark_automaton(grammar: GrammarIR):
     """(start state, state → {symbol name: ("shift", state) | ("reduce", rule index)}) from lark."""
-    analyzer = LALR_Analyzer(ParserConf(list(grammar.rules), {}, [grammar.start]))
+    rules = lark_rules(grammar)
+    analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]))
     analyzer.compute_lr0_states()
     analyzer.compute_reads_relations()
     analyzer.compute_includes_lookback()
     analyzer.compute_lookaheads()
-    rule_index = {id(r): i for i, r in enumerate(grammar.rules)}
+    rule_index = {id(r): i for i, r in enumerate(rules)}
     table = {}
     for itemset in analyzer.lr0_itemsets:
         moves = {sym.name: ("shift", id(nxt)) for sym, nxt in itemset.transitions.items()}
@@ -75,7 +82,7 @@ def lark_automaton(grammar: Grammar):
     return id(analyzer.lr0_start_states[grammar.start]), table
 
 
-def localgcd_automaton(grammar: Grammar):
+def localgcd_automaton(grammar: GrammarIR):
     automaton, symbols = analyze_grammar(grammar)
     names = {column: name for name, column in symbols.columns.items()} | {symbols.end: "$END"}
     names |= {symbols.end + 1 + i: name for name, i in symbols.nonterminals.items()}
@@ -87,7 +94,7 @@ def localgcd_automaton(grammar: Grammar):
     return 0, table
 
 
-def assert_same_automaton(grammar: Grammar) -> None:
+def assert_same_automaton(grammar: GrammarIR) -> None:
     (start_a, a), (start_b, b) = lark_automaton(grammar), localgcd_automaton(grammar)
     assert len(a) == len(b), "different numbers of LR(0) states"
     pairs = {start_a: start_b}
@@ -161,9 +168,9 @@ def test_relation_closure_is_the_least_fixpoint(case) -> None:
 
 # --------------------------------------------------------------------------- conflicts
 
-def lark_conflicts(grammar: Grammar) -> list[tuple[str, tuple[str, ...], bool]]:
+def lark_conflicts(grammar: GrammarIR) -> list[tuple[str, tuple[str, ...], bool]]:
     """lark's conflict cells: (lookahead, the rules reducing there, whether it is also shifted)."""
-    analyzer = LALR_Analyzer(ParserConf(list(grammar.rules), {}, [grammar.start]))
+    analyzer = LALR_Analyzer(ParserConf(lark_rules(grammar), {}, [grammar.start]))
     analyzer.compute_lr0_states()
     analyzer.compute_reads_relations()
     analyzer.compute_includes_lookback()
@@ -173,11 +180,13 @@ def lark_conflicts(grammar: Grammar) -> list[tuple[str, tuple[str, ...], bool]]:
                   if len(rules) > 1 or la in itemset.transitions)
 
 
-def _rule_text(rule) -> str:  # noqa: ANN001 - lark's Rule
+def _rule_text(rule) -> str:  # noqa: ANN001 - lark's Rule or the typed grammar's
+    if isinstance(rule, Rule):
+        return f"{rule.lhs}: {' '.join(rule.rhs)}"
     return f"{rule.origin.name}: {' '.join(s.name for s in rule.expansion)}"
 
 
-def localgcd_conflicts(grammar: Grammar) -> list[tuple[str, tuple[str, ...], bool]]:
+def localgcd_conflicts(grammar: GrammarIR) -> list[tuple[str, tuple[str, ...], bool]]:
     automaton, symbols = analyze_grammar(grammar)
     names = {column: name for name, column in symbols.columns.items()} | {symbols.end: "$END"}
     return sorted((names[cell.terminal], tuple(sorted(_rule_text(grammar.rules[r]) for r in cell.rules)), cell.shifts)
@@ -223,7 +232,7 @@ def _gbnf_random(seed: int) -> str:
 @pytest.mark.parametrize("text", [path.read_text() for path in GBNF_FILES] + [_gbnf_random(s) for s in range(40)],
                          ids=[p.name for p in GBNF_FILES] + [f"random{s}" for s in range(40)])
 def test_the_gbnf_check_finds_the_conflicts_lark_finds_in_its_text(text: str, strategy: Strategy) -> None:
-    """Every translation attempt is judged as lark's analyzer judges the Lark text it writes."""
+    """Every translation attempt is judged as lark's analyzer judges the grammar it emits."""
     try:
         grammar = read_gbnf(text)
         translated = Translator(grammar, strategy, unbounded()).translate()
@@ -233,7 +242,7 @@ def test_the_gbnf_check_finds_the_conflicts_lark_finds_in_its_text(text: str, st
     found = sorted((check.terminals[cell.terminal],
                     tuple(sorted(_encoded_rule_text(translated, check, r) for r in cell.rules)), cell.shifts)
                    for cell in check.lalr.conflicts)
-    assert found == lark_conflicts(load_lark_grammar(emit_lark(translated).lark))
+    assert found == lark_conflicts(emit_grammar(translated, "<gbnf>"))
 
 
 def _encoded_rule_text(translated, check, rule: int) -> str:  # noqa: ANN001

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler
-from localgcd.grammar.json_schema import schema_to_lark
+from localgcd.grammar.json_schema import schema_to_grammar
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.spanner import token_spanner
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -48,7 +48,7 @@ CASES += [("json", "bytes"), ("schema", "bytes"), ("schema", "json-small")]
 
 
 def grammar_and_vocab(name: str, vocab_kind: str) -> tuple[str, Vocabulary]:
-    text = schema_to_lark(json.dumps(SCHEMA)).lark if name == "schema" else SMALL_GRAMMARS[name].text
+    text = schema_to_grammar(json.dumps(SCHEMA)).to_lark() if name == "schema" else SMALL_GRAMMARS[name].text
     if vocab_kind == "bytes":
         return text, byte_vocabulary()
     return text, small_vocabulary(SMALL_GRAMMARS["json" if vocab_kind == "json-small" else name])

@@ -20,8 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.grammar.formats import to_lark
-from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.grammar.formats import to_grammar
 from localgcd.regex.dfa import determinize
 from localgcd.regex.nfa import NFA, UnsupportedRegex, literal_bytes
 from localgcd.lexer.product import product_dfa
@@ -57,8 +56,7 @@ def assert_same_dfa(regexes: list[str]) -> None:
 
 def _terminal_regexes(text: str, fmt: str, source: str) -> list[str] | None:
     try:
-        translation = to_lark(text, fmt, source)
-        grammar = load_lark_grammar(translation.lark, source, origins=translation.origins)
+        grammar = to_grammar(text, fmt, source)
     except Exception:  # noqa: BLE001 - grammars localgcd refuses have no lexer to compare
         return None
     return [t.regex for t in grammar.terminals]
@@ -172,7 +170,7 @@ def test_two_terminals_with_one_string_keep_the_lower_rank() -> None:
 
 
 # --------------------------------------------------------------------------
-# terminals with conditions (``// localgcd: also``): a label read off trackers
+# terminals with conditions (``Also``): a label read off trackers
 # --------------------------------------------------------------------------
 
 def _dfa_run(dfa, data: bytes, state: int = 0) -> int:
@@ -273,7 +271,7 @@ def _multi_mode_cases():
     also = [(Also(even_a, 0, (0,)),), (Also(even_a, 0, (odd,)), Also("a.*")), (Also(even_a, odd, (0,)),),
             (Also(even_a, odd, (odd, -1)),), (Also("a.*"),), (), (Also(even_a, 0, (0,)),), ()]
     yield "synthetic", regexes, modes, also
-    from localgcd.grammar.json_schema import schema_to_lark
+    from localgcd.grammar.json_schema import schema_to_grammar
     schemas = {
         "two_patterns_beside_long": {"type": "object", "properties": {
             "d": {"type": "string", "minLength": 80, "maxLength": 400},
@@ -284,8 +282,7 @@ def _multi_mode_cases():
             "n": {"type": "string", "pattern": "^[a-zA-Z_]{1}[\\w-]*$"}}},
     }
     for name, schema in schemas.items():
-        translation = schema_to_lark(schema)
-        grammar = load_lark_grammar(translation.lark, name, origins=translation.origins)
+        grammar = schema_to_grammar(schema, source=name)
         terminals = list(grammar.terminals)
         yield name, [t.regex for t in terminals], [t.mode for t in terminals], [t.also for t in terminals]
 

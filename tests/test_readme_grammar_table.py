@@ -28,6 +28,6 @@ def test_the_row_matches_the_grammar(name: str) -> None:
     path = grammars_dir() / f"{name}.lark"
     text = path.read_text(encoding="utf-8")
     grammar = load_lark_grammar(text, str(path))
-    counted = (len(grammar.terminals), len({r.origin.name for r in grammar.rules}), len(grammar.rules),
+    counted = (len(grammar.terminals), len({r.lhs for r in grammar.rules}), len(grammar.rules),
                len(text.encode("utf-8")))
     assert readme_rows()[name] == counted, f"README row for {name}.lark: (terminals, nonterminals, rules, bytes)"

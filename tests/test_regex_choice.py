@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import localgcd
 from localgcd.errors import GrammarError
-from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
+from localgcd.grammar.regex_choice import choices_to_grammar, regex_to_grammar
 from exactness_support import byte_vocabulary as byte_vocab
 
 END = 256
@@ -33,7 +33,7 @@ END = 256
 
 @functools.lru_cache(maxsize=None)
 def compiled_regex(pattern: str):
-    return localgcd.compile_grammar(regex_to_lark(pattern).lark, byte_vocab(), use_cache=False)
+    return localgcd.compile_grammar(pattern, byte_vocab(), fmt="regex", use_cache=False)
 
 
 def accepts(compiled, text: str) -> bool:
@@ -154,7 +154,7 @@ def test_empty_output_allowed_when_the_regex_also_matches_it():
 ])
 def test_regex_errors(pattern, column, words):
     with pytest.raises(GrammarError) as info:
-        regex_to_lark(pattern, source="--regex")
+        regex_to_grammar(pattern, source="--regex")
     err = info.value
     assert words in err.message, err.message
     assert (err.source, err.line, err.column) == ("--regex", 1, column), str(err)
@@ -169,7 +169,7 @@ def test_anchors_at_the_ends_are_no_ops():
 
 # ------------------------------------------------------------------ choices
 def choice_mask_problems(choices: list[str]) -> list[str]:
-    compiled = localgcd.compile_grammar(choices_to_lark(choices).lark, byte_vocab(), use_cache=False)
+    compiled = localgcd.compile_grammar(choices_to_grammar(choices).to_lark(), byte_vocab(), use_cache=False)
     encoded = {c.encode("utf-8") for c in choices}
     problems = []
     for full in sorted(encoded):
@@ -212,9 +212,10 @@ def test_choices_property(choices):
 ])
 def test_choice_errors(choices, words):
     with pytest.raises(GrammarError, match=words):
-        choices_to_lark(choices)
+        choices_to_grammar(choices)
 
 
 def test_prefix_free_choices_are_one_terminal():
-    lark = choices_to_lark(["red", "green", "blue"]).lark
-    assert lark.startswith("start: T") and lark.count("\n") == 2
+    grammar = choices_to_grammar(["red", "green", "blue"])
+    assert [r.lhs for r in grammar.rules] == ["start"] and len(grammar.terminals) == 1
+    assert grammar.rules[0].rhs == (grammar.terminals[0].name,)

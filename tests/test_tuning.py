@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from localgcd.compiler.compiler import Compiler
-from localgcd.grammar.json_schema import schema_to_lark
 from localgcd.tuning import Tuning
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary
@@ -36,11 +35,12 @@ SWITCHED = [Tuning(class_grammar=False), Tuning(class_min=2), Tuning(string_sets
             Tuning(count_long_strings_left=False)]
 
 
-def grammar(name: str) -> str:
-    return schema_to_lark(json.dumps(SCHEMA)).lark if name == "schema" else SMALL_GRAMMARS[name].text
+def grammar(name: str) -> tuple[str, str]:
+    """(text, format) of a test grammar."""
+    return (json.dumps(SCHEMA), "json_schema") if name == "schema" else (SMALL_GRAMMARS[name].text, "lark")
 
 
-def built(text: str, tuning: Tuning, fmt: str = "lark"):
+def built(text: str, fmt: str, tuning: Tuning):
     """Header and arrays of an eager compile over single bytes."""
     compiled = Compiler(use_cache=False, eager=True, tuning=tuning).compile(text, byte_vocabulary(), fmt)
     return compiled.to_arrays()
@@ -56,13 +56,13 @@ def same_entry(a, b) -> bool:
 @pytest.mark.parametrize("name", ["json", "expr", "schema"])
 def test_speed_settings_build_the_same_tables(name: str, tuning: Tuning) -> None:
     assert tuning.table_key() == ""
-    assert same_entry(built(grammar(name), tuning), built(grammar(name), Tuning()))
+    assert same_entry(built(*grammar(name), tuning), built(*grammar(name), Tuning()))
 
 
 @pytest.mark.parametrize("tuning", SWITCHED, ids=lambda t: t.table_key())
 def test_a_table_switch_builds_other_tables_under_its_own_cache_key(tuning: Tuning, tmp_path) -> None:
     text, vocab = json.dumps(SCHEMA), byte_vocabulary()
-    assert not same_entry(built(text, tuning, "json_schema"), built(text, Tuning(), "json_schema"))
+    assert not same_entry(built(text, "json_schema", tuning), built(text, "json_schema", Tuning()))
     Compiler(tmp_path, eager=True).compile(text, vocab, "json_schema")
     switched = Compiler(tmp_path, eager=True, tuning=tuning).compile(text, vocab, "json_schema")
     assert "cache_load" not in switched.timings  # not the default's entry
@@ -71,7 +71,7 @@ def test_a_table_switch_builds_other_tables_under_its_own_cache_key(tuning: Tuni
 
 
 def test_speed_settings_share_the_default_cache_entry(tmp_path) -> None:
-    text, vocab = grammar("json"), byte_vocabulary()
+    (text, _), vocab = grammar("json"), byte_vocabulary()
     Compiler(tmp_path, eager=True).compile(text, vocab)
     for tuning in EXTREME_SPEED:
         assert "cache_load" in Compiler(tmp_path, eager=True, tuning=tuning).compile(text, vocab).timings

@@ -44,7 +44,7 @@ from localgcd.cli.console import (
     user_errors,
     warning,
 )
-from localgcd.cli.constraints import cli_compiler, compile_budget, compile_shown, resolve_constraint
+from localgcd.cli.constraints import cli_compiler, compile_budget, compile_shown, resolve_constraint, show_grammar
 from localgcd.cli.usage import EPILOG, SUBCOMMAND_EPILOG, Command, Group
 from localgcd.errors import GrammarWarning, LocalgcdError
 
@@ -95,6 +95,8 @@ def compile_cmd(
     full: bool = typer.Option(False, "--full", help="Build every token-spanner row now (and Alg. 5 for small "
                               "grammars), not on each lexer state's first use: a fixed grammar ready ahead."),
     as_json: bool = typer.Option(False, "--json", help="Print the table sizes as one JSON object."),
+    show: bool = typer.Option(False, "--show", help="Print the grammar as localgcd reads it (its rules and "
+                              "terminals as Lark text) and stop; no model is read."),
 ) -> None:
     """Compile a grammar for a model's vocabulary into the cache; print the table sizes.
 
@@ -103,7 +105,7 @@ def compile_cmd(
     lexer state's first use and cached as they are (--full: all of them now).
     A later `generate` with the same grammar and model loads the tables from
     the cache.  LALR conflicts, resolved as lark resolves them, are listed
-    (--strict: an error).
+    (--strict: an error).  --show prints the grammar the front end made, as Lark text.
     """
     from localgcd.llama.catalog import resolve_model
     from localgcd.llama.vocabulary import load_vocabulary
@@ -113,6 +115,9 @@ def compile_cmd(
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
                                         lark_regex=lark_regex, open_objects=open_objects, budget=budget)
         src = constraint.source
+        if show:
+            print(show_grammar(constraint, budget), end="")
+            return
         spec = resolve_model(model)
         path = spec.locate()
         t0 = time.perf_counter()

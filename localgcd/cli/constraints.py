@@ -22,8 +22,8 @@ from localgcd.budget import CompileBudget
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
-from localgcd.grammar.formats import FORMATS, to_lark
-from localgcd.grammar.regex_choice import regex_to_lark
+from localgcd.grammar.formats import FORMATS, to_grammar
+from localgcd.grammar.regex_choice import regex_to_grammar
 from localgcd.grammar.sources import GrammarSource, resolve_grammar
 from localgcd.user_files import read_user_file
 
@@ -134,8 +134,16 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     if not lenient:
         return Constraint(source, options)
     # Tables loaded from the cache do not repeat the front end's warnings: ask the front end here.
-    dropped = to_lark(source.text, source.fmt, source.source, (budget or CompileBudget()).meter(), **options).warnings
+    dropped = to_grammar(source.text, source.fmt, source.source, (budget or CompileBudget()).meter(), **options).warnings
     return Constraint(source, options, tuple(f"{source.source}: {w}" for w in dropped))
+
+
+def show_grammar(constraint: Constraint, budget: CompileBudget) -> str:
+    """The constraint's grammar as the front end makes it, written as Lark text (``compile --show``)."""
+    src = constraint.source
+    with held_warnings():  # the front end's warnings are the constraint's (shown when it compiles)
+        grammar = to_grammar(src.text, src.fmt, src.source, budget.meter(), **constraint.options)
+    return grammar.to_lark()
 
 
 def _one_of(option: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -170,7 +178,7 @@ def _schema_source(spec: str, stdin_user: Optional[str]) -> GrammarSource:
 def _regex_source(pattern: str, budget: CompileBudget) -> GrammarSource:
     """Checked here, before a model loads; the message says the column in the pattern."""
     try:
-        regex_to_lark(pattern, "--regex", budget.meter())
+        regex_to_grammar(pattern, "--regex", budget.meter())
     except GrammarError as exc:
         where = f"column {exc.column}: " if exc.column is not None else ""
         raise type(exc)(where + exc.message, "--regex", None, exc.column, exc.context) from None

@@ -27,9 +27,8 @@ from localgcd.compiler.store import TRIE_PREFIX, TableStore
 from localgcd.budget import CompileBudget
 from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
-from localgcd.grammar.formats import check_format, to_lark
+from localgcd.grammar.formats import check_format, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
@@ -113,14 +112,16 @@ class Compiler:
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
-                base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
+                base_dir: str | Path | None = None, *, document: Any = None, **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
         it as lark does.  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
-        only).  Raises :class:`GrammarError` for invalid or unsupported grammars.
+        only).  ``document``: the JSON Schema ``text`` spells, when the caller holds it parsed (the
+        front end reads it instead of the text; the text stays the cache key).  Raises
+        :class:`GrammarError` for invalid or unsupported grammars.
         """
         check_format(fmt, source)
         where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
@@ -141,7 +142,7 @@ class Compiler:
                 return compiled
             unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
         compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager,
-                              base_dir=base_dir, **options)
+                              base_dir=base_dir, document=document, **options)
         if self.use_cache:
             written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
             if written:
@@ -152,7 +153,7 @@ class Compiler:
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
-              base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
+              base_dir: str | Path | None = None, document: Any = None, **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
@@ -161,27 +162,25 @@ class Compiler:
         """
         with _collector_paused():
             try:
-                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, **options)
+                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, document, **options)
             except CompileBudgetError as exc:
                 if exc.source is not None:
                     raise
                 raise CompileBudgetError(exc.message, source) from None  # a stage that knows no place
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
-               fmt: str, lazy: bool, base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
+               fmt: str, lazy: bool, base_dir: str | Path | None = None,
+               document: Any = None, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
-        translation = to_lark(text, fmt, source, meter, self.tuning, **options)
-        for warning in translation.warnings:
+        grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
+        for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
-        grammar = load_lark_grammar(translation.lark, source, indenter=indenter, origins=translation.origins,
-                                    user_text=translation.user_text, plain=translation.plain_bnf,
-                                    lark_regex=translation.lark_regex, base_dir=base_dir)
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        lexer = build_lexer(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
+        lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)
@@ -271,10 +270,11 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False
     ``tuning``: as for :func:`compile_grammar`.
     """
     text = schema if isinstance(schema, str) else _schema_text(schema, source)
+    document = None if isinstance(schema, (str, type)) else schema  # read as it is, not parsed back from text
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     return default_compiler(str(root), use_cache, budget, tuning).compile(
-        text, vocab, "json_schema", source, lenient=lenient, whitespace=whitespace, property_order=property_order,
-        additional_properties=additional_properties)
+        text, vocab, "json_schema", source, document=document, lenient=lenient, whitespace=whitespace,
+        property_order=property_order, additional_properties=additional_properties)
 
 
 def _schema_text(schema: Any, source: str) -> str:

@@ -1,10 +1,10 @@
-"""The grammar formats localgcd reads, and the front end that turns each into Lark text.
+"""The grammar formats localgcd reads, and the front end that turns each into the typed grammar.
 
-Every front end produces the same thing — Lark grammar text whose language,
-under localgcd's lexing semantics, is exactly the user's language — plus,
-for messages, where each generated rule came from in the user's text and any
-warnings (``lenient`` JSON Schema keywords).  The Lark front end then makes
-it the one internal :class:`~localgcd.grammar.lark_frontend.Grammar`.
+Every front end produces the same thing — a :class:`~localgcd.grammar.ir.GrammarIR` whose language,
+under localgcd's lexing semantics, is exactly the user's language, with, for messages, where each
+rule and terminal came from in the user's text and any warnings (``lenient`` JSON Schema keywords).
+Lark text is read by lark at this boundary (:mod:`localgcd.grammar.lark_frontend`); the other
+formats build the typed grammar directly.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from typing import Any
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf import gbnf_to_lark
-from localgcd.grammar.json_schema import schema_to_lark
-from localgcd.grammar.regex_choice import choices_to_lark, regex_to_lark
-from localgcd.grammar.translation import Translation
+from localgcd.grammar.gbnf import gbnf_to_grammar
+from localgcd.grammar.indenter import IndenterOptions
+from localgcd.grammar.ir import GrammarIR
+from localgcd.grammar.json_schema import schema_to_grammar
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.grammar.regex_choice import choices_to_grammar, regex_to_grammar
 from localgcd.tuning import Tuning
 
 #: Format names, in the order help texts list them.
@@ -46,28 +48,33 @@ def check_format(fmt: str, source: str = "<grammar>") -> str:
     return fmt
 
 
-def to_lark(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter | None = None,
-            tuning: Tuning = Tuning(), **options: Any) -> Translation:
+def to_grammar(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter | None = None,
+               tuning: Tuning = Tuning(), indenter: IndenterOptions | None = None,
+               base_dir: str | Path | None = None, document: Any = None, **options: Any) -> GrammarIR:
     """Run the front end of ``fmt`` on ``text`` (``meter``: the compile budget, for the JSON Schema
-    front end's automata; ``tuning``: the compiler's, for the JSON Schema front end)."""
+    front end's automata; ``tuning``: the compiler's, for the JSON Schema front end; ``indenter``
+    and ``base_dir``: a Lark grammar's Indenter names and the folder of its relative imports;
+    ``document``: a JSON Schema's ``text`` already parsed, read instead of the text)."""
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
-        return replace(schema_to_lark(text, source=source, meter=meter, tuning=tuning, **options), user_text=text, plain_bnf=True)
+        schema = text if document is None else document
+        return replace(schema_to_grammar(schema, source=source, meter=meter, tuning=tuning, **options), text=text)
     if fmt == "lark":  # option: lark_regex (lark's regex=True)
         if set(options) - {"lark_regex"}:
             raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")
         _check_utf8(text, source)
-        return Translation(text, lark_regex=bool(options.get("lark_regex")))
+        return load_lark_grammar(text, source, indenter=indenter, lark_regex=bool(options.get("lark_regex")),
+                                 base_dir=base_dir)
     if options:
         raise TypeError(f"format {fmt!r} takes no options: {', '.join(sorted(options))}")
     if fmt in ("gbnf", "regex"):
         _check_utf8(text, source)
     if fmt == "gbnf":
-        return replace(gbnf_to_lark(text, source, meter), user_text=text)
+        return replace(gbnf_to_grammar(text, source, meter), text=text)
     if fmt == "regex":
-        return replace(regex_to_lark(text, source, meter), user_text=text)
+        return replace(regex_to_grammar(text, source, meter), text=text)
     choices = text.split("\n") if text else []  # one choice per line (the CLI joins --choice values)
-    return replace(choices_to_lark(choices, source), user_text=text)
+    return replace(choices_to_grammar(choices, source), text=text)
 
 
 def _check_utf8(text: str, source: str) -> None:

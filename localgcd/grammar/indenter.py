@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,11 @@ class IndenterSpec:
     closes: frozenset[int]  # of the closing brackets
     tab_len: int = 8
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"newline": self.newline, "indent": self.indent, "dedent": self.dedent,
                 "opens": sorted(self.opens), "closes": sorted(self.closes), "tab_len": self.tab_len}
 
     @classmethod
-    def from_json(cls, data: dict) -> "IndenterSpec":
+    def from_json(cls, data: dict[str, Any]) -> "IndenterSpec":
         return cls(data["newline"], data["indent"], data["dedent"], frozenset(data["opens"]),
                    frozenset(data["closes"]), data["tab_len"])

@@ -1,137 +1,91 @@
-"""Lark grammar text → the internal :class:`Grammar` (terminals and rules).
+"""Lark grammar text → the typed grammar (:class:`~localgcd.grammar.ir.GrammarIR`): lark at the boundary.
 
 Lark's own grammar front end reads the text (``%import``, templates,
 ``%declare``, ``%override``/``%extend``, EBNF expansion, ``?rule``/``_rule``
 inlining); localgcd keeps what it produces: the terminals, in tie-break rank
-order, and the expanded rules.  Errors become :class:`GrammarError` with the
+order, and the expanded rules, converted once to the typed grammar's.  Errors become :class:`GrammarError` with the
 file, line and column of the rule or terminal at fault, in the user's words.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from functools import cached_property
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.grammar import Rule
-from lark.lexer import PatternRE, PatternStr, TerminalDef
+from lark.grammar import Rule as LarkRule
+from lark.lexer import Pattern, PatternStr, TerminalDef
 from lark.load_grammar import load_grammar
-from lark.utils import get_regexp_width
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
-from localgcd.grammar.modes import read_also, read_modes
-from localgcd.grammar.plain_bnf import read_plain_bnf
+from localgcd.grammar.builder import productive_rules
+from localgcd.grammar.ir import GrammarIR, Rule, source_line
+from localgcd.grammar.terminal_rank import RankedTerminal, ranked, regex_max_width
 from localgcd.grammar.terminals import Terminal
-from localgcd.regex.conditions import Also
-from localgcd.regex.nfa import literal_alternatives, literal_bytes
+from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
 
 
-@dataclass(frozen=True)
-class Grammar:
-    """The one internal grammar every front end produces.
-
-    ``rules`` are lark's expanded rules over terminal and nonterminal names;
-    the parser stage builds its tables from them.  ``parser_terminals`` maps
-    every terminal name the rules use to its parser column (lexer terminals
-    first, then the Indenter's declared ones).
-    """
-
-    terminals: tuple[Terminal, ...]  # in tie-break rank order: index = lexer terminal id
-    rules: tuple[Rule, ...]
-    start: str
-    source: str
-    parser_terminals: dict[str, int]
-    indenter: IndenterSpec | None = None
-    origins: dict[str, tuple[int, int]] = field(default_factory=dict)  # name → (line, column) of its definition
-    text: str = ""
-
-    def where(self, name: str) -> tuple[int | None, int | None, str | None]:
-        """(line, column, source line) of the definition of rule or terminal ``name``."""
-        base = _base_name(name)
-        position = self.origins.get(name) or self.origins.get(base)
-        if position is None:
-            return None, None, None
-        line, column = position
-        return line, column, _source_line(self.text, line)
-
-    def error(self, message: str, *names: str) -> GrammarError:
-        """A :class:`GrammarError` located at the first of ``names`` that has a definition."""
-        for name in names:
-            line, column, context = self.where(name)
-            if line is not None:
-                return GrammarError(message, self.source, line, column, context)
-        return GrammarError(message, self.source)
-
-    @cached_property
-    def _terminal_named(self) -> dict[str, Terminal]:
-        return {t.name: t for t in self.terminals}
-
-    def describe_symbol(self, name: str) -> str:
-        """A symbol as the user wrote it: ``"("`` for a string literal, else its name."""
-        t = self._terminal_named.get(name)
-        if t is None:
-            return _base_name(name)
-        return '"' + _UNESCAPE.sub(r"\1", t.regex) + '"' if t.is_literal else name
-
-    def describe_rule(self, rule: Rule) -> str:
-        """``origin: symbol symbol`` in the user's words (no lark internals)."""
-        body = " ".join(self.describe_symbol(s.name) for s in rule.expansion) or "<empty>"
-        return f"{_base_name(rule.origin.name)}: {body}"
-
-
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
-                      indenter: IndenterOptions | None = None, origins: dict[str, tuple[int, int]] | None = None,
-                      user_text: str = "", plain: bool = False, lark_regex: bool = False,
-                      base_dir: str | os.PathLike[str] | None = None) -> Grammar:
-    """Parse Lark grammar ``text`` (``source`` names it in messages).
+                      indenter: IndenterOptions | None = None, lark_regex: bool = False,
+                      base_dir: str | os.PathLike[str] | None = None) -> GrammarIR:
+    """Parse Lark grammar ``text`` (``source`` names it in messages) with lark's loader, and convert
+    what it gives to the typed grammar, once.
 
     Imports: when ``source`` is a file, ``%import .x.y`` is relative to its
     folder (as lark reads a grammar file); grammar *text* has no folder, so its
     relative imports are resolved in ``base_dir`` when the caller names one and
     are an error otherwise -- never against the current directory.  ``%import
-    common.X`` (lark's library) works either way.
-
-    For Lark text another front end generated, ``origins`` maps generated
-    names to (line, column) in ``user_text``, the user's own grammar, so that
-    later errors point there; ``plain=True`` says the text is in the plain
-    BNF subset those front ends write, read without lark's parser when it is
-    (:mod:`localgcd.grammar.plain_bnf`).  Lexer modes come from the text's
-    ``// localgcd: modes`` line (:mod:`localgcd.grammar.modes`).  ``lark_regex=True`` reads the
+    common.X`` (lark's library) works either way.  ``lark_regex=True`` reads the
     terminals as lark does with ``regex=True``: with the ``regex`` module's syntax and Unicode data
     (``\\p{…}`` properties; :mod:`localgcd.regex.unicode_properties`).
     """
-    read = read_plain_bnf(text, start) if plain else None
-    if read is not None:
-        term_defs, rules = read
-        ignore: list[str] = []
-    else:
-        try:
-            builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
-            term_defs, rules, ignore = builder_grammar.compile([start], set())
-        except LarkError as exc:
-            raise _located(exc, text, source) from None
-        except _TextImportError as exc:
-            raise _import_error(exc.module, exc.why, text, source) from None
-        except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
-            raise _failed_import(exc, text, source) from None
-    origins = origins if origins is not None else definition_positions(text)
-    rules = _productive(rules, start, source, origins, user_text or text)
-    terminals = _ranked_terminals(term_defs, ignore, _TerminalOrigins(origins, text, user_text),
-                                  read_modes(text, source), read_also(text, source), source, lark_regex)
+    _refuse_lexer_comments(text, source)
+    try:
+        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)  # type: ignore[no-untyped-call]
+        term_defs, lark_rules, ignore = builder_grammar.compile([start], set())
+    except LarkError as exc:
+        raise _located(exc, text, source) from None
+    except _TextImportError as exc:
+        raise _import_error(exc.module, exc.why, text, source) from None
+    except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
+        raise _failed_import(exc, text, source) from None
+    origins = definition_positions(text)
+    lark_terminals = {s.name for r in lark_rules for s in r.expansion if s.is_term}
+    rules = _productive(_typed_rules(lark_rules), lark_terminals, start, source, origins, text)
+    terminals = _ranked_terminals(term_defs, ignore, _TerminalOrigins(origins, text), source, lark_regex)
     index = {t.name: i for i, t in enumerate(terminals)}
-    used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
+    used = {sym for rule in rules for sym in rule.rhs if sym in lark_terminals}
     declared = sorted(used - set(index))
     spec = None
     if declared:
         options = indenter or detect_indenter(declared, terminals)
         spec, index = _indenter(declared, index, options, text, source, origins)
-    return Grammar(tuple(terminals), tuple(rules), start, source, index, spec, origins, user_text or text)
+    return GrammarIR(tuple(terminals), tuple(rules), start, source, index, spec, origins, text)
+
+
+_LEXER_COMMENT = re.compile(r"^[ \t]*//[ \t]*localgcd:[ \t]*(modes|also)\b", re.M)
+
+
+def _refuse_lexer_comments(text: str, source: str) -> None:
+    """A ``// localgcd: modes`` or ``// localgcd: also`` line (lexer modes and terminal conditions,
+    once written into Lark text between localgcd's stages) is an error, not a comment lark would
+    ignore: the grammar would quietly mean something else than its author meant."""
+    found = _LEXER_COMMENT.search(text)
+    if found is not None:
+        line, column = _line_column(text, found.start(1))
+        raise GrammarError(f"'// localgcd: {found.group(1)}' lines are not read from Lark grammars: lexer modes and "
+                           "terminal conditions are set by the front ends that need them (JSON Schema)",
+                           source, line, column, source_line(text, line))
+
+
+def _typed_rules(rules: list[LarkRule]) -> list[Rule]:
+    """lark's expanded rules as the typed grammar's (the parser stage reads a rule's symbols and
+    priority; it builds no trees, so lark's tree-shaping options do not matter to it)."""
+    return [Rule(r.origin.name, tuple(s.name for s in r.expansion), r.options.priority or 0) for r in rules]
 
 
 def _import_paths(source: str, base_dir: str | os.PathLike[str] | None) -> list[Any]:
@@ -183,31 +137,19 @@ class _TextImportError(Exception):
 # --------------------------------------------------------------------------- rules
 
 
-def _productive(rules: list[Rule], start: str, source: str, origins: dict[str, tuple[int, int]],
-                text: str) -> list[Rule]:
-    """The rules that can derive a string of terminals (the others can never complete a sentence).
-
-    Keeping an unproductive rule would let a prefix that no completion can
-    finish be allowed; dropping it leaves the language unchanged.
-    """
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rule in rules:
-            origin = rule.origin.name
-            if origin not in productive and all(s.is_term or s.name in productive for s in rule.expansion):
-                productive.add(origin)
-                changed = True
-    if not any(rule.origin.name == start for rule in rules):
+def _productive(rules: list[Rule], terminals: set[str], start: str, source: str,
+                origins: dict[str, tuple[int, int]], text: str) -> list[Rule]:
+    """The rules that can derive a string of terminals (:func:`localgcd.grammar.ir.productive_rules`),
+    or an error when ``start`` is missing or derives no sentence."""
+    kept = productive_rules(rules, terminals)
+    if not any(rule.lhs == start for rule in rules):
         raise GrammarError(f"the grammar has no rule {start!r} (the start rule); a file of definitions that "
-                           "other grammars %import is not a grammar on its own", source, 1, 1, _source_line(text, 1))
-    if start not in productive:
+                           "other grammars %import is not a grammar on its own", source, 1, 1, source_line(text, 1))
+    if not any(rule.lhs == start for rule in kept):
         line, column = origins.get(start, (None, None))
         raise GrammarError(f"rule {start!r} derives no finite sentence (every alternative recurses forever)",
-                           source, line, column, _source_line(text, line))
-    return [r for r in rules if r.origin.name in productive
-            and all(s.is_term or s.name in productive for s in r.expansion)]
+                           source, line, column, source_line(text, line))
+    return kept
 
 
 # --------------------------------------------------------------------------- terminals
@@ -221,38 +163,31 @@ _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
 def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: "_TerminalOrigins",
-                      modes: dict[str, tuple[int, int]], also: dict[str, tuple[Also, ...]],
                       source: str = "<grammar>", lark_regex: bool = False) -> list[Terminal]:
-    """Terminals in tie-break rank order (index 0 wins ties); see README "Lexing semantics".
+    """Terminals in tie-break rank order (:mod:`localgcd.grammar.terminal_rank`).
 
-    ``modes`` and ``also`` come from the text's ``// localgcd:`` lines (names of unused terminals
-    there are ignored: lark drops those terminals).  A regex ``re`` rejects is a :class:`GrammarError`
-    at its terminal.  With ``lark_regex``, a terminal that is not one plain string is marked to be
-    read with the ``regex`` module's syntax (lark's ``regex=True``)."""
-    widths = {}
+    A regex ``re`` rejects is a :class:`GrammarError` at its terminal.  With ``lark_regex``, a
+    terminal that is not one plain string is marked to be read with the ``regex`` module's syntax
+    (lark's ``regex=True``)."""
     for t in defs:
         try:
-            widths[t.name] = _max_width(t.pattern)
+            _max_width(t.pattern)
         except _InvalidRegex as exc:
             raise origins.error(t, str(exc), source) from None
-    ranked = sorted(
-        defs,
-        key=lambda t: (-t.priority, not isinstance(t.pattern, PatternStr), -widths[t.name],
-                       -len(t.pattern.value), t.name),
-    )
+    order = ranked([RankedTerminal(t.name, t.pattern.to_regexp(), t.priority, isinstance(t.pattern, PatternStr),
+                                   len(t.pattern.value)) for t in defs])
+    by_name = {t.name: t for t in defs}
     ignored = set(ignore)
     out = []
-    for t in ranked:
+    for t in (by_name[name] for name in order):
         (line, column), written = origins.of(t)
         regex = t.pattern.to_regexp()
         regex = _EXACT_ESCAPED_STRING if regex == _LARK_ESCAPED_STRING else regex
         if lark_regex and literal_bytes(regex) is None:
             regex = REGEX_MODULE_PREFIX + regex
-        mode, next_mode = modes.get(t.name, (0, 0))
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
-                            line=line, column=column, mode=mode, next_mode=next_mode,
-                            also=also.get(t.name, ()), written=written))
+                            line=line, column=column, written=written))
     return out
 
 
@@ -261,7 +196,7 @@ class _InvalidRegex(Exception):
 
 
 try:  # lark measures a regex that ``re`` cannot parse with the ``regex`` module, when it is installed
-    from regex import error as _regex_module_error
+    from regex import error as _regex_module_error  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - regex is installed with lark here
     _regex_module_error = re.error
 _REGEX_ERRORS = (re.error, ValueError, _regex_module_error)
@@ -275,23 +210,20 @@ class _TerminalOrigins:
     (lark names ``"++"`` ``__ANON_3``, ``"if"`` ``IF``) the first place its pattern is written; an
     imported one (``%import common.WS``, or ``csv__NUMBER`` through ``%import .csv``) its import."""
 
-    def __init__(self, origins: dict[str, tuple[int, int]], text: str, user_text: str) -> None:
-        self.origins, self.text, self.generated = origins, text, bool(user_text)
-        self.shown = user_text or text  # the text positions refer to
+    def __init__(self, origins: dict[str, tuple[int, int]], text: str) -> None:
+        self.origins, self.text = origins, text
 
     def error(self, terminal: TerminalDef, problem: str, source: str) -> GrammarError:
         """``problem`` of ``terminal`` where the text writes it (``problem`` names an anonymous one's pattern)."""
         (line, column), written = self.of(terminal)
         named = "" if written or terminal.name.startswith("__") else f"terminal {terminal.name}: "
-        return GrammarError(named + problem, source, line, column, _source_line(self.shown, line))
+        return GrammarError(named + problem, source, line, column, source_line(self.text, line))
 
     def of(self, terminal: TerminalDef) -> tuple[tuple[int | None, int | None], str]:
         """((line, column), how the text writes it when it is anonymous, else "")."""
         name = terminal.name
         if name in self.origins:
             return self.origins[name], ""
-        if self.generated:  # another front end's terminal: its origin, when it has one, is in origins
-            return (None, None), ""
         if _NAMESPACED.match(name):
             return self._import_of(name), ""
         raw = getattr(terminal.pattern, "raw", None) or ""
@@ -308,7 +240,7 @@ class _TerminalOrigins:
         return _line_column(self.text, found.start()) if found else (None, None)
 
 
-def _max_width(pattern: PatternStr | PatternRE) -> int:
+def _max_width(pattern: Pattern) -> int:
     """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars.
 
     Raises :class:`_InvalidRegex` (its message naming the pattern) for a regex ``re`` rejects."""
@@ -316,7 +248,7 @@ def _max_width(pattern: PatternStr | PatternRE) -> int:
         return len(pattern.value)
     regexp = pattern.to_regexp()
     try:
-        return _regex_max_width(regexp)
+        return regex_max_width(regexp)
     except _REGEX_ERRORS:
         why = "invalid"
         try:
@@ -326,17 +258,6 @@ def _max_width(pattern: PatternStr | PatternRE) -> int:
             why = exc.msg + (f" at position {at}" if at is not None and at >= 0 else "")
         flags = "".join(pattern.flags)
         raise _InvalidRegex(f"invalid regular expression /{pattern.value}/{flags}: {why}") from None
-
-
-@functools.lru_cache(maxsize=4096)
-def _regex_max_width(regex: str) -> int:
-    data = literal_bytes(regex)  # a schema's keys: one string each, its width its characters
-    if data is not None:
-        return len(data.decode("utf-8"))
-    strings = literal_alternatives(regex)  # a big enum's strings: the longest one
-    if strings is not None:
-        return max(len(data.decode("utf-8")) for data in strings)
-    return int(get_regexp_width(regex)[1])
 
 
 _NEWLINE_NAMES = ("_NEWLINE", "_NL", "NEWLINE", "NL", "_EOL", "EOL")
@@ -375,13 +296,13 @@ def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptio
             f" only (here {options.indent}, {options.dedent}): declare two whose names contain INDENT and"
             " DEDENT (lark's are _INDENT, _DEDENT), or name yours in Python with"
             " IndenterOptions(newline=..., indent=..., dedent=...)",
-            source, line, column, _source_line(text, line))
+            source, line, column, source_line(text, line))
     if options.newline not in index:
         line, column = origins.get(options.indent) or _first_use(text, options.indent)
         raise GrammarError(
             f"{options.indent}/{options.dedent} are declared but there is no newline terminal"
             f" {options.newline}; define it, or name yours in Python with IndenterOptions(newline=...)",
-            source, line, column, _source_line(text, line))
+            source, line, column, source_line(text, line))
     n = len(index)
     index = {**index, options.indent: n, options.dedent: n + 1}
     spec = IndenterSpec(
@@ -397,7 +318,6 @@ def _indenter(declared: list[str], index: dict[str, int], options: IndenterOptio
 
 _DEFINITION = re.compile(r"^[ \t]*[?!]?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\{[^}]*\})?(?:\.-?\d+)?[ \t]*:", re.M)
 _UNESCAPE = re.compile(r"\\(.)")
-_GENERATED = re.compile(r"^_*(?P<base>.*?)(?:_(?:star|plus|opt|inline)_\d+|_\d+)?$")
 
 
 def definition_positions(text: str) -> dict[str, tuple[int, int]]:
@@ -414,27 +334,12 @@ def definition_positions(text: str) -> dict[str, tuple[int, int]]:
     return positions
 
 
-def _base_name(name: str) -> str:
-    """The user's rule name behind one lark generates (``__start_star_0`` → ``start``)."""
-    if not name.startswith("__"):
-        return name
-    found = _GENERATED.match(name)
-    return found.group("base") if found and found.group("base") else name
-
-
 def _line_column(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, _column(text, offset)
 
 
 def _column(text: str, offset: int) -> int:
     return offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def _source_line(text: str, line: int | None) -> str | None:
-    if line is None:
-        return None
-    lines = text.splitlines()
-    return lines[line - 1] if 0 < line <= len(lines) else None
 
 
 def _first_use(text: str, name: str) -> tuple[int | None, int | None]:
@@ -453,27 +358,27 @@ def _located(exc: LarkError, text: str, source: str) -> GrammarError:
     unexpected = exc if isinstance(exc, UnexpectedInput) else exc.__context__
     if isinstance(unexpected, UnexpectedInput) and getattr(unexpected, "line", -1) > 0:
         line, column = unexpected.line, unexpected.column
-        return GrammarError(_syntax_message(exc, unexpected), source, line, column, _source_line(text, line))
+        return GrammarError(_syntax_message(exc, unexpected), source, line, column, source_line(text, line))
     if len(exc.args) == 2 and isinstance(exc.args[1], SyntaxError):  # lark's literal_eval of a bad escape
         literal, reason = exc.args
         message = f"invalid escape in '{literal}': {str(reason.msg).rsplit(': ', 1)[-1]}"
         where = text.find(str(literal))
-        line, column = _line_column(text, where) if where >= 0 else (None, None)
-        return GrammarError(message, source, line, column, _source_line(text, line))
+        at: tuple[int | None, int | None] = _line_column(text, where) if where >= 0 else (None, None)
+        return GrammarError(message, source, at[0], at[1], source_line(text, at[0]))
     message = _first_line(str(exc))
     message = message[0].lower() + message[1:]
     literal = re.search(r'\((".*?")\)', message)
     if literal and literal.group(1) in text:
         line, column = _line_column(text, text.index(literal.group(1)))
-        return GrammarError(message, source, line, column, _source_line(text, line))
+        return GrammarError(message, source, line, column, source_line(text, line))
     names = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
     for name in names:
         if "used but not defined" in message or "not defined" in message:
-            line, column = _first_use(text, name)
+            found = _first_use(text, name)
         else:
-            line, column = definition_positions(text).get(name) or _first_use(text, name)
-        if line is not None:
-            return GrammarError(message, source, line, column, _source_line(text, line))
+            found = definition_positions(text).get(name) or _first_use(text, name)
+        if found[0] is not None:
+            return GrammarError(message, source, found[0], found[1], source_line(text, found[0]))
     return GrammarError(message, source)
 
 
@@ -503,7 +408,7 @@ def _import_error(wanted: str, why: str, text: str, source: str, hint: str = "")
     shown = at.group("path").rsplit(".", 1)[0] if at.group("path").count(".") > at.group("path").startswith(".") \
         else at.group("path")
     line, column = _line_column(text, at.start("path"))
-    return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, _source_line(text, line))
+    return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, source_line(text, line))
 
 
 def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:

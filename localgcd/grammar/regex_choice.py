@@ -1,11 +1,11 @@
-"""Regex and fixed-choice outputs → Lark grammar text for localgcd.
+"""Regex and fixed-choice outputs → the typed grammar for localgcd.
 
-``regex_to_lark(pattern)``: the whole output must ``re.fullmatch`` the
+``regex_to_grammar(pattern)``: the whole output must ``re.fullmatch`` the
 pattern (Python ``re`` semantics, str patterns: Unicode ``\\d \\w \\s``,
 ``.`` without newline unless ``(?s)``, ``(?i)`` and ``(?a)`` honoured exactly:
 the pattern is read by :mod:`localgcd.regex.python_syntax`, the one reader of
 Python's syntax, whose character sets come from ``re``'s own tables).
-``choices_to_lark(choices)``: the output is exactly one of the strings.
+``choices_to_grammar(choices)``: the output is exactly one of the strings.
 
 Both build a GBNF-style expression and go through the same translation as
 :mod:`localgcd.grammar.gbnf` (prefix-code terminals, DFA runs), so the language is
@@ -31,7 +31,7 @@ from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import translate
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Rep, Seq
-from localgcd.grammar.translation import Translation
+from localgcd.grammar.ir import GrammarIR
 from localgcd.regex import syntax
 from localgcd.regex.charset import CharSet
 from localgcd.regex.gbnf_syntax import text_chars
@@ -123,8 +123,8 @@ def _nonempty_language_check(expr: Expr) -> tuple[bool, bool]:
     raise AssertionError(expr)
 
 
-def regex_to_lark(pattern: str, source: str = "<regex>", meter: BudgetMeter | None = None) -> Translation:
-    """Lark text for: the output is a whole match of ``pattern`` (``re.fullmatch``); ``meter``: the
+def regex_to_grammar(pattern: str, source: str = "<regex>", meter: BudgetMeter | None = None) -> GrammarIR:
+    """The grammar of: the output is a whole match of ``pattern`` (``re.fullmatch``); ``meter``: the
     compile budget."""
     try:
         re.compile(pattern)  # Python's own verdict and position for a pattern it cannot read
@@ -145,8 +145,8 @@ def regex_to_lark(pattern: str, source: str = "<regex>", meter: BudgetMeter | No
     return _translate(expr, source, pattern, meter)
 
 
-def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translation:
-    """Lark text for: the output is exactly one of ``choices``."""
+def choices_to_grammar(choices: list[str], source: str = "<choices>") -> GrammarIR:
+    """The grammar of: the output is exactly one of ``choices``."""
     if not choices:
         raise GrammarError("no choices given", source)
     options = []
@@ -162,7 +162,7 @@ def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translatio
     return _translate(Alt(tuple(options)), source, None)
 
 
-def _translate(expr: Expr, source: str, shown: str | None, meter: BudgetMeter | None = None) -> Translation:
+def _translate(expr: Expr, source: str, shown: str | None, meter: BudgetMeter | None = None) -> GrammarIR:
     try:
         return translate(GbnfGrammar({"root": expr}, {"root": (1, 1)}, source, lambda _line: shown), meter)
     except GrammarError as exc:  # a compile budget outgrown (regular languages are always LALR(1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from localgcd.errors import one_line
 from localgcd.regex.conditions import Also
@@ -39,11 +40,11 @@ class Terminal:
             return f'terminal {self.name} "{one_line(_ESCAPED.sub(_UNESCAPED, regex))}"'
         return f"terminal {self.name} /{one_line(regex)}/"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "Terminal":
+    def from_json(cls, data: dict[str, Any]) -> "Terminal":
         also = tuple(Also(a["regex"], a["start"], None if a["ends"] is None else tuple(a["ends"]))
                      for a in data.get("also", ()))
         return cls(**{**data, "also": also})

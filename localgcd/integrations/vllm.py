@@ -37,7 +37,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 from localgcd.compiler.compiled import CompiledGrammar
 from localgcd.compiler.constraints import TEXT_KINDS, Constraint, compile_constraint
 from localgcd.errors import LocalgcdError
-from localgcd.grammar.formats import to_lark
+from localgcd.grammar.formats import to_grammar
 from localgcd.grammar.sources import known_names
 from localgcd.integrations.hf_vocabulary import vocabulary_from_hf
 from localgcd.integrations.torch_bitmask import allocate_allowing_all, apply_bitmask_, numpy_view
@@ -141,7 +141,7 @@ class LocalgcdLogitsProcessor(LogitsProcessor):
             return
         text = "\n".join(constraint.value) if constraint.kind == "choices" else constraint.value
         try:
-            to_lark(text, constraint.kind, source=constraint.kind)  # the front end alone: no vocabulary here
+            to_grammar(text, constraint.kind, source=constraint.kind)  # the front end alone: no vocabulary here
         except LocalgcdError as exc:
             raise ValueError(f"localgcd: {exc}") from None
 

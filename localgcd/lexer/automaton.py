@@ -1,6 +1,6 @@
 """A grammar's terminals → one minimal byte DFA (the lexer automaton).
 
-Terminals come ranked (see :func:`localgcd.grammar.lark_frontend.load_lark_grammar`).
+Terminals come ranked (see :mod:`localgcd.grammar.terminal_rank`).
 
 Tie rule (documented in README): the lexer takes the longest lexeme (maximal
 munch).  When several terminals match that very lexeme, the winner is the one

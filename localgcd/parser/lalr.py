@@ -20,7 +20,7 @@ import numpy as np
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
-from localgcd.grammar.lark_frontend import Grammar
+from localgcd.grammar.ir import GrammarIR
 from localgcd.lalr_analysis import LALRAutomaton, analyze, conflict_cells
 from localgcd.parser.stack_free import stack_free_moves
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduce_action
@@ -60,7 +60,7 @@ class GrammarSymbols:
         return self.columns[name] if is_term else self.end + 1 + self.nonterminals[name]
 
 
-def build_parse_tables(grammar: Grammar, strict: bool = False, meter: BudgetMeter | None = None,
+def build_parse_tables(grammar: GrammarIR, strict: bool = False, meter: BudgetMeter | None = None,
                        tuning: Tuning = Tuning()) -> tuple[ParseTables, tuple[Conflict, ...]]:
     """LALR(1) tables for ``grammar`` and the conflicts resolved on the way (``meter``: the
     compile budget; the LR(0) automaton is checked against it).
@@ -80,13 +80,13 @@ def build_parse_tables(grammar: Grammar, strict: bool = False, meter: BudgetMete
     return _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions, tuning), conflicts
 
 
-def analyze_grammar(grammar: Grammar) -> tuple[LALRAutomaton, GrammarSymbols]:
+def analyze_grammar(grammar: GrammarIR) -> tuple[LALRAutomaton, GrammarSymbols]:
     """The LALR(1) automaton of ``grammar``'s rules, and how its symbols are numbered."""
     encoded, symbols, start = _encoded(grammar)
     return analyze(encoded, symbols.end + 1, start), symbols
 
 
-def _tables_through_classes(grammar: Grammar, encoded: list[tuple[int, tuple[int, ...]]],
+def _tables_through_classes(grammar: GrammarIR, encoded: list[tuple[int, tuple[int, ...]]],
                             symbols: GrammarSymbols, start: int, meter: BudgetMeter | None,
                             tuning: Tuning) -> ParseTables | None:
     """The tables from the analysis with the big terminal classes as terminals; None when there is
@@ -135,10 +135,10 @@ def _plain_actions(automaton: LALRAutomaton, width: int, rule_number: np.ndarray
     return action, np.flatnonzero(~plain)
 
 
-def _encoded(grammar: Grammar) -> tuple[list[tuple[int, tuple[int, ...]]], GrammarSymbols, int]:
+def _encoded(grammar: GrammarIR) -> tuple[list[tuple[int, tuple[int, ...]]], GrammarSymbols, int]:
     """The rules as (lhs, rhs) symbol ids, how symbols are numbered, and the start symbol's id."""
     symbols = GrammarSymbols(grammar.parser_terminals,
-                             {name: i for i, name in enumerate(sorted({r.origin.name for r in grammar.rules}))})
+                             {name: i for i, name in enumerate(sorted({r.lhs for r in grammar.rules}))})
     if grammar.start not in symbols.nonterminals:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined", grammar.source)
     terminal_ids = symbols.columns
@@ -146,21 +146,21 @@ def _encoded(grammar: Grammar) -> tuple[list[tuple[int, tuple[int, ...]]], Gramm
     encoded = []
     for rule in grammar.rules:
         try:
-            rhs = tuple([terminal_ids[s.name] if s.is_term else rule_ids[s.name] for s in rule.expansion])
+            rhs = tuple([terminal_ids[s] if s in terminal_ids else rule_ids[s] for s in rule.rhs])
         except KeyError:
-            undefined = next((s.name for s in rule.expansion if not s.is_term and s.name not in rule_ids), None)
+            undefined = next((s for s in rule.rhs if s not in terminal_ids and s not in rule_ids), None)
             if undefined is None:
                 raise
-            raise grammar.error(f"rule {rule.origin.name!r} uses the undefined rule {undefined!r}",
-                                rule.origin.name) from None
-        encoded.append((rule_ids[rule.origin.name], rhs))
+            raise grammar.error(f"rule {rule.lhs!r} uses the undefined rule {undefined!r}",
+                                rule.lhs) from None
+        encoded.append((rule_ids[rule.lhs], rhs))
     if len(set(encoded)) != len(encoded):
         twice = next(grammar.describe_rule(r) for r, e in zip(grammar.rules, encoded) if encoded.count(e) > 1)
         raise grammar.error(f"rule defined twice: {twice}", twice.split(":")[0])
     return encoded, symbols, symbols.id(grammar.start, False)
 
 
-def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols, strict: bool):
+def _resolve(automaton: LALRAutomaton, grammar: GrammarIR, symbols: GrammarSymbols, strict: bool):
     """The action table (lark's rules: shift wins, else the higher priority) and the conflicts
     resolved.  The cells one reduction alone claims are written at once; the few others, where
     several rules or a shift meet, are settled one by one."""
@@ -169,7 +169,7 @@ def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols
     if not unsettled.size:
         return action, ()
     terminal_names = {column: name for name, column in symbols.columns.items()}
-    priority = [r.options.priority or 0 for r in grammar.rules]
+    priority = [r.priority for r in grammar.rules]
     conflicts: list[Conflict] = []
     unresolved: list[Conflict] = []
     for cell in conflict_cells(automaton):  # the unsettled rows, cell by cell
@@ -217,16 +217,16 @@ def _shifting_rules(automaton: LALRAutomaton, state: int, terminal: int) -> list
             if dot < len(rules[rule][1]) and rules[rule][1][dot] == terminal]
 
 
-def _conflict(grammar: Grammar, kind: str, terminal: str, rules, described, resolution: str) -> Conflict:
+def _conflict(grammar: GrammarIR, kind: str, terminal: str, rules, described, resolution: str) -> Conflict:
     line = column = None
     for rule in rules:
-        line, column, _ = grammar.where(grammar.rules[rule].origin.name)
+        line, column, _ = grammar.where(grammar.rules[rule].lhs)
         if line is not None:
             break
     return Conflict(kind, terminal, tuple(described), resolution, line, column)
 
 
-def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar, symbols: GrammarSymbols,
+def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: GrammarIR, symbols: GrammarSymbols,
             n_terms: int, completions: tuple[np.ndarray, np.ndarray, np.ndarray], tuning: Tuning) -> ParseTables:
     """``n_terms``: the analysis's ``$END`` (its nonterminals follow it, in the grammar's order);
     ``completions``: the analysis's, with the grammar's rule numbers."""
@@ -239,14 +239,14 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: Grammar, symb
     sizes = np.bincount(goto_states, minlength=n_states)
     order = np.lexsort((goto_symbols, goto_states))  # by state, then nonterminal
     rules = grammar.rules
-    rule_lhs = [symbols.nonterminals[r.origin.name] for r in rules]
+    rule_lhs = [symbols.nonterminals[r.lhs] for r in rules]
     takes, refuses = stack_free_moves(action, completions, tuning)
     return ParseTables(
         action=action,
         goto_offsets=np.concatenate(([0], np.cumsum(sizes))),
         goto_symbols=goto_symbols[order],
         goto_targets=goto_targets[order],
-        rule_length=np.asarray([len(r.expansion) for r in rules], dtype=np.int32),
+        rule_length=np.asarray([len(r.rhs) for r in rules], dtype=np.int32),
         rule_lhs=np.asarray(rule_lhs, dtype=np.int32),
         takes=takes,
         refuses=refuses,

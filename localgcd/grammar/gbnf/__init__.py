@@ -1,7 +1,7 @@
-"""GBNF (llama.cpp's grammar format) → Lark grammar text for localgcd.
+"""GBNF (llama.cpp's grammar format) → the typed grammar for localgcd.
 
-``gbnf_to_lark(text)`` reads GBNF exactly as llama.cpp's ``grammars/README.md``
-describes it and returns a :class:`Translation`: Lark text whose language,
+``gbnf_to_grammar(text)`` reads GBNF exactly as llama.cpp's ``grammars/README.md``
+describes it and returns a :class:`~localgcd.grammar.ir.GrammarIR` whose language,
 through localgcd's maximal-munch context-free lexer and strict LALR(1) parser,
 is exactly the GBNF language (code points, UTF-8 encoded).
 
@@ -54,7 +54,7 @@ prefix of a word of T".  So the lexer is invisible and only the CFG matters.
 The stages, one module each: :mod:`.reader` (text → the syntax tree of
 :mod:`.syntax`), :mod:`.translator` (tree → :class:`.translated.TranslatedGrammar`;
 regular runs in :mod:`.runs` over the atoms of :mod:`.atoms`), :mod:`.check`
-(the LALR(1) check) and :mod:`.emit` (→ Lark text).
+(the LALR(1) check) and :mod:`.emit` (→ the typed grammar).
 
 The result is checked with the project's LALR(1) analysis
 (:func:`localgcd.lalr_analysis.check_lalr`), once per attempt: a conflict is
@@ -78,22 +78,22 @@ from __future__ import annotations
 
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.grammar.gbnf.check import check_translation, conflict_error
-from localgcd.grammar.gbnf.emit import emit_lark
+from localgcd.grammar.gbnf.emit import emit_grammar
 from localgcd.grammar.gbnf.reader import read_gbnf
 from localgcd.grammar.gbnf.runs import SliceDFAs
 from localgcd.grammar.gbnf.syntax import GbnfGrammar
 from localgcd.grammar.gbnf.translator import STRATEGIES, Translator
-from localgcd.grammar.translation import Translation
+from localgcd.grammar.ir import GrammarIR
 
 
-def gbnf_to_lark(text: str, source: str = "<grammar>", meter: BudgetMeter | None = None) -> Translation:
+def gbnf_to_grammar(text: str, source: str = "<grammar>", meter: BudgetMeter | None = None) -> GrammarIR:
     """Translate GBNF text; see the module docstring for how and what is refused (``meter``: the
     compile budget)."""
     return translate(read_gbnf(text, source), meter)
 
 
-def translate(grammar: GbnfGrammar, meter: BudgetMeter | None = None) -> Translation:
-    """A GBNF syntax tree → Lark text; see the module docstring.
+def translate(grammar: GbnfGrammar, meter: BudgetMeter | None = None) -> GrammarIR:
+    """A GBNF syntax tree → the typed grammar; see the module docstring.
 
     Tries the :data:`~.translator.STRATEGIES` in order until one is LALR(1): runs cut after
     prefix-free heads (smallest tables); runs kept whole (a cut can force an early decision); runs
@@ -106,5 +106,5 @@ def translate(grammar: GbnfGrammar, meter: BudgetMeter | None = None) -> Transla
         translated = Translator(grammar, strategy, meter, dfas).translate()
         check = check_translation(translated, meter)
         if check.lalr.deterministic:
-            return emit_lark(translated, grammar.warnings)
+            return emit_grammar(translated, grammar.source, grammar.warnings)
     raise conflict_error(check, translated, grammar)

@@ -1,7 +1,8 @@
-"""JSON Schema → Lark grammar text, exact under localgcd's lexing semantics.
+"""JSON Schema → the typed grammar (:class:`~localgcd.grammar.ir.GrammarIR`), exact under localgcd's
+lexing semantics.
 
-    t = schema_to_lark({"type": "object", "properties": {"a": {"type": "integer"}}})
-    compiled = localgcd.compile_grammar(t.lark, vocab)
+    grammar = schema_to_grammar({"type": "object", "properties": {"a": {"type": "integer"}}})
+    print(grammar.to_lark())  # for people; localgcd.compile_json_schema(schema, vocab) compiles one
 
 Language (what the grammar accepts), precisely:
 
@@ -63,6 +64,6 @@ The package, stage by stage: ``load`` (dict, text, Pydantic, ``response_format``
 
 from __future__ import annotations
 
-from localgcd.grammar.json_schema.output import ADDITIONAL_PROPERTIES, schema_to_lark
+from localgcd.grammar.json_schema.output import ADDITIONAL_PROPERTIES, schema_to_grammar
 
-__all__ = ["ADDITIONAL_PROPERTIES", "schema_to_lark"]
+__all__ = ["ADDITIONAL_PROPERTIES", "schema_to_grammar"]

@@ -4,6 +4,7 @@ and the two ways a schema is refused (an error, or a part with no valid instance
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from localgcd.budget import BudgetMeter, unbounded
@@ -12,7 +13,15 @@ from localgcd.grammar.json_schema.spec import ScalarPosition
 from localgcd.regex.conditions import Also
 from localgcd.tuning import Tuning
 
-__all__ = ["Context", "NoInstance", "empty", "fail", "ptr_join"]
+__all__ = ["Context", "NoInstance", "PatternTerminal", "empty", "fail", "ptr_join"]
+
+
+@dataclass(frozen=True)
+class PatternTerminal:
+    """A terminal the resolver defines: a Python regex over the JSON text and its priority."""
+
+    regex: str
+    priority: int = 0
 
 
 class NoInstance(Exception):
@@ -52,7 +61,7 @@ class Context:
         self.whitespace = whitespace
         self.warnings: list[str] = []
         self.rules: dict[str, list[str]] = {}
-        self.terms: dict[str, str] = {}  # terminal -> its definition line (the resolver's)
+        self.terms: dict[str, PatternTerminal] = {}  # terminal -> its definition (the resolver's)
         self.memo: dict[Hashable, str] = {}
         self.positions: dict[str, ScalarPosition] = {}
         self.inline_members: set[str] = set()  # member rules whose key terminals are inlined

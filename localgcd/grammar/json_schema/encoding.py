@@ -1,5 +1,4 @@
-"""The canonical JSON spelling of strings, as regexes: one character (``UNIT``), a character set,
-and the lark ``/.../`` form a terminal is written in."""
+"""The canonical JSON spelling of strings, as regexes: one character (``UNIT``), a character set."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from localgcd.errors import UnsupportedConstruct
 from localgcd.regex.charset import SURROGATES, CharSet
 from localgcd.regex.python_text import class_text, code_point_text
 
-__all__ = ["UNIT", "Unsupported", "canonical_chars", "canonical_order", "code_point_class", "encode_string",
-           "lark_regex"]
+__all__ = ["UNIT", "Unsupported", "canonical_chars", "canonical_order", "code_point_class", "encode_string"]
 
 
 _SHORT = {0x08: r"\\b", 0x09: r"\\t", 0x0A: r"\\n", 0x0C: r"\\f", 0x0D: r"\\r"}
@@ -21,12 +19,6 @@ UNIT = (r'(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))')
 
 def encode_string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
-
-
-def lark_regex(pattern: str) -> str:
-    """Pattern → lark /.../ body (a '/' must be escaped)."""
-    return "/" + pattern.replace("/", "\\/") + "/"
-
 
 
 class Unsupported(UnsupportedConstruct):

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.grammar.json_schema.automata import byte_dfa
-from localgcd.grammar.json_schema.context import Context
-from localgcd.grammar.json_schema.encoding import UNIT, lark_regex
+from localgcd.grammar.json_schema.context import Context, PatternTerminal
+from localgcd.grammar.json_schema.encoding import UNIT
 from localgcd.grammar.json_schema.tracking import CHUNK, MAX_TRACKED_LINKS, Signature, track
 from localgcd.regex.conditions import Also
 
@@ -27,7 +27,7 @@ class LongStrings:
 
     Patterns whose strings may be that long are *tracked*: the chunks carry the state their
     automata (the product of all of them, a vector) reach, one lexer mode per vector, with the
-    ``// localgcd: also`` conditions that say so; a tail terminal then says which of the patterns
+    ``Also`` conditions that say so; a tail terminal then says which of the patterns
     the whole string matches (its signature), and a position's long strings are the tails of
     the signatures it allows.  Untracked, there is one chunk mode and one terminal of each kind.
     """
@@ -41,7 +41,7 @@ class LongStrings:
     #: position would both reduce the opening: there, the links stay.  ``Tuning(count_long_strings_left=False)``
     #: switches it off (tests check the links too).
 
-    def __init__(self, ctx: Context, terms: dict[str, str], classes: list[tuple[int, int | None]],
+    def __init__(self, ctx: Context, terms: dict[str, PatternTerminal], classes: list[tuple[int, int | None]],
                  tracked: list[str], ptr_of: dict[str, str]) -> None:
         self.ctx, self.terms, self.classes = ctx, terms, classes
         self.tracked: list[str] = []  # the pattern bodies really tracked (none: lenient fallback)
@@ -72,13 +72,13 @@ class LongStrings:
         for i, v in enumerate(self.vectors):
             if i in self.steps.opens:
                 name = "LOPEN" if plain else f"LOPEN_{i}"
-                terms[name] = f'{name}: {lark_regex(chr(34) + UNIT + "{%d}" % CHUNK)}'
+                terms[name] = PatternTerminal(chr(34) + UNIT + "{%d}" % CHUNK)
                 self.modes[name] = (0, 1 + i)
                 self.also[name] = [Also(rx, 0, (v[p],)) for p, rx in enumerate(quoted)]
                 self.open_of[i] = name
             for j in self.steps.mids[i]:
                 name = "LMID" if plain else f"LMID_{i}_{j}"
-                terms[name] = f'{name}: {lark_regex(UNIT + "{%d}" % CHUNK)}'
+                terms[name] = PatternTerminal(UNIT + "{%d}" % CHUNK)
                 self.modes[name] = (1 + i, 1 + j)
                 self.also[name] = [Also(rx, v[p], (self.vectors[j][p],))
                                    for p, rx in enumerate(quoted) if v[p] >= 0]
@@ -86,7 +86,7 @@ class LongStrings:
             for x, (a, b) in enumerate(self.tails):
                 for sig in self.steps.tails[i, x]:
                     name = f"LTAIL{x}" if plain else f"LTAIL{x}_{i}_{self.signatures.index(sig)}"
-                    terms[name] = f'{name}: {lark_regex(UNIT + "{%d,%d}" % (a, b) + chr(34))}'
+                    terms[name] = PatternTerminal(UNIT + "{%d,%d}" % (a, b) + chr(34))
                     self.modes[name] = (1 + i, 0)
                     self.also[name] = [Also(rx, v[p], self._ends(p, sig[p]))
                                        for p, rx in enumerate(quoted) if v[p] >= 0]

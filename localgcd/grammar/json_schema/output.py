@@ -1,5 +1,5 @@
-"""JSON Schema → Lark grammar text: the stages in order (load, translate, resolve terminals, share
-string terminals) and the text they make."""
+"""JSON Schema → the typed grammar: the stages in order (load, translate, resolve terminals, share
+string terminals) and the grammar they make."""
 
 from __future__ import annotations
 
@@ -9,23 +9,24 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError
 from localgcd.grammar.json_schema.context import Context, NoInstance
 from localgcd.grammar.json_schema.load import load_schema
-from localgcd.grammar.json_schema.resolver import NEVER, Resolver
+from localgcd.grammar.json_schema.resolver import NEVER, WORDS, Resolver
 from localgcd.grammar.json_schema.shared_strings import merge_literal_sets, share_string_terminals
 from localgcd.grammar.json_schema.translator import Translator
-from localgcd.grammar.modes import also_pragma, modes_pragma
-from localgcd.grammar.translation import Translation
+from localgcd.grammar.builder import GrammarBuilder
+from localgcd.grammar.ir import GrammarIR
+from localgcd.grammar.terminal_rank import lark_pattern_length
 from localgcd.tuning import Tuning
 
-__all__ = ["ADDITIONAL_PROPERTIES", "schema_to_lark"]
+__all__ = ["ADDITIONAL_PROPERTIES", "schema_to_grammar"]
 
 ADDITIONAL_PROPERTIES = ("closed", "schema")
 
 
-def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "default",
+def schema_to_grammar(schema: Any, *, lenient: bool = False, whitespace: str = "default",
                    property_order: str = "schema", additional_properties: str = "closed",
                    source: str = "<schema>", meter: BudgetMeter | None = None,
-                   tuning: Tuning = Tuning()) -> Translation:
-    """Translate a JSON Schema into Lark grammar text (start rule ``start``); see the package doc.
+                   tuning: Tuning = Tuning()) -> GrammarIR:
+    """Translate a JSON Schema into the typed grammar (start rule ``start``); see the package doc.
 
     ``additional_properties``: ``"closed"`` (the default, as generation tools read schemas) --
     an object schema that lists ``properties`` or ``patternProperties`` and has no
@@ -51,29 +52,26 @@ def schema_to_lark(schema: Any, *, lenient: bool = False, whitespace: str = "def
     resolver.run()
     share_string_terminals(ctx, resolver.string_terms())
     merge_literal_sets(ctx, {name: x for x, name in resolver.lit_name.items()})
-    return Translation(lark_text(ctx, root), warnings=tuple(ctx.warnings))
+    return grammar_of(ctx, root)
 
 
-def lark_text(ctx: Context, root: str) -> str:
-    """The grammar text of the translation's rules and terminals (lexer modes and conditions first)."""
-    lines = [f"start: {root}"]
-    never = False  # does a rule name the terminal that matches nothing?
+def grammar_of(ctx: Context, root: str) -> GrammarIR:
+    """The typed grammar of the translation's rules and terminals (lexer modes and conditions on theirs)."""
+    builder = GrammarBuilder(ctx.source)
+    builder.rule("start", [(root,)])
     for name, alts in ctx.rules.items():
-        alts = [a for a in alts if a] or [NEVER]
-        never = never or any(NEVER in alt.split() for alt in alts)
-        lines.append(f"{name}: " + "\n    | ".join(alts))
+        builder.rule(name, [alt.split() for alt in alts if alt] or [(NEVER,)])
     if ctx.whitespace == "default":
-        lines += ['COMMA: /, ?/', 'COLON: /: ?/']
+        builder.pattern("COMMA", ", ?")
+        builder.pattern("COLON", ": ?")
     else:
-        lines += ['COMMA: ","', 'COLON: ":"']
-    lines += ['LBRACE: "{"', 'RBRACE: "}"', 'LSQB: "["', 'RSQB: "]"']
-    lines += list(ctx.terms.values())
-    text = "\n".join(lines) + "\n"
-    if never:
-        text += f'{NEVER}: /\\x00\\x01never/\n'
-    if ctx.also:
-        text = "".join(also_pragma(name, condition) + "\n"
-                       for name, conditions in ctx.also.items() for condition in conditions) + text
-    if ctx.modes:
-        text = modes_pragma(ctx.modes) + "\n" + text
-    return text
+        builder.literal("COMMA", ",")
+        builder.literal("COLON", ":")
+    for name, text in (("LBRACE", "{"), ("RBRACE", "}"), ("LSQB", "["), ("RSQB", "]"), *
+                       ((name, word) for word, name in WORDS.items())):
+        builder.literal(name, text)
+    for name, term in ctx.terms.items():
+        builder.pattern(name, term.regex, term.priority, value_length=lark_pattern_length(term.regex),
+                        mode=ctx.modes.get(name, (0, 0)), also=ctx.also.get(name, ()))
+    builder.pattern(NEVER, r"\x00\x01never", value_length=7)  # kept only where a rule names it
+    return builder.build(ctx.warnings)

@@ -12,8 +12,8 @@ from typing import Any
 
 from localgcd.errors import CompileBudgetError
 from localgcd.grammar.json_schema.automata import byte_dfa, length_piece_dfa, unit_length_range
-from localgcd.grammar.json_schema.context import Context, fail
-from localgcd.grammar.json_schema.encoding import UNIT, Unsupported, encode_string, lark_regex
+from localgcd.grammar.json_schema.context import Context, PatternTerminal, fail
+from localgcd.grammar.json_schema.encoding import UNIT, Unsupported, encode_string
 from localgcd.grammar.json_schema.long_strings import LongStrings
 from localgcd.grammar.json_schema.numbers import EXP_NUMBER, Bound, dec_open, dec_point, int_bounds, int_range
 from localgcd.grammar.json_schema.patterns import intersection_regex
@@ -23,6 +23,7 @@ from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DFA, relation, relations
 
 MAX_PATTERNS = 48  # pattern terminals, intersections included
+WORDS = {"true": "TRUE", "false": "FALSE", "null": "NULL"}  # the terminal of each JSON word
 NEVER = "NOTHING"  # the terminal of a position that allows no scalar (its regex matches nothing)
 MAX_PIECE_STATES = 20_000  # a pattern within a length class: an automaton the lexer builds, not a regex
 
@@ -76,7 +77,7 @@ class Resolver:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.terms: dict[str, str] = ctx.terms  # name -> definition line
+        self.terms: dict[str, PatternTerminal] = ctx.terms
 
     def run(self) -> None:
         """Every terminal, in the order the grammar text lists them, then every position's alternatives."""
@@ -91,7 +92,7 @@ class Resolver:
         self.long_strings(plist, bounds.patterns, long_classes)
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
-            self.terms[name] = f"{name}.{lit_prio}: {lark_regex(re.escape(encode_string(s)))}"
+            self.terms[name] = PatternTerminal(re.escape(encode_string(s)), lit_prio)
         self.number_terminals(bounds)
         for rule, pos in self.ctx.positions.items():
             self.ctx.rules[rule] = self.resolve(pos) or [NEVER]
@@ -105,7 +106,7 @@ class Resolver:
         for i, s in enumerate(sorted(bounds.str_lits - set(self.long_lits))):
             name = f"S{i}"
             self.lit_name[s] = name
-            self.terms[name] = f"{name}.9: {lark_regex(re.escape(encode_string(s)))}"
+            self.terms[name] = PatternTerminal(re.escape(encode_string(s)), 9)
 
     def length_atoms(self, bounds: SchemaBounds) -> list[tuple[int, int | None]]:
         """One terminal per length class up to CHUNK characters; returns the longer classes (one
@@ -125,7 +126,7 @@ class Resolver:
             rep = "{%d,%s}" % (lo, "" if hi is None else hi)
             if hi is not None and lo == hi:
                 rep = "{%d}" % lo
-            self.terms[name] = f'{name}: {lark_regex(chr(34) + UNIT + rep + chr(34))}'
+            self.terms[name] = PatternTerminal(chr(34) + UNIT + rep + chr(34))
             self.len_atoms.append((lo, hi, name))
         return long_classes
 
@@ -182,7 +183,7 @@ class Resolver:
         for b in plist:
             self.drop_covered_pieces(b)
             for lengths, (_lo, _hi, piece) in zip(*self.pieces[b]):
-                self.terms[piece] = f"{piece}.{2 + depth[b]}: {lark_regex(chr(34) + b + chr(34))}"
+                self.terms[piece] = PatternTerminal(chr(34) + b + chr(34), 2 + depth[b])
                 if lengths:
                     self.ctx.also[piece] = [Also(lengths)]
         self.drop_shadowed_atoms()
@@ -218,7 +219,7 @@ class Resolver:
                 if rx is None:
                     continue
                 name = f"INT{len(self.int_atoms)}"
-                self.terms[name] = f"{name}.5: {lark_regex(rx)}"
+                self.terms[name] = PatternTerminal(rx, 5)
                 self.int_atoms.append((lo, hi, name))
             dcuts = sorted(bounds.dec_cuts)
             pts: list[int | Decimal | None] = [None, *dcuts, None]
@@ -227,18 +228,18 @@ class Resolver:
                 rx = dec_open(a, b)
                 if rx is not None:
                     name = f"DEC{len(self.dec_atoms)}"
-                    self.terms[name] = f"{name}.4: {lark_regex(rx)}"
+                    self.terms[name] = PatternTerminal(rx, 4)
                     self.dec_atoms.append(("open", a, b, name))
                 if b is not None:
                     name = f"DEC{len(self.dec_atoms)}"
-                    self.terms[name] = f"{name}.4: {lark_regex(dec_point(b))}"
+                    self.terms[name] = PatternTerminal(dec_point(b), 4)
                     self.dec_atoms.append(("point", b, b, name))
-            self.terms["EXPNUM"] = f"EXPNUM.4: {lark_regex(EXP_NUMBER)}"
+            self.terms["EXPNUM"] = PatternTerminal(EXP_NUMBER, 4)
         self.num_lit_name: dict[str, str] = {}
         for i, v in enumerate(sorted(bounds.num_lits)):
             name = f"NL{i}"
             self.num_lit_name[v] = name
-            self.terms[name] = f"{name}.9: {lark_regex(re.escape(v))}"
+            self.terms[name] = PatternTerminal(re.escape(v), 9)
 
     def add_pattern(self, body: str, ptr: str, plist: list[str]) -> bool:
         """Add a pattern terminal; False when one with the same language exists (``body`` is
@@ -291,7 +292,7 @@ class Resolver:
         """([length regex or ""], [(fewest, most, terminal)]): the pattern split at every length
         bound of the schema that its strings straddle, so that a bounded position takes exactly the
         pieces inside its bounds.  A piece is the pattern's terminal with a second regex, its length
-        class, that the lexer intersects with it (``// localgcd: also``): the product of the two
+        class, that the lexer intersects with it (an ``Also`` on the terminal): the product of the two
         automata, never written back as a regex.  When long strings are chunked, pieces stop at
         CHUNK characters; the pattern's longer strings are tracked through the chunks."""
         name = self.pat_name[body]
@@ -385,7 +386,7 @@ class Resolver:
 
     def resolve(self, pos: ScalarPosition) -> list[str]:
         """The terminals (and long string rules) of a scalar position: exactly what it allows."""
-        out = [{"true": '"true"', "false": '"false"', "null": '"null"'}[w] for w in sorted(pos.words)]
+        out = [WORDS[w] for w in sorted(pos.words)]
         lits, long_allowed = self.strings_within(pos, out)
         out += self.long_rules(pos, long_allowed)
         out += [self.lit_name[s] for s in sorted(lits) if s in self.lit_name]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 
-from localgcd.grammar.json_schema.context import Context
-from localgcd.grammar.json_schema.encoding import encode_string, lark_regex
+from localgcd.grammar.json_schema.context import Context, PatternTerminal
+from localgcd.grammar.json_schema.encoding import encode_string
 
 
 STRING_GROUP_MIN = 4  # a position with at least this many string terminals names them through shared rules
@@ -68,9 +68,9 @@ def merge_literal_sets(ctx: Context, literal_of: dict[str, str]) -> None:
                 a in literal_of and uses[a] == 1 and a not in ctx.modes and a not in ctx.also for a in alts):
             continue
         name = f"SSET{len([t for t in ctx.terms if t.startswith('SSET')])}"
-        priority = ctx.terms[alts[0]].split(":", 1)[0].rpartition(".")[2]
+        priority = ctx.terms[alts[0]].priority
         body = "(?:" + "|".join(re.escape(encode_string(literal_of[a])) for a in alts) + ")"
-        ctx.terms[name] = f"{name}.{priority}: {lark_regex(body)}"
+        ctx.terms[name] = PatternTerminal(body, priority)
         for a in alts:
             del ctx.terms[a]
         ctx.rules[rule] = [name]
