@@ -263,19 +263,23 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
             bytes_.append(byte)
             targets.append(child)
     over_r = np.asarray(over, dtype=np.int64)
-    shifted = np.where(r_table >= 0, r_table.astype(np.int64) + n_nodes, DEAD_STATE)
-    table = np.empty((n_nodes + n_regex, 256), dtype=np.int64)
+    # The product's table over its byte classes (its columns: each class's first byte): a byte on a
+    # trie edge is a class of its own (that edge's child is in no other byte's column), the others
+    # are classed as R's columns are.
+    first_bytes, column_of = _trie_columns(r_table, np.asarray(bytes_, dtype=np.int64))
+    shifted = r_table[:, first_bytes].astype(np.int64)
+    shifted = np.where(shifted >= 0, shifted + n_nodes, DEAD_STATE)
+    table = np.empty((n_nodes + n_regex, first_bytes.size), dtype=np.int64)
     table[n_nodes:] = shifted
     table[:n_nodes] = np.where(over_r[:, None] >= 0, shifted[np.maximum(over_r, 0)], DEAD_STATE)
-    table[sources, bytes_] = targets
+    table[sources, column_of[bytes_]] = targets
     regex_label = np.full(n_regex, _NO_LABEL, dtype=np.int64)
     regex_label[winner >= 0] = regex_members[winner[winner >= 0]]
     node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)], _NO_LABEL)
     trie_label = np.asarray(trie_accept, dtype=np.int64)
     node_label = np.minimum(node_label, np.where(trie_label >= 0, trie_label, _NO_LABEL))
     label = np.concatenate([node_label, regex_label]).tolist()
-    first_byte, _class_of = column_classes(table)
-    rows = table[:, np.sort(first_byte)].tolist()
+    rows = table.tolist()
     # Classes: R's states are their own; a node joins the first state of equal label and successors.
     block = list(range(n_nodes + n_regex)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
     first_of: dict[tuple, int] = {(label[s], tuple(rows[s])): s for s in range(n_nodes, n_nodes + n_regex)}
@@ -294,10 +298,21 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
     new_id[list(number)] = list(number.values())
     new_id = new_id[np.asarray(block[:-1], dtype=np.int64)]
     kept = np.asarray(order, dtype=np.int64)
-    result = table[kept]
-    result = renumbered(result, new_id)
+    result = renumbered(table[kept], new_id)[:, column_of]
     accept = np.asarray(label, dtype=np.int64)[kept]
     return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
+
+
+def _trie_columns(r_table: np.ndarray, edge_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first_bytes, column_of)``: the classes of equal byte columns of the table of a trie over
+    ``R`` (``r_table``; see :func:`_trie_over_regexes`) -- each class's first byte, ascending, and
+    each byte's class -- read off ``R``'s classes and the bytes on trie edges alone."""
+    _first, r_class = column_classes(r_table)
+    key = r_class.astype(np.int64)
+    key[edge_bytes] = 256 + edge_bytes  # (R has at most 256 classes)
+    _keys, first, inverse = unique_first_inverse(key)
+    first_bytes = np.sort(first)
+    return first_bytes, np.searchsorted(first_bytes, first[inverse])
 
 
 def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
