@@ -518,3 +518,25 @@ def test_the_lalr_lookaheads_by_the_kernel_are_numpys(monkeypatch, text: str, fm
         for got, expected in zip((*compiled.reductions, *compiled.completions),
                                  (*numpys.reductions, *numpys.completions)):
             assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_live_states_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str) -> None:
+    """Every table the lexer build trims (a tracked mode's states that can no longer meet their
+    conditions), its live states found by the kernel and by numpy's backward frontier."""
+    real = product._live_states
+    tables = []
+    monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})
+    monkeypatch.setattr(product, "_live_states", lambda t, a, **kw: tables.append((t, a)) or real(t, a, **kw))
+    lexer_and_grammar(text, fmt)
+    for table, accept in tables:
+        assert np.array_equal(real(table, accept, kernels=True), real(table, accept, kernels=False))
+
+
+def test_live_states_by_the_kernel_on_a_table_with_dead_ends() -> None:
+    """0 → 1 → 2 (accepting), 0 → 3 → 3 (a loop that never accepts), 4 unreachable, accepting."""
+    table = np.full((5, 4), -1, dtype=np.int32)
+    table[0, 0], table[1, 1], table[0, 2], table[3, 3] = 1, 2, 3, 3
+    accept = np.asarray([-1, -1, 7, -1, 2], dtype=np.int32)
+    for kernels in (True, False):
+        assert product._live_states(table, accept, kernels=kernels).tolist() == [True, True, True, False, True]

@@ -31,6 +31,7 @@ import numpy as np
 
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.digraph import closed_table_rows
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
@@ -714,9 +715,15 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return renumbered(table[keep], new_id), accept[keep]
 
 
-def _live_states(table: np.ndarray, accept: np.ndarray) -> np.ndarray:
-    """bool [states]: some path reaches an accepting state."""
+def _live_states(table: np.ndarray, accept: np.ndarray, kernels: bool | None = None) -> np.ndarray:
+    """bool [states]: some path reaches an accepting state.  By the compiled ``digraph`` kernel
+    (one bit per state, closed under the edges) unless ``kernels`` is False or it was not built;
+    else numpy, backwards from the accepting states a frontier at a time."""
     live = accept >= 0
+    if kernels is not False and table.shape[0] < 2**31:
+        closed = closed_table_rows(table, live.view(np.uint8)[:, None])
+        if closed is not None:
+            return closed[:, 0].view(bool)
     sources, columns = run_edges(table)
     targets = table[sources, columns].astype(np.int64)
     order = np.argsort(targets, kind="stable")
