@@ -28,6 +28,7 @@ from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import boolean_product, packed_words, sorted_unique
+from localgcd.budget import unbounded
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser import lalr
@@ -540,3 +541,33 @@ def test_live_states_by_the_kernel_on_a_table_with_dead_ends() -> None:
     accept = np.asarray([-1, -1, 7, -1, 2], dtype=np.int32)
     for kernels in (True, False):
         assert product._live_states(table, accept, kernels=kernels).tolist() == [True, True, True, False, True]
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_a_trie_over_regexes_classed_by_the_kernel_is_pythons(monkeypatch, text: str, fmt: str) -> None:
+    """Every mode the lexer build makes from a trie of plain strings over its regexes' minimal
+    DFA, classed and numbered by the kernel and by the Python walk: the same table and labels."""
+    real = product._trie_over_regexes
+    calls = []
+    monkeypatch.setattr(product, "_trie_over_regexes",
+                        lambda members, regexes, meter, **kw: calls.append((members, regexes)) or
+                        real(members, regexes, meter, **kw))
+    lexer_and_grammar(text, fmt)
+    for members, regexes in calls:
+        compiled = real(members, regexes, unbounded(), kernel=True)
+        pythons = real(members, regexes, unbounded(), kernel=False)
+        assert (compiled is None) == (pythons is None)
+        if compiled is not None:
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(compiled, pythons))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text("abc", min_size=1, max_size=6), min_size=1, max_size=12, unique=True),
+       st.sampled_from([(), ("[a-c]+",), ("a[bc]*", "c+"), ("(ab)*c",)]))
+def test_random_tries_over_regexes_are_classed_alike(words: list[str], patterns: tuple[str, ...]) -> None:
+    """Plain strings sharing prefixes and suffixes (classes to merge) over a few regexes."""
+    regexes = list(patterns) + words
+    members = list(range(len(regexes)))
+    compiled = product._trie_over_regexes(members, regexes, unbounded(), kernel=True)
+    pythons = product._trie_over_regexes(members, regexes, unbounded(), kernel=False)
+    assert all(np.array_equal(a, b) for a, b in zip(compiled, pythons))

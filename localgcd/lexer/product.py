@@ -216,7 +216,7 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
     return table, winner
 
 
-def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter
+def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter, kernel: bool = True
                        ) -> tuple[np.ndarray, np.ndarray] | None:
     """One mode's minimal lexer table and accept labels, from the trie of its plain strings and
     the (memoized) minimal DFA ``R`` of its regexes; None when the trie is too big for this.
@@ -226,7 +226,8 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
     overriding their bytes) above the states of ``R``.  ``R`` is minimal, so its states are each
     their own class; a node's class is then read off its label and its successors' classes,
     children before parents, and the result is numbered breadth-first (bytes ascending) — the
-    numbering :func:`_explore` and :func:`minimize_mapped` give.
+    numbering :func:`_explore` and :func:`minimize_mapped` give.  ``kernel``: the classes and
+    their numbering by ``product_kernel`` when it was built (else :func:`_trie_classes`).
     """
     literals, regex_members = [], []
     for i in members:
@@ -279,29 +280,41 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
     node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)], _NO_LABEL)
     trie_label = np.asarray(trie_accept, dtype=np.int64)
     node_label = np.minimum(node_label, np.where(trie_label >= 0, trie_label, _NO_LABEL))
-    label = np.concatenate([node_label, regex_label]).tolist()
-    rows = table.tolist()
-    # Classes: R's states are their own; a node joins the first state of equal label and successors.
-    block = list(range(n_nodes + n_regex)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
-    first_of: dict[tuple, int] = {(label[s], tuple(rows[s])): s for s in range(n_nodes, n_nodes + n_regex)}
+    label = np.concatenate([node_label, regex_label])
+    if kernel and product_kernel is not None:
+        block, kept = product_kernel.trie_classes(table, label, n_nodes)
+    else:
+        block, kept = _trie_classes(table, label, n_nodes)
+    new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
+    new_id[kept] = np.arange(kept.size)
+    new_id = new_id[block]
+    result = renumbered(table[kept], new_id)[:, column_of]
+    accept = label[kept]
+    return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
+
+
+def _trie_classes(table: np.ndarray, label: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(block, order)`` of :func:`_trie_over_regexes`' table (int64 ``[states, columns]``, the
+    trie's ``n_nodes`` nodes first, then ``R``'s states) and labels: each state's class (the state
+    that stands for it), and the classes numbered breadth-first from the start's.  ``R``'s states
+    are their own classes; a node, children before parents, joins the first state of equal label
+    and successors' classes.  (``product_kernel.trie_classes`` is the compiled twin.)"""
+    rows, labels = table.tolist(), label.tolist()
+    n_states = len(rows)
+    block = list(range(n_states)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
+    first_of: dict[tuple, int] = {(labels[s], tuple(rows[s])): s for s in range(n_nodes, n_states)}
     class_of = block.__getitem__
     for node in range(n_nodes - 1, -1, -1):
-        block[node] = first_of.setdefault((label[node], tuple(map(class_of, rows[node]))), node)
+        block[node] = first_of.setdefault((labels[node], tuple(map(class_of, rows[node]))), node)
     # Breadth-first numbering of the classes from the start's (a row's distinct targets, in order).
     order = [block[0]]
-    number = {block[0]: 0}
+    numbered = {block[0]}
     for state in order:  # grows while iterating
         for target in dict.fromkeys(map(class_of, rows[state])):
-            if target >= 0 and target not in number:
-                number[target] = len(order)
+            if target >= 0 and target not in numbered:
+                numbered.add(target)
                 order.append(target)
-    new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
-    new_id[list(number)] = list(number.values())
-    new_id = new_id[np.asarray(block[:-1], dtype=np.int64)]
-    kept = np.asarray(order, dtype=np.int64)
-    result = renumbered(table[kept], new_id)[:, column_of]
-    accept = np.asarray(label, dtype=np.int64)[kept]
-    return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
+    return np.asarray(block[:-1], dtype=np.int64), np.asarray(order, dtype=np.int64)
 
 
 def _trie_columns(r_table: np.ndarray, edge_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
