@@ -150,14 +150,22 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, meter: Budg
                 moves[symbol] = moves.get(symbol, ()) + (item_base[index] + 1,)
         first_moves[lhs] = moves
     reach: dict[int, tuple[int, ...]] = {}
+    first_nonterminals: dict[int, list[int]] = {}  # per nonterminal: the nonterminals its rules start with
+
+    def starts_with(nonterminal: int) -> list[int]:
+        found = first_nonterminals.get(nonterminal)
+        if found is None:  # (once per nonterminal: its first moves can be hundreds of key literals)
+            found = first_nonterminals[nonterminal] = [
+                s for s in first_moves.get(nonterminal, ()) if s >= n_terminals and s in first_moves]
+        return found
 
     def reached(symbol: int) -> tuple[int, ...]:
         found = reach.get(symbol)
         if found is None:
             order, seen = [symbol], {symbol}
             for nonterminal in order:
-                for successor in first_moves.get(nonterminal, ()):
-                    if successor >= n_terminals and successor not in seen and successor in first_moves:
+                for successor in starts_with(nonterminal):
+                    if successor not in seen:
                         seen.add(successor)
                         order.append(successor)
             found = reach[symbol] = tuple(order)
