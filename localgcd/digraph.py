@@ -1,10 +1,9 @@
 """DeRemer and Pennello's ``digraph``: the least sets closed under a relation, without recursion.
 
-Shared by the LALR(1) analysis (:mod:`localgcd.parser.lalr_analysis`) and the GBNF front end's own
-LALR(1) check (:mod:`localgcd.grammar.gbnf`), whose relations chain as many nodes as a grammar has
-states in a row (a regex's automaton, one rule per state: thousands), past any recursion limit.
-:func:`closed_rows` is the same walk by a compiled kernel over rows of bits (``digraph_kernel``):
-the LALR(1) analysis' Read and Follow sets, the lexer's producible table.
+Used by the LALR(1) analysis (:mod:`localgcd.lalr_analysis`), whose relations chain as many nodes
+as a grammar has states in a row (a regex's automaton, one rule per state: thousands), past any
+recursion limit.  :func:`closed_rows` is the same walk by a compiled kernel over rows of bits
+(``digraph_kernel``): the LALR(1) analysis' Read and Follow sets, the lexer's producible table.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ ALLOWED = {
     "cli": {"cli", "serve", "batch", "llama", "compiler", "runtime", "grammar", "vocab", "lexer", "parser", "spanner", "regex"},
     "integrations": {"integrations", "compiler", "runtime", "grammar", "vocab"},
 }
-BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph", "tuning", "memo"}
+BOTTOM = {"errors", "paths", "arrays", "user_files", "budget", "digraph", "lalr_analysis", "tuning", "memo"}
 #: What the lexer may read of grammar/: the grammar's terminals as plain data, never a front end.
 LEXER_READS_OF_GRAMMAR = {"localgcd.grammar", "localgcd.grammar.terminals", "localgcd.grammar.terminals.Terminal"}
 #: llama-cpp-python's private names, used in llama/backend.py alone (see its docstring).

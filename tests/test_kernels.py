@@ -32,7 +32,7 @@ from localgcd.budget import unbounded
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser import lalr
-from localgcd.parser.lalr_analysis import analyze
+from localgcd.lalr_analysis import analyze
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine

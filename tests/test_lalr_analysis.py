@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +21,16 @@ from hypothesis import strategies as st
 from lark.common import ParserConf
 from lark.parsers.lalr_analysis import LALR_Analyzer
 
+from localgcd.budget import unbounded
 from localgcd.errors import GrammarError
+from localgcd.grammar.gbnf.check import check_translation
+from localgcd.grammar.gbnf.emit import emit_lark
+from localgcd.grammar.gbnf.reader import read_gbnf
+from localgcd.grammar.gbnf.translator import STRATEGIES, Strategy, Translator
 from localgcd.grammar.formats import to_lark
 from localgcd.grammar.lark_frontend import Grammar, load_lark_grammar
 from localgcd.parser.lalr import analyze_grammar
-from localgcd.parser.lalr_analysis import _relation_closure
+from localgcd.lalr_analysis import _relation_closure, conflict_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
@@ -151,3 +157,87 @@ def test_relation_closure_is_the_least_fixpoint(case) -> None:
     relation = (np.array([x for x, _ in pairs], dtype=np.int64), np.array([y for _, y in pairs], dtype=np.int64))
     closed = _relation_closure(relation, rows)
     assert [int(low) | int(high) << 8 for low, high in closed] == expected
+
+
+# --------------------------------------------------------------------------- conflicts
+
+def lark_conflicts(grammar: Grammar) -> list[tuple[str, tuple[str, ...], bool]]:
+    """lark's conflict cells: (lookahead, the rules reducing there, whether it is also shifted)."""
+    analyzer = LALR_Analyzer(ParserConf(list(grammar.rules), {}, [grammar.start]))
+    analyzer.compute_lr0_states()
+    analyzer.compute_reads_relations()
+    analyzer.compute_includes_lookback()
+    analyzer.compute_lookaheads()
+    return sorted((la.name, tuple(sorted(_rule_text(r) for r in rules)), la in itemset.transitions)
+                  for itemset in analyzer.lr0_itemsets for la, rules in itemset.lookaheads.items()
+                  if len(rules) > 1 or la in itemset.transitions)
+
+
+def _rule_text(rule) -> str:  # noqa: ANN001 - lark's Rule
+    return f"{rule.origin.name}: {' '.join(s.name for s in rule.expansion)}"
+
+
+def localgcd_conflicts(grammar: Grammar) -> list[tuple[str, tuple[str, ...], bool]]:
+    automaton, symbols = analyze_grammar(grammar)
+    names = {column: name for name, column in symbols.columns.items()} | {symbols.end: "$END"}
+    return sorted((names[cell.terminal], tuple(sorted(_rule_text(grammar.rules[r]) for r in cell.rules)), cell.shifts)
+                  for cell in conflict_cells(automaton))
+
+
+AMBIGUOUS = [
+    "start: x\nx: x x | A |",  # shift/reduce and reduce/reduce, nullable
+    "start: e\ne: e \"+\" e | e \"*\" e | N\nN: /[0-9]/",  # no precedence
+    "start: s\ns: \"if\" s | \"if\" s \"else\" s | A",  # dangling else
+    "start: a | b\na: A\nb: A",  # reduce/reduce
+    "start: a b\na: A |\nb: B | a a",  # LALR(1): none
+]
+
+
+@pytest.mark.parametrize("text", AMBIGUOUS)
+def test_conflict_cells_are_the_cells_lark_finds_in_conflict(text: str) -> None:
+    text += "\nA: \"a\"\nB: \"b\"\n"
+    grammar = load_lark_grammar(text)
+    assert localgcd_conflicts(grammar) == lark_conflicts(grammar)
+
+
+@pytest.mark.parametrize("path", LARK_FILES, ids=lambda p: p.name)
+def test_grammar_files_have_the_conflicts_lark_resolves(path: Path) -> None:
+    try:
+        grammar = _grammar(path)
+    except GrammarError as exc:
+        pytest.skip(f"localgcd refuses this grammar: {exc}")
+    assert localgcd_conflicts(grammar) == lark_conflicts(grammar)
+
+
+def _gbnf_random(seed: int) -> str:
+    """A random GBNF grammar (overlapping, nullable, recursive): as tests/test_gbnf.py makes them."""
+    from test_gbnf import _random_expr
+
+    rng = random.Random(seed)
+    names = ["x", "y"]
+    return (f"root ::= {_random_expr(rng, 0, names)}\nx ::= {_random_expr(rng, 0, names)} | "
+            f"{_random_expr(rng, 1, [])}\ny ::= {_random_expr(rng, 1, names)}\n")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=repr)
+@pytest.mark.parametrize("text", [path.read_text() for path in GBNF_FILES] + [_gbnf_random(s) for s in range(40)],
+                         ids=[p.name for p in GBNF_FILES] + [f"random{s}" for s in range(40)])
+def test_the_gbnf_check_finds_the_conflicts_lark_finds_in_its_text(text: str, strategy: Strategy) -> None:
+    """Every translation attempt is judged as lark's analyzer judges the Lark text it writes."""
+    try:
+        grammar = read_gbnf(text)
+        translated = Translator(grammar, strategy, unbounded()).translate()
+    except GrammarError:
+        pytest.skip("refused before the check (syntax, token syntax, an empty language)")
+    check = check_translation(translated)
+    found = sorted((check.terminals[cell.terminal],
+                    tuple(sorted(_encoded_rule_text(translated, check, r) for r in cell.rules)), cell.shifts)
+                   for cell in check.lalr.conflicts)
+    assert found == lark_conflicts(load_lark_grammar(emit_lark(translated).lark))
+
+
+def _encoded_rule_text(translated, check, rule: int) -> str:  # noqa: ANN001
+    lhs = check.rule_lhs[rule]
+    alternatives = list(dict.fromkeys(translated.rules[lhs]))
+    index = sum(1 for r in check.rule_lhs[:rule] if r == lhs)
+    return f"{lhs}: {' '.join(name for _, name in alternatives[index])}"

@@ -29,7 +29,8 @@ import re
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf import Alt, Chars, Expr, Rep, Seq, translate
+from localgcd.grammar.gbnf import translate
+from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Rep, Seq
 from localgcd.grammar.translation import Translation
 from localgcd.regex import syntax
 from localgcd.regex.charset import CharSet
@@ -163,7 +164,7 @@ def choices_to_lark(choices: list[str], source: str = "<choices>") -> Translatio
 
 def _translate(expr: Expr, source: str, shown: str | None, meter: BudgetMeter | None = None) -> Translation:
     try:
-        return translate({"root": expr}, {"root": (1, 1)}, "root", source, lambda _line: shown, meter)
+        return translate(GbnfGrammar({"root": expr}, {"root": (1, 1)}, source, lambda _line: shown), meter)
     except GrammarError as exc:  # a compile budget outgrown (regular languages are always LALR(1))
         raise type(exc)(exc.message.replace("rule 'root'", "the pattern"), source, exc.line, exc.column,
                         shown) from None

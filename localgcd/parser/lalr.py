@@ -1,7 +1,7 @@
 """The internal grammar → LALR(1) :class:`ParseTables`, resolving conflicts as lark does.
 
 The LR(0) automaton and LALR(1) lookaheads follow lark's analysis
-(:mod:`localgcd.parser.lalr_analysis`, over integers); turning lookaheads
+(:mod:`localgcd.lalr_analysis`, over integers); turning lookaheads
 into actions is done here so that every conflict is seen and reported with
 the rules and the terminal involved:
 
@@ -21,7 +21,7 @@ import numpy as np
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.lark_frontend import Grammar
-from localgcd.parser.lalr_analysis import LALRAutomaton, analyze
+from localgcd.lalr_analysis import LALRAutomaton, analyze, conflict_cells
 from localgcd.parser.stack_free import stack_free_moves
 from localgcd.parser.tables import NO_ACTION, ParseTables, reduce_action
 from localgcd.parser.terminal_classes import class_grammar, expand_classes
@@ -172,13 +172,8 @@ def _resolve(automaton: LALRAutomaton, grammar: Grammar, symbols: GrammarSymbols
     priority = [r.options.priority or 0 for r in grammar.rules]
     conflicts: list[Conflict] = []
     unresolved: list[Conflict] = []
-    state, terminal, rule = automaton.reductions
-    rows = state[unsettled] * (end + 1) + terminal[unsettled]
-    bounds = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1], [True])))
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        at = unsettled[lo]
-        q, la = int(state[at]), int(terminal[at])
-        rules = rule[unsettled[lo:hi]].tolist()
+    for cell in conflict_cells(automaton):  # the unsettled rows, cell by cell
+        q, la, rules = cell.state, cell.terminal, list(cell.rules)
         name = grammar.describe_symbol(terminal_names[la]) if la != end else "end of input"
         if len(rules) > 1:
             ranked = sorted(rules, key=lambda r: priority[r], reverse=True)

@@ -1,4 +1,4 @@
-"""The LR(0) automaton and its LALR(1) lookaheads, over integer symbols.
+"""The LR(0) automaton, its LALR(1) lookaheads and its conflicts, over integer symbols.
 
 The analysis is lark's (``lark/parsers/lalr_analysis.py``: LR(0) item sets,
 then DeRemer and Pennello's relations ``reads``, ``includes`` and
@@ -13,6 +13,12 @@ Symbols: terminals ``0 .. n_terminals - 1`` (the last one is ``$END``), then
 nonterminals.  Rule ``len(rules) - 1`` is the root rule ``$root: start``.
 An item ``item_base[r] + dot`` is rule ``r`` with its dot before position
 ``dot``.
+
+:func:`check_lalr` is the one LALR(1) check: the automaton and every action
+cell more than one action claims (:class:`ConflictCell`), before any
+resolution.  It sits below the stages (it imports none): the parser stage
+resolves the cells as lark does, and the GBNF front end, whose grammars take no
+resolution, checks its translation with it.
 """
 
 from __future__ import annotations
@@ -103,6 +109,65 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
     automaton.edges = _edges(automaton.transitions)
     automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules), kernels)
     return automaton
+
+
+@dataclass(frozen=True)
+class ConflictCell:
+    """An action cell that more than one action claims: in ``state`` on lookahead ``terminal``, the
+    ``rules`` that reduce there (ascending), and whether ``terminal`` is also shifted there."""
+
+    state: int
+    terminal: int
+    rules: tuple[int, ...]
+    shifts: bool
+
+    @property
+    def kind(self) -> str:
+        """``"reduce/reduce"`` when two rules reduce here (shifting too or not), else ``"shift/reduce"``."""
+        return "reduce/reduce" if len(self.rules) > 1 else "shift/reduce"
+
+
+@dataclass(frozen=True)
+class LALRCheck:
+    """A grammar's LALR(1) automaton and its conflicts, unresolved (none: the grammar is LALR(1))."""
+
+    automaton: LALRAutomaton
+    conflicts: tuple[ConflictCell, ...]
+
+    @property
+    def deterministic(self) -> bool:
+        return not self.conflicts
+
+
+def check_lalr(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start: int,
+               meter: BudgetMeter | None = None) -> LALRCheck:
+    """:func:`analyze` ``rules`` (its arguments) and find its conflicts."""
+    automaton = analyze(rules, n_terminals, start, meter)
+    return LALRCheck(automaton, conflict_cells(automaton))
+
+
+def conflict_cells(automaton: LALRAutomaton) -> tuple[ConflictCell, ...]:
+    """The cells of ``automaton`` (as :func:`analyze` made it) where a reduction meets another
+    reduction or a shift, in (state, terminal) order."""
+    assert automaton.reductions is not None and automaton.edges is not None, "not analyzed"
+    width = automaton.n_terminals
+    state, terminal, rule = automaton.reductions
+    cell = state * width + terminal  # sorted: the rows are in (state, terminal, rule) order
+    edge_state, edge_symbol, _ = automaton.edges
+    shifted = edge_symbol < width
+    shifts = np.isin(cell, edge_state[shifted] * width + edge_symbol[shifted])
+    shared = np.zeros(cell.size, dtype=bool)
+    if cell.size > 1:
+        same = cell[1:] == cell[:-1]
+        shared[1:] |= same
+        shared[:-1] |= same
+    rows = np.flatnonzero(shared | shifts)
+    if not rows.size:
+        return ()
+    bounds = np.flatnonzero(np.concatenate(([True], cell[rows][1:] != cell[rows][:-1], [True])))
+    return tuple(ConflictCell(int(state[rows[lo]]), int(terminal[rows[lo]]), tuple(rule[rows[lo:hi]].tolist()),
+                              bool(shifts[rows[lo]]))
+                 for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
 def _edges(transitions: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,77 @@
+"""GBNF compile time, grammar stage only: the front end (GBNF text → Lark text, its LALR(1) check
+included) and the parse tables (the text read back and analyzed), per grammar, best of N runs.
+
+    python bench/gbnf_compile.py [--repeat 5] [DIR_OR_FILE ...]
+
+Defaults to tests/corpus/gbnf (llama.cpp's grammars and its test grammars).  A grammar the front
+end refuses shows its error's first words.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from localgcd.errors import GrammarError
+from localgcd.grammar.gbnf import gbnf_to_lark
+from localgcd.grammar.lark_frontend import load_lark_grammar
+from localgcd.parser.lalr import build_parse_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def grammar_files(paths: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for path in map(Path, paths or [str(ROOT / "tests" / "corpus" / "gbnf")]):
+        found += sorted(path.rglob("*.gbnf")) if path.is_dir() else [path]
+    return found
+
+
+def best_of(repeat: int, run) -> float:  # noqa: ANN001
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("paths", nargs="*")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    total_front = total_stage = 0.0
+    print(f"{'grammar':28} {'front end':>10} {'+ tables':>10}  verdict")
+    for path in grammar_files(args.paths):
+        text = path.read_text()
+        try:
+            translation = gbnf_to_lark(text, str(path))
+        except GrammarError as exc:
+            front = best_of(args.repeat, lambda: _refused(text, str(path)))
+            total_front += front
+            print(f"{path.name:28} {front * 1e3:8.1f}ms {'':>10}  refused: {exc.message[:60]}")
+            continue
+
+        def stage() -> None:
+            t = gbnf_to_lark(text, str(path))
+            build_parse_tables(load_lark_grammar(t.lark, str(path), origins=t.origins, user_text=text))
+
+        front = best_of(args.repeat, lambda: gbnf_to_lark(text, str(path)))
+        whole = best_of(args.repeat, stage)
+        total_front += front
+        total_stage += whole
+        n_rules = translation.lark.count("\n")
+        print(f"{path.name:28} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  ok ({n_rules} lines of Lark)")
+    print(f"{'total':28} {total_front * 1e3:8.1f}ms {total_stage * 1e3:8.1f}ms")
+
+
+def _refused(text: str, source: str) -> None:
+    try:
+        gbnf_to_lark(text, source)
+    except GrammarError:
+        pass
+
+
+if __name__ == "__main__":
+    main()

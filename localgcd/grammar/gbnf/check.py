@@ -1,0 +1,73 @@
+"""The LALR(1) check of a translation: the project's own analysis (:func:`localgcd.lalr_analysis.check_lalr`)
+run once on the translated rules, and a conflict as a :class:`GrammarError` at the GBNF rule(s) involved.
+
+GBNF takes no conflict resolution (that would change the language), so a
+translation with any conflict is not used.  Every conflict is collected and the
+one at the earliest GBNF rule is reported, so the message does not depend on
+how states are numbered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from localgcd.budget import BudgetMeter
+from localgcd.errors import GrammarError
+from localgcd.grammar.gbnf.atoms import show_chars
+from localgcd.grammar.gbnf.syntax import GbnfGrammar, Position
+from localgcd.grammar.gbnf.translated import START, TERMINAL, TranslatedGrammar
+from localgcd.lalr_analysis import LALRCheck, check_lalr
+
+END = "$END"  # the end of the text, as lark names it
+
+
+@dataclass(frozen=True)
+class TranslationCheck:
+    """A translation's LALR(1) check, with the names of the analysis's rules and terminals."""
+
+    lalr: LALRCheck
+    rule_lhs: tuple[str, ...]  # per analyzed rule: its left side
+    terminals: tuple[str, ...]  # per terminal id: its name (``$END`` last)
+
+
+def check_translation(translated: TranslatedGrammar, meter: BudgetMeter | None = None) -> TranslationCheck:
+    """The LALR(1) analysis of the rules as lark reads their text: each rule's alternatives
+    without repeats (lark drops a repeated alternative), terminals numbered in order, ``$END`` last."""
+    terminals = tuple(translated.terminals) + (END,)
+    column = {name: i for i, name in enumerate(terminals)}
+    symbol = {nt: len(terminals) + i for i, nt in enumerate(translated.rules)}
+    encoded: list[tuple[int, tuple[int, ...]]] = []
+    lhs: list[str] = []
+    for nt, alternatives in translated.rules.items():
+        for alternative in dict.fromkeys(alternatives):
+            encoded.append((symbol[nt], tuple(column[name] if kind == TERMINAL else symbol[name]
+                                              for kind, name in alternative)))
+            lhs.append(nt)
+    return TranslationCheck(check_lalr(encoded, len(terminals), symbol[START], meter), tuple(lhs), terminals)
+
+
+def conflict_error(check: TranslationCheck, translated: TranslatedGrammar, grammar: GbnfGrammar) -> GrammarError:
+    """The check's conflicts as one error, at the earliest GBNF rule involved."""
+    positions = grammar.positions
+    conflicts: list[tuple[Position, list[str], str, str]] = []
+    for cell in check.lalr.conflicts:
+        names = sorted({check.rule_lhs[r] if r < len(check.rule_lhs) else START for r in cell.rules})
+        owners = sorted({translated.owner.get(n, grammar.start) for n in names},
+                        key=lambda o: positions.get(o, (0, 0)))
+        conflicts.append((positions.get(owners[0], (0, 0)), owners, cell.kind, check.terminals[cell.terminal]))
+    conflicts.sort()
+    first, owners, kind, term = conflicts[0]
+    if term in translated.atom_ranges:
+        on = f" on next character {show_chars(translated.atom_ranges[term])}"
+    elif term in translated.terminals:
+        on = f" on a lexeme of /{translated.terminals[term]}/"
+    else:
+        on = " at the end of the text" if term == END else ""
+    where = ", ".join(f"'{o}' (line {positions[o][0]}:{positions[o][1]})" for o in owners if o in positions)
+    more = f"; {len(conflicts) - 1} more conflict(s)" if len(conflicts) > 1 else ""
+    return GrammarError(
+        f"not LALR(1) after translation ({kind} conflict{on}) in rule(s) {where}{more}: the grammar is"
+        " ambiguous here or needs more than one character of lookahead to decide where a rule"
+        " ends; rewrite it so the next character decides (e.g. move optional trailing whitespace"
+        " out of a recursive rule to where a fixed character follows it)",
+        grammar.source, *first, grammar.line_text(first[0]))
