@@ -32,7 +32,7 @@ import numpy as np
 
 from localgcd.arrays import expand_ranges
 from localgcd.budget import BudgetMeter, unbounded
-from localgcd.digraph import digraph
+from localgcd.digraph import closed_rows, digraph
 
 
 @dataclass
@@ -95,18 +95,19 @@ class LALRAutomaton:
 
 
 def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start: int,
-            meter: BudgetMeter | None = None) -> LALRAutomaton:
+            meter: BudgetMeter | None = None, kernels: bool | None = None) -> LALRAutomaton:
     """The LALR(1) automaton of ``rules`` (lhs, rhs) with start symbol ``start``.
 
     ``n_terminals`` counts ``$END`` (terminal ``n_terminals - 1``).  The root
     rule ``$root: start`` is appended (its lhs: one past the largest symbol).
-    ``meter``: the compile budget, checked as LR(0) states are found.
+    ``meter``: the compile budget, checked as LR(0) states are found.  ``kernels``: the Read and
+    Follow sets closed by the compiled ``digraph`` kernel (None: when it was built; False: numpy).
     """
     root_symbol = max([n_terminals - 1, start] + [lhs for lhs, _ in rules] + [s for _, rhs in rules for s in rhs]) + 1
     all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules] + [(root_symbol, (start,))]
     automaton = _lr0(all_rules, n_terminals, meter if meter is not None else unbounded())
     automaton.edges = _edges(automaton.transitions)
-    automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules))
+    automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules), kernels)
     return automaton
 
 
@@ -214,14 +215,22 @@ def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, meter: Budg
                 moves[symbol] = moves.get(symbol, ()) + (item_base[index] + 1,)
         first_moves[lhs] = moves
     reach: dict[int, tuple[int, ...]] = {}
+    first_nonterminals: dict[int, list[int]] = {}  # per nonterminal: the nonterminals its rules start with
+
+    def starts_with(nonterminal: int) -> list[int]:
+        found = first_nonterminals.get(nonterminal)
+        if found is None:  # (once per nonterminal: its first moves can be hundreds of key literals)
+            found = first_nonterminals[nonterminal] = [
+                s for s in first_moves.get(nonterminal, ()) if s >= n_terminals and s in first_moves]
+        return found
 
     def reached(symbol: int) -> tuple[int, ...]:
         found = reach.get(symbol)
         if found is None:
             order, seen = [symbol], {symbol}
             for nonterminal in order:
-                for successor in first_moves.get(nonterminal, ()):
-                    if successor >= n_terminals and successor not in seen and successor in first_moves:
+                for successor in starts_with(nonterminal):
+                    if successor not in seen:
                         seen.add(successor)
                         order.append(successor)
             found = reach[symbol] = tuple(order)
@@ -356,7 +365,7 @@ def _nullable(rules: list[tuple[int, tuple[int, ...]]]) -> set[int]:
 # --------------------------------------------------------------------------- LALR(1) lookaheads
 
 
-def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
+def _lookaheads(automaton: LALRAutomaton, nullable: set[int], kernels: bool | None = None):
     """DeRemer–Pennello: Read = DR ∪ reads*, Follow = Read ∪ includes*, LA = ∪ Follow over lookback.
 
     Returns the lookaheads and the completions (see :attr:`LALRAutomaton.completions`).
@@ -419,8 +428,8 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int]):
         includes.append(tuple(np.asarray(later_includes, dtype=np.int64).T))
     includes = (np.concatenate([x for x, _ in includes]), np.concatenate([y for _, y in includes]))
 
-    read = _relation_closure(reads, direct)
-    follow = _relation_closure(includes, read)
+    read = _relation_closure(reads, direct, kernels)
+    follow = _relation_closure(includes, read, kernels)
     completions = (walk_end, walk_rule, pair_target[walk_transition])
     return _gather(follow, walk_end, walk_rule, walk_transition, n_terminals), completions
 
@@ -513,18 +522,24 @@ def _reads(pair_state: np.ndarray, pair_symbol: np.ndarray, pair_target: np.ndar
     return which, by_state[positions]
 
 
-def _relation_closure(relation: tuple[np.ndarray, np.ndarray], initial: np.ndarray) -> np.ndarray:
+def _relation_closure(relation: tuple[np.ndarray, np.ndarray], initial: np.ndarray,
+                      kernels: bool | None = None) -> np.ndarray:
     """F(x) = initial(x) ∪ ⋃ F(y) over the pairs (x, y) of ``relation``; sets as rows of bits.
 
     Level by level from the nodes in no pair as x: a node's set is final once every node it
     relates to is final, and then it is folded into the nodes relating to it, all of one level
     at once.  A cycle leaves its nodes (and those relating to them) unfinished; DeRemer and
-    Pennello's SCC walk (:func:`localgcd.digraph.digraph`) finishes those.
+    Pennello's SCC walk (:func:`localgcd.digraph.digraph`) finishes those.  ``kernels`` (None:
+    when built): the whole closure by that walk's compiled kernel instead.
     """
     source, target = relation
-    result = initial.copy()
     if not source.size:
-        return result
+        return initial.copy()
+    if kernels is not False:
+        closed = closed_rows(source, target, initial)
+        if closed is not None:
+            return closed
+    result = initial.copy()
     count = initial.shape[0]
     waiting = np.bincount(source, minlength=count)  # per node: pairs whose y is not final yet
     order = np.argsort(target, kind="stable")

@@ -27,6 +27,11 @@ from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import boolean_product, packed_words, sorted_unique
+from localgcd.budget import unbounded
+from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
+from localgcd.lexer.transducer import LexingTransducer
+from localgcd.parser import lalr
+from localgcd.lalr_analysis import analyze
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
@@ -65,7 +70,7 @@ def real_grammar(name: str) -> str:
 def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
-    assert product.product_kernel_available()
+    assert product.product_kernel_available() and digraph_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -483,3 +488,124 @@ def test_the_compiled_product_exploration_is_numpys(monkeypatch, text: str, fmt:
     for explored_product in explored:
         compiled, numpys = real(explored_product, kernel=True), real(explored_product, kernel=False)
         assert all(np.array_equal(a, b) for a, b in zip(compiled, numpys))
+
+
+# --------------------------------------------------------------------------
+# The closure under a relation (localgcd/digraph_kernel.pyx): LALR(1) Read and Follow, producible
+# --------------------------------------------------------------------------
+
+def as_ints(rows: np.ndarray) -> list[int]:
+    return [int.from_bytes(row.tobytes(), "little") for row in rows]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=4 * n),
+    st.lists(st.integers(0, (1 << 20) - 1), min_size=n, max_size=n))))
+def test_rows_closed_by_the_kernel_are_digraphs_sets(case) -> None:
+    """Random relations (cycles, self-loops, repeated pairs, unrelated nodes): the kernel's closed
+    rows are the Python walk's sets."""
+    n, pairs, initial = case
+    source = np.asarray([x for x, _ in pairs], dtype=np.int64)
+    target = np.asarray([y for _, y in pairs], dtype=np.int64)
+    rows = np.frombuffer(b"".join(v.to_bytes(3, "little") for v in initial), dtype=np.uint8).reshape(n, 3)
+    successors = [[y for x, y in pairs if x == node] for node in range(n)]
+    assert as_ints(closed_rows(source, target, rows)) == digraph(n, successors, initial)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(-1, n - 1), min_size=8, max_size=8), min_size=n, max_size=n),
+    st.lists(st.integers(0, 255), min_size=n, max_size=n))))
+def test_rows_closed_over_a_table_are_closed_over_its_edges(case) -> None:
+    """A transition table's edges (dead cells and self-loops dropped) close rows as the pairs do."""
+    table, initial = np.asarray(case[0], dtype=np.int32), np.asarray(case[1], dtype=np.uint8)[:, None]
+    source, column = np.nonzero(table >= 0)
+    target = table[source, column].astype(np.int64)
+    assert np.array_equal(closed_table_rows(table, initial), closed_rows(source.astype(np.int64), target, initial))
+
+
+def lexer_and_grammar(text: str, fmt: str):
+    translation = to_lark(text, fmt, "<grammar>")
+    grammar = load_lark_grammar(translation.lark, "<grammar>", origins=translation.origins,
+                                user_text=translation.user_text, plain=translation.plain_bnf)
+    return build_lexer_dfa(list(grammar.terminals), "<grammar>", translation.user_text or text), grammar
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_the_producible_table_by_the_kernel_is_numpys(text: str, fmt: str) -> None:
+    """The lexing transducer's producible table, closed by the kernel and by the numpy paths (the
+    closure of a small lexer's reachability and the frontier walk of a big one)."""
+    dfa, grammar = lexer_and_grammar(text, fmt)
+    n_terminals = len(grammar.terminals)
+    compiled = LexingTransducer.from_dfa(dfa, n_terminals, kernels=True).producible
+    assert compiled.dtype == bool and compiled.any()
+    assert np.array_equal(compiled, LexingTransducer.from_dfa(dfa, n_terminals, kernels=False).producible)
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_the_lalr_lookaheads_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str) -> None:
+    """Every LALR(1) analysis the parse tables run (the grammar's and its terminal classes'), again
+    with Read and Follow closed by the kernel and by numpy: the same reductions and completions."""
+    analyses = []
+    monkeypatch.setattr(lalr, "analyze", lambda *args, **kw: analyses.append((args, kw)) or analyze(*args, **kw))
+    _dfa, grammar = lexer_and_grammar(text, fmt)
+    lalr.build_parse_tables(grammar)
+    assert analyses
+    for args, kw in analyses:
+        compiled, numpys = analyze(*args, **kw, kernels=True), analyze(*args, **kw, kernels=False)
+        for got, expected in zip((*compiled.reductions, *compiled.completions),
+                                 (*numpys.reductions, *numpys.completions)):
+            assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_live_states_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str) -> None:
+    """Every table the lexer build trims (a tracked mode's states that can no longer meet their
+    conditions), its live states found by the kernel and by numpy's backward frontier."""
+    real = product._live_states
+    tables = []
+    monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})
+    monkeypatch.setattr(product, "_live_states", lambda t, a, **kw: tables.append((t, a)) or real(t, a, **kw))
+    lexer_and_grammar(text, fmt)
+    for table, accept in tables:
+        assert np.array_equal(real(table, accept, kernels=True), real(table, accept, kernels=False))
+
+
+def test_live_states_by_the_kernel_on_a_table_with_dead_ends() -> None:
+    """0 → 1 → 2 (accepting), 0 → 3 → 3 (a loop that never accepts), 4 unreachable, accepting."""
+    table = np.full((5, 4), -1, dtype=np.int32)
+    table[0, 0], table[1, 1], table[0, 2], table[3, 3] = 1, 2, 3, 3
+    accept = np.asarray([-1, -1, 7, -1, 2], dtype=np.int32)
+    for kernels in (True, False):
+        assert product._live_states(table, accept, kernels=kernels).tolist() == [True, True, True, False, True]
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+def test_a_trie_over_regexes_classed_by_the_kernel_is_pythons(monkeypatch, text: str, fmt: str) -> None:
+    """Every mode the lexer build makes from a trie of plain strings over its regexes' minimal
+    DFA, classed and numbered by the kernel and by the Python walk: the same table and labels."""
+    real = product._trie_over_regexes
+    calls = []
+    monkeypatch.setattr(product, "_trie_over_regexes",
+                        lambda members, regexes, meter, **kw: calls.append((members, regexes)) or
+                        real(members, regexes, meter, **kw))
+    lexer_and_grammar(text, fmt)
+    for members, regexes in calls:
+        compiled = real(members, regexes, unbounded(), kernel=True)
+        pythons = real(members, regexes, unbounded(), kernel=False)
+        assert (compiled is None) == (pythons is None)
+        if compiled is not None:
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(compiled, pythons))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text("abc", min_size=1, max_size=6), min_size=1, max_size=12, unique=True),
+       st.sampled_from([(), ("[a-c]+",), ("a[bc]*", "c+"), ("(ab)*c",)]))
+def test_random_tries_over_regexes_are_classed_alike(words: list[str], patterns: tuple[str, ...]) -> None:
+    """Plain strings sharing prefixes and suffixes (classes to merge) over a few regexes."""
+    regexes = list(patterns) + words
+    members = list(range(len(regexes)))
+    compiled = product._trie_over_regexes(members, regexes, unbounded(), kernel=True)
+    pythons = product._trie_over_regexes(members, regexes, unbounded(), kernel=False)
+    assert all(np.array_equal(a, b) for a, b in zip(compiled, pythons))

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.regex.charset import CharSet
+from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, category
 from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, prefix_overlap, trim
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
 from localgcd.regex.nfa import NFA, CharClasses
@@ -192,3 +192,21 @@ def test_a_pattern_nested_hundreds_of_groups_deep_compiles() -> None:
     dfa = terminal_dfa(pattern)
     assert dfa.accept[dfa.run(b"a" * depth)] >= 0 or dfa.accept[dfa.run(b"a" * (depth + 1))] >= 0
     assert dfa.run(b"a" * (depth + 2)) == -1
+
+
+@pytest.mark.parametrize("pattern", [r"\w", r"\d", r"\s", r"(?a:\w)", r"\W"])
+def test_a_category_is_the_code_points_python_re_matches_it_on(pattern):
+    """Each interval's ends match and the code points just outside do not (surrogates aside), and
+    every 61st code point matches exactly when it is in the set."""
+    matches = re.compile(pattern).fullmatch
+    intervals = category(pattern).intervals
+    assert intervals
+    for lo, hi in intervals:
+        assert matches(chr(lo)) and matches(chr(hi))
+        for outside in (lo - 1, hi + 1):
+            if 0 <= outside <= MAX_CODE_POINT and not SURROGATES[0] <= outside <= SURROGATES[1]:
+                assert not matches(chr(outside))
+    members = category(pattern)
+    for code_point in itertools.chain(range(0, SURROGATES[0], 61), range(SURROGATES[1] + 1, MAX_CODE_POINT + 1, 61)):
+        inside = any(lo <= code_point <= hi for lo, hi in members.intervals)
+        assert inside == bool(matches(chr(code_point))), hex(code_point)

@@ -31,6 +31,7 @@ import numpy as np
 
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.digraph import closed_table_rows
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
@@ -215,7 +216,7 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
     return table, winner
 
 
-def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter
+def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter, kernel: bool = True
                        ) -> tuple[np.ndarray, np.ndarray] | None:
     """One mode's minimal lexer table and accept labels, from the trie of its plain strings and
     the (memoized) minimal DFA ``R`` of its regexes; None when the trie is too big for this.
@@ -225,7 +226,8 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
     overriding their bytes) above the states of ``R``.  ``R`` is minimal, so its states are each
     their own class; a node's class is then read off its label and its successors' classes,
     children before parents, and the result is numbered breadth-first (bytes ascending) — the
-    numbering :func:`_explore` and :func:`minimize_mapped` give.
+    numbering :func:`_explore` and :func:`minimize_mapped` give.  ``kernel``: the classes and
+    their numbering by ``product_kernel`` when it was built (else :func:`_trie_classes`).
     """
     literals, regex_members = [], []
     for i in members:
@@ -263,41 +265,68 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
             bytes_.append(byte)
             targets.append(child)
     over_r = np.asarray(over, dtype=np.int64)
-    shifted = np.where(r_table >= 0, r_table.astype(np.int64) + n_nodes, DEAD_STATE)
-    table = np.empty((n_nodes + n_regex, 256), dtype=np.int64)
+    # The product's table over its byte classes (its columns: each class's first byte): a byte on a
+    # trie edge is a class of its own (that edge's child is in no other byte's column), the others
+    # are classed as R's columns are.
+    first_bytes, column_of = _trie_columns(r_table, np.asarray(bytes_, dtype=np.int64))
+    shifted = r_table[:, first_bytes].astype(np.int64)
+    shifted = np.where(shifted >= 0, shifted + n_nodes, DEAD_STATE)
+    table = np.empty((n_nodes + n_regex, first_bytes.size), dtype=np.int64)
     table[n_nodes:] = shifted
     table[:n_nodes] = np.where(over_r[:, None] >= 0, shifted[np.maximum(over_r, 0)], DEAD_STATE)
-    table[sources, bytes_] = targets
+    table[sources, column_of[bytes_]] = targets
     regex_label = np.full(n_regex, _NO_LABEL, dtype=np.int64)
     regex_label[winner >= 0] = regex_members[winner[winner >= 0]]
     node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)], _NO_LABEL)
     trie_label = np.asarray(trie_accept, dtype=np.int64)
     node_label = np.minimum(node_label, np.where(trie_label >= 0, trie_label, _NO_LABEL))
-    label = np.concatenate([node_label, regex_label]).tolist()
-    first_byte, _class_of = column_classes(table)
-    rows = table[:, np.sort(first_byte)].tolist()
-    # Classes: R's states are their own; a node joins the first state of equal label and successors.
-    block = list(range(n_nodes + n_regex)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
-    first_of: dict[tuple, int] = {(label[s], tuple(rows[s])): s for s in range(n_nodes, n_nodes + n_regex)}
+    label = np.concatenate([node_label, regex_label])
+    if kernel and product_kernel is not None:
+        block, kept = product_kernel.trie_classes(table, label, n_nodes)
+    else:
+        block, kept = _trie_classes(table, label, n_nodes)
+    new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
+    new_id[kept] = np.arange(kept.size)
+    new_id = new_id[block]
+    result = renumbered(table[kept], new_id)[:, column_of]
+    accept = label[kept]
+    return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
+
+
+def _trie_classes(table: np.ndarray, label: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(block, order)`` of :func:`_trie_over_regexes`' table (int64 ``[states, columns]``, the
+    trie's ``n_nodes`` nodes first, then ``R``'s states) and labels: each state's class (the state
+    that stands for it), and the classes numbered breadth-first from the start's.  ``R``'s states
+    are their own classes; a node, children before parents, joins the first state of equal label
+    and successors' classes.  (``product_kernel.trie_classes`` is the compiled twin.)"""
+    rows, labels = table.tolist(), label.tolist()
+    n_states = len(rows)
+    block = list(range(n_states)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
+    first_of: dict[tuple, int] = {(labels[s], tuple(rows[s])): s for s in range(n_nodes, n_states)}
     class_of = block.__getitem__
     for node in range(n_nodes - 1, -1, -1):
-        block[node] = first_of.setdefault((label[node], tuple(map(class_of, rows[node]))), node)
+        block[node] = first_of.setdefault((labels[node], tuple(map(class_of, rows[node]))), node)
     # Breadth-first numbering of the classes from the start's (a row's distinct targets, in order).
     order = [block[0]]
-    number = {block[0]: 0}
+    numbered = {block[0]}
     for state in order:  # grows while iterating
         for target in dict.fromkeys(map(class_of, rows[state])):
-            if target >= 0 and target not in number:
-                number[target] = len(order)
+            if target >= 0 and target not in numbered:
+                numbered.add(target)
                 order.append(target)
-    new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
-    new_id[list(number)] = list(number.values())
-    new_id = new_id[np.asarray(block[:-1], dtype=np.int64)]
-    kept = np.asarray(order, dtype=np.int64)
-    result = table[kept]
-    result = renumbered(result, new_id)
-    accept = np.asarray(label, dtype=np.int64)[kept]
-    return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
+    return np.asarray(block[:-1], dtype=np.int64), np.asarray(order, dtype=np.int64)
+
+
+def _trie_columns(r_table: np.ndarray, edge_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first_bytes, column_of)``: the classes of equal byte columns of the table of a trie over
+    ``R`` (``r_table``; see :func:`_trie_over_regexes`) -- each class's first byte, ascending, and
+    each byte's class -- read off ``R``'s classes and the bytes on trie edges alone."""
+    _first, r_class = column_classes(r_table)
+    key = r_class.astype(np.int64)
+    key[edge_bytes] = 256 + edge_bytes  # (R has at most 256 classes)
+    _keys, first, inverse = unique_first_inverse(key)
+    first_bytes = np.sort(first)
+    return first_bytes, np.searchsorted(first_bytes, first[inverse])
 
 
 def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
@@ -699,9 +728,15 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return renumbered(table[keep], new_id), accept[keep]
 
 
-def _live_states(table: np.ndarray, accept: np.ndarray) -> np.ndarray:
-    """bool [states]: some path reaches an accepting state."""
+def _live_states(table: np.ndarray, accept: np.ndarray, kernels: bool | None = None) -> np.ndarray:
+    """bool [states]: some path reaches an accepting state.  By the compiled ``digraph`` kernel
+    (one bit per state, closed under the edges) unless ``kernels`` is False or it was not built;
+    else numpy, backwards from the accepting states a frontier at a time."""
     live = accept >= 0
+    if kernels is not False and table.shape[0] < 2**31:
+        closed = closed_table_rows(table, live.view(np.uint8)[:, None])
+        if closed is not None:
+            return closed[:, 0].view(bool)
     sources, columns = run_edges(table)
     targets = table[sources, columns].astype(np.int64)
     order = np.argsort(targets, kind="stable")

@@ -175,3 +175,85 @@ cdef class ProductExplorer:
         if failed:
             raise MemoryError()
         return self.n_states
+
+
+cdef inline int64_t find_key(const int64_t* keys, Py_ssize_t width, int64_t* slots, uint64_t mask,
+                             const int64_t* key, uint64_t* at) noexcept nogil:
+    """The id whose key (a row of ``keys``) equals ``key``, or -1 (``at``: the slot it ends on)."""
+    cdef int64_t id_
+    at[0] = vector_hash(key, width) & mask
+    while True:
+        id_ = slots[at[0]]
+        if id_ < 0 or memcmp(keys + id_ * width, key, width * sizeof(int64_t)) == 0:
+            return id_
+        at[0] = (at[0] + 1) & mask
+
+
+def trie_classes(const int64_t[:, ::1] table, const int64_t[::1] label, Py_ssize_t n_nodes):
+    """``(block, order)`` of a trie over a minimal DFA ``R`` (lexer/product.py, ``_trie_classes``,
+    the reference): ``table`` [states, columns] (a target, -1 dead; the trie's ``n_nodes`` nodes
+    first, parents before children, then ``R``'s states), ``label`` per state.  ``R``'s states are
+    their own classes; a node, children before parents, joins the first state of equal label and
+    successors' classes; the classes are numbered breadth-first from the start's."""
+    cdef Py_ssize_t n = table.shape[0], k = table.shape[1], width = k + 1, s, c, n_slots = 1024, n_order
+    cdef int64_t target, id_
+    cdef uint64_t at, mask
+    if label.shape[0] != n or not 0 <= n_nodes <= n or n == 0:
+        raise ValueError("trie_classes: a label per state, the nodes among them, and a start")
+    for s in range(n):
+        for c in range(k):
+            if not -1 <= table[s, c] < n:
+                raise ValueError("trie_classes: a target out of range")
+    while n_slots < 2 * n:
+        n_slots *= 2
+    mask = n_slots - 1
+    block = np.arange(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] blk = block, ordr = order
+    cdef int64_t* keys = <int64_t*> malloc(n * width * sizeof(int64_t))  # row s: state s's key
+    cdef int64_t* slots = <int64_t*> malloc(n_slots * sizeof(int64_t))
+    cdef int64_t* number = <int64_t*> malloc(n * sizeof(int64_t))
+    if keys == NULL or slots == NULL or number == NULL:
+        free(keys)
+        free(slots)
+        free(number)
+        raise MemoryError()
+    with nogil:
+        for s in range(n_slots):
+            slots[s] = -1
+        for s in range(n_nodes, n):  # R's own rows (its states are their own classes): the last of a key wins
+            keys[s * width] = label[s]
+            for c in range(k):
+                keys[s * width + 1 + c] = table[s, c]
+            find_key(keys, width, slots, mask, keys + s * width, &at)
+            slots[at] = s
+        for s in range(n_nodes - 1, -1, -1):  # children first: their classes are known
+            keys[s * width] = label[s]
+            for c in range(k):
+                target = table[s, c]
+                keys[s * width + 1 + c] = blk[target] if target >= 0 else -1
+            id_ = find_key(keys, width, slots, mask, keys + s * width, &at)
+            if id_ < 0:
+                slots[at] = s
+                id_ = s
+            blk[s] = id_
+        for s in range(n):
+            number[s] = -1
+        ordr[0] = blk[0]
+        number[blk[0]] = 0
+        n_order = 1
+        s = 0
+        while s < n_order:
+            for c in range(k):
+                target = table[ordr[s], c]
+                if target >= 0:
+                    target = blk[target]
+                    if number[target] < 0:
+                        number[target] = n_order
+                        ordr[n_order] = target
+                        n_order += 1
+            s += 1
+    free(keys)
+    free(slots)
+    free(number)
+    return block, order[:n_order].copy()

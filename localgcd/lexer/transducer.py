@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.arrays import expand_ranges, sorted_unique
+from localgcd.digraph import closed_table_rows
 from localgcd.regex.dfa import DEAD_STATE, DFA, run_edges
 
 NO_EMIT = -1
@@ -100,14 +101,16 @@ class LexingTransducer:
 
     @classmethod
     def from_dfa(cls, dfa: DFA, n_terminals: int, next_mode: np.ndarray | None = None, *,
-                 take_table: bool = False) -> "LexingTransducer":
+                 take_table: bool = False, kernels: bool | None = None) -> "LexingTransducer":
         """``next_mode[T]``: the lexer mode after terminal ``T`` (default: all 0, the start state).
         ``take_table``: the DFA's transition table becomes ``next_state``, rewritten in place (for
-        a DFA made only for this transducer: a 34K-state lexer's table is 35 MB of fresh memory)."""
+        a DFA made only for this transducer: a 34K-state lexer's table is 35 MB of fresh memory).
+        ``kernels``: the producible table by the compiled ``digraph`` kernel (None: when it was
+        built; False: numpy)."""
         trans, accept = dfa.transitions, dfa.accept
         modes = np.zeros(n_terminals, dtype=np.int64) if next_mode is None else np.asarray(next_mode, np.int64)
         restart = np.asarray(dfa.mode_starts, dtype=np.int32)[modes]
-        producible = _producible(dfa, n_terminals)  # before the table is rewritten
+        producible = _producible(dfa, n_terminals, kernels)  # before the table is rewritten
         # Only an accepting state can emit, and a big lexer has few (a long string's chunk positions
         # are not): the other rows are the DFA's own, and emit nothing.
         next_state = trans.astype(np.int32, copy=not take_table)
@@ -152,17 +155,35 @@ class LexingTransducer:
 _CLOSURE_LIMIT = 160  # a lexer with at most this many states gets its reachability by a closure
 
 
-def _producible(dfa: DFA, n_terminals: int) -> np.ndarray:
+def _producible(dfa: DFA, n_terminals: int, kernels: bool | None = None) -> np.ndarray:
     """``prod[q, T]``: some path from ``q`` reaches a state accepting ``T``.
 
-    A small lexer closes its reachability matrix (a schema's keys make paths tens of bytes
-    long: as many frontier rounds, against one pass over the states); a bigger one goes
-    backwards from the accepting states, a frontier of new (state, terminal) pairs at a time
-    over the reversed edges: each pair is expanded once, however long the paths.
+    By the compiled ``digraph`` kernel where it was built (``kernels`` not False): each state's
+    own terminal as a row of bits, closed under the edges (one walk of the strongly connected
+    components).  Else numpy: a small lexer closes its reachability matrix (a schema's keys make
+    paths tens of bytes long: as many frontier rounds, against one pass over the states); a
+    bigger one goes backwards from the accepting states, a frontier of new (state, terminal)
+    pairs at a time over the reversed edges: each pair is expanded once, however long the paths.
     """
+    if kernels is not False:
+        prod = _producible_by_kernel(dfa, n_terminals)
+        if prod is not None:
+            return prod
     if dfa.n_states <= _CLOSURE_LIMIT:
         return _producible_by_closure(dfa, n_terminals)
     return _producible_by_frontier(dfa, n_terminals)
+
+
+def _producible_by_kernel(dfa: DFA, n_terminals: int) -> np.ndarray | None:
+    """:func:`_producible` by :func:`~localgcd.digraph.closed_table_rows` (None: not built)."""
+    own = np.zeros((dfa.n_states, (n_terminals + 7) // 8), dtype=np.uint8)
+    states = np.flatnonzero(dfa.accept >= 0)
+    terms = dfa.accept[states].astype(np.int64)
+    own[states, terms // 8] = (1 << (terms % 8)).astype(np.uint8)
+    closed = closed_table_rows(dfa.transitions, own)
+    if closed is None:
+        return None
+    return np.unpackbits(closed, axis=1, count=n_terminals, bitorder="little").view(bool)
 
 
 def _producible_by_frontier(dfa: DFA, n_terminals: int) -> np.ndarray:

@@ -90,15 +90,18 @@ def class_grammar(rules: list[tuple[int, tuple[int, ...]]], end: int, start: int
     column = {lhs: end + i for i, lhs in enumerate(order)}
     shift = len(order)
 
-    def renamed(symbol: int) -> int:
-        if symbol in classes:
-            return column[symbol]
-        return symbol if symbol < end else symbol + shift  # $END and the nonterminals move up
+    # Each symbol's new number, by list lookup (a big schema's rules hold a hundred thousand symbols):
+    # a class's its column; $END and the nonterminals move up.
+    top = max(max(lhs for lhs, _ in rules), max((max(rhs) for _, rhs in rules if rhs), default=0), end)
+    renamed = list(range(end)) + list(range(end + shift, top + shift + 1))
+    for lhs in order:
+        renamed[lhs] = column[lhs]
+    rename = renamed.__getitem__
 
     kept, original = [], []
     for index, (lhs, rhs) in enumerate(rules):
         if lhs not in classes:
-            kept.append((lhs + shift, tuple(renamed(symbol) for symbol in rhs)))
+            kept.append((lhs + shift, tuple(map(rename, rhs))))
             original.append(index)
     return ClassGrammar(kept, np.asarray(original, dtype=np.int64),
                         [np.asarray(sorted(classes[lhs]), dtype=np.int64) for lhs in order], end)

@@ -13,6 +13,8 @@ import re
 from functools import lru_cache
 from typing import Iterable, Iterator
 
+import numpy as np
+
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
@@ -101,9 +103,11 @@ def _intersect(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> list[Interva
 
 @lru_cache(maxsize=None)
 def _all_code_points_text() -> str:
-    return "".join(map(chr, range(SURROGATES[0]))) + "".join(
-        map(chr, range(SURROGATES[1] + 1, MAX_CODE_POINT + 1))
-    )
+    """Every code point but the surrogates, in order: decoded from UTF-32 code units at once (a
+    ``chr`` per code point costs ~0.1 s, paid by the first grammar with a ``\\w`` in a process)."""
+    code_points = np.concatenate([np.arange(SURROGATES[0], dtype="<u4"),
+                                  np.arange(SURROGATES[1] + 1, MAX_CODE_POINT + 1, dtype="<u4")])
+    return code_points.tobytes().decode("utf-32-le")
 
 
 @lru_cache(maxsize=None)

@@ -68,9 +68,12 @@ class PriorityDFA:
         return bool(self.forbidden.any())
 
 
+@lru_cache(maxsize=4096)
 def needs_priority(pattern: str) -> bool:
     """Whether ``pattern`` has a lazy quantifier, a look-around or an anchor (its lexeme is then
-    what a backtracking matcher returns, not its longest match)."""
+    what a backtracking matcher returns, not its longest match).  Memoized: each of a grammar's
+    regex terminals asks it three times (the lexer's product, its automaton, whether it backs up),
+    a walk over its whole parse each time."""
     return has_backtracking_semantics(parse_python_regex(pattern))
 
 
