@@ -526,10 +526,8 @@ def test_rows_closed_over_a_table_are_closed_over_its_edges(case) -> None:
 
 
 def lexer_and_grammar(text: str, fmt: str):
-    translation = to_lark(text, fmt, "<grammar>")
-    grammar = load_lark_grammar(translation.lark, "<grammar>", origins=translation.origins,
-                                user_text=translation.user_text, plain=translation.plain_bnf)
-    return build_lexer_dfa(list(grammar.terminals), "<grammar>", translation.user_text or text), grammar
+    grammar = to_grammar(text, fmt, "<grammar>")
+    return build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text), grammar
 
 
 @pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
