@@ -52,14 +52,15 @@ prefix of a word of T".  So the lexer is invisible and only the CFG matters.
   error.
 
 The result is checked with lark's LALR(1) analysis in strict mode: a
-conflict is never resolved (that would change the language).  On a conflict
+conflict is never resolved (that would change the language); a grammar that is
+not LALR(1) goes to the general parser (every conflict kept, every parse followed).  On a conflict
 the translation is retried without the cuts, then once more with *right
 context pushed in*: a recursive rule directly followed by a regular run gets
 a copy whose alternatives end with that run, merged into their own regular
 tails (one level deep), so ``term "\\n"`` with ``term`` ending in
 ``[ \\t\\n]*`` becomes one DFA (llama.cpp's arithmetic.gbnf needs this).  If
-that fails too, the conflict is a :class:`GrammarError` at the GBNF rule(s)
-involved.  Typical causes: real ambiguity (c.gbnf: ``return (x);`` is both a
+that fails too, the first translation goes to the general parser
+(:mod:`localgcd.parser.glr`).  Typical causes: real ambiguity (c.gbnf: ``return (x);`` is both a
 return statement and a call of a function named ``return``), or a decision
 that needs more than one character of lookahead through a recursive rule.
 
@@ -757,7 +758,7 @@ class _Translator:
         return out
 
     # -- the whole thing ---------------------------------------------------
-    def translate(self) -> Translation:
+    def translate(self, check_lalr: bool = True) -> Translation:
         root = Ref(self.start, self.positions[self.start])
         self.temporaries.append(root)
         self.cfg["start"] = [self.syms(root, self.start)]
@@ -806,6 +807,8 @@ class _Translator:
         keep = reach | used_terms
         origins = {k: v for k, v in self.origins.items() if k in keep}
         text = "\n".join(lines) + "\n"
+        if not check_lalr:
+            return Translation(text, origins, general=True)
         self._check_lalr(text)
         return Translation(text, origins)
 
@@ -887,14 +890,20 @@ def translate(rules, positions, start, source, line_text, meter: BudgetMeter | N
 
     Tries, in order, until one is LALR(1): runs cut after prefix-free heads
     (smallest tables); runs kept whole (a cut can force an early decision);
-    runs also pushed into the rules before them (larger grammar).  The last
-    attempt's conflict is the error.  ``meter``: the compile budget, checked by the automata of the
-    regular parts."""
+    runs also pushed into the rules before them (larger grammar).  When none is, the first
+    translation, marked ``general`` (the same language: the lexer's prefix code does not depend on
+    the parser), for the general parser, which keeps every parse (llama.cpp's sampler's reading).
+    ``meter``: the compile budget, checked by the automata of the regular parts."""
     for split in (True, False):
         try:
             return _Translator(rules, positions, start, source, line_text, split=split, meter=meter).translate()
         except GrammarError as exc:
             if "not LALR(1)" not in exc.message:
                 raise
-    return _Translator(rules, positions, start, source, line_text, distribute=True, split=False,
-                       meter=meter).translate()
+    try:
+        return _Translator(rules, positions, start, source, line_text, distribute=True, split=False,
+                           meter=meter).translate()
+    except GrammarError as exc:
+        if "not LALR(1)" not in exc.message:
+            raise
+    return _Translator(rules, positions, start, source, line_text, split=True, meter=meter).translate(check_lalr=False)

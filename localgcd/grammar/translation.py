@@ -17,3 +17,4 @@ class Translation:
     user_text: str = ""  # the user's own text, for caret lines (empty for Lark input)
     plain_bnf: bool = False  # written in the plain BNF subset (localgcd.grammar.plain_bnf reads it)
     lark_regex: bool = False  # terminals read as lark's regex=True reads them (the regex module's syntax)
+    general: bool = False  # not LALR(1): its language is the whole CFG's, for the general parser (GBNF)
