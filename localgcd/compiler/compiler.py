@@ -190,7 +190,14 @@ class Compiler:
         for conflict in conflicts if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        lexer = build_lexer(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
+        try:
+            lexer = build_lexer(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
+        except GrammarError as exc:
+            if parser != "earley" or "can never be produced" not in exc.message:
+                raise
+            raise GrammarError(f"{exc.message} (parser='earley' reads terminals with lark's basic lexer; lark's "
+                               "dynamic lexer, its Earley default, is not supported)", exc.source, exc.line,
+                               exc.column, exc.context) from None
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)
