@@ -94,7 +94,9 @@ class GraphParser:
         self._rule_length = tables.rule_length.tolist()
         self._rule_lhs = tables.rule_lhs.tolist()
         self._end_state = tables.end_state
-        self.root = Frontier((StackNode(tables.start_state, []),))
+        self._nodes: dict[tuple[int, frozenset[int]], StackNode] = {}  # hash-consed nodes (see step)
+        self._frontiers: dict[frozenset[int], Frontier] = {}
+        self.root = self._frontier([self._node(tables.start_state, [])])
 
     def actions(self, state: int, terminal: int) -> tuple[int, ...]:
         kept = self._kept.get(state * self._width + terminal)
@@ -109,19 +111,52 @@ class GraphParser:
         steps = frontier.steps
         if terminal in steps:
             return steps[terminal]
-        nodes, _ = self._closure(frontier, terminal)
-        shifted: dict[int, StackNode] = {}
-        for node in nodes:
+        layer, _ = self._closure(frontier, terminal)
+        shifted: dict[int, dict[int, StackNode]] = {}
+        for node in list(frontier.tops) + self._interned(layer):
             for move in self.actions(node.state, terminal):
                 if move >= 0:
-                    top = shifted.get(move)
-                    if top is None:
-                        shifted[move] = StackNode(move, [node])
-                    elif node not in top.below:
-                        top.below.append(node)
-        after = Frontier(tuple(shifted.values())) if shifted and terminal != self.end_terminal else None
+                    shifted.setdefault(move, {})[id(node)] = node
+        after = None
+        if shifted and terminal != self.end_terminal:
+            after = self._frontier([self._node(state, list(below.values())) for state, below in shifted.items()])
         steps[terminal] = after
         return after
+
+    def _node(self, state: int, below: list[StackNode]) -> StackNode:
+        """The node of ``state`` over ``below`` (complete), hash-consed: equal configurations are one
+        node, so the frontiers that equal texts' stacks give are one :class:`Frontier` and share its
+        memos (as the deterministic PDA's hash-consed stacks share their caches)."""
+        key = (state, frozenset(map(id, below)))
+        node = self._nodes.get(key)
+        if node is None:
+            node = self._nodes[key] = StackNode(state, below)
+        return node
+
+    def _frontier(self, tops: list[StackNode]) -> Frontier:
+        key = frozenset(map(id, tops))
+        found = self._frontiers.get(key)
+        if found is None:
+            found = self._frontiers[key] = Frontier(tuple(sorted(tops, key=lambda n: n.state)))
+        return found
+
+    def _interned(self, layer: list[StackNode]) -> list[StackNode]:
+        """A closure's layer, each node replaced by its hash-consed equal once its edges are final;
+        nodes on a cycle of the layer (ε-loops: hidden left recursion, cycles) stay as they are
+        (correct, only not shared)."""
+        fresh = {id(n) for n in layer}
+        canon: dict[int, StackNode] = {}
+        pending = layer
+        while pending:
+            rest = [n for n in pending if any(id(b) in fresh and id(b) not in canon for b in n.below)]
+            ready = [n for n in pending if n not in rest]
+            if not ready:
+                canon.update((id(n), n) for n in rest)
+                break
+            for n in ready:
+                canon[id(n)] = self._node(n.state, [canon.get(id(b), b) for b in n.below])
+            pending = rest
+        return list({id(m): m for m in (canon[id(n)] for n in layer)}.values())
 
     def takes(self, frontier: Frontier, terminal: int) -> bool:
         """Some live stack takes ``terminal`` (for ``$END``: the text is complete)."""
@@ -139,8 +174,8 @@ class GraphParser:
         return steps[key] is not None
 
     def _closure(self, frontier: Frontier, terminal: int) -> tuple[list[StackNode], bool]:
-        """The reduction closure on lookahead ``terminal`` (see the module docstring): the tops and
-        the layer's nodes; and whether a goto reached the end state (``$END`` accepted)."""
+        """The reduction closure on lookahead ``terminal`` (see the module docstring): the layer's
+        nodes; and whether a goto reached the end state (``$END`` accepted)."""
         layer: dict[int, StackNode] = {}
         accepted = False
         actions, goto, lengths, lhs = self.actions, self._goto, self._rule_length, self._rule_lhs
@@ -165,7 +200,7 @@ class GraphParser:
                         elif bottom not in pushed.below:
                             pushed.below.append(bottom)
                             changed = True
-        return list(frontier.tops) + list(layer.values()), accepted
+        return list(layer.values()), accepted
 
     def live_nodes(self, frontier: Frontier) -> int:
         """The GSS nodes the frontier reaches (every position): its size, for figures and tests."""

@@ -61,6 +61,7 @@ class GeneralMaskEngine:
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._token_class = spanner.token_class.astype(np.intp, copy=False)
+        self._lists: tuple[list[int], list[int]] | None = None
 
     @property
     def start_stack(self) -> Frontier:
@@ -166,16 +167,48 @@ class GeneralMaskEngine:
         return Mask.of(allowed[self._token_class], accepting, self.end_ids)
 
     def _passing(self, frontier: Frontier, outcomes: np.ndarray) -> np.ndarray:
-        """bool per entry of ``outcomes``: does that outcome pass on some live stack?"""
+        """bool per entry of ``outcomes``: does that outcome pass on some live stack?
+
+        An outcome is a cons cell (first terminal, rest of the outcome) down to its end lexer state:
+        its verdict on a frontier is the rest's on the frontier after the first terminal, each
+        (frontier, outcome) decided once (a frontier's ``memo``), so outcomes that share a tail
+        after equal stacks share its verdict."""
         distinct, inverse = np.unique(outcomes, return_inverse=True)
-        memo = frontier.memo
         verdicts = np.zeros(distinct.size, dtype=bool)
         for i, outcome in enumerate(distinct.tolist()):
-            found = memo.get(outcome)
-            if found is None:
-                found = memo[outcome] = self._after_outcome(frontier, outcome) is not None
-            verdicts[i] = found
+            verdicts[i] = self._verdict(frontier, outcome)
         return verdicts[inverse]
+
+    def _verdict(self, frontier: Frontier, outcome: int) -> bool:
+        """Does ``outcome`` pass on ``frontier``?"""
+        head, tail = self._outcome_lists()
+        n_base, step, ignored = self.spanner.n_base, self.parser.step, self._ignored
+        walked: list[tuple[Frontier, int]] = []
+        at, o = frontier, outcome
+        while True:
+            found = at.memo.get(o)
+            if found is not None:
+                break
+            if o < n_base:
+                found = at.memo[o] = self._final(at, o)
+                break
+            walked.append((at, o))
+            t = head[o]
+            after = at if ignored[t] else step(at, t)
+            if after is None:
+                found = False
+                break
+            at, o = after, tail[o]
+        for at, o in walked:
+            at.memo[o] = found
+        return found
+
+    def _outcome_lists(self) -> tuple[list[int], list[int]]:
+        """The spanner's outcome cells as lists (remade when a lazy spanner has made new ones)."""
+        head = self.spanner.head
+        if self._lists is None or len(self._lists[0]) != head.shape[0]:
+            self._lists = (head.tolist(), self.spanner.tail.tolist())
+        return self._lists
 
     def _after_outcome(self, frontier: Frontier, outcome: int) -> Frontier | None:
         """The frontier after an outcome's terminals, if it passes (see the module docstring)."""
