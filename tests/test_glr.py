@@ -151,3 +151,17 @@ def test_the_compile_command_says_the_mode_and_where_the_conflicts_are(tmp_path:
     assert lalr.exit_code == 2 and "reduce/reduce conflict" in lalr.output
     wrong = runner.invoke(app, ["compile", "-g", str(grammar), "--parser", "dynamic", "-m", "smollm2-135m"])
     assert wrong.exit_code == 2 and "unknown parser 'dynamic'" in wrong.output and "Traceback" not in wrong.output
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ((ROOT / "tests" / "corpus" / "gbnf" / "c_documents" / "gcd.c").read_text(encoding="utf-8"), "ok"),
+    ("int f(){return x+;}", "1:18: not in the language of c: unexpected ';'"),
+])
+def test_check_reads_c_sources_with_c_gbnf(text: str, verdict: str, tmp_path: Path, monkeypatch) -> None:
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "x.c"
+    source.write_text(text)
+    shown = CliRunner().invoke(app, ["check", str(source), "-g", str(ROOT / "tests" / "corpus" / "gbnf" / "c.gbnf")])
+    assert verdict in shown.output, shown.output
