@@ -2,12 +2,13 @@
 
     python bench/general_masks.py [--grammar tests/corpus/gbnf/c.gbnf]
                                   [--document tests/corpus/gbnf/c_documents/gcd.c] [--vocab llama-bpe --vocab smollm2]
+                                  [--tokens N]
 
-Per vocabulary, one process: the grammar is compiled in memory (lazy, the default), the document
-is cut by the model's own tokenizer, and forced decoding runs twice over it.  At every token:
-localgcd's mask (``allowed_token_bitmask``: the frontier of live stacks is new at every token, so
-the first pass is all cold masks; the second pass, a fresh matcher, finds the lazily built
-spanner rows) and the live stacks — tops (one per parser state) and GSS nodes reachable —, and
+Per vocabulary: the grammar is compiled in memory (lazy, the default), the document is cut by the
+model's own tokenizer, and forced decoding runs twice over it.  At every token: localgcd's mask
+(``allowed_token_bitmask``: the first pass meets every frontier of live stacks for the first time,
+so its masks are all cold; the second pass, a fresh matcher, meets the same hash-consed frontiers
+and their masks again: warm) and the live stacks — tops (one per parser state) and GSS nodes reachable —, and
 llama.cpp's grammar sampler over the whole vocabulary (``llama_sampler_apply`` on every token
 id, what it does per sampled token without a top-k before it; then ``llama_sampler_accept``).
 Prints one Markdown table (milliseconds, p50/p99 over the document's tokens).
@@ -37,7 +38,7 @@ def llama_apply_ms(L, sampler, n_tokens: int) -> float:  # noqa: ANN001
     return (time.perf_counter() - t0) * 1e3
 
 
-def run(grammar: Path, document: Path, vocab_name: str) -> dict:
+def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None) -> dict:
     import llama_cpp
 
     import localgcd
@@ -52,7 +53,7 @@ def run(grammar: Path, document: Path, vocab_name: str) -> dict:
     compiled = localgcd.compile_grammar(text, vocab, fmt=fmt, source=str(grammar), use_cache=False)
     compile_s = time.perf_counter() - t0
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    tokens = list(llm.tokenize(document.read_bytes(), add_bos=False, special=False))
+    tokens = list(llm.tokenize(document.read_bytes(), add_bos=False, special=False))[:limit]
     engine = compiled.general_engine if compiled.parser_mode == "general" else None
     passes = []
     for _ in range(2):
@@ -88,8 +89,9 @@ def main() -> None:
     ap.add_argument("--grammar", type=Path, default=ROOT / "tests" / "corpus" / "gbnf" / "c.gbnf")
     ap.add_argument("--document", type=Path, default=ROOT / "tests" / "corpus" / "gbnf" / "c_documents" / "gcd.c")
     ap.add_argument("--vocab", action="append", default=None)
+    ap.add_argument("--tokens", type=int, default=None, help="only the document's first N tokens")
     args = ap.parse_args()
-    rows = [run(args.grammar, args.document, v) for v in args.vocab or ["llama-bpe", "smollm2"]]
+    rows = [run(args.grammar, args.document, v, args.tokens) for v in args.vocab or ["llama-bpe", "smollm2"]]
     print(f"{args.grammar.name} along {args.document.name} (ms per token; live stacks: tops / GSS nodes)\n")
     print("| vocab | tokens | parser | compile s | mask p50 cold | p99 cold | p50 warm | p99 warm | tops p50/max "
           "| GSS nodes p50/max | llama.cpp apply p50 | p99 |")
