@@ -165,3 +165,14 @@ def test_check_reads_c_sources_with_c_gbnf(text: str, verdict: str, tmp_path: Pa
     source.write_text(text)
     shown = CliRunner().invoke(app, ["check", str(source), "-g", str(ROOT / "tests" / "corpus" / "gbnf" / "c.gbnf")])
     assert verdict in shown.output, shown.output
+
+
+def test_a_general_grammar_comes_back_from_the_cache_general(tmp_path: Path) -> None:
+    text = (ROOT / "tests" / "corpus" / "gbnf" / "c.gbnf").read_text(encoding="utf-8")
+    document = (ROOT / "tests" / "corpus" / "gbnf" / "c_documents" / "gcd.c").read_bytes()
+    for loaded in (False, True):
+        compiled = localgcd.Compiler(tmp_path).compile(text, byte_vocabulary(), fmt="gbnf")
+        assert ("cache_load" in compiled.timings) == loaded and compiled.parser_mode == "general"
+        matcher = compiled.matcher()
+        assert matcher.accept_bytes(document) and matcher.is_accepting()
+        compiled.flush()
