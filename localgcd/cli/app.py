@@ -88,6 +88,7 @@ def compile_cmd(
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     max_states: Optional[int] = cons.MAX_STATES,
     lark_regex: bool = cons.LARK_REGEX,
+    parser: Optional[str] = cons.PARSER,
     open_objects: bool = cons.OPEN_OBJECTS,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
@@ -113,7 +114,7 @@ def compile_cmd(
     with user_errors():
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        lark_regex=lark_regex, open_objects=open_objects, budget=budget)
+                                        lark_regex=lark_regex, parser=parser, open_objects=open_objects, budget=budget)
         src = constraint.source
         if show:
             print(show_grammar(constraint, budget), end="")
@@ -141,15 +142,23 @@ def compile_cmd(
                 "grammar": src.name, "grammar_file": src.source, "model": spec.name, "model_file": str(path),
                 "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
                 "from_cache": from_cache, "full": not lazy, "cached_row_branches": rows,
-                "conflicts": list(compiled.conflicts), "stats": render.jsonable(stats),
-                **({"additional_properties": constraint.options["additional_properties"]} if constraint.options else {}),
+                "conflicts": list(compiled.conflicts), "parser": compiled.parser_mode, "stats": render.jsonable(stats),
+                **({"additional_properties": constraint.options["additional_properties"]}
+                   if "additional_properties" in constraint.options else {}),
             })
             return
         print(f"{src.name} for {spec.name}")
-        if constraint.options:
+        if "additional_properties" in constraint.options:
             print(OBJECTS_NOTE[constraint.options["additional_properties"]])
         render.table(["table", "size"], [[str(k), render.stat(v)] for k, v in stats.items()])
-        if compiled.conflicts:
+        if compiled.parser_mode == "general":
+            print(f"parser: general (every live parse kept), "
+                  f"{render.plural(stats['conflict_cells'], 'conflict cell')}:")
+            for c in compiled.conflicts:
+                print(f"  {c}")
+        else:
+            print("parser: deterministic LALR(1)")
+        if compiled.conflicts and compiled.parser_mode != "general":
             print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
                   "(--strict makes them errors):")
             for c in compiled.conflicts:
@@ -181,6 +190,7 @@ def check(
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     max_states: Optional[int] = cons.MAX_STATES,
     lark_regex: bool = cons.LARK_REGEX,
+    parser: Optional[str] = cons.PARSER,
     open_objects: bool = cons.OPEN_OBJECTS,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
@@ -201,7 +211,7 @@ def check(
     with user_errors():
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex,
+                                        stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex, parser=parser,
                                         open_objects=open_objects, budget=budget)
         src = constraint.source
         if file == "-":

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import typer
 
 from localgcd.budget import CompileBudget
+from localgcd.compiler.compiler import check_parser
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
@@ -50,6 +51,10 @@ WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPA
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
                                "properties, the `regex` module's Unicode data).")
+PARSER = typer.Option(None, "--parser", metavar="lalr|earley",
+                      help="Lark grammar: 'lalr' (default) is the language of lark's LALR parser, conflicts resolved "
+                           "as lark does; 'earley' the whole context-free language (every parse kept), over lark's "
+                           "basic lexer's terminals.  GBNF always means its whole language.")
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")
@@ -92,7 +97,8 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
                        regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
                        stdin_user: Optional[str] = None, lark_regex: bool = False,
-                       open_objects: bool = False, budget: Optional[CompileBudget] = None) -> Constraint:
+                       open_objects: bool = False, budget: Optional[CompileBudget] = None,
+                       parser: Optional[str] = None) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
     compile budget a ``--regex`` is checked within (its automaton is made here)."""
@@ -117,8 +123,14 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
                                                 ("--open-objects", open_objects)) if given_]
     if lark_regex and source.fmt != "lark":
         raise GrammarError(f"--lark-regex applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
-    if lark_regex:
-        return Constraint(source, {"lark_regex": True})
+    if parser is not None and source.fmt != "lark":
+        raise GrammarError(f"--parser applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
+    if parser is not None:
+        check_parser(parser, source.fmt, source.source)
+    lark_options = {**({"lark_regex": True} if lark_regex else {}),
+                    **({"parser": parser} if parser not in (None, "lalr") else {})}  # (defaults: the key as before)
+    if lark_options:
+        return Constraint(source, lark_options)
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "

@@ -19,6 +19,7 @@ from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
+from localgcd.runtime.glr import GeneralMaskEngine, general_engine_for
 from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner.built import DEFERRED_ARRAYS, BuiltRows
@@ -90,9 +91,22 @@ class CompiledGrammar:
         during one)."""
         return self.cache_entry.flush() if self.cache_entry is not None else False
 
+    @cached_property
+    def general_engine(self) -> GeneralMaskEngine:
+        """A general grammar's mask engine (every live parse; its spanner rows are :attr:`engine`'s,
+        so a lazy grammar's cache entry gets them as a deterministic one's does)."""
+        ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
+        return general_engine_for(self.tables, self.spanner, self.engine.rows, self.lexer, ignored,
+                                  self.token_bytes, self.end_ids, self.indenter is not None, self.source)
+
+    @property
+    def parser_mode(self) -> str:
+        """``"lalr"`` (one stack: deterministic tables) or ``"general"`` (every live parse)."""
+        return "general" if self.tables.is_general else "lalr"
+
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the text."""
-        return Matcher(self.engine)
+        return Matcher(self.general_engine if self.tables.is_general else self.engine)
 
     @property
     def stats(self) -> dict[str, object]:
@@ -105,7 +119,9 @@ class CompiledGrammar:
             "outcomes": int(len(self.spanner.head)),
             "token_classes": self.spanner.n_classes,
             "vocab_size": self.n_tokens,
-            "conflicts_resolved": len(self.conflicts),
+            "conflicts_resolved": 0 if self.tables.is_general else len(self.conflicts),
+            "parser_mode": self.parser_mode,
+            "conflict_cells": len(self.tables.conflicts) if self.tables.conflicts is not None else 0,
             "table_bytes": int(self.spanner.nbytes + self.tables.nbytes + self.lexer.nbytes
                                + (self.statuses.nbytes if self.statuses is not None else 0)),
         }

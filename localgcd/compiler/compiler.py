@@ -112,22 +112,29 @@ class Compiler:
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
-                base_dir: str | Path | None = None, *, document: Any = None, **options: Any) -> CompiledGrammar:
+                base_dir: str | Path | None = None, parser: str = "lalr", *, document: Any = None,
+                **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
         it as lark does.  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
-        only).  ``document``: the JSON Schema ``text`` spells, when the caller holds it parsed (the
-        front end reads it instead of the text; the text stays the cache key).  Raises
-        :class:`GrammarError` for invalid or unsupported grammars.
+        only).  ``parser`` (Lark grammars): ``"lalr"`` — lark's LALR parser's language, conflicts
+        resolved as lark resolves them —, or ``"earley"`` — the whole context-free language (every
+        conflict kept, every parse followed: :mod:`localgcd.parser.glr`), over lark's ``basic``
+        lexer's terminals (lark's ``dynamic`` lexer is not supported).  GBNF grammars always mean the
+        whole language (deterministic tables when they are LALR(1)).  ``document``: the JSON Schema
+        ``text`` spells, when the caller holds it parsed (the front end reads it instead of the text;
+        the text stays the cache key).  Raises :class:`GrammarError` for invalid or unsupported grammars.
         """
         check_format(fmt, source)
+        check_parser(parser, fmt, source)
         where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
         tuned = (self.tuning.table_key(),) if self.tuning.table_key() else ()  # (defaults: the key it always had)
+        general = (f"parser={parser}",) if parser != "lalr" else ()  # (lalr: the key it always had)
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
-                         *where, *tuned)
+                         *where, *tuned, *general)
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
@@ -142,7 +149,7 @@ class Compiler:
                 return compiled
             unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
         compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager,
-                              base_dir=base_dir, document=document, **options)
+                              base_dir=base_dir, parser=parser, document=document, **options)
         if self.use_cache:
             written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
             if written:
@@ -153,7 +160,8 @@ class Compiler:
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
-              base_dir: str | Path | None = None, document: Any = None, **options: Any) -> CompiledGrammar:
+              base_dir: str | Path | None = None, parser: str = "lalr", document: Any = None,
+              **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
@@ -162,25 +170,34 @@ class Compiler:
         """
         with _collector_paused():
             try:
-                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, document, **options)
+                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, document,
+                                   **options)
             except CompileBudgetError as exc:
                 if exc.source is not None:
                     raise
                 raise CompileBudgetError(exc.message, source) from None  # a stage that knows no place
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
-               fmt: str, lazy: bool, base_dir: str | Path | None = None,
+               fmt: str, lazy: bool, base_dir: str | Path | None = None, parser: str = "lalr",
                document: Any = None, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
         grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
         for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
-        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning)
-        for conflict in conflicts:
+        general = grammar.general or parser == "earley"
+        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning, general=general)
+        for conflict in conflicts if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
         t1 = time.perf_counter()
-        lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning)
+        try:
+            lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning)
+        except GrammarError as exc:
+            if parser != "earley" or "can never be produced" not in exc.message:
+                raise
+            raise GrammarError(f"{exc.message} (parser='earley' reads terminals with lark's basic lexer; lark's "
+                               "dynamic lexer, its Earley default, is not supported)", exc.source, exc.line,
+                               exc.column, exc.context) from None
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)
@@ -198,7 +215,9 @@ class Compiler:
             conflicts=tuple(c.describe() for c in conflicts), token_mask_budget=self.token_mask_budget,
             built_ahead=not lazy_requested, tuning=self.tuning,
         )
-        if not lazy and tables.n_states * len(spanner.head) <= self.eager_status_limit:
+        if tables.is_general:
+            compiled.general_engine  # noqa: B018 (an Indenter grammar with conflicts is refused here)
+        elif not lazy and tables.n_states * len(spanner.head) <= self.eager_status_limit:
             compiled.statuses = compiled.engine.classify_all().copy()
         t5 = time.perf_counter()
         compiled.timings.update(grammar=t1 - t0, lexer=t2 - t1, trie=t3 - t2, spanner=t4 - t3, statuses=t5 - t4)
@@ -225,6 +244,19 @@ class Compiler:
         return trie
 
 
+PARSERS: tuple[str, ...] = ("lalr", "earley")
+
+
+def check_parser(parser: str, fmt: str, source: str) -> None:
+    """``parser`` names a mode localgcd has for ``fmt`` (lark's ``dynamic`` lexer, its Earley default, is not one)."""
+    if parser not in PARSERS:
+        raise GrammarError(f"unknown parser {parser!r}: 'lalr' or 'earley' (the whole context-free language over "
+                           "lark's basic lexer; lark's dynamic lexer is not supported)", source)
+    if parser != "lalr" and fmt != "lark":
+        raise GrammarError(f"parser={parser!r} is for Lark grammars ({fmt} has one meaning: GBNF's whole language, "
+                           "the others deterministic)", source)
+
+
 @functools.lru_cache(maxsize=8)
 def default_compiler(cache_dir: str, use_cache: bool = True, budget: CompileBudget = CompileBudget(),
                      tuning: Tuning = Tuning()) -> Compiler:
@@ -236,7 +268,7 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                     indenter: IndenterOptions | None = None, lark_regex: bool = False,
                     base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget(),
-                    tuning: Tuning = Tuning()) -> CompiledGrammar:
+                    tuning: Tuning = Tuning(), parser: str = "lalr") -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
@@ -246,12 +278,13 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     :meth:`Compiler.compile`).  ``budget``: the bounds on the compile
     (:class:`~localgcd.budget.CompileBudget`; beyond them, a :class:`~localgcd.errors.CompileBudgetError`).
     ``tuning``: the pipeline's thresholds and switches (:class:`~localgcd.tuning.Tuning`).
+    ``parser``: ``"lalr"`` or ``"earley"`` (Lark grammars; see :meth:`Compiler.compile`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache, budget, tuning)
     options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, base_dir=base_dir,
-                            **options)
+                            parser=parser, **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",

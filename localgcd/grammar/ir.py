@@ -62,6 +62,7 @@ class GrammarIR:
     origins: dict[str, tuple[int, int]] = field(default_factory=dict)  # name → (line, column) of its definition
     text: str = ""  # the user's text the positions refer to
     warnings: tuple[str, ...] = ()  # what the front end dropped (``lenient`` JSON Schema keywords)
+    general: bool = False  # not LALR(1) and meant whole (GBNF): every conflict kept, for the general parser
 
     def is_terminal(self, name: str) -> bool:
         return name in self.parser_terminals

@@ -9,11 +9,14 @@ the rules and the terminal involved:
   the language is exactly that of the parser lark builds;
 * reduce/reduce: the rule with the highest priority wins, else it is an error
   naming both rules;
-* ``strict=True`` makes every conflict an error (lark's ``strict`` mode).
+* ``strict=True`` makes every conflict an error (lark's ``strict`` mode);
+* ``general=True`` (GBNF, lark's ``parser="earley"``) resolves nothing: a conflict cell keeps
+  every action in :class:`~localgcd.parser.tables.ConflictCells`, for :mod:`localgcd.parser.glr`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,9 +26,12 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.lalr_analysis import LALRAutomaton, analyze, conflict_cells
 from localgcd.parser.stack_free import stack_free_moves
-from localgcd.parser.tables import NO_ACTION, ParseTables, reduce_action
+from localgcd.parser.tables import NO_ACTION, ConflictCells, ParseTables, reduce_action
 from localgcd.parser.terminal_classes import class_grammar, expand_classes
 from localgcd.tuning import Tuning
+
+
+KEPT = "kept: every parse goes on"  # a general grammar's conflict (nothing resolved)
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,8 @@ class Conflict:
 
     def describe(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""
-        return (f"{where}{self.kind} conflict on {self.terminal} between {' and '.join(self.rules)};"
-                f" resolved as {self.resolution}")
+        outcome = self.resolution if self.resolution == KEPT else f"resolved as {self.resolution}"
+        return f"{where}{self.kind} conflict on {self.terminal} between {' and '.join(self.rules)}; {outcome}"
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,16 @@ class GrammarSymbols:
 
 
 def build_parse_tables(grammar: GrammarIR, strict: bool = False, meter: BudgetMeter | None = None,
-                       tuning: Tuning = Tuning()) -> tuple[ParseTables, tuple[Conflict, ...]]:
+                       tuning: Tuning = Tuning(), general: bool = False) -> tuple[ParseTables, tuple[Conflict, ...]]:
     """LALR(1) tables for ``grammar`` and the conflicts resolved on the way (``meter``: the
     compile budget; the LR(0) automaton is checked against it).
 
     Big terminal classes (``tuning.class_min`` members or more) are analyzed as one terminal each
     (:mod:`localgcd.parser.terminal_classes`) when that grammar has no conflict and
     ``tuning.class_grammar`` is on; else, and with ``strict``, the rules as they are.  ``tuning``
-    also sets the stack-free analysis's thresholds.
+    also sets the stack-free analysis's thresholds.  ``general``: keep every action of a conflict
+    cell (the tables' ``conflicts``; the conflicts returned say "kept"); a grammar without conflicts
+    gets the same tables either way.
     """
     encoded, symbols, start = _encoded(grammar)
     if not strict and tuning.class_grammar:
@@ -76,8 +84,12 @@ def build_parse_tables(grammar: GrammarIR, strict: bool = False, meter: BudgetMe
         if tables is not None:
             return tables, ()
     automaton = analyze(encoded, symbols.end + 1, start, meter)
-    action, conflicts = _resolve(automaton, grammar, symbols, strict)
-    return _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions, tuning), conflicts
+    kept: dict[int, tuple[int, ...]] | None = {} if general else None
+    action, conflicts = _resolve(automaton, grammar, symbols, strict and not general, kept)
+    tables = _tables(automaton, action, grammar, symbols, symbols.end, automaton.completions, tuning)
+    if kept:
+        tables = dataclasses.replace(tables, conflicts=ConflictCells.of(kept))
+    return tables, conflicts
 
 
 def analyze_grammar(grammar: GrammarIR) -> tuple[LALRAutomaton, GrammarSymbols]:
@@ -160,10 +172,13 @@ def _encoded(grammar: GrammarIR) -> tuple[list[tuple[int, tuple[int, ...]]], Gra
     return encoded, symbols, symbols.id(grammar.start, False)
 
 
-def _resolve(automaton: LALRAutomaton, grammar: GrammarIR, symbols: GrammarSymbols, strict: bool):
+def _resolve(automaton: LALRAutomaton, grammar: GrammarIR, symbols: GrammarSymbols, strict: bool,
+             kept: dict[int, tuple[int, ...]] | None = None):
     """The action table (lark's rules: shift wins, else the higher priority) and the conflicts
     resolved.  The cells one reduction alone claims are written at once; the few others, where
-    several rules or a shift meet, are settled one by one."""
+    several rules or a shift meet, are settled one by one.  ``kept`` (a general grammar): nothing
+    is resolved; each conflict cell's actions go there (a shift first) and the action table holds
+    the first of them."""
     end = symbols.end
     action, unsettled = _plain_actions(automaton, end + 1)
     if not unsettled.size:
@@ -175,6 +190,9 @@ def _resolve(automaton: LALRAutomaton, grammar: GrammarIR, symbols: GrammarSymbo
     for cell in conflict_cells(automaton):  # the unsettled rows, cell by cell
         q, la, rules = cell.state, cell.terminal, list(cell.rules)
         name = grammar.describe_symbol(terminal_names[la]) if la != end else "end of input"
+        if kept is not None:
+            _keep(automaton, grammar, action, q, la, rules, name, conflicts, kept)
+            continue
         if len(rules) > 1:
             ranked = sorted(rules, key=lambda r: priority[r], reverse=True)
             described = tuple(grammar.describe_rule(grammar.rules[r]) for r in ranked)
@@ -208,6 +226,22 @@ def _resolve(automaton: LALRAutomaton, grammar: GrammarIR, symbols: GrammarSymbo
         raise GrammarError(f"LALR {first.kind} conflict on {first.terminal} between "
                            f"{' and '.join(first.rules)}{hint}{more}", grammar.source, line, column, context)
     return action, tuple(conflicts)
+
+
+def _keep(automaton: LALRAutomaton, grammar: GrammarIR, action: np.ndarray, q: int, la: int, rules: list[int],
+          name: str, conflicts: list[Conflict], kept: dict[int, tuple[int, ...]]) -> None:
+    """A general grammar's cell (state ``q``, column ``la``): every action kept, and described."""
+    shift = int(action[q, la])
+    moves = ([shift] if shift >= 0 else []) + [int(reduce_action(r)) for r in rules]
+    if len(moves) == 1:  # (a lone reduce: no conflict after all)
+        action[q, la] = moves[0]
+        return
+    involved = list(rules) + (_shifting_rules(automaton, q, la) if shift >= 0 else [])
+    described = tuple(dict.fromkeys(grammar.describe_rule(grammar.rules[r]) for r in involved))
+    kind = "shift/reduce" if shift >= 0 else "reduce/reduce"
+    conflicts.append(_conflict(grammar, kind, name, involved, described, KEPT))
+    kept[q * action.shape[1] + la] = tuple(moves)
+    action[q, la] = moves[0]
 
 
 def _shifting_rules(automaton: LALRAutomaton, state: int, terminal: int) -> list[int]:

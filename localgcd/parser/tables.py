@@ -6,7 +6,8 @@ and a 28K-state parser over 1,800 nonterminals would make a dense table of
 200 MB): per state, its nonterminals in order and their next states.  The encoding lives here and nowhere else: ``action >= 0`` shifts to
 that state, :data:`NO_ACTION` is an error, and ``action <= REDUCE_BASE``
 reduces by rule ``REDUCE_BASE - action`` (see :func:`reduce_action`,
-:func:`reduced_rule`).
+:func:`reduced_rule`).  A general grammar (GBNF that is not LALR(1), Lark's ``parser="earley"``)
+keeps every action of a conflict cell in :class:`ConflictCells`, a side table.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def is_reduce(action: int | np.ndarray) -> bool | np.ndarray:
     return action <= REDUCE_BASE
 
 
+_CONFLICT_ARRAYS = ("conflict_cells", "conflict_offsets", "conflict_actions")
 _ARRAYS = ("action", "goto_offsets", "goto_symbols", "goto_targets", "rule_length", "rule_lhs", "takes", "refuses")
 
 
@@ -52,6 +54,21 @@ class ParseTables:
     refuses: np.ndarray  # bool [S, n_terminals + 1]: refused whatever lies below the top
     start_state: int
     end_state: int
+    conflicts: "ConflictCells | None" = None  # a general grammar's cells with several actions (None: LALR(1))
+
+    @property
+    def is_general(self) -> bool:
+        """Some cell keeps several actions: a parser must follow every live parse (parser/glr.py)."""
+        return self.conflicts is not None
+
+    def actions(self, state: int, column: int) -> tuple[int, ...]:
+        """Every action of a cell: a conflict cell's all, else the action table's one (none for an error)."""
+        if self.conflicts is not None:
+            found = self.conflicts.get(state * self.action.shape[1] + column)
+            if found is not None:
+                return found
+        move = int(self.action[state, column])
+        return () if move == NO_ACTION else (move,)
 
     @property
     def n_states(self) -> int:
@@ -79,14 +96,60 @@ class ParseTables:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, name).nbytes for name in _ARRAYS)
+        extra = self.conflicts.nbytes if self.conflicts is not None else 0
+        return sum(getattr(self, name).nbytes for name in _ARRAYS) + extra
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON header, arrays) for the cache."""
         header = {"start_state": self.start_state, "end_state": self.end_state}
-        return header, {name: getattr(self, name) for name in _ARRAYS}
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        if self.conflicts is not None:  # (a deterministic grammar's entry is as it always was)
+            arrays.update(zip(_CONFLICT_ARRAYS, (self.conflicts.cells, self.conflicts.offsets, self.conflicts.moves)))
+        return header, arrays
 
     @classmethod
     def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray]) -> "ParseTables":
+        conflicts = (ConflictCells(*(arrays[name] for name in _CONFLICT_ARRAYS))
+                     if _CONFLICT_ARRAYS[0] in arrays else None)
         return cls(**{name: arrays[name] for name in _ARRAYS}, start_state=header["start_state"],
-                   end_state=header["end_state"])
+                   end_state=header["end_state"], conflicts=conflicts)
+
+
+@dataclass(frozen=True)
+class ConflictCells:
+    """The side table of a general grammar's conflict cells: every action each keeps.
+
+    A cell is ``state * width + column`` (``width``: the action table's); ``cells`` ascending, cell
+    ``cells[i]``'s actions (encoded as in the action table, a shift first) are
+    ``moves[offsets[i]:offsets[i + 1]]``.  The action table holds one of them there (its first).
+    """
+
+    cells: np.ndarray  # int64 [K], ascending
+    offsets: np.ndarray  # int64 [K + 1]
+    moves: np.ndarray  # int32 [A]
+
+    @classmethod
+    def of(cls, kept: dict[int, tuple[int, ...]]) -> "ConflictCells":
+        cells = sorted(kept)
+        sizes = [len(kept[c]) for c in cells]
+        return cls(np.asarray(cells, dtype=np.int64), np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
+                   np.asarray([m for c in cells for m in kept[c]], dtype=np.int32))
+
+    def __len__(self) -> int:
+        return int(self.cells.size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.cells.nbytes + self.offsets.nbytes + self.moves.nbytes)
+
+    def get(self, cell: int) -> tuple[int, ...] | None:
+        """The actions of ``cell``, or None when it is not a conflict cell."""
+        at = int(np.searchsorted(self.cells, cell))
+        if at < self.cells.size and int(self.cells[at]) == cell:
+            return tuple(self.moves[self.offsets[at]:self.offsets[at + 1]].tolist())
+        return None
+
+    def as_dict(self) -> dict[int, tuple[int, ...]]:
+        """Cell → actions, for interpreted loops."""
+        return {int(c): tuple(self.moves[self.offsets[i]:self.offsets[i + 1]].tolist())
+                for i, c in enumerate(self.cells.tolist())}

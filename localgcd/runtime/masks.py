@@ -145,6 +145,11 @@ class MaskEngine:
 
     # -- public ---------------------------------------------------------------
 
+    @property
+    def start_stack(self) -> int:
+        """The stack a matcher starts with."""
+        return self.pda.root
+
     def classify_all(self) -> np.ndarray:
         """Alg. 5 ahead of time for every outcome of every row; the status table (see ``statuses=``)."""
         outcomes = sorted_unique(np.concatenate([self.rows.outcomes(q) for q in range(self.spanner.n_states)]))

@@ -1,7 +1,9 @@
 """The Matcher: the state of one constrained generation (GreatGramma Alg. 6).
 
 State is a lexer state, a parser stack (a hash-consed node of the shared
-PDA), whether anything has been read yet, and (Indenter grammars) the layout.
+PDA; for a general grammar, the frontier of every live stack, :mod:`localgcd.runtime.glr`),
+whether anything has been read yet, and (Indenter grammars) the layout.  ``engine`` is a
+:class:`~localgcd.runtime.masks.MaskEngine` or a :class:`~localgcd.runtime.glr.GeneralMaskEngine`.
 
 Error contract — the one place it is written:
 
@@ -38,7 +40,7 @@ from localgcd.runtime.masks import Mask, MaskEngine
 @dataclass(frozen=True)
 class _State:
     lexer_state: int
-    node: int
+    node: object  # the engine's stack: a PDA node id, or a general grammar's Frontier
     at_start: bool
     terminated: bool
     layout: Layout = NO_LAYOUT
@@ -49,7 +51,7 @@ class Matcher:
 
     def __init__(self, engine: MaskEngine) -> None:
         self._engine = engine
-        self._state = self._initial = _State(0, engine.pda.root, True, False)
+        self._state = self._initial = _State(0, engine.start_stack, True, False)
         self._history: list[_State] = []
         self.error: str | None = None
 

@@ -64,8 +64,8 @@ context pushed in*: a recursive rule directly followed by a regular run gets
 a copy whose alternatives end with that run, merged into their own regular
 tails (one level deep), so ``term "\\n"`` with ``term`` ending in
 ``[ \\t\\n]*`` becomes one DFA (llama.cpp's arithmetic.gbnf needs this).  If
-that fails too, the conflict is a :class:`GrammarError` at the GBNF rule(s)
-involved.  Typical causes: real ambiguity (c.gbnf: ``return (x);`` is both a
+that fails too, the first translation is marked ``general``: the general parser
+(:mod:`localgcd.parser.glr`) keeps every conflict and follows every parse.  Typical causes: real ambiguity (c.gbnf: ``return (x);`` is both a
 return statement and a call of a function named ``return``), or a decision
 that needs more than one character of lookahead through a recursive rule.
 
@@ -76,8 +76,10 @@ surrogate code points.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from localgcd.budget import BudgetMeter, unbounded
-from localgcd.grammar.gbnf.check import check_translation, conflict_error
+from localgcd.grammar.gbnf.check import check_translation
 from localgcd.grammar.gbnf.emit import emit_grammar
 from localgcd.grammar.gbnf.reader import read_gbnf
 from localgcd.grammar.gbnf.runs import SliceDFAs
@@ -97,14 +99,19 @@ def translate(grammar: GbnfGrammar, meter: BudgetMeter | None = None) -> Grammar
 
     Tries the :data:`~.translator.STRATEGIES` in order until one is LALR(1): runs cut after
     prefix-free heads (smallest tables); runs kept whole (a cut can force an early decision); runs
-    also pushed into the rules before them (larger grammar).  The last attempt's conflict is the
-    error.  ``meter``: the compile budget, checked by the automata of the regular parts and the
+    also pushed into the rules before them (larger grammar).  When none is, the first translation,
+    marked ``general`` (GBNF means the whole context-free language: the general parser keeps every
+    parse, as llama.cpp's sampler does).  ``meter``: the compile budget, checked by the automata of the regular parts and the
     LR(0) automaton."""
     meter = meter if meter is not None else unbounded()
     dfas: SliceDFAs = {}  # the attempts share the automata of their runs' slices
+    attempts = []
     for strategy in STRATEGIES:
         translated = Translator(grammar, strategy, meter, dfas).translate()
         check = check_translation(translated, meter)
         if check.lalr.deterministic:
             return emit_grammar(translated, grammar.source, grammar.warnings)
-    raise conflict_error(check, translated, grammar)
+        attempts.append(translated)
+    # not LALR(1) however translated: the first translation (the same language -- the lexer's prefix
+    # code does not depend on the parser) for the general parser, which keeps every parse
+    return replace(emit_grammar(attempts[0], grammar.source, grammar.warnings), general=True)

@@ -44,30 +44,3 @@ def check_translation(translated: TranslatedGrammar, meter: BudgetMeter | None =
                                               for kind, name in alternative)))
             lhs.append(nt)
     return TranslationCheck(check_lalr(encoded, len(terminals), symbol[START], meter), tuple(lhs), terminals)
-
-
-def conflict_error(check: TranslationCheck, translated: TranslatedGrammar, grammar: GbnfGrammar) -> GrammarError:
-    """The check's conflicts as one error, at the earliest GBNF rule involved."""
-    positions = grammar.positions
-    conflicts: list[tuple[Position, list[str], str, str]] = []
-    for cell in check.lalr.conflicts:
-        names = sorted({check.rule_lhs[r] if r < len(check.rule_lhs) else START for r in cell.rules})
-        owners = sorted({translated.owner.get(n, grammar.start) for n in names},
-                        key=lambda o: positions.get(o, (0, 0)))
-        conflicts.append((positions.get(owners[0], (0, 0)), owners, cell.kind, check.terminals[cell.terminal]))
-    conflicts.sort()
-    first, owners, kind, term = conflicts[0]
-    if term in translated.atom_ranges:
-        on = f" on next character {show_chars(translated.atom_ranges[term])}"
-    elif term in translated.terminals:
-        on = f" on a lexeme of /{translated.terminals[term]}/"
-    else:
-        on = " at the end of the text" if term == END else ""
-    where = ", ".join(f"'{o}' (line {positions[o][0]}:{positions[o][1]})" for o in owners if o in positions)
-    more = f"; {len(conflicts) - 1} more conflict(s)" if len(conflicts) > 1 else ""
-    return GrammarError(
-        f"not LALR(1) after translation ({kind} conflict{on}) in rule(s) {where}{more}: the grammar is"
-        " ambiguous here or needs more than one character of lookahead to decide where a rule"
-        " ends; rewrite it so the next character decides (e.g. move optional trailing whitespace"
-        " out of a recursive rule to where a fixed character follows it)",
-        grammar.source, *first, grammar.line_text(first[0]))

@@ -1,0 +1,244 @@
+"""Masks for a general grammar: every live parse (a graph-structured stack), the union over them.
+
+A grammar whose tables keep conflict cells (GBNF that is not LALR(1), Lark's ``parser="earley"``)
+is parsed by :class:`~localgcd.parser.glr.GraphParser`: the parser side of a matcher's state is a
+:class:`~localgcd.parser.glr.Frontier` (the tops of every live stack), not one stack.  The lexer
+side, the token spanner and its rows are today's: a token is allowed iff its outcome ``T1 … Tk``
+(end lexer state ``q'``) passes on *some* live stack — the frontier takes ``T1 … Tk`` (the GSS
+step keeps every stack that does) and some terminal the pending lexeme of ``q'`` can become is
+taken after them (or it can become an ignored terminal) — exactly the deterministic check of
+:mod:`localgcd.runtime.checks` with "the stack takes" read as "some live stack takes".
+
+Cost, and what is not reused: the Alg. 5 statuses and the stack-free analysis assume one action
+per cell, so here every distinct outcome of the row is checked on the frontier (its steps
+memoized per frontier: outcomes that share a prefix share its closure), once per frontier; a
+mask is cached on its frontier.  Deterministic grammars never come here (the
+:class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with lark's Indenter
+and conflicts are refused (:func:`general_engine_for`).
+
+:class:`GeneralMaskEngine` offers what :class:`~localgcd.runtime.matcher.Matcher` asks of a mask
+engine, so the matcher (and its error contract) is the same object for both kinds of grammar.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from localgcd.errors import GrammarError
+from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.parser.glr import Frontier, GraphParser
+from localgcd.parser.pda import DEAD_STACK
+from localgcd.parser.tables import ParseTables
+from localgcd.regex.dfa import DEAD_STATE
+from localgcd.runtime.layout import NO_LAYOUT, Layout
+from localgcd.runtime.masks import Mask
+from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
+
+_MASK = "mask"  # Frontier.memo keys: (_MASK, q, at_start) → Mask; (_FINAL, q') → bool; outcome → bool
+_FINAL = "final"
+
+
+class GeneralMaskEngine:
+    """Masks and steps of a general grammar over graph-structured stacks (one per compiled grammar)."""
+
+    def __init__(self, tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
+                 ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray) -> None:
+        self.parser = GraphParser(tables)
+        self.spanner, self.rows, self._lexer = spanner, rows, lexer
+        self.token_bytes = token_bytes
+        self.n_tokens = spanner.n_tokens
+        self.end_ids = end_ids
+        self.end_id_set = frozenset(end_ids.tolist())
+        self.terminated_mask = Mask.of(np.zeros(self.n_tokens, dtype=bool), True, end_ids[:0])
+        self._ignored = ignored.tolist()
+        self._meaningful = np.flatnonzero(~ignored).tolist()
+        seen = np.zeros(lexer.producible.shape[1], dtype=bool)
+        seen[:ignored.size] = ~ignored
+        self._prod_terms = [np.flatnonzero(row & seen).tolist() for row in lexer.producible]
+        self._ignored_only = (lexer.producible[:, :ignored.size] & ignored[None, :]).any(axis=1).tolist()
+        self._accept = lexer.accept.tolist()
+        self._restart = lexer.restart.tolist()
+        self._next_state, self._emitted = lexer.next_state, lexer.emitted
+        self._n_lexer_terminals = lexer.producible.shape[1]
+        self._token_class = spanner.token_class.astype(np.intp, copy=False)
+        self._lists: tuple[list[int], list[int]] | None = None
+
+    @property
+    def start_stack(self) -> Frontier:
+        return self.parser.root
+
+    # -- what the Matcher asks ----------------------------------------------------
+
+    def mask(self, q: int, frontier: Frontier, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
+        """The tokens some live stack allows after the text (lexer state ``q``)."""
+        key = (_MASK, q, at_start)
+        found = frontier.memo.get(key)
+        if found is None:
+            found = frontier.memo[key] = self._compute(q, frontier, at_start)
+        return found
+
+    def advance(self, q: int, frontier: Frontier, token: int, layout: Layout = NO_LAYOUT
+                ) -> tuple[int, Frontier | int, Layout]:
+        """(lexer state, frontier, layout) after ``token``, or a DEAD_STACK frontier."""
+        cls = int(self.spanner.token_class[token])
+        if cls < 0:
+            return DEAD_STACK, DEAD_STACK, layout
+        if self.rows.class_emits(q)[cls]:
+            after = self._emit_pending(q, frontier)
+            if after is None:
+                return DEAD_STACK, DEAD_STACK, layout
+            frontier, q = after, self._restart[self._accept[q]]
+        outcome = self.rows.outcome_of(q, cls)
+        if outcome == DEAD_STATE:
+            return DEAD_STACK, DEAD_STACK, layout
+        after = self._after_outcome(frontier, outcome)
+        if after is None:
+            return DEAD_STACK, DEAD_STACK, layout
+        return int(self.spanner.end[outcome]), after, layout
+
+    def advance_bytes(self, q: int, frontier: Frontier, data: bytes, layout: Layout = NO_LAYOUT
+                      ) -> tuple[int, Frontier | int, Layout]:
+        """(lexer state, frontier, layout) after the raw bytes ``data``, or a DEAD_STACK frontier."""
+        next_state, emitted = self._next_state, self._emitted
+        for byte in data:
+            term, prior = int(emitted[q, byte]), q
+            q = int(next_state[q, byte])
+            if q == DEAD_STATE:
+                return DEAD_STACK, DEAD_STACK, layout
+            if term == NO_EMIT:
+                continue
+            terms = (term,) if term < self._n_lexer_terminals else self._lexer.emissions(prior, byte)
+            for t in terms:
+                if not self._ignored[t]:
+                    frontier = self.parser.step(frontier, t)
+                    if frontier is None:
+                        return DEAD_STACK, DEAD_STACK, layout
+        return (q, frontier, layout) if self._final(frontier, q) else (DEAD_STACK, DEAD_STACK, layout)
+
+    def is_accepting(self, q: int, frontier: Frontier, at_start: bool, layout: Layout = NO_LAYOUT
+                     ) -> tuple[bool, int]:
+        """Whether the text so far is a sentence (the height read: 0, the whole GSS)."""
+        terms = () if at_start else self._lexer.final_terminals(q)
+        if terms is None:
+            return False, 0
+        for t in terms:
+            if not self._ignored[t]:
+                frontier = self.parser.step(frontier, t)
+                if frontier is None:
+                    return False, 0
+        return self.parser.accepts_end(frontier), 0
+
+    def only_ignored_can_follow(self, q: int, frontier: Frontier, at_start: bool,
+                                layout: Layout = NO_LAYOUT) -> bool:
+        """As :meth:`MaskEngine.only_ignored_can_follow`, over every live stack."""
+        if not self.is_accepting(q, frontier, at_start)[0]:
+            return False
+        if q != 0 and self._prod_terms[q]:
+            if (self.spanner.first_kind[q] == FIRST_CONTINUES).any():
+                return False
+            frontier = self._emit_pending(q, frontier)
+            if frontier is None:
+                return True
+        return not any(self.parser.takes(frontier, t) for t in self._meaningful)
+
+    def live_stacks(self, frontier: Frontier) -> tuple[int, int]:
+        """(tops, GSS nodes) of a frontier: how many parses are alive, for figures."""
+        return len(frontier.tops), self.parser.live_nodes(frontier)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _compute(self, q: int, frontier: Frontier, at_start: bool) -> Mask:
+        allowed = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
+        classes, outcomes = self.rows.continuing(q)
+        pending_ends = (self.spanner.first_kind[q] == FIRST_EMITS).any()
+        if pending_ends:
+            emits = self.rows.class_emits(q)
+            keep = ~emits[classes]
+            classes, outcomes = classes[keep], outcomes[keep]
+        allowed[classes[self._passing(frontier, outcomes)]] = True
+        if pending_ends:
+            after = self._emit_pending(q, frontier)
+            if after is not None:
+                fresh_classes, fresh_outcomes = self.rows.continuing(self._restart[self._accept[q]])
+                chosen = emits[fresh_classes]
+                fresh_classes, fresh_outcomes = fresh_classes[chosen], fresh_outcomes[chosen]
+                allowed[fresh_classes[self._passing(after, fresh_outcomes)]] = True
+        accepting = self.is_accepting(q, frontier, at_start)[0]
+        return Mask.of(allowed[self._token_class], accepting, self.end_ids)
+
+    def _passing(self, frontier: Frontier, outcomes: np.ndarray) -> np.ndarray:
+        """bool per entry of ``outcomes``: does that outcome pass on some live stack?
+
+        An outcome is a cons cell (first terminal, rest of the outcome) down to its end lexer state:
+        its verdict on a frontier is the rest's on the frontier after the first terminal, each
+        (frontier, outcome) decided once (a frontier's ``memo``), so outcomes that share a tail
+        after equal stacks share its verdict."""
+        distinct, inverse = np.unique(outcomes, return_inverse=True)
+        verdicts = np.zeros(distinct.size, dtype=bool)
+        for i, outcome in enumerate(distinct.tolist()):
+            verdicts[i] = self._verdict(frontier, outcome)
+        return verdicts[inverse]
+
+    def _verdict(self, frontier: Frontier, outcome: int) -> bool:
+        """Does ``outcome`` pass on ``frontier``?"""
+        head, tail = self._outcome_lists()
+        n_base, step, ignored = self.spanner.n_base, self.parser.step, self._ignored
+        walked: list[tuple[Frontier, int]] = []
+        at, o = frontier, outcome
+        while True:
+            found = at.memo.get(o)
+            if found is not None:
+                break
+            if o < n_base:
+                found = at.memo[o] = self._final(at, o)
+                break
+            walked.append((at, o))
+            t = head[o]
+            after = at if ignored[t] else step(at, t)
+            if after is None:
+                found = False
+                break
+            at, o = after, tail[o]
+        for at, o in walked:
+            at.memo[o] = found
+        return found
+
+    def _outcome_lists(self) -> tuple[list[int], list[int]]:
+        """The spanner's outcome cells as lists (remade when a lazy spanner has made new ones)."""
+        head = self.spanner.head
+        if self._lists is None or len(self._lists[0]) != head.shape[0]:
+            self._lists = (head.tolist(), self.spanner.tail.tolist())
+        return self._lists
+
+    def _after_outcome(self, frontier: Frontier, outcome: int) -> Frontier | None:
+        """The frontier after an outcome's terminals, if it passes (see the module docstring)."""
+        step, ignored = self.parser.step, self._ignored
+        for t in self.spanner.terminals(outcome):
+            if not ignored[t]:
+                frontier = step(frontier, t)
+                if frontier is None:
+                    return None
+        return frontier if self._final(frontier, int(self.spanner.end[outcome])) else None
+
+    def _final(self, frontier: Frontier, q: int) -> bool:
+        """Can the pending lexeme in ``q`` become a terminal some live stack takes (or an ignored one)?"""
+        key = (_FINAL, q)
+        found = frontier.memo.get(key)
+        if found is None:
+            found = frontier.memo[key] = (self._ignored_only[q]
+                                          or any(self.parser.takes(frontier, t) for t in self._prod_terms[q]))
+        return found
+
+    def _emit_pending(self, q: int, frontier: Frontier) -> Frontier | None:
+        term = self._accept[q]
+        return frontier if self._ignored[term] else self.parser.step(frontier, term)
+
+
+def general_engine_for(tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
+                       ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
+                       has_indenter: bool, source: str) -> GeneralMaskEngine:
+    """The general engine of a grammar with conflict cells; an Indenter grammar's is refused."""
+    if has_indenter:
+        raise GrammarError("a grammar with lark's Indenter must be LALR(1) (its conflicts would need the general "
+                           "parser, which does not track the layout)", source)
+    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids)

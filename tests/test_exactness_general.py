@@ -1,0 +1,93 @@
+"""Exactness of the general parser's masks (issue 37), against the Earley reference.
+
+Grammars that are not LALR(1) — ambiguous expressions, dangling else kept ambiguous, palindromes,
+hidden left recursion with ε-rules and a cycle, and lark's own cycle tests from
+tests/corpus/lark/issue37 — compiled with ``parser="earley"`` (the whole context-free language
+over lark's basic lexer), against :class:`reference.cfg.EarleyChecker` (an independent Earley
+recognizer over the reference lexer).  The contract is tests/test_exactness.py's: a text token is
+allowed iff the text after it is viable, an end token iff the text is complete, ``advance``
+agrees with the mask.  Walks follow random allowed tokens from the start (with restarts), and
+compare every token of a small byte vocabulary, or samples of allowed and masked tokens of
+SmolLM2's, at every position.  (Their terminals are literals and ASCII ranges: no code point on
+which ``re`` and ``regex`` differ, so no blind spot of tests/test_exactness.py applies.)
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import localgcd
+from exactness_support import MismatchLog, byte_vocabulary, reference_verdicts, sample_ids
+from reference.cfg import EarleyChecker
+from test_reference_cfg import EARLEY_GRAMMARS
+
+ISSUE37 = Path(__file__).resolve().parent / "corpus" / "lark" / "issue37"
+
+#: name → (grammar text, start rule)
+GRAMMARS = {name: (text, "start") for name, (text, _, _) in EARLEY_GRAMMARS.items()}
+GRAMMARS |= {f"lark's {name}": ((ISSUE37 / f"lark__{name}.lark").read_text(encoding="utf-8"), start)
+             for name, start in [("test_many_cycles", "start"), ("test_cycles", "a"), ("test_cycle2", "start"),
+                                 ("test_multiple_start_solutions", "start"),
+                                 ("test_earley_repeating_empty", "start"), ("test_ambiguity1", "start")]}
+WALKS = {"bytes": 6, "smollm2": 2}
+STEPS = {"bytes": 14, "smollm2": 8}
+PER_SIDE = 150  # SmolLM2: sampled allowed and masked tokens per position
+
+
+def compiled_general(text: str, start: str, vocab) -> localgcd.CompiledGrammar:
+    if start != "start":
+        text += f"\nstart: {start}\n"
+    return localgcd.compile_grammar(text, vocab, parser="earley", use_cache=False)
+
+
+def earley_reference(text: str, start: str) -> EarleyChecker:
+    return EarleyChecker(text, start=start)
+
+
+@pytest.mark.parametrize("vocab_name", sorted(WALKS))
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_general_masks_equal_the_earley_reference(name: str, vocab_name: str, load_vocab) -> None:
+    text, start = GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_name == "bytes" else load_vocab(vocab_name)
+    grammar = compiled_general(text, start, vocab)
+    ref = earley_reference(text, start)
+    rng, np_rng = random.Random(f"{name}/{vocab_name}"), np.random.default_rng(len(name))
+    log, positions = MismatchLog(), 0
+    for _ in range(WALKS[vocab_name]):
+        matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
+        for _ in range(STEPS[vocab_name]):
+            mask = matcher.allowed_token_mask()
+            ids = np.arange(len(vocab)) if vocab_name == "bytes" else sample_ids(mask, vocab, np_rng, PER_SIDE)
+            log.compare(prefix, vocab, mask[ids], reference_verdicts(ref, state, vocab, ids), ids)
+            assert matcher.is_accepting() == ref.state_is_complete(state), prefix
+            positions += 1
+            for t in rng.sample(range(len(vocab)), 8):  # advance() takes another path: it must agree
+                assert matcher.copy().advance(t) == bool(mask[t]), (prefix, vocab.token_bytes[t])
+            choices = [t for t in np.flatnonzero(mask).tolist() if vocab.token_bytes[t]]
+            if not choices:
+                break
+            token = rng.choice(choices)
+            assert matcher.advance(token), matcher.error
+            state = ref.advance(state, vocab.token_bytes[token])
+            assert state is not None, f"the reference finds {prefix + vocab.token_bytes[token]!r} dead"
+            prefix += vocab.token_bytes[token]
+    assert positions and not log, log.report(f"{name} × {vocab_name}")
+
+
+@pytest.mark.parametrize(("name", "sentence", "ambiguous_in"), [
+    ("palindromes", b"abba", "p"),
+    ("expressions without precedence", b"1+2*3", "e"),
+    ("dangling else kept ambiguous", b"if c1 then if c2 then go else go", "s"),
+    ("hidden left recursion, epsilon and a cycle", b"zzy;xx", "t"),
+])
+def test_ambiguous_sentences_are_accepted(name: str, sentence: bytes, ambiguous_in: str) -> None:
+    text, start = GRAMMARS[name]
+    grammar = compiled_general(text, start, byte_vocabulary())
+    matcher = grammar.matcher()
+    assert matcher.accept_bytes(sentence) and matcher.is_accepting(), matcher.error
+    assert grammar.parser_mode == "general"
+    assert any(f"{ambiguous_in}:" in c for c in grammar.conflicts), grammar.conflicts
