@@ -53,14 +53,16 @@ def main() -> None:
             continue
 
         def stage() -> None:
-            build_parse_tables(gbnf_to_grammar(text, str(path)))
+            grammar = gbnf_to_grammar(text, str(path))
+            build_parse_tables(grammar, general=grammar.general)
 
         front = best_of(args.repeat, lambda: gbnf_to_grammar(text, str(path)))
         whole = best_of(args.repeat, stage)
         total_front += front
         total_stage += whole
         n_rules = len(translation.rules)
-        print(f"{path.name:28} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  ok ({n_rules} rules)")
+        mode = "general parser" if translation.general else "LALR(1)"
+        print(f"{path.name:28} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  ok ({n_rules} rules, {mode})")
     print(f"{'total':28} {total_front * 1e3:8.1f}ms {total_stage * 1e3:8.1f}ms")
 
 
