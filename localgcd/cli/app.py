@@ -88,6 +88,7 @@ def compile_cmd(
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     max_states: Optional[int] = cons.MAX_STATES,
     lark_regex: bool = cons.LARK_REGEX,
+    lexer: Optional[str] = cons.LEXER,
     open_objects: bool = cons.OPEN_OBJECTS,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
@@ -111,7 +112,7 @@ def compile_cmd(
     with user_errors():
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        lark_regex=lark_regex, open_objects=open_objects, budget=budget)
+                                        lark_regex=lark_regex, lexer=lexer, open_objects=open_objects, budget=budget)
         src = constraint.source
         spec = resolve_model(model)
         path = spec.locate()
@@ -176,6 +177,7 @@ def check(
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     max_states: Optional[int] = cons.MAX_STATES,
     lark_regex: bool = cons.LARK_REGEX,
+    lexer: Optional[str] = cons.LEXER,
     open_objects: bool = cons.OPEN_OBJECTS,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
@@ -196,7 +198,7 @@ def check(
     with user_errors():
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex,
+                                        stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex, lexer=lexer,
                                         open_objects=open_objects, budget=budget)
         src = constraint.source
         if file == "-":

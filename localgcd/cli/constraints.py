@@ -22,6 +22,7 @@ from localgcd.budget import CompileBudget
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
+from localgcd.parser.contextual import check_lexer
 from localgcd.grammar.formats import FORMATS, to_lark
 from localgcd.grammar.regex_choice import regex_to_lark
 from localgcd.grammar.sources import GrammarSource, resolve_grammar
@@ -47,6 +48,10 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
+LEXER = typer.Option(None, "--lexer", metavar="basic|contextual",
+                     help="Lark grammar: basic (default: one longest-match lexer over every terminal) or "
+                          "contextual (lark's default for parser='lalr': only the terminals the parser can "
+                          "take compete; an error where localgcd cannot lex that exactly).")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
                                "properties, the `regex` module's Unicode data).")
@@ -92,7 +97,8 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
                        regex: Optional[str] = None, choices: Optional[list[str]] = None, lenient: bool = False,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
                        stdin_user: Optional[str] = None, lark_regex: bool = False,
-                       open_objects: bool = False, budget: Optional[CompileBudget] = None) -> Constraint:
+                       open_objects: bool = False, budget: Optional[CompileBudget] = None,
+                       lexer: Optional[str] = None) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
     compile budget a ``--regex`` is checked within (its automaton is made here)."""
@@ -117,8 +123,14 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
                                                 ("--open-objects", open_objects)) if given_]
     if lark_regex and source.fmt != "lark":
         raise GrammarError(f"--lark-regex applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
-    if lark_regex:
-        return Constraint(source, {"lark_regex": True})
+    if lexer is not None and source.fmt != "lark":
+        raise GrammarError(f"--lexer applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
+    if lexer is not None:
+        check_lexer(lexer, source.source)
+    lark_options = {**({"lark_regex": True} if lark_regex else {}),
+                    **({"lexer": lexer} if lexer not in (None, "basic") else {})}
+    if lark_options:
+        return Constraint(source, lark_options)
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "

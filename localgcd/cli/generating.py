@@ -31,6 +31,7 @@ def generate(
     whitespace: Optional[str] = cons.WHITESPACE_OPTION,
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     lark_regex: bool = cons.LARK_REGEX,
+    lexer: Optional[str] = cons.LEXER,
     open_objects: bool = cons.OPEN_OBJECTS,
     max_states: Optional[int] = cons.MAX_STATES,
     after: Optional[str] = cons.AFTER,
@@ -97,7 +98,7 @@ def generate(
         # a bad name, file or pattern fails before the model loads
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="PROMPT" if prompt == "-" else None, lark_regex=lark_regex,
+                                        stdin_user="PROMPT" if prompt == "-" else None, lark_regex=lark_regex, lexer=lexer,
                                         open_objects=open_objects, budget=budget)
         src = constraint.source
         prompt_text = sys.stdin.read() if prompt == "-" else prompt

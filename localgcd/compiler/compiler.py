@@ -34,6 +34,7 @@ from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
+from localgcd.parser.contextual import check_lexer, contextual_lexing
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -113,20 +114,25 @@ class Compiler:
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
-                base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
+                base_dir: str | Path | None = None, lexer: str = "basic", **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
-        it as lark does.  ``base_dir``: the folder a Lark text's relative
+        it as lark does.  ``lexer``: ``"basic"`` (one longest-match lexer over
+        every terminal, the default) or ``"contextual"`` (a Lark grammar lexed
+        as ``Lark(g, parser="lalr")``'s default contextual lexer does, where
+        that is exact: :mod:`localgcd.parser.contextual`).  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
         only).  Raises :class:`GrammarError` for invalid or unsupported grammars.
         """
         check_format(fmt, source)
+        check_lexer(lexer, source)
         where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
         tuned = (self.tuning.table_key(),) if self.tuning.table_key() else ()  # (defaults: the key it always had)
+        lexed = (f"lexer={lexer}",) if lexer != "basic" else ()  # (basic: the key it always had)
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
-                         *where, *tuned)
+                         *where, *tuned, *lexed)
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
@@ -141,7 +147,7 @@ class Compiler:
                 return compiled
             unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
         compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager,
-                              base_dir=base_dir, **options)
+                              base_dir=base_dir, lexer=lexer, **options)
         if self.use_cache:
             written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
             if written:
@@ -152,7 +158,7 @@ class Compiler:
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
-              base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
+              base_dir: str | Path | None = None, lexer: str = "basic", **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
@@ -161,14 +167,15 @@ class Compiler:
         """
         with _collector_paused():
             try:
-                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, **options)
+                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, lexer, **options)
             except CompileBudgetError as exc:
                 if exc.source is not None:
                     raise
                 raise CompileBudgetError(exc.message, source) from None  # a stage that knows no place
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
-               fmt: str, lazy: bool, base_dir: str | Path | None = None, **options: Any) -> CompiledGrammar:
+               fmt: str, lazy: bool, base_dir: str | Path | None = None, lexer: str = "basic",
+               **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
         translation = to_lark(text, fmt, source, meter, self.tuning, **options)
@@ -180,6 +187,10 @@ class Compiler:
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning)
         for conflict in conflicts:
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
+        if lexer == "contextual":
+            if fmt != "lark":
+                raise GrammarError(f"lexer='contextual' applies to a Lark grammar only, not to {fmt}", source)
+            grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
         t1 = time.perf_counter()
         lexer = build_lexer(list(grammar.terminals), source, translation.user_text or text, meter, self.tuning)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
@@ -237,8 +248,11 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                     indenter: IndenterOptions | None = None, lark_regex: bool = False,
                     base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget(),
-                    tuning: Tuning = Tuning()) -> CompiledGrammar:
+                    tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str = "basic") -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
+
+    ``parser``: ``"lalr"`` (the only one today: lark's LALR(1) with its conflict resolution);
+    ``lexer``: ``"basic"`` or ``"contextual"`` (see :meth:`Compiler.compile`).
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
@@ -250,9 +264,11 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache, budget, tuning)
+    if parser != "lalr":
+        raise GrammarError(f"parser={parser!r} is not supported: localgcd parses with LALR(1) (parser='lalr')", source)
     options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, base_dir=base_dir,
-                            **options)
+                            lexer=lexer, **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",
