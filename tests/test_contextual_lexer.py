@@ -1,7 +1,7 @@
 """``lexer="contextual"``: a Lark grammar lexed as ``Lark(g, parser="lalr")``'s default contextual
 lexer lexes it (only the terminals the parser state on top of the stack takes, and the ignored
 ones, compete for a lexeme), exactly or refused with the terminal and two parser contexts named
-(:mod:`localgcd.parser.contextual`).
+(:mod:`localgcd.compiler.contextual`).
 
 The reference is :class:`reference.cfg.ContextualChecker` (lark's own parse table rows, each read by
 the reference lexer restricted to the row): masks against it token by token, over a byte vocabulary

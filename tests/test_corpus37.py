@@ -44,7 +44,7 @@ from localgcd.errors import GrammarError, LocalgcdError
 from localgcd.grammar.formats import to_lark
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.lexer.automaton import build_lexer_dfa
-from localgcd.parser.contextual import contextual_lexing
+from localgcd.compiler.contextual import contextual_lexing
 from localgcd.parser.lalr import build_parse_tables
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

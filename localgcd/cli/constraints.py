@@ -22,7 +22,7 @@ from localgcd.budget import CompileBudget
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
-from localgcd.parser.contextual import check_lexer
+from localgcd.compiler.contextual import check_lexer
 from localgcd.grammar.formats import FORMATS, to_lark
 from localgcd.grammar.regex_choice import regex_to_lark
 from localgcd.grammar.sources import GrammarSource, resolve_grammar

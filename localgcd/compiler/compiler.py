@@ -34,7 +34,7 @@ from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
-from localgcd.parser.contextual import check_lexer, contextual_lexing
+from localgcd.compiler.contextual import check_lexer, contextual_lexing
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -121,7 +121,7 @@ class Compiler:
         it as lark does.  ``lexer``: ``"basic"`` (one longest-match lexer over
         every terminal, the default) or ``"contextual"`` (a Lark grammar lexed
         as ``Lark(g, parser="lalr")``'s default contextual lexer does, where
-        that is exact: :mod:`localgcd.parser.contextual`).  ``base_dir``: the folder a Lark text's relative
+        that is exact: :mod:`localgcd.compiler.contextual`).  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
         only).  Raises :class:`GrammarError` for invalid or unsupported grammars.
