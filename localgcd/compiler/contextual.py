@@ -11,16 +11,19 @@ localgcd's lexer has *modes* (:mod:`localgcd.lexer.transducer`): one start state
 after terminal ``T`` lexing restarts in ``T``'s next mode.  The contextual lexer is exactly that
 when:
 
-* a mode is a distinct lexer of the parser states' sets — sets whose minimal automata (labels
-  included) are equal are one mode, as they lex every text alike;
-* every state the parser reaches by shifting ``T`` (the states whose accessing symbol is ``T``)
-  is in one mode: that mode is ``T``'s next mode, whatever mode ``T`` was lexed in;
+* a mode is a set of parser states lexed by one lexer over the union of their sets, which lexes
+  each of them exactly (a lexeme of a terminal a state lacks is told apart by its first byte, and
+  the parser refuses it there as the state's own lexer would);
+* the states the parser may be in after taking ``T`` from a mode's states (after the reductions
+  ``T`` causes and its shift, over every stack) lie in one mode: ``T``'s next mode from there — a
+  terminal leading to several modes from several modes is one lexer terminal per mode it leads to,
+  all of them the parser's one column;
 * an ignored terminal is lexed in every mode, as one copy per mode that stays in its mode.
 
-Where the states reached by one terminal lex differently, the mode after it depends on the
-parser's stack, not on the lexer: that is a :class:`GrammarError` naming the terminal and two
-parser contexts whose lexers differ (``lexer="basic"`` compiles the grammar with one lexer).
-When there is one mode, the contextual lexer is the basic one: nothing changes.
+Where the parser's stack alone decides which mode follows a terminal, that is a
+:class:`GrammarError` naming the terminal and two parser contexts (rule items) whose lexers differ
+(``lexer="basic"`` compiles the grammar with one lexer).  When one mode serves every state, the
+contextual lexer is the basic one and the tables are the basic ones.
 """
 
 from __future__ import annotations
@@ -117,14 +120,17 @@ def parser_state_modes(grammar: Grammar, tables: ParseTables, meter: BudgetMeter
                        tuning: Tuning = Tuning()) -> ContextualModes:
     """The parser states as modes, the start state's mode 0 (module doc).
 
-    Lexers first: states whose sets lex alike (equal minimal automata) are one *lexer class*.
-    Then Moore's refinement: states of one mode take each terminal to states of one mode (its
-    next mode from there).  Where one state's successors on a terminal lie in several modes (the
-    parser's stack decides), their lexer classes are merged into one lexing the union of their
-    sets, when that is exact: for every state, a lexeme of a terminal its set lacks starts with
-    no byte a lexeme of its set starts with — the first byte tells a lexeme the parser refuses
-    there, whichever lexer reads it, and the others lex as its own lexer does.  Else the terminal
-    keeps next mode -1 there (:func:`_check_next_modes` refuses it)."""
+    A mode lexes the union of its states' sets with one lexer, which is exact for each state when,
+    for every state, a lexeme of a terminal its set lacks starts with no byte a lexeme of its set
+    starts with: the first byte tells a lexeme the parser refuses there, and the others are lexed
+    as the state's own lexer lexes them (:func:`_union_is_exact`).  When that holds for all the
+    states at once, there is one mode (the basic lexer's tables).  Else the finest partition in
+    which the states after a terminal lie in one mode (:func:`_congruence`: the states a state
+    may reach by taking a terminal, over every stack, are joined), then coarser ones joining the
+    states with equal lexers (equal minimal automata) where that stays exact.  Where the forced
+    joins are not exact, the modes are the lexers refined by what follows them (Moore), and a
+    terminal after which one state's successors lie in several modes keeps next mode -1 there
+    (:func:`_check_next_modes` refuses it)."""
     n = len(grammar.terminals)
     ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
     lexed = (tables.action[:, :n] != NO_ACTION) | ignored[None, :]
@@ -141,8 +147,7 @@ def parser_state_modes(grammar: Grammar, tables: ParseTables, meter: BudgetMeter
         klass[r] = lexer_of_row.setdefault(key, len(lexer_of_row))
     after = _states_after(grammar, tables, lexed & ~ignored[None, :])
     lexer_of_state = klass[row_of_state]
-    forced = _congruence(np.arange(len(row_of_state)), after, [])
-    block = forced
+    block = _congruence(np.arange(len(row_of_state)), after, [])
     for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
         states = np.flatnonzero(lexer_of_state == group)
         joined = _congruence(block, after, [states.tolist()])
