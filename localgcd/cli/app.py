@@ -89,6 +89,7 @@ def compile_cmd(
     max_states: Optional[int] = cons.MAX_STATES,
     lark_regex: bool = cons.LARK_REGEX,
     parser: Optional[str] = cons.PARSER,
+    lexer: Optional[str] = cons.LEXER,
     open_objects: bool = cons.OPEN_OBJECTS,
     model: Optional[str] = typer.Option(None, "--model", "-m", metavar="NAME|FILE",
                                         help="The model whose vocabulary to compile for (default: the default model)."),
@@ -114,7 +115,8 @@ def compile_cmd(
     with user_errors():
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        lark_regex=lark_regex, parser=parser, open_objects=open_objects, budget=budget)
+                                        lark_regex=lark_regex, parser=parser, lexer=lexer, open_objects=open_objects,
+                                        budget=budget)
         src = constraint.source
         if show:
             print(show_grammar(constraint, budget), end="")
@@ -191,6 +193,7 @@ def check(
     max_states: Optional[int] = cons.MAX_STATES,
     lark_regex: bool = cons.LARK_REGEX,
     parser: Optional[str] = cons.PARSER,
+    lexer: Optional[str] = cons.LEXER,
     open_objects: bool = cons.OPEN_OBJECTS,
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
@@ -212,6 +215,7 @@ def check(
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
                                         stdin_user="FILE" if file == "-" else None, lark_regex=lark_regex, parser=parser,
+                                        lexer=lexer,
                                         open_objects=open_objects, budget=budget)
         src = constraint.source
         if file == "-":

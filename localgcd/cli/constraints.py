@@ -23,6 +23,7 @@ from localgcd.compiler.compiler import check_parser
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
+from localgcd.compiler.contextual import check_lexer
 from localgcd.grammar.formats import FORMATS, to_grammar
 from localgcd.grammar.regex_choice import regex_to_grammar
 from localgcd.grammar.sources import GrammarSource, resolve_grammar
@@ -48,6 +49,10 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
+LEXER = typer.Option(None, "--lexer", metavar="basic|contextual",
+                     help="Lark grammar: basic (default: one longest-match lexer over every terminal) or "
+                          "contextual (lark's default for parser='lalr': only the terminals the parser can "
+                          "take compete; an error where localgcd cannot lex that exactly).")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
                                "properties, the `regex` module's Unicode data).")
@@ -98,7 +103,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
                        whitespace: Optional[str] = None, property_order: Optional[str] = None,
                        stdin_user: Optional[str] = None, lark_regex: bool = False,
                        open_objects: bool = False, budget: Optional[CompileBudget] = None,
-                       parser: Optional[str] = None) -> Constraint:
+                       parser: Optional[str] = None, lexer: Optional[str] = None) -> Constraint:
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
     compile budget a ``--regex`` is checked within (its automaton is made here)."""
@@ -127,8 +132,13 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         raise GrammarError(f"--parser applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
     if parser is not None:
         check_parser(parser, source.fmt, source.source)
+    if lexer is not None and source.fmt != "lark":
+        raise GrammarError(f"--lexer applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
+    if lexer is not None:
+        check_lexer(lexer, source.source)
     lark_options = {**({"lark_regex": True} if lark_regex else {}),
-                    **({"parser": parser} if parser not in (None, "lalr") else {})}  # (defaults: the key as before)
+                    **({"parser": parser} if parser not in (None, "lalr") else {}),
+                    **({"lexer": lexer} if lexer not in (None, "basic") else {})}  # (defaults: the key as before)
     if lark_options:
         return Constraint(source, lark_options)
     if source.fmt != "json_schema":

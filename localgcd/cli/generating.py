@@ -32,6 +32,7 @@ def generate(
     property_order: Optional[str] = cons.PROPERTY_ORDER_OPTION,
     lark_regex: bool = cons.LARK_REGEX,
     parser: Optional[str] = cons.PARSER,
+    lexer: Optional[str] = cons.LEXER,
     open_objects: bool = cons.OPEN_OBJECTS,
     max_states: Optional[int] = cons.MAX_STATES,
     after: Optional[str] = cons.AFTER,
@@ -98,8 +99,8 @@ def generate(
         # a bad name, file or pattern fails before the model loads
         budget = compile_budget(max_states)
         constraint = resolve_constraint(grammar, fmt, json_schema, regex, choice, lenient, whitespace, property_order,
-                                        stdin_user="PROMPT" if prompt == "-" else None, lark_regex=lark_regex, parser=parser,
-                                        open_objects=open_objects, budget=budget)
+                                        stdin_user="PROMPT" if prompt == "-" else None, lark_regex=lark_regex,
+                                        parser=parser, lexer=lexer, open_objects=open_objects, budget=budget)
         src = constraint.source
         prompt_text = sys.stdin.read() if prompt == "-" else prompt
         if not prompt_text.strip():

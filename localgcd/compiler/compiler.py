@@ -33,6 +33,7 @@ from localgcd.grammar.json_schema.json_text import check_schema_values
 from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
+from localgcd.compiler.contextual import check_lexer, contextual_lexing
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -112,12 +113,15 @@ class Compiler:
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
-                base_dir: str | Path | None = None, parser: str = "lalr", *, document: Any = None,
-                **options: Any) -> CompiledGrammar:
+                base_dir: str | Path | None = None, parser: str = "lalr", lexer: str = "basic", *,
+                document: Any = None, **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
-        it as lark does.  ``base_dir``: the folder a Lark text's relative
+        it as lark does.  ``lexer``: ``"basic"`` (one longest-match lexer over
+        every terminal, the default) or ``"contextual"`` (a Lark grammar lexed
+        as ``Lark(g, parser="lalr")``'s default contextual lexer does, where
+        that is exact: :mod:`localgcd.compiler.contextual`).  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
         only).  ``parser`` (Lark grammars): ``"lalr"`` — lark's LALR parser's language, conflicts
@@ -130,11 +134,18 @@ class Compiler:
         """
         check_format(fmt, source)
         check_parser(parser, fmt, source)
+        check_lexer(lexer, source)
+        if lexer != "basic" and fmt != "lark":
+            raise GrammarError(f"lexer={lexer!r} applies to a Lark grammar only, not to {fmt}", source)
+        if lexer != "basic" and parser != "lalr":
+            raise GrammarError(f"lexer={lexer!r} is lark's lexer for parser='lalr', not for parser={parser!r}",
+                               source)
         where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
         tuned = (self.tuning.table_key(),) if self.tuning.table_key() else ()  # (defaults: the key it always had)
         general = (f"parser={parser}",) if parser != "lalr" else ()  # (lalr: the key it always had)
+        lexed = (f"lexer={lexer}",) if lexer != "basic" else ()  # (basic: the key it always had)
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
-                         *where, *tuned, *general)
+                         *where, *tuned, *general, *lexed)
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
@@ -149,7 +160,7 @@ class Compiler:
                 return compiled
             unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
         compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager,
-                              base_dir=base_dir, parser=parser, document=document, **options)
+                              base_dir=base_dir, parser=parser, lexer=lexer, document=document, **options)
         if self.use_cache:
             written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
             if written:
@@ -160,8 +171,8 @@ class Compiler:
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
-              base_dir: str | Path | None = None, parser: str = "lalr", document: Any = None,
-              **options: Any) -> CompiledGrammar:
+              base_dir: str | Path | None = None, parser: str = "lalr", lexer: str = "basic",
+              document: Any = None, **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
@@ -170,8 +181,8 @@ class Compiler:
         """
         with _collector_paused():
             try:
-                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, document,
-                                   **options)
+                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, lexer,
+                                   document, **options)
             except CompileBudgetError as exc:
                 if exc.source is not None:
                     raise
@@ -179,7 +190,7 @@ class Compiler:
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
                fmt: str, lazy: bool, base_dir: str | Path | None = None, parser: str = "lalr",
-               document: Any = None, **options: Any) -> CompiledGrammar:
+               lexer_kind: str = "basic", document: Any = None, **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
         grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
@@ -189,6 +200,8 @@ class Compiler:
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning, general=general)
         for conflict in conflicts if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
             warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
+        if lexer_kind == "contextual":
+            grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
         t1 = time.perf_counter()
         try:
             lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning)
@@ -268,8 +281,11 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                     indenter: IndenterOptions | None = None, lark_regex: bool = False,
                     base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget(),
-                    tuning: Tuning = Tuning(), parser: str = "lalr") -> CompiledGrammar:
+                    tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str = "basic") -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
+
+    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"basic"`` or ``"contextual"`` (Lark grammars;
+    see :meth:`Compiler.compile`).
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the
@@ -284,7 +300,7 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     compiler = default_compiler(str(root), use_cache, budget, tuning)
     options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, base_dir=base_dir,
-                            parser=parser, **options)
+                            parser=parser, lexer=lexer, **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",

@@ -29,6 +29,12 @@ class Terminal:
     next_mode: int = 0  # the mode lexing goes on in after it (see localgcd.lexer.product)
     also: tuple[Also, ...] = ()  # conditions every lexeme meets too (the text's ``also`` lines)
     written: str = ""  # an anonymous terminal as the grammar writes it (``/".*?"/``, ``"++"``); "" for a named one
+    modes: tuple[int, ...] | None = None  # the modes it is lexed in when not ``mode`` alone (lark's contextual lexer)
+
+    @property
+    def lexed_in(self) -> tuple[int, ...]:
+        """Every lexer mode it is lexed in (none: a terminal no parser state takes)."""
+        return (self.mode,) if self.modes is None else self.modes
 
     def describe(self) -> str:
         """The terminal in the user's words, for messages: ``terminal NAME /regex/``, or an anonymous
@@ -41,10 +47,14 @@ class Terminal:
         return f"terminal {self.name} /{one_line(regex)}/"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.modes is None:  # (the form entries written before contextual lexing have)
+            del data["modes"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Terminal":
         also = tuple(Also(a["regex"], a["start"], None if a["ends"] is None else tuple(a["ends"]))
                      for a in data.get("also", ()))
-        return cls(**{**data, "also": also})
+        modes = data.get("modes")
+        return cls(**{**data, "also": also, "modes": None if modes is None else tuple(modes)})

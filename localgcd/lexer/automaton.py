@@ -75,7 +75,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
                     meter: BudgetMeter | None = None, tuning: Tuning = Tuning(), *,
                     backing_up: bool = False) -> DFA:
     """The combined lexer DFA; its accept labels are indices into ``terminals``, and it has a start
-    state per lexer mode (``Terminal.mode``; a grammar without modes has one, state 0).
+    state per lexer mode (``Terminal.lexed_in``; a grammar without modes has one, state 0).
 
     ``text`` (the grammar's source) only serves to show the offending line in errors.
     ``meter``: the compile budget (a terminal that outgrows it is named, at its line).  ``tuning``:
@@ -101,7 +101,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         except CompileBudgetError as exc:
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
     try:
-        dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.mode for terminal in terminals],
+        dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.lexed_in for terminal in terminals],
                           [terminal.also for terminal in terminals], meter, tuning)
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
@@ -115,7 +115,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
     for index in sorted(missing):
         terminal = terminals[index]
-        if terminal.ignored:
+        if terminal.ignored or not terminal.lexed_in:  # (no mode lexes it: no parser state takes it)
             continue
         message = (f"{terminal.describe()} can never be produced: every lexeme it matches is won by a "
                    "higher-ranked terminal (longest match, then priority)")

@@ -55,14 +55,15 @@ _NEW_STATE = -2  # a successor not seen before, while a frontier is looked up
 _NO_LABEL = np.iinfo(np.int32).max
 
 
-def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
+def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | None = None,
                 also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None,
                 tuning: Tuning = Tuning()) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
-    ``modes[i]`` is the lexer mode terminal ``i`` is lexed in (default 0 for all): each mode has
-    its own start state (``DFA.mode_starts``), from which only its terminals begin.
+    ``modes[i]`` is the lexer mode terminal ``i`` is lexed in, or the modes (default 0 for all):
+    each mode has its own start state (``DFA.mode_starts``), from which only its terminals begin
+    (a terminal of several modes is lexed in each of them: lark's contextual lexer).
     ``also[i]``: conditions every lexeme of terminal ``i`` meets besides its regex (see
     :class:`Also`); each (regex, start) is one more component of the product, a *tracker*, that
     only decides which terminal a state accepts.  ``meter``: the compile budget, checked by each
@@ -70,12 +71,12 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
     the tracked modes explored in one walk (off: each mode's own product; the same DFA).
     """
     meter = meter if meter is not None else unbounded()
-    modes = list(modes) if modes is not None else [0] * len(regexes)
+    lexed_in = _lexed_in(modes, len(regexes))
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
-    n_modes = max(modes, default=0) + 1
-    members_of = {mode: [i for i, m in enumerate(modes) if m == mode] for mode in range(n_modes)}
+    n_modes = max((max(m) for m in lexed_in if m), default=0) + 1
+    members_of = {mode: [i for i, m in enumerate(lexed_in) if mode in m] for mode in range(n_modes)}
     conditional = _conditional_terminals(regexes)
-    conditional_modes = {modes[i] for i in conditional}
+    conditional_modes = {mode for i in conditional for mode in lexed_in[i]}
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
                                       regexes, also, meter) if tuning.tracked_modes else {}
     tables, labels, forbidden = [], [], {}
@@ -117,6 +118,13 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int] | None = None,
             if mode in forbidden:
                 emit_forbidden[ids] = forbidden[mode]
     return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)), emit_forbidden=emit_forbidden)
+
+
+def _lexed_in(modes: Sequence[int | Sequence[int]] | None, n: int) -> list[tuple[int, ...]]:
+    """Each terminal's modes, as a tuple."""
+    if modes is None:
+        return [(0,)] * n
+    return [(m,) if isinstance(m, (int, np.integer)) else tuple(m) for m in modes]
 
 
 class TerminalUnsupported(UnsupportedRegex):

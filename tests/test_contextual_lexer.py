@@ -1,0 +1,269 @@
+"""``lexer="contextual"``: a Lark grammar lexed as ``Lark(g, parser="lalr")``'s default contextual
+lexer lexes it (only the terminals the parser state on top of the stack takes, and the ignored
+ones, compete for a lexeme), exactly or refused with the terminal and two parser contexts named
+(:mod:`localgcd.compiler.contextual`).
+
+The reference is :class:`reference.cfg.ContextualChecker` (lark's own parse table rows, each read by
+the reference lexer restricted to the row): masks against it token by token, over a byte vocabulary
+and smollm2's, along texts lark derives from each grammar; ``localgcd check``'s verdict against
+lark's ``parse`` on those texts and on texts one edit away from them.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import lark
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis.extra.lark import from_lark
+
+import localgcd
+from exactness_support import (
+    MismatchLog,
+    byte_vocabulary,
+    real_tokenize,
+    reference_verdicts,
+    sample_ids,
+)
+from localgcd.errors import GrammarError
+from reference.cfg import ContextualChecker
+from test_corpus37 import BY_PATH
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: grammars whose meaning under lark's contextual lexer differs from one lexer over every terminal
+SMALL = {
+    # a keyword is a NAME where the parser takes no keyword
+    "keyword_as_name": 'start: stmt+\nstmt: "let" NAME "=" NAME ";"\nNAME: /[a-z]+/\n%ignore " "\n',
+    # "-" is a sign before a number and an operator after one; NUMBER only where a number may come
+    "sign_or_minus": 'start: NUMBER (MINUS NUMBER)*\nMINUS: "-"\nNUMBER: /-?[0-9]+/\n%ignore " "\n',
+    # a FLOAT shadowed by SIGNED where only an integer is expected
+    "shadowed": 'start: "i" INT | "f" FLOAT\nINT: /[0-9]+/\nFLOAT: /[0-9]+(\\.[0-9]+)?/\n%ignore " "\n',
+}
+
+#: issue 37's corpus grammars that lexer="contextual" compiles
+CORPUS = ["lark/issue37/d20__grammar.lark", "lark/third_party/poetry-core/pep508.lark",
+          "lark/third_party/syncode__invariants.lark"]
+
+
+def grammar_text(name: str) -> tuple[str, str]:
+    """(text, start rule) of a small grammar or a corpus entry."""
+    if name in SMALL:
+        return SMALL[name], "start"
+    entry = BY_PATH[name]
+    return entry.file.read_text(encoding="utf-8"), entry.start
+
+
+def compile_contextual(name: str, vocab) -> localgcd.CompiledGrammar:
+    text, start = grammar_text(name)
+    if start != "start":
+        text += f"\nstart: {start}\n"
+    base = BY_PATH[name].file.parent if name in BY_PATH else None
+    return localgcd.compile_grammar(text, vocab, use_cache=False, lexer="contextual", base_dir=base,
+                                    source=str(BY_PATH[name].file) if name in BY_PATH else "<grammar>")
+
+
+def lark_parser(name: str, parser: str = "lalr") -> lark.Lark:
+    text, start = grammar_text(name)
+    if name in BY_PATH:
+        return lark.Lark.open(str(BY_PATH[name].file), parser=parser, start=start)
+    return lark.Lark(text, parser=parser, start=start)
+
+
+def sample_texts(name: str, n: int, seed: int = 0) -> list[str]:
+    """Up to ``n`` texts lark's Earley parser derives from the grammar, that lark's LALR parser with its
+    contextual lexer accepts (derived texts are lexed as lark lexes them only most of the time)."""
+    found: list[str] = []
+    lalr = lark_parser(name)
+    earley = lark_parser(name, "earley")
+    start = grammar_text(name)[1]
+
+    @settings(max_examples=4 * n, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(from_lark(earley, start=start))
+    def collect(text: str) -> None:
+        if len(found) < n and text not in found:
+            try:
+                lalr.parse(text)
+            except lark.exceptions.LarkError:
+                return
+            found.append(text)
+
+    collect()
+    assert found, f"no text of {name} derived"
+    return found
+
+
+def edits(text: str, rng: random.Random, n: int) -> list[str]:
+    """``n`` texts one edit from ``text`` (a character deleted, doubled, or replaced by a space)."""
+    out = []
+    for _ in range(n):
+        if not text:
+            break
+        i = rng.randrange(len(text))
+        out.append(rng.choice([text[:i] + text[i + 1:], text[:i] + text[i] + text[i:],
+                               text[:i] + " " + text[i + 1:]]))
+    return out
+
+
+def reference(name: str) -> ContextualChecker:
+    text, start = grammar_text(name)
+    options = {"source_path": str(BY_PATH[name].file)} if name in BY_PATH else {}
+    return ContextualChecker(text, start=start, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# What it compiles, and to what
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+def test_it_compiles_where_the_parser_decides_which_terminals_compete(name: str) -> None:
+    compiled = compile_contextual(name, byte_vocabulary())
+    assert compiled.lexer.n_states > 0
+
+
+@pytest.mark.parametrize("name", ["json", "csv", "chain_of_thought"])
+def test_where_every_state_lexes_alike_the_tables_are_the_basic_lexers(name: str) -> None:
+    """A shipped grammar whose contextual lexing is its basic lexing gets the same tables."""
+    text = (ROOT / "localgcd" / "data" / "grammars" / f"{name}.lark").read_text(encoding="utf-8")
+    vocab = byte_vocabulary()
+    basic = localgcd.compile_grammar(text, vocab, use_cache=False)
+    contextual = localgcd.compile_grammar(text, vocab, use_cache=False, lexer="contextual")
+    assert contextual.terminals == basic.terminals
+    for ours, theirs in ((contextual.lexer.to_arrays(), basic.lexer.to_arrays()),
+                         (contextual.tables.to_arrays()[1], basic.tables.to_arrays()[1])):
+        assert ours.keys() == theirs.keys() and all(np.array_equal(ours[k], theirs[k]) for k in ours)
+
+
+@pytest.mark.parametrize("text, accepted", [
+    ("let x = let;", True),  # "let" is a NAME where the parser takes a NAME
+    ("let let = y;", True),
+    ("letx = y;", True),  # where only "let" competes, "letx" is "let" then "x"
+    ("let x = y; let", False),
+])
+def test_a_keyword_is_a_name_where_no_keyword_is_taken(text: str, accepted: bool) -> None:
+    compiled = compile_contextual("keyword_as_name", byte_vocabulary())
+    matcher = compiled.matcher()
+    matcher.accept_bytes(text.encode())
+    assert matcher.is_accepting() == accepted
+    try:
+        lark_parser("keyword_as_name").parse(text)
+        assert accepted
+    except lark.exceptions.LarkError:
+        assert not accepted
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals
+# ---------------------------------------------------------------------------------------------
+
+STACK_DECIDES = '''start: "a" e "+" NAME | "c" e "+" NUM
+e: "x"
+NAME: /[a-z0-9]+/
+NUM: /[0-9]+/
+'''
+
+
+def test_where_the_stack_decides_the_lexer_it_is_an_error_naming_the_terminal_and_two_contexts() -> None:
+    """After "+" lark lexes with NAME after "a" and with NUM after "c": the state before "+"
+    (``e: "x" •``) is one, what lies below it is the parser's stack's to say, and "12" is a NAME in
+    one lexer and a NUM in the other."""
+    with pytest.raises(GrammarError) as caught:
+        localgcd.compile_grammar(STACK_DECIDES, byte_vocabulary(), use_cache=False, lexer="contextual")
+    message = str(caught.value)
+    assert "lexer='contextual'" in message and "lexer='basic'" in message and "•" in message
+    assert caught.value.line is not None
+
+
+def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path) -> None:
+    grammar = tmp_path / "g.lark"
+    grammar.write_text(STACK_DECIDES, encoding="utf-8")
+    text = tmp_path / "t.txt"
+    text.write_text("a()b", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "localgcd", "check", "--grammar", str(grammar),
+                          "--lexer", "contextual", str(text)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr and f"{grammar}:" in run.stderr
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"lexer": "dynamic"}, "unknown lexer 'dynamic'"),
+    ({"lexer": "contextual", "fmt": "gbnf"}, "applies to a Lark grammar only"),
+    ({"parser": "earley", "lexer": "contextual"}, "not for parser='earley'"),
+    ({"parser": "cyk"}, "unknown parser 'cyk'"),
+])
+def test_bad_options_are_named(kwargs: dict, words: str) -> None:
+    text = 'root ::= "a"' if kwargs.get("fmt") == "gbnf" else 'start: "a"'
+    with pytest.raises(GrammarError, match=words):
+        localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exactness against the contextual reference
+# ---------------------------------------------------------------------------------------------
+
+
+def walk_and_compare(compiled: localgcd.CompiledGrammar, ref: ContextualChecker, vocab, tokens: list[int],
+                     log: MismatchLog, rng: np.random.Generator, per_side: int | None) -> None:
+    """Feed ``tokens``; at each position compare the mask with the reference (every token, or
+    ``per_side`` sampled allowed and masked ones)."""
+    matcher, state, prefix = compiled.matcher(), ref.initial_state, b""
+    for token in [*tokens, None]:
+        mask = matcher.allowed_token_mask()
+        ids = np.arange(len(vocab)) if per_side is None else sample_ids(mask, vocab, rng, per_side)
+        log.compare(prefix, vocab, mask[ids], reference_verdicts(ref, state, vocab, ids), ids)
+        if token is None:
+            break
+        assert matcher.advance(token), (prefix, vocab.token_bytes[token])
+        state = ref.advance(state, vocab.token_bytes[token])
+        assert state is not None, prefix + vocab.token_bytes[token]
+        prefix += vocab.token_bytes[token]
+
+
+@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+def test_masks_equal_the_contextual_reference_over_bytes(name: str) -> None:
+    vocab = byte_vocabulary()
+    compiled, ref = compile_contextual(name, vocab), reference(name)
+    log, rng = MismatchLog(), np.random.default_rng(0)
+    index = {vocab.token_bytes[i]: i for i in range(len(vocab)) if len(vocab.token_bytes[i]) == 1}
+    for text in sample_texts(name, 4):
+        walk_and_compare(compiled, ref, vocab, [index[bytes([b])] for b in text.encode()], log, rng, None)
+    assert not log, log.report(name)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+def test_masks_equal_the_contextual_reference_over_smollm2(name: str, load_vocab) -> None:
+    vocab = load_vocab("smollm2")
+    compiled, ref = compile_contextual(name, vocab), reference(name)
+    log, rng, walked = MismatchLog(), np.random.default_rng(0), 0
+    for text in sample_texts(name, 6):  # as the model's tokenizer cuts them, where that spells the text
+        tokens = real_tokenize("smollm2", text)
+        if b"".join(vocab.token_bytes[t] for t in tokens) == text.encode():
+            walk_and_compare(compiled, ref, vocab, tokens, log, rng, 24)
+            walked += 1
+    assert walked and not log, log.report(name)
+    assert not log, log.report(name)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+def test_whole_texts_are_accepted_as_lark_accepts_them(name: str) -> None:
+    """localgcd's verdict on a whole text (the one ``localgcd check`` gives) against lark's LALR
+    parser with its contextual lexer, on derived texts and texts one edit away."""
+    compiled, parser, rng = compile_contextual(name, byte_vocabulary()), lark_parser(name), random.Random(1)
+    texts = sample_texts(name, 6)
+    texts += [e for t in texts for e in edits(t, rng, 3)]
+    for text in texts:
+        matcher = compiled.matcher()
+        ours = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+        try:
+            parser.parse(text)
+            theirs = True
+        except lark.exceptions.LarkError:
+            theirs = False
+        assert ours == theirs, text
