@@ -203,14 +203,10 @@ class Compiler:
         if lexer_kind == "contextual":
             grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
         t1 = time.perf_counter()
-        try:
-            lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning)
-        except GrammarError as exc:
-            if parser != "earley" or "can never be produced" not in exc.message:
-                raise
-            raise GrammarError(f"{exc.message} (parser='earley' reads terminals with lark's basic lexer; lark's "
-                               "dynamic lexer, its Earley default, is not supported)", exc.source, exc.line,
-                               exc.column, exc.context) from None
+        hint = ("parser='earley' reads terminals with lark's basic lexer; lark's dynamic lexer, its Earley "
+                "default, is not supported") if parser == "earley" else ""
+        lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning,
+                            unproduced_hint=hint)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)

@@ -29,12 +29,13 @@ from localgcd.tuning import Tuning
 
 
 def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
-                meter: BudgetMeter | None = None, tuning: Tuning = Tuning()) -> LexingTransducer:
+                meter: BudgetMeter | None = None, tuning: Tuning = Tuning(), *,
+                unproduced_hint: str = "") -> LexingTransducer:
     """The lexing transducer of ``terminals``: :func:`build_lexer_dfa`'s automaton read with one
     byte of lookahead, and where a terminal's ``re.match`` backs up further (SynCode's Python
     ``_NL``), the tables of :mod:`localgcd.lexer.pending` that back up as it does."""
     meter = meter if meter is not None else unbounded()
-    dfa = build_lexer_dfa(terminals, source, text, meter, tuning, backing_up=True)
+    dfa = build_lexer_dfa(terminals, source, text, meter, tuning, backing_up=True, unproduced_hint=unproduced_hint)
     # the transducer's tables: next state and emitted terminal per byte, producible terminals
     meter.table(dfa.n_states, 6 * 256 + len(terminals), 1, "the lexing transducer")
     emit_forbidden = dfa.emit_forbidden
@@ -73,7 +74,7 @@ def _ignored_supersets(terminal: Terminal, terminals: list[Terminal], meter: Bud
 
 def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
                     meter: BudgetMeter | None = None, tuning: Tuning = Tuning(), *,
-                    backing_up: bool = False) -> DFA:
+                    backing_up: bool = False, unproduced_hint: str = "") -> DFA:
     """The combined lexer DFA; its accept labels are indices into ``terminals``, and it has a start
     state per lexer mode (``Terminal.lexed_in``; a grammar without modes has one, state 0).
 
@@ -81,7 +82,8 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     ``meter``: the compile budget (a terminal that outgrows it is named, at its line).  ``tuning``:
     as :func:`~localgcd.lexer.product.product_dfa` takes it.  ``backing_up``: keep a terminal whose
     ``re.match`` backs up further than the byte after its lexeme (for :func:`build_lexer`), instead
-    of refusing it.
+    of refusing it.  ``unproduced_hint``: said after the error for a terminal that can never be
+    produced (the compile's mode, when it bears on why).
     """
 
     def error(terminal: Terminal, message: str, kind: type[GrammarError] = GrammarError) -> GrammarError:
@@ -119,9 +121,10 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             continue
         message = (f"{terminal.describe()} can never be produced: every lexeme it matches is won by a "
                    "higher-ranked terminal (longest match, then priority)")
+        hinted = f"{message} ({unproduced_hint})" if unproduced_hint else message
         ignored_over = _ignored_supersets(terminal, terminals, meter)
         if not ignored_over:
-            raise error(terminal, message)
+            raise error(terminal, hinted)
         # every lexeme of it is one of an %ignore'd terminal's, which outranks it: whichever lexer
         # lark runs (basic, or contextual, which keeps ignored terminals in every state), it never
         # produces it (SynCode's Python: LONG_STRING inside the ignored COMMENT)
