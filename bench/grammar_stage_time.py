@@ -1,7 +1,7 @@
 """Time of the grammar stage alone (front end to the grammar the lexer and parser read) on the
 maskbench-dev schemas, for a tree with the typed grammar (``to_grammar``) or one with Lark text
 between the stages (``to_lark`` + ``load_lark_grammar``).  Usage:
-PYTHONPATH=<tree> python tools/grammar_stage_time.py [EVERY]  -> total seconds, per-schema median ms"""
+PYTHONPATH=<tree> python bench/grammar_stage_time.py [EVERY]  -> total seconds, per-schema median ms"""
 import glob, json, statistics, sys, time, warnings
 
 warnings.simplefilter("ignore")

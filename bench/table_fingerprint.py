@@ -7,8 +7,8 @@ LIMIT maskbench-dev schemas (env LIMIT, default 400) in both property orders.  W
 the typed grammar (``localgcd.grammar.formats.to_grammar``) and on one without (Lark text between
 the stages: ``to_lark`` + ``load_lark_grammar``).
 
-Usage: PYTHONPATH=<tree> python tools/table_fingerprint.py OUT.json; then
-       python tools/table_fingerprint.py --compare A.json B.json
+Usage: PYTHONPATH=<tree> python bench/table_fingerprint.py OUT.json; then
+       python bench/table_fingerprint.py --compare A.json B.json
 """
 import glob, hashlib, json, os, sys, warnings
 
