@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.budget import BudgetMeter
+from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
@@ -136,6 +136,7 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     lexed = (tables.action[:, :n] != NO_ACTION) | ignored[None, :]
     rows, row_of_state = np.unique(lexed, axis=0, return_inverse=True)
     row_of_state = row_of_state.reshape(-1)
+    meter = meter if meter is not None else unbounded()
     first_bytes = _first_bytes(grammar.terminals, meter)
     if _union_is_exact(rows, first_bytes):  # one lexer over every set is exact: the basic lexer's tables
         return ContextualModes(np.zeros(len(row_of_state), dtype=np.int64),
@@ -143,18 +144,20 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     lexer_of_row: dict[object, int] = {}
     klass = np.empty(len(rows), dtype=np.int64)  # per distinct set: its lexer class
     for r in range(len(rows)):
+        meter.time("the contextual lexer's modes")
         key = _lexer_key(grammar, np.flatnonzero(rows[r]), meter, tuning)
         klass[r] = lexer_of_row.setdefault(key, len(lexer_of_row))
     after = _states_after(grammar, tables, lexed & ~ignored[None, :])
     lexer_of_state = klass[row_of_state]
     block = _congruence(np.arange(len(row_of_state)), after, [])
     for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
+        meter.time("the contextual lexer's modes")
         states = np.flatnonzero(lexer_of_state == group)
         joined = _congruence(block, after, [states.tolist()])
         if _exact_classes(joined, rows, row_of_state, first_bytes):
             block = joined
     if not _exact_classes(block, rows, row_of_state, first_bytes):
-        block = _refined(lexer_of_state, after)  # (the forced joins are not exact: name a terminal)
+        block = _refined(lexer_of_state, after, meter)  # (the forced joins are not exact: name a terminal)
     order = {int(block[tables.start_state]): 0}  # the start state's mode first
     for b in block.tolist():
         order.setdefault(b, len(order))
@@ -178,11 +181,12 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
                            next_mode, apart)
 
 
-def _refined(initial: np.ndarray, after: list[list[tuple[int, frozenset[int]]]]) -> np.ndarray:
+def _refined(initial: np.ndarray, after: list[list[tuple[int, frozenset[int]]]], meter: BudgetMeter) -> np.ndarray:
     """Moore's refinement of ``initial``: a state's signature is its block and, per terminal, the
     blocks of the states after it."""
     block = initial
     while True:
+        meter.time("the contextual lexer's modes")
         signature: dict[object, int] = {}
         refined = np.empty_like(block)
         for state in range(len(block)):
