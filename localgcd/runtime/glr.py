@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from localgcd.errors import GrammarError
-from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.glr import Frontier, GraphParser
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.parser.tables import ParseTables
@@ -58,8 +58,6 @@ class GeneralMaskEngine:
         self._ignored_only = (lexer.producible[:, :ignored.size] & ignored[None, :]).any(axis=1).tolist()
         self._accept = lexer.accept.tolist()
         self._restart = lexer.restart.tolist()
-        self._next_state, self._emitted = lexer.next_state, lexer.emitted
-        self._n_lexer_terminals = lexer.producible.shape[1]
         self._token_class = spanner.token_class.astype(np.intp, copy=False)
         self._lists: tuple[list[int], list[int]] | None = None
 
@@ -99,20 +97,14 @@ class GeneralMaskEngine:
     def advance_bytes(self, q: int, frontier: Frontier, data: bytes, layout: Layout = NO_LAYOUT
                       ) -> tuple[int, Frontier | int, Layout]:
         """(lexer state, frontier, layout) after the raw bytes ``data``, or a DEAD_STACK frontier."""
-        next_state, emitted = self._next_state, self._emitted
-        for byte in data:
-            term, prior = int(emitted[q, byte]), q
-            q = int(next_state[q, byte])
-            if q == DEAD_STATE:
-                return DEAD_STACK, DEAD_STACK, layout
-            if term == NO_EMIT:
-                continue
-            terms = (term,) if term < self._n_lexer_terminals else self._lexer.emissions(prior, byte)
-            for t in terms:
-                if not self._ignored[t]:
-                    frontier = self.parser.step(frontier, t)
-                    if frontier is None:
-                        return DEAD_STACK, DEAD_STACK, layout
+        terms, q = self._lexer.feed(q, data)
+        if q == DEAD_STATE:
+            return DEAD_STACK, DEAD_STACK, layout
+        for t in terms:
+            if not self._ignored[t]:
+                frontier = self.parser.step(frontier, t)
+                if frontier is None:
+                    return DEAD_STACK, DEAD_STACK, layout
         return (q, frontier, layout) if self._final(frontier, q) else (DEAD_STACK, DEAD_STACK, layout)
 
     def is_accepting(self, q: int, frontier: Frontier, at_start: bool, layout: Layout = NO_LAYOUT

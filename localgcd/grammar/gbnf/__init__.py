@@ -84,6 +84,7 @@ from localgcd.grammar.gbnf.emit import emit_grammar
 from localgcd.grammar.gbnf.reader import read_gbnf
 from localgcd.grammar.gbnf.runs import SliceDFAs
 from localgcd.grammar.gbnf.syntax import GbnfGrammar
+from localgcd.grammar.gbnf.translated import TranslatedGrammar
 from localgcd.grammar.gbnf.translator import STRATEGIES, Translator
 from localgcd.grammar.ir import GrammarIR
 
@@ -105,13 +106,14 @@ def translate(grammar: GbnfGrammar, meter: BudgetMeter | None = None) -> Grammar
     LR(0) automaton."""
     meter = meter if meter is not None else unbounded()
     dfas: SliceDFAs = {}  # the attempts share the automata of their runs' slices
-    attempts = []
+    first: TranslatedGrammar | None = None
     for strategy in STRATEGIES:
         translated = Translator(grammar, strategy, meter, dfas).translate()
-        check = check_translation(translated, meter)
-        if check.lalr.deterministic:
+        if check_translation(translated, meter).lalr.deterministic:
             return emit_grammar(translated, grammar.source, grammar.warnings)
-        attempts.append(translated)
+        if first is None:
+            first = translated
     # not LALR(1) however translated: the first translation (the same language -- the lexer's prefix
     # code does not depend on the parser) for the general parser, which keeps every parse
-    return replace(emit_grammar(attempts[0], grammar.source, grammar.warnings), general=True)
+    assert first is not None
+    return replace(emit_grammar(first, grammar.source, grammar.warnings), general=True)
