@@ -157,6 +157,8 @@ def main() -> int:
     ap.add_argument("--no-overlap-too", action="store_true",
                     help="run every N again with the masks read in the sampling loop (no overlap)")
     ap.add_argument("--model", default=None)
+    ap.add_argument("--n-gpu-layers", default="auto",
+                    help='layers offloaded to the GPU: "auto" (the default: all on a GPU build, else 0) or a number')
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -165,7 +167,7 @@ def main() -> int:
     from localgcd.llama.loading import load_model
 
     if args.probe_decode:
-        model = load_model(args.model)
+        model = load_model(args.model, n_gpu_layers=args.n_gpu_layers)
         threads = [int(x) for x in (args.threads or str(model.llama.n_threads)).split(",")]
         rows = probe_decode(model, [int(x) for x in args.parallel.split(",")], threads)
         for r in rows:
@@ -174,7 +176,7 @@ def main() -> int:
         model.close()
         return 0
     args.threads = int(args.threads) if args.threads else None
-    model = load_model(args.model, n_threads=args.threads)
+    model = load_model(args.model, n_gpu_layers=args.n_gpu_layers, n_threads=args.threads)
     for schema in SCHEMAS:  # compiled (or read from the cache) before any timed run
         compile_constraint("json_schema", schema, model.vocab)
     lines = job_lines(args.lines, args.max_tokens)
@@ -225,7 +227,8 @@ def main() -> int:
         r["cpu_speedup"] = round(r["tokens_per_cpu_s"] / cpu_base, 2) if cpu_base else None
     same = all(t == texts[(rows[0]["parallel"], rows[0]["overlap"])] for t in texts.values())
     report = {"model": model.spec.name, "threads": model.llama.n_threads if args.threads is None else args.threads,
-              "cpus": os.cpu_count(), "machine": platform.machine(), "same_texts": same, "runs": rows}
+              "cpus": os.cpu_count(), "machine": platform.machine(), "n_gpu_layers": model.n_gpu_layers,
+              "same_texts": same, "runs": rows}
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -1,9 +1,10 @@
 """Generation speed: unconstrained vs localgcd (masks overlapping decoding, and not) vs llama.cpp's grammar sampler.
 
     python bench/generation.py [--constraint json_schema --constraint java] [--tokens 64] [--trials 5]
-                               [--threads 1] [--cache-dir DIR] [--json]
+                               [--threads 1] [--n-gpu-layers 0|auto] [--cache-dir DIR] [--json]
 
-One process, the default model (SmolLM2 135M) on the CPU (n_gpu_layers=0),
+One process, the default model (SmolLM2 135M) on the CPU (``--n-gpu-layers 0``,
+the default; ``auto`` offloads every layer on a GPU build of llama.cpp),
 greedy decoding, the same prompt for every mode of a constraint, and the same
 forced length: each run generates up to ``--tokens`` tokens (the prompts ask
 for long outputs; a run that ends sooner is reported with its real count).
@@ -243,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="llama.cpp CPU threads (default 1, so that CPU time covers all of its work)")
     ap.add_argument("--model", default=None, help="model name or .gguf path (default: the default model)")
+    ap.add_argument("--n-gpu-layers", default="0",
+                    help='layers offloaded to the GPU: 0 (the default: the CPU), "auto" or -1 (all, on a GPU build)')
     ap.add_argument("--cache-dir", default=None,
                     help="localgcd's compile cache (default: a fresh empty folder: first visits in the first run)")
     ap.add_argument("--first-no-overlap", action="store_true",
@@ -253,7 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     from localgcd.llama.loading import load_model
 
     t0 = time.perf_counter()
-    model = load_model(args.model, n_gpu_layers=0, n_ctx=1024, n_threads=args.threads)
+    from localgcd.llama.backend import resolve_gpu_layers
+
+    gpu_layers = resolve_gpu_layers(args.n_gpu_layers)
+    model = load_model(args.model, n_gpu_layers=gpu_layers, n_ctx=1024, n_threads=args.threads)
     load_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         cache_dir = Path(args.cache_dir) if args.cache_dir else Path(tmp)
@@ -263,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "forced_tokens": args.tokens,
         "trials": args.trials,
         "threads": args.threads,
+        "n_gpu_layers": gpu_layers,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "cpus": os.cpu_count(),
         "load_s": round(load_s, 3),
@@ -272,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"{results['model']} on CPU, {args.threads} thread(s), up to {args.tokens} tokens, {args.trials} "
+    where = "CPU" if gpu_layers == 0 else f"GPU ({gpu_layers} layers offloaded)"
+    print(f"{results['model']} on {where}, {args.threads} thread(s), up to {args.tokens} tokens, {args.trials} "
           f"interleaved trials (load {load_s:.2f}s)")
     for r in rows:
         print(f"\n== {r['constraint']} (compile {r['compile_s']} s, prompt {r['prompt_tokens']} tokens, "
