@@ -13,6 +13,7 @@ KERNELS = [
     Extension("localgcd.runtime.check_kernel", ["localgcd/runtime/check_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.lexer.product_kernel", ["localgcd/lexer/product_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.runtime.assembly_kernel", ["localgcd/runtime/assembly_kernel.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.runtime.logits_kernel", ["localgcd/runtime/logits_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.digraph_kernel", ["localgcd/digraph_kernel.pyx"], extra_compile_args=["-O3"]),
 ]
 

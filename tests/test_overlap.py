@@ -154,11 +154,11 @@ class Blocking:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def allowed_token_mask(self) -> np.ndarray:
+    def allowed_token_bitmask(self) -> np.ndarray:
         self.release.wait()
         if self._raise is not None:
             raise self._raise
-        mask = self._inner.allowed_token_mask()
+        mask = self._inner.allowed_token_bitmask()
         self.step_done = True
         return mask
 

@@ -10,7 +10,7 @@ holding, for every running sequence, its last sampled token, then
 1. one :func:`~localgcd.runtime.bitmask.fill_next_token_bitmask` call writes
    the masks of all sequences that sample now into an int32 ``[N, ceil(V/32)]``
    bitmask (matchers in the same state share the work);
-2. per sequence, its row masks its logits in place (``MaskApplier``) and its
+2. per sequence, its row masks its logits in place (``apply_token_bitmask_inplace``) and its
    own llama.cpp sampler chain -- the chain ``Llama.generate`` builds for
    single generation, with the sequence's own seed -- picks the token.
 
@@ -51,8 +51,8 @@ from localgcd.llama.backend import import_llama_cpp, new_batch, new_context, sam
 from localgcd.llama.generation import FINISH_REASONS, cut_at_stop, is_sentence
 from localgcd.llama.loading import LoadedModel
 from localgcd.llama.overlap import Handoff, MaskWorker
-from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, MaskApplier
-from localgcd.runtime.bitmask import allocate_token_bitmask, fill_next_token_bitmask
+from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation
+from localgcd.runtime.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
 
 #: ``stop_reason`` -> ``finish_reason``: single generation's (a stop string among them).
 BATCH_FINISH_REASONS = FINISH_REASONS
@@ -148,7 +148,6 @@ class BatchDecoder:
         self.batch = new_batch(self.n_batch)
         self.slots: list[Sequence | None] = [None] * self.n_parallel
         self.bitmask = allocate_token_bitmask(self.n_parallel, self.n_tokens)
-        self.applier = MaskApplier(self.n_tokens)
         self.decode_s = 0.0  # in llama_decode
         self.mask_s = 0.0  # in masks, sampling and booking tokens
         self.n_decodes = 0
@@ -319,8 +318,7 @@ class BatchDecoder:
         """Mask, sample and book one token for ``seq`` (its matcher advanced); True when it is
         finished (the end token, a stop string, the length limit)."""
         logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
-        mask = np.unpackbits(self.bitmask[slot].view(np.uint8), bitorder="little")[: self.n_tokens].view(np.bool_)
-        self.applier.apply(logits, mask)
+        apply_token_bitmask_inplace(logits, self.bitmask[slot], self.n_tokens)
         tok = int(seq.chain.sample(self.ctx, idx))
         if seq.t_first is None:
             seq.t_first = time.perf_counter()
@@ -356,6 +354,14 @@ class BatchDecoder:
             seq.complete = seq.proc.is_complete()
         seq.chain = None
         return seq
+
+    def stats(self) -> dict[str, float]:
+        """Seconds in llama_decode, in masks + sampling, the number of decodes, and the waits for
+        masks after the decodes (total, longest, count)."""
+        waits = self.worker.wait_stats()
+        return {"decode_s": self.decode_s, "sample_s": self.mask_s, "decodes": self.n_decodes,
+                "mask_wait_s": waits["mask_wait_s"], "mask_wait_max_s": waits["mask_wait_max_s"],
+                "mask_waits": waits["mask_waits"]}
 
     def close(self) -> None:
         self.worker.close()

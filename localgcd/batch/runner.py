@@ -111,9 +111,13 @@ class BatchJob:
         self._triggered: dict[tuple[str, str | int], Any] = {}
         self.model_name = ""
         self._interrupts = DeferredInterrupts()
-        #: seconds in llama_decode, in masks + sampling, the number of decodes, and the waits for
-        #: masks after the decodes (total, longest, count) (after a run)
-        self.decoder_stats: dict[str, float] = {}
+        self._decoder: BatchDecoder | None = None  # the last run's (its counters stay readable)
+
+    @property
+    def decoder_stats(self) -> dict[str, float]:
+        """Seconds in llama_decode, in masks + sampling, the number of decodes, and the waits for
+        masks after the decodes (total, longest, count), of the last run ({} before one)."""
+        return {} if self._decoder is None else self._decoder.stats()
 
     def run(self) -> BatchSummary:
         """Run the job to the end; a KeyboardInterrupt propagates after OUT is synced."""
@@ -155,6 +159,7 @@ class BatchJob:
             s.decoding_since = time.perf_counter()
             with BatchDecoder(loaded, self.parallel, n_ctx=self.n_ctx, n_threads=self.n_threads,
                               overlap=self.overlap) as decoder:
+                self._decoder = decoder
                 while todo or decoder.active:
                     while todo and decoder.free_slots:
                         req = todo.popleft()
@@ -174,11 +179,6 @@ class BatchJob:
                     journal.tick()
                     self.progress(s)
                     self._interrupts.check()
-                    waits = decoder.worker.wait_stats()
-                    self.decoder_stats = {"decode_s": decoder.decode_s, "sample_s": decoder.mask_s,
-                                          "decodes": decoder.n_decodes, "mask_wait_s": waits["mask_wait_s"],
-                                          "mask_wait_max_s": waits["mask_wait_max_s"],
-                                          "mask_waits": waits["mask_waits"]}
         finally:
             if owned:
                 loaded.close()

@@ -20,15 +20,11 @@ printed and swallowed; so the processor never raises: it records the error (or
 a ``KeyboardInterrupt``) in :attr:`GrammarLogitsProcessor.exception` and
 :meth:`GrammarLogitsProcessor.raise_pending` re-raises it in the caller.
 
-Masking method: per read-only mask object (the matcher hands out one per
-automaton state and keeps it), the processor caches a plan, built once with
-one ``np.flatnonzero`` -- whichever is cheapest of (a) few allowed ids: save
-their logits, fill the column with ``-inf``, put them back; (b) few forbidden
-ids: set those to ``-inf``; (c) about half and half: one ``np.add`` of a
-cached ``0``/``-inf`` bias (exact: ``x + 0.0 == x``, ``x + -inf == -inf``).
-All three work on the strided ``logit`` column llama-cpp-python passes, with no
-Python loop over the vocabulary.  A writable (possibly reused) mask gets a
-fresh plan each call.
+Masking: the matcher hands out each automaton state's mask packed (one bit per
+token, cached per state), and :func:`~localgcd.runtime.bitmask.apply_token_bitmask_inplace`
+sets the forbidden logits to ``-inf`` in one pass of a compiled kernel, on the
+strided ``logit`` column llama-cpp-python passes, with no copy and no Python
+loop over the vocabulary.
 
 Sampling defaults live here too (:data:`DEFAULT_SAMPLING`), for the library
 and the command line alike.
@@ -37,13 +33,13 @@ and the command line alike.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 import numpy as np
 
 from localgcd.errors import MatcherError
+from localgcd.runtime.bitmask import apply_token_bitmask_inplace
 
 NEG_INF = np.float32(-np.inf)
 
@@ -67,7 +63,7 @@ DEFAULT_SAMPLING = SamplingDefaults()
 class MatcherLike(Protocol):  # the part of localgcd's Matcher used here
     error: str | None
 
-    def allowed_token_mask(self) -> np.ndarray: ...
+    def allowed_token_bitmask(self) -> np.ndarray: ...
     def advance(self, token_id: int) -> bool: ...
     def is_accepting(self) -> bool: ...
     def is_terminated(self) -> bool: ...
@@ -80,94 +76,11 @@ class GrammarViolation(MatcherError):
     processor shared between generations): a :class:`~localgcd.errors.MatcherError`."""
 
 
-class MaskApplier:
-    """Sets ``scores[i] = -inf`` for every ``i`` a boolean mask forbids, fast.
-
-    ``n_vocab`` is the vocabulary size the masks are for; scores may be longer
-    (extra ids are always masked) but never shorter.  Plans (see the module
-    docstring) are cached per read-only mask object, up to ``cache_bytes``.
-    """
-
-    # Relative costs per id, measured on SmolLM2's 49,152-id strided column
-    # (scatter of 24,000 ids 40 us, np.add 62 us, fill 21 us, gather + fill +
-    # scatter of 10,000 ids 70 us): filling the column costs FILL per id of the
-    # vocabulary, keeping an allowed id KEEP, dropping a forbidden id DROP, the
-    # bias add ADD per id of the vocabulary.
-    _FILL, _KEEP, _DROP, _ADD = 0.26, 2.6, 1.0, 0.75
-
-    def __init__(self, n_vocab: int, cache_bytes: int = 64 << 20) -> None:
-        self.n_vocab = int(n_vocab)
-        self._cache: OrderedDict[int, tuple[np.ndarray, str, np.ndarray]] = OrderedDict()
-        self._cache_bytes = 0
-        self._cache_limit = int(cache_bytes)
-        self.hits = 0
-        self.misses = 0
-
-    def plan(self, mask: np.ndarray) -> tuple[str, np.ndarray]:
-        """("keep", allowed ids) | ("drop", forbidden ids) | ("add", bias), cheapest first."""
-        n = self.n_vocab
-        allowed = np.flatnonzero(mask)
-        k = allowed.size
-        keep = self._FILL * n + self._KEEP * k
-        drop = self._DROP * (n - k)
-        add = self._ADD * n
-        if keep <= drop and keep <= add:
-            return "keep", allowed
-        if drop <= add:
-            forbidden = np.ones(n, dtype=bool)
-            forbidden[allowed] = False
-            return "drop", np.flatnonzero(forbidden)
-        bias = np.full(n, NEG_INF, dtype=np.float32)
-        bias[allowed] = 0.0
-        return "add", bias
-
-    def _cached_plan(self, mask: np.ndarray) -> tuple[str, np.ndarray]:
-        if mask.flags.writeable:  # may be changed in place later: never cached
-            self.misses += 1
-            return self.plan(mask)
-        key = id(mask)
-        got = self._cache.get(key)
-        if got is not None and got[0] is mask:
-            self._cache.move_to_end(key)
-            self.hits += 1
-            return got[1], got[2]
-        self.misses += 1
-        how, data = self.plan(mask)
-        # The entry keeps the mask alive, so its id cannot be reused meanwhile.
-        self._cache[key] = (mask, how, data)
-        self._cache_bytes += data.nbytes
-        while self._cache_bytes > self._cache_limit and len(self._cache) > 1:
-            _, (_, _, old) = self._cache.popitem(last=False)
-            self._cache_bytes -= old.nbytes
-        return how, data
-
-    def apply(self, scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Mask ``scores`` in place (and return it)."""
-        n = self.n_vocab
-        if mask.shape != (n,):
-            raise ValueError(f"mask has shape {mask.shape}, expected ({n},)")
-        if scores.shape[0] < n:
-            raise ValueError(f"the model has {scores.shape[0]} logits but the grammar's vocabulary has {n} tokens")
-        head = scores[:n] if scores.shape[0] > n else scores
-        how, data = self._cached_plan(mask)
-        if how == "keep":
-            kept = head[data]
-            head.fill(NEG_INF)
-            head[data] = kept
-        elif how == "drop":
-            head[data] = NEG_INF
-        else:
-            np.add(head, data, out=head)
-        if scores.shape[0] > n:
-            scores[n:] = NEG_INF
-        return scores
-
-
 @dataclass(frozen=True)
 class NextStep:
     """The matcher read after a token (what the next sampling needs), as the mask worker hands it back."""
 
-    mask: np.ndarray  # the next mask
+    mask: np.ndarray  # the next mask, packed (uint32 words)
     stop: bool  # generation is over (should_stop)
 
 
@@ -211,8 +124,8 @@ class GrammarLogitsProcessor:
         self.may_stop = False
         #: A step said generation is over: a token sampled after it is to be dropped.
         self.grammar_stopped = False
-        first = matcher.allowed_token_mask()
-        self._applier = MaskApplier(len(first) if n_vocab is None else n_vocab)
+        # the ids the masks cover (a model may have more logits: those are always masked)
+        self.n_tokens = len(matcher.allowed_token_mask()) if n_vocab is None else int(n_vocab)
 
     @property
     def matcher(self) -> MatcherLike:
@@ -232,7 +145,7 @@ class GrammarLogitsProcessor:
         self.may_stop = bool(m.is_accepting())
 
         def step() -> NextStep:
-            mask = m.allowed_token_mask()
+            mask = m.allowed_token_bitmask()
             return NextStep(mask, bool(m.is_terminated() or m.only_end_allowed() or m.only_ignored_can_follow()))
 
         if self.worker is None:
@@ -324,8 +237,8 @@ class GrammarLogitsProcessor:
             else:
                 self.sync(input_ids)
                 ready = self._ready
-                mask = ready.mask if ready is not None else self._matcher.allowed_token_mask()
-                self._applier.apply(scores, mask)
+                mask = ready.mask if ready is not None else self._matcher.allowed_token_bitmask()
+                apply_token_bitmask_inplace(scores, mask, self.n_tokens)
         except BaseException as exc:  # never raise through the C callback
             if self.exception is None:
                 self.exception = exc
@@ -358,10 +271,6 @@ class GrammarLogitsProcessor:
 
     def timing_stats(self) -> dict[str, Any]:
         return percentiles_ms(self.timings_ns)
-
-    @property
-    def cache_stats(self) -> dict[str, int]:
-        return {"hits": self._applier.hits, "misses": self._applier.misses}
 
 
 def _dead_end(scores: np.ndarray) -> None:

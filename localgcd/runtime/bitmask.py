@@ -1,9 +1,13 @@
-"""Masks of many matchers at once, in the layout serving engines use.
+"""Masks of many matchers at once, in the layout serving engines use, and applied to logits.
 
 ``fill_next_token_bitmask(matchers, bitmask)`` writes row ``i`` of an int32
 ``[N, ceil(V / 32)]`` array: bit ``t % 32`` of word ``t // 32`` is set when
 token ``t`` may come next for ``matchers[i]`` (the layout of
 ``Matcher.allowed_token_bitmask``, of xgrammar's and llguidance's bitmasks).
+``apply_token_bitmask_inplace(logits, row, n_tokens)`` sets the logits of the
+tokens a row forbids to ``-inf``: one pass of the compiled kernel
+(``logits_kernel.pyx``, without the GIL), or numpy where it was not built or
+``kernels=False`` asks for the independent path.
 
 Matchers of one grammar share its engine, which computes each state's mask
 once and caches it (packed): matchers in the same state, now or later, cost a
@@ -18,6 +22,11 @@ import numpy as np
 
 from localgcd.errors import MatcherError
 from localgcd.runtime.matcher import Matcher
+
+try:
+    from localgcd.runtime import logits_kernel
+except ImportError:  # not built: the numpy path serves
+    logits_kernel = None
 
 
 def bitmask_words(n_tokens: int) -> int:
@@ -70,3 +79,32 @@ def _fit(packed: np.ndarray, width: int) -> np.ndarray:
     if packed.size > width:
         raise MatcherError(f"bitmask rows have {width} words; the vocabulary needs {packed.size}")
     return np.pad(packed, (0, width - packed.size))
+
+
+def apply_token_bitmask_inplace(logits: np.ndarray, words: np.ndarray, n_tokens: int,
+                                kernels: bool | None = None) -> np.ndarray:
+    """Set ``logits[t] = -inf`` for every token ``t < n_tokens`` whose bit in ``words`` (one
+    packed row) is clear, and for every ``t >= n_tokens`` (ids a model has beyond its
+    tokenizer); the allowed logits are left as they are, bit for bit.  ``logits``: float32,
+    1-D (float32 for the kernel), possibly strided (llama-cpp-python's logit column), at least ``n_tokens`` long.
+    ``kernels``: None -- the compiled kernel when it was built --, True, or False (numpy).
+    Returns ``logits``.  Raises ValueError on a shape or dtype that does not fit."""
+    if logits.ndim != 1 or logits.dtype.kind != "f":
+        raise ValueError(f"logits must be a 1-D float array, got {logits.dtype} {logits.shape}")
+    if logits.shape[0] < n_tokens:
+        raise ValueError(f"the model has {logits.shape[0]} logits but the grammar's vocabulary has {n_tokens} tokens")
+    row = words.view(np.uint32) if words.dtype != np.uint32 else words
+    if row.ndim != 1 or row.shape[0] * 32 < n_tokens:
+        raise ValueError(f"a bitmask row of {row.shape} words cannot hold {n_tokens} tokens")
+    if kernels is None:
+        kernels = logits_kernel is not None and logits.dtype == np.float32
+    if kernels:
+        if logits_kernel is None:
+            raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
+        logits_kernel.mask_logits(logits, np.ascontiguousarray(row), n_tokens)
+        return logits
+    allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[:n_tokens].view(np.bool_)
+    head = logits[:n_tokens]
+    head[~allowed] = -np.inf
+    logits[n_tokens:] = -np.inf
+    return logits
