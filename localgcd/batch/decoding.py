@@ -255,8 +255,9 @@ class BatchDecoder:
         if complete:  # their step says whether they are over: waited for, so none is decoded past its end
             self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
             finished += self._take_answers(block=True)
-        if going_on:
-            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on), defer=True))
+        if going_on:  # in place when every next mask is computed already (a thread's hand-over costs more)
+            ready = all(seq.proc.next_mask_ready() for _, seq in going_on)
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on), defer=True, inline=ready))
         self.mask_s += time.perf_counter() - t0
         return finished
 

@@ -105,15 +105,18 @@ class MaskWorker:
         #: per job taken back: nanoseconds the caller was held up waiting for it
         self.wait_ns: list[int] = []
 
-    def submit(self, job: Callable[[], T], defer: bool = False) -> Handoff[T]:
+    def submit(self, job: Callable[[], T], defer: bool = False, inline: bool = False) -> Handoff[T]:
         """Start ``job``; until its answer is taken back, it owns what it touches.
 
         ``defer``: the thread starts it at the next :meth:`begin` (call that right before the
         decode: a thread woken earlier competes with the caller's own Python for the GIL) or
-        when its answer is waited for, whichever comes first.  Inline, a job runs at submit.
+        when its answer is waited for, whichever comes first.  Inline (no overlap, or
+        ``inline``: a job too small to be worth a thread's wake-up and the GIL's hand-over, such
+        as reading a mask that is computed already), a job runs at submit; its whole time is
+        recorded as the wait.
         """
         handoff: Handoff[T] = Handoff(self)
-        if not self.overlap:
+        if not self.overlap or inline:
             t0 = time.perf_counter_ns()
             handoff._run(job)
             handoff._inline_ns = time.perf_counter_ns() - t0

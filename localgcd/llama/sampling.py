@@ -151,7 +151,7 @@ class GrammarLogitsProcessor:
         if self.worker is None:
             self._take(step)
         else:
-            self._next = self.worker.submit(step, defer=defer)
+            self._next = self.worker.submit(step, defer=defer, inline=_mask_is_ready(m))
 
     def stop_now(self) -> bool:
         """Generation is over, by the step in flight (waited for only when :attr:`may_stop`)."""
@@ -257,6 +257,10 @@ class GrammarLogitsProcessor:
 
     # -- state -----------------------------------------------------------------
 
+    def next_mask_ready(self) -> bool:
+        """The matcher's next mask is computed already: reading it is a lookup."""
+        return _mask_is_ready(self.matcher)
+
     def is_complete(self) -> bool:
         """The text so far is a complete sentence of the grammar."""
         return bool(self.matcher.is_accepting())
@@ -271,6 +275,12 @@ class GrammarLogitsProcessor:
 
     def timing_stats(self) -> dict[str, Any]:
         return percentiles_ms(self.timings_ns)
+
+
+def _mask_is_ready(matcher: Any) -> bool:
+    """The matcher's next mask is computed already (a matcher that cannot tell: no)."""
+    ready = getattr(matcher, "ready_token_bitmask", None)
+    return ready is not None and ready() is not None
 
 
 def _dead_end(scores: np.ndarray) -> None:

@@ -67,6 +67,10 @@ class GeneralMaskEngine:
 
     # -- what the Matcher asks ----------------------------------------------------
 
+    def cached_mask(self, q: int, frontier: Frontier, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
+        """The mask :meth:`mask` gives, if it is computed already (a lookup); else None."""
+        return frontier.memo.get((_MASK, q, at_start))
+
     def mask(self, q: int, frontier: Frontier, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
         """The tokens some live stack allows after the text (lexer state ``q``)."""
         key = (_MASK, q, at_start)

@@ -160,13 +160,19 @@ class MaskEngine:
 
     def mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
         """The mask for lexer state ``q``, stack ``node`` (and the Indenter's layout)."""
-        key = (q, at_start, self.indentation.layout_key(q, layout) if self.indentation is not None else None)
-        found = self._masks.get(key, node)
+        found = self.cached_mask(q, node, at_start, layout)
         if found is not None:
-            return found[0]
+            return found
+        key = (q, at_start, self.indentation.layout_key(q, layout) if self.indentation is not None else None)
         mask, low = self._compute(q, node, at_start, layout)
         self._masks.put(key, node, self.pda.height[node] - low + 1, (mask, 0))
         return mask
+
+    def cached_mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
+        """The mask :meth:`mask` gives, if it is computed already (a lookup); else None."""
+        key = (q, at_start, self.indentation.layout_key(q, layout) if self.indentation is not None else None)
+        found = self._masks.get(key, node)
+        return None if found is None else found[0]
 
     def advance(self, q: int, node: int, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
         """(lexer state, stack, layout) after ``token`` if it is allowed, else DEAD_STACK stack."""

@@ -65,6 +65,16 @@ class Matcher:
         """Read-only packed mask: bit ``i % 32`` of word ``i // 32`` is token ``i``."""
         return self._mask().packed
 
+    def ready_token_bitmask(self) -> np.ndarray | None:
+        """:meth:`allowed_token_bitmask` if this state's mask is computed already (a cache
+        lookup, no work), else None: a caller that overlaps computing masks with decoding
+        reads a ready one in place, where handing it to a thread costs more than the read."""
+        s = self._state
+        if s.terminated:
+            return self._engine.terminated_mask.packed
+        found = self._engine.cached_mask(s.lexer_state, s.node, s.at_start, s.layout)
+        return None if found is None else found.packed
+
     def is_accepting(self) -> bool:
         """The text so far is a complete sentence of the grammar."""
         s = self._state

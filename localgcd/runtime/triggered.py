@@ -235,6 +235,13 @@ class TriggeredMatcher:
             return self._terminated_mask().allowed
         return self._grammar.free_mask(self._state.matched).allowed
 
+    def ready_token_bitmask(self) -> np.ndarray | None:
+        """The inner matcher's ready mask once triggered (see ``Matcher.ready_token_bitmask``);
+        None before (the free text's masks are left to whoever computes them)."""
+        if self.triggered and not self._state.terminated:
+            return self._inner.ready_token_bitmask()
+        return None
+
     def allowed_token_bitmask(self) -> np.ndarray:
         if self.triggered:
             return self._inner.allowed_token_bitmask()
