@@ -145,6 +145,8 @@ def test_declare_advice_names_only_what_exists(compiler: Compiler) -> None:
     ('{"type": "integer", "maximum": 1' + "0" * 5000 + "}",
      "/maximum: an integer of 5001 digits is longer than localgcd handles (4300)"),
     ('{"enum": [1, 1' + "0" * 5000 + "]}", "/enum/1: an integer of 5001 digits is longer than localgcd handles"),
+    ('{"properties": {"a/b~": {"enum": [[0, NaN]]}, "c": {"const": NaN}}}',
+     "/properties/a~1b~0/enum/0/1: NaN is not a JSON number"),
 ])
 def test_a_schema_value_json_cannot_mean_exactly_is_an_error_at_its_pointer(compiler: Compiler, schema: str,
                                                                            message: str) -> None:
@@ -158,6 +160,7 @@ def test_a_schema_value_json_cannot_mean_exactly_is_an_error_at_its_pointer(comp
     ({"maximum": float("-inf")}, "/maximum: -inf is not a JSON number"),
     ({"const": 10 ** 5000}, "/const: an integer of more than 4300 digits is longer than localgcd handles"),
     ({"const": {1}}, "/const: a set is not JSON data"),
+    ({"items": [{"x": "a"}, {"y/~": ["b", "\udc00"]}]}, "/items/1/y~1~0/1: the string \"\\udc00\" holds a lone"),
 ])
 def test_a_schema_object_is_checked_the_same_way(schema: object, message: str) -> None:
     """A dict goes through json.dumps for the cache key: the check comes first (even without the cache)."""

@@ -13,6 +13,7 @@ is reported once per store, and tables are used from memory.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import struct
@@ -215,7 +216,7 @@ def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()
         dtype = np.dtype(dtype_str)
         if dtype.hasobject:
             raise ValueError(f"array {name} has an object dtype")
-        count = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        count = math.prod(shape) * dtype.itemsize  # (exact: no int64 overflow; a Python call, not numpy's)
         if offset < 0 or offset + count > blob.size:
             raise ValueError(f"array {name} lies outside the file")
         array = blob[offset:offset + count].view(dtype).reshape(shape)

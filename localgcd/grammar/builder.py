@@ -179,12 +179,28 @@ def productive_rules(rules: Sequence[Rule], terminals: Iterable[str]) -> list[Ru
     Keeping an unproductive rule would let a prefix that no completion can finish be allowed;
     dropping it leaves the language unchanged."""
     terminal_names = set(terminals)
+    # Worklist: per rule, how many nonterminal occurrences in its body are not yet known productive
+    # (a rule at 0 makes its lhs productive, which counts down the rules that use it): each
+    # occurrence is counted down once, where passes over every rule until none changes took one
+    # pass per link of the longest chain.
+    waiting = [0] * len(rules)
+    users: dict[str, list[int]] = {}
     productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rule in rules:
-            if rule.lhs not in productive and all(s in terminal_names or s in productive for s in rule.rhs):
-                productive.add(rule.lhs)
-                changed = True
-    return [r for r in rules if r.lhs in productive and all(s in terminal_names or s in productive for s in r.rhs)]
+    ready = []
+    for index, rule in enumerate(rules):
+        for symbol in rule.rhs:
+            if symbol not in terminal_names:
+                waiting[index] += 1
+                users.setdefault(symbol, []).append(index)
+        if not waiting[index]:
+            ready.append(rule.lhs)
+    while ready:
+        lhs = ready.pop()
+        if lhs in productive:
+            continue
+        productive.add(lhs)
+        for index in users.get(lhs, ()):
+            waiting[index] -= 1
+            if not waiting[index]:
+                ready.append(rules[index].lhs)
+    return [r for r, unknown in zip(rules, waiting) if not unknown]

@@ -81,6 +81,7 @@ def class_grammar(rules: list[tuple[int, tuple[int, ...]]], end: int, start: int
         members = members_of(lhs, frozenset())
         if lhs != start and members is not None and len(members) >= class_min:
             classes[lhs] = members
+    del members_of  # (a recursive closure is a reference cycle: freed now, with its memo, not at a collection)
     if not classes:
         return None
     # One terminal per class, even for two classes with the same members: where two such rules

@@ -34,8 +34,8 @@ def canonical_chars(chars: CharSet) -> str:
     chars = CharSet(iv for iv in chars.intervals if not (SURROGATES[0] <= iv[0] and iv[1] <= SURROGATES[1]))
     raw = chars - _SPECIAL
     alts = [class_text(raw)] if raw else []
-    for c in range(0, 0x5D):
-        if c in chars and c in _SPECIAL:
+    for lo, hi in (chars - raw).intervals:  # the special characters in ``chars``, in order
+        for c in range(lo, hi + 1):
             if c == 0x22:
                 alts.append(r'\\["]')  # a bare \\" before | is misread by the lark front end
             elif c == 0x5C:

@@ -86,10 +86,16 @@ def read_schema_json(text: str, source: str = "<schema>") -> Any:
 
 def check_schema_values(schema: Any, source: str = "<schema>", text: str | None = None) -> None:
     """Raise :class:`GrammarError` at the first value (in document order) that is not exact JSON data
-    (nesting too deep: at its bracket in ``text``, the JSON the schema was read from, if given)."""
-    stack: list[tuple[Any, str, int]] = [(schema, "", 0)]
+    (nesting too deep: at its bracket in ``text``, the JSON the schema was read from, if given).
+
+    A value's place is kept as a link to its parent's, ``(parent place, key)``, and spelled as a JSON
+    pointer only for the value named in an error: the walk visits every value of every schema
+    compiled, and most schemas have none to name."""
+    stack: list[tuple[Any, Any, int]] = [(schema, None, 0)]
     while stack:
-        value, ptr, depth = stack.pop()
+        value, place, depth = stack.pop()
+        if type(value) is str and _SURROGATE.search(value) is None:  # (most values: nothing to check)
+            continue
         problem = _problem(value)
         if problem is None and isinstance(value, (dict, list)):
             if depth >= MAX_DEPTH:
@@ -104,12 +110,23 @@ def check_schema_values(schema: Any, source: str = "<schema>", text: str | None 
                         problem = f"member name {_shown(key)} {_surrogate_problem(key)}"
                     if problem:
                         break
-                items = [(v, _join(ptr, k)) for k, v in value.items()]
-                stack.extend((v, p, depth + 1) for v, p in reversed(items))
+                stack.extend([(member, (place, key), depth + 1) for key, member in reversed(value.items())])
             else:
-                stack.extend((v, _join(ptr, i), depth + 1) for i, v in reversed(list(enumerate(value))))
+                stack.extend([(value[index], (place, index), depth + 1) for index in range(len(value) - 1, -1, -1)])
         if problem is not None:
-            raise GrammarError(f"{_escaped(ptr) or '/'}: {problem}", source=source)
+            raise GrammarError(f"{_escaped(_pointer(place)) or '/'}: {problem}", source=source)
+
+
+def _pointer(place: Any) -> str:
+    """The JSON pointer of a place: ``None`` (the root, ``""``) or (its parent's place, its key or index)."""
+    parts = []
+    while place is not None:
+        place, part = place
+        parts.append(part)
+    pointer = ""
+    for part in reversed(parts):
+        pointer = _join(pointer, part)
+    return pointer
 
 
 def _problem(value: Any) -> str | None:

@@ -100,9 +100,9 @@ class RuleBuilder:
                     changed = True
         if dfa.start not in live:
             return None
-        key = ("seq", open_, close, repr(sorted((repr(q), sorted((a, repr(b)) for a, b in out.items()))
-                                                for q, out in edges.items())), repr(dfa.start),
-               repr(sorted(map(repr, dfa.accept))))
+        # (the automaton as a value: states are hashable, and equal automata share the rules)
+        key = ("seq", open_, close, frozenset((q, frozenset(out.items())) for q, out in edges.items()), dfa.start,
+               frozenset(dfa.accept))
         if key in ctx.memo:
             return ctx.memo[key]
         name = ctx.name("seq")
