@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError
 from localgcd.lexer.transducer import LexingTransducer
+from localgcd.parser.conflict_bounds import ConflictBounds
 from localgcd.parser.glr import Frontier, GraphParser
-from localgcd.parser.pda import DEAD_STACK
+from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.runtime.layout import NO_LAYOUT, Layout
-from localgcd.runtime.masks import Mask
+from localgcd.runtime.masks import Mask, MaskEngine
 from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
+from localgcd.tuning import Tuning
 
 _MASK = "mask"  # Frontier.memo keys: (_MASK, q, at_start) → Mask; (_FINAL, q') → bool; outcome → bool
 _FINAL = "final"
@@ -42,8 +45,13 @@ class GeneralMaskEngine:
     """Masks and steps of a general grammar over graph-structured stacks (one per compiled grammar)."""
 
     def __init__(self, tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
-                 ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray) -> None:
-        self.parser = GraphParser(tables)
+                 ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
+                 tuning: Tuning = Tuning()) -> None:
+        self.parser = GraphParser(tables, tuning)
+        self._stack_limit = tuning.general_stacks
+        bounds = ConflictBounds.of(tables)
+        self._below, self._above = (MaskEngine(spanner, PushdownAutomaton(bound, ignored, tuning), lexer, token_bytes,
+                                               end_ids, rows=rows) for bound in (bounds.below, bounds.above))
         self.spanner, self.rows, self._lexer = spanner, rows, lexer
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
@@ -60,6 +68,9 @@ class GeneralMaskEngine:
         self._restart = lexer.restart.tolist()
         self._token_class = spanner.token_class.astype(np.intp, copy=False)
         self._lists: tuple[list[int], list[int]] | None = None
+        self._not_end = np.full((self.n_tokens + 31) // 32, np.uint32(0xFFFFFFFF), dtype=np.uint32)
+        np.bitwise_and.at(self._not_end, end_ids // 32,
+                          ~np.left_shift(np.uint32(1), (end_ids % 32).astype(np.uint32)))
 
     @property
     def start_stack(self) -> Frontier:
@@ -72,7 +83,10 @@ class GeneralMaskEngine:
         key = (_MASK, q, at_start)
         found = frontier.memo.get(key)
         if found is None:
-            found = frontier.memo[key] = self._compute(q, frontier, at_start)
+            found = self._by_stacks(q, frontier, at_start)
+            if found is None:
+                found = self._compute(q, frontier, at_start)
+            frontier.memo[key] = found
         return found
 
     def advance(self, q: int, frontier: Frontier, token: int, layout: Layout = NO_LAYOUT
@@ -138,6 +152,48 @@ class GeneralMaskEngine:
         return len(frontier.tops), self.parser.live_nodes(frontier)
 
     # -- internals ----------------------------------------------------------------
+
+    def _by_stacks(self, q: int, frontier: Frontier, at_start: bool) -> Mask | None:
+        """The mask stack by stack (None: the frontier spells too many stacks, or infinitely many).
+
+        Each live stack's masks by the deterministic engine over the two bounding tables
+        (:mod:`localgcd.parser.conflict_bounds`): what the lower one allows on some stack is
+        allowed; what only the upper one allows crossed a conflict cell and is checked class by
+        class on the frontier; the rest is refused on every stack.  Acceptance is the frontier's."""
+        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        if low_stacks is None:
+            return None
+        high_stacks = self.parser.stack_ids(frontier, self._above.pda, self._stack_limit)
+        below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
+        above = _union([self._above.mask(q, n, at_start).packed for n in high_stacks]) & self._not_end
+        crossing = above & ~below
+        accepting = self.is_accepting(q, frontier, at_start)[0]
+        if not crossing.any():
+            n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
+            return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
+        crossing_classes = sorted_unique(self._token_class[np.flatnonzero(_unpacked(crossing, self.n_tokens))])
+        passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
+        crossing_classes = crossing_classes[crossing_classes >= 0]
+        emits = self.rows.class_emits(q)[crossing_classes]
+        passing[crossing_classes[~emits]] = self._classes_pass(q, frontier, crossing_classes[~emits])
+        if emits.any():
+            after = self._emit_pending(q, frontier)
+            if after is not None:
+                fresh = crossing_classes[emits]
+                passing[fresh] = self._classes_pass(self._restart[self._accept[q]], after, fresh)
+        return Mask.of(_unpacked(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+
+    def _classes_pass(self, q: int, frontier: Frontier, classes: np.ndarray) -> np.ndarray:
+        """bool per class (ascending): does a token of that class, read from lexer state ``q``
+        (its first byte continuing the pending lexeme), pass on some live stack?"""
+        row_classes, row_outcomes = self.rows.continuing(q)
+        at = np.minimum(np.searchsorted(row_classes, classes), max(row_classes.size - 1, 0))
+        continues = (at < row_classes.size) & (row_classes[at] == classes) if row_classes.size else \
+            np.zeros(classes.size, dtype=bool)
+        verdicts = np.zeros(classes.size, dtype=bool)
+        if continues.any():
+            verdicts[continues] = self._passing(frontier, row_outcomes[at[continues]])
+        return verdicts
 
     def _compute(self, q: int, frontier: Frontier, at_start: bool) -> Mask:
         allowed = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
@@ -228,9 +284,21 @@ class GeneralMaskEngine:
 
 def general_engine_for(tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
                        ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
-                       has_indenter: bool, source: str) -> GeneralMaskEngine:
+                       has_indenter: bool, source: str, tuning: Tuning = Tuning()) -> GeneralMaskEngine:
     """The general engine of a grammar with conflict cells; an Indenter grammar's is refused."""
     if has_indenter:
         raise GrammarError("a grammar with lark's Indenter must be LALR(1) (its conflicts would need the general "
                            "parser, which does not track the layout)", source)
-    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids)
+    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids, tuning)
+
+
+def _union(packed: list[np.ndarray]) -> np.ndarray:
+    """The bitwise union of packed masks (a fresh array)."""
+    out = packed[0].copy()
+    for more in packed[1:]:
+        out |= more
+    return out
+
+
+def _unpacked(packed: np.ndarray, n_tokens: int) -> np.ndarray:
+    return np.unpackbits(packed.view(np.uint8), count=n_tokens, bitorder="little").view(bool)
