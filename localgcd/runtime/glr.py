@@ -192,8 +192,54 @@ class GeneralMaskEngine:
             np.zeros(classes.size, dtype=bool)
         verdicts = np.zeros(classes.size, dtype=bool)
         if continues.any():
-            verdicts[continues] = self._passing(frontier, row_outcomes[at[continues]])
+            verdicts[continues] = self._passing_by_stacks(frontier, row_outcomes[at[continues]])
         return verdicts
+
+    def _passing_by_stacks(self, frontier: Frontier, outcomes: np.ndarray) -> np.ndarray:
+        """:meth:`_passing`, stack by stack: each live stack's checks by the deterministic checkers
+        of the two bounding tables (compiled kernels); an outcome only the upper one passes crossed
+        a conflict cell, and goes on from the frontier after its first terminal (the general
+        parser's step, shared by the outcomes that start alike), its rest checked so again.
+        Verdicts are memoized on the frontier as :meth:`_verdict`'s are."""
+        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        if low_stacks is None:
+            return self._passing(frontier, outcomes)
+        high_stacks = self.parser.stack_ids(frontier, self._above.pda, self._stack_limit)
+        distinct, inverse = np.unique(outcomes, return_inverse=True)
+        memo = frontier.memo
+        known = [memo.get(o) for o in distinct.tolist()]
+        todo = np.flatnonzero([k is None for k in known])
+        verdicts = np.array([bool(k) for k in known], dtype=bool)
+        if todo.size:
+            verdicts[todo] = self._decided_by_stacks(frontier, distinct[todo], low_stacks, high_stacks)
+        return verdicts[inverse]
+
+    def _decided_by_stacks(self, frontier: Frontier, outcomes: np.ndarray, low_stacks: list[int],
+                           high_stacks: list[int]) -> np.ndarray:
+        """bool per distinct outcome, none memoized on ``frontier`` yet (see :meth:`_passing_by_stacks`)."""
+        ok = np.zeros(outcomes.size, dtype=bool)
+        maybe = np.zeros(outcomes.size, dtype=bool)
+        for engine, stacks, verdicts in ((self._below, low_stacks, ok), (self._above, high_stacks, maybe)):
+            engine.checker.grow()
+            for node in stacks:
+                verdicts |= engine.checker.check(node, outcomes)[0]
+        crossing = np.flatnonzero(maybe & ~ok)
+        if crossing.size:
+            crossed = outcomes[crossing]
+            n_base = self.spanner.n_base
+            ends = crossed < n_base
+            ok[crossing[ends]] = [self._final(frontier, o) for o in crossed[ends].tolist()]
+            going = crossing[~ends]
+            heads = self.spanner.head[outcomes[going]]
+            for head in np.unique(heads).tolist():
+                group = going[heads == head]
+                after = frontier if self._ignored[head] else self.parser.step(frontier, head)
+                if after is not None:
+                    ok[group] = self._passing_by_stacks(after, self.spanner.tail[outcomes[group]])
+        memo = frontier.memo
+        for o, verdict in zip(outcomes.tolist(), ok.tolist()):
+            memo[o] = verdict
+        return ok
 
     def _compute(self, q: int, frontier: Frontier, at_start: bool) -> Mask:
         allowed = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
