@@ -32,6 +32,7 @@ from localgcd.parser.glr import Frontier, GraphParser
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 from localgcd.regex.dfa import DEAD_STATE
+from localgcd.runtime.checks import OutcomeChecker
 from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.runtime.masks import Mask, MaskEngine
 from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
@@ -50,8 +51,14 @@ class GeneralMaskEngine:
         self.parser = GraphParser(tables, tuning)
         self._stack_limit = tuning.general_stacks
         bounds = ConflictBounds.of(tables)
-        self._below, self._above = (MaskEngine(spanner, PushdownAutomaton(bound, ignored, tuning), lexer, token_bytes,
-                                               end_ids, rows=rows) for bound in (bounds.below, bounds.above))
+        self._below = MaskEngine(spanner, PushdownAutomaton(bounds.below, ignored, tuning), lexer, token_bytes,
+                                 end_ids, rows=rows)
+        self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible)
+        n_columns = max(tables.action.shape[1], lexer.producible.shape[1])
+        self._conflict_terminal = np.zeros(n_columns, dtype=bool)
+        self._conflict_terminal[bounds.conflict_columns] = True
+        self._pending_may_conflict = lexer.producible[:, self._conflict_terminal[:lexer.producible.shape[1]]].any(axis=1)
+        self._mention = np.zeros(0, dtype=np.int8)  # per outcome: 0 not known yet, 1 no, 2 mentions a conflict column
         self.spanner, self.rows, self._lexer = spanner, rows, lexer
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
@@ -67,6 +74,9 @@ class GeneralMaskEngine:
         self._accept = lexer.accept.tolist()
         self._restart = lexer.restart.tolist()
         self._token_class = spanner.token_class.astype(np.intp, copy=False)
+        class_tokens, class_offsets = spanner.class_members
+        # one token of each class (all share its verdicts; a class without tokens reads any: unused)
+        self._class_token = class_tokens[np.minimum(class_offsets[:-1], max(class_tokens.size - 1, 0))]
         self._lists: tuple[list[int], list[int]] | None = None
         self._not_end = np.full((self.n_tokens + 31) // 32, np.uint32(0xFFFFFFFF), dtype=np.uint32)
         np.bitwise_and.at(self._not_end, end_ids // 32,
@@ -156,32 +166,65 @@ class GeneralMaskEngine:
     def _by_stacks(self, q: int, frontier: Frontier, at_start: bool) -> Mask | None:
         """The mask stack by stack (None: the frontier spells too many stacks, or infinitely many).
 
-        Each live stack's masks by the deterministic engine over the two bounding tables
-        (:mod:`localgcd.parser.conflict_bounds`): what the lower one allows on some stack is
-        allowed; what only the upper one allows crossed a conflict cell and is checked class by
-        class on the frontier; the rest is refused on every stack.  Acceptance is the frontier's."""
+        Each live stack's mask by the deterministic engine over the lower bounding table
+        (:mod:`localgcd.parser.conflict_bounds`: conflict cells refuse) is allowed.  An outcome can
+        only meet a conflict cell if it mentions a terminal of a conflict column (one of its
+        terminals, or one its pending lexeme may become: a reduction chain reads only its
+        lookahead's column), so the rest is decided; the outcomes that mention one are checked
+        again, crossings included (:meth:`_passing_by_stacks`).  Acceptance is the frontier's."""
         low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
         if low_stacks is None:
             return None
-        high_stacks = self.parser.stack_ids(frontier, self._above.pda, self._stack_limit)
         below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
-        above = _union([self._above.mask(q, n, at_start).packed for n in high_stacks]) & self._not_end
-        crossing = above & ~below
         accepting = self.is_accepting(q, frontier, at_start)[0]
-        if not crossing.any():
-            n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
-            return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
-        crossing_classes = sorted_unique(self._token_class[np.flatnonzero(_unpacked(crossing, self.n_tokens))])
         passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
-        crossing_classes = crossing_classes[crossing_classes >= 0]
-        emits = self.rows.class_emits(q)[crossing_classes]
-        passing[crossing_classes[~emits]] = self._classes_pass(q, frontier, crossing_classes[~emits])
-        if emits.any():
+        classes, outcomes = self.rows.continuing(q)
+        pending_ends = (self.spanner.first_kind[q] == FIRST_EMITS).any()
+        if pending_ends:
+            emits = self.rows.class_emits(q)
+            keep = ~emits[classes]
+            classes, outcomes = classes[keep], outcomes[keep]
+        refused = ~_unpacked(below, self.n_tokens)[self._class_token]  # per class: below refuses it
+        chosen = self._mentions(outcomes) & refused[classes]
+        if chosen.any():
+            passing[classes[chosen]] = self._passing_by_stacks(frontier, outcomes[chosen])
+        if pending_ends:
             after = self._emit_pending(q, frontier)
             if after is not None:
-                fresh = crossing_classes[emits]
-                passing[fresh] = self._classes_pass(self._restart[self._accept[q]], after, fresh)
+                fresh_classes, fresh_outcomes = self.rows.continuing(self._restart[self._accept[q]])
+                chosen = emits[fresh_classes] & refused[fresh_classes]
+                if not self._conflict_terminal[self._accept[q]]:
+                    chosen &= self._mentions(fresh_outcomes)
+                if chosen.any():
+                    passing[fresh_classes[chosen]] = self._passing_by_stacks(after, fresh_outcomes[chosen])
+        if not passing.any():
+            n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
+            return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
         return Mask.of(_unpacked(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+
+    def _mentions(self, outcomes: np.ndarray) -> np.ndarray:
+        """bool per outcome: one of its terminals, or one its end state's pending lexeme may become,
+        is a conflict column's (memoized per outcome id; a lazy spanner's ids grow)."""
+        spanner = self.spanner
+        if self._mention.size < spanner.n_outcomes:
+            grown = np.zeros(max(spanner.n_outcomes, 2 * self._mention.size), dtype=np.int8)
+            grown[:self._mention.size] = self._mention
+            self._mention = grown
+        known = self._mention[outcomes]
+        todo = sorted_unique(outcomes[known == 0])
+        if todo.size:
+            head, tail, n_base = spanner.head, spanner.tail, spanner.n_base
+            found = np.zeros(todo.size, dtype=bool)
+            at = todo.astype(np.int64)
+            live = np.flatnonzero(at >= n_base)
+            while live.size:
+                found[live] |= self._conflict_terminal[head[at[live]]]
+                at[live] = tail[at[live]]
+                live = live[at[live] >= n_base]
+            found |= self._pending_may_conflict[at]
+            self._mention[todo] = np.where(found, 2, 1)
+            known = self._mention[outcomes]
+        return known == 2
 
     def _classes_pass(self, q: int, frontier: Frontier, classes: np.ndarray) -> np.ndarray:
         """bool per class (ascending): does a token of that class, read from lexer state ``q``
@@ -200,30 +243,29 @@ class GeneralMaskEngine:
         of the two bounding tables (compiled kernels); an outcome only the upper one passes crossed
         a conflict cell, and goes on from the frontier after its first terminal (the general
         parser's step, shared by the outcomes that start alike), its rest checked so again.
-        Verdicts are memoized on the frontier as :meth:`_verdict`'s are."""
+        (Not memoized per outcome: the masks that ask are, per frontier.)"""
         low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
         if low_stacks is None:
             return self._passing(frontier, outcomes)
         high_stacks = self.parser.stack_ids(frontier, self._above.pda, self._stack_limit)
         distinct, inverse = np.unique(outcomes, return_inverse=True)
-        memo = frontier.memo
-        known = [memo.get(o) for o in distinct.tolist()]
-        todo = np.flatnonzero([k is None for k in known])
-        verdicts = np.array([bool(k) for k in known], dtype=bool)
-        if todo.size:
-            verdicts[todo] = self._decided_by_stacks(frontier, distinct[todo], low_stacks, high_stacks)
-        return verdicts[inverse]
+        return self._decided_by_stacks(frontier, distinct, low_stacks, high_stacks)[inverse]
 
     def _decided_by_stacks(self, frontier: Frontier, outcomes: np.ndarray, low_stacks: list[int],
                            high_stacks: list[int]) -> np.ndarray:
-        """bool per distinct outcome, none memoized on ``frontier`` yet (see :meth:`_passing_by_stacks`)."""
+        """bool per distinct outcome (see :meth:`_passing_by_stacks`)."""
         ok = np.zeros(outcomes.size, dtype=bool)
-        maybe = np.zeros(outcomes.size, dtype=bool)
-        for engine, stacks, verdicts in ((self._below, low_stacks, ok), (self._above, high_stacks, maybe)):
-            engine.checker.grow()
-            for node in stacks:
-                verdicts |= engine.checker.check(node, outcomes)[0]
-        crossing = np.flatnonzero(maybe & ~ok)
+        below = self._below.checker
+        below.grow()
+        for node in low_stacks:
+            ok |= below.check(node, outcomes)[0]
+        crossing = np.flatnonzero(self._mentions(outcomes) & ~ok)  # (the rest meets no conflict cell)
+        if crossing.size:
+            maybe = np.zeros(crossing.size, dtype=bool)
+            self._above.grow()
+            for node in high_stacks:
+                maybe |= self._above.check(node, outcomes[crossing])[0]
+            crossing = crossing[maybe]
         if crossing.size:
             crossed = outcomes[crossing]
             n_base = self.spanner.n_base
@@ -236,9 +278,6 @@ class GeneralMaskEngine:
                 after = frontier if self._ignored[head] else self.parser.step(frontier, head)
                 if after is not None:
                     ok[group] = self._passing_by_stacks(after, self.spanner.tail[outcomes[group]])
-        memo = frontier.memo
-        for o, verdict in zip(outcomes.tolist(), ok.tolist()):
-            memo[o] = verdict
         return ok
 
     def _compute(self, q: int, frontier: Frontier, at_start: bool) -> Mask:
