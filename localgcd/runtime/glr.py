@@ -9,10 +9,20 @@ step keeps every stack that does) and some terminal the pending lexeme of ``q'``
 taken after them (or it can become an ignored terminal) — exactly the deterministic check of
 :mod:`localgcd.runtime.checks` with "the stack takes" read as "some live stack takes".
 
-Cost, and what is not reused: the Alg. 5 statuses and the stack-free analysis assume one action
-per cell, so here every distinct outcome of the row is checked on the frontier (its steps
-memoized per frontier: outcomes that share a prefix share its closure), once per frontier; a
-mask is cached on its frontier.  Deterministic grammars never come here (the
+Cost: LALR speed on deterministic stretches.  Outside a few conflict cells one stack has one
+move, so each live stack the frontier spells (:meth:`~localgcd.parser.glr.GraphParser.stack_ids`,
+up to ``Tuning.general_stacks`` of them) gets its mask from the deterministic
+:class:`~localgcd.runtime.masks.MaskEngine` (Alg. 5 statuses, the stack-free analysis, Pre3's
+edges, the kernels) over the *lower* bounding table, conflict cells refused
+(:mod:`localgcd.parser.conflict_bounds`): what it allows on some stack is allowed.  A reduction
+chain reads only its lookahead's column, so an outcome none of whose terminals (nor those its
+pending lexeme may become) is a conflict column's meets no conflict cell and is decided.  The
+others that the lower bound refuses are checked again stack by stack: those the *upper* table
+(conflict cells shift to a wildcard) refuses are refused; the rest cross a conflict cell, and go on
+from the frontier after their first terminal (the general parser's step), their rests checked so
+in turn.  A frontier that spells more stacks, or infinitely many (an ε-loop), has every distinct
+outcome of the row checked on it in Python (:meth:`GeneralMaskEngine._compute`; the same mask).
+A mask is cached on its (hash-consed) frontier.  Deterministic grammars never come here (the
 :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with lark's Indenter
 and conflicts are refused (:func:`general_engine_for`).
 
