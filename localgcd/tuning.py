@@ -46,8 +46,8 @@ class Tuning:
     many stacks (and no ε-loop) has its mask computed stack by stack by the deterministic engine up
     to the conflict cells (more: every outcome checked on the graph-structured stack; the same
     mask).  ``general_memo_nodes``: hash-consed stack nodes and frontiers the general parser keeps
-    for sharing, each; past it the table starts afresh (sharing lost, nothing else: the nodes a
-    matcher holds stay whole).
+    for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
+    (sharing lost, nothing else: the nodes a matcher holds stay whole).
 
     Table switches (the same language; other tables):
 

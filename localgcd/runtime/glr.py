@@ -60,6 +60,8 @@ class GeneralMaskEngine:
                  tuning: Tuning = Tuning()) -> None:
         self.parser = GraphParser(tables, tuning)
         self._stack_limit = tuning.general_stacks
+        self._memo_limit = tuning.general_memo_nodes
+        self._by_signature: dict[tuple[int, bool, frozenset[int]], Mask] = {}  # (q, at start, stacks) -> mask
         bounds = ConflictBounds.of(tables)
         self._below = MaskEngine(spanner, PushdownAutomaton(bounds.below, ignored, tuning), lexer, token_bytes,
                                  end_ids, rows=rows)
@@ -185,6 +187,16 @@ class GeneralMaskEngine:
         low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
         if low_stacks is None:
             return None
+        signature = (q, at_start, frozenset(low_stacks))  # the stacks decide the mask, whatever the GSS's shape
+        found = self._by_signature.get(signature)
+        if found is None:
+            if len(self._by_signature) >= self._memo_limit:
+                self._by_signature.clear()  # (a memo: masks are made again, the same)
+            found = self._by_signature[signature] = self._stack_by_stack(q, frontier, at_start, low_stacks)
+        return found
+
+    def _stack_by_stack(self, q: int, frontier: Frontier, at_start: bool, low_stacks: list[int]) -> Mask:
+        """:meth:`_by_stacks` for the frontier's live stacks ``low_stacks`` (the lower table's)."""
         below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
         accepting = self.is_accepting(q, frontier, at_start)[0]
         passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
