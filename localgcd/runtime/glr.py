@@ -22,9 +22,10 @@ others that the lower bound refuses are checked again stack by stack: those the 
 from the frontier after their first terminal (the general parser's step), their rests checked so
 in turn.  A frontier that spells more stacks, or infinitely many (an ε-loop), has every distinct
 outcome of the row checked on it in Python (:meth:`GeneralMaskEngine._compute`; the same mask).
-A mask is cached on its (hash-consed) frontier.  Deterministic grammars never come here (the
-:class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with lark's Indenter
-and conflicts are refused (:func:`general_engine_for`).
+A mask is cached on its (hash-consed) frontier, and per set of live stacks it spells (bounded by
+``Tuning.general_memo_nodes``: past it the memo starts afresh).  Deterministic grammars never come
+here (the :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with
+lark's Indenter and conflicts are refused (:func:`general_engine_for`).
 
 :class:`GeneralMaskEngine` offers what :class:`~localgcd.runtime.matcher.Matcher` asks of a mask
 engine, so the matcher (and its error contract) is the same object for both kinds of grammar.
