@@ -42,7 +42,12 @@ class Tuning:
     byte by byte).  ``scalar_below``: the outcome checker goes on in plain Python with fewer live
     (stack, outcome) pairs.  ``tracked_modes``: the lexer's tracked modes with conditions and no
     plain strings (a JSON Schema's chunk modes) explored in one walk (False: each mode's own
-    product; the same DFA).
+    product; the same DFA).  ``general_stacks``: a general grammar's frontier spelling at most this
+    many stacks (and no ε-loop) has its mask computed stack by stack by the deterministic engine up
+    to the conflict cells (more: every outcome checked on the graph-structured stack; the same
+    mask).  ``general_memo_nodes``: hash-consed stack nodes and frontiers the general parser keeps
+    for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
+    (sharing lost, nothing else: the nodes a matcher holds stay whole).
 
     Table switches (the same language; other tables):
 
@@ -63,6 +68,8 @@ class Tuning:
     max_unit_steps: int = 1 << 22
     scalar_below: int = 32
     tracked_modes: bool = True
+    general_stacks: int = 16
+    general_memo_nodes: int = 1 << 18
 
     class_grammar: bool = True
     class_min: int = 16

@@ -23,6 +23,7 @@ import pytest
 import localgcd
 from exactness_support import MismatchLog, byte_vocabulary, reference_verdicts, sample_ids
 from reference.cfg import EarleyChecker
+from localgcd.tuning import Tuning
 from test_reference_cfg import EARLEY_GRAMMARS
 
 ISSUE37 = Path(__file__).resolve().parent / "corpus" / "lark" / "issue37"
@@ -33,15 +34,17 @@ GRAMMARS |= {f"lark's {name}": ((ISSUE37 / f"lark__{name}.lark").read_text(encod
              for name, start in [("test_many_cycles", "start"), ("test_cycles", "a"), ("test_cycle2", "start"),
                                  ("test_multiple_start_solutions", "start"),
                                  ("test_earley_repeating_empty", "start"), ("test_ambiguity1", "start")]}
+GRAMMARS["stacks that split and merge"] = ('start: (a "z")+\na: b "q" | c "q" | b c "q"\nb: "p" | "p" "p"\n'
+                                          'c: "p" | "p" "p"\n', "start")
 WALKS = {"bytes": 6, "smollm2": 2}
 STEPS = {"bytes": 14, "smollm2": 8}
 PER_SIDE = 150  # SmolLM2: sampled allowed and masked tokens per position
 
 
-def compiled_general(text: str, start: str, vocab) -> localgcd.CompiledGrammar:
+def compiled_general(text: str, start: str, vocab, tuning: Tuning = Tuning()) -> localgcd.CompiledGrammar:
     if start != "start":
         text += f"\nstart: {start}\n"
-    return localgcd.compile_grammar(text, vocab, parser="earley", use_cache=False)
+    return localgcd.compile_grammar(text, vocab, parser="earley", use_cache=False, tuning=tuning)
 
 
 def earley_reference(text: str, start: str) -> EarleyChecker:
@@ -76,6 +79,32 @@ def test_general_masks_equal_the_earley_reference(name: str, vocab_name: str, lo
             assert state is not None, f"the reference finds {prefix + vocab.token_bytes[token]!r} dead"
             prefix += vocab.token_bytes[token]
     assert positions and not log, log.report(f"{name} × {vocab_name}")
+
+
+@pytest.mark.parametrize("tuning", [Tuning(general_stacks=1), Tuning(), Tuning(general_memo_nodes=3)],
+                         ids=["one stack at most", "default", "memos of 3"])
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_stack_by_stack_equal_masks_outcome_by_outcome(name: str, tuning: Tuning) -> None:
+    """The mask read off each live stack by the deterministic engine (conflict crossings checked on
+    the frontier) is the mask that checks every outcome on the frontier (``general_stacks=0``), at
+    every position of walks where stacks split and merge -- also with one stack at most, where a
+    split frontier takes the other way, and with memos so small they start afresh all the time."""
+    text, start = GRAMMARS[name]
+    vocab = byte_vocabulary()
+    by_stacks = compiled_general(text, start, vocab, tuning)
+    by_outcomes = compiled_general(text, start, vocab, Tuning(general_stacks=0))
+    rng = random.Random(f"{name}/{tuning}")
+    for _ in range(WALKS["bytes"]):
+        ours, theirs, prefix = by_stacks.matcher(), by_outcomes.matcher(), b""
+        for _ in range(STEPS["bytes"]):
+            mask = ours.allowed_token_mask()
+            assert np.array_equal(mask, theirs.allowed_token_mask()), prefix
+            choices = [t for t in np.flatnonzero(mask).tolist() if vocab.token_bytes[t]]
+            if not choices:
+                break
+            token = rng.choice(choices)
+            assert ours.advance(token) and theirs.advance(token)
+            prefix += vocab.token_bytes[token]
 
 
 @pytest.mark.parametrize(("name", "sentence", "ambiguous_in"), [

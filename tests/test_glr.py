@@ -19,14 +19,18 @@ from exactness_support import byte_vocabulary
 from localgcd.errors import GrammarError
 from localgcd.grammar.formats import to_grammar
 from localgcd.grammar.ir import GrammarIR
+from localgcd.parser.conflict_bounds import ConflictBounds
 from localgcd.parser.glr import GraphParser
 from localgcd.parser.lalr import build_parse_tables
+from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 
 ROOT = Path(__file__).resolve().parent.parent
 PALINDROMES = 'start: "a" start "a" | "b" start "b" | "a" | "b" | \n'
 HIDDEN_LEFT_RECURSION = 'start: s\ns: n s "x" | "y"\nn: "z" | \n'
 CYCLE = 'start: a\na: b | "x"\nb: a | "y"\n'
+EXPRESSIONS = 'start: e\ne: e "+" e | e "*" e | "1"\n'
+SPLIT_AND_MERGE = 'start: a "z" a "z"\na: b "q" | c "q"\nb: "p"\nc: "p"\n'
 
 
 def grammar_of(text: str, fmt: str = "lark") -> GrammarIR:
@@ -103,6 +107,54 @@ def test_hidden_left_recursion_keeps_one_node_per_state_however_deep() -> None:
         frontier = parser.step(frontier, z)
         sizes.append(len(frontier.tops))
     assert max(sizes) <= tables.n_states and sizes[-1] == sizes[10]
+
+
+@pytest.mark.parametrize(("text", "word", "stacks"), [
+    (SPLIT_AND_MERGE, "pqzpqz", [1, 1, 2, 1, 1, 2, 1]),  # a reduce/reduce conflict splits, the goto to `a` merges
+    (EXPRESSIONS, "1+1+1+1", [1, 1, 1, 1, 2, 2, 3, 3]),  # every bracketing so far a stack, tails shared
+    (PALINDROMES, "abba", [1, 1, 1, 2, 2]),
+    (HIDDEN_LEFT_RECURSION, "zzyx", [1, None, None, None, None]),  # a self-loop: infinitely many stacks
+])
+def test_a_frontier_spells_its_live_stacks_as_deterministic_stacks(text: str, word: str,
+                                                                   stacks: list[int | None]) -> None:
+    """One stack per path from a top to the root, as the deterministic PDA's hash-consed stacks:
+    the stacks the per-stack masks read (None: infinitely many)."""
+    grammar = grammar_of(text)
+    tables, _ = build_parse_tables(grammar, general=True)
+    columns = {grammar.describe_symbol(name).strip('"'): column for name, column in grammar.parser_terminals.items()}
+    parser = GraphParser(tables)
+    pda = PushdownAutomaton(ConflictBounds.of(tables).below, np.zeros(len(columns), dtype=bool))
+    frontier, counts = parser.root, []
+    for ch in [None, *word]:
+        frontier = frontier if ch is None else parser.step(frontier, columns[ch])
+        spelled = parser.stack_ids(frontier, pda, limit=99)
+        counts.append(None if spelled is None else len(spelled))
+        if spelled is not None:
+            assert {pda.state[node] for node in spelled} == set(frontier.states)
+            assert parser.stack_ids(frontier, pda, limit=len(spelled) - 1) is None  # more than the limit: none
+    assert counts == stacks
+
+
+@pytest.mark.parametrize("text", [PALINDROMES, EXPRESSIONS, SPLIT_AND_MERGE])
+def test_the_bounding_tables_refuse_or_wildcard_exactly_the_conflict_cells(text: str) -> None:
+    """Below: a conflict cell is an error; above: it shifts to the wildcard state, which shifts every
+    terminal to itself; every other cell, and the stack-free analysis of every column without a
+    conflict cell, is the general tables'."""
+    tables, _ = build_parse_tables(grammar_of(text), general=True)
+    bounds = ConflictBounds.of(tables)
+    width = tables.action.shape[1]
+    cells = np.zeros(tables.action.size, dtype=bool)
+    cells[tables.conflicts.cells] = True
+    cells = cells.reshape(tables.action.shape)
+    assert (bounds.below.action[cells] == -1).all() and (bounds.above.action[:-1][cells] == bounds.wildcard).all()
+    assert np.array_equal(bounds.below.action[~cells], tables.action[~cells])
+    assert np.array_equal(bounds.above.action[:-1][~cells], tables.action[~cells])
+    assert (bounds.above.action[bounds.wildcard, :-1] == bounds.wildcard).all()
+    plain = np.setdiff1d(np.arange(width), bounds.conflict_columns)
+    for bound in (bounds.below, bounds.above):
+        assert np.array_equal(bound.takes[:tables.n_states, plain], tables.takes[:, plain])
+        assert np.array_equal(bound.refuses[:tables.n_states, plain], tables.refuses[:, plain])
+        assert bound.conflicts is None
 
 
 @pytest.mark.parametrize(("text", "fmt", "options", "mode"), [

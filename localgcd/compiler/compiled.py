@@ -97,7 +97,8 @@ class CompiledGrammar:
         so a lazy grammar's cache entry gets them as a deterministic one's does)."""
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
         return general_engine_for(self.tables, self.spanner, self.engine.rows, self.lexer, ignored,
-                                  self.token_bytes, self.end_ids, self.indenter is not None, self.source)
+                                  self.token_bytes, self.end_ids, self.indenter is not None, self.source,
+                                  self.tuning)
 
     @property
     def parser_mode(self) -> str:

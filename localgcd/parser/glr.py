@@ -44,17 +44,22 @@ outcomes a mask checks share the closures of their common prefixes.
 
 from __future__ import annotations
 
+from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
+from localgcd.tuning import Tuning
+
+_VISITING = object()  # a node whose stacks are being spelled (met again below it: a cycle)
 
 
 class StackNode:
     """A parser state at one position of the GSS, and the nodes below it (its edges)."""
 
-    __slots__ = ("state", "below")
+    __slots__ = ("state", "below", "memo")
 
     def __init__(self, state: int, below: list["StackNode"]) -> None:
         self.state = state
         self.below = below  # complete once the node's position is passed
+        self.memo: dict | None = None  # the stacks it spells, per deterministic PDA (see stack_ids)
 
     def __repr__(self) -> str:
         return f"StackNode({self.state}, below={[n.state for n in self.below]})"
@@ -84,8 +89,9 @@ class Frontier:
 class GraphParser:
     """A general grammar's parse tables run on graph-structured stacks."""
 
-    def __init__(self, tables: ParseTables) -> None:
+    def __init__(self, tables: ParseTables, tuning: Tuning = Tuning()) -> None:
         self.tables = tables
+        self._memo_limit = tuning.general_memo_nodes
         self.end_terminal = tables.end_column
         self._width = tables.action.shape[1]
         self._action = tables.action.tolist()
@@ -130,6 +136,8 @@ class GraphParser:
         key = (state, frozenset(map(id, below)))
         node = self._nodes.get(key)
         if node is None:
+            if len(self._nodes) >= self._memo_limit:
+                self._nodes.clear()  # (sharing lost from here on; every node held stays whole)
             node = self._nodes[key] = StackNode(state, below)
         return node
 
@@ -137,26 +145,89 @@ class GraphParser:
         key = frozenset(map(id, tops))
         found = self._frontiers.get(key)
         if found is None:
+            if len(self._frontiers) >= self._memo_limit:
+                self._frontiers.clear()
             found = self._frontiers[key] = Frontier(tuple(sorted(tops, key=lambda n: n.state)))
         return found
 
     def _interned(self, layer: list[StackNode]) -> list[StackNode]:
-        """A closure's layer, each node replaced by its hash-consed equal once its edges are final;
-        nodes on a cycle of the layer (ε-loops: hidden left recursion, cycles) stay as they are
-        (correct, only not shared)."""
+        """A closure's layer, each node replaced by its hash-consed equal once its edges are final
+        (below-first, each edge looked at once); nodes on or above a cycle of the layer (ε-loops:
+        hidden left recursion, cycles) stay as they are (correct, only not shared)."""
         fresh = {id(n) for n in layer}
+        waiting: dict[int, int] = {}  # fresh node -> fresh nodes below it not interned yet
+        above: dict[int, list[StackNode]] = {}  # fresh node -> the fresh nodes right above it
+        ready = []
+        for n in layer:
+            under = {id(b) for b in n.below if id(b) in fresh}
+            waiting[id(n)] = len(under)
+            for b in under:
+                above.setdefault(b, []).append(n)
+            if not under:
+                ready.append(n)
         canon: dict[int, StackNode] = {}
-        pending = layer
-        while pending:
-            rest = [n for n in pending if any(id(b) in fresh and id(b) not in canon for b in n.below)]
-            ready = [n for n in pending if n not in rest]
-            if not ready:
-                canon.update((id(n), n) for n in rest)
-                break
-            for n in ready:
-                canon[id(n)] = self._node(n.state, [canon.get(id(b), b) for b in n.below])
-            pending = rest
-        return list({id(m): m for m in (canon[id(n)] for n in layer)}.values())
+        while ready:
+            n = ready.pop()
+            canon[id(n)] = self._node(n.state, [canon.get(id(b), b) for b in n.below])
+            for m in above.get(id(n), ()):
+                waiting[id(m)] -= 1
+                if not waiting[id(m)]:
+                    ready.append(m)
+        return list({id(m): m for m in (canon.get(id(n), n) for n in layer)}.values())
+
+    def stack_ids(self, frontier: Frontier, pda: PushdownAutomaton, limit: int) -> list[int] | None:
+        """The live stacks the frontier spells, as ``pda``'s hash-consed stacks (each path from a
+        top down to the root, its states pushed bottom first; distinct), or None when they are more
+        than ``limit`` or infinitely many (a cycle below: ε-loops).  Memoized per node and PDA."""
+        found: list[int] = []
+        for top in frontier.tops:
+            ids = self._node_stack_ids(top, pda, limit)
+            if ids is None:
+                return None
+            found.extend(ids)
+        found = list(dict.fromkeys(found))
+        return found if len(found) <= limit else None
+
+    def _node_stack_ids(self, node: StackNode, pda: PushdownAutomaton, limit: int) -> tuple[int, ...] | None:
+        """:meth:`stack_ids` of one node, below first (an explicit stack: a GSS may be deep)."""
+        visiting = _VISITING
+        todo = [(node, False)]
+        while todo:
+            n, expanded = todo.pop()
+            memo = n.memo
+            if memo is None:
+                memo = n.memo = {}
+            if not expanded:
+                if pda in memo:
+                    continue
+                memo[pda] = visiting
+                todo.append((n, True))
+                for b in n.below:
+                    seen = b.memo.get(pda, 0) if b.memo is not None else 0
+                    if seen is visiting:  # a cycle: every node on the walk reaches it
+                        for m, _ in todo:
+                            if m.memo is not None and m.memo.get(pda) is visiting:
+                                m.memo[pda] = None
+                        return None
+                    if seen == 0:
+                        todo.append((b, False))
+                continue
+            if not n.below:
+                memo[pda] = (pda.push(DEAD_STACK, n.state),)
+                continue
+            spelled: dict[int, None] = {}
+            for b in n.below:
+                ids = b.memo[pda]
+                if ids is None:
+                    spelled = None
+                    break
+                for i in ids:
+                    spelled[pda.push(i, n.state)] = None
+                if len(spelled) > limit:
+                    spelled = None
+                    break
+            memo[pda] = None if spelled is None else tuple(spelled)
+        return node.memo[pda]
 
     def takes(self, frontier: Frontier, terminal: int) -> bool:
         """Some live stack takes ``terminal`` (for ``$END``: the text is complete)."""

@@ -9,12 +9,23 @@ step keeps every stack that does) and some terminal the pending lexeme of ``q'``
 taken after them (or it can become an ignored terminal) — exactly the deterministic check of
 :mod:`localgcd.runtime.checks` with "the stack takes" read as "some live stack takes".
 
-Cost, and what is not reused: the Alg. 5 statuses and the stack-free analysis assume one action
-per cell, so here every distinct outcome of the row is checked on the frontier (its steps
-memoized per frontier: outcomes that share a prefix share its closure), once per frontier; a
-mask is cached on its frontier.  Deterministic grammars never come here (the
-:class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with lark's Indenter
-and conflicts are refused (:func:`general_engine_for`).
+Cost: LALR speed on deterministic stretches.  Outside a few conflict cells one stack has one
+move, so each live stack the frontier spells (:meth:`~localgcd.parser.glr.GraphParser.stack_ids`,
+up to ``Tuning.general_stacks`` of them) gets its mask from the deterministic
+:class:`~localgcd.runtime.masks.MaskEngine` (Alg. 5 statuses, the stack-free analysis, Pre3's
+edges, the kernels) over the *lower* bounding table, conflict cells refused
+(:mod:`localgcd.parser.conflict_bounds`): what it allows on some stack is allowed.  A reduction
+chain reads only its lookahead's column, so an outcome none of whose terminals (nor those its
+pending lexeme may become) is a conflict column's meets no conflict cell and is decided.  The
+others that the lower bound refuses are checked again stack by stack: those the *upper* table
+(conflict cells shift to a wildcard) refuses are refused; the rest cross a conflict cell, and go on
+from the frontier after their first terminal (the general parser's step), their rests checked so
+in turn.  A frontier that spells more stacks, or infinitely many (an ε-loop), has every distinct
+outcome of the row checked on it in Python (:meth:`GeneralMaskEngine._compute`; the same mask).
+A mask is cached on its (hash-consed) frontier, and per set of live stacks it spells (bounded by
+``Tuning.general_memo_nodes``: past it the memo starts afresh).  Deterministic grammars never come
+here (the :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with
+lark's Indenter and conflicts are refused (:func:`general_engine_for`).
 
 :class:`GeneralMaskEngine` offers what :class:`~localgcd.runtime.matcher.Matcher` asks of a mask
 engine, so the matcher (and its error contract) is the same object for both kinds of grammar.
@@ -24,15 +35,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from localgcd.arrays import sorted_unique
 from localgcd.errors import GrammarError
 from localgcd.lexer.transducer import LexingTransducer
+from localgcd.parser.conflict_bounds import ConflictBounds
 from localgcd.parser.glr import Frontier, GraphParser
-from localgcd.parser.pda import DEAD_STACK
+from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.parser.tables import ParseTables
 from localgcd.regex.dfa import DEAD_STATE
+from localgcd.runtime.checks import OutcomeChecker
 from localgcd.runtime.layout import NO_LAYOUT, Layout
-from localgcd.runtime.masks import Mask
+from localgcd.runtime.masks import Mask, MaskEngine
 from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, Rows, TokenSpanner
+from localgcd.tuning import Tuning
 
 _MASK = "mask"  # Frontier.memo keys: (_MASK, q, at_start) → Mask; (_FINAL, q') → bool; outcome → bool
 _FINAL = "final"
@@ -42,8 +57,21 @@ class GeneralMaskEngine:
     """Masks and steps of a general grammar over graph-structured stacks (one per compiled grammar)."""
 
     def __init__(self, tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
-                 ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray) -> None:
-        self.parser = GraphParser(tables)
+                 ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
+                 tuning: Tuning = Tuning()) -> None:
+        self.parser = GraphParser(tables, tuning)
+        self._stack_limit = tuning.general_stacks
+        self._memo_limit = tuning.general_memo_nodes
+        self._by_signature: dict[tuple[int, bool, frozenset[int]], Mask] = {}  # (q, at start, stacks) -> mask
+        bounds = ConflictBounds.of(tables)
+        self._below = MaskEngine(spanner, PushdownAutomaton(bounds.below, ignored, tuning), lexer, token_bytes,
+                                 end_ids, rows=rows)
+        self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible)
+        n_columns = max(tables.action.shape[1], lexer.producible.shape[1])
+        self._conflict_terminal = np.zeros(n_columns, dtype=bool)
+        self._conflict_terminal[bounds.conflict_columns] = True
+        self._pending_may_conflict = lexer.producible[:, self._conflict_terminal[:lexer.producible.shape[1]]].any(axis=1)
+        self._mention = np.zeros(0, dtype=np.int8)  # per outcome: 0 not known yet, 1 no, 2 mentions a conflict column
         self.spanner, self.rows, self._lexer = spanner, rows, lexer
         self.token_bytes = token_bytes
         self.n_tokens = spanner.n_tokens
@@ -59,7 +87,13 @@ class GeneralMaskEngine:
         self._accept = lexer.accept.tolist()
         self._restart = lexer.restart.tolist()
         self._token_class = spanner.token_class.astype(np.intp, copy=False)
+        class_tokens, class_offsets = spanner.class_members
+        # one token of each class (all share its verdicts; a class without tokens reads any: unused)
+        self._class_token = class_tokens[np.minimum(class_offsets[:-1], max(class_tokens.size - 1, 0))]
         self._lists: tuple[list[int], list[int]] | None = None
+        self._not_end = np.full((self.n_tokens + 31) // 32, np.uint32(0xFFFFFFFF), dtype=np.uint32)
+        np.bitwise_and.at(self._not_end, end_ids // 32,
+                          ~np.left_shift(np.uint32(1), (end_ids % 32).astype(np.uint32)))
 
     @property
     def start_stack(self) -> Frontier:
@@ -76,7 +110,10 @@ class GeneralMaskEngine:
         key = (_MASK, q, at_start)
         found = frontier.memo.get(key)
         if found is None:
-            found = frontier.memo[key] = self._compute(q, frontier, at_start)
+            found = self._by_stacks(q, frontier, at_start)
+            if found is None:
+                found = self._compute(q, frontier, at_start)
+            frontier.memo[key] = found
         return found
 
     def advance(self, q: int, frontier: Frontier, token: int, layout: Layout = NO_LAYOUT
@@ -142,6 +179,133 @@ class GeneralMaskEngine:
         return len(frontier.tops), self.parser.live_nodes(frontier)
 
     # -- internals ----------------------------------------------------------------
+
+    def _by_stacks(self, q: int, frontier: Frontier, at_start: bool) -> Mask | None:
+        """The mask stack by stack (None: the frontier spells too many stacks, or infinitely many).
+
+        Each live stack's mask by the deterministic engine over the lower bounding table
+        (:mod:`localgcd.parser.conflict_bounds`: conflict cells refuse) is allowed.  An outcome can
+        only meet a conflict cell if it mentions a terminal of a conflict column (one of its
+        terminals, or one its pending lexeme may become: a reduction chain reads only its
+        lookahead's column), so the rest is decided; the outcomes that mention one are checked
+        again, crossings included (:meth:`_passing_by_stacks`).  Acceptance is the frontier's."""
+        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        if low_stacks is None:
+            return None
+        signature = (q, at_start, frozenset(low_stacks))  # the stacks decide the mask, whatever the GSS's shape
+        found = self._by_signature.get(signature)
+        if found is None:
+            if len(self._by_signature) >= self._memo_limit:
+                self._by_signature.clear()  # (a memo: masks are made again, the same)
+            found = self._by_signature[signature] = self._stack_by_stack(q, frontier, at_start, low_stacks)
+        return found
+
+    def _stack_by_stack(self, q: int, frontier: Frontier, at_start: bool, low_stacks: list[int]) -> Mask:
+        """:meth:`_by_stacks` for the frontier's live stacks ``low_stacks`` (the lower table's)."""
+        below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
+        accepting = self.is_accepting(q, frontier, at_start)[0]
+        passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
+        classes, outcomes = self.rows.continuing(q)
+        pending_ends = (self.spanner.first_kind[q] == FIRST_EMITS).any()
+        if pending_ends:
+            emits = self.rows.class_emits(q)
+            keep = ~emits[classes]
+            classes, outcomes = classes[keep], outcomes[keep]
+        refused = ~_unpacked(below, self.n_tokens)[self._class_token]  # per class: below refuses it
+        chosen = self._mentions(outcomes) & refused[classes]
+        if chosen.any():
+            passing[classes[chosen]] = self._passing_by_stacks(frontier, outcomes[chosen])
+        if pending_ends:
+            after = self._emit_pending(q, frontier)
+            if after is not None:
+                fresh_classes, fresh_outcomes = self.rows.continuing(self._restart[self._accept[q]])
+                chosen = emits[fresh_classes] & refused[fresh_classes]
+                if not self._conflict_terminal[self._accept[q]]:
+                    chosen &= self._mentions(fresh_outcomes)
+                if chosen.any():
+                    passing[fresh_classes[chosen]] = self._passing_by_stacks(after, fresh_outcomes[chosen])
+        if not passing.any():
+            n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
+            return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
+        return Mask.of(_unpacked(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+
+    def _mentions(self, outcomes: np.ndarray) -> np.ndarray:
+        """bool per outcome: one of its terminals, or one its end state's pending lexeme may become,
+        is a conflict column's (memoized per outcome id; a lazy spanner's ids grow)."""
+        spanner = self.spanner
+        if self._mention.size < spanner.n_outcomes:
+            grown = np.zeros(max(spanner.n_outcomes, 2 * self._mention.size), dtype=np.int8)
+            grown[:self._mention.size] = self._mention
+            self._mention = grown
+        known = self._mention[outcomes]
+        todo = sorted_unique(outcomes[known == 0])
+        if todo.size:
+            head, tail, n_base = spanner.head, spanner.tail, spanner.n_base
+            found = np.zeros(todo.size, dtype=bool)
+            at = todo.astype(np.int64)
+            live = np.flatnonzero(at >= n_base)
+            while live.size:
+                found[live] |= self._conflict_terminal[head[at[live]]]
+                at[live] = tail[at[live]]
+                live = live[at[live] >= n_base]
+            found |= self._pending_may_conflict[at]
+            self._mention[todo] = np.where(found, 2, 1)
+            known = self._mention[outcomes]
+        return known == 2
+
+    def _classes_pass(self, q: int, frontier: Frontier, classes: np.ndarray) -> np.ndarray:
+        """bool per class (ascending): does a token of that class, read from lexer state ``q``
+        (its first byte continuing the pending lexeme), pass on some live stack?"""
+        row_classes, row_outcomes = self.rows.continuing(q)
+        at = np.minimum(np.searchsorted(row_classes, classes), max(row_classes.size - 1, 0))
+        continues = (at < row_classes.size) & (row_classes[at] == classes) if row_classes.size else \
+            np.zeros(classes.size, dtype=bool)
+        verdicts = np.zeros(classes.size, dtype=bool)
+        if continues.any():
+            verdicts[continues] = self._passing_by_stacks(frontier, row_outcomes[at[continues]])
+        return verdicts
+
+    def _passing_by_stacks(self, frontier: Frontier, outcomes: np.ndarray) -> np.ndarray:
+        """:meth:`_passing`, stack by stack: each live stack's checks by the deterministic checkers
+        of the two bounding tables (compiled kernels); an outcome only the upper one passes crossed
+        a conflict cell, and goes on from the frontier after its first terminal (the general
+        parser's step, shared by the outcomes that start alike), its rest checked so again.
+        (Not memoized per outcome: the masks that ask are, per frontier.)"""
+        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        if low_stacks is None:
+            return self._passing(frontier, outcomes)
+        high_stacks = self.parser.stack_ids(frontier, self._above.pda, self._stack_limit)
+        distinct, inverse = np.unique(outcomes, return_inverse=True)
+        return self._decided_by_stacks(frontier, distinct, low_stacks, high_stacks)[inverse]
+
+    def _decided_by_stacks(self, frontier: Frontier, outcomes: np.ndarray, low_stacks: list[int],
+                           high_stacks: list[int]) -> np.ndarray:
+        """bool per distinct outcome (see :meth:`_passing_by_stacks`)."""
+        ok = np.zeros(outcomes.size, dtype=bool)
+        below = self._below.checker
+        below.grow()
+        for node in low_stacks:
+            ok |= below.check(node, outcomes)[0]
+        crossing = np.flatnonzero(self._mentions(outcomes) & ~ok)  # (the rest meets no conflict cell)
+        if crossing.size:
+            maybe = np.zeros(crossing.size, dtype=bool)
+            self._above.grow()
+            for node in high_stacks:
+                maybe |= self._above.check(node, outcomes[crossing])[0]
+            crossing = crossing[maybe]
+        if crossing.size:
+            crossed = outcomes[crossing]
+            n_base = self.spanner.n_base
+            ends = crossed < n_base
+            ok[crossing[ends]] = [self._final(frontier, o) for o in crossed[ends].tolist()]
+            going = crossing[~ends]
+            heads = self.spanner.head[outcomes[going]]
+            for head in np.unique(heads).tolist():
+                group = going[heads == head]
+                after = frontier if self._ignored[head] else self.parser.step(frontier, head)
+                if after is not None:
+                    ok[group] = self._passing_by_stacks(after, self.spanner.tail[outcomes[group]])
+        return ok
 
     def _compute(self, q: int, frontier: Frontier, at_start: bool) -> Mask:
         allowed = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
@@ -232,9 +396,21 @@ class GeneralMaskEngine:
 
 def general_engine_for(tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
                        ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
-                       has_indenter: bool, source: str) -> GeneralMaskEngine:
+                       has_indenter: bool, source: str, tuning: Tuning = Tuning()) -> GeneralMaskEngine:
     """The general engine of a grammar with conflict cells; an Indenter grammar's is refused."""
     if has_indenter:
         raise GrammarError("a grammar with lark's Indenter must be LALR(1) (its conflicts would need the general "
                            "parser, which does not track the layout)", source)
-    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids)
+    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids, tuning)
+
+
+def _union(packed: list[np.ndarray]) -> np.ndarray:
+    """The bitwise union of packed masks (a fresh array)."""
+    out = packed[0].copy()
+    for more in packed[1:]:
+        out |= more
+    return out
+
+
+def _unpacked(packed: np.ndarray, n_tokens: int) -> np.ndarray:
+    return np.unpackbits(packed.view(np.uint8), count=n_tokens, bitorder="little").view(bool)

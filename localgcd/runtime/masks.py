@@ -33,7 +33,7 @@ from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
-from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, RowPart, TokenSpanner
+from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, RowPart, Rows, TokenSpanner
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,15 @@ class MaskEngine:
         statuses: np.ndarray | None = None,
         token_mask_budget: int = 64 << 20,
         kernels: bool | None = None,
+        rows: Rows | None = None,
     ) -> None:
         """``kernels``: assemble token masks and check outcomes on stacks with the compiled
-        kernels (True), numpy and Python (False), or the kernels that were built (None)."""
+        kernels (True), numpy and Python (False), or the kernels that were built (None).
+        ``rows``: the spanner's row cache to read (None: a fresh one)."""
         self.spanner = spanner
         self.kernels = assembly_kernel_available() if kernels is None else kernels
         self.token_mask_budget = token_mask_budget
-        self.rows = spanner.rows()  # built on first use (a lazy spanner builds them then)
+        self.rows = spanner.rows() if rows is None else rows  # built on first use (a lazy spanner builds them then)
         self.pda = pda
         self.lexer_accept = lexer.accept.tolist()
         self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
