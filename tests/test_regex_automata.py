@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, category
+from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, _runs, category
 from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, prefix_overlap, trim
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
 from localgcd.regex.nfa import NFA, CharClasses
@@ -192,6 +192,13 @@ def test_a_pattern_nested_hundreds_of_groups_deep_compiles() -> None:
     dfa = terminal_dfa(pattern)
     assert dfa.accept[dfa.run(b"a" * depth)] >= 0 or dfa.accept[dfa.run(b"a" * (depth + 1))] >= 0
     assert dfa.run(b"a" * (depth + 2)) == -1
+
+
+@pytest.mark.parametrize("pattern", [r"\w", r"\d", r"\s", r"\W", r"\D", r"\S"])
+def test_a_category_read_off_the_shared_scan_is_the_one_its_own_scan_reads(pattern):
+    """\\w \\d \\s come from one scan partitioning every code point, \\W \\D \\S are their complements:
+    each is exactly the set a scan of all code points with ``re`` and that class alone reads."""
+    assert category(pattern) == CharSet(_runs(f"(?:{pattern})+"))
 
 
 @pytest.mark.parametrize("pattern", [r"\w", r"\d", r"\s", r"(?a:\w)", r"\W"])
