@@ -156,7 +156,11 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
             found = moves[state] = {}
             for lo, hi, target in nfa.edges[state]:
                 reached = closure_of(target)  # once per edge, not per class it spans
-                for c in range(class_of[lo], class_of[hi] + 1):
+                spanned = range(class_of[lo], class_of[hi] + 1)
+                if found.keys().isdisjoint(spanned):  # (the usual case: all at once)
+                    found.update(dict.fromkeys(spanned, reached))
+                    continue
+                for c in spanned:
                     so_far = found.get(c)
                     found[c] = reached if so_far is None else so_far | reached
         return found
@@ -168,17 +172,16 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
     held = len(start)  # members of all subsets, for the memory they take
     check_at = 1 << 16  # the budget is checked again when held reaches this (or every 4096 states)
     for subset in subsets:  # grows while iterating
-        targets: dict[int, set[int]] = {}
+        # (a class one member moves on keeps that member's set object: its hash is computed once
+        # for all the classes a byte range spans, and an interior state of a UTF-8 trie has one member)
+        targets: dict[int, frozenset[int]] = {}
         for s in subset:
             for c, tgts in moves_of(s).items():
                 found = targets.get(c)
-                if found is None:
-                    targets[c] = set(tgts)
-                else:
-                    found |= tgts
+                targets[c] = tgts if found is None or found is tgts else found | tgts
         row = [DEAD_STATE] * n_classes
         for c in sorted(targets):  # in class order, so state numbers do not depend on set order
-            nxt = frozenset(targets[c])
+            nxt = targets[c]
             if nxt not in index:
                 index[nxt] = len(subsets)
                 subsets.append(nxt)
