@@ -187,167 +187,187 @@ def _edges(transitions: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, n
 # --------------------------------------------------------------------------- LR(0)
 
 #: A closure's moves, shared by the states that expand the same nonterminals: (targets, pending,
-#: gathered, base) -- see ``_lr0``.
+#: gathered, base) -- see :class:`_LR0Builder`.
 _Shared = tuple[dict[int, int], dict[int, tuple[int, ...]], dict[int, list[int]], dict[int, tuple[int, ...]]]
 
 
 def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, meter: BudgetMeter) -> LALRAutomaton:
-    item_base, total = [], 0
-    by_lhs: dict[int, list[int]] = {}
-    for index, (lhs, rhs) in enumerate(rules):
-        item_base.append(total)
-        total += len(rhs) + 1
-        by_lhs.setdefault(lhs, []).append(index)
-    next_of = [-1] * total  # item → the symbol after its dot (-1: complete)
-    for index, (_, rhs) in enumerate(rules):
-        base = item_base[index]
-        for dot, symbol in enumerate(rhs):
-            next_of[base + dot] = symbol
+    """The LR(0) automaton of ``rules`` (the root rule last), states numbered as they are found."""
+    return _LR0Builder(rules, n_terminals).automaton(meter)
 
-    # Per nonterminal: the moves of its rules' initial items (symbol → advanced items), and the
-    # nonterminals its closure brings in (itself included).
-    first_moves: dict[int, dict[int, tuple[int, ...]]] = {}
-    for lhs, indices in by_lhs.items():
-        moves: dict[int, tuple[int, ...]] = {}
-        for index in indices:
-            if rules[index][1]:
-                symbol = rules[index][1][0]
-                moves[symbol] = moves.get(symbol, ()) + (item_base[index] + 1,)
-        first_moves[lhs] = moves
-    reach: dict[int, tuple[int, ...]] = {}
-    first_nonterminals: dict[int, list[int]] = {}  # per nonterminal: the nonterminals its rules start with
 
-    def starts_with(nonterminal: int) -> list[int]:
-        found = first_nonterminals.get(nonterminal)
+class _LR0Builder:
+    """The LR(0) states of one grammar, found kernel by kernel.
+
+    A state's closure is never listed: the moves of the initial items a nonterminal brings into a
+    closure are computed once per nonterminal (:meth:`expansion`) and per set of nonterminals
+    (:meth:`closure_of`), and shared by every state that expands them.
+    """
+
+    def __init__(self, rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> None:
+        self.rules, self.n_terminals = rules, n_terminals
+        self.item_base: list[int] = []
+        total = 0
+        by_lhs: dict[int, list[int]] = {}
+        for index, (lhs, rhs) in enumerate(rules):
+            self.item_base.append(total)
+            total += len(rhs) + 1
+            by_lhs.setdefault(lhs, []).append(index)
+        self.next_of = [-1] * total  # item → the symbol after its dot (-1: complete)
+        for index, (_, rhs) in enumerate(rules):
+            base = self.item_base[index]
+            for dot, symbol in enumerate(rhs):
+                self.next_of[base + dot] = symbol
+        # Per nonterminal: the moves of its rules' initial items (symbol → advanced items).
+        self.first_moves: dict[int, dict[int, tuple[int, ...]]] = {}
+        for lhs, indices in by_lhs.items():
+            moves: dict[int, tuple[int, ...]] = {}
+            for index in indices:
+                if rules[index][1]:
+                    symbol = rules[index][1][0]
+                    moves[symbol] = moves.get(symbol, ()) + (self.item_base[index] + 1,)
+            self.first_moves[lhs] = moves
+        self.first_nonterminals: dict[int, list[int]] = {}  # per nonterminal: those its rules start with
+        self.reach: dict[int, tuple[int, ...]] = {}  # per nonterminal: those its closure brings in (itself too)
+        self.expansion_moves: dict[int, dict[int, tuple[int, ...]]] = {}
+        self.expansions: dict[int, _Shared] = {}
+        self.closures: dict[tuple[int, ...], _Shared] = {}
+        root = len(rules) - 1
+        self.kernels: list[tuple[int, ...]] = [(self.item_base[root],)]
+        self.index_of = {self.kernels[0]: 0}
+
+    def automaton(self, meter: BudgetMeter) -> LALRAutomaton:
+        """Every state's transitions, states numbered as they are found (``meter``: checked every
+        1,024 states)."""
+        transitions: list[dict[int, int]] = []
+        state = 0
+        while state < len(self.kernels):
+            transitions.append(self.edges(self.kernels[state]))
+            state += 1
+            if not state & 1023:
+                meter.states(len(self.kernels), "the LR(0) automaton")
+                meter.time("the LR(0) automaton")
+        return LALRAutomaton(self.rules, self.n_terminals, self.kernels, transitions, item_base=self.item_base)
+
+    def edges(self, kernel: tuple[int, ...]) -> dict[int, int]:
+        """symbol → next state of the state with ``kernel`` (new kernels numbered on the way)."""
+        moves: dict[int, list[int]] = {}
+        next_of = self.next_of
+        for item in kernel:
+            symbol = next_of[item]
+            if symbol >= 0:
+                moves.setdefault(symbol, []).append(item + 1)
+        nonterminals = tuple(sorted(symbol for symbol in moves if symbol >= self.n_terminals))
+        if not nonterminals:
+            return {symbol: self.target_of(advanced) for symbol, advanced in moves.items()}
+        shared, pending, gathered, base = self.closure_of(nonterminals)
+        own = {}
+        for symbol, advanced in moves.items():
+            extra = gathered.get(symbol) or base.get(symbol)
+            own[symbol] = self.target_of(advanced + list(extra) if extra else advanced)
+        if pending:
+            for symbol in [symbol for symbol in pending if symbol not in own]:
+                shared[symbol] = self.number(pending.pop(symbol))
+        return shared | own  # a kernel symbol's target includes its kernel items
+
+    # ---- kernels and their numbers
+
+    def target_of(self, advanced: list[int] | tuple[int, ...]) -> int:
+        """The state of the kernel of these advanced items (numbered now if new)."""
+        return self.number(_kernel_of(advanced))
+
+    def number(self, kernel: tuple[int, ...]) -> int:
+        target = self.index_of.get(kernel)
+        if target is None:
+            target = self.index_of[kernel] = len(self.kernels)
+            self.kernels.append(kernel)
+        return target
+
+    # ---- the moves a closure's expansion brings in
+
+    def starts_with(self, nonterminal: int) -> list[int]:
+        found = self.first_nonterminals.get(nonterminal)
         if found is None:  # (once per nonterminal: its first moves can be hundreds of key literals)
-            found = first_nonterminals[nonterminal] = [
-                s for s in first_moves.get(nonterminal, ()) if s >= n_terminals and s in first_moves]
+            found = self.first_nonterminals[nonterminal] = [
+                s for s in self.first_moves.get(nonterminal, ()) if s >= self.n_terminals and s in self.first_moves]
         return found
 
-    def reached(symbol: int) -> tuple[int, ...]:
-        found = reach.get(symbol)
+    def reached(self, symbol: int) -> tuple[int, ...]:
+        found = self.reach.get(symbol)
         if found is None:
             order, seen = [symbol], {symbol}
             for nonterminal in order:
-                for successor in starts_with(nonterminal):
+                for successor in self.starts_with(nonterminal):
                     if successor not in seen:
                         seen.add(successor)
                         order.append(successor)
-            found = reach[symbol] = tuple(order)
+            found = self.reach[symbol] = tuple(order)
         return found
 
-    expansion_moves: dict[int, dict[int, tuple[int, ...]]] = {}
-
-    def moves_of(nonterminal: int) -> dict[int, tuple[int, ...]]:
+    def moves_of(self, nonterminal: int) -> dict[int, tuple[int, ...]]:
         """The moves of the initial items ``nonterminal`` brings into a closure: symbol → advanced
         items (a copy of the largest expanded rule set's moves, the others merged in: a string
         value's closure brings in hundreds of key literals from one nonterminal)."""
-        found = expansion_moves.get(nonterminal)
+        found = self.expansion_moves.get(nonterminal)
         if found is None:
-            expanded = sorted((first_moves.get(n, {}) for n in reached(nonterminal)), key=len, reverse=True)
-            found = expansion_moves[nonterminal] = dict(expanded[0])
+            expanded = sorted((self.first_moves.get(n, {}) for n in self.reached(nonterminal)), key=len, reverse=True)
+            found = self.expansion_moves[nonterminal] = dict(expanded[0])
             for moves in expanded[1:]:
                 for symbol, advanced in moves.items():
                     so_far = found.get(symbol)
                     found[symbol] = advanced if so_far is None else so_far + advanced
         return found
 
-    root = len(rules) - 1
-    kernels: list[tuple[int, ...]] = [(item_base[root],)]
-    index_of = {kernels[0]: 0}
-    transitions: list[dict[int, int]] = []
-
-    def target_of(advanced: list[int] | tuple[int, ...]) -> int:
-        """The state of the kernel of these advanced items (numbered now if new)."""
-        return number(kernel_of(advanced))
-
-    def kernel_of(advanced: list[int] | tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
-
-    def number(kernel: tuple[int, ...]) -> int:
-        target = index_of.get(kernel)
-        if target is None:
-            target = index_of[kernel] = len(kernels)
-            kernels.append(kernel)
-        return target
-
     # A closure's moves are shared by every state that expands the same nonterminals, as
     # (targets, pending): the target of each symbol, or -1 while its kernel is still unnumbered
     # (pending: symbol → kernel).  A state numbers only the pending kernels it uses, so a kernel
     # that every such state reaches with kernel items of its own never becomes a state.
-    def targets_of(symbol_items) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
+    def targets_of(self, symbol_items) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
         targets: dict[int, int] = {}
         pending: dict[int, tuple[int, ...]] = {}
         for symbol, advanced in symbol_items:
-            kernel = kernel_of(advanced)
-            target = targets[symbol] = index_of.get(kernel, -1)
+            kernel = _kernel_of(advanced)
+            target = targets[symbol] = self.index_of.get(kernel, -1)
             if target < 0:
                 pending[symbol] = kernel
         return targets, pending
 
-    expansions: dict[int, _Shared] = {}
-
-    def expansion(nonterminal: int) -> _Shared:
+    def expansion(self, nonterminal: int) -> _Shared:
         """The moves one nonterminal's expansion brings into a closure."""
-        found = expansions.get(nonterminal)
+        found = self.expansions.get(nonterminal)
         if found is None:
-            moves = moves_of(nonterminal)
-            found = expansions[nonterminal] = (*targets_of(moves.items()), {}, moves)
+            moves = self.moves_of(nonterminal)
+            found = self.expansions[nonterminal] = (*self.targets_of(moves.items()), {}, moves)
         return found
 
     # Several nonterminals: the targets start as a copy of the largest expansion's; only the other
     # expansions' symbols are looked at, so a state expecting one of hundreds of optional keys beside
     # a few required ones pays for the few (the hundreds are one dict copy per set of nonterminals).
-    closures: dict[tuple[int, ...], _Shared] = {}
-
-    def closure_of(nonterminals: tuple[int, ...]) -> _Shared:
+    def closure_of(self, nonterminals: tuple[int, ...]) -> _Shared:
         if len(nonterminals) == 1:
-            return expansion(nonterminals[0])
-        found = closures.get(nonterminals)
+            return self.expansion(nonterminals[0])
+        found = self.closures.get(nonterminals)
         if found is None:
-            ordered = sorted(nonterminals, key=lambda nonterminal: -len(moves_of(nonterminal)))
-            base_targets, base_pending, _, base = expansion(ordered[0])
+            ordered = sorted(nonterminals, key=lambda nonterminal: -len(self.moves_of(nonterminal)))
+            base_targets, base_pending, _, base = self.expansion(ordered[0])
             gathered: dict[int, list[int]] = {}  # a symbol the smaller expansions move on: all its items
             for nonterminal in ordered[1:]:
-                for symbol, advanced in moves_of(nonterminal).items():
+                for symbol, advanced in self.moves_of(nonterminal).items():
                     so_far = gathered.get(symbol)
                     if so_far is None:
                         gathered[symbol] = [*base.get(symbol, ()), *advanced]
                     else:
                         so_far.extend(advanced)
-            targets, pending = targets_of(gathered.items())
-            found = closures[nonterminals] = (base_targets | targets, base_pending | pending, gathered, base)
+            targets, pending = self.targets_of(gathered.items())
+            found = self.closures[nonterminals] = (base_targets | targets, base_pending | pending, gathered, base)
             for symbol in targets.keys() & base_pending.keys():
                 if targets[symbol] >= 0:
                     del found[1][symbol]
         return found
 
-    state = 0
-    while state < len(kernels):
-        moves: dict[int, list[int]] = {}
-        for item in kernels[state]:
-            symbol = next_of[item]
-            if symbol >= 0:
-                moves.setdefault(symbol, []).append(item + 1)
-        nonterminals = tuple(sorted(symbol for symbol in moves if symbol >= n_terminals))
-        if nonterminals:
-            shared, pending, gathered, base = closure_of(nonterminals)
-            own = {}
-            for symbol, advanced in moves.items():
-                extra = gathered.get(symbol) or base.get(symbol)
-                own[symbol] = target_of(advanced + list(extra) if extra else advanced)
-            if pending:
-                for symbol in [symbol for symbol in pending if symbol not in own]:
-                    shared[symbol] = number(pending.pop(symbol))
-            edges = shared | own  # a kernel symbol's target includes its kernel items
-        else:
-            edges = {symbol: target_of(advanced) for symbol, advanced in moves.items()}
-        transitions.append(edges)
-        state += 1
-        if not state & 1023:
-            meter.states(len(kernels), "the LR(0) automaton")
-            meter.time("the LR(0) automaton")
-    return LALRAutomaton(rules, n_terminals, kernels, transitions, item_base=item_base)
+
+def _kernel_of(advanced: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
 
 
 def _nullable(rules: list[tuple[int, tuple[int, ...]]]) -> set[int]:

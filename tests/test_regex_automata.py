@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, category
+from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, _case_pairs, _runs, case_closure, category
 from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, prefix_overlap, trim
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
 from localgcd.regex.nfa import NFA, CharClasses
@@ -192,6 +192,27 @@ def test_a_pattern_nested_hundreds_of_groups_deep_compiles() -> None:
     dfa = terminal_dfa(pattern)
     assert dfa.accept[dfa.run(b"a" * depth)] >= 0 or dfa.accept[dfa.run(b"a" * (depth + 1))] >= 0
     assert dfa.run(b"a" * (depth + 2)) == -1
+
+
+@pytest.mark.parametrize("intervals", [[(0x61, 0x7A)], [(0x4B, 0x4B)], [(0xDF, 0xDF)], [(0x130, 0x131)],
+                                       [(0x100, 0x17F)], [(0x3A3, 0x3A3), (0x3C2, 0x3C3)], [(0x1E9E, 0x1E9E)],
+                                       [(0x41, 0x5A), (0x10400, 0x10427)]])
+def test_a_case_closure_is_what_re_ignorecase_matches(intervals):
+    """Every code point with a case variant, and the set's own: in the closure exactly when
+    ``(?i)[set]`` matches it."""
+    chars = CharSet(intervals)
+    closed = case_closure(chars)
+    pattern = re.compile("(?i)[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in intervals) + "]")
+    cased = {a for a, _ in _case_pairs()} | {c for lo, hi in intervals for c in range(lo, hi + 1)}
+    for code_point in sorted(cased):
+        assert (code_point in closed) == bool(pattern.fullmatch(chr(code_point))), hex(code_point)
+
+
+@pytest.mark.parametrize("pattern", [r"\w", r"\d", r"\s", r"\W", r"\D", r"\S"])
+def test_a_category_read_off_the_shared_scan_is_the_one_its_own_scan_reads(pattern):
+    """\\w \\d \\s come from one scan partitioning every code point, \\W \\D \\S are their complements:
+    each is exactly the set a scan of all code points with ``re`` and that class alone reads."""
+    assert category(pattern) == CharSet(_runs(f"(?:{pattern})+"))
 
 
 @pytest.mark.parametrize("pattern", [r"\w", r"\d", r"\s", r"(?a:\w)", r"\W"])

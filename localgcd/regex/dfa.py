@@ -147,13 +147,26 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
             out |= closure_of(state)
         return frozenset(out)
 
-    moves: dict[int, dict[int, frozenset[int]]] = {}
+    #: Per NFA state (built on first use): its moves as runs (first class, last class, closure of
+    #: the targets), sorted and disjoint: a UTF-8 trie's state spans dozens of classes in one edge.
+    moves: dict[int, list[tuple[int, int, frozenset[int]]]] = {}
+    by_class: dict[int, dict[int, frozenset[int]]] = {}
 
-    def moves_of(state: int) -> dict[int, frozenset[int]]:
-        """Class → closure of the targets, for one NFA state (built on first use)."""
+    def moves_of(state: int) -> list[tuple[int, int, frozenset[int]]]:
         found = moves.get(state)
         if found is None:
-            found = moves[state] = {}
+            found = sorted((class_of[lo], class_of[hi], closure_of(target)) for lo, hi, target in nfa.edges[state])
+            if any(later[0] <= earlier[1] for earlier, later in zip(found, found[1:])):  # overlapping edges
+                classes = classes_of(state)
+                found = [(c, c, classes[c]) for c in sorted(classes)]
+            moves[state] = found
+        return found
+
+    def classes_of(state: int) -> dict[int, frozenset[int]]:
+        """Class → closure of the targets, for one NFA state (built on first use)."""
+        found = by_class.get(state)
+        if found is None:
+            found = by_class[state] = {}
             for lo, hi, target in nfa.edges[state]:
                 reached = closure_of(target)  # once per edge, not per class it spans
                 for c in range(class_of[lo], class_of[hi] + 1):
@@ -168,19 +181,21 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
     held = len(start)  # members of all subsets, for the memory they take
     check_at = 1 << 16  # the budget is checked again when held reaches this (or every 4096 states)
     for subset in subsets:  # grows while iterating
-        targets: dict[int, set[int]] = {}
-        for s in subset:
-            for c, tgts in moves_of(s).items():
-                found = targets.get(c)
-                if found is None:
-                    targets[c] = set(tgts)
-                else:
-                    found |= tgts
+        movers = [s for s in subset if nfa.edges[s]]
+        if len(movers) == 1:  # (an interior state of a UTF-8 trie: its runs as they are)
+            runs = moves_of(movers[0])
+        else:
+            targets: dict[int, frozenset[int]] = {}
+            for s in movers:
+                for c, tgts in classes_of(s).items():
+                    found = targets.get(c)
+                    targets[c] = tgts if found is None or found is tgts else found | tgts
+            runs = [(c, c, targets[c]) for c in sorted(targets)]
         row = [DEAD_STATE] * n_classes
-        for c in sorted(targets):  # in class order, so state numbers do not depend on set order
-            nxt = frozenset(targets[c])
-            if nxt not in index:
-                index[nxt] = len(subsets)
+        for lo, hi, nxt in runs:  # in class order, so state numbers do not depend on set order
+            target = index.get(nxt)
+            if target is None:
+                target = index[nxt] = len(subsets)
                 subsets.append(nxt)
                 held += len(nxt)
                 if len(subsets) > max_states:
@@ -190,7 +205,10 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
                     meter.memory(len(subsets) * (4 * n_symbols + 8 * n_classes + 200) + 40 * held, what)
                     meter.time(what)
                     check_at = held + (1 << 16)
-            row[c] = index[nxt]
+            if lo == hi:
+                row[lo] = target
+            else:
+                row[lo:hi + 1] = [target] * (hi + 1 - lo)
         rows.append(row)
 
     accept = np.full(len(subsets), -1, dtype=np.int32)

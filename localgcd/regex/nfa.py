@@ -322,11 +322,33 @@ class ThompsonBuilder:
         return start, end
 
     def chars(self, node: Chars) -> tuple[int, int]:
+        """The set's symbol-range sequences as one trie from a start state, equal subtries made
+        once: ``\\w``'s 2,000 UTF-8 sequences become a few hundred states where a chain per sequence
+        made 4,000 for the subset construction to wade through.  A trie's paths are its sequences."""
         start, end = self.nfa.new_state(), self.nfa.new_state()
-        for ranges in self.encoding(node.chars):
-            cur = start
-            for i, (lo, hi) in enumerate(ranges):
-                nxt = end if i == len(ranges) - 1 else self.nfa.new_state()
-                self.nfa.edges[cur].append((lo, hi, nxt))
-                cur = nxt
+        made: dict[_Trie, int] = {}
+
+        def state_of(trie: _Trie) -> int:
+            state = made.get(trie)
+            if state is None:
+                targets = [end if child is None else state_of(child) for _, _, child in trie]
+                state = made[trie] = self.nfa.new_state()
+                self.nfa.edges[state].extend((lo, hi, target) for (lo, hi, _), target in zip(trie, targets))
+            return state
+
+        for lo, hi, child in _sequence_trie(self.encoding(node.chars)):
+            self.nfa.edges[start].append((lo, hi, end if child is None else state_of(child)))
         return start, end
+
+
+#: A trie of symbol-range sequences: per edge (lo, hi, the subtrie after it; None: the sequence ends).
+_Trie = tuple[tuple[int, int, "_Trie | None"], ...]
+
+
+def _sequence_trie(sequences: Iterable[ByteRanges]) -> _Trie:
+    """``sequences`` as a trie whose edges with the same range (and the same end or not) merge."""
+    groups: dict[tuple[int, int, bool], list[ByteRanges]] = {}
+    for ranges in sequences:
+        lo, hi = ranges[0]
+        groups.setdefault((lo, hi, len(ranges) == 1), []).append(ranges[1:])
+    return tuple((lo, hi, None if ends else _sequence_trie(tails)) for (lo, hi, ends), tails in groups.items())
