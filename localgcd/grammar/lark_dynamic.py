@@ -78,7 +78,7 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
 def _automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> DFA:
     """``terminal``'s trim byte automaton, when ``re.match`` returns its longest lexeme."""
     def refused(why: str) -> GrammarError:
-        return grammar.error(f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}", terminal.name)
+        return _error(grammar, terminal, f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}")
 
     try:
         if needs_priority(terminal.regex):
@@ -184,12 +184,20 @@ def _check_longest_lexemes(grammar: GrammarIR, terminals: list[Terminal], automa
         for other in sorted(after, key=lambda n: [t.name for t in terminals].index(n)):
             clash = np.flatnonzero(continuing & _first_bytes(automata[other]))
             if clash.size:
-                raise grammar.error(
+                raise _error(
+                    grammar, terminal,
                     f"lexer='dynamic': lark's dynamic lexer takes {terminal.describe()}'s longest lexeme "
                     f"(re.match), which reads on into a {_byte(int(clash[0]))} that "
                     f"{_named(grammar, other)} can start where it follows{' (ignored)' if other in ignored else ''}: "
-                    f"the sub-grammar would also end the lexeme before it, a text lark refuses; {_BASIC}",
-                    name)
+                    f"the sub-grammar would also end the lexeme before it, a text lark refuses; {_BASIC}")
+
+
+def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError:
+    """``message`` at ``terminal``'s definition (an anonymous one: where its pattern is first written)."""
+    if terminal.line is not None:
+        return GrammarError(message, grammar.source, terminal.line, terminal.column,
+                            source_line(grammar.text, terminal.line))
+    return grammar.error(message, terminal.name)
 
 
 def _named(grammar: GrammarIR, name: str) -> str:

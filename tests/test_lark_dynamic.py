@@ -1,0 +1,239 @@
+"""Lark's ``dynamic`` lexer, ``parser="earley"``'s default (:mod:`localgcd.grammar.lark_dynamic`).
+
+A grammar compiles with it when lark's dynamic Earley parser (``Lark(g)``) accepts exactly the texts
+that cut into the terminals' words in some way the rules allow; then:
+
+* masks equal :class:`reference.dynamic.DynamicReference` (a character-level Earley recognizer over
+  the terminals' regexes, read with Python's own regex parser) at every byte prefix of random walks:
+  a byte is allowed iff the text after it is viable, the end iff the text is complete;
+* ``check`` (the matcher over the whole text) agrees with ``Lark(g)`` on texts made of the
+  grammar's pieces and their mutations, accepted and rejected ones (hypothesis), and so does the
+  reference.
+
+Where the sub-grammar would accept a text lark's ``re.match`` reads otherwise, the grammar is
+refused, naming the terminal and why.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+import lark
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import localgcd
+from exactness_support import byte_vocabulary
+from localgcd.errors import GrammarError
+from reference.dynamic import DynamicReference
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "lark"
+END = 256  # byte_vocabulary's end token
+
+
+def corpus(path: str) -> str:
+    return (CORPUS / path).read_text(encoding="utf-8")
+
+
+STATEMENTS = r"""
+start: stmt+
+stmt: "let" NAME "=" expr ";" | "print" expr ";"
+expr: expr "+" expr | NAME | NUMBER
+NAME: /[a-z]+/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+# "-" is a word's character and a separator: the basic lexer reads "a-b" as one WORD, the parse wants it
+RANGES = r"""
+start: item ("," item)*
+item: WORD | NUMBER "-" NUMBER | WORD ":" NUMBER
+WORD: /[a-z][a-z-]*/
+NUMBER: /[0-9]+/
+%ignore /[ \t]+/
+"""
+# terminals the basic lexer cannot tell apart (VERB and NOUN both "flies", keywords inside names)
+KEYWORDS_IN_NAMES = r"""
+start: (decl ";")*
+decl: "int" NAME | "in" NAME ":" "int"
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+#: name → (grammar text, start rule, pieces texts are made of)
+GRAMMARS = {
+    "fruitflies (lark's example)": (corpus("issue37/lark__fruitflies.lark"), "sentence",
+                                    ["fruit", "flies", "like", "bananas", " ", "a", "fl", "\n"]),
+    "json (lark's Earley example)": (corpus("issue37/lark__json_earley.lark"), "start",
+                                     ["{", "}", "[", "]", ",", ":", '"a"', '"\\""', "1", "-2.5e3", "true", " ", "nul"]),
+    "statements, ambiguous sums": (STATEMENTS, "start", ["let", "print", "x", "ab", "=", "+", ";", "1", "23", " "]),
+    "a separator that is a word's character": (RANGES, "start", ["a", "b-c", "-", "1", "23", ",", ":", " ", "\t"]),
+    "keywords inside names": (KEYWORDS_IN_NAMES, "start", ["int", "in", "x", "integer", ";", ":", " "]),
+}
+
+
+def with_start(text: str, start: str) -> str:
+    return text if start == "start" else text + f"\nstart: {start}\n"
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(name: str) -> localgcd.CompiledGrammar:
+    text, start, _ = GRAMMARS[name]
+    return localgcd.compile_grammar(with_start(text, start), byte_vocabulary(), parser="earley", use_cache=False)
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> DynamicReference:
+    text, start, _ = GRAMMARS[name]
+    return DynamicReference(with_start(text, start))
+
+
+@functools.lru_cache(maxsize=None)
+def lark_parser(name: str) -> lark.Lark:
+    text, start, _ = GRAMMARS[name]
+    parser = lark.Lark(with_start(text, start))
+    assert parser.options.parser == "earley" and parser.options.lexer == "dynamic"
+    return parser
+
+
+def lark_accepts(name: str, text: bytes) -> bool:
+    try:
+        lark_parser(name).parse(text.decode("utf-8"))
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+def differences(name: str, matcher, prefix: bytes) -> list[str]:
+    mask = matcher.allowed_token_mask()
+    want = reference(name).viable_bytes(prefix)
+    got = {b for b in range(256) if mask[b]}
+    problems = [f"{kind} after {prefix!r}: {sorted(found)[:10]}"
+                for kind, found in (("UNSOUND", got - want), ("INCOMPLETE", want - got)) if found]
+    if bool(mask[END]) != reference(name).complete(prefix):
+        problems.append(f"END after {prefix!r}: localgcd {bool(mask[END])}")
+    return problems
+
+
+@pytest.mark.parametrize("name", GRAMMARS)
+def test_masks_equal_the_character_level_reference(name: str) -> None:
+    rng = random.Random(name)
+    problems: list[str] = []
+    for _ in range(6):
+        matcher, prefix = compiled(name).matcher(), b""
+        problems += differences(name, matcher, prefix)
+        for _ in range(24):
+            choices = sorted(reference(name).viable_bytes(prefix))
+            if not choices:
+                break
+            ascii_choices = [b for b in choices if b < 128]
+            byte = rng.choice(ascii_choices if ascii_choices and rng.random() < 0.9 else choices)
+            assert matcher.advance(byte), (prefix, byte)
+            prefix += bytes([byte])
+            problems += differences(name, matcher, prefix)
+    assert not problems, "\n".join(problems[:20])
+
+
+def checked(name: str, text: bytes) -> bool:
+    matcher = compiled(name).matcher()
+    return matcher.accept_bytes(text) and matcher.is_accepting()
+
+
+def texts(pieces: list[str]) -> st.SearchStrategy[bytes]:
+    """Texts of the pieces, some mutated (a byte dropped, doubled or replaced by another piece's)."""
+    alphabet = sorted({c for piece in pieces for c in piece})
+    made = st.lists(st.sampled_from(pieces), max_size=10).map(lambda xs: "".join(xs))
+
+    def mutate(text: str, data) -> str:
+        if not text or not data.draw(st.booleans()):
+            return text
+        at = data.draw(st.integers(0, len(text) - 1))
+        how = data.draw(st.sampled_from(["drop", "double", "replace"]))
+        if how == "drop":
+            return text[:at] + text[at + 1:]
+        if how == "double":
+            return text[:at] + text[at] + text[at:]
+        return text[:at] + data.draw(st.sampled_from(alphabet)) + text[at + 1:]
+
+    return st.builds(lambda text, data: mutate(text, data).encode(), made, st.data())
+
+
+@pytest.mark.parametrize("name", GRAMMARS)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_check_agrees_with_lark_earley(name: str, data) -> None:
+    text = data.draw(texts(GRAMMARS[name][2]))
+    accepted = lark_accepts(name, text)
+    assert checked(name, text) == accepted, text
+    assert reference(name).complete(text) == accepted, text
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("fruitflies (lark's example)", b"fruit flies like bananas"),  # VERB "flies" or NOUN "flies": both live
+    ("fruitflies (lark's example)", b"fruitflies like fruit"),
+    ("statements, ambiguous sums", b"let x = a+b+1; print x;"),
+    ("statements, ambiguous sums", b"letx=1;"),  # the keyword, then a name: lark matches each where expected
+    ("a separator that is a word's character", b"a-b, 1-23, x:4"),
+    ("keywords inside names", b"int integer; in int:int;integer;"),
+])
+def test_texts_only_the_dynamic_lexer_reads_are_accepted(name: str, text: bytes) -> None:
+    assert lark_accepts(name, text)
+    assert checked(name, text)
+
+
+def test_lexer_basic_keeps_the_basic_lexer_earley() -> None:
+    text = with_start(*GRAMMARS["fruitflies (lark's example)"][:2])
+    with pytest.raises(GrammarError, match="can never be produced"):  # VERB "flies" loses to NOUN "flies"
+        localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", lexer="basic", use_cache=False)
+    assert localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False)
+
+
+@pytest.mark.parametrize(("grammar", "why"), [
+    ("start: A A\nA: /a+/\n", "terminal A /a+/'s longest lexeme (re.match), which reads on into a 'a'"),
+    ('start: A "b"\nA: /a+?/\n', "terminal A /a+?/ uses a lazy quantifier, a look-around or an anchor"),
+    ('start: A "b"\nA: /(?<=x)a/\n', "uses a lazy quantifier, a look-around or an anchor"),
+    ('start: A "c"\nA: /a|ab/\n', "has lexemes re.match never returns"),
+    ('start: A "c"\nA: /a*/\n', "matches the empty string"),
+    ('start: A "c"\nA: /(a)\\1/\n', "cannot be read exactly"),
+    ('start: NAME+\nNAME: /[a-z]+/\n%ignore /[ ]+|#[a-z ]*/\n', "reads on into a ' '"),
+])
+def test_what_re_match_would_read_otherwise_is_refused_naming_the_terminal(grammar: str, why: str) -> None:
+    with pytest.raises(GrammarError) as caught:
+        localgcd.compile_grammar(grammar, byte_vocabulary(), parser="earley", use_cache=False)
+    message = str(caught.value)
+    assert "lexer='dynamic'" in message and why in message and "lexer='basic'" in message, message
+    assert caught.value.line is not None and "\n" not in message
+
+
+def test_a_refused_grammar_is_also_read_otherwise_by_lark() -> None:
+    """``A A`` with ``A: /a+/``: the sub-grammar would accept ``aa`` (two lexemes); lark's dynamic
+    lexer takes ``aa`` as one (``dynamic_complete`` would accept it: localgcd means ``dynamic``)."""
+    grammar = "start: A A\nA: /a+/\n"
+    with pytest.raises(lark.exceptions.LarkError):
+        lark.Lark(grammar).parse("aa")
+    assert lark.Lark(grammar, lexer="dynamic_complete").parse("aa")
+
+
+def test_the_cli_takes_lexer_dynamic_and_refuses_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
+    grammar, refused = tmp_path / "statements.lark", tmp_path / "twice.lark"
+    grammar.write_text(STATEMENTS)
+    refused.write_text("start: A A\nA: /a+/\n")
+    text = tmp_path / "t.txt"
+    text.write_text("letx=1; print x+2;")
+    runner = CliRunner()
+    for lexer in ([], ["--lexer", "dynamic"]):
+        ok = runner.invoke(app, ["check", "--grammar", str(grammar), "--parser", "earley", *lexer, str(text)])
+        assert ok.exit_code == 0, ok.output
+    basic = runner.invoke(app, ["check", "--grammar", str(grammar), "--parser", "earley", "--lexer", "basic", str(text)])
+    assert basic.exit_code != 0  # the basic lexer reads "letx" as one NAME
+    bad = runner.invoke(app, ["check", "--grammar", str(refused), "--parser", "earley", str(text)])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output and f"{refused}:2:1:" in bad.output, bad.output
+    wrong = runner.invoke(app, ["check", "--grammar", str(grammar), "--lexer", "dynamic", str(text)])
+    assert wrong.exit_code == 2 and "not for parser='lalr'" in wrong.output, wrong.output
