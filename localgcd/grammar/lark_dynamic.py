@@ -11,21 +11,22 @@ that lexeme; ``dynamic`` does not, so ``start: A A`` with ``A: /a+/`` rejects ``
 ``dynamic``, lark's default, the one ``Lark(g)`` parses with.
 
 The translation: each terminal becomes a sub-grammar of its regular language (the regex AST as
-GBNF's syntax tree), preceded by ``%ignore``'s terminals repeated (``(I1 | I2 | ...)*``), and the
-start is followed by them; :func:`localgcd.grammar.gbnf.translate` makes that a grammar over
-character atoms (a prefix code: the lexer is invisible) for the parse tables.  That language --
-every way to cut the text into the terminals' words -- is lark's exactly when ``re.match`` at each
-place returns the word the cut uses.  This module checks a sufficient condition and refuses the
-grammar otherwise (:class:`~localgcd.errors.GrammarError` naming the terminal and why):
+GBNF's syntax tree), preceded by ``%ignore``'s terminals repeated, and the start is followed by
+them; :func:`localgcd.grammar.gbnf.translate` makes that a grammar over character atoms (a prefix
+code: the lexer is invisible) for the parse tables.  That language -- every way to cut the text
+into the terminals' words -- is lark's when ``re.match`` at each place returns the word the cut
+uses.  Two conditions make it so:
 
 * ``re.match`` of ``T`` returns the longest prefix in ``T``'s language (no lazy quantifier,
   look-around, anchor or alternation order that stops it earlier: ``T``'s leftmost-first automaton,
-  :mod:`localgcd.regex.priority`, accepts ``T``'s whole language);
-* after any word of ``T``, no byte that can start what follows ``T`` (a terminal of the grammar's
-  FOLLOW of ``T``, or an ignored one) continues a longer word of ``T``: then the longest prefix of
-  the rest of the text in ``T``'s language is the word the cut uses.  An ignored terminal ``I`` is
-  followed by any terminal; ``I`` followed by ``I`` is allowed when ``I``'s language is closed under
-  concatenation (``/[ \\t]+/``: a run of blanks cut anywhere is one lexeme of lark's).
+  :mod:`localgcd.regex.priority`, accepts ``T``'s whole language); else a
+  :class:`~localgcd.errors.GrammarError` naming the terminal and the construct;
+* a lexeme ends where lark ends it: no longer word of ``T`` is a prefix of the rest.  Where a word
+  of ``T`` followed by a character that can start what follows ``T`` is a word again (``COLOR`` /
+  ``LETTER+`` before ``"repeat"``; ``NAME NAME``), the rules are written in variants that forbid
+  that character after such a lexeme (:mod:`.lark_cuts`); where it is a prefix of a longer word
+  only (``1e`` of a number before a name), characters further on decide, and the grammar is
+  refused naming the terminal and the character.
 
 A terminal that matches the empty string is refused as lark refuses it ("Dynamic Earley doesn't
 allow zero-width regexps"), and so is an Indenter (lark's dynamic lexer takes no postlexer).
@@ -35,17 +36,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError, UnsupportedConstruct
 from localgcd.grammar.gbnf import translate
+from localgcd.grammar.gbnf.atoms import show_chars
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq
+from localgcd.grammar.lark_cuts import Lexemes, UndecidedEnd, constrained, lexemes_over_atoms, variants_as_gbnf
 from localgcd.grammar.ir import GrammarIR, source_line
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex import syntax as regex
 from localgcd.regex.charset import SURROGATES, CharSet
-from localgcd.regex.dfa import DEAD_STATE, DFA, relations, trim
+from localgcd.regex.dfa import relations, trim
+from localgcd.regex.nfa import CharClasses
 from localgcd.regex.priority import needs_priority, priority_dfa
 from localgcd.regex.python_syntax import parse_python_regex
 from localgcd.regex.terminal import terminal_dfa
@@ -65,9 +67,14 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
                            f"{_BASIC}", grammar.source)
     used = {s for rule in grammar.rules for s in rule.rhs if grammar.is_terminal(s)}
     terminals = [t for t in grammar.terminals if t.name in used or t.ignored]
-    automata = {t.name: _automaton(grammar, t, meter) for t in terminals}
-    _check_longest_lexemes(grammar, terminals, automata, used)
-    translated = translate(_as_gbnf(grammar, terminals), meter)
+    for terminal in terminals:
+        _check_automaton(grammar, terminal, meter)
+    exprs = {t.name: _expr(parse_python_regex(t.regex), (t.line or 1, t.column or 1)) for t in terminals}
+    atoms, lexemes = _lexemes(grammar, terminals, exprs, used, meter)
+    ignored = [t.name for t in terminals if t.ignored]
+    tree = variants_as_gbnf(grammar, atoms, lexemes, ignored, START) if constrained(lexemes) \
+        else _as_gbnf(grammar, terminals, exprs)
+    translated = translate(tree, meter)
     return replace(translated, text=grammar.text, origins={**grammar.origins, **translated.origins})
 
 
@@ -75,8 +82,8 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
 # Each terminal's automaton, and whether re.match reads it as its whole language
 
 
-def _automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> DFA:
-    """``terminal``'s trim byte automaton, when ``re.match`` returns its longest lexeme."""
+def _check_automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> None:
+    """``re.match`` of ``terminal`` returns its longest lexeme, never the empty one."""
     def refused(why: str) -> GrammarError:
         return _error(grammar, terminal, f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}")
 
@@ -96,36 +103,6 @@ def _automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> DF
     if first is None or not all(inside for _, inside in relations([(whole, first)])):
         raise refused("has lexemes re.match never returns (an earlier alternative wins: /a|ab/ reads "
                       "'a' of 'ab'); lark's dynamic lexer takes re.match's lexeme")
-    return whole
-
-
-def _first_bytes(dfa: DFA) -> np.ndarray:
-    return dfa.transitions[0] != DEAD_STATE
-
-
-def _continuing(dfa: DFA) -> np.ndarray:
-    """bool [256]: the bytes by which some word continues to a longer word (a trim automaton's
-    moves out of its accepting states)."""
-    return (dfa.transitions[dfa.accept >= 0] != DEAD_STATE).any(axis=0)
-
-
-def _closed_under_concatenation(dfa: DFA) -> bool:
-    """Every word followed by a word is a word (L·L ⊆ L): from each accepting state the automaton
-    accepts at least what it accepts from the start."""
-    pairs = {(0, int(q)) for q in np.flatnonzero(dfa.accept >= 0)}
-    stack = list(pairs)
-    while stack:
-        a, b = stack.pop()
-        if dfa.accept[a] >= 0 and dfa.accept[b] < 0:
-            return False
-        for symbol, target in dfa.moves[a].items():
-            other = int(dfa.transitions[b, symbol])
-            if other == DEAD_STATE:
-                return False
-            if (target, other) not in pairs:
-                pairs.add((target, other))
-                stack.append((target, other))
-    return True
 
 
 def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
@@ -168,28 +145,24 @@ def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
     return after
 
 
-def _check_longest_lexemes(grammar: GrammarIR, terminals: list[Terminal], automata: dict[str, DFA],
-                           used: set[str]) -> None:
-    """No byte that can follow a terminal continues one of its words (see the module doc)."""
-    followers = _followers(grammar)
-    ignored = [t.name for t in terminals if t.ignored]
-    for terminal in terminals:
-        name = terminal.name
-        dfa = automata[name]
-        if terminal.ignored:
-            after = (used | set(ignored)) - ({name} if _closed_under_concatenation(dfa) else set())
-        else:
-            after = followers.get(name, set()) | set(ignored)
-        continuing = _continuing(dfa)
-        for other in sorted(after, key=lambda n: [t.name for t in terminals].index(n)):
-            clash = np.flatnonzero(continuing & _first_bytes(automata[other]))
-            if clash.size:
-                raise _error(
-                    grammar, terminal,
-                    f"lexer='dynamic': lark's dynamic lexer takes {terminal.describe()}'s longest lexeme "
-                    f"(re.match), which reads on into a {_byte(int(clash[0]))} that "
-                    f"{_named(grammar, other)} can start where it follows{' (ignored)' if other in ignored else ''}: "
-                    f"the sub-grammar would also end the lexeme before it, a text lark refuses; {_BASIC}")
+def _lexemes(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr], used: set[str],
+             meter: BudgetMeter) -> tuple[CharClasses, dict[str, Lexemes]]:
+    """Each terminal over the atoms with its end classes, or the error naming a lexeme end that
+    characters past the next one decide."""
+    ignored = {t.name for t in terminals if t.ignored}
+    followers = {name: after | ignored for name, after in _followers(grammar).items()}
+    followers |= {name: used | ignored for name in ignored}
+    try:
+        return lexemes_over_atoms(exprs, followers, meter)
+    except UndecidedEnd as undecided:
+        name, other, chars, _ = undecided.args
+        terminal = next(t for t in terminals if t.name == name)
+        shown = show_chars(chars.intervals)
+        raise _error(grammar, terminal,
+                     f"lexer='dynamic': lark's dynamic lexer takes {terminal.describe()}'s longest lexeme "
+                     f"(re.match), which may read on into a {shown} that {_named(grammar, other)} can start "
+                     f"where it follows{' (ignored)' if other in ignored else ''}, and whether it does depends "
+                     f"on the characters after that: not exact as a sub-grammar; {_BASIC}") from None
 
 
 def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError:
@@ -212,19 +185,20 @@ def _byte(byte: int) -> str:
 # The grammar as GBNF's syntax tree
 
 
-def _as_gbnf(grammar: GrammarIR, terminals: list[Terminal]) -> GbnfGrammar:
-    """The rules over terminal sub-grammars, ignored terminals before each terminal and at the end."""
+def _as_gbnf(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr]) -> GbnfGrammar:
+    """The rules over terminal sub-grammars, ignored terminals before each terminal and at the end
+    (no lexeme end constrains the next character)."""
     rules: dict[str, Expr] = {}
     positions: dict[str, tuple[int, int]] = {}
     ignored = [t for t in terminals if t.ignored]
     for terminal in terminals:
         at = (terminal.line or 1, terminal.column or 1)
-        body = _expr(parse_python_regex(terminal.regex), at)
+        body = exprs[terminal.name]
         rules[terminal.name] = Seq((Ref(IGNORED, at), body), at) if ignored else body
         positions[terminal.name] = at
     if ignored:
         at = positions[ignored[0].name]
-        options = tuple(_expr(parse_python_regex(t.regex), positions[t.name]) for t in ignored)
+        options = tuple(exprs[t.name] for t in ignored)
         rules[IGNORED] = Rep(Alt(options, at), 0, None, at)
         positions[IGNORED] = at
     by_lhs: dict[str, list[Expr]] = {}

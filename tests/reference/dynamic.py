@@ -1,170 +1,118 @@
 """Reference for a Lark grammar read with lark's ``dynamic`` lexer, independent of localgcd.
 
-The grammar is loaded by lark (``Lark(g, parser="earley")``: rules after its EBNF expansion,
-templates and imports, terminals as lark's regexes), and made a plain character-level BNF, as
-:mod:`reference.gbnf` recognizes it: each terminal's regex, read with Python's own regex parser
-(``re._parser``), becomes helper rules over code point ranges; the ignored terminals, repeated, come
-before every terminal and after the start.  That is the language of every way to cut a text into
-the terminals' words; :mod:`localgcd.grammar.lark_dynamic` compiles a grammar only when that is the
-language lark's dynamic Earley parser accepts, which the tests check against ``Lark(g)`` itself.
+What lark does (``lark/parsers/xearley.py``): wherever the Earley parse expects terminal ``T``, it
+takes one lexeme, ``re.match``'s, and keeps every parse; ``%ignore`` terminals are matched there
+too, and the parse carried past them.  This reference reads a text the same way, lexeme by lexeme,
+over lark's own rules (:class:`reference.earley.EarleyRecognizer` on ``Lark(g)``'s rules, terminals
+as named symbols) and lark's own regexes, matched with the ``regex`` module (``fullmatch``, and
+``partial=True`` for "can still become a lexeme"):
 
-Regexes: literals, classes (ranges, negation, ``\\d``/``\\w``/``\\s`` as ``re`` means them),
-``.``, groups, alternatives, greedy repetition and the ``i`` flag on literals and ranges.
+* a *thread* is a chart (the terminals read so far), where the current lexeme starts, and its
+  *watches*: each lexeme read, which must be the longest one at its place -- the thread dies when a
+  longer prefix of the text from that place is a word of its terminal, and the watch ends when
+  none can be any more;
+* after each character, every thread whose pending text is a whole word of a terminal it expects
+  (or of an ignored one) forks a thread that ends the lexeme there;
+* ``complete(text)``: some thread is at a lexeme boundary at the end, its chart accepting;
+  ``viable_bytes(prefix)``: ``prefix + b`` has a live thread whose pending text can still become
+  a lexeme of a terminal it expects (or an ignored one), or that is at a boundary.
+
+``re.match`` returning the longest lexeme is assumed (localgcd refuses other terminals; the tests
+check the reference against ``Lark(g)`` on whole texts).  lark's ``common.ESCAPED_STRING`` is lazy
+with a look-behind; it is read as the language ``re.match`` gives it (:data:`ESCAPED_STRING_LANGUAGE`).
+Bytes: a prefix that ends inside a multi-byte character is judged by its complete characters only
+(``viable_bytes`` answers for the ASCII bytes and the end).
 """
 
 from __future__ import annotations
 
-import functools
-import re
-import sys
+from dataclasses import dataclass
 
 import lark
+import regex
 
 from reference.cfg import lark_rules
-from reference.gbnf import MAX_CP, GbnfReference, _minus_surrogates, _norm
+from reference.earley import Chart, EarleyRecognizer
 
-if sys.version_info >= (3, 11):
-    from re import _constants as sre, _parser as sre_parse  # type: ignore[attr-defined]
-else:  # pragma: no cover
-    import sre_constants as sre
-    import sre_parse
-
-IGNORED, START = ("%ignore",), ("%start",)
-#: lark's ``common.ESCAPED_STRING`` (a lazy quantifier and a look-behind) and the language ``re.match``
-#: reads with it at a quote: up to the first quote after an even run of backslashes
 LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 ESCAPED_STRING_LANGUAGE = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
-@functools.lru_cache(maxsize=None)
-def _category(name: str) -> tuple[tuple[int, int], ...]:
-    """``\\d``, ``\\w``, ``\\s`` (and ``\\D``...) as ``re`` reads them in a str pattern (``name``: sre's)."""
-    pattern = re.compile({"DIGIT": r"\d", "WORD": r"\w", "SPACE": r"\s"}[name.split("_")[-1]])
-    found = [cp for cp in range(MAX_CP + 1) if not 0xD800 <= cp <= 0xDFFF and pattern.match(chr(cp))]
-    ranges: list[tuple[int, int]] = []
-    for cp in found:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    ranges_t = tuple(ranges)
-    return _complement(ranges_t) if "NOT" in name else ranges_t
+@dataclass(frozen=True)
+class Thread:
+    chart: Chart
+    start: int  # where the pending lexeme starts
+    watches: frozenset[tuple[str, int, int]]  # (terminal, lexeme start, lexeme end): nothing longer may match
 
 
-def _complement(ranges) -> tuple[tuple[int, int], ...]:
-    out, lo = [], 0
-    for a, z in _norm(ranges):
-        if a > lo:
-            out.append((lo, a - 1))
-        lo = z + 1
-    if lo <= MAX_CP:
-        out.append((lo, MAX_CP))
-    return _minus_surrogates(out)
-
-
-def _cased(ranges, ignore_case: bool) -> tuple[tuple[int, int], ...]:
-    if not ignore_case:
-        return _norm(ranges)
-    extra = [(ord(c.swapcase()), ord(c.swapcase())) for lo, hi in ranges if hi - lo < 2000
-             for c in map(chr, range(lo, hi + 1)) if len(c.swapcase()) == 1]
-    return _norm(list(ranges) + extra)
-
-
-class _Rules:
-    """Character-level rules made from regexes: a symbol is a rule name or a tuple of code point ranges."""
-
-    def __init__(self) -> None:
-        self.rules: dict = {}
-        self.count = 0
-
-    def new(self, alternatives) -> tuple:
-        self.count += 1
-        name = ("h", self.count)
-        self.rules[name] = alternatives
-        return name
-
-    def sequence(self, parsed, ignore_case: bool) -> list:
-        out: list = []
-        for op, arg in parsed:
-            out.extend(self.item(op, arg, ignore_case))
-        return out
-
-    def item(self, op, arg, ignore_case: bool) -> list:
-        if op is sre.LITERAL:
-            return [_cased([(arg, arg)], ignore_case)]
-        if op is sre.NOT_LITERAL:
-            return [_complement(_cased([(arg, arg)], ignore_case))]
-        if op is sre.ANY:
-            return [_complement([(10, 10)])]
-        if op is sre.IN:
-            negate, ranges = False, []
-            for kind, value in arg:
-                if kind is sre.NEGATE:
-                    negate = True
-                elif kind is sre.LITERAL:
-                    ranges.append((value, value))
-                elif kind is sre.RANGE:
-                    ranges.append(value)
-                elif kind is sre.CATEGORY:
-                    ranges.extend(_category(str(value)))
-                else:
-                    raise NotImplementedError(f"class item {kind}")
-            ranges = list(_cased(ranges, ignore_case))
-            return [_complement(ranges) if negate else _minus_surrogates(ranges)]
-        if op is sre.SUBPATTERN:
-            _, add, _, body = arg
-            return self.sequence(body, ignore_case or bool(add & sre.SRE_FLAG_IGNORECASE))
-        if op is sre.BRANCH:
-            return [self.new([self.sequence(option, ignore_case) for option in arg[1]])]
-        if op is sre.MAX_REPEAT:
-            lo, hi, body = arg
-            one = self.sequence(body, ignore_case)
-            out = one * lo
-            if hi is sre.MAXREPEAT:
-                star = self.new([[]])
-                self.rules[star].append(one + [star])
-                return out + [star]
-            for _ in range(hi - lo):
-                out = out + [self.new([[], one])]
-            return out
-        raise NotImplementedError(f"regex construct {op}")
-
-
-class DynamicReference(GbnfReference):
-    """``viable_bytes(prefix)`` and ``complete(prefix)`` of a Lark grammar read with the dynamic lexer."""
+class DynamicReference:
+    """Lark's dynamic Earley reading of a grammar, for prefixes (module docstring)."""
 
     def __init__(self, text: str, start: str = "start"):
-        def regex(name: str) -> str:
-            pattern = terminals[name].pattern.to_regexp()
-            return ESCAPED_STRING_LANGUAGE if pattern == LARK_ESCAPED_STRING else pattern
-
         loaded = lark.Lark(text, parser="earley", start=start)
-        made = _Rules()
-        rules = made.rules
-        for lhs, alternatives in lark_rules(loaded).items():
-            rules[lhs] = [list(alt) for alt in alternatives]
-        ignored = list(loaded.ignore_tokens)
-        terminals = {t.name: t for t in loaded.terminals}
-        for name, terminal in terminals.items():
-            flags = re.IGNORECASE if "i" in terminal.pattern.flags else 0
-            body = made.sequence(sre_parse.parse(regex(name)), bool(flags))
-            rules[name] = [([IGNORED] if ignored else []) + body]
-        if ignored:
-            rules[IGNORED] = [[], [made.new([[n] for n in ignored]), IGNORED]]
-            for n in ignored:
-                rules[n] = [made.sequence(sre_parse.parse(regex(n)), False)]
-        rules[START] = [[start] + ([IGNORED] if ignored else [])]
-        self._init_rules(rules, START)
+        self.earley = EarleyRecognizer(lark_rules(loaded), start)
+        self.ignored = tuple(loaded.ignore_tokens)
+        self.patterns = {}
+        for terminal in loaded.terminals:
+            pattern = terminal.pattern.to_regexp()
+            pattern = ESCAPED_STRING_LANGUAGE if pattern == LARK_ESCAPED_STRING else pattern
+            self.patterns[terminal.name] = regex.compile(pattern)
+        self._threads: dict[str, frozenset[Thread]] = {}
 
-    def _init_rules(self, rules, start) -> None:
-        from reference.earley import EarleyRecognizer
+    def _candidates(self, chart: Chart) -> list[str]:
+        return sorted(self.earley.expected(chart)) + list(self.ignored)
 
-        # a class with no code point matches nothing: its alternative is dropped
-        usable = {r: [a for a in alts if () not in a] for r, alts in rules.items()}
-        self.source_rules = rules
-        self.earley = EarleyRecognizer(usable, start)
-        assert self.earley.initial() is not None, "the start is unproductive"
-        self.rules = self.earley.rules
-        self.nullable = self.earley.nullable
-        self.start = start
-        self._chart = {}
+    def _watched(self, watches, text: str, at: int):
+        """The watches still open after ``text[:at]`` (None: one is broken)."""
+        kept = set()
+        for name, begin, end in watches:
+            if at > end and self.patterns[name].fullmatch(text, begin, at):
+                return None
+            if self.patterns[name].fullmatch(text, begin, at, partial=True):
+                kept.add((name, begin, end))
+        return frozenset(kept)
+
+    def threads(self, text: str) -> frozenset[Thread]:
+        """The live threads after ``text`` (memoized by prefix)."""
+        if text in self._threads:
+            return self._threads[text]
+        if not text:
+            found = frozenset({Thread(self.earley.initial(), 0, frozenset())})
+        else:
+            before, at = self.threads(text[:-1]), len(text)
+            found = set()
+            for thread in before:
+                watches = self._watched(thread.watches, text, at)
+                if watches is None:
+                    continue
+                candidates = self._candidates(thread.chart)
+                if any(self.patterns[n].fullmatch(text, thread.start, at, partial=True) for n in candidates):
+                    found.add(Thread(thread.chart, thread.start, watches))
+            ended = set()
+            for thread in found:
+                for name in self._candidates(thread.chart):
+                    if self.patterns[name].fullmatch(text, thread.start, at):
+                        chart = thread.chart if name in self.ignored else self.earley.scan_terminal(thread.chart, name)
+                        if chart is not None:
+                            ended.add(Thread(chart, at, thread.watches | {(name, thread.start, at)}))
+            found = frozenset(t for t in found | ended)
+        if len(self._threads) > 20000:
+            self._threads.clear()
+        self._threads[text] = found
+        return found
+
+    def _alive(self, text: str) -> bool:
+        return any(t.start < len(text) or self._candidates(t.chart) or self.earley.accepts(t.chart)
+                   for t in self.threads(text))
+
+    def complete(self, prefix: bytes) -> bool:
+        try:
+            text = prefix.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return any(t.start == len(text) and self.earley.accepts(t.chart) for t in self.threads(text))
+
+    def viable_bytes(self, prefix: bytes) -> set[int]:
+        """The ASCII bytes ``b`` such that ``prefix + b`` is viable (``prefix`` whole characters)."""
+        text = prefix.decode("utf-8")
+        return {b for b in range(128) if self._alive(text + chr(b))}
