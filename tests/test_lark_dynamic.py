@@ -286,3 +286,15 @@ def test_the_cli_takes_lexer_dynamic_and_refuses_in_one_line(tmp_path: Path, mon
     assert bad.exit_code == 2 and "Traceback" not in bad.output and f"{refused}:1:1:" in bad.output, bad.output
     wrong = runner.invoke(app, ["check", "--grammar", str(grammar), "--lexer", "dynamic", str(text)])
     assert wrong.exit_code == 2 and "not for parser='lalr'" in wrong.output, wrong.output
+
+
+def test_the_compile_budget_bounds_the_translation() -> None:
+    """Past the budget's clock, a :class:`CompileBudgetError` naming it (the automata, the variants'
+    fixpoint and the state eliminations consult it), never a compile that runs on."""
+    from localgcd.budget import CompileBudget
+    from localgcd.errors import CompileBudgetError
+
+    text = with_start(*GRAMMARS["conf (lark's Earley example)"][:2])
+    with pytest.raises(CompileBudgetError, match="max_seconds"):
+        localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False,
+                                 budget=CompileBudget(max_seconds=0.05))

@@ -40,6 +40,7 @@ from localgcd.regex.nfa import CharClasses
 Class = frozenset[int]  # atoms (character classes) that may not come next
 NO_CLASS: Class = frozenset()
 _MAX_ALTERNATIVES = 200_000  # variants' alternatives written at most (then a CompileBudgetError)
+_MAX_EXPRESSION = 200_000  # expression nodes one state elimination makes at most
 
 
 class UndecidedEnd(Exception):
@@ -110,6 +111,7 @@ class _Variants:
     atoms: CharClasses
     lexemes: dict[str, Lexemes]
     ignored: list[str]
+    meter: BudgetMeter
     rules: dict[str, Expr] = field(default_factory=dict)
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     classes: dict[Class, int] = field(default_factory=dict)
@@ -187,6 +189,7 @@ class _Variants:
         changed = True
         while changed:
             changed, known = False, len(self.out)
+            self.meter.time("the dynamic lexer's lexeme ends")
             for (lhs, x) in list(self.out):
                 found: set[Class] = set()
                 for rhs in self.by_lhs[lhs]:
@@ -219,7 +222,7 @@ class _Variants:
                         edges.setdefault((start, t), []).append(a)
                 labelled = {k: [Chars(self.atoms.chars(v), at)] for k, v in edges.items()}
                 ends = [q for q, c in lex.ends.items() if c == y]
-                found = eliminated(d.n_states + 1, labelled, start, ends, at)
+                found = eliminated(d.n_states + 1, labelled, start, ends, at, self.meter)
                 assert found is not None  # (called for reachable classes only)
                 self.rules[rule] = found
             self.positions[rule] = at
@@ -237,7 +240,7 @@ class _Variants:
                 for i in self.ignored:
                     for d in self.lexemes[i].outs(c):
                         edges.setdefault((node[c], node[d]), []).append(Ref(self.lexeme(i, c, d), at))
-            found = eliminated(len(reach), edges, node[x], [node[y]], at)
+            found = eliminated(len(reach), edges, node[x], [node[y]], at, self.meter)
             assert found is not None
             self.rules[rule] = found
             self.positions[rule] = at
@@ -272,6 +275,7 @@ class _Variants:
                                       else self.nonterminal(symbol, c, d, pending), at)], d)
                          for refs, c in paths for d in self.outs(symbol, c)]
                 self.written += len(paths)
+                self.meter.time("the dynamic lexer's rules in variants")
                 if self.written > _MAX_ALTERNATIVES:
                     raise CompileBudgetError(
                         f"lexer='dynamic': the rules in variants by lexeme end ran past {_MAX_ALTERNATIVES:,} "
@@ -281,9 +285,10 @@ class _Variants:
 
 
 def variants_as_gbnf(grammar: GrammarIR, atoms: CharClasses, lexemes: dict[str, Lexemes], ignored: list[str],
-                     start_name: str) -> GbnfGrammar:
-    """The grammar in variants by lexeme end (see the module doc), as GBNF's syntax tree."""
-    v = _Variants(grammar, atoms, lexemes, ignored)
+                     start_name: str, meter: BudgetMeter) -> GbnfGrammar:
+    """The grammar in variants by lexeme end (see the module doc), as GBNF's syntax tree (within the
+    compile budget ``meter``)."""
+    v = _Variants(grammar, atoms, lexemes, ignored, meter)
     v.settle(grammar.start)
     if not v.out[(grammar.start, NO_CLASS)]:
         raise grammar.error(f"lexer='dynamic': rule '{grammar.start}' matches no text as lark's dynamic lexer reads "
@@ -302,13 +307,20 @@ def variants_as_gbnf(grammar: GrammarIR, atoms: CharClasses, lexemes: dict[str, 
 
 
 def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, finals: Iterable[int],
-               at: tuple[int, int]) -> Expr | None:
+               at: tuple[int, int], meter: BudgetMeter) -> Expr | None:
     """The language from ``start`` to ``finals`` of the graph on nodes ``0..n-1`` whose edges are
-    labelled by expressions, as one expression (state elimination); None if there is no path."""
+    labelled by expressions, as one expression (state elimination); None if there is no path.  The
+    expression made is bounded (a :class:`CompileBudgetError` past :data:`_MAX_EXPRESSION` nodes)."""
     begin, end = n, n + 1
     paths: dict[tuple[int, int], Expr] = {}
+    made = 0
 
     def add(i: int, j: int, e: Expr) -> None:
+        nonlocal made
+        made += 1
+        if made > _MAX_EXPRESSION:
+            raise CompileBudgetError(f"lexer='dynamic': a terminal's sub-grammar ran past {_MAX_EXPRESSION:,} "
+                                     "expression nodes")
         old = paths.get((i, j))
         paths[(i, j)] = e if old is None else Alt((old, e), at)
 
@@ -318,6 +330,7 @@ def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, fin
     for f in finals:
         add(f, end, Seq((), at))
     for k in range(n):
+        meter.time("a terminal's sub-grammar")
         loop = paths.pop((k, k), None)
         into = [(i, e) for (i, j), e in paths.items() if j == k]
         out_of = [(j, e) for (i, j), e in paths.items() if i == k]

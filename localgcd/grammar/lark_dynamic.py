@@ -72,7 +72,7 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
     exprs = {t.name: _expr(parse_python_regex(t.regex), (t.line or 1, t.column or 1)) for t in terminals}
     atoms, lexemes = _lexemes(grammar, terminals, exprs, used, meter)
     ignored = [t.name for t in terminals if t.ignored]
-    tree = variants_as_gbnf(grammar, atoms, lexemes, ignored, START) if constrained(lexemes) \
+    tree = variants_as_gbnf(grammar, atoms, lexemes, ignored, START, meter) if constrained(lexemes) \
         else _as_gbnf(grammar, terminals, exprs)
     translated = translate(tree, meter)
     return replace(translated, text=grammar.text, origins={**grammar.origins, **translated.origins})
