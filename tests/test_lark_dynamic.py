@@ -289,12 +289,13 @@ def test_the_cli_takes_lexer_dynamic_and_refuses_in_one_line(tmp_path: Path, mon
 
 
 def test_the_compile_budget_bounds_the_translation() -> None:
-    """Past the budget's clock, a :class:`CompileBudgetError` naming it (the automata, the variants'
-    fixpoint and the state eliminations consult it), never a compile that runs on."""
+    """Past the budget, a :class:`CompileBudgetError` naming it (the sub-grammars' automata and the
+    tables count their states; the variants' fixpoint and state eliminations consult its clock)."""
     from localgcd.budget import CompileBudget
     from localgcd.errors import CompileBudgetError
 
     text = with_start(*GRAMMARS["conf (lark's Earley example)"][:2])
-    with pytest.raises(CompileBudgetError, match="max_seconds"):
+    with pytest.raises(CompileBudgetError, match="max_states"):
         localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False,
-                                 budget=CompileBudget(max_seconds=0.05))
+                                 budget=CompileBudget(max_states=40))
+    assert localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False)
