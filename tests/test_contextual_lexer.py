@@ -193,7 +193,8 @@ def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"lexer": "dynamic"}, "unknown lexer 'dynamic'"),
+    ({"lexer": "dynamic_complete"}, "unknown lexer 'dynamic_complete'"),
+    ({"lexer": "dynamic"}, "lexer='dynamic' is lark's lexer for parser='earley', not for parser='lalr'"),
     ({"lexer": "contextual", "fmt": "gbnf"}, "applies to a Lark grammar only"),
     ({"parser": "earley", "lexer": "contextual"}, "not for parser='earley'"),
     ({"parser": "cyk"}, "unknown parser 'cyk'"),

@@ -2,8 +2,8 @@
 
 Grammars that are not LALR(1) — ambiguous expressions, dangling else kept ambiguous, palindromes,
 hidden left recursion with ε-rules and a cycle, and lark's own cycle tests from
-tests/corpus/lark/issue37 — compiled with ``parser="earley"`` (the whole context-free language
-over lark's basic lexer), against :class:`reference.cfg.EarleyChecker` (an independent Earley
+tests/corpus/lark/issue37 — compiled with ``parser="earley", lexer="basic"`` (the whole
+context-free language over lark's basic lexer; the dynamic lexer's exactness is tests/test_lark_dynamic.py's), against :class:`reference.cfg.EarleyChecker` (an independent Earley
 recognizer over the reference lexer).  The contract is tests/test_exactness.py's: a text token is
 allowed iff the text after it is viable, an end token iff the text is complete, ``advance``
 agrees with the mask.  Walks follow random allowed tokens from the start (with restarts), and
@@ -44,7 +44,7 @@ PER_SIDE = 150  # SmolLM2: sampled allowed and masked tokens per position
 def compiled_general(text: str, start: str, vocab, tuning: Tuning = Tuning()) -> localgcd.CompiledGrammar:
     if start != "start":
         text += f"\nstart: {start}\n"
-    return localgcd.compile_grammar(text, vocab, parser="earley", use_cache=False, tuning=tuning)
+    return localgcd.compile_grammar(text, vocab, parser="earley", lexer="basic", use_cache=False, tuning=tuning)
 
 
 def earley_reference(text: str, start: str) -> EarleyChecker:

@@ -178,10 +178,12 @@ def test_a_parser_localgcd_has_not_is_an_error(fmt: str, parser: str, words: str
                                  use_cache=False, parser=parser)
 
 
-def test_earley_grammars_needing_the_dynamic_lexer_are_refused_naming_it() -> None:
+def test_earley_grammars_needing_the_dynamic_lexer_compile_with_it_and_the_basic_one_names_it() -> None:
     text = 'start: A | B\nA: "x"\nB: "x"\n'
     with pytest.raises(GrammarError, match="dynamic lexer"):
-        localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False, parser="earley")
+        localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False, parser="earley", lexer="basic")
+    matcher = localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False, parser="earley").matcher()
+    assert matcher.accept_bytes(b"x") and matcher.is_accepting()
 
 
 def test_the_compile_command_says_the_mode_and_where_the_conflicts_are(tmp_path: Path, monkeypatch) -> None:

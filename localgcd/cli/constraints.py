@@ -19,7 +19,7 @@ from typing import Any, Optional
 import typer
 
 from localgcd.budget import CompileBudget
-from localgcd.compiler.compiler import check_parser
+from localgcd.compiler.compiler import check_parser, default_lexer
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
@@ -49,17 +49,19 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
-LEXER = typer.Option(None, "--lexer", metavar="basic|contextual",
-                     help="Lark grammar: basic (default: one longest-match lexer over every terminal) or "
-                          "contextual (lark's default for parser='lalr': only the terminals the parser can "
-                          "take compete; an error where localgcd cannot lex that exactly).")
+LEXER = typer.Option(None, "--lexer", metavar="basic|contextual|dynamic",
+                     help="Lark grammar: basic (the default with --parser lalr: one longest-match lexer over every "
+                          "terminal), contextual (lark's default for parser='lalr': only the terminals the parser can "
+                          "take compete) or dynamic (lark's default for --parser earley, and localgcd's: a terminal "
+                          "is matched wherever the parse expects it); an error where localgcd cannot lex that "
+                          "exactly.")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
                                "properties, the `regex` module's Unicode data).")
 PARSER = typer.Option(None, "--parser", metavar="lalr|earley",
                       help="Lark grammar: 'lalr' (default) is the language of lark's LALR parser, conflicts resolved "
-                           "as lark does; 'earley' the whole context-free language (every parse kept), over lark's "
-                           "basic lexer's terminals.  GBNF always means its whole language.")
+                           "as lark does; 'earley' the whole context-free language (every parse kept), with lark's "
+                           "dynamic lexer (or --lexer basic).  GBNF always means its whole language.")
 PROPERTY_ORDER_OPTION = typer.Option(None, "--property-order", metavar="|".join(PROPERTY_ORDER),
                                      help="JSON Schema: object properties in the schema's order (default) "
                                           "or in any order.")
@@ -138,7 +140,8 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         check_lexer(lexer, source.source)
     lark_options = {**({"lark_regex": True} if lark_regex else {}),
                     **({"parser": parser} if parser not in (None, "lalr") else {}),
-                    **({"lexer": lexer} if lexer not in (None, "basic") else {})}  # (defaults: the key as before)
+                    **({"lexer": lexer} if lexer not in (None, default_lexer(parser or "lalr", source.fmt))
+                       else {})}  # (defaults: the key as before)
     if lark_options:
         return Constraint(source, lark_options)
     if source.fmt != "json_schema":

@@ -34,6 +34,7 @@ from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
 from localgcd.compiler.contextual import check_lexer, contextual_lexing
+from localgcd.grammar.lark_dynamic import dynamic_lexing
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -113,32 +114,36 @@ class Compiler:
 
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
-                base_dir: str | Path | None = None, parser: str = "lalr", lexer: str = "basic", *,
+                base_dir: str | Path | None = None, parser: str = "lalr", lexer: str | None = None, *,
                 document: Any = None, **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
         it as lark does.  ``lexer``: ``"basic"`` (one longest-match lexer over
-        every terminal, the default) or ``"contextual"`` (a Lark grammar lexed
+        every terminal, the default with ``parser="lalr"``), ``"contextual"`` (a Lark grammar lexed
         as ``Lark(g, parser="lalr")``'s default contextual lexer does, where
-        that is exact: :mod:`localgcd.compiler.contextual`).  ``base_dir``: the folder a Lark text's relative
+        that is exact: :mod:`localgcd.compiler.contextual`) or ``"dynamic"`` (lark's default with
+        ``parser="earley"``: a terminal is ``re.match``ed wherever the parse expects it, translated
+        as GBNF is where that is exact: :mod:`localgcd.grammar.lark_dynamic`); ``None``: the default.  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
         only).  ``parser`` (Lark grammars): ``"lalr"`` — lark's LALR parser's language, conflicts
         resolved as lark resolves them —, or ``"earley"`` — the whole context-free language (every
-        conflict kept, every parse followed: :mod:`localgcd.parser.glr`), over lark's ``basic``
-        lexer's terminals (lark's ``dynamic`` lexer is not supported).  GBNF grammars always mean the
+        conflict kept, every parse followed: :mod:`localgcd.parser.glr`), with lark's ``dynamic``
+        lexer by default or its ``basic`` one (``lexer="basic"``).  GBNF grammars always mean the
         whole language (deterministic tables when they are LALR(1)).  ``document``: the JSON Schema
         ``text`` spells, when the caller holds it parsed (the front end reads it instead of the text;
         the text stays the cache key).  Raises :class:`GrammarError` for invalid or unsupported grammars.
         """
         check_format(fmt, source)
         check_parser(parser, fmt, source)
+        lexer = default_lexer(parser, fmt) if lexer is None else lexer
         check_lexer(lexer, source)
         if lexer != "basic" and fmt != "lark":
             raise GrammarError(f"lexer={lexer!r} applies to a Lark grammar only, not to {fmt}", source)
-        if lexer != "basic" and parser != "lalr":
-            raise GrammarError(f"lexer={lexer!r} is lark's lexer for parser='lalr', not for parser={parser!r}",
+        wanted = "earley" if lexer == "dynamic" else "lalr"
+        if lexer != "basic" and parser != wanted:
+            raise GrammarError(f"lexer={lexer!r} is lark's lexer for parser={wanted!r}, not for parser={parser!r}",
                                source)
         where = () if base_dir is None else (f"base_dir={Path(base_dir).resolve()}",)
         tuned = (self.tuning.table_key(),) if self.tuning.table_key() else ()  # (defaults: the key it always had)
@@ -171,7 +176,7 @@ class Compiler:
 
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
-              base_dir: str | Path | None = None, parser: str = "lalr", lexer: str = "basic",
+              base_dir: str | Path | None = None, parser: str = "lalr", lexer: str | None = None,
               document: Any = None, **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
@@ -179,6 +184,7 @@ class Compiler:
         visits (not for grammars with an Indenter); else every row is built
         now (but for a lexer above ``eager_lexer_limit``).
         """
+        lexer = default_lexer(parser, fmt) if lexer is None else lexer
         with _collector_paused():
             try:
                 return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, lexer,
@@ -196,6 +202,8 @@ class Compiler:
         grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
         for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
+        if lexer_kind == "dynamic":
+            grammar = dynamic_lexing(grammar, meter)
         general = grammar.general or parser == "earley"
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning, general=general)
         for conflict in conflicts if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
@@ -203,8 +211,8 @@ class Compiler:
         if lexer_kind == "contextual":
             grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
         t1 = time.perf_counter()
-        hint = ("parser='earley' reads terminals with lark's basic lexer; lark's dynamic lexer, its Earley "
-                "default, is not supported") if parser == "earley" else ""
+        hint = ("lexer='basic' reads terminals with lark's basic lexer; lark's dynamic lexer, its Earley "
+                "default, does not make them compete (drop lexer='basic')") if parser == "earley" else ""
         lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning,
                             unproduced_hint=hint)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
@@ -256,11 +264,18 @@ class Compiler:
 PARSERS: tuple[str, ...] = ("lalr", "earley")
 
 
+def default_lexer(parser: str, fmt: str) -> str:
+    """The lexer a Lark grammar gets when none is named: lark's ``dynamic`` with ``parser="earley"``
+    (lark's default there), else ``basic`` (localgcd's default for LALR; lark's contextual one is
+    opt-in)."""
+    return "dynamic" if parser == "earley" and fmt == "lark" else "basic"
+
+
 def check_parser(parser: str, fmt: str, source: str) -> None:
-    """``parser`` names a mode localgcd has for ``fmt`` (lark's ``dynamic`` lexer, its Earley default, is not one)."""
+    """``parser`` names a mode localgcd has for ``fmt``."""
     if parser not in PARSERS:
-        raise GrammarError(f"unknown parser {parser!r}: 'lalr' or 'earley' (the whole context-free language over "
-                           "lark's basic lexer; lark's dynamic lexer is not supported)", source)
+        raise GrammarError(f"unknown parser {parser!r}: 'lalr' or 'earley' (the whole context-free language, "
+                           "with lark's dynamic lexer by default)", source)
     if parser != "lalr" and fmt != "lark":
         raise GrammarError(f"parser={parser!r} is for Lark grammars ({fmt} has one meaning: GBNF's whole language, "
                            "the others deterministic)", source)
@@ -277,11 +292,11 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                     indenter: IndenterOptions | None = None, lark_regex: bool = False,
                     base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget(),
-                    tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str = "basic") -> CompiledGrammar:
+                    tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str | None = None) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
-    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"basic"`` or ``"contextual"`` (Lark grammars;
-    see :meth:`Compiler.compile`).
+    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"basic"``, ``"contextual"`` or ``"dynamic"``
+    (Lark grammars; None: ``dynamic`` with Earley, else ``basic``; see :meth:`Compiler.compile`).
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the

@@ -45,8 +45,9 @@ from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.tuning import Tuning
 
-#: ``lexer=`` values: lark's contextual lexer, or one longest-match lexer over every terminal
-LEXERS = ("contextual", "basic")
+#: ``lexer=`` values: lark's contextual lexer, one longest-match lexer over every terminal, or lark's
+#: dynamic lexer (``parser="earley"``: :mod:`localgcd.grammar.lark_dynamic`)
+LEXERS = ("contextual", "basic", "dynamic")
 
 
 @dataclass(frozen=True)

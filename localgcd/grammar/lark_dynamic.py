@@ -1,0 +1,232 @@
+"""Lark's ``dynamic`` lexer (its default for ``parser="earley"``) through GBNF's translation.
+
+What lark does (``lark/parsers/xearley.py``, ``scan``): wherever the Earley parse expects terminal
+``T`` at position ``i``, it takes ``re.match(T, text, i)`` -- *one* lexeme, the one Python's
+backtracking matcher returns -- and keeps every parse that goes on from there; terminals never
+compete with one another.  Each ``%ignore`` terminal is matched (by ``re.match`` too) at every such
+position, and the expecting items are carried past it, so ignored lexemes may come before, between
+and after the grammar's terminals.  ``lexer="dynamic_complete"`` also tries every shorter prefix of
+that lexeme; ``dynamic`` does not, so ``start: A A`` with ``A: /a+/`` rejects ``aa`` under
+``dynamic`` (``A`` takes both ``a``) and accepts it under ``dynamic_complete``.  localgcd means
+``dynamic``, lark's default, the one ``Lark(g)`` parses with.
+
+The translation: each terminal becomes a sub-grammar of its regular language (the regex AST as
+GBNF's syntax tree), preceded by ``%ignore``'s terminals repeated, and the start is followed by
+them; :func:`localgcd.grammar.gbnf.translate` makes that a grammar over character atoms (a prefix
+code: the lexer is invisible) for the parse tables.  That language -- every way to cut the text
+into the terminals' words -- is lark's when ``re.match`` at each place returns the word the cut
+uses.  Two conditions make it so:
+
+* ``re.match`` of ``T`` returns the longest prefix in ``T``'s language (no lazy quantifier,
+  look-around, anchor or alternation order that stops it earlier: ``T``'s leftmost-first automaton,
+  :mod:`localgcd.regex.priority`, accepts ``T``'s whole language); else a
+  :class:`~localgcd.errors.GrammarError` naming the terminal and the construct;
+* a lexeme ends where lark ends it: no longer word of ``T`` is a prefix of the rest.  Where a word
+  of ``T`` followed by a character that can start what follows ``T`` is a word again (``COLOR`` /
+  ``LETTER+`` before ``"repeat"``; ``NAME NAME``), the rules are written in variants that forbid
+  that character after such a lexeme (:mod:`.lark_cuts`); where it is a prefix of a longer word
+  only (``1e`` of a number before a name), characters further on decide, and the grammar is
+  refused naming the terminal and the character.
+
+A terminal that matches the empty string is refused as lark refuses it ("Dynamic Earley doesn't
+allow zero-width regexps"), and so is an Indenter (lark's dynamic lexer takes no postlexer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from localgcd.budget import BudgetMeter, unbounded
+from localgcd.errors import GrammarError, UnsupportedConstruct
+from localgcd.grammar.gbnf import translate
+from localgcd.grammar.gbnf.atoms import show_chars
+from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq
+from localgcd.grammar.lark_cuts import Lexemes, UndecidedEnd, constrained, lexemes_over_atoms, variants_as_gbnf
+from localgcd.grammar.ir import GrammarIR, source_line
+from localgcd.grammar.terminals import Terminal
+from localgcd.regex import syntax as regex
+from localgcd.regex.charset import SURROGATES, CharSet
+from localgcd.regex.dfa import relations, trim
+from localgcd.regex.nfa import CharClasses
+from localgcd.regex.priority import needs_priority, priority_dfa
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.terminal import terminal_dfa
+
+#: the GBNF rules the translation adds (names no Lark rule or terminal can have)
+IGNORED, START = "%ignore", "%start"
+_BASIC = "use lexer='basic' (lark's basic lexer: one longest-match lexer over every terminal)"
+
+
+def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> GrammarIR:
+    """``grammar`` (a Lark grammar's rules and terminals) as lark's dynamic lexer reads it: the
+    typed grammar of its character-level translation (``general`` when it is not LALR(1)), or a
+    :class:`GrammarError` where that translation would not be lark's language (see the module doc)."""
+    meter = meter if meter is not None else unbounded()
+    if grammar.indenter is not None:
+        raise GrammarError("lexer='dynamic' with an Indenter: lark's dynamic lexer takes no postlexer; "
+                           f"{_BASIC}", grammar.source)
+    used = {s for rule in grammar.rules for s in rule.rhs if grammar.is_terminal(s)}
+    terminals = [t for t in grammar.terminals if t.name in used or t.ignored]
+    for terminal in terminals:
+        _check_automaton(grammar, terminal, meter)
+    exprs = {t.name: _expr(parse_python_regex(t.regex), (t.line or 1, t.column or 1)) for t in terminals}
+    atoms, lexemes = _lexemes(grammar, terminals, exprs, used, meter)
+    ignored = [t.name for t in terminals if t.ignored]
+    tree = variants_as_gbnf(grammar, atoms, lexemes, ignored, START, meter) if constrained(lexemes) \
+        else _as_gbnf(grammar, terminals, exprs)
+    translated = translate(tree, meter)
+    return replace(translated, text=grammar.text, origins={**grammar.origins, **translated.origins})
+
+
+# ---------------------------------------------------------------------------------------------
+# Each terminal's automaton, and whether re.match reads it as its whole language
+
+
+def _check_automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> None:
+    """``re.match`` of ``terminal`` returns its longest lexeme, never the empty one."""
+    def refused(why: str) -> GrammarError:
+        return _error(grammar, terminal, f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}")
+
+    try:
+        if needs_priority(terminal.regex):
+            raise refused("uses a lazy quantifier, a look-around or an anchor: lark's dynamic lexer takes "
+                          "the lexeme re.match returns at each place, which a sub-grammar of its language "
+                          "cannot say")
+        whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}"))
+        first = trim(priority_dfa(terminal.regex).dfa)
+    except UnsupportedConstruct as exc:
+        raise refused(f"cannot be read exactly: {exc}") from None
+    if whole is None:
+        raise refused("matches nothing")
+    if whole.accept[0] >= 0:
+        raise refused("matches the empty string (lark: \"Dynamic Earley doesn't allow zero-width regexps\")")
+    if first is None or not all(inside for _, inside in relations([(whole, first)])):
+        raise refused("has lexemes re.match never returns (an earlier alternative wins: /a|ab/ reads "
+                      "'a' of 'ab'); lark's dynamic lexer takes re.match's lexeme")
+
+
+def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
+    """Each terminal → the terminals that can come right after it in a sentence (ignored ones aside)."""
+    nonterminals = {rule.lhs for rule in grammar.rules}
+    nullable: set[str] = set()
+    first: dict[str, set[str]] = {n: set() for n in nonterminals}
+
+    def first_of(symbol: str) -> set[str]:
+        return first[symbol] if symbol in nonterminals else {symbol}
+
+    changed = True
+    while changed:
+        changed = False
+        for rule in grammar.rules:
+            for symbol in rule.rhs:
+                new = first_of(symbol) - first[rule.lhs]
+                if new:
+                    first[rule.lhs] |= new
+                    changed = True
+                if symbol not in nullable:
+                    break
+            else:
+                if rule.lhs not in nullable:
+                    nullable.add(rule.lhs)
+                    changed = True
+    follow: dict[str, set[str]] = {n: set() for n in nonterminals}  # after a nonterminal
+    after: dict[str, set[str]] = {}  # after a terminal
+    changed = True
+    while changed:
+        changed = False
+        for rule in grammar.rules:
+            trailing = set(follow[rule.lhs])
+            for symbol in reversed(rule.rhs):
+                target = follow[symbol] if symbol in nonterminals else after.setdefault(symbol, set())
+                if not trailing <= target:
+                    target |= trailing
+                    changed = True
+                trailing = (trailing | first_of(symbol)) if symbol in nullable else set(first_of(symbol))
+    return after
+
+
+def _lexemes(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr], used: set[str],
+             meter: BudgetMeter) -> tuple[CharClasses, dict[str, Lexemes]]:
+    """Each terminal over the atoms with its end classes, or the error naming a lexeme end that
+    characters past the next one decide."""
+    ignored = {t.name for t in terminals if t.ignored}
+    followers = {name: after | ignored for name, after in _followers(grammar).items()}
+    followers |= {name: used | ignored for name in ignored}
+    try:
+        return lexemes_over_atoms(exprs, followers, meter)
+    except UndecidedEnd as undecided:
+        name, other, chars, _ = undecided.args
+        terminal = next(t for t in terminals if t.name == name)
+        shown = show_chars(chars.intervals)
+        raise _error(grammar, terminal,
+                     f"lexer='dynamic': lark's dynamic lexer takes {terminal.describe()}'s longest lexeme "
+                     f"(re.match), which may read on into a {shown} that {_named(grammar, other)} can start "
+                     f"where it follows{' (ignored)' if other in ignored else ''}, and whether it does depends "
+                     f"on the characters after that: not exact as a sub-grammar; {_BASIC}") from None
+
+
+def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError:
+    """``message`` at ``terminal``'s definition (an anonymous one: where its pattern is first written)."""
+    if terminal.line is not None:
+        return GrammarError(message, grammar.source, terminal.line, terminal.column,
+                            source_line(grammar.text, terminal.line))
+    return grammar.error(message, terminal.name)
+
+
+def _named(grammar: GrammarIR, name: str) -> str:
+    return next(t.describe() for t in grammar.terminals if t.name == name)
+
+
+def _byte(byte: int) -> str:
+    return repr(chr(byte)) if 32 <= byte < 127 else f"byte 0x{byte:02x}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The grammar as GBNF's syntax tree
+
+
+def _as_gbnf(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr]) -> GbnfGrammar:
+    """The rules over terminal sub-grammars, ignored terminals before each terminal and at the end
+    (no lexeme end constrains the next character)."""
+    rules: dict[str, Expr] = {}
+    positions: dict[str, tuple[int, int]] = {}
+    ignored = [t for t in terminals if t.ignored]
+    for terminal in terminals:
+        at = (terminal.line or 1, terminal.column or 1)
+        body = exprs[terminal.name]
+        rules[terminal.name] = Seq((Ref(IGNORED, at), body), at) if ignored else body
+        positions[terminal.name] = at
+    if ignored:
+        at = positions[ignored[0].name]
+        options = tuple(exprs[t.name] for t in ignored)
+        rules[IGNORED] = Rep(Alt(options, at), 0, None, at)
+        positions[IGNORED] = at
+    by_lhs: dict[str, list[Expr]] = {}
+    for rule in grammar.rules:
+        at = grammar.origins.get(rule.lhs, (1, 1))
+        by_lhs.setdefault(rule.lhs, []).append(Seq(tuple(Ref(s, at) for s in rule.rhs), at))
+    for lhs, options in by_lhs.items():
+        rules[lhs] = Alt(tuple(options), options[0].pos) if len(options) > 1 else options[0]
+        positions[lhs] = grammar.origins.get(lhs, (1, 1))
+    start_at = positions.get(grammar.start, (1, 1))
+    rules[START] = Seq((Ref(grammar.start, start_at), Ref(IGNORED, start_at)), start_at) if ignored \
+        else Ref(grammar.start, start_at)
+    positions[START] = start_at
+    return GbnfGrammar(rules, positions, grammar.source, lambda n: source_line(grammar.text, n),
+                       grammar.warnings, START)
+
+
+_NO_SURROGATES = CharSet([SURROGATES])
+
+
+def _expr(node: regex.Node, at: tuple[int, int]) -> Expr:
+    """A regex without backtracking semantics as GBNF's syntax tree (its language, code points)."""
+    if isinstance(node, regex.Chars):
+        return Chars(node.chars - _NO_SURROGATES, at)
+    if isinstance(node, regex.Concat):
+        return Seq(tuple(_expr(item, at) for item in node.items), at)
+    if isinstance(node, regex.Alt):
+        return Alt(tuple(_expr(option, at) for option in node.options), at)
+    if isinstance(node, regex.Repeat):
+        return Rep(_expr(node.item, at), node.lo, node.hi, at)
+    raise AssertionError(f"a terminal with backtracking semantics is refused before: {node!r}")

@@ -1,0 +1,301 @@
+"""Lark's ``dynamic`` lexer, ``parser="earley"``'s default (:mod:`localgcd.grammar.lark_dynamic`).
+
+A grammar compiles with it when lark's dynamic Earley parser (``Lark(g)``) accepts exactly the texts
+that cut into the terminals' words in some way the rules allow; then:
+
+* masks equal :class:`reference.dynamic.DynamicReference` (lark's reading simulated lexeme by
+  lexeme: an Earley recognizer over lark's rules, each lexeme a whole match of its terminal's regex
+  with no longer match at its place, checked with the ``regex`` module) at every byte prefix of
+  random walks: an ASCII byte is allowed iff the text after it is viable, the end iff the text is
+  complete;
+* ``check`` (the matcher over the whole text) agrees with ``Lark(g)`` on texts made of the
+  grammar's pieces and their mutations, accepted and rejected ones (hypothesis), and so does the
+  reference.
+
+Where the sub-grammar would accept a text lark's ``re.match`` reads otherwise, the grammar is
+refused, naming the terminal and why.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+import lark
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import localgcd
+from exactness_support import byte_vocabulary
+from localgcd.errors import GrammarError
+from reference.dynamic import DynamicReference
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "lark"
+END = 256  # byte_vocabulary's end token
+
+
+def corpus(path: str) -> str:
+    return (CORPUS / path).read_text(encoding="utf-8")
+
+
+STATEMENTS = r"""
+start: stmt+
+stmt: "let" NAME "=" expr ";" | "print" expr ";"
+expr: expr "+" expr | NAME | NUMBER
+NAME: /[a-z]+/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+# "-" is a word's character and a separator: the basic lexer reads "a-b" as one WORD, the parse wants it
+RANGES = r"""
+start: item ("," item)*
+item: WORD | NUMBER "-" NUMBER | WORD ":" NUMBER
+WORD: /[a-z][a-z-]*/
+NUMBER: /[0-9]+/
+%ignore /[ \t]+/
+"""
+# terminals the basic lexer cannot tell apart (VERB and NOUN both "flies", keywords inside names)
+KEYWORDS_IN_NAMES = r"""
+start: (decl ";")*
+decl: "int" NAME | "in" NAME ":" "int"
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+# an ignored comment runs on over blanks and names: "a #b c" is one name and a comment
+COMMENTED_NAMES = r"""
+start: NAME+
+NAME: /[a-z]+/
+%ignore /[ ]+|#[a-z ]*/
+%ignore "\n"
+"""
+
+#: name → (grammar text, start rule, pieces texts are made of)
+GRAMMARS = {
+    "fruitflies (lark's example)": (corpus("issue37/lark__fruitflies.lark"), "sentence",
+                                    ["fruit", "flies", "like", "bananas", " ", "a", "fl", "\n"]),
+    "json (lark's Earley example)": (corpus("issue37/lark__json_earley.lark"), "start",
+                                     ["{", "}", "[", "]", ",", ":", '"a"', '"\\""', "1", "-2.5e3", "true", " ", "nul"]),
+    "statements, ambiguous sums": (STATEMENTS, "start", ["let", "print", "x", "ab", "=", "+", ";", "1", "23", " "]),
+    "a separator that is a word's character": (RANGES, "start", ["a", "b-c", "-", "1", "23", ",", ":", " ", "\t"]),
+    "keywords inside names": (KEYWORDS_IN_NAMES, "start", ["int", "in", "x", "integer", ";", ":", " "]),
+    "turtle (lark's example)": (corpus("third_party/lark__turtle_dsl.lark"), "start",
+                                ["f", "b", "c", "red", "fill", "repeat", "{", "}", "1", "20", " ", "\n"]),
+    "names one after another (lark's test)": (corpus("issue37/lark__test_explicit_ambiguity2.lark"), "start",
+                                              ["a", "bc", " ", "1", "_", "é"]),
+    "conf (lark's Earley example)": (corpus("third_party/lark__conf_earley.lark"), "start",
+                                     ["[", "]", "a", "b", "=", " ", "\t", "\n", "x y", "\r\n"]),
+    "a comment that swallows what follows": (COMMENTED_NAMES, "start", ["a", "bc", " ", "#", "x y", "\n"]),
+}
+
+
+def with_start(text: str, start: str) -> str:
+    return text if start == "start" else text + f"\nstart: {start}\n"
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(name: str) -> localgcd.CompiledGrammar:
+    text, start, _ = GRAMMARS[name]
+    return localgcd.compile_grammar(with_start(text, start), byte_vocabulary(), parser="earley", use_cache=False)
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> DynamicReference:
+    text, start, _ = GRAMMARS[name]
+    return DynamicReference(with_start(text, start))
+
+
+@functools.lru_cache(maxsize=None)
+def lark_parser(name: str) -> lark.Lark:
+    text, start, _ = GRAMMARS[name]
+    parser = lark.Lark(with_start(text, start))
+    assert parser.options.parser == "earley" and parser.options.lexer == "dynamic"
+    return parser
+
+
+def lark_accepts(name: str, text: bytes) -> bool:
+    try:
+        lark_parser(name).parse(text.decode("utf-8"))
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+def differences(name: str, matcher, prefix: bytes) -> list[str]:
+    mask = matcher.allowed_token_mask()
+    want = reference(name).viable_bytes(prefix)
+    got = {b for b in range(128) if mask[b]}  # (the reference answers for ASCII bytes and the end)
+    problems = [f"{kind} after {prefix!r}: {sorted(found)[:10]}"
+                for kind, found in (("UNSOUND", got - want), ("INCOMPLETE", want - got)) if found]
+    if bool(mask[END]) != reference(name).complete(prefix):
+        problems.append(f"END after {prefix!r}: localgcd {bool(mask[END])}")
+    return problems
+
+
+@pytest.mark.parametrize("name", GRAMMARS)
+def test_masks_equal_the_lexeme_level_reference(name: str) -> None:
+    rng = random.Random(name)
+    problems: list[str] = []
+    for _ in range(6):
+        matcher, prefix = compiled(name).matcher(), b""
+        problems += differences(name, matcher, prefix)
+        for _ in range(24):
+            choices = sorted(reference(name).viable_bytes(prefix))
+            if not choices:
+                break
+            ascii_choices = [b for b in choices if b < 128]
+            byte = rng.choice(ascii_choices if ascii_choices and rng.random() < 0.9 else choices)
+            assert matcher.advance(byte), (prefix, byte)
+            prefix += bytes([byte])
+            problems += differences(name, matcher, prefix)
+    assert not problems, "\n".join(problems[:20])
+
+
+def checked(name: str, text: bytes) -> bool:
+    matcher = compiled(name).matcher()
+    return matcher.accept_bytes(text) and matcher.is_accepting()
+
+
+def walk(name: str, rng: random.Random) -> str:
+    """Pieces one after another while the reference finds the text viable, stopping at random where
+    it is complete (mostly sentences, then)."""
+    pieces, text = GRAMMARS[name][2], ""
+    for _ in range(20):
+        if reference(name).complete(text.encode()) and rng.random() < 0.3:
+            break
+        viable = [p for p in pieces if reference(name)._alive(text + p)]
+        if not viable:
+            break
+        text += rng.choice(viable)
+    return text
+
+
+def texts(name: str) -> st.SearchStrategy[bytes]:
+    """Texts of the grammar's pieces, half of them walks the reference finds viable, some mutated (a
+    character dropped, doubled or replaced by another piece's)."""
+    pieces = GRAMMARS[name][2]
+    alphabet = sorted({c for piece in pieces for c in piece})
+    made = st.one_of(st.lists(st.sampled_from(pieces), max_size=10).map(lambda xs: "".join(xs)),
+                     st.randoms(use_true_random=False).map(lambda rng: walk(name, rng)))
+
+    def mutate(text: str, data) -> str:
+        if not text or not data.draw(st.booleans()):
+            return text
+        at = data.draw(st.integers(0, len(text) - 1))
+        how = data.draw(st.sampled_from(["drop", "double", "replace"]))
+        if how == "drop":
+            return text[:at] + text[at + 1:]
+        if how == "double":
+            return text[:at] + text[at] + text[at:]
+        return text[:at] + data.draw(st.sampled_from(alphabet)) + text[at + 1:]
+
+    return st.builds(lambda text, data: mutate(text, data).encode(), made, st.data())
+
+
+@pytest.mark.parametrize("name", GRAMMARS)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_check_agrees_with_lark_earley(name: str, data) -> None:
+    text = data.draw(texts(name))
+    accepted = lark_accepts(name, text)
+    assert checked(name, text) == accepted, text
+    assert reference(name).complete(text) == accepted, text
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("fruitflies (lark's example)", b"fruit flies like bananas"),  # VERB "flies" or NOUN "flies": both live
+    ("fruitflies (lark's example)", b"fruitflies like fruit"),
+    ("statements, ambiguous sums", b"let x = a+b+1; print x;"),
+    ("statements, ambiguous sums", b"letx=1;"),  # the keyword, then a name: lark matches each where expected
+    ("a separator that is a word's character", b"a-b, 1-23, x:4"),
+    ("keywords inside names", b"int integer; in int:int;integer;"),
+    ("conf (lark's Earley example)", b"[a]\nb=x y\n[c] \nd = \t1\n"),  # VALUE " \t1" or "1"
+    ("turtle (lark's example)", b"c red green f 10 repeat 2 { fill { b 1 } }"),
+])
+def test_texts_only_the_dynamic_lexer_reads_are_accepted(name: str, text: bytes) -> None:
+    assert lark_accepts(name, text)
+    assert checked(name, text)
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("turtle (lark's example)", b"c redf 10"),  # COLOR reads "redf": no movement follows
+    ("turtle (lark's example)", b"c redgreenfill{f 1}"),
+    ("a comment that swallows what follows", b"#a b"),  # the comment reads " b" too: no name
+    ("json (lark's Earley example)", b'[1 2]'),
+])
+def test_texts_only_another_cut_would_read_are_refused(name: str, text: bytes) -> None:
+    """Each would be a sentence were a lexeme cut shorter than ``re.match`` reads it."""
+    assert not lark_accepts(name, text)
+    assert not checked(name, text) and not reference(name).complete(text)
+
+
+def test_lexer_basic_keeps_the_basic_lexer_earley() -> None:
+    text = with_start(*GRAMMARS["fruitflies (lark's example)"][:2])
+    with pytest.raises(GrammarError, match="can never be produced"):  # VERB "flies" loses to NOUN "flies"
+        localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", lexer="basic", use_cache=False)
+    assert localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False)
+
+
+@pytest.mark.parametrize(("grammar", "why"), [
+    ("start: NUM NAME\nNUM: /[0-9]+(e[0-9]+)?/\nNAME: /[a-z]+/\n",
+     "terminal NUM /[0-9]+(e[0-9]+)?/'s longest lexeme (re.match), which may read on into a [e] that terminal NAME"),
+    ("start: A A\nA: /a+/\n", "rule 'start' matches no text as lark's dynamic lexer reads it"),
+    ('start: A "b"\nA: /a+?/\n', "terminal A /a+?/ uses a lazy quantifier, a look-around or an anchor"),
+    ('start: A "b"\nA: /(?<=x)a/\n', "uses a lazy quantifier, a look-around or an anchor"),
+    ('start: A "c"\nA: /a|ab/\n', "has lexemes re.match never returns"),
+    ('start: A "c"\nA: /a*/\n', "matches the empty string"),
+    ('start: A "c"\nA: /(a)\\1/\n', "cannot be read exactly"),
+])
+def test_what_re_match_would_read_otherwise_is_refused_naming_the_terminal(grammar: str, why: str) -> None:
+    with pytest.raises(GrammarError) as caught:
+        localgcd.compile_grammar(grammar, byte_vocabulary(), parser="earley", use_cache=False)
+    message = str(caught.value)
+    assert "lexer='dynamic'" in message and why in message, message
+    assert caught.value.line is not None and "\n" not in message
+
+
+def test_a_refused_grammar_is_also_read_otherwise_by_lark() -> None:
+    """``A A`` with ``A: /a+/``: the sub-grammar would accept ``aa`` (two lexemes); lark's dynamic
+    lexer takes ``aa`` as one (``dynamic_complete`` would accept it: localgcd means ``dynamic``)."""
+    grammar = "start: A A\nA: /a+/\n"
+    with pytest.raises(lark.exceptions.LarkError):
+        lark.Lark(grammar).parse("aa")
+    assert lark.Lark(grammar, lexer="dynamic_complete").parse("aa")
+
+
+def test_the_cli_takes_lexer_dynamic_and_refuses_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
+    grammar, refused = tmp_path / "statements.lark", tmp_path / "twice.lark"
+    grammar.write_text(STATEMENTS)
+    refused.write_text("start: A A\nA: /a+/\n")
+    text = tmp_path / "t.txt"
+    text.write_text("letx=1; print x+2;")
+    runner = CliRunner()
+    for lexer in ([], ["--lexer", "dynamic"]):
+        ok = runner.invoke(app, ["check", "--grammar", str(grammar), "--parser", "earley", *lexer, str(text)])
+        assert ok.exit_code == 0, ok.output
+    basic = runner.invoke(app, ["check", "--grammar", str(grammar), "--parser", "earley", "--lexer", "basic", str(text)])
+    assert basic.exit_code != 0  # the basic lexer reads "letx" as one NAME
+    bad = runner.invoke(app, ["check", "--grammar", str(refused), "--parser", "earley", str(text)])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output and f"{refused}:1:1:" in bad.output, bad.output
+    wrong = runner.invoke(app, ["check", "--grammar", str(grammar), "--lexer", "dynamic", str(text)])
+    assert wrong.exit_code == 2 and "not for parser='lalr'" in wrong.output, wrong.output
+
+
+def test_the_compile_budget_bounds_the_translation() -> None:
+    """Past the budget, a :class:`CompileBudgetError` naming it (the sub-grammars' automata and the
+    tables count their states; the variants' fixpoint and state eliminations consult its clock)."""
+    from localgcd.budget import CompileBudget
+    from localgcd.errors import CompileBudgetError
+
+    text = with_start(*GRAMMARS["conf (lark's Earley example)"][:2])
+    with pytest.raises(CompileBudgetError, match="max_states"):
+        localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False,
+                                 budget=CompileBudget(max_states=40))
+    assert localgcd.compile_grammar(text, byte_vocabulary(), parser="earley", use_cache=False)
