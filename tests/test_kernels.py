@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from localgcd.compiler.compiler import Compiler
+from localgcd.compiler.compiler import Compiler, compile_json_schema
 from localgcd.grammar.formats import to_grammar
 from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
@@ -156,6 +156,42 @@ def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from
     assert_same_rows(compiled.lexer, trie, len(vocab), 33, breadth_from)
 
 
+# JSON Schema strings with a length bound count their characters in lexer states (q_k → q_(k+1)):
+# the kernel ends a trie node's tokens along that chain without walking them where it can.
+BOUNDED_STRINGS = {
+    "max": {"type": "string", "maxLength": 6},
+    "min-max": {"type": "object", "properties": {"a": {"type": "string", "minLength": 2, "maxLength": 9}},
+                "required": ["a"], "additionalProperties": False},
+    "pattern": {"type": "string", "pattern": "^[a-z0-9-]{0,12}$"},
+}
+
+
+def bounded_string_grammar(schema: dict, vocab):
+    return compile_json_schema(schema, vocab, use_cache=False)
+
+
+@pytest.mark.parametrize("breadth_from", WALKS)
+@pytest.mark.parametrize("schema", list(BOUNDED_STRINGS))
+def test_the_compiled_walk_gives_numpys_rows_for_length_bounded_strings(schema: str, breadth_from: int) -> None:
+    vocab = small_vocabulary(SMALL_GRAMMARS["json"])  # JSON's pieces: tokens of letters, quotes, escapes, UTF-8
+    compiled = bounded_string_grammar(BOUNDED_STRINGS[schema], vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    assert_same_rows(compiled.lexer, trie, len(vocab), 5, breadth_from)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("breadth_from", WALKS)
+@pytest.mark.parametrize("max_length", [4, 40])
+def test_the_compiled_walk_gives_numpys_rows_for_length_bounded_strings_real(load_vocab, max_length: int,
+                                                                             breadth_from: int) -> None:
+    """Llama-3's vocabulary: its tokens are up to 128 bytes, longer than many a bound (a chain's run
+    stops at the bound: the tokens past it die, and are walked)."""
+    vocab = load_vocab("llama-bpe")
+    compiled = bounded_string_grammar({"type": "array", "items": {"type": "string", "maxLength": max_length}}, vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    assert_same_rows(compiled.lexer, trie, len(vocab), 9, breadth_from)
+
+
 @pytest.mark.parametrize("name", ["json", "expr", "keywords_ops", "utf8_strings", "csv"])
 def test_an_eager_build_with_the_kernel_means_what_numpys_means(name: str) -> None:
     """The eager build (classes over all rows) walks with the kernel too: every token's outcome from
@@ -227,8 +263,11 @@ def test_cells_consed_in_the_kernels_index_are_numpys(n_base: int, draws: list[t
     assert all(np.array_equal(a, b) for a, b in zip(tables[True].arrays(), tables[False].arrays()))
 
 
-@pytest.fixture(scope="module")
-def json_lexer():
+@pytest.fixture(scope="module", params=["json", "bounded-string"])
+def json_lexer(request):
+    """JSON's lexer, and a JSON Schema's whose string counts its characters (a chain of states)."""
+    if request.param == "bounded-string":
+        return bounded_string_grammar(BOUNDED_STRINGS["min-max"], byte_vocabulary()).lexer
     return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
 
 
