@@ -198,22 +198,23 @@ cdef struct Chains:
 cdef void find_successor(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
                          int32_t q) noexcept nogil:
     """``q``'s chain successor: of the states other than ``q`` that a byte steps it to without
-    emitting, the one most bytes go to (ties: the smallest byte's); its bytes."""
-    cdef int32_t best = DEAD, best_count = 0, s, count
-    cdef int b, b2
+    emitting, the majority one when there is one (Boyer and Moore's vote: two passes over the row;
+    any choice is exact, the walk only goes on where the chain does not fit), and its bytes."""
+    cdef int32_t best = DEAD, s
+    cdef int b, votes = 0
     cdef bint emits_here = acc[q] >= 0
     cdef int64_t row = <int64_t> q * 256
     cdef uint64_t* bits = ch.bytes + 4 * <int64_t> q
     for b in range(256):
         s = ns[row + b]
-        if s == DEAD or s == q or s == best or (emits_here and em[row + b] != NO_EMIT):
+        if s == DEAD or s == q or (emits_here and em[row + b] != NO_EMIT):
             continue
-        count = 0
-        for b2 in range(b, 256):
-            if ns[row + b2] == s and not (emits_here and em[row + b2] != NO_EMIT):
-                count += 1
-        if count > best_count:
-            best, best_count = s, count
+        if votes == 0:
+            best, votes = s, 1
+        elif s == best:
+            votes += 1
+        else:
+            votes -= 1
     bits[0] = bits[1] = bits[2] = bits[3] = 0
     if best != DEAD:
         for b in range(256):
@@ -226,7 +227,8 @@ cdef int32_t chain_run(Chains* ch, const int32_t* ns, const emit_t* em, const in
                        int32_t q) noexcept nogil:
     """How many bytes in a row, each from ``q``'s bytes, step ``q`` along its chain (capped at the
     trie's depth): ``r`` such that every state ``succ^i(q)``, ``i < r``, steps on all of ``q``'s
-    bytes to ``succ^(i + 1)(q)``.  Found once per state."""
+    bytes to ``succ^(i + 1)(q)``.  Found once per state (from a successor's run where its bytes
+    are ``q``'s: a counting string's states, one after another)."""
     if ch.run[q] >= 0:
         return ch.run[q]
     if ch.next[q] == UNKNOWN_CHAIN:
@@ -243,8 +245,14 @@ cdef int32_t chain_run(Chains* ch, const int32_t* ns, const emit_t* em, const in
             other = ch.bytes + 4 * <int64_t> s
             if (own[0] & ~other[0]) or (own[1] & ~other[1]) or (own[2] & ~other[2]) or (own[3] & ~other[3]):
                 break
+            if ch.run[s] >= 0 and own[0] == other[0] and own[1] == other[1] and own[2] == other[2] \
+                    and own[3] == other[3]:
+                r += ch.run[s]  # the successor's run counts the same bytes from there on
+                break
             r += 1
             s = ch.next[s]
+        if r > ch.max_depth:
+            r = ch.max_depth
     ch.run[q] = r
     return r
 
