@@ -377,6 +377,32 @@ def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_t
     assert np.array_equal(packed, expected_mask.packed) and count == expected_mask.n_allowed
 
 
+@given(n_ranks=st.integers(2, 40), n_classes=st.integers(1, 120), n_tokens=st.integers(0, 150),
+       changed=st.floats(0, 0.3), seed=st.integers(0, 2**32 - 1))
+def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, changed: float,
+                                                    seed: int) -> None:
+    """A split packed from an earlier one (its words, the changed classes' tokens set or cleared:
+    few changed, or too many and packed afresh; the last slot changed or not) is packed as numpy
+    packs it: ``Mask.of`` of its own verdicts, whatever the earlier split was."""
+    rng = np.random.default_rng(seed)
+    always_of, dependent_of = rng.random(n_ranks) < 0.5, np.zeros(n_ranks, bool)
+    dependent_of[-1] = False
+    dense = rng.integers(0, n_ranks, n_classes + 1).astype(np.uint8)
+    token_class = rng.integers(-1, n_classes, n_tokens)
+    earlier_always = np.take(always_of, dense)
+    flip = rng.random(n_classes + 1) < changed
+    earlier_always[flip] = ~earlier_always[flip]
+    earlier = Mask.of(earlier_always[token_class], False, np.empty(0, np.int64))
+    order = np.argsort(token_class, kind="stable")
+    counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
+    members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
+    since = assembly.PackedSplit(earlier_always, earlier.packed, earlier.n_allowed)
+    always, _, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class, since, members)
+    expected = Mask.of(np.take(always_of, dense)[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(always, np.take(always_of, dense))
+    assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
+
+
 def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
     """The kernel reads the verdicts by rank: one past them is named, not read."""
     with pytest.raises(ValueError):
