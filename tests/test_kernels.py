@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from localgcd.compiler.compiler import Compiler
+from localgcd.compiler.compiler import Compiler, compile_json_schema
 from localgcd.grammar.formats import to_grammar
 from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
@@ -156,6 +156,42 @@ def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from
     assert_same_rows(compiled.lexer, trie, len(vocab), 33, breadth_from)
 
 
+# JSON Schema strings with a length bound count their characters in lexer states (q_k → q_(k+1)):
+# the kernel ends a trie node's tokens along that chain without walking them where it can.
+BOUNDED_STRINGS = {
+    "max": {"type": "string", "maxLength": 6},
+    "min-max": {"type": "object", "properties": {"a": {"type": "string", "minLength": 2, "maxLength": 9}},
+                "required": ["a"], "additionalProperties": False},
+    "pattern": {"type": "string", "pattern": "^[a-z0-9-]{0,12}$"},
+}
+
+
+def bounded_string_grammar(schema: dict, vocab):
+    return compile_json_schema(schema, vocab, use_cache=False)
+
+
+@pytest.mark.parametrize("breadth_from", WALKS)
+@pytest.mark.parametrize("schema", list(BOUNDED_STRINGS))
+def test_the_compiled_walk_gives_numpys_rows_for_length_bounded_strings(schema: str, breadth_from: int) -> None:
+    vocab = small_vocabulary(SMALL_GRAMMARS["json"])  # JSON's pieces: tokens of letters, quotes, escapes, UTF-8
+    compiled = bounded_string_grammar(BOUNDED_STRINGS[schema], vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    assert_same_rows(compiled.lexer, trie, len(vocab), 5, breadth_from)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("breadth_from", WALKS)
+@pytest.mark.parametrize("max_length", [4, 40])
+def test_the_compiled_walk_gives_numpys_rows_for_length_bounded_strings_real(load_vocab, max_length: int,
+                                                                             breadth_from: int) -> None:
+    """Llama-3's vocabulary: its tokens are up to 128 bytes, longer than many a bound (a chain's run
+    stops at the bound: the tokens past it die, and are walked)."""
+    vocab = load_vocab("llama-bpe")
+    compiled = bounded_string_grammar({"type": "array", "items": {"type": "string", "maxLength": max_length}}, vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    assert_same_rows(compiled.lexer, trie, len(vocab), 9, breadth_from)
+
+
 @pytest.mark.parametrize("name", ["json", "expr", "keywords_ops", "utf8_strings", "csv"])
 def test_an_eager_build_with_the_kernel_means_what_numpys_means(name: str) -> None:
     """The eager build (classes over all rows) walks with the kernel too: every token's outcome from
@@ -227,8 +263,11 @@ def test_cells_consed_in_the_kernels_index_are_numpys(n_base: int, draws: list[t
     assert all(np.array_equal(a, b) for a, b in zip(tables[True].arrays(), tables[False].arrays()))
 
 
-@pytest.fixture(scope="module")
-def json_lexer():
+@pytest.fixture(scope="module", params=["json", "bounded-string"])
+def json_lexer(request):
+    """JSON's lexer, and a JSON Schema's whose string counts its characters (a chain of states)."""
+    if request.param == "bounded-string":
+        return bounded_string_grammar(BOUNDED_STRINGS["min-max"], byte_vocabulary()).lexer
     return Compiler(use_cache=False).compile(SMALL_GRAMMARS["json"].text, byte_vocabulary()).lexer
 
 
@@ -336,6 +375,32 @@ def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_t
     assert np.array_equal(always, expected_always)
     assert np.array_equal(dependent, np.flatnonzero(np.take(dependent_of, dense)))
     assert np.array_equal(packed, expected_mask.packed) and count == expected_mask.n_allowed
+
+
+@given(n_ranks=st.integers(2, 40), n_classes=st.integers(1, 120), n_tokens=st.integers(0, 150),
+       changed=st.floats(0, 0.3), seed=st.integers(0, 2**32 - 1))
+def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, changed: float,
+                                                    seed: int) -> None:
+    """A split packed from an earlier one (its words, the changed classes' tokens set or cleared:
+    few changed, or too many and packed afresh; the last slot changed or not) is packed as numpy
+    packs it: ``Mask.of`` of its own verdicts, whatever the earlier split was."""
+    rng = np.random.default_rng(seed)
+    always_of, dependent_of = rng.random(n_ranks) < 0.5, np.zeros(n_ranks, bool)
+    dependent_of[-1] = False
+    dense = rng.integers(0, n_ranks, n_classes + 1).astype(np.uint8)
+    token_class = rng.integers(-1, n_classes, n_tokens)
+    earlier_always = np.take(always_of, dense)
+    flip = rng.random(n_classes + 1) < changed
+    earlier_always[flip] = ~earlier_always[flip]
+    earlier = Mask.of(earlier_always[token_class], False, np.empty(0, np.int64))
+    order = np.argsort(token_class, kind="stable")
+    counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
+    members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
+    since = assembly.PackedSplit(earlier_always, earlier.packed, earlier.n_allowed)
+    always, _, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class, since, members)
+    expected = Mask.of(np.take(always_of, dense)[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(always, np.take(always_of, dense))
+    assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
 
 def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:

@@ -10,6 +10,8 @@ it with, and as the path when the extension was not built.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 try:
@@ -52,17 +54,41 @@ def set_tokens(packed: np.ndarray, tokens: np.ndarray) -> int:
     return int(assembly_kernel.set_tokens(packed, np.ascontiguousarray(tokens, dtype=np.int64)))
 
 
-def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, token_class: np.ndarray
+@dataclass(frozen=True)
+class PackedSplit:
+    """A dense split's verdicts by class and its always-accepted tokens packed (and their count): an
+    earlier split a new one's packed words may start from (:func:`classify_dense`)."""
+
+    always: np.ndarray  # bool [n_classes + 1]
+    packed: np.ndarray  # uint32 words
+    count: int
+
+
+_NO_SPLIT = PackedSplit(np.empty(0, bool), np.empty(0, np.uint32), 0)
+_NO_CLASSES = np.empty(0, np.int64)
+
+
+def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
+                   since: PackedSplit | None = None, class_members: tuple[np.ndarray, np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, int]]:
     """A dense row part's split in one call: (bool [n_classes + 1] ``always_of[dense]``, the
     classes ``c`` with ``dependent_of[dense[c]]`` ascending, and :func:`pack_classes` of the
-    former).  ``always_of``, ``dependent_of``: bool per outcome rank, the last for no entry."""
+    former).  ``always_of``, ``dependent_of``: bool per outcome rank, the last for no entry.
+    With ``since`` (an earlier split over as many classes) and ``class_members`` (token ids
+    grouped by class, offsets: ``TokenSpanner.class_members``), the packed words are ``since``'s
+    with the tokens of the classes whose verdict changed set or cleared, where those are few
+    (consecutive states of a counting string differ in the few tokens too long for one of them)."""
     _built()
     if always_of.size != dependent_of.size or dense.dtype not in (np.uint8, np.uint16, np.int32):
         raise ValueError("verdicts of two lengths, or ranks of another type")
+    since = since if since is not None and class_members is not None else _NO_SPLIT
+    class_tokens, class_offsets = class_members if class_members is not None else (_NO_CLASSES, _NO_CLASSES)
     found = assembly_kernel.classify_dense(
         np.ascontiguousarray(always_of).view(np.uint8), np.ascontiguousarray(dependent_of).view(np.uint8),
-        np.ascontiguousarray(dense), np.ascontiguousarray(token_class, dtype=np.int64))
+        np.ascontiguousarray(dense), np.ascontiguousarray(token_class, dtype=np.int64),
+        np.ascontiguousarray(since.always).view(np.uint8), np.ascontiguousarray(since.packed, dtype=np.uint32),
+        since.count, np.ascontiguousarray(class_tokens, dtype=np.int64),
+        np.ascontiguousarray(class_offsets, dtype=np.int64))
     if found is None:
         raise ValueError("an outcome rank past the verdicts")
     always, dependent, packed, count = found

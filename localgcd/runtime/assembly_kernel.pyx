@@ -83,29 +83,41 @@ ctypedef fused rank_t:
 
 
 def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of, const rank_t[::1] dense,
-                   const int64_t[::1] token_class):
+                   const int64_t[::1] token_class, const uint8_t[::1] since_always, const uint32_t[::1] since_packed,
+                   int64_t since_count, const int64_t[::1] class_tokens, const int64_t[::1] class_offsets):
     """A new split of a dense row part in two passes without the GIL: over its classes, each
     class's verdict (``always[c] = always_of[dense[c]]``) and the context-dependent ones (ascending
     ``c`` with ``dependent_of[dense[c]]``); over the tokens, the always-accepted ones packed as
     :func:`pack_classes` packs them.  Returns (always uint8 [n_classes + 1], dependent classes
     int64, packed uint32 words, their count), or None when a rank is past the verdicts.  Both
-    loops are branch-free (a rank past the verdicts is clamped, then refused)."""
+    loops are branch-free (a rank past the verdicts is clamped, then refused).
+
+    With an earlier split's verdicts ``since_always`` (as long as ``dense``; empty: none), its
+    packed words and their count, the packed words are that split's with the bits of the tokens
+    of the classes whose verdict changed set or cleared (``class_tokens[class_offsets[c]:class_offsets[c + 1]]``,
+    classes >= 0) -- where an eighth of the classes or fewer changed, and not the last slot (class
+    -1); else the pass over the tokens."""
     cdef Py_ssize_t n_classes = dense.shape[0], n = token_class.shape[0], n_words = (n + 31) // 32
     cdef Py_ssize_t c, w, j, t, n_dependent = 0, full = n // 32
     cdef Py_ssize_t n_ranks = always_of.shape[0], rank
     cdef bint bad = n_ranks != dependent_of.shape[0] or n_ranks == 0
     if bad:
         return None
+    cdef bint since = since_always.shape[0] == n_classes and n_classes > 0 and since_packed.shape[0] == n_words \
+        and class_offsets.shape[0] >= n_classes
+    cdef Py_ssize_t n_changed = 0, limit = n_classes // 8
     verdict_arr = np.empty(n_ranks, dtype=np.uint8)  # bit 0: always; bit 1: dependent
     always_arr = np.empty(n_classes, dtype=np.uint8)
     dependent_arr = np.empty(n_classes, dtype=np.int64)
-    packed_arr = np.zeros(n_words, dtype=np.uint32)
+    changed_arr = np.empty(limit + 1 if since else 0, dtype=np.int64)
+    packed_arr = np.empty(n_words, dtype=np.uint32) if since else np.zeros(n_words, dtype=np.uint32)
     cdef uint8_t[::1] verdict = verdict_arr
     cdef uint8_t[::1] always = always_arr
     cdef int64_t[::1] dependent = dependent_arr
+    cdef int64_t[::1] changed = changed_arr
     cdef uint32_t[::1] packed = packed_arr
     cdef int64_t count = 0, k
-    cdef uint32_t bits
+    cdef uint32_t bits, bit
     cdef uint8_t v
     with nogil:
         for c in range(n_ranks):
@@ -117,7 +129,33 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
             always[c] = v & 1
             dependent[n_dependent] = c
             n_dependent += v >> 1
-        if not bad:
+        if since and not bad:  # the classes whose verdict changed, while few
+            for c in range(n_classes - 1):
+                if always[c] != (since_always[c] != 0):
+                    if n_changed == limit:
+                        since = False
+                        break
+                    changed[n_changed] = c
+                    n_changed += 1
+            since = since and always[n_classes - 1] == (since_always[n_classes - 1] != 0)
+        if since and not bad:
+            for w in range(n_words):
+                packed[w] = since_packed[w]
+            count = since_count
+            for j in range(n_changed):
+                c = changed[j]
+                for k in range(class_offsets[c], class_offsets[c + 1]):
+                    t = class_tokens[k]
+                    bit = (<uint32_t> 1) << (t & 31)
+                    if always[c]:
+                        packed[t >> 5] |= bit
+                        count += 1
+                    else:
+                        packed[t >> 5] &= ~bit
+                        count -= 1
+        elif not bad:
+            for w in range(n_words):
+                packed[w] = 0
             for w in range(full):
                 bits = 0
                 for j in range(32):

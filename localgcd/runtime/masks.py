@@ -24,8 +24,8 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import sorted_unique
-from localgcd.runtime.assembly import (assembly_kernel_available, classify_dense, pack_classes, set_class_tokens,
-                                       set_tokens)
+from localgcd.runtime.assembly import (PackedSplit, assembly_kernel_available, classify_dense, pack_classes,
+                                       set_class_tokens, set_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
@@ -141,6 +141,7 @@ class MaskEngine:
         self._dependent_groups: SuffixCache[tuple[int, np.ndarray, np.ndarray]] = SuffixCache(pda)
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self._assembled: dict[tuple, Mask] = {}  # (q, splits, passed outcomes, accepting) -> mask
+        self._last_dense: PackedSplit | None = None  # the last dense split classified (the next starts from it)
         self.indenter = indenter
         self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes)
                             if indenter is not None else None)
@@ -506,7 +507,9 @@ class MaskEngine:
             # one kernel call: the verdicts by class, the dependent classes, and the token mask of
             # the always-accepted ones (the base most masks of this split start from), memoized
             always, dependent_classes, packed = classify_dense(always_of, np.append(dependent, False), part.dense,
-                                                               self._token_class)
+                                                               self._token_class, self._last_dense,
+                                                               self.spanner.class_members)
+            self._last_dense = PackedSplit(always, *packed)
             if any_dependent:
                 dependent_outcomes = outcomes[part.dense[dependent_classes]]
             else:

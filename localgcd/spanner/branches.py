@@ -14,7 +14,7 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import DistinctValues, EntryRanks, WalkScratch, loop_bytes, walk_branches
+from localgcd.spanner.kernels import DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes, walk_branches
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
@@ -250,7 +250,8 @@ class BranchRows:
         for key in (roots * self.lexer.n_states + states).tolist():
             self._ids[key] = len(self._ids)
         with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:
-            positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, roots, states, scratch,
+            positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, self._chains, roots,
+                                                      states, scratch,
                                                       self.breadth_from, self.suffix.kernel_arrays, self._grammar_of,
                                                       self.outcomes)
         for start, stop in zip(bounds[:-1], bounds[1:]):
@@ -372,6 +373,11 @@ class BranchRows:
         """(:func:`~localgcd.spanner.kernels.loop_bytes` of the lexer, whether each state has one)."""
         loops = loop_bytes(self.lexer)
         return loops, (loops != 0).any(axis=1).view(np.uint8)
+
+    @cached_property
+    def _chains(self) -> LexerChains:
+        """The lexer's chains (:class:`~localgcd.spanner.kernels.LexerChains`), found by the walks."""
+        return LexerChains(self.lexer.n_states)
 
     @cached_property
     def _grammar_of(self) -> np.ndarray:

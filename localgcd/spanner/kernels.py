@@ -100,6 +100,21 @@ class WalkScratch:
         self.chain = np.empty(4 * (longest + 2), dtype=np.int64)  # two links a byte at most (an alias's)
 
 
+class LexerChains:
+    """Each lexer state's *chain*, found by the walk kernel on a state's first walk and kept for the
+    lexer's later walks: its successor (of the states a byte steps it to without emitting, other
+    than itself, the one most bytes go to), the bytes that go there, and its run (how many bytes in
+    a row, each of those, keep stepping along the chain).  A length-bounded string counts its
+    characters in states ``q_k → q_(k+1)``: a trie node whose bytes below are all plain characters,
+    and no deeper than the run, ends each token below in the state as many steps on, without a
+    walk.  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
+
+    def __init__(self, n_states: int) -> None:
+        self.next = np.full(n_states, -2, dtype=np.int32)  # -2: not found yet; DEAD_STATE: none
+        self.bytes = np.zeros((n_states, 4), dtype=np.uint64)
+        self.runs = np.full(n_states, -1, dtype=np.int32)  # -1: not found yet
+
+
 def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
     """uint64 [Q, 4]: per lexer state, the bytes that keep it in itself without emitting (256 bits)."""
     stays = lexer.next_state == np.arange(lexer.n_states, dtype=np.int32)[:, None]
@@ -109,13 +124,14 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
 
 
 def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
-                  roots: np.ndarray, states: np.ndarray, scratch: WalkScratch, breadth_from: int,
+                  chains: LexerChains, roots: np.ndarray, states: np.ndarray, scratch: WalkScratch, breadth_from: int,
                   suffix: SuffixArrays, grammar_of: np.ndarray,
                   cells: CellTable) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Walk the branches ``(roots[i], states[i])`` -- root child ``roots[i]`` (ascending) entered in
     lexer state ``states[i]`` -- to their final entries: (positions ascending, outcome ids, bounds:
     branch ``i``'s entries are ``[bounds[i], bounds[i + 1])``); tokens that die are left out.
-    ``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per state, any of them; a
+    ``loops``: :func:`loop_bytes` of the lexer, ``has_loop``: uint8 per state, any of them;
+    ``chains``: the lexer's :class:`LexerChains` (filled as walks find them); a
     branch over ``breadth_from`` positions (``Tuning.breadth_from``) breadth first, the others
     depth first.  Emissions read ``suffix`` (filling its unknown entries) and cons ``grammar_of``
     the terminal (or alias) emitted in ``cells``."""
@@ -132,7 +148,8 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
         return walk_kernel.walk_branches(
             _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
             nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.first_child,
-            nodes.below, loops, has_loop, _contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
+            nodes.below, nodes.height, loops, has_loop, chains.next, chains.bytes, chains.runs,
+            _contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
             nodes.n_levels, roots, states, breadth_from,
             suffix.values, suffix.known, suffix.slot_of_terminal, suffix.restart_state, grammar_of, *table,
             scratch.frontier_nodes, scratch.frontier_states, scratch.slots, scratch.slot_depth, scratch.chain,

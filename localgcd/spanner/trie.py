@@ -57,6 +57,7 @@ class FlatNodes:
     token_at: np.ndarray  # int32
     first_child: np.ndarray  # int32 [n + 1]: node i's children are [first_child[i], first_child[i + 1]) here
     below: np.ndarray  # uint64 [n, 4]: the bytes on the edges below each node, as 256 bits
+    height: np.ndarray  # int32 [n]: the most edges from each node down to a node below it (0: a leaf)
     n_levels: int
 
 
@@ -119,7 +120,7 @@ class VocabTrie:
         if not self.levels:
             empty32 = np.empty(0, np.int32)
             return FlatNodes(empty32, empty32, np.empty(0, np.uint8), empty32, np.zeros(1, np.int32),
-                             np.empty((0, 4), np.uint64), 0)
+                             np.empty((0, 4), np.uint64), empty32, 0)
         joined = {name: np.ascontiguousarray(np.concatenate([getattr(level, name) for level in self.levels]))
                   for name in ("lo", "hi", "byte", "token_at")}
         # level d's children are indices into level d + 1, which starts at base[d + 1]
@@ -127,6 +128,7 @@ class VocabTrie:
                                  for d, level in enumerate(self.levels)])
         ends = np.concatenate([level.child_end.astype(np.int64) + base[d + 1] for d, level in enumerate(self.levels)])
         below = np.zeros((base[-1], 4), dtype=np.uint64)
+        height = np.zeros(base[-1], dtype=np.int32)
         bit = np.uint64(1) << (joined["byte"] % 64).astype(np.uint64)
         word = joined["byte"] // 64
         for d in range(len(self.levels) - 1, 0, -1):  # deepest first: a node's set is its children's
@@ -136,13 +138,14 @@ class VocabTrie:
             parent = self.levels[d].parent.astype(np.int64) + base[d - 1]
             for w in range(4):
                 np.bitwise_or.at(below[:, w], parent, own[:, w])
+            np.maximum.at(height, parent, height[lo:hi] + 1)
         # a level's children are the next level in order, so a node's children end where the next
         # node's begin: one array bounds them (half the bytes a walk reads per node)
         first_child = np.append(starts, ends[-1]).astype(np.int32)
         if not np.array_equal(ends, first_child[1:]):
             raise RuntimeError("trie levels whose children are not consecutive (a trie bug)")
         return FlatNodes(joined["lo"].astype(np.int32), joined["hi"].astype(np.int32), joined["byte"].astype(np.uint8),
-                         joined["token_at"].astype(np.int32), first_child, below, len(self.levels))
+                         joined["token_at"].astype(np.int32), first_child, below, height, len(self.levels))
 
     def token_positions(self, n_tokens: int) -> np.ndarray:
         """intp [n_tokens]: each text token's position, -1 for the others (read-only; made once per

@@ -15,7 +15,12 @@ nodes (a node whose tokens are all decided is not walked below: a string state's
 of the trie); the codes land in slots by position and are read out (and resolved) in order at
 the end.  A node reached in a state
 whose bytes below it all keep that state (a string's letters) ends every token under it in that
-state: its range is written without a walk.
+state: its range is written without a walk.  Likewise along a *chain*: a string with a length
+bound counts its characters in states ``q_k → q_(k+1)``, so a node reached in ``q`` whose bytes
+below are all bytes that step ``q`` to its successor (and step each state on, as far down as the
+node's subtree goes: the state's *run*) ends each token ``i`` bytes below in ``succ^i(q)``.  A
+state's successor, its bytes and its run are found on its first walk (``Chains``, kept per lexer
+by the caller).
 
 Suffix entries.  ``values[slot * total + flat]`` is the outcome of lexing a token's bytes from
 ``flat`` to its end in the slot's restart state, ``known[...]`` whether it is computed (an empty
@@ -46,6 +51,7 @@ cdef enum:
     EMITS_BASE = -2  # a code at or below this ends the lexeme emitting EMITS_BASE - code
     NEEDS_ROOM = -3  # (a resolver's answer) the cells or the index are full
     CHAIN_TOO_LONG = -4  # a suffix chain longer than its token allows (a cycle: a lexer bug)
+    UNKNOWN_CHAIN = -2  # a state whose chain successor is not found yet
     DONE = 0  # a call's status: finished,
     GROW = 1  # out of room for cells (grow, call again),
     CYCLE = 2  # or a chain too long
@@ -181,11 +187,100 @@ cdef inline bint loops_below(const uint64_t* below, const uint64_t* loops, int64
     return (b[0] & ~l[0]) == 0 and (b[1] & ~l[1]) == 0 and (b[2] & ~l[2]) == 0 and (b[3] & ~l[3]) == 0
 
 
+cdef struct Chains:
+    int32_t* next  # per state: its chain successor (UNKNOWN_CHAIN: not found yet; DEAD: none)
+    uint64_t* bytes  # per state, 256 bits: the bytes that step it to its successor without emitting
+    int32_t* run  # per state: how far its bytes keep stepping along the chain (-1: not found yet)
+    int32_t* states  # scratch: a node's chain states by relative depth
+    int32_t max_depth
+
+
+cdef void find_successor(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
+                         int32_t q) noexcept nogil:
+    """``q``'s chain successor: of the states other than ``q`` that a byte steps it to without
+    emitting, the majority one when there is one (Boyer and Moore's vote: two passes over the row;
+    any choice is exact, the walk only goes on where the chain does not fit), and its bytes."""
+    cdef int32_t best = DEAD, s
+    cdef int b, votes = 0
+    cdef bint emits_here = acc[q] >= 0
+    cdef int64_t row = <int64_t> q * 256
+    cdef uint64_t* bits = ch.bytes + 4 * <int64_t> q
+    for b in range(256):
+        s = ns[row + b]
+        if s == DEAD or s == q or (emits_here and em[row + b] != NO_EMIT):
+            continue
+        if votes == 0:
+            best, votes = s, 1
+        elif s == best:
+            votes += 1
+        else:
+            votes -= 1
+    bits[0] = bits[1] = bits[2] = bits[3] = 0
+    if best != DEAD:
+        for b in range(256):
+            if ns[row + b] == best and not (emits_here and em[row + b] != NO_EMIT):
+                bits[b >> 6] |= (<uint64_t> 1) << (b & 63)
+    ch.next[q] = best
+
+
+cdef int32_t chain_run(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
+                       int32_t q) noexcept nogil:
+    """How many bytes in a row, each from ``q``'s bytes, step ``q`` along its chain (capped at the
+    trie's depth): ``r`` such that every state ``succ^i(q)``, ``i < r``, steps on all of ``q``'s
+    bytes to ``succ^(i + 1)(q)``.  Found once per state (from a successor's run where its bytes
+    are ``q``'s: a counting string's states, one after another)."""
+    if ch.run[q] >= 0:
+        return ch.run[q]
+    if ch.next[q] == UNKNOWN_CHAIN:
+        find_successor(ch, ns, em, acc, q)
+    cdef const uint64_t* own = ch.bytes + 4 * <int64_t> q
+    cdef const uint64_t* other
+    cdef int32_t r = 0, s = q
+    if ch.next[q] != DEAD:
+        r = 1
+        s = ch.next[q]
+        while r < ch.max_depth:
+            if ch.next[s] == UNKNOWN_CHAIN:
+                find_successor(ch, ns, em, acc, s)
+            other = ch.bytes + 4 * <int64_t> s
+            if (own[0] & ~other[0]) or (own[1] & ~other[1]) or (own[2] & ~other[2]) or (own[3] & ~other[3]):
+                break
+            if ch.run[s] >= 0 and own[0] == other[0] and own[1] == other[1] and own[2] == other[2] \
+                    and own[3] == other[3]:
+                r += ch.run[s]  # the successor's run counts the same bytes from there on
+                break
+            r += 1
+            s = ch.next[s]
+        if r > ch.max_depth:
+            r = ch.max_depth
+    ch.run[q] = r
+    return r
+
+
+cdef inline bint chain_below(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
+                             const uint64_t* below, const int32_t* height, int64_t node, int32_t state) noexcept nogil:
+    """Every path below ``node`` (``height[node]`` bytes at most) steps ``state`` along its chain:
+    each token below ends ``i`` bytes further down in ``succ^i(state)``, never emitting; fills
+    ``ch.states`` with those states."""
+    cdef int32_t h = height[node], i
+    if h == 0 or chain_run(ch, ns, em, acc, state) < h:
+        return False
+    cdef const uint64_t* b = below + 4 * node
+    cdef const uint64_t* l = ch.bytes + 4 * <int64_t> state
+    if (b[0] & ~l[0]) or (b[1] & ~l[1]) or (b[2] & ~l[2]) or (b[3] & ~l[3]):
+        return False
+    ch.states[0] = state
+    for i in range(h):
+        ch.states[i + 1] = ch.next[ch.states[i]]
+    return True
+
+
 def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted, const int32_t[::1] accept,
                   const int32_t[::1] node_lo, const int32_t[::1] node_hi, const uint8_t[::1] node_byte,
                   const int32_t[::1] token_at, const int32_t[::1] first_child,
-                  const uint64_t[:, ::1] below, const uint64_t[:, ::1] loops,
-                  const uint8_t[::1] has_loop, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
+                  const uint64_t[:, ::1] below, const int32_t[::1] node_height, const uint64_t[:, ::1] loops,
+                  const uint8_t[::1] has_loop, int32_t[::1] chain_next, uint64_t[:, ::1] chain_bytes,
+                  int32_t[::1] chain_runs, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
                   const int64_t[::1] roots, const int64_t[::1] states, int64_t breadth_from,
                   int32_t[::1] suffix_values, uint8_t[::1] suffix_known, const int64_t[::1] slot_of_terminal,
                   const int64_t[::1] restart_state, const int32_t[::1] grammar_of,
@@ -200,8 +295,11 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
     (``positions`` and ``values`` hold every position of the roots).  Returns DONE, GROW (the
     cells or the index are full: grow them and call again) or CYCLE.
 
-    ``below[node]``: the bytes on the edges below a node (256 bits); ``loops[q]``: the bytes that keep state ``q`` in ``q`` without emitting
-    (``has_loop[q]``: any).  A branch over ``breadth_from`` positions or more is walked breadth
+    ``below[node]``: the bytes on the edges below a node (256 bits), ``node_height[node]``: the
+    most edges down from it; ``loops[q]``: the bytes that keep state ``q`` in ``q`` without emitting
+    (``has_loop[q]``: any); ``chain_next``, ``chain_bytes``, ``chain_runs``: each state's chain
+    successor (-2: not found yet), the bytes that step it there, its run (-1: not found yet),
+    filled as states are met (see the module doc).  A branch over ``breadth_from`` positions or more is walked breadth
     first in the scratch ``frontier_nodes`` and ``frontier_states`` (two rows as wide as the
     trie's widest level: the live nodes of a level and of the next), ``slots`` (per position, all
     DEAD before and after) and ``slot_depth``.  Suffix entries and outcome cells: see the module doc.
@@ -212,8 +310,15 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
         bounds[0] = 0
         return DONE
     cdef Frame* frames = <Frame*> malloc((max_depth + 2) * sizeof(Frame))
-    if frames == NULL:
+    cdef Chains ch
+    ch.states = <int32_t*> malloc((max_depth + 2) * sizeof(int32_t))
+    if frames == NULL or ch.states == NULL:
+        free(frames)
+        free(ch.states)
         raise MemoryError()
+    ch.next, ch.bytes, ch.run, ch.max_depth = &chain_next[0], &chain_bytes[0, 0], &chain_runs[0], max_depth
+    cdef const int32_t* ht = &node_height[0]
+    cdef const int64_t* off = &offsets[0]
     cdef Cells c
     c.head, c.tail, c.end, c.capacity, c.size = &head[0], &tail[0], &end[0], head.shape[0], meta[0]
     c.keys, c.cells, c.mask, c.count = &keys[0], &cells[0], <uint64_t> (keys.shape[0] - 1), meta[1]
@@ -247,6 +352,12 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                     values[n] = state
                     n += 1
                 continue
+            if chain_below(&ch, ns, em, acc, bl, ht, node, state):  # (the root has read one byte)
+                for p in range(lo, hi):
+                    positions[n] = p
+                    values[n] = ch.states[off[p + 1] - off[p] - 1]
+                    n += 1
+                continue
             if hi - lo >= breadth_from:  # breadth first, level by level over the live nodes' children
                 if token_at[node] >= 0:
                     slots[token_at[node]] = state
@@ -262,6 +373,10 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                                     if has_loop[code] and loops_below(bl, lp, node, code):
                                         for p in range(node_lo[node], node_hi[node]):
                                             slots[p] = code  # done: its children are not walked
+                                        continue
+                                    if chain_below(&ch, ns, em, acc, bl, ht, node, code):
+                                        for p in range(node_lo[node], node_hi[node]):  # done likewise
+                                            slots[p] = ch.states[off[p + 1] - off[p] - depth - 1]
                                         continue
                                     later_node[n_next], later_state[n_next] = node, code
                                     n_next += 1
@@ -317,6 +432,12 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                             values[n] = code
                             n += 1
                         continue
+                    if chain_below(&ch, ns, em, acc, bl, ht, node, code):  # ... or along code's chain
+                        for p in range(node_lo[node], node_hi[node]):
+                            positions[n] = p
+                            values[n] = ch.states[off[p + 1] - off[p] - depth - 1]
+                            n += 1
+                        continue
                     if token_at[node] >= 0:
                         positions[n] = token_at[node]
                         values[n] = code
@@ -339,6 +460,7 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                 break
         bounds[n_roots] = n
     free(frames)
+    free(ch.states)
     meta[0], meta[1] = c.size, c.count
     return status
 
