@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.digraph import closed_rows, digraph
 from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
@@ -148,13 +149,12 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
         meter.time("the contextual lexer's modes")
         key = _lexer_key(grammar, np.flatnonzero(rows[r]), meter, tuning)
         klass[r] = lexer_of_row.setdefault(key, len(lexer_of_row))
-    after = _states_after(grammar, tables, lexed & ~ignored[None, :])
+    after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :])
     lexer_of_state = klass[row_of_state]
     block = _congruence(np.arange(len(row_of_state)), after, [])
     for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
         meter.time("the contextual lexer's modes")
-        states = np.flatnonzero(lexer_of_state == group)
-        joined = _congruence(block, after, [states.tolist()])
+        joined = _congruence(block, after, [np.flatnonzero(lexer_of_state == group)])
         if _exact_classes(joined, rows, row_of_state, first_bytes):
             block = joined
     if not _exact_classes(block, rows, row_of_state, first_bytes):
@@ -166,74 +166,207 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     members = [np.zeros(n, dtype=bool) for _ in order]
     for state in range(len(block)):  # a mode lexes the union of its states' sets
         members[int(mode_of_state[state])] |= rows[row_of_state[state]]
-    next_mode: dict[tuple[int, int], int] = {}
-    apart: dict[tuple[int, int], tuple[int, int, int]] = {}
-    for state in range(len(block)):
-        mode = int(mode_of_state[state])
-        for term, targets in after[state]:
-            modes_after = {int(mode_of_state[q]) for q in targets}
-            if len(modes_after) > 1:
-                next_mode[(mode, term)] = -1
-                first = {int(mode_of_state[q]): q for q in sorted(targets)}
-                apart.setdefault((mode, term), (state, *list(first.values())[:2]))
-            elif modes_after:
-                next_mode.setdefault((mode, term), modes_after.pop())
+    next_mode, apart = _modes_after(mode_of_state, after)
     return ContextualModes(mode_of_state, tuple(frozenset(np.flatnonzero(m).tolist()) for m in members),
                            next_mode, apart)
 
 
-def _refined(initial: np.ndarray, after: list[list[tuple[int, frozenset[int]]]], meter: BudgetMeter) -> np.ndarray:
+@dataclass(frozen=True)
+class StatesAfter:
+    """Per parser state ``s`` and terminal ``T`` it lexes: the states the parser may reach by taking
+    ``T`` with ``s`` on top (over every stack), as triples sorted by (state, terminal, target); the
+    pairs with no such state are in ``bare_state``/``bare_terminal``."""
+
+    state: np.ndarray  # int64 [K]
+    terminal: np.ndarray  # int64 [K]
+    target: np.ndarray  # int64 [K]
+    bare_state: np.ndarray  # int64 [B]
+    bare_terminal: np.ndarray  # int64 [B]
+    n_terminals: int
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranges ``lo[i]:hi[i]`` laid end to end: (i of each position, the position)."""
+    counts = hi - lo
+    owner = np.repeat(np.arange(lo.size), counts)
+    starts = np.cumsum(counts) - counts
+    return owner, np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))
+
+
+def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) -> StatesAfter:
+    """Per state ``s`` and terminal ``T`` it lexes: the states the parser may reach by taking ``T``
+    with ``s`` on top — its reductions on ``T`` (each exposing any state a path spelling the rule's
+    right side leads from: every stack), then the shift of ``T``.
+
+    As DeRemer and Pennello's digraph over the cells (state, T) with an action: a reduce cell's
+    relation is the cells (goto(p, lhs), T) over the states p its rule exposes, a shift cell's set
+    is the state it shifts to (:func:`localgcd.digraph.closed_rows`, rows of state bits)."""
+    n_states, width = tables.n_states, tables.action.shape[1]
+    nonterminals = {name: i for i, name in enumerate(sorted({r.lhs for r in grammar.rules}))}
+    labels = width + len(nonterminals)
+    rhs_of = [[grammar.parser_terminals[s] if grammar.is_terminal(s) else width + nonterminals[s] for s in rule.rhs]
+              for rule in grammar.rules]
+    longest = max((len(r) for r in rhs_of), default=0)
+    rhs = np.full((len(rhs_of), max(longest, 1)), -1, dtype=np.int64)
+    for rule, symbols in enumerate(rhs_of):
+        rhs[rule, :len(symbols)] = symbols
+    length = np.asarray([len(r) for r in rhs_of], dtype=np.int64)
+    # the automaton's edges, backwards: (target, label) → sources, sorted by key
+    shift_src, shift_term = np.nonzero(tables.action[:, :-1] >= 0)
+    goto_src = np.repeat(np.arange(n_states), np.diff(tables.goto_offsets))
+    edge_src = np.concatenate([shift_src, goto_src]).astype(np.int64)
+    edge_key = np.concatenate([tables.action[shift_src, shift_term].astype(np.int64) * labels + shift_term,
+                               tables.goto_targets.astype(np.int64) * labels + width + tables.goto_symbols])
+    order = np.argsort(edge_key, kind="stable")
+    edge_key, edge_src = edge_key[order], edge_src[order]
+    # the cells: (state, T) with an action, T lexed there
+    cell_state, cell_term = np.nonzero(lexed & (tables.action[:, :lexed.shape[1]] != NO_ACTION))
+    action = tables.action[cell_state, cell_term].astype(np.int64)
+    reducing = np.flatnonzero(is_reduce(action))
+    rules = reduced_rule(action[reducing])
+    pair_keys, pair_of = np.unique(cell_state[reducing] * len(rhs_of) + rules, return_inverse=True)
+    pair_state, pair_rule = pair_keys // len(rhs_of), pair_keys % len(rhs_of)
+    # the states each (state, rule) exposes: paths back along the rule's right side
+    owner, at = np.arange(pair_keys.size), pair_state
+    for k in range(longest):
+        live = length[pair_rule[owner]] > k
+        symbol = rhs[pair_rule[owner[live]], length[pair_rule[owner[live]]] - 1 - k]
+        key = at[live] * labels + symbol
+        which, position = _expand(np.searchsorted(edge_key, key, "left"), np.searchsorted(edge_key, key, "right"))
+        owner = np.concatenate([owner[~live], owner[live][which]])
+        at = np.concatenate([at[~live], edge_src[position]])
+        unique = np.unique(owner * n_states + at)
+        owner, at = unique // n_states, unique % n_states
+    # the states the reduction's goto reaches from them
+    goto_key = goto_src.astype(np.int64) * len(nonterminals) + tables.goto_symbols
+    wanted = at * len(nonterminals) + tables.rule_lhs[pair_rule[owner]]
+    found = np.minimum(np.searchsorted(goto_key, wanted), max(goto_key.size - 1, 0))
+    hit = goto_key[found] == wanted if goto_key.size else np.zeros(wanted.size, dtype=bool)
+    reached = np.unique(owner[hit] * n_states + tables.goto_targets[found[hit]])
+    reached_pair, reached_state = reached // n_states, reached % n_states
+    # the digraph over the cells
+    cell_id = np.full(lexed.shape, -1, dtype=np.int64)
+    cell_id[cell_state, cell_term] = np.arange(cell_state.size)
+    pair_lo = np.searchsorted(reached_pair, np.arange(pair_keys.size), "left")
+    pair_hi = np.searchsorted(reached_pair, np.arange(pair_keys.size), "right")
+    which, position = _expand(pair_lo[pair_of], pair_hi[pair_of])
+    source = reducing[which]
+    target = cell_id[reached_state[position], cell_term[source]]
+    source, target = source[target >= 0], target[target >= 0]
+    shifting = np.flatnonzero(action >= 0)
+    rows = np.zeros((cell_state.size, (n_states + 7) // 8), dtype=np.uint8)
+    np.bitwise_or.at(rows, (shifting, action[shifting] >> 3), (0x80 >> (action[shifting] & 7)).astype(np.uint8))
+    closed = closed_rows(source, target, rows)
+    if closed is None:  # the kernel was not built: the same walk over ints
+        relation: list[list[int]] = [[] for _ in range(cell_state.size)]
+        for a, b in zip(source.tolist(), target.tolist()):
+            relation[a].append(b)
+        initial = [0] * cell_state.size
+        for cell in shifting.tolist():
+            initial[cell] = 1 << int(action[cell])
+        sets = digraph(cell_state.size, relation, initial)
+        closed = np.zeros_like(rows)
+        for cell, bits in enumerate(sets):
+            for state in (i for i in range(n_states) if bits >> i & 1):
+                closed[cell, state >> 3] |= 0x80 >> (state & 7)
+    cells, targets = [], []
+    for lo in range(0, cell_state.size, 4096):  # (bounded memory: a block of cells at a time)
+        block_cells, block_targets = np.nonzero(np.unpackbits(closed[lo:lo + 4096], axis=1, count=n_states))
+        cells.append(block_cells + lo)
+        targets.append(block_targets)
+    cell = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)
+    bare = np.setdiff1d(np.arange(cell_state.size), cell)
+    return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64),
+                       (np.concatenate(targets) if targets else np.zeros(0)).astype(np.int64),
+                       cell_state[bare].astype(np.int64), cell_term[bare].astype(np.int64), lexed.shape[1])
+
+
+def _modes_after(mode_of_state: np.ndarray, after: StatesAfter
+                 ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], tuple[int, int, int]]]:
+    """(mode, terminal lexed in it) → the mode after it, -1 where one state's successors lie in
+    several modes; and for those, (that state, a successor in each of two modes: in the order of
+    their least successor, the greatest successor of the mode)."""
+    cells = np.r_[True, (after.state[1:] != after.state[:-1]) | (after.terminal[1:] != after.terminal[:-1])]
+    cell_of = np.cumsum(cells) - 1
+    starts = np.flatnonzero(cells)
+    target_mode = mode_of_state[after.target]
+    low = np.minimum.reduceat(target_mode, starts) if starts.size else target_mode
+    high = np.maximum.reduceat(target_mode, starts) if starts.size else target_mode
+    next_mode: dict[tuple[int, int], int] = {}
+    apart: dict[tuple[int, int], tuple[int, int, int]] = {}
+    for at, start in enumerate(starts.tolist()):  # (states in order: the first state's mode where all agree)
+        state, term = int(after.state[start]), int(after.terminal[start])
+        key = (int(mode_of_state[state]), term)
+        if low[at] == high[at]:
+            next_mode.setdefault(key, int(low[at]))
+            continue
+        next_mode[key] = -1
+        if key not in apart:
+            first: dict[int, int] = {}
+            for q in after.target[cell_of == at].tolist():
+                first[int(mode_of_state[q])] = q
+            apart[key] = (state, *list(first.values())[:2])
+    return next_mode, apart
+
+
+def _components(count: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per node of ``0 .. count - 1``: the least node of its connected component under the edges (a, b)."""
+    least = np.arange(count)
+    while True:
+        low = np.minimum(least[a], least[b])
+        before = least.copy()
+        np.minimum.at(least, a, low)
+        np.minimum.at(least, b, low)
+        least = least[least]
+        if np.array_equal(least, before):
+            return least
+
+
+def _congruence(initial: np.ndarray, after: StatesAfter, joins: list[np.ndarray]) -> np.ndarray:
+    """The finest partition coarser than ``initial`` and ``joins`` in which, for each block and
+    terminal, the states after it lie in one block (so the mode after a terminal is the mode's);
+    each block named by its least state."""
+    count = initial.size
+    first = np.full(int(initial.max(initial=-1)) + 1, count, dtype=np.int64)
+    np.minimum.at(first, initial, np.arange(count))
+    a, b = [np.arange(count)], [first[initial]]
+    for states in joins:
+        a.append(np.asarray(states[1:], dtype=np.int64))
+        b.append(np.full(len(states) - 1, states[0], dtype=np.int64))
+    block = _components(count, np.concatenate(a), np.concatenate(b))
+    width = int(after.terminal.max(initial=0)) + 1
+    while True:
+        key = block[after.state] * width + after.terminal
+        order = np.argsort(key, kind="stable")
+        starts = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1]])
+        lead = np.repeat(block[after.target[order][starts]], np.diff(np.r_[starts, key.size]))
+        joined = _components(count, np.r_[np.arange(count), block[after.target[order]]],
+                             np.r_[block, lead])
+        if np.array_equal(joined, block):
+            return block
+        block = joined
+
+
+def _refined(initial: np.ndarray, after: StatesAfter, meter: BudgetMeter) -> np.ndarray:
     """Moore's refinement of ``initial``: a state's signature is its block and, per terminal, the
-    blocks of the states after it."""
+    blocks of the states after it (none: a block of its own, ``count``)."""
+    count, terms = initial.size, after.n_terminals
+    width = count + 1
+    bare = (after.bare_state * terms + after.bare_terminal) * width + count
     block = initial
     while True:
         meter.time("the contextual lexer's modes")
-        signature: dict[object, int] = {}
+        moves = np.unique(np.r_[(after.state * terms + after.terminal) * width + block[after.target], bare])
+        state = moves // (terms * width)
+        cut = np.searchsorted(state, np.arange(count + 1))
+        words = moves - state * (terms * width)
+        signature: dict[tuple[int, bytes], int] = {}
         refined = np.empty_like(block)
-        for state in range(len(block)):
-            succ = tuple((term, tuple(sorted({int(block[q]) for q in targets}))) for term, targets in after[state])
-            refined[state] = signature.setdefault((int(block[state]), succ), len(signature))
+        for s in range(count):
+            refined[s] = signature.setdefault((int(block[s]), words[cut[s]:cut[s + 1]].tobytes()), len(signature))
         if len(signature) == len(np.unique(block)):
             return refined
         block = refined
-
-
-def _congruence(initial: np.ndarray, after: list[list[tuple[int, frozenset[int]]]],
-                joins: list[list[int]]) -> np.ndarray:
-    """The finest partition coarser than ``initial`` and ``joins`` in which, for each block and
-    terminal, the states after it lie in one block (so the mode after a terminal is the mode's)."""
-    parent = list(range(len(initial)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(a: int, b: int) -> bool:
-        ra, rb = find(a), find(b)
-        if ra == rb:
-            return False
-        parent[max(ra, rb)] = min(ra, rb)
-        return True
-
-    first_of: dict[int, int] = {}
-    for state, b in enumerate(initial.tolist()):
-        union(first_of.setdefault(b, state), state)
-    for states in joins:
-        for state in states[1:]:
-            union(states[0], state)
-    changed = True
-    while changed:
-        changed = False
-        seen: dict[tuple[int, int], int] = {}
-        for state, moves in enumerate(after):
-            root = find(state)
-            for term, targets in moves:
-                for target in targets:
-                    other = seen.setdefault((root, term), target)
-                    changed |= union(other, target)
-    return np.asarray([find(x) for x in range(len(initial))], dtype=np.int64)
 
 
 def _exact_classes(block: np.ndarray, rows: np.ndarray, row_of_state: np.ndarray, first_bytes: np.ndarray) -> bool:
@@ -268,52 +401,6 @@ def _union_is_exact(sets: np.ndarray, first_bytes: np.ndarray) -> bool:
         if (extra & first_bytes[own].any(axis=0)).any():
             return False
     return True
-
-
-def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray
-                  ) -> list[list[tuple[int, frozenset[int]]]]:
-    """Per state ``s`` and terminal ``T`` it lexes: the states the parser may reach by taking
-    ``T`` with ``s`` on top — its reductions on ``T`` (each exposing any state a path spelling the
-    rule's right side leads from: every stack), then the shift of ``T``."""
-    n_states, width = tables.n_states, tables.action.shape[1]
-    nonterminals = {name: i for i, name in enumerate(sorted({r.lhs for r in grammar.rules}))}
-    rhs = [tuple(grammar.parser_terminals[s] if grammar.is_terminal(s) else width + nonterminals[s]
-                 for s in rule.rhs) for rule in grammar.rules]
-    predecessors: list[dict[int, set[int]]] = [{} for _ in range(n_states)]  # state → label → sources
-    shift_src, shift_term = np.nonzero(tables.action[:, :-1] >= 0)
-    for src, term, dst in zip(shift_src.tolist(), shift_term.tolist(), tables.action[shift_src, shift_term].tolist()):
-        predecessors[dst].setdefault(term, set()).add(src)
-    goto_src = np.repeat(np.arange(n_states), np.diff(tables.goto_offsets))
-    for src, sym, dst in zip(goto_src.tolist(), tables.goto_symbols.tolist(), tables.goto_targets.tolist()):
-        predecessors[dst].setdefault(width + sym, set()).add(src)
-    back: dict[tuple[int, int], set[int]] = {}
-
-    def exposed(state: int, rule: int) -> set[int]:
-        found = back.get((state, rule))
-        if found is None:
-            found = {state}
-            for symbol in reversed(rhs[rule]):
-                found = {p for q in found for p in predecessors[q].get(symbol, ())}
-            back[(state, rule)] = found
-        return found
-
-    out: list[list[tuple[int, frozenset[int]]]] = [[] for _ in range(n_states)]
-    for state, term in zip(*(a.tolist() for a in np.nonzero(lexed))):
-        seen, todo, targets = {state}, [state], set()
-        while todo:
-            x = todo.pop()
-            action = int(tables.action[x, term])
-            if action >= 0:
-                targets.add(action)
-            elif is_reduce(action):
-                rule = int(reduced_rule(action))
-                for p in exposed(x, rule):
-                    y = tables.goto(p, int(tables.rule_lhs[rule]))
-                    if y != NO_ACTION and y not in seen:
-                        seen.add(y)
-                        todo.append(y)
-        out[state].append((term, frozenset(targets)))
-    return out
 
 
 def _lexer_key(grammar: GrammarIR, terms: np.ndarray, meter: BudgetMeter | None, tuning: Tuning) -> object:
