@@ -160,6 +160,10 @@ def compile_cmd(
                 print(f"  {c}")
         else:
             print("parser: deterministic LALR(1)")
+        if compiled.contextual_lexer:
+            print(f"lexer: lark's contextual lexer, {render.plural(compiled.lexer_modes, 'mode')} (by parser state)")
+        else:
+            print("lexer: one longest-match lexer" + (f", {compiled.lexer_modes} modes" if compiled.lexer_modes > 1 else ""))
         if compiled.conflicts and compiled.parser_mode != "general":
             print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
                   "(--strict makes them errors):")

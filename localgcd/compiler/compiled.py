@@ -105,6 +105,16 @@ class CompiledGrammar:
         """``"lalr"`` (one stack: deterministic tables) or ``"general"`` (every live parse)."""
         return "general" if self.tables.is_general else "lalr"
 
+    @property
+    def lexer_modes(self) -> int:
+        """How many modes the lexer has (1: one longest-match lexer over every terminal)."""
+        return 1 + max((m for t in self.terminals for m in t.lexed_in), default=0)
+
+    @property
+    def contextual_lexer(self) -> bool:
+        """Whether the terminals are lexed as lark's contextual lexer lexes them, in modes by parser state."""
+        return any(t.modes is not None for t in self.terminals)
+
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the text."""
         return Matcher(self.general_engine if self.tables.is_general else self.engine)
@@ -122,6 +132,7 @@ class CompiledGrammar:
             "vocab_size": self.n_tokens,
             "conflicts_resolved": 0 if self.tables.is_general else len(self.conflicts),
             "parser_mode": self.parser_mode,
+            "lexer_modes": self.lexer_modes,
             "conflict_cells": len(self.tables.conflicts) if self.tables.conflicts is not None else 0,
             "table_bytes": int(self.spanner.nbytes + self.tables.nbytes + self.lexer.nbytes
                                + (self.statuses.nbytes if self.statuses is not None else 0)),

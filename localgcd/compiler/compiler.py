@@ -206,8 +206,9 @@ class Compiler:
             grammar = dynamic_lexing(grammar, meter)
         general = grammar.general or parser == "earley"
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning, general=general)
-        for conflict in conflicts if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
-            warnings.warn(f"{source}: {conflict.describe()}", GrammarWarning, stacklevel=3)
+        described = tuple(dict.fromkeys(c.describe() for c in conflicts))  # (cells alike in words: said once)
+        for conflict in described if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
+            warnings.warn(f"{source}: {conflict}", GrammarWarning, stacklevel=3)
         if lexer_kind == "contextual":
             grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
         t1 = time.perf_counter()
@@ -229,7 +230,7 @@ class Compiler:
         compiled = CompiledGrammar(
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
             token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
-            conflicts=tuple(c.describe() for c in conflicts), token_mask_budget=self.token_mask_budget,
+            conflicts=described, token_mask_budget=self.token_mask_budget,
             built_ahead=not lazy_requested, tuning=self.tuning,
         )
         if tables.is_general:

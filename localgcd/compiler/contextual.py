@@ -154,7 +154,10 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     block = _congruence(np.arange(len(row_of_state)), after, [])
     for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
         meter.time("the contextual lexer's modes")
-        joined = _congruence(block, after, [np.flatnonzero(lexer_of_state == group)])
+        states = np.flatnonzero(lexer_of_state == group)
+        if (block[states] == block[states[0]]).all():  # (joined already)
+            continue
+        joined = _congruence(block, after, [states])
         if _exact_classes(joined, rows, row_of_state, first_bytes):
             block = joined
     if not _exact_classes(block, rows, row_of_state, first_bytes):
