@@ -30,6 +30,7 @@ Three things are recorded:
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -280,6 +281,29 @@ def marks_of(entry: WildGrammar) -> list:
 def test_compiles_in_its_projects_mode(entry: WildGrammar) -> None:
     compiled = compile_in_its_projects_mode(entry)
     assert compiled is not None
+
+
+#: a name localgcd's front ends make up (GBNF's character DFAs' rules and atoms, lark's anonymous terminals)
+GENERATED_NAME = re.compile(r"\b(?:d_\w+|C\d+|T\d+_[A-Z_]+|__ANON_\d+)\b")
+
+
+@pytest.mark.parametrize("path", ["gbnf/c.gbnf", "gbnf/llama_cpp_tests/medium_complexity.gbnf",
+                                  "lark/third_party/syncode__invariants.lark"])
+def test_conflicts_are_said_in_the_grammars_own_words_each_once(path: str) -> None:
+    """What ``localgcd compile`` lists (the general parser's conflict cells, or the conflicts lark's
+    LALR resolves): the user's rules, strings and patterns, no generated name, no line twice."""
+    entry = BY_PATH[path]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        conflicts = (localgcd.compile_grammar(entry.file.read_text(encoding="utf-8"), byte_vocabulary(), fmt="gbnf",
+                                              use_cache=False) if entry.fmt == "gbnf"
+                     else compile_in_its_projects_mode(entry)).conflicts
+    assert conflicts and len(set(conflicts)) == len(conflicts), conflicts
+    assert not [c for c in conflicts if GENERATED_NAME.search(c)], conflicts
+    text = entry.file.read_text(encoding="utf-8")
+    for conflict in conflicts:
+        for rule in re.findall(r"(?:between | and )([\w-]+):", conflict):
+            assert re.search(rf"^\s*\??{re.escape(rule)}\b", text, re.M), (rule, conflict)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ class _TerminalEntry:
     value_length: int  # the tie-break's length (see localgcd.grammar.terminal_rank)
     mode: tuple[int, int]
     also: tuple[Also, ...]
+    written: str = ""  # as the user's grammar writes it, for messages ("": by its name)
 
 
 class GrammarBuilder:
@@ -41,6 +42,7 @@ class GrammarBuilder:
         self.source, self.start, self.text = source, start, text
         self._alternatives: dict[str, list[tuple[str, ...]]] = {}
         self._priority: dict[str, int] = {}
+        self._user_names: dict[str, str] = {}  # a generated rule → the user's rule it comes from
         self._terminals: dict[str, _TerminalEntry] = {}
         self.origins: dict[str, tuple[int, int]] = {}
         self._taken: set[str] = set()
@@ -60,8 +62,11 @@ class GrammarBuilder:
 
     # -- rules ------------------------------------------------------------
     def rule(self, lhs: str, alternatives: Iterable[Sequence[str]], priority: int = 0,
-             origin: tuple[int, int] | None = None) -> str:
-        """Add ``alternatives`` (each a sequence of symbol names) to rule ``lhs``; ``lhs``."""
+             origin: tuple[int, int] | None = None, user_name: str = "") -> str:
+        """Add ``alternatives`` (each a sequence of symbol names) to rule ``lhs``; ``lhs``.
+        ``user_name``: the user's rule a generated ``lhs`` comes from, for messages."""
+        if user_name:
+            self._user_names.setdefault(lhs, user_name)
         self._alternatives.setdefault(lhs, []).extend(tuple(a) for a in alternatives)
         if priority:
             self._priority[lhs] = priority
@@ -92,13 +97,14 @@ class GrammarBuilder:
     # -- terminals --------------------------------------------------------
     def pattern(self, name: str, regex: str, priority: int = 0, *, value_length: int | None = None,
                 mode: tuple[int, int] = (0, 0), also: Sequence[Also] = (),
-                origin: tuple[int, int] | None = None) -> str:
+                origin: tuple[int, int] | None = None, written: str = "") -> str:
         """Terminal ``name`` matching the Python regex ``regex``; lexed in lexer mode ``mode[0]``, lexing
         going on in ``mode[1]`` after it; each lexeme meets the conditions ``also`` too.
-        ``value_length``: the length the tie-break ranks it by (default: the regex's)."""
+        ``value_length``: the length the tie-break ranks it by (default: the regex's); ``written``: a
+        generated terminal as the user's grammar writes it, for messages."""
         self._terminals[name] = _TerminalEntry(name, regex, priority, False,
                                                len(regex) if value_length is None else value_length,
-                                               mode, tuple(also))
+                                               mode, tuple(also), written)
         if origin is not None:
             self.origins.setdefault(name, origin)
         return name
@@ -123,7 +129,8 @@ class GrammarBuilder:
         if self.start not in self._alternatives:
             raise GrammarError(f"the grammar has no rule {self.start!r} (the start rule)", self.source)
         terminal_names = set(self._terminals)
-        rules = [Rule(lhs, rhs, self._priority.get(lhs, 0)) for lhs, alts in self._alternatives.items()
+        rules = [Rule(lhs, rhs, self._priority.get(lhs, 0), self._user_names.get(lhs, ""))
+                 for lhs, alts in self._alternatives.items()
                  for rhs in dict.fromkeys(alts)]  # a repeated alternative once, as lark reads a rule
         undefined = {s for r in rules for s in r.rhs} - terminal_names - set(self._alternatives)
         if undefined:  # a front end's mistake, named
@@ -141,7 +148,7 @@ class GrammarBuilder:
         terminals = tuple(
             Terminal(name=e.name, regex=e.regex, priority=e.priority, is_literal=e.is_literal, ignored=False,
                      line=self.origins.get(e.name, (None, None))[0], column=self.origins.get(e.name, (None, None))[1],
-                     mode=e.mode[0], next_mode=e.mode[1], also=e.also)
+                     mode=e.mode[0], next_mode=e.mode[1], also=e.also, written=e.written)
             for e in (by_name[name] for name in order))
         index = {t.name: i for i, t in enumerate(terminals)}
         return GrammarIR(terminals, tuple(rules), self.start, self.source, index, None, dict(self.origins),

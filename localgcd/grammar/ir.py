@@ -87,11 +87,18 @@ class GrammarIR:
     def _terminal_named(self) -> dict[str, Terminal]:
         return {t.name: t for t in self.terminals}
 
+    @cached_property
+    def _user_rule_named(self) -> dict[str, str]:
+        return {r.lhs: r.user_name for r in self.rules if r.origin}
+
     def describe_symbol(self, name: str) -> str:
-        """A symbol as the user wrote it: ``"("`` for a string literal, else its name."""
+        """A symbol as the user wrote it: ``"("`` for a string literal, an anonymous or generated
+        terminal as written (``/[a-z]/``), a generated rule by the user's rule it comes from, else its name."""
         t = self._terminal_named.get(name)
         if t is None:
-            return base_name(name)
+            return self._user_rule_named.get(name) or base_name(name)
+        if t.written:
+            return t.written
         return '"' + _UNESCAPE.sub(r"\1", t.regex) + '"' if t.is_literal else name
 
     def describe_rule(self, rule: Rule) -> str:

@@ -6,6 +6,8 @@ front end reads.
 
 from __future__ import annotations
 
+import json
+
 from localgcd.grammar.builder import GrammarBuilder
 from localgcd.grammar.gbnf.translated import TranslatedGrammar
 from localgcd.grammar.ir import GrammarIR
@@ -17,7 +19,16 @@ def emit_grammar(translated: TranslatedGrammar, source: str, warnings: tuple[str
     regex's length as lark read it from ``/regex/`` (the tables of the Lark text this step wrote)."""
     builder = GrammarBuilder(source)
     for nt, alternatives in translated.rules.items():
-        builder.rule(nt, [[name for _, name in alt] for alt in alternatives], origin=translated.origins.get(nt))
-    for name, regex in translated.terminals.items():
-        builder.pattern(name, regex, value_length=lark_pattern_length(regex), origin=translated.origins.get(name))
+        builder.rule(nt, [[name for _, name in alt] for alt in alternatives], origin=translated.origins.get(nt),
+                     user_name=translated.owner.get(nt, ""))
+    for name, regex in translated.terminals.items():  # (a one-character atom is named by its class in messages)
+        builder.pattern(name, regex, value_length=lark_pattern_length(regex), origin=translated.origins.get(name),
+                        written=_atom_written(translated.atom_ranges[name], regex) if name in translated.atom_ranges else "")
     return builder.build(warnings)
+
+
+def _atom_written(ranges: tuple[tuple[int, int], ...], regex: str) -> str:
+    """A one-character atom as GBNF writes it, for messages: ``"e"`` for one character, else its class."""
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return json.dumps(chr(ranges[0][0]), ensure_ascii=False)
+    return f"/{regex}/"
