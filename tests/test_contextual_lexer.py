@@ -192,6 +192,25 @@ def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path) -> None:
     assert "Traceback" not in run.stderr and f"{grammar}:" in run.stderr
 
 
+@pytest.mark.parametrize("lexer, words", [
+    ("contextual", "lexer: lark's contextual lexer, {modes} modes (by parser state)"),
+    ("basic", "lexer: one longest-match lexer\n"),
+])
+def test_the_compile_command_says_the_lexer_a_grammar_got(lexer: str, words: str, tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
+    grammar = tmp_path / "g.lark"
+    grammar.write_text(SMALL["sign_or_minus"], encoding="utf-8")
+    modes = localgcd.compile_grammar(SMALL["sign_or_minus"], byte_vocabulary(), use_cache=False,
+                                     lexer=lexer).lexer_modes
+    shown = CliRunner().invoke(app, ["compile", "-g", str(grammar), "--lexer", lexer, "-m", "smollm2-135m"])
+    assert shown.exit_code == 0, shown.output
+    assert words.format(modes=modes) in shown.output and (modes > 1) == (lexer == "contextual")
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"lexer": "dynamic_complete"}, "unknown lexer 'dynamic_complete'"),
     ({"lexer": "dynamic"}, "lexer='dynamic' is lark's lexer for parser='earley', not for parser='lalr'"),
