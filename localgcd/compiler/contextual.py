@@ -152,16 +152,17 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :])
     lexer_of_state = klass[row_of_state]
     block = _congruence(np.arange(len(row_of_state)), after, [])
-    for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
-        meter.time("the contextual lexer's modes")
-        states = np.flatnonzero(lexer_of_state == group)
-        if (block[states] == block[states[0]]).all():  # (joined already)
-            continue
-        joined = _congruence(block, after, [states])
-        if _exact_classes(joined, rows, row_of_state, first_bytes):
-            block = joined
-    if not _exact_classes(block, rows, row_of_state, first_bytes):
-        block = _refined(lexer_of_state, after, meter)  # (the forced joins are not exact: name a terminal)
+    if not _exact_classes(block, rows, row_of_state, first_bytes):  # (nor is any coarser partition: a
+        block = _refined(lexer_of_state, after, meter)  # block's extra first bytes only grow) name a terminal
+    else:
+        for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
+            meter.time("the contextual lexer's modes")
+            states = np.flatnonzero(lexer_of_state == group)
+            if (block[states] == block[states[0]]).all():  # (joined already)
+                continue
+            joined = _congruence(block, after, [states])
+            if _exact_classes(joined, rows, row_of_state, first_bytes):
+                block = joined
     order = {int(block[tables.start_state]): 0}  # the start state's mode first
     for b in block.tolist():
         order.setdefault(b, len(order))
