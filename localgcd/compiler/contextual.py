@@ -24,6 +24,18 @@ Where the parser's stack alone decides which mode follows a terminal, that is a
 :class:`GrammarError` naming the terminal and two parser contexts (rule items) whose lexers differ
 (``lexer="basic"`` compiles the grammar with one lexer).  When one mode serves every state, the
 contextual lexer is the basic one and the tables are the basic ones.
+
+That refusal is as late as modes allow: the partition tried first is the least one in which the
+states after each (mode, terminal) lie in one mode, and a block whose union is not exact stays so
+in every coarser partition (its extra first bytes only grow), so no partition of the parser
+states into modes lexes such a grammar exactly.  Following the stack there needs modes that
+remember more of it than its top state (where a bounded part decides; not tried), or a lexer that
+forks after the terminal (each candidate mode's lexing kept, the parser refusing the candidate
+whose mode is not its state's): the token spanner's rows hold one outcome per (state, token).
+
+The analysis is array work: the states after each (state, terminal) cell are DeRemer and
+Pennello's digraph over the cells (:func:`_states_after`, the digraph kernel), the congruences
+connected components (:func:`_congruence`), the refinement sorted signatures (:func:`_refined`).
 """
 
 from __future__ import annotations
