@@ -192,6 +192,25 @@ def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path) -> None:
     assert "Traceback" not in run.stderr and f"{grammar}:" in run.stderr
 
 
+@pytest.mark.parametrize("name", ["arithmetic", "sql_select", "lark/issue37/d20__grammar.lark"])
+def test_the_modes_are_the_same_without_the_digraph_kernel(name: str, monkeypatch) -> None:
+    """The states after each (state, terminal) by the compiled closure or by the interpreted digraph walk."""
+    from localgcd.compiler import contextual
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.parser.lalr import build_parse_tables
+
+    path = BY_PATH[name].file if name in BY_PATH else ROOT / "localgcd" / "data" / "grammars" / f"{name}.lark"
+    grammar = load_lark_grammar(path.read_text(encoding="utf-8"), str(path),
+                                start=BY_PATH[name].start if name in BY_PATH else "start")
+    tables, _ = build_parse_tables(grammar)
+    compiled = contextual.parser_state_modes(grammar, tables)
+    monkeypatch.setattr(contextual, "closed_rows", lambda *args: None)
+    walked = contextual.parser_state_modes(grammar, tables)
+    assert compiled.n_modes > 1
+    assert (compiled.mode_of_state.tolist(), compiled.members, compiled.next_mode, compiled.apart) == \
+        (walked.mode_of_state.tolist(), walked.members, walked.next_mode, walked.apart)
+
+
 @pytest.mark.parametrize("lexer, words", [
     ("contextual", "lexer: lark's contextual lexer, {modes} modes (by parser state)"),
     ("basic", "lexer: one longest-match lexer\n"),
