@@ -163,7 +163,8 @@ def compile_cmd(
         if compiled.contextual_lexer:
             print(f"lexer: lark's contextual lexer, {render.plural(compiled.lexer_modes, 'mode')} (by parser state)")
         else:
-            print("lexer: one longest-match lexer" + (f", {compiled.lexer_modes} modes" if compiled.lexer_modes > 1 else ""))
+            modes = f", {compiled.lexer_modes} modes" if compiled.lexer_modes > 1 else ""
+            print(f"lexer: one longest-match lexer{modes}")
         if compiled.conflicts and compiled.parser_mode != "general":
             print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
                   "(--strict makes them errors):")

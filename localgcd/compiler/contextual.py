@@ -274,17 +274,7 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
     np.bitwise_or.at(rows, (shifting, action[shifting] >> 3), (0x80 >> (action[shifting] & 7)).astype(np.uint8))
     closed = closed_rows(source, target, rows)
     if closed is None:  # the kernel was not built: the same walk over ints
-        relation: list[list[int]] = [[] for _ in range(cell_state.size)]
-        for a, b in zip(source.tolist(), target.tolist()):
-            relation[a].append(b)
-        initial = [0] * cell_state.size
-        for cell in shifting.tolist():
-            initial[cell] = 1 << int(action[cell])
-        sets = digraph(cell_state.size, relation, initial)
-        closed = np.zeros_like(rows)
-        for cell, bits in enumerate(sets):
-            for state in (i for i in range(n_states) if bits >> i & 1):
-                closed[cell, state >> 3] |= 0x80 >> (state & 7)
+        closed = _closed_by_walk(source, target, rows)
     cells, targets = [], []
     for lo in range(0, cell_state.size, 4096):  # (bounded memory: a block of cells at a time)
         block_cells, block_targets = np.nonzero(np.unpackbits(closed[lo:lo + 4096], axis=1, count=n_states))
@@ -295,6 +285,19 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
     return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64),
                        (np.concatenate(targets) if targets else np.zeros(0)).astype(np.int64),
                        cell_state[bare].astype(np.int64), cell_term[bare].astype(np.int64), lexed.shape[1])
+
+
+def _closed_by_walk(source: np.ndarray, target: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """:func:`localgcd.digraph.closed_rows` by the interpreted :func:`localgcd.digraph.digraph`
+    (rows of bits, most significant first, as ints)."""
+    relation: list[list[int]] = [[] for _ in range(rows.shape[0])]
+    for a, b in zip(source.tolist(), target.tolist()):
+        relation[a].append(b)
+    width = rows.shape[1]
+    initial = [int.from_bytes(row.tobytes(), "big") for row in rows]
+    closed = digraph(rows.shape[0], relation, initial)
+    packed = b"".join(bits.to_bytes(width, "big") for bits in closed)
+    return np.frombuffer(packed, dtype=np.uint8).reshape(rows.shape).copy()
 
 
 def _modes_after(mode_of_state: np.ndarray, after: StatesAfter

@@ -23,7 +23,8 @@ def emit_grammar(translated: TranslatedGrammar, source: str, warnings: tuple[str
                      user_name=translated.owner.get(nt, ""))
     for name, regex in translated.terminals.items():  # (a one-character atom is named by its class in messages)
         builder.pattern(name, regex, value_length=lark_pattern_length(regex), origin=translated.origins.get(name),
-                        written=_atom_written(translated.atom_ranges[name], regex) if name in translated.atom_ranges else "")
+                        written=(_atom_written(translated.atom_ranges[name], regex)
+                                 if name in translated.atom_ranges else ""))
     return builder.build(warnings)
 
 
