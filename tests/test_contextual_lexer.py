@@ -11,6 +11,7 @@ lark's ``parse`` on those texts and on texts one edit away from them.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -228,6 +229,9 @@ def test_the_compile_command_says_the_lexer_a_grammar_got(lexer: str, words: str
     shown = CliRunner().invoke(app, ["compile", "-g", str(grammar), "--lexer", lexer, "-m", "smollm2-135m"])
     assert shown.exit_code == 0, shown.output
     assert words.format(modes=modes) in shown.output and (modes > 1) == (lexer == "contextual")
+    as_json = CliRunner().invoke(app, ["compile", "-g", str(grammar), "--lexer", lexer, "-m", "smollm2-135m", "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output)["lexer"] == lexer
+    assert json.loads(as_json.output)["stats"]["lexer_modes"] == modes
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -144,7 +144,8 @@ def compile_cmd(
                 "grammar": src.name, "grammar_file": src.source, "model": spec.name, "model_file": str(path),
                 "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
                 "from_cache": from_cache, "full": not lazy, "cached_row_branches": rows,
-                "conflicts": list(compiled.conflicts), "parser": compiled.parser_mode, "stats": render.jsonable(stats),
+                "conflicts": list(compiled.conflicts), "parser": compiled.parser_mode,
+                "lexer": "contextual" if compiled.contextual_lexer else "basic", "stats": render.jsonable(stats),
                 **({"additional_properties": constraint.options["additional_properties"]}
                    if "additional_properties" in constraint.options else {}),
             })
