@@ -126,6 +126,7 @@ class BatchDecoder:
         if n_parallel < 1:
             raise ValueError(f"n_parallel must be at least 1, not {n_parallel}")
         self.model, self.llama, self.n_parallel = model, model.llama, int(n_parallel)
+        self._synchronize = llama_cpp.llama_synchronize
         self.n_ctx = int(n_ctx or model.n_ctx)
         self.n_batch = int(n_batch)
         vocab = model.vocab
@@ -229,6 +230,9 @@ class BatchDecoder:
         self.worker.begin()  # the worker's deferred steps run while llama_decode does (the GIL released)
         t0 = time.perf_counter()
         self.ctx.decode(self.batch)
+        # A GPU build's llama_decode returns before the device is done; reading the logits would wait
+        # for it.  Waiting here keeps that time in decode_s (and the GIL released), where it belongs.
+        self._synchronize(self.ctx.ctx)
         self.decode_s += time.perf_counter() - t0
         self.n_decodes += 1
 
