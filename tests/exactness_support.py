@@ -278,6 +278,25 @@ SMALL_GRAMMARS = {g.name: g for g in INLINE_GRAMMARS + FILE_GRAMMARS}
 # --------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
+def random_viable_walk(rng: random.Random, matcher, viable_bytes, compare, prefix: bytes = b"",
+                       steps: int = 24) -> tuple[bytes, list[str]]:
+    """Walk up to ``steps`` random bytes that ``viable_bytes(prefix)`` (a reference's) says can go
+    on -- ASCII nine times in ten, so the walk wanders through structure, not only inside strings
+    --, advancing the byte-vocabulary ``matcher`` by each and collecting ``compare(prefix)``'s
+    problems after it.  Returns the prefix reached and the problems."""
+    problems: list[str] = []
+    for _ in range(steps):
+        choices = sorted(viable_bytes(prefix))
+        if not choices:
+            break
+        ascii_choices = [b for b in choices if b < 128]
+        byte = rng.choice(ascii_choices if ascii_choices and rng.random() < 0.9 else choices)
+        assert matcher.advance(byte), (prefix, byte)
+        prefix += bytes([byte])
+        problems += compare(prefix)
+    return prefix, problems
+
+
 def small_vocabulary(grammar: SmallGrammar, n_random: int = 300, seed: int = 0) -> Vocabulary:
     """All 256 single bytes, ``n_random`` random concatenations of 2-4 of the
     grammar's pieces (ASCII, multi-byte characters and UTF-8 fragments), the

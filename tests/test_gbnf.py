@@ -22,7 +22,7 @@ import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import gbnf_to_grammar
 from localgcd.grammar.ir import GrammarIR
-from exactness_support import byte_vocabulary as byte_vocab
+from exactness_support import byte_vocabulary as byte_vocab, random_viable_walk
 from reference.gbnf import GbnfReference
 
 HERE = Path(__file__).resolve().parent
@@ -224,17 +224,9 @@ def walk(text: str, data: bytes, rng: random.Random, extra_steps: int = 0) -> li
             return problems
         prefix += bytes([b])
         problems += compare_at(text, m, prefix)
-    for _ in range(extra_steps):
-        choices = sorted(reference(text).viable_bytes(prefix))
-        if not choices:
-            break
-        # favour ASCII so the walk wanders through structure, not only inside strings
-        ascii_choices = [c for c in choices if c < 128]
-        b = rng.choice(ascii_choices if ascii_choices and rng.random() < 0.9 else choices)
-        assert m.advance(b), (prefix, b)
-        prefix += bytes([b])
-        problems += compare_at(text, m, prefix)
-    return problems
+    _, more = random_viable_walk(rng, m, reference(text).viable_bytes, lambda p: compare_at(text, m, p),
+                                 prefix, extra_steps)
+    return problems + more
 
 
 def sample(ref: GbnfReference, rng: random.Random, budget: int = 60) -> str:

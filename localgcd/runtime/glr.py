@@ -205,12 +205,8 @@ class GeneralMaskEngine:
         below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
         accepting = self.is_accepting(q, frontier, at_start)[0]
         passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
-        classes, outcomes = self.rows.continuing(q)
-        pending_ends = (self.spanner.first_kind[q] == FIRST_EMITS).any()
-        if pending_ends:
-            emits = self.rows.class_emits(q)
-            keep = ~emits[classes]
-            classes, outcomes = classes[keep], outcomes[keep]
+        classes, outcomes, emits = self._continuing(q)
+        pending_ends = emits is not None
         refused = ~_unpacked(below, self.n_tokens)[self._class_token]  # per class: below refuses it
         chosen = self._mentions(outcomes) & refused[classes]
         if chosen.any():
@@ -228,6 +224,17 @@ class GeneralMaskEngine:
             n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
             return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
         return Mask.of(_unpacked(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+
+    def _continuing(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(classes, outcomes) of lexer state ``q``'s row that go on from the pending lexeme, and,
+        where the pending lexeme can end, the row's bool per class: does the token emit it first
+        (those classes are left out here: they go on from the state after the emission)."""
+        classes, outcomes = self.rows.continuing(q)
+        if not (self.spanner.first_kind[q] == FIRST_EMITS).any():
+            return classes, outcomes, None
+        emits = self.rows.class_emits(q)
+        keep = ~emits[classes]
+        return classes[keep], outcomes[keep], emits
 
     def _mentions(self, outcomes: np.ndarray) -> np.ndarray:
         """bool per outcome: one of its terminals, or one its end state's pending lexeme may become,
@@ -309,12 +316,8 @@ class GeneralMaskEngine:
 
     def _compute(self, q: int, frontier: Frontier, at_start: bool) -> Mask:
         allowed = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
-        classes, outcomes = self.rows.continuing(q)
-        pending_ends = (self.spanner.first_kind[q] == FIRST_EMITS).any()
-        if pending_ends:
-            emits = self.rows.class_emits(q)
-            keep = ~emits[classes]
-            classes, outcomes = classes[keep], outcomes[keep]
+        classes, outcomes, emits = self._continuing(q)
+        pending_ends = emits is not None
         allowed[classes[self._passing(frontier, outcomes)]] = True
         if pending_ends:
             after = self._emit_pending(q, frontier)
