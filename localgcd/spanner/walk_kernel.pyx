@@ -39,6 +39,9 @@ Everything runs without the GIL.
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
 import numpy as np
 
 ctypedef fused emit_t:
@@ -257,21 +260,57 @@ cdef int32_t chain_run(Chains* ch, const int32_t* ns, const emit_t* em, const in
     return r
 
 
+cdef inline bint bytes_kill(const int32_t* ns, const uint64_t* b, int32_t state) noexcept nogil:
+    """Every byte of the 256-bit set ``b`` kills ``state``'s lexeme (steps it to DEAD)."""
+    cdef int w, k
+    cdef uint64_t word
+    cdef int64_t row = <int64_t> state * 256
+    for w in range(4):
+        word = b[w]
+        while word:
+            k = __builtin_ctzll(word)
+            if ns[row + 64 * w + k] != DEAD:
+                return False
+            word &= word - 1
+    return True
+
+
 cdef inline bint chain_below(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
-                             const uint64_t* below, const int32_t* height, int64_t node, int32_t state) noexcept nogil:
+                             const uint64_t* below, const int32_t* height, const uint64_t* loops,
+                             int64_t node, int32_t state) noexcept nogil:
     """Every path below ``node`` (``height[node]`` bytes at most) steps ``state`` along its chain:
     each token below ends ``i`` bytes further down in ``succ^i(state)``, never emitting; fills
-    ``ch.states`` with those states."""
-    cdef int32_t h = height[node], i
-    if h == 0 or chain_run(ch, ns, em, acc, state) < h:
+    ``ch.states`` with those states.  Where the subtree goes deeper than the chain's run ``r``,
+    the chain's last state ``e = succ^r(state)`` decides the deeper tokens when every byte below
+    does the same to it: keeps it (a loop: a string past its ``minLength``; ``ch.states[i] = e``)
+    or kills it (a string at its ``maxLength``; ``ch.states[i] = DEAD``, ``i > r``)."""
+    cdef int32_t h = height[node], i, r
+    if h == 0:
+        return False
+    r = chain_run(ch, ns, em, acc, state)
+    if r == 0:
         return False
     cdef const uint64_t* b = below + 4 * node
     cdef const uint64_t* l = ch.bytes + 4 * <int64_t> state
     if (b[0] & ~l[0]) or (b[1] & ~l[1]) or (b[2] & ~l[2]) or (b[3] & ~l[3]):
         return False
     ch.states[0] = state
-    for i in range(h):
+    if r >= h:
+        for i in range(h):
+            ch.states[i + 1] = ch.next[ch.states[i]]
+        return True
+    for i in range(r):
         ch.states[i + 1] = ch.next[ch.states[i]]
+    cdef int32_t last = ch.states[r], beyond
+    cdef const uint64_t* keep = loops + 4 * <int64_t> last
+    if (b[0] & ~keep[0]) == 0 and (b[1] & ~keep[1]) == 0 and (b[2] & ~keep[2]) == 0 and (b[3] & ~keep[3]) == 0:
+        beyond = last
+    elif bytes_kill(ns, b, last):
+        beyond = DEAD
+    else:
+        return False
+    for i in range(r, h):
+        ch.states[i + 1] = beyond
     return True
 
 
@@ -352,11 +391,13 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                     values[n] = state
                     n += 1
                 continue
-            if chain_below(&ch, ns, em, acc, bl, ht, node, state):  # (the root has read one byte)
+            if chain_below(&ch, ns, em, acc, bl, ht, lp, node, state):  # (the root has read one byte)
                 for p in range(lo, hi):
-                    positions[n] = p
-                    values[n] = ch.states[off[p + 1] - off[p] - 1]
-                    n += 1
+                    code = ch.states[off[p + 1] - off[p] - 1]
+                    if code != DEAD:
+                        positions[n] = p
+                        values[n] = code
+                        n += 1
                 continue
             if hi - lo >= breadth_from:  # breadth first, level by level over the live nodes' children
                 if token_at[node] >= 0:
@@ -374,7 +415,7 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                                         for p in range(node_lo[node], node_hi[node]):
                                             slots[p] = code  # done: its children are not walked
                                         continue
-                                    if chain_below(&ch, ns, em, acc, bl, ht, node, code):
+                                    if chain_below(&ch, ns, em, acc, bl, ht, lp, node, code):
                                         for p in range(node_lo[node], node_hi[node]):  # done likewise
                                             slots[p] = ch.states[off[p + 1] - off[p] - depth - 1]
                                         continue
@@ -432,11 +473,13 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                             values[n] = code
                             n += 1
                         continue
-                    if chain_below(&ch, ns, em, acc, bl, ht, node, code):  # ... or along code's chain
+                    if chain_below(&ch, ns, em, acc, bl, ht, lp, node, code):  # ... or along code's chain
                         for p in range(node_lo[node], node_hi[node]):
-                            positions[n] = p
-                            values[n] = ch.states[off[p + 1] - off[p] - depth - 1]
-                            n += 1
+                            code = ch.states[off[p + 1] - off[p] - depth - 1]
+                            if code != DEAD:
+                                positions[n] = p
+                                values[n] = code
+                                n += 1
                         continue
                     if token_at[node] >= 0:
                         positions[n] = token_at[node]
