@@ -60,6 +60,8 @@ class BranchRows:
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
         self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
         self.n_taken = 0  # branches taken from the saved ones
+        self._last_dense: tuple[np.ndarray, RowPart] | None = None  # (branch ids, part): see _part_from_last
+        self._size_list: list[int] = []
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -213,12 +215,54 @@ class BranchRows:
 
     def part_of(self, ids: np.ndarray, n_classes: int) -> RowPart:
         """The :class:`~localgcd.spanner.rows.RowPart` of the given branches (with the kernels: ranked
-        from the branches' entries in one pass, without joining them)."""
+        from the branches' entries in one pass, without joining them; or, for a dense part, from
+        the last dense part made where only a few branches differ, see :meth:`_part_from_last`)."""
         if self._entry_ranks is None:
             return RowPart(*self.row_of(ids), self.distinct_outcomes_of(ids), n_classes)
-        ids = ids.tolist()
-        return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], [self._values[b] for b in ids],
-                                                 len(self.outcomes), n_classes))
+        part = self._part_from_last(ids, n_classes)
+        if part is None:
+            listed = ids.tolist()
+            part = RowPart.ranked(*self._entry_ranks([self._positions[b] for b in listed],
+                                                     [self._values[b] for b in listed], len(self.outcomes),
+                                                     n_classes))
+        if part.dense is not None:
+            self._last_dense = (ids, part)
+        return part
+
+    def _part_from_last(self, ids: np.ndarray, n_classes: int) -> RowPart | None:
+        """The dense part of branches ``ids`` made from the last dense part, or None where that does
+        not pay.  A key-prefix state of an open object differs from the open string's row in a
+        branch or two of its ~250 (its 123K entries): its ranks are the last part's, the dropped
+        branches' positions cleared and the new branches' ranked, when both have the same
+        distinct outcomes (the ranks mean the same) and the branches that differ hold at most a
+        ``Tuning.part_reuse_share``-th of the entries."""
+        if self._last_dense is None:
+            return None
+        last_ids, last = self._last_dense
+        dropped = np.setdiff1d(last_ids, ids, assume_unique=True)
+        added = np.setdiff1d(ids, last_ids, assume_unique=True)
+        sizes = self._sizes
+        changed = sum(sizes[b] for b in dropped.tolist()) + sum(sizes[b] for b in added.tolist())
+        total = sum(sizes[b] for b in ids.tolist())
+        if 8 * total < n_classes or changed * self.tuning.part_reuse_share > total:
+            return None
+        outcomes = self.distinct_outcomes_of(ids)
+        if not np.array_equal(outcomes, last.outcomes):
+            return None
+        dense = last.dense.copy()
+        for b in dropped.tolist():
+            dense[self._positions[b]] = outcomes.size
+        for b in added.tolist():
+            dense[self._positions[b]] = np.searchsorted(outcomes, self._values[b])
+        return RowPart.ranked(outcomes, dense, None, None)
+
+    @property
+    def _sizes(self) -> list[int]:
+        """Each branch's entry count, by id (kept as branches are added)."""
+        known = self._size_list
+        for b in range(len(known), len(self._positions)):
+            known.append(int(self._positions[b].size))
+        return known
 
     def row(self, q: int) -> SparseRow:
         """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""
