@@ -234,22 +234,29 @@ class BranchRows:
         not pay.  A key-prefix state of an open object differs from the open string's row in a
         branch or two of its ~250 (its 123K entries): its ranks are the last part's, the dropped
         branches' positions cleared and the new branches' ranked, when both have the same
-        distinct outcomes (the ranks mean the same) and the branches that differ hold at most a
-        ``Tuning.part_reuse_share``-th of the entries."""
+        branches that differ hold at most a ``Tuning.part_reuse_share``-th of the entries (the
+        last part's ranks renumbered where the distinct outcomes differ: the prefix's own key)."""
         if self._last_dense is None:
             return None
         last_ids, last = self._last_dense
+        sizes = self._sizes
+        total = sum(sizes[b] for b in ids.tolist())
+        if 8 * total < n_classes:
+            return None
         dropped = np.setdiff1d(last_ids, ids, assume_unique=True)
         added = np.setdiff1d(ids, last_ids, assume_unique=True)
-        sizes = self._sizes
         changed = sum(sizes[b] for b in dropped.tolist()) + sum(sizes[b] for b in added.tolist())
-        total = sum(sizes[b] for b in ids.tolist())
-        if 8 * total < n_classes or changed * self.tuning.part_reuse_share > total:
+        if changed * self.tuning.part_reuse_share > total:
             return None
         outcomes = self.distinct_outcomes_of(ids)
-        if not np.array_equal(outcomes, last.outcomes):
-            return None
-        dense = last.dense.copy()
+        if np.array_equal(outcomes, last.outcomes):
+            dense = last.dense.copy()
+        else:  # the last part's ranks renumbered among these outcomes (one it lacks: a dropped branch's)
+            n = outcomes.size
+            at = np.minimum(np.searchsorted(outcomes, last.outcomes), max(n - 1, 0))
+            kept = outcomes[at] == last.outcomes if n else np.zeros(last.outcomes.size, dtype=bool)
+            renumbered = np.append(np.where(kept, at, n), n).astype(RowPart.rank_type(n))
+            dense = np.take(renumbered, last.dense)
         for b in dropped.tolist():
             dense[self._positions[b]] = outcomes.size
         for b in added.tolist():
