@@ -34,9 +34,7 @@ class Tuning:
     never read).  ``small_frontier``: (node, state) pairs at most for a level of the spanner's
     numpy walk done node by node.  ``eager_step_rows``: lexer states up to which every row of the
     spanner walk's step codes is made up front.  ``breadth_from``: a branch over this many trie
-    positions is walked breadth first by the compiled walk kernel.  ``part_reuse_share``: a dense
-    row part is made from the last one when the branches that differ hold at most this share (one
-    in ``part_reuse_share``) of its entries.  ``pair_rows_limit``,
+    positions is walked breadth first by the compiled walk kernel.  ``pair_rows_limit``,
     ``group_rows_min``, ``group_fan_out``: the stack-free analysis's fixpoint goes by groups of
     reduce pairs above ``pair_rows_limit`` rows, or from ``group_rows_min`` rows on where a group
     has ``group_fan_out`` rows or more on average; by pairs otherwise.  ``max_unit_steps``: cells
@@ -64,7 +62,6 @@ class Tuning:
     small_frontier: int = 24
     eager_step_rows: int = 4096
     breadth_from: int = 256
-    part_reuse_share: int = 4
     pair_rows_limit: int = 2_000_000
     group_rows_min: int = 10_000
     group_fan_out: int = 20

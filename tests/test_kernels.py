@@ -193,34 +193,6 @@ def test_the_compiled_walk_gives_numpys_rows_for_length_bounded_strings_real(loa
     assert_same_rows(compiled.lexer, trie, len(vocab), 9, breadth_from)
 
 
-# An open object's key-prefix states (`{"na` of a schema naming "name") differ from the open
-# string's row in a branch or two: their dense parts are made from the last dense part.
-OPEN_OBJECT = {"type": "object", "properties": {"name": {"type": "string"}, "nickname": {"type": "string"},
-                                                "nine": {"type": "integer"}, "é": {"type": "boolean"}}}
-
-
-@pytest.mark.parametrize("share", [1, 4])
-@pytest.mark.parametrize("vocab_kind", ["bytes", "json"])
-def test_a_dense_part_made_from_the_last_one_is_the_part_ranked_afresh(vocab_kind: str, share: int) -> None:
-    """Every state's whole row and parser-filtered parts, in state order (key-prefix states one
-    after another), are the parts ranked from their entries; some are made from the last one."""
-    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(SMALL_GRAMMARS["json"])
-    lexer = compile_json_schema(OPEN_OBJECT, vocab, use_cache=False).lexer
-    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
-    spanner = LazyTokenSpanner(lexer, trie, len(vocab), kernels=True, tuning=Tuning(part_reuse_share=share))
-    branches, reused = spanner._branches, []
-    made_from_last = branches._part_from_last
-    branches._part_from_last = lambda *args: reused.append(made_from_last(*args)) or reused[-1]
-    n_terminals = lexer.producible.shape[1]
-    rng = np.random.default_rng(share)
-    for q in range(lexer.n_states):
-        for first_terminals in (None, rng.random(n_terminals) < 0.8):
-            ids = spanner.branches_of(q, first_terminals)
-            row, outcomes = spanner.branch_row(ids)
-            assert_same_part(spanner.branch_part(ids), RowPart(*row, outcomes, spanner.n_classes))
-    assert any(part is not None for part in reused)
-
-
 @pytest.mark.parametrize("name", ["json", "expr", "keywords_ops", "utf8_strings", "csv"])
 def test_an_eager_build_with_the_kernel_means_what_numpys_means(name: str) -> None:
     """The eager build (classes over all rows) walks with the kernel too: every token's outcome from

@@ -60,8 +60,6 @@ class BranchRows:
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
         self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
         self.n_taken = 0  # branches taken from the saved ones
-        self._last_dense: tuple[np.ndarray, RowPart] | None = None  # (branch ids, part): see _part_from_last
-        self._size_list: list[int] = []
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -215,61 +213,12 @@ class BranchRows:
 
     def part_of(self, ids: np.ndarray, n_classes: int) -> RowPart:
         """The :class:`~localgcd.spanner.rows.RowPart` of the given branches (with the kernels: ranked
-        from the branches' entries in one pass, without joining them; or, for a dense part, from
-        the last dense part made where only a few branches differ, see :meth:`_part_from_last`)."""
+        from the branches' entries in one pass, without joining them)."""
         if self._entry_ranks is None:
             return RowPart(*self.row_of(ids), self.distinct_outcomes_of(ids), n_classes)
-        part = self._part_from_last(ids, n_classes)
-        if part is None:
-            listed = ids.tolist()
-            part = RowPart.ranked(*self._entry_ranks([self._positions[b] for b in listed],
-                                                     [self._values[b] for b in listed], len(self.outcomes),
-                                                     n_classes))
-        if part.dense is not None:
-            self._last_dense = (ids, part)
-        return part
-
-    def _part_from_last(self, ids: np.ndarray, n_classes: int) -> RowPart | None:
-        """The dense part of branches ``ids`` made from the last dense part, or None where that does
-        not pay.  A key-prefix state of an open object differs from the open string's row in a
-        branch or two of its ~250 (its 123K entries): its ranks are the last part's, the dropped
-        branches' positions cleared and the new branches' ranked, when both have the same
-        branches that differ hold at most a ``Tuning.part_reuse_share``-th of the entries (the
-        last part's ranks renumbered where the distinct outcomes differ: the prefix's own key)."""
-        if self._last_dense is None:
-            return None
-        last_ids, last = self._last_dense
-        sizes = self._sizes
-        total = sum(sizes[b] for b in ids.tolist())
-        if 8 * total < n_classes:
-            return None
-        dropped = np.setdiff1d(last_ids, ids, assume_unique=True)
-        added = np.setdiff1d(ids, last_ids, assume_unique=True)
-        changed = sum(sizes[b] for b in dropped.tolist()) + sum(sizes[b] for b in added.tolist())
-        if changed * self.tuning.part_reuse_share > total:
-            return None
-        outcomes = self.distinct_outcomes_of(ids)
-        if np.array_equal(outcomes, last.outcomes):
-            dense = last.dense.copy()
-        else:  # the last part's ranks renumbered among these outcomes (one it lacks: a dropped branch's)
-            n = outcomes.size
-            at = np.minimum(np.searchsorted(outcomes, last.outcomes), max(n - 1, 0))
-            kept = outcomes[at] == last.outcomes if n else np.zeros(last.outcomes.size, dtype=bool)
-            renumbered = np.append(np.where(kept, at, n), n).astype(RowPart.rank_type(n))
-            dense = np.take(renumbered, last.dense)
-        for b in dropped.tolist():
-            dense[self._positions[b]] = outcomes.size
-        for b in added.tolist():
-            dense[self._positions[b]] = np.searchsorted(outcomes, self._values[b])
-        return RowPart.ranked(outcomes, dense, None, None)
-
-    @property
-    def _sizes(self) -> list[int]:
-        """Each branch's entry count, by id (kept as branches are added)."""
-        known = self._size_list
-        for b in range(len(known), len(self._positions)):
-            known.append(int(self._positions[b].size))
-        return known
+        ids = ids.tolist()
+        return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], [self._values[b] for b in ids],
+                                                 len(self.outcomes), n_classes))
 
     def row(self, q: int) -> SparseRow:
         """Outcome of every token whose first byte continues ``q``'s lexeme, by trie position."""

@@ -121,7 +121,7 @@ class RowPart:
     def __init__(self, classes: np.ndarray, values: np.ndarray, outcomes: np.ndarray, n_classes: int) -> None:
         """``(classes, values)``: the part's entries; ``outcomes``: its distinct values, sorted."""
         n = outcomes.size
-        rank_type = self.rank_type(n)
+        rank_type = np.uint8 if n < 255 else np.uint16 if n < 65535 else np.int32
         rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if n else 0, dtype=rank_type)
         rank_of_outcome[outcomes] = np.arange(n, dtype=rank_type)
         self.outcomes = outcomes
@@ -132,11 +132,6 @@ class RowPart:
         else:
             self.dense = None
             self.classes, self.ranks = classes, np.take(rank_of_outcome, values)
-
-    @staticmethod
-    def rank_type(n_outcomes: int) -> type:
-        """The smallest unsigned type that holds ranks ``0 .. n_outcomes`` (``n_outcomes``: none)."""
-        return np.uint8 if n_outcomes < 255 else np.uint16 if n_outcomes < 65535 else np.int32
 
     @classmethod
     def ranked(cls, outcomes: np.ndarray, dense: np.ndarray | None, classes: np.ndarray | None,
