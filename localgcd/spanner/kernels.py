@@ -107,7 +107,8 @@ class LexerChains:
     a row, each of those, keep stepping along the chain).  A length-bounded string counts its
     characters in states ``q_k → q_(k+1)``: a trie node whose bytes below are all plain characters,
     and no deeper than the run, ends each token below in the state as many steps on, without a
-    walk.  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
+    walk; a deeper one too, when every byte below keeps the run's last state (a loop: past a
+    ``minLength``) or kills it (at a ``maxLength``).  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
 
     def __init__(self, n_states: int) -> None:
         self.next = np.full(n_states, -2, dtype=np.int32)  # -2: not found yet; DEAD_STATE: none
