@@ -18,9 +18,11 @@ whose bytes below it all keep that state (a string's letters) ends every token u
 state: its range is written without a walk.  Likewise along a *chain*: a string with a length
 bound counts its characters in states ``q_k → q_(k+1)``, so a node reached in ``q`` whose bytes
 below are all bytes that step ``q`` to its successor (and step each state on, as far down as the
-node's subtree goes: the state's *run*) ends each token ``i`` bytes below in ``succ^i(q)``.  A
-state's successor, its bytes and its run are found on its first walk (``Chains``, kept per lexer
-by the caller).
+node's subtree goes: the state's *run*) ends each token ``i`` bytes below in ``succ^i(q)``; a
+subtree deeper than the run ``r`` too, when every byte below keeps ``succ^r(q)`` in itself (the
+tokens past it end there: a string past its ``minLength``) or kills it (they die: a string at its
+``maxLength``).  A state's successor, its bytes and its run are found on its first walk
+(``Chains``, kept per lexer by the caller).
 
 Suffix entries.  ``values[slot * total + flat]`` is the outcome of lexing a token's bytes from
 ``flat`` to its end in the slot's restart state, ``known[...]`` whether it is computed (an empty
