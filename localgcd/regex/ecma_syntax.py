@@ -55,7 +55,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 
 #: The trees read so far, packed (:mod:`localgcd.regex.parse_memo`): a tree depends on its pattern alone.
-PARSES = ParseMemo(max_entries=4096, max_nodes=1 << 17)
+PARSES = ParseMemo(max_entries=4096, max_items=1 << 19)
 
 
 def parse_ecma_regex(pattern: str) -> Node:

@@ -7,7 +7,7 @@ tracked objects after 400 schemas, half of what each full collection walked (27â
 So a tree is kept *packed*: one flat tuple of ints, strings, booleans and None, which the collector
 untracks the first time it sees it (``gc.is_tracked`` is False: nested tuples would be untracked a
 level per full collection), and unpacked on each hit into fresh nodes (young objects, freed with
-the compile that asked).  The memo is bounded by entries and by the nodes its trees hold, its
+the compile that asked).  The memo is bounded by entries and by the size of its packed trees, its
 owner choosing both.
 
 Packing and unpacking walk with a stack, not recursion (a generated pattern can nest hundreds of
@@ -27,16 +27,10 @@ CHARS, CONCAT, ALT, REPEAT, LOOK, ANCHOR = range(6)
 
 
 def pack(root: Node) -> PackedNode:
-    """``root`` as one flat tuple of ints, strings, booleans and None (equal trees, equal tuples)."""
-    return _packed(root)[0]
-
-
-def _packed(root: Node) -> tuple[PackedNode, int]:
-    """``root`` packed, and the number of its nodes.  Post-order: a node's children come before it,
-    each node as its kind and its own fields (a set: its number of intervals, then their ends; a
-    sequence or an alternation: its number of children)."""
+    """``root`` as one flat tuple of ints, strings, booleans and None (equal trees, equal tuples).
+    Post-order: a node's children come before it, each node as its kind and its own fields (a set:
+    its number of intervals, then their ends; a sequence or an alternation: its number of children)."""
     out: list = []
-    nodes = 0
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -45,7 +39,6 @@ def _packed(root: Node) -> tuple[PackedNode, int]:
             stack.append((node, True))
             stack.extend((child, False) for child in reversed(children))
             continue
-        nodes += 1
         if isinstance(node, Chars):
             intervals = node.chars.intervals
             out += (CHARS, len(intervals))
@@ -62,7 +55,7 @@ def _packed(root: Node) -> tuple[PackedNode, int]:
         else:
             assert isinstance(node, Anchor)
             out += (ANCHOR, node.kind)
-    return tuple(out), nodes
+    return tuple(out)
 
 
 def _char_set(intervals: tuple[tuple[int, int], ...]) -> CharSet:
@@ -103,18 +96,19 @@ def unpack(packed: PackedNode) -> Node:
 
 
 class ParseMemo:
-    """Parsed patterns, packed: at most ``max_entries`` of them and ``max_nodes`` nodes in all (a
-    tree bigger than ``max_nodes`` alone is not kept).  Only a reader whose tree depends on the
-    pattern alone keeps its trees here."""
+    """Parsed patterns, packed: at most ``max_entries`` of them and ``max_items`` items of their
+    packed tuples in all (a node is 2 to 4 items, a character set 2 more per interval; a tree bigger
+    than ``max_items`` alone is not kept).  Only a reader whose tree depends on the pattern alone
+    keeps its trees here."""
 
-    def __init__(self, max_entries: int, max_nodes: int) -> None:
-        self.packed: BoundedMemo[tuple[PackedNode, int]] = BoundedMemo(max_entries, max_nodes, lambda entry: entry[1])
+    def __init__(self, max_entries: int, max_items: int) -> None:
+        self.packed: BoundedMemo[PackedNode] = BoundedMemo(max_entries, max_items, len)
 
     def parsed(self, pattern: str, parse: Callable[[str], Node]) -> Node:
         """``parse(pattern)``, from the memo when it holds it (an error is raised again, not kept)."""
         found = self.packed.get(pattern)
         if found is not None:
-            return unpack(found[0])
+            return unpack(found)
         tree = parse(pattern)
-        self.packed.put(pattern, _packed(tree))
+        self.packed.put(pattern, pack(tree))
         return tree

@@ -54,7 +54,7 @@ for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GRO
 
 
 #: The trees read so far, packed (:mod:`localgcd.regex.parse_memo`): a tree depends on its pattern alone.
-PARSES = ParseMemo(max_entries=4096, max_nodes=1 << 17)
+PARSES = ParseMemo(max_entries=4096, max_items=1 << 19)
 
 
 def parse_python_regex(pattern: str) -> Node:
