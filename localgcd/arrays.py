@@ -106,39 +106,45 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 class LazyRowLists(dict):
-    """Rows as Python lists (for scalar reads in interpreted loops), each made by ``make_row(i)``
-    on its first read.  A dict, so a row already made is found at C speed."""
+    """Rows as tuples of Python ints (for scalar reads in interpreted loops), each made by
+    ``make_row(i)`` on its first read.  A dict, so a row already made is found at C speed."""
 
-    def __init__(self, make_row: Callable[[int], list]) -> None:
+    def __init__(self, make_row: Callable[[int], tuple]) -> None:
         super().__init__()
         self._make_row = make_row
 
-    def __missing__(self, row: int) -> list:
+    def __missing__(self, row: int) -> tuple:
         values = self[row] = self._make_row(row)
         return values
 
 
-def row_lists(table: np.ndarray, *, eager_cells: int) -> "list[list] | LazyRowLists":
-    """``table.tolist()`` -- lazily, row by row, for a table of more than ``eager_cells`` cells
-    (``Tuning.eager_list_cells``: most rows of a big lexer or parser are never read; a 28K-state
-    parser's action table takes a second to convert whole)."""
+def _row_tuples(flat: tuple, width: int, height: int) -> list[tuple]:
+    return [flat[at:at + width] for at in range(0, width * height, width)] if width else [()] * height
+
+
+def row_lists(table: np.ndarray, *, eager_cells: int) -> "list[tuple] | LazyRowLists":
+    """A 2-D table's rows as tuples of ints -- lazily, row by row, for a table of more than
+    ``eager_cells`` cells (``Tuning.eager_list_cells``: most rows of a big lexer or parser are never
+    read; a 28K-state parser's action table takes a second to convert whole).  Tuples, not lists:
+    the garbage collector untracks a tuple of ints the first time it sees it, so a grammar's rows
+    (up to a million cells) are not walked again by every full collection while it lives."""
     if table.size <= eager_cells:
-        return table.tolist()
-    return LazyRowLists(lambda row: table[row].tolist())
+        return _row_tuples(tuple(table.ravel().tolist()), table.shape[1], table.shape[0])
+    return LazyRowLists(lambda row: tuple(table[row].tolist()))
 
 
 def true_columns(table: np.ndarray, among: np.ndarray | None = None, *,
-                 eager_cells: int) -> "list[list[int]] | LazyRowLists":
+                 eager_cells: int) -> "list[tuple[int, ...]] | LazyRowLists":
     """The column indices of the True entries of each row of a bool table (lazily when it has more
     than ``eager_cells`` cells), only of the columns ``among`` marks when given (a big table is not
     copied for it)."""
     if table.size > eager_cells:
         if among is None:
-            return LazyRowLists(lambda row: np.flatnonzero(table[row]).tolist())
-        return LazyRowLists(lambda row: np.flatnonzero(table[row] & among).tolist())
+            return LazyRowLists(lambda row: tuple(np.flatnonzero(table[row]).tolist()))
+        return LazyRowLists(lambda row: tuple(np.flatnonzero(table[row] & among).tolist()))
     rows, columns = np.nonzero(table if among is None else table & among)
     bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
-    flat = columns.tolist()
+    flat = tuple(columns.tolist())  # rows as tuples, as row_lists makes them
     return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 

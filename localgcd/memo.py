@@ -24,7 +24,9 @@ class BoundedMemo(Generic[V]):
 
     def __init__(self, max_entries: int, max_cells: int, size: Callable[[V], int] = lambda value: 1) -> None:
         self.max_entries, self.max_cells, self.size = max_entries, max_cells, size
-        self._values: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        # the values alone (a value the collector untracks stays untracked here), their sizes beside
+        self._values: OrderedDict[Hashable, V] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
         self._cells = 0
         self._lock = threading.Lock()
 
@@ -37,8 +39,7 @@ class BoundedMemo(Generic[V]):
         return self._cells
 
     def get(self, key: Hashable) -> V | None:
-        found = self._values.get(key)
-        return None if found is None else found[0]
+        return self._values.get(key)
 
     def put(self, key: Hashable, value: V) -> V:
         """Keep ``value`` under ``key`` (dropping the oldest entries as the bounds need); returns it."""
@@ -46,17 +47,18 @@ class BoundedMemo(Generic[V]):
         if cells > self.max_cells:
             return value
         with self._lock:
-            old = self._values.pop(key, None)
-            if old is not None:
-                self._cells -= old[1]
+            if self._values.pop(key, None) is not None:
+                self._cells -= self._sizes.pop(key)
             while self._values and (len(self._values) >= self.max_entries or self._cells + cells > self.max_cells):
-                _key, (_value, dropped) = self._values.popitem(last=False)
-                self._cells -= dropped
-            self._values[key] = (value, cells)
+                dropped, _value = self._values.popitem(last=False)
+                self._cells -= self._sizes.pop(dropped)
+            self._values[key] = value
+            self._sizes[key] = cells
             self._cells += cells
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+            self._sizes.clear()
             self._cells = 0

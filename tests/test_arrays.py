@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.arrays import distinct_rows, expand_ranges, sorted_unique, true_columns, unique_first_inverse
+from localgcd.arrays import distinct_rows, expand_ranges, row_lists, sorted_unique, true_columns, unique_first_inverse
 
 
 def _check_distinct_rows(table: np.ndarray) -> None:
@@ -71,4 +73,15 @@ def test_expand_ranges_lists_every_range_in_order(ranges: list[tuple[int, int]])
 def test_true_columns_lists_each_rows_true_columns_eagerly_or_by_row(eager_cells: int) -> None:
     table = np.random.default_rng(3).random((40, 17)) < 0.3
     rows = true_columns(table, eager_cells=eager_cells)
-    assert [rows[i] for i in range(40)] == [np.flatnonzero(r).tolist() for r in table]
+    assert [rows[i] for i in range(40)] == [tuple(np.flatnonzero(r).tolist()) for r in table]
+
+
+@pytest.mark.parametrize("eager_cells", [1 << 62, -1])
+@pytest.mark.parametrize("shape", [(40, 17), (5, 0), (0, 7)])
+def test_row_lists_gives_each_row_as_a_tuple_the_collector_untracks(eager_cells: int, shape: tuple[int, int]) -> None:
+    table = np.random.default_rng(5).integers(-1, 9, size=shape)
+    rows = row_lists(table, eager_cells=eager_cells)
+    read = [rows[i] for i in range(shape[0])]
+    assert read == [tuple(r) for r in table.tolist()]
+    gc.collect()
+    assert not any(gc.is_tracked(row) for row in read)  # a grammar's rows are not walked by each collection

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import typer
 
+from localgcd.cli.collector import freeze_startup_objects
 from localgcd.cli.console import err_console, user_errors
 from localgcd.cli.usage import Command
 
@@ -57,6 +58,7 @@ def batch_command(
         warn_unused_gpu_layers(int(layers) if isinstance(layers, str) and layers.lstrip("-").isdigit() else layers)
         job = BatchJob(input, output, model=model, parallel=parallel, resume=resume, openai=openai, n_ctx=n_ctx,
                        n_threads=threads, n_gpu_layers=layers, progress=bar.update, open_objects=open_objects)
+        freeze_startup_objects()  # a full collection no longer walks the imports
         try:
             job.run()
         except KeyboardInterrupt:

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from localgcd.cli.collector import freeze_startup_objects
 from localgcd.cli.console import EXIT_USER_ERROR, err_console, error, user_errors
 from localgcd.cli.usage import Command
 
@@ -54,6 +55,7 @@ def serve_command(
                            n_gpu_layers=layers, api_key=api_key)
 
     def ready(name: str, slots: int) -> None:
+        freeze_startup_objects()  # a full collection no longer walks the imports and the model
         err_console().print(f"localgcd serve: {name} on http://{host}:{port}/v1 ({slots} slot{'s' * (slots > 1)})",
                             markup=False, highlight=False)
 

@@ -32,10 +32,10 @@ renderer writes it as a group, as the pattern did; ``(?:…)`` is spliced into i
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from localgcd.regex.charset import CharSet
 from localgcd.regex.ecma_properties import UnknownProperty, ecma_property
+from localgcd.regex.parse_memo import ParseMemo
 from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
 
 LINE_TERMINATORS = CharSet.of(0x0A, 0x0D, 0x2028, 0x2029)
@@ -54,11 +54,14 @@ _CLASS_ESCAPES = {"d": DIGITS, "s": WHITE_SPACE, "w": WORD_CHARACTERS}
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-@lru_cache(maxsize=4096)
+#: The trees read so far, packed (:mod:`localgcd.regex.parse_memo`): a tree depends on its pattern alone.
+PARSES = ParseMemo(max_entries=4096, max_items=1 << 19)
+
+
 def parse_ecma_regex(pattern: str) -> Node:
     """``pattern`` as an ECMA-262 ``u``-mode regular expression.  Raises :class:`UnsupportedRegex`
     naming the construct (or the syntax error) and its offset in ``pattern``."""
-    return _Parser(pattern).pattern()
+    return PARSES.parsed(pattern, lambda text: _Parser(text).pattern())
 
 
 class _Parser:

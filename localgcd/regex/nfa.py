@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 
 from localgcd.regex.charset import ByteRanges, CharSet, utf8_sequences
 from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.parse_memo import PackedNode, pack, unpack
 from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, literal_text
 
 #: A character set → the symbol-range sequences that spell its characters.
@@ -171,12 +172,18 @@ class CountedPattern:
     """A pattern ``prefix unit{lo,hi} suffix`` with literal ends (a JSON string of counted characters)."""
 
     prefix: bytes
-    unit: NFA  # the unit alone, accepting with label 0
-    unit_start: int
-    unit_key: Node  # the unit's AST: equal keys, equal units
+    unit_key: PackedNode  # the unit's AST, packed (not walked by the collector): equal keys, equal units
     lo: int
     hi: int | None
     suffix: bytes
+
+    def unit(self) -> tuple[NFA, int]:
+        """The unit alone, accepting with label 0, and its start state (built on each call: asked
+        for once per distinct unit, its DFA then memoized)."""
+        unit = NFA()
+        start, end = ThompsonBuilder(unit).node(unpack(self.unit_key))
+        unit.accept[end] = 0
+        return unit, start
 
 
 @lru_cache(maxsize=1024)
@@ -198,12 +205,10 @@ def counted_pattern(pattern: str) -> CountedPattern | None:
         return None
     try:
         prefix, suffix = prefix_text.encode("utf-8"), suffix_text.encode("utf-8")
-        unit = NFA()
-        start, end = ThompsonBuilder(unit).node(repeat.item)
+        ThompsonBuilder(NFA()).node(repeat.item)  # refuses what it cannot build (the unit is rebuilt when needed)
     except (UnicodeEncodeError, UnsupportedRegex):
         return None
-    unit.accept[end] = 0
-    return CountedPattern(prefix, unit, start, repeat.item, repeat.lo, repeat.hi, suffix)
+    return CountedPattern(prefix, pack(repeat.item), repeat.lo, repeat.hi, suffix)
 
 
 class ThompsonBuilder:

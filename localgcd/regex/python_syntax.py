@@ -18,7 +18,6 @@ properties and ``(?i)`` mean what the ``regex`` module makes of them
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 try:  # Python ≥ 3.11
     import re._constants as sre
@@ -28,6 +27,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 from localgcd.regex.charset import CharSet, case_closure, category
+from localgcd.regex.parse_memo import ParseMemo
 from localgcd.regex.syntax import EMPTY, Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
 from localgcd.regex.unicode_properties import property_chars, regex_module_case_closure, regex_module_category
 
@@ -53,10 +53,17 @@ for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GRO
         _REFUSED[getattr(sre, _name)] = _why
 
 
-@lru_cache(maxsize=4096)
+#: The trees read so far, packed (:mod:`localgcd.regex.parse_memo`): a tree depends on its pattern alone.
+PARSES = ParseMemo(max_entries=4096, max_items=1 << 19)
+
+
 def parse_python_regex(pattern: str) -> Node:
     """``pattern`` as Python's ``re`` reads it.  Raises :class:`UnsupportedRegex` naming the
     construct, or the syntax error, for a pattern it cannot read."""
+    return PARSES.parsed(pattern, _parse)
+
+
+def _parse(pattern: str) -> Node:
     properties: dict[int, CharSet] = {}
     regex_module = pattern.startswith(REGEX_MODULE_PREFIX)
     if regex_module:

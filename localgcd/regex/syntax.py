@@ -85,7 +85,7 @@ def literal_text(node: Node) -> str | None:
     return None
 
 
-def _children(node: Node) -> tuple[Node, ...]:
+def children_of(node: Node) -> tuple[Node, ...]:
     if isinstance(node, Concat):
         return node.items
     if isinstance(node, Alt):
@@ -102,7 +102,7 @@ def nodes_of(node: Node) -> Iterator[Node]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(_children(current)))
+        stack.extend(reversed(children_of(current)))
 
 
 def has_backtracking_semantics(node: Node) -> bool:

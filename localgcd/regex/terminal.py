@@ -86,8 +86,8 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
     None when the pattern is not of that kind (the caller determinizes it)."""
     unit = _UNITS.get(pattern.unit_key)
     if unit is None:
-        unit = _UNITS.put(pattern.unit_key, determinize(pattern.unit, [pattern.unit_start], [0], meter=meter,
-                                                        what=what))
+        unit_nfa, unit_start = pattern.unit()
+        unit = _UNITS.put(pattern.unit_key, determinize(unit_nfa, [unit_start], [0], meter=meter, what=what))
     elif meter is not None:
         meter.states(unit.n_states, what)
     final = np.flatnonzero(unit.accept >= 0)
