@@ -235,10 +235,22 @@ class BatchDecoder:
     def step(self) -> list[Sequence]:
         """Evaluate newly admitted prompts, then one llama_decode of one token for every
         running sequence; returns the sequences that finished."""
+        finished = self.evaluate_prompts()
+        return finished + self.decode_next()
+
+    def evaluate_prompts(self) -> list[Sequence]:
+        """Evaluate the prompts of the sequences newly started, and sample the first token of each;
+        returns the sequences that finished."""
         finished = self._take_answers(block=False)  # answers already in (those of new sequences, inline)
         for slot, seq in enumerate(self.slots):
             if seq is not None and seq.n_evaluated < len(seq.prompt):
                 finished += self._sample([(slot, self._eval_prompt(slot, seq))])
+        return finished
+
+    def decode_next(self) -> list[Sequence]:
+        """One llama_decode of the last token of every running sequence (their prompts evaluated), and
+        a token sampled for each; returns the sequences that finished."""
+        finished: list[Sequence] = []
         b = self.batch.batch
         b.n_tokens = 0
         sampling: list[tuple[int, int]] = []  # (slot, batch index of its logits)

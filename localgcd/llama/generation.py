@@ -8,12 +8,17 @@
     >>> for piece in s: print(piece, end="")
     >>> s.result.complete
 
-How it runs: ``Llama.generate`` (llama-cpp-python's token loop, which evaluates
-and samples with llama.cpp's own sampler chain) with a
-:class:`~localgcd.llama.sampling.GrammarLogitsProcessor` first in the chain.  The
-loop here receives every sampled token id, feeds it to the matcher and builds
-the text from the vocabulary's exact token bytes, so the text is exactly what
-the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
+How it runs: one sequence of the :class:`~localgcd.llama.decoding.BatchDecoder`
+in the model's own context -- its own ``llama_decode`` calls, the packed mask
+applied in one pass to ``llama_get_logits_ith``'s row, and the very sampler chain
+``Llama.generate`` builds (top-k, typical, top-p, min-p, temperature,
+dist(seed)) sampling from it -- so a token costs the decode, the mask's one
+pass, the chain's sample and the matcher's advance: no llama-cpp-python
+sampling in Python, no logits-processor callback, and the same texts for a seed
+as ``Llama.generate`` with :class:`~localgcd.llama.sampling.GrammarLogitsProcessor`.
+Every sampled id is fed to the matcher and the text is built from the
+vocabulary's exact token bytes, so the text is exactly what the matcher saw (no
+detokenizer clean-up, no re-tokenization).  It stops
 
 - when the model samples an end token (allowed only when the text is complete),
 - as soon as the grammar allows nothing but the end, or nothing but %ignored text (whitespace)
@@ -25,23 +30,20 @@ the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
 - on Ctrl-C (``KeyboardInterrupt``): ``stream.result`` then holds what was
   generated so far (``finish_reason == "interrupted"``) and the
   KeyboardInterrupt propagates.  No token the grammar forbids is ever taken:
-  while the logits processor runs (and while one token is booked), SIGINT only
-  sets a flag, honoured right after; should an interrupt still land inside
-  llama-cpp-python's own part of the sampling callback, the token sampled
-  from its logits is dropped, not fed to the matcher.
+  while a decoder step runs (the decode, masking, sampling, booking the token),
+  SIGINT only sets a flag, honoured right after the step.
 
 Masks overlap decoding (``Generator(overlap=True)``, the default): once a
 token is sampled and the matcher advanced by it, a
 :class:`~localgcd.llama.overlap.MaskWorker` thread reads the next mask and
 the stop check while the model evaluates the token (ctypes releases the GIL
-in ``llama_decode``); the logits processor waits for that mask if it is not
-ready (never unmasked logits), and ``Result.timings`` reports the waits
-(``mask_wait_s``, ``mask_wait_max_s``, p50/p99).  The advance stays in the
-loop (a few microseconds): it tells whether the text is complete, and only
-then can generation be over, so only then is the stop check waited for
-before the next decode (none is spent on a text that has ended).  The first
-mask is read while the prompt is evaluated.  The outputs, and the number of
-decodes, are the same with ``overlap=False`` (the mask read in the loop).
+in ``llama_decode``); sampling waits for that mask if it is not ready (never
+unmasked logits), and ``Result.timings`` reports the waits (``mask_wait_s``,
+``mask_wait_max_s``, p50/p99).  Only after a complete text can generation be
+over, so only then is the stop check waited for before the next decode (none
+is spent on a text that has ended).  The first mask is read while the prompt
+is evaluated.  The outputs, and the number of decodes, are the same with
+``overlap=False`` (the mask read in the loop).
 
 Prompts (chat template or not) are :mod:`localgcd.llama.chat`'s job.
 """
@@ -220,11 +222,11 @@ class _Run:
             self.wait_stats = dec.worker.wait_stats()
 
     def _step(self, guard: _SigintGuard, dec: BatchDecoder) -> bool:
-        """One decoder step (prompt evaluation, or one token), Ctrl-C deferred to its end: True when
-        the sequence is finished."""
+        """One decoder step (the prompt's evaluation and the first token, or one token), Ctrl-C
+        deferred to its end: True when the sequence is finished."""
         self.critical = True
         try:
-            finished = dec.step()
+            finished = dec.decode_next() if self.seq.n_evaluated else dec.evaluate_prompts()
         finally:
             self.critical = False
         if guard.pending:
