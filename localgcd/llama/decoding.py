@@ -311,20 +311,25 @@ class BatchDecoder:
             finished += self._take_answers(block=True)
         if going_on:  # in place when every next mask is computed already (a thread's hand-over costs more)
             ready = all(seq.proc.next_mask_ready() for _, seq in going_on)
-            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on), defer=True, inline=ready))
+            # their texts are not complete, so none of them is over: only their masks are read
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on, may_stop=False), defer=True,
+                                                     inline=ready))
         self.mask_s += time.perf_counter() - t0
         return finished
 
-    def _prepare(self, items: list[tuple[int, Sequence]]) -> _Answer:
+    def _prepare(self, items: list[tuple[int, Sequence]], may_stop: bool = True) -> _Answer:
         """The worker's step for sequences whose matcher is advanced by their last token (a new
-        one's processor is made here): is the sequence over, else its mask into the bitmask."""
+        one's processor is made here): is the sequence over, else its mask into the bitmask.
+        ``may_stop=False``: their texts are not complete, so none is over (generation ends only
+        after a complete text: an end token, or only the end or whitespace allowed, needs one);
+        the stop check, which can cost as much as the mask, is not made."""
         answer, live = _Answer(), []
         for slot, seq in items:
             if seq.proc is None:
                 seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
                                                   prompt_len=len(seq.prompt), record_timings=False)
             proc = seq.proc
-            if proc.should_stop():
+            if may_stop and proc.should_stop():
                 answer.over[slot] = proc.is_complete()
             else:
                 live.append((slot, proc.matcher))
