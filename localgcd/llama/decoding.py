@@ -309,8 +309,11 @@ class BatchDecoder:
         if complete:  # their step says whether they are over: waited for, so none is decoded past its end
             self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
             finished += self._take_answers(block=True)
-        if going_on:  # in place when every next mask is computed already (a thread's hand-over costs more)
-            ready = all(seq.proc.next_mask_ready() for _, seq in going_on)
+        if going_on:
+            # In place when every next mask is computed already and several sequences share the step (a
+            # thread's hand-over costs more than the lookups); one sequence's step goes to the worker
+            # all the same: beside a decode, the only other work, it is off the main thread's path.
+            ready = self.n_parallel > 1 and all(seq.proc.next_mask_ready() for _, seq in going_on)
             # their texts are not complete, so none of them is over: only their masks are read
             self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on, may_stop=False), defer=True,
                                                      inline=ready))
