@@ -125,7 +125,9 @@ class Sequence:
     chain: Any = None
     mask_wait_s: float = 0.0  # time its sampling waited for masks (the steps it sampled in)
     mask_wait_max_s: float = 0.0
-    sample_ns: list[int] = field(default_factory=list)  # per token: mask applied, sampled, booked
+    #: per sampled token, the grammar's part of sampling it: the mask applied, the token booked
+    #: (the matcher advanced, the stop checks); the chain's own sample is not counted
+    grammar_ns: list[int] = field(default_factory=list)
 
     @property
     def finish_reason(self) -> str:
@@ -346,6 +348,8 @@ class BatchDecoder:
         finished = []
         while self._handoffs and (block or self._handoffs[0].done()):
             answer = self._handoffs.pop(0).wait()
+            if answer is None:  # dropped before it ran (MaskWorker.cancel_deferred): nothing is over
+                continue
             for slot, complete in answer.over.items():
                 seq = self.slots[slot]
                 self.slots[slot] = None
@@ -383,13 +387,15 @@ class BatchDecoder:
         t0 = time.perf_counter_ns()
         logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
         apply_token_bitmask_inplace(logits, self.bitmask[slot], self.n_tokens)
+        t_masked = time.perf_counter_ns()
         tok = int(seq.chain.sample(self.ctx, idx))
+        t_sampled = time.perf_counter_ns()
         if seq.t_first is None:
             seq.t_first = time.perf_counter()
         try:
             return self._book(seq, tok)
         finally:
-            seq.sample_ns.append(time.perf_counter_ns() - t0)
+            seq.grammar_ns.append(t_masked - t0 + time.perf_counter_ns() - t_sampled)
 
     def _book(self, seq: Sequence, tok: int) -> bool:
         """Advance ``seq``'s matcher by its sampled ``tok`` and book it; True when it is finished."""

@@ -272,14 +272,14 @@ class _Run:
             dec.worker.cancel_deferred()  # a next mask no decode will use: not computed
             dec.settle()  # the matcher is read below: the worker's step first
         waits = dec.worker.wait_stats() if dec is not None else getattr(self, "wait_stats", None)
-        # Per token, the grammar's part of the main thread's work: the mask applied to the logits, the
-        # chain's sample and the token booked (the matcher advanced, the stop checks); the wait for the
-        # mask after each decode (computed on the worker meanwhile) is mask_wait_*.
-        mask = percentiles_ms(seq.sample_ns)
+        # Per token, the grammar's part of the main thread's work: the mask applied to the logits and
+        # the token booked (the matcher advanced, the stop checks); the wait for the mask after each
+        # decode (computed on the worker meanwhile) is mask_wait_*.
+        mask = percentiles_ms(seq.grammar_ns)
         # tokens/s of the decode loop: from the first sampled token on (the prompt's
         # evaluation is reported separately as prompt_s).
         decode_s = (t_end - t_first) if t_first is not None else 0.0
-        n_steps = len(seq.sample_ns)
+        n_steps = len(seq.grammar_ns)
         gen = self.gen
         timings = {
             "compile_s": round(gen.compile_seconds, 4),
