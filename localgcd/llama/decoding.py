@@ -128,6 +128,7 @@ class Sequence:
     #: per sampled token, the grammar's part of sampling it: the mask applied, the token booked
     #: (the matcher advanced, the stop checks); the chain's own sample is not counted
     grammar_ns: list[int] = field(default_factory=list)
+    apply_ns: list[int] = field(default_factory=list)  # per sampled token: the mask applied alone
 
     @property
     def finish_reason(self) -> str:
@@ -395,6 +396,7 @@ class BatchDecoder:
         try:
             return self._book(seq, tok)
         finally:
+            seq.apply_ns.append(t_masked - t0)
             seq.grammar_ns.append(t_masked - t0 + time.perf_counter_ns() - t_sampled)
 
     def _book(self, seq: Sequence, tok: int) -> bool:

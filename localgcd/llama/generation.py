@@ -291,6 +291,7 @@ class _Run:
             "mask_p99_ms": mask["p99_ms"],
             "mask_mean_ms": mask["mean_ms"],
             "mask_calls": mask["calls"],
+            "mask_apply_p50_ms": percentiles_ms(seq.apply_ns)["p50_ms"],
             # the time sampling waited for the next mask after each decode (all of the
             # mask's time without overlap): what the grammar cost beyond the decode
             "overlap": gen.overlap,
