@@ -80,7 +80,7 @@ def bare_replay(model, lines: list[dict], rows: list[dict], parallel: int, threa
 
     ``rows`` are the job's output lines: a line sampled ``completion_tokens`` tokens, one more when it
     ended with an end token; each sample after the first took one row of a decode step."""
-    from localgcd.batch.decoding import BatchDecoder
+    from localgcd.llama.decoding import BatchDecoder
     from localgcd.llama.chat import prompt_tokens
 
     by_id = {r["custom_id"]: r for r in rows}

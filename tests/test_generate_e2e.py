@@ -176,6 +176,35 @@ def test_same_seed_same_text(generators) -> None:
     assert a.text == b.text and a.tokens == b.tokens and a.seed == 11
 
 
+@pytest.mark.parametrize("grammar", ["json", "java"])
+@pytest.mark.parametrize("seed, temperature", [(1, 0.0), (2, 0.7), (11, 1.2)])
+def test_texts_are_those_of_llama_generate_with_the_logits_processor(generators, grammar: str, seed: int,
+                                                                      temperature: float) -> None:
+    """Generator runs its own decode loop (mask on the logits row, then the sampler chain); for a seed
+    it takes the tokens llama-cpp-python's own loop takes with GrammarLogitsProcessor in its chain."""
+    from llama_cpp import LogitsProcessorList
+
+    from localgcd.llama.chat import prompt_tokens
+    from localgcd.llama.sampling import GrammarLogitsProcessor
+
+    gen = generators(grammar)
+    prompt, chat, _ = PROMPTS[grammar]
+    r = gen.generate(prompt, seed=seed, temperature=temperature, max_tokens=24, chat=chat)
+    toks = prompt_tokens(gen.model, prompt, chat)
+    proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks))
+    llama = gen.model.llama
+    llama.reset()
+    llama.set_seed(seed)
+    reference = []
+    for tok in llama.generate(toks, logits_processor=LogitsProcessorList([proc]), temp=temperature):
+        reference.append(int(tok))
+        if len(reference) > len(r.tokens) or int(tok) in gen.end_ids:
+            break
+    assert reference[:len(r.tokens)] == r.tokens
+    if r.stop_reason == "end_token":
+        assert reference[len(r.tokens)] in gen.end_ids
+
+
 def test_library_entry_points(model) -> None:
     G = importlib.import_module("localgcd.llama.generation")  # the package attribute may be the function
 

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
+from localgcd.llama.decoding import BatchDecoder, Sampling, Sequence
 from localgcd.compiler.constraints import compile_constraint
 from localgcd.serve.engine import Engine, Job
 from localgcd.serve.requests import COMPLETIONS, parse_request

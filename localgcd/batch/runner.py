@@ -3,7 +3,7 @@
 Order of work: the input is read and every line parsed first (a malformed
 line, a duplicate custom_id or a missing constraint is written as an error
 line at once); the model is loaded only if some line can run.  Runnable
-lines enter the :class:`~localgcd.batch.decoding.BatchDecoder` as slots free
+lines enter the :class:`~localgcd.llama.decoding.BatchDecoder` as slots free
 up; each line's constraint is compiled when the line enters (identical
 constraints once per job, and once ever through the on-disk cache; a compile
 error is reported on every line that uses it).  Results are written in
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
+from localgcd.llama.decoding import BatchDecoder, Sampling, Sequence
 from localgcd.batch.jobs import LineError, Request, parse_lines
 from localgcd.batch.journal import STDIO, Journal
 from localgcd.compiler.constraints import compile_constraint

@@ -9,8 +9,8 @@ verbose, and :meth:`LlamaLog.capture` gives the error of a load that failed
 
 llama-cpp-python's private names (``llama_cpp._internals``, ``Llama._model``,
 ``Llama._init_sampler``) are used here and nowhere else: :func:`new_context`,
-:func:`new_batch` and :func:`sampler_chain`, for the batch decoder's contexts of
-many sequences.  They are pinned by :data:`LLAMA_CPP_REQUIREMENT`; a release that
+:func:`model_context`, :func:`new_batch` and :func:`sampler_chain`, for the batch
+decoder's contexts (of many sequences, or the model's own for one generation).  They are pinned by :data:`LLAMA_CPP_REQUIREMENT`; a release that
 renames them breaks these three functions alone.
 """
 
@@ -139,6 +139,14 @@ def new_context(llama: Any, params: Any) -> Any:
     from llama_cpp import _internals
 
     return _internals.LlamaContext(model=llama._model, params=params, verbose=False)
+
+
+def model_context(llama: Any) -> Any:
+    """The context ``llama`` (a ``llama_cpp.Llama``) evaluates in (``_internals.LlamaContext``), for
+    a decoder of one sequence that drives it itself.  ``llama`` is told its cached tokens are gone
+    (``reset``): a later ``Llama.generate`` re-evaluates its prompt rather than reuse a prefix."""
+    llama.reset()
+    return llama._ctx
 
 
 def new_batch(n_tokens: int, n_seq_max: int = 1) -> Any:

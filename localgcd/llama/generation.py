@@ -8,12 +8,17 @@
     >>> for piece in s: print(piece, end="")
     >>> s.result.complete
 
-How it runs: ``Llama.generate`` (llama-cpp-python's token loop, which evaluates
-and samples with llama.cpp's own sampler chain) with a
-:class:`~localgcd.llama.sampling.GrammarLogitsProcessor` first in the chain.  The
-loop here receives every sampled token id, feeds it to the matcher and builds
-the text from the vocabulary's exact token bytes, so the text is exactly what
-the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
+How it runs: one sequence of the :class:`~localgcd.llama.decoding.BatchDecoder`
+in the model's own context -- its own ``llama_decode`` calls, the packed mask
+applied in one pass to ``llama_get_logits_ith``'s row, and the very sampler chain
+``Llama.generate`` builds (top-k, typical, top-p, min-p, temperature,
+dist(seed)) sampling from it -- so a token costs the decode, the mask's one
+pass, the chain's sample and the matcher's advance: no llama-cpp-python
+sampling in Python, no logits-processor callback, and the same texts for a seed
+as ``Llama.generate`` with :class:`~localgcd.llama.sampling.GrammarLogitsProcessor`.
+Every sampled id is fed to the matcher and the text is built from the
+vocabulary's exact token bytes, so the text is exactly what the matcher saw (no
+detokenizer clean-up, no re-tokenization).  It stops
 
 - when the model samples an end token (allowed only when the text is complete),
 - as soon as the grammar allows nothing but the end, or nothing but %ignored text (whitespace)
@@ -25,23 +30,20 @@ the matcher saw (no detokenizer clean-up, no re-tokenization).  It stops
 - on Ctrl-C (``KeyboardInterrupt``): ``stream.result`` then holds what was
   generated so far (``finish_reason == "interrupted"``) and the
   KeyboardInterrupt propagates.  No token the grammar forbids is ever taken:
-  while the logits processor runs (and while one token is booked), SIGINT only
-  sets a flag, honoured right after; should an interrupt still land inside
-  llama-cpp-python's own part of the sampling callback, the token sampled
-  from its logits is dropped, not fed to the matcher.
+  while a decoder step runs (the decode, masking, sampling, booking the token),
+  SIGINT only sets a flag, honoured right after the step.
 
 Masks overlap decoding (``Generator(overlap=True)``, the default): once a
 token is sampled and the matcher advanced by it, a
 :class:`~localgcd.llama.overlap.MaskWorker` thread reads the next mask and
 the stop check while the model evaluates the token (ctypes releases the GIL
-in ``llama_decode``); the logits processor waits for that mask if it is not
-ready (never unmasked logits), and ``Result.timings`` reports the waits
-(``mask_wait_s``, ``mask_wait_max_s``, p50/p99).  The advance stays in the
-loop (a few microseconds): it tells whether the text is complete, and only
-then can generation be over, so only then is the stop check waited for
-before the next decode (none is spent on a text that has ended).  The first
-mask is read while the prompt is evaluated.  The outputs, and the number of
-decodes, are the same with ``overlap=False`` (the mask read in the loop).
+in ``llama_decode``); sampling waits for that mask if it is not ready (never
+unmasked logits), and ``Result.timings`` reports the waits (``mask_wait_s``,
+``mask_wait_max_s``, p50/p99).  Only after a complete text can generation be
+over, so only then is the stop check waited for before the next decode (none
+is spent on a text that has ended).  The first mask is read while the prompt
+is evaluated.  The outputs, and the number of decodes, are the same with
+``overlap=False`` (the mask read in the loop).
 
 Prompts (chat template or not) are :mod:`localgcd.llama.chat`'s job.
 """
@@ -61,21 +63,13 @@ from localgcd.errors import LocalgcdError, ModelError
 from localgcd.grammar.sources import load_grammar_source
 from localgcd.llama.catalog import ModelSpec
 from localgcd.llama.chat import prompt_tokens
+from localgcd.llama.decoding import FINISH_REASONS, BatchDecoder, Sampling, Sequence, is_sentence
 from localgcd.llama.loading import LoadedModel, load_model
 from localgcd.llama.overlap import MaskWorker
-from localgcd.llama.sampling import DEFAULT_SAMPLING, GrammarLogitsProcessor, GrammarViolation, percentiles_ms
+from localgcd.llama.sampling import DEFAULT_SAMPLING, percentiles_ms
 from localgcd.llama.triggers import after_trigger
 from localgcd.runtime.triggered import Trigger
 
-#: ``stop_reason`` (the detail) -> ``finish_reason``.
-FINISH_REASONS: dict[str, str] = {
-    "end_token": "stop",
-    "grammar": "stop",
-    "stop_string": "stop",
-    "max_tokens": "length",
-    "context_full": "length",
-    "interrupted": "interrupted",
-}
 STOP_REASONS = tuple(FINISH_REASONS)
 
 
@@ -144,33 +138,13 @@ def compile_for(grammar: Any, vocab: Any, cache_dir: Any = None) -> tuple[Any, f
     return compiled, time.perf_counter() - t0, src.name
 
 
-# --------------------------------------------------------------------------- stop strings
-
-
-def cut_at_stop(raw: bytearray, n_new: int, stop: tuple[str, ...]) -> bool:
-    """Cut ``raw`` before the first stop string that its last ``n_new`` bytes completed."""
-    longest = max(len(s.encode("utf-8")) for s in stop)
-    start = max(0, len(raw) - n_new - longest + 1)
-    hits = [i for i in (bytes(raw).find(s.encode("utf-8"), start) for s in stop) if i >= 0]
-    if not hits:
-        return False
-    del raw[min(hits):]
-    return True
-
-
-def is_sentence(compiled: Any, raw: bytes) -> bool:
-    """``raw`` is a complete sentence of ``compiled`` (read afresh: a text cut at a stop string)."""
-    m = compiled.matcher()
-    return bool(m.accept_bytes(raw) and m.is_accepting())
-
-
 # --------------------------------------------------------------------------- interrupts
 
 
 class _SigintGuard:
     """SIGINT while a generation runs: raise at once, unless the run is in a
-    critical section (the logits processor, booking a token, the stop check),
-    where it only sets :attr:`pending`; the run raises right after.
+    critical section (a decoder step: masking, sampling, booking a token, the
+    stop check), where it only sets :attr:`pending`; the run raises right after.
 
     Installed only from the main thread and only over Python's default
     handler (a program with its own SIGINT handling keeps it).
@@ -179,12 +153,10 @@ class _SigintGuard:
     def __init__(self, run: _Run) -> None:
         self.run = run
         self.pending = False  # an interrupt waits for the critical section to end
-        self.seen = False  # an interrupt happened (even if raised where it got lost)
         self._installed = False
 
     def __call__(self, signum: int, frame: Any) -> None:
-        self.seen = True
-        if self.run.critical or self.run.proc.in_callback:
+        if self.run.critical:
             self.pending = True
             return
         self.run.finish("interrupted")
@@ -211,28 +183,19 @@ class _Run:
     """The state of one generation; :meth:`finish` builds its Result at any point."""
 
     def __init__(self, gen: Generator, toks: list[int], max_tokens: int, seed: int,
-                 sampling: dict[str, Any], stop: tuple[str, ...] = ()) -> None:
-        self.gen, self.toks, self.max_tokens, self.seed, self.sampling = gen, toks, max_tokens, seed, sampling
+                 sampling: Sampling, stop: tuple[str, ...] = ()) -> None:
+        self.gen, self.toks, self.max_tokens, self.seed = gen, toks, max_tokens, seed
         self.stop = stop
         # bytes of the text not yet streamed: a stop string's first bytes are held back until
         # the next token shows whether the stop string follows
         self.hold = max((len(x.encode("utf-8")) for x in stop), default=1) - 1
         self.sent = 0
-        self.worker = MaskWorker(gen.overlap)
-        self.proc = GrammarLogitsProcessor(gen.compiled.matcher(), n_vocab=len(gen.vocab), prompt_len=len(toks),
-                                           worker=self.worker)
-        self.raw = bytearray()
-        self.out: list[int] = []
-        self.step_ns: list[int] = []  # per sampled token: matcher advance + stop check (next mask)
+        self.seq = Sequence(tag=None, prompt=toks, compiled=gen.compiled, max_tokens=max_tokens,
+                            sampling=sampling, stop=stop)
+        self.decoder: BatchDecoder | None = None
         self.critical = False
         self.result: Result | None = None
         self.t0 = time.perf_counter()
-        self.t_first: float | None = None
-        self.ended = False  # an end token was sampled
-
-    def _interrupt(self) -> KeyboardInterrupt:
-        self.finish("interrupted")
-        return KeyboardInterrupt()
 
     def pieces(self) -> Iterator[str]:
         """The text as it is generated; sets :attr:`result` at the end."""
@@ -245,115 +208,78 @@ class _Run:
             raise
         finally:
             guard.uninstall()
-            self.worker.cancel_deferred()
-            self.proc.settle()
-            self.worker.close()
+            self._close()
 
-    def _loop(self, guard: _SigintGuard) -> Iterator[str]:
-        from llama_cpp import LogitsProcessorList
+    def _close(self) -> None:
+        """Take the worker's steps back (a next mask no decode will use is not computed) and end it."""
+        dec, self.decoder = self.decoder, None
+        if dec is not None:
+            dec.worker.cancel_deferred()
+            try:
+                dec.settle()
+            finally:
+                dec.close()
+            self.wait_stats = dec.worker.wait_stats()
 
-        proc, vocab_bytes, end_ids = self.proc, self.gen.vocab.token_bytes, self.gen.end_ids
-        limit = min(self.max_tokens, self.gen.model.n_ctx - len(self.toks))
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        # The first mask is read while the prompt is evaluated.
-        proc.submit_next()
-        if proc.stop_now():  # a grammar that allows only the empty text
-            self.finish("grammar")
-            return
-        llama = self.gen.model.llama
-        # Evaluate the prompt afresh: reusing a cached prefix re-evaluates its last
-        # token in a batch of one, whose logits differ in the last bits from the
-        # full-batch ones, and the same seed would then not give the same text.
-        llama.reset()
-        llama.set_seed(self.seed)
-        gen = llama.generate(self.toks, logits_processor=LogitsProcessorList([proc]), **self.sampling)
-        reason = ""
+    def _step(self, guard: _SigintGuard, dec: BatchDecoder) -> bool:
+        """One decoder step (the prompt's evaluation and the first token, or one token), Ctrl-C
+        deferred to its end: True when the sequence is finished."""
+        self.critical = True
         try:
-            for tok in gen:
-                self.critical = True
-                # Ctrl-C while the token was sampled (deferred, raised in the callback, or lost in
-                # llama-cpp-python's part of the callback): the token is dropped
-                if guard.pending or guard.seen or isinstance(proc.exception, KeyboardInterrupt):
-                    raise self._interrupt()
-                proc.raise_pending()  # an error in the callback or in the worker's step
-                if proc.grammar_stopped:  # (never: a step that may say so is waited for below)
-                    reason = "grammar"
-                    break
-                if self.t_first is None:
-                    self.t_first = time.perf_counter()
-                tok = int(tok)
-                t_step = time.perf_counter_ns()
-                if not proc.accept(tok):
-                    if guard.seen:  # Ctrl-C landed in llama-cpp-python's part of the callback
-                        raise self._interrupt()
-                    raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
-                                           f"does not allow ({proc.matcher.error})")
-                if tok in end_ids:
-                    self.step_ns.append(time.perf_counter_ns() - t_step)
-                    self.ended = True
-                    reason = "end_token"
-                    break
-                self.out.append(tok)
-                piece = vocab_bytes[tok]
-                self.raw += piece
-                proc.submit_next(defer=True)  # the worker reads the next mask while the model decodes
-                if self.stop and cut_at_stop(self.raw, len(piece), self.stop):
-                    reason = "stop_string"
-                elif proc.stop_now():  # after a complete text only: waits for the step, so no decode is wasted
-                    reason = "grammar"
-                elif len(self.out) >= limit:
-                    reason = "max_tokens" if limit == self.max_tokens else "context_full"
-                if isinstance(proc.exception, KeyboardInterrupt):
-                    raise self._interrupt()
-                proc.raise_pending()
-                self.step_ns.append(time.perf_counter_ns() - t_step)
-                end = len(self.raw) if reason else max(self.sent, len(self.raw) - self.hold)
-                text = decoder.decode(bytes(self.raw[self.sent:end]))
-                self.sent = end
-                self.critical = False
-                if guard.pending:
-                    raise self._interrupt()
-                if text:
-                    yield text
-                if reason:
-                    break
-                self.critical = True
-                self.worker.begin()  # right before the decode: the worker's step starts
-                self.critical = False
-                if guard.pending:
-                    raise self._interrupt()
+            finished = dec.decode_next() if self.seq.n_evaluated else dec.evaluate_prompts()
         finally:
             self.critical = False
-            gen.close()
-        self.worker.cancel_deferred()  # a next mask no decode will use: not computed
-        proc.settle()
-        proc.raise_pending()
-        tail = decoder.decode(bytes(self.raw[self.sent:]), final=True)
-        self.sent = len(self.raw)
+        if guard.pending:
+            raise KeyboardInterrupt
+        return bool(finished)
+
+    def _loop(self, guard: _SigintGuard) -> Iterator[str]:
+        seq = self.seq
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # One sequence in the model's own context: its own llama_decode calls, the mask applied to
+        # the logits row, and the sampler chain Llama.generate builds (the same texts for a seed).
+        # The prompt is evaluated afresh (a cached prefix would re-evaluate its last token in a batch
+        # of one, whose logits differ in the last bits, and the same seed would not give the same text).
+        self.critical = True
+        try:
+            self.decoder = dec = BatchDecoder(self.gen.model, 1, overlap=self.gen.overlap, model_context=True)
+            over = dec.start(seq) is not None  # the first mask is read while the prompt is evaluated
+        finally:
+            self.critical = False
+        if guard.pending:
+            raise KeyboardInterrupt
+        while not over:
+            over = self._step(guard, dec)
+            end = len(seq.raw) if over else max(self.sent, len(seq.raw) - self.hold)
+            text = decoder.decode(bytes(seq.raw[self.sent:end]))
+            self.sent = end
+            if text:
+                yield text
+        tail = decoder.decode(bytes(seq.raw[self.sent:]), final=True)
+        self.sent = len(seq.raw)
         if tail:
             yield tail
-        self.finish(reason)
+        self.finish(seq.stop_reason)
 
     def finish(self, reason: str) -> Result:
         """The Result so far, with ``reason``; the first call wins."""
         if self.result is not None:
             return self.result
         t_end = time.perf_counter()
-        proc, t_first = self.proc, self.t_first
-        self.worker.cancel_deferred()  # a next mask no decode will use: not computed
-        proc.settle()  # the matcher is read below: the worker's step first
-        # Per token, everything the grammar costs: the processor call (sync, mask
-        # lookup, apply) before sampling, the matcher's advance and the stop check
-        # (which computes the next mask) after.
-        calls = list(proc.timings_ns)
-        steps = self.step_ns
-        per_token = [c + (steps[i] if i < len(steps) else 0) for i, c in enumerate(calls)]
-        mask = percentiles_ms(per_token)
-        apply = percentiles_ms(calls)
+        seq, t_first = self.seq, self.seq.t_first
+        dec = self.decoder
+        if dec is not None:
+            dec.worker.cancel_deferred()  # a next mask no decode will use: not computed
+            dec.settle()  # the matcher is read below: the worker's step first
+        waits = dec.worker.wait_stats() if dec is not None else getattr(self, "wait_stats", None)
+        # Per token, the grammar's part of the main thread's work: the mask applied to the logits and
+        # the token booked (the matcher advanced, the stop checks); the wait for the mask after each
+        # decode (computed on the worker meanwhile) is mask_wait_*.
+        mask = percentiles_ms(seq.grammar_ns)
         # tokens/s of the decode loop: from the first sampled token on (the prompt's
         # evaluation is reported separately as prompt_s).
         decode_s = (t_end - t_first) if t_first is not None else 0.0
-        n_steps = len(self.out) + (1 if self.ended else 0)
+        n_steps = len(seq.grammar_ns)
         gen = self.gen
         timings = {
             "compile_s": round(gen.compile_seconds, 4),
@@ -365,17 +291,21 @@ class _Run:
             "mask_p99_ms": mask["p99_ms"],
             "mask_mean_ms": mask["mean_ms"],
             "mask_calls": mask["calls"],
-            "mask_apply_p50_ms": apply["p50_ms"],
+            "mask_apply_p50_ms": percentiles_ms(seq.apply_ns)["p50_ms"],
             # the time sampling waited for the next mask after each decode (all of the
             # mask's time without overlap): what the grammar cost beyond the decode
-            "overlap": self.worker.overlap,
-            **self.worker.wait_stats(),
+            "overlap": gen.overlap,
+            **(waits or MaskWorker(gen.overlap).wait_stats()),
         }
-        raw = bytes(self.raw)
+        raw = bytes(seq.raw)
+        if reason == "interrupted" or not seq.stop_reason:
+            complete = is_sentence(gen.compiled, raw)
+        else:
+            complete = seq.complete
         self.result = Result(
             text=raw.decode("utf-8", errors="replace"),
-            tokens=list(self.out),
-            complete=is_sentence(gen.compiled, raw) if reason == "stop_string" else proc.is_complete(),
+            tokens=list(seq.tokens),
+            complete=complete,
             stop_reason=reason,
             timings=timings,
             prompt_tokens=len(self.toks),
@@ -526,8 +456,8 @@ class Generator:
                              f"(prompt + output); shorten the prompt or raise --n-ctx")
         if seed is None:
             seed = secrets.randbits(31)
-        sampling = dict(temp=float(temperature), top_p=float(top_p), top_k=int(top_k),
-                        min_p=float(min_p), repeat_penalty=float(repeat_penalty))
+        sampling = Sampling(temperature=float(temperature), top_p=float(top_p), top_k=int(top_k),
+                            min_p=float(min_p), repeat_penalty=float(repeat_penalty), seed=int(seed))
         return GenerationStream(_Run(self, toks, int(max_tokens), int(seed), sampling, stops))
 
     def generate(self, prompt: str, **kwargs: Any) -> Result:

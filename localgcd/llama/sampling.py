@@ -11,9 +11,10 @@ may exceed its tokenizer's count) are always masked.
 It works with ``Llama.generate``, ``create_completion`` and
 ``create_chat_completion`` (pass ``logits_processor=LogitsProcessorList([p])``
 and ``stopping_criteria=StoppingCriteriaList([GrammarStoppingCriteria(p)])``).
-:func:`localgcd.llama.generation` drives ``Llama.generate`` itself and feeds the
-processor each sampled id with :meth:`GrammarLogitsProcessor.accept`, so it can
-stop the moment the grammar allows nothing but the end.
+:mod:`localgcd.llama.generation` and the batch decoder use no callback: they mask the
+logits row themselves and feed the processor each sampled id with
+:meth:`GrammarLogitsProcessor.accept` (its worker step reads the next mask and
+whether the grammar allows nothing but the end).
 
 A logits processor runs inside a ctypes callback, where an exception would be
 printed and swallowed; so the processor never raises: it records the error (or

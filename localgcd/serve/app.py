@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from localgcd.batch.decoding import Sequence
+from localgcd.llama.decoding import Sequence
 from localgcd.serve.engine import Engine, Event, Job, call_made, server_error
 from localgcd.serve.parts import split_reply, visible
 from localgcd.serve.requests import CHAT, COMPLETIONS, CompletionRequest, InvalidRequest, parse_request

@@ -1,6 +1,6 @@
 """Continuous batching: one decode thread owns llama.cpp; requests join and leave between steps.
 
-The :class:`Engine`'s thread runs a :class:`~localgcd.batch.decoding.BatchDecoder`
+The :class:`Engine`'s thread runs a :class:`~localgcd.llama.decoding.BatchDecoder`
 (``parallel`` slots, masks filled together and overlapped with the decode)
 and is the only thread that touches llama.cpp, the matchers and the compiled
 grammars.  The asyncio side talks to it through two queues: :meth:`Engine.submit`
@@ -26,7 +26,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
-from localgcd.batch.decoding import BatchDecoder, Sampling, Sequence
+from localgcd.llama.decoding import BatchDecoder, Sampling, Sequence
 from localgcd.compiler.constraints import Constraint, compile_constraint
 from localgcd.errors import GrammarError, LocalgcdError
 from localgcd.llama.chat import chat_template, chat_tokens, prompt_tokens
