@@ -17,6 +17,7 @@ import pytest
 import regex
 
 import localgcd
+from localgcd.compiler.compiler import Compiler
 
 from reference.indent import IndentedReferenceChecker
 
@@ -37,9 +38,10 @@ TOKENS = [b"</s>"] + sorted({bytes([b]) for p in PROGRAMS for b in p} | set(EXTR
 VOCAB = localgcd.Vocabulary.from_tokens(TOKENS, end_ids=[END_ID], name="python-bytes")
 
 
-@pytest.fixture(scope="module")
-def compiled() -> localgcd.CompiledGrammar:
-    return localgcd.compile_grammar(PYTHON, VOCAB, source="python.lark", use_cache=False)
+@pytest.fixture(scope="module", params=[False, True], ids=["lazy-rows", "eager"])
+def compiled(request) -> localgcd.CompiledGrammar:
+    """The Indenter grammar as users get it (rows built on first visit) and built whole."""
+    return Compiler(use_cache=False, eager=request.param).compile(PYTHON, VOCAB, source="python.lark")
 
 
 @pytest.fixture(scope="module")

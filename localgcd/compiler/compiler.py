@@ -223,7 +223,7 @@ class Compiler:
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
         lazy_requested = lazy
-        lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
+        lazy = lazy or lexer.n_states > self.eager_lexer_limit
         spanner = LazyTokenSpanner(lexer, trie, len(vocab), tuning=self.tuning) if lazy else \
             build_token_spanner(lexer, trie, len(vocab), meter=meter, tuning=self.tuning)
         t4 = time.perf_counter()

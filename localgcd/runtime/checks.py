@@ -46,7 +46,9 @@ class OutcomeChecker:
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
                  indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
-                 scalar_below: int | None = None, kernels: bool | None = None) -> None:
+                 scalar_below: int | None = None, kernels: bool | None = None, paren_cap: int = 1) -> None:
+        """``paren_cap`` (with an Indenter): a bracket depth from which deeper ones all behave alike
+        -- above the most closing brackets one token's outcome can emit (``layout.paren_cap``)."""
         self.spanner = spanner
         self.scalar_below = pda.tuning.scalar_below if scalar_below is None else scalar_below
         self.pda = pda
@@ -74,8 +76,10 @@ class OutcomeChecker:
         self._paren_delta_list: list[int] | None = None
         if indenter is not None:
             self._prod_newline = producible[:, indenter.newline].copy()
-            self.emits_newline, self.paren_delta, closes = outcome_layout_facts(spanner, indenter)
-            self.paren_cap = int(closes.max(initial=0)) + 1  # deeper brackets all behave alike
+            self.emits_newline, self.paren_delta = outcome_layout_facts(spanner.head, spanner.tail, spanner.n_base,
+                                                                        indenter)
+            # fixed up front (a lazy spanner's later outcomes cannot move it): the status table's rows
+            self.paren_cap = paren_cap
             self._paren_delta_list = self.paren_delta.tolist()
         self.depth_keys = self.paren_cap + 1 if indenter is not None else 1
         # np.zeros maps untouched rows lazily: big grammars only pay for states they meet.
@@ -122,6 +126,12 @@ class OutcomeChecker:
         n = self.spanner.n_outcomes
         if n == self._n_outcomes:
             return
+        if self.indenter is not None:  # the new outcomes' layout facts (a row's, on its first visit)
+            spanner, known = self.spanner, self.emits_newline.size
+            emits, delta = outcome_layout_facts(spanner.head, spanner.tail, spanner.n_base, self.indenter, known)
+            self.emits_newline = np.concatenate((self.emits_newline, emits))
+            self.paren_delta = np.concatenate((self.paren_delta, delta))
+            self._paren_delta_list = self.paren_delta.tolist()
         self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:
@@ -487,24 +497,23 @@ class _FinalTables:
         return table[top].tolist()
 
 
-def outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per outcome: emits a newline?, bracket depth change, closing brackets."""
-    n = len(spanner.head)
+def outcome_layout_facts(head: np.ndarray, tail: np.ndarray, n_base: int, spec: IndenterSpec,
+                         first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per outcome from id ``first`` on: emits a newline?, bracket depth change."""
+    n = len(head) - first
     emits = np.zeros(n, dtype=bool)
     delta = np.zeros(n, dtype=np.int64)
-    closes = np.zeros(n, dtype=np.int64)
-    opens_of = np.zeros(max(spec.newline + 1, int(spanner.head.max(initial=0)) + 1), dtype=np.int64)
+    opens_of = np.zeros(max(spec.newline + 1, int(head.max(initial=0)) + 1), dtype=np.int64)
     closes_of = opens_of.copy()
     opens_of[list(spec.opens)] = 1
     closes_of[list(spec.closes)] = 1
-    ptr = np.arange(n)
-    live = ptr >= spanner.n_base
+    ptr = np.arange(first, len(head))
+    live = ptr >= n_base
     while live.any():
         idx = np.flatnonzero(live)
-        h = spanner.head[ptr[idx]]
+        h = head[ptr[idx]]
         emits[idx] |= h == spec.newline
         delta[idx] += opens_of[h] - closes_of[h]
-        closes[idx] += closes_of[h]
-        ptr[idx] = spanner.tail[ptr[idx]]
-        live = ptr >= spanner.n_base
-    return emits, delta, closes
+        ptr[idx] = tail[ptr[idx]]
+        live = ptr >= n_base
+    return emits, delta

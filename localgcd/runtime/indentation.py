@@ -46,7 +46,6 @@ class IndentationPath:
                  lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...]) -> None:
         self.spec = spec
         self.pda, self.checker, self.spanner, self.rows = pda, checker, spanner, rows
-        self.emits_newline = checker.emits_newline  # bool [n_outcomes]
         self._lexer = LayoutLexer(lexer, spec)
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
         self._lexer_accept = lexer.grammar_terminals(lexer.accept).tolist()  # a pending state's: its alias's
@@ -55,6 +54,11 @@ class IndentationPath:
         self._token_data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
         self._groups: dict[int, _LayoutGroups] = {}
         self._sensitive: dict[int, bool] = {}
+
+    @property
+    def emits_newline(self) -> np.ndarray:
+        """bool [n_outcomes]: does the outcome emit a newline (grown with a lazy spanner's rows)."""
+        return self.checker.emits_newline
 
     # -- what the engine asks ----------------------------------------------------------
 
@@ -68,13 +72,17 @@ class IndentationPath:
         """
         sensitive = self._sensitive.get(q)
         if sensitive is None:
-            rows, spanner = self.rows, self.spanner
             sensitive = (self._lexer_accept[q] == self.spec.newline
-                         or bool(self.emits_newline[rows.outcomes(q)].any())
-                         or ((spanner.first_kind[q] == FIRST_EMITS).any()
-                             and bool(self.emits_newline[rows.outcomes(0)].any())))
+                         or self._emits_newline_in(q)
+                         or ((self.spanner.first_kind[q] == FIRST_EMITS).any() and self._emits_newline_in(0)))
             self._sensitive[q] = sensitive
         return layout if sensitive else (min(layout.paren, self.checker.paren_cap), len(layout.levels))
+
+    def _emits_newline_in(self, q: int) -> bool:
+        """Does an outcome of ``q``'s row emit a newline (a lazy spanner builds the row now)?"""
+        outcomes = self.rows.outcomes(q)
+        self.checker.grow()
+        return bool(self.emits_newline[outcomes].any())
 
     def emit_pending(self, node: int, layout: Layout, term: int) -> tuple[int, Layout, int]:
         """Stack and layout after the pending lexeme (terminal ``term``) is emitted."""
@@ -164,6 +172,7 @@ class IndentationPath:
         spec, spanner = self.spec, self.spanner
         row = self.rows.class_row(q)
         outcomes = self.rows.outcomes(q)
+        self.checker.grow()
         emitting = outcomes[self.emits_newline[outcomes]]
         tokens = spanner.tokens_of(np.flatnonzero(np.isin(row, emitting)))
         outcome = row[spanner.token_class[tokens]]

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton
@@ -139,3 +141,31 @@ def finish(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout
             return False, low
     result, step_low = pda.step(node, pda.end_terminal)
     return result == ACCEPT, min(low, step_low)
+
+
+def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...]) -> int:
+    """A bracket depth from which deeper ones all behave alike: above the most closing brackets
+    one token can emit, read off the vocabulary and the lexer alone (a lazy spanner has not
+    made the outcomes yet, and eager and lazy builds must share it: it shapes the cached
+    status table).
+
+    A closing bracket emitted while a token is read is its lexeme ended either before the
+    token (the pending lexeme: at most one) or at one of the token's bytes, a byte that enters
+    a state which emits a closing bracket; an alias's byte may emit two terminals.
+    """
+    closes = np.zeros(lexer.n_terminals + (0 if lexer.alias_of is None else lexer.alias_of.size), dtype=bool)
+    closes[list(spec.closes)] = True
+    if lexer.alias_of is not None:
+        closes[lexer.n_terminals:] = np.isin(lexer.alias_of, list(spec.closes))
+        closes[lexer.n_terminals:] |= np.isin(lexer.emitted[lexer.restart[lexer.n_terminals:]],
+                                              list(spec.closes)).any(axis=1)
+    emitted = lexer.emitted
+    emitting = np.where(emitted == NO_EMIT, False, closes[np.maximum(emitted, 0)]).any(axis=1)  # per state
+    nexts = lexer.next_state
+    ending = (np.where(nexts >= 0, emitting[np.maximum(nexts, 0)], False)).any(axis=0)  # per byte
+    data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+    ends = np.cumsum(np.fromiter((len(t) for t in token_bytes), dtype=np.int64, count=len(token_bytes)))
+    counted = np.concatenate(([0], np.cumsum(ending[data])))  # ending bytes before each offset
+    per_token = counted[ends] - counted[np.concatenate(([0], ends[:-1]))]
+    per_emission = 1 if lexer.alias_of is None else 2
+    return per_emission * (1 + int(per_token.max(initial=0))) + 1

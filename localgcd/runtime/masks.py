@@ -29,7 +29,7 @@ from localgcd.runtime.assembly import (PackedSplit, assembly_kernel_available, c
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
-from localgcd.runtime.layout import NO_LAYOUT, Layout
+from localgcd.runtime.layout import NO_LAYOUT, Layout, paren_cap
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
@@ -121,7 +121,8 @@ class MaskEngine:
         self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
         self._producible = lexer.producible
         self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
-        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels)
+        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels,
+                                      paren_cap=paren_cap(lexer, indenter, token_bytes) if indenter is not None else 1)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
         self.end_id_set = frozenset(end_ids.tolist())
