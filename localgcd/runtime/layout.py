@@ -143,7 +143,14 @@ def finish(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout
     return result == ACCEPT, min(low, step_low)
 
 
-def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...]) -> int:
+def flat_token_bytes(token_bytes: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(every token's bytes concatenated as uint8, offsets [n + 1]): token ``t`` is
+    ``data[offsets[t]:offsets[t + 1]]``."""
+    data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+    return data, np.concatenate(([0], np.cumsum([len(t) for t in token_bytes])))
+
+
+def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, offsets: np.ndarray) -> int:
     """A bracket depth from which deeper ones all behave alike: above the most closing brackets
     one token can emit, read off the vocabulary and the lexer alone (a lazy spanner has not
     made the outcomes yet, and eager and lazy builds must share it: it shapes the cached
@@ -163,9 +170,7 @@ def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[by
     emitting = np.where(emitted == NO_EMIT, False, closes[np.maximum(emitted, 0)]).any(axis=1)  # per state
     nexts = lexer.next_state
     ending = (np.where(nexts >= 0, emitting[np.maximum(nexts, 0)], False)).any(axis=0)  # per byte
-    data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
-    ends = np.cumsum(np.fromiter((len(t) for t in token_bytes), dtype=np.int64, count=len(token_bytes)))
     counted = np.concatenate(([0], np.cumsum(ending[data])))  # ending bytes before each offset
-    per_token = counted[ends] - counted[np.concatenate(([0], ends[:-1]))]
+    per_token = counted[offsets[1:]] - counted[offsets[:-1]]  # (``data``, ``offsets``: flat_token_bytes)
     per_emission = 1 if lexer.alias_of is None else 2
     return per_emission * (1 + int(per_token.max(initial=0))) + 1
