@@ -39,8 +39,8 @@ class OutcomeChecker:
     ``scalar_below``: a check level with fewer live (stack, outcome) pairs
     goes on in plain Python, where numpy's per-call overhead would dominate (None: the
     PDA's ``Tuning.scalar_below``).
-    ``kernels``: checks by the compiled kernel (True; grammars without an
-    Indenter), in Python and numpy (False), or the kernel when it was built
+    ``kernels``: checks by the compiled kernel (True; with an Indenter, the outcomes that emit no
+    newline), in Python and numpy (False), or the kernel when it was built
     (None).
     """
 
@@ -64,7 +64,7 @@ class OutcomeChecker:
         self._producible_class = inverse
         use_kernel = check_kernel_available() if kernels is None else kernels
         self._final = _FinalTables(pda, producible[first], kernels=use_kernel)
-        self._kernel = StackChecks(pda, producible[first], inverse) if use_kernel and indenter is None else None
+        self._kernel: StackChecks | None = None  # made below, once the Indenter's facts are known
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
@@ -82,6 +82,9 @@ class OutcomeChecker:
             self.paren_cap = paren_cap
             self._paren_delta_list = self.paren_delta.tolist()
         self.depth_keys = self.paren_cap + 1 if indenter is not None else 1
+        if use_kernel:
+            self._kernel = StackChecks(pda, producible[first], inverse,
+                                       self._prod_newline if indenter is not None else None, self.paren_cap)
         # np.zeros maps untouched rows lazily: big grammars only pay for states they meet.
         shape = (tables.n_states * self.depth_keys, len(spanner.head))
         if statuses is not None and statuses.shape == shape:
@@ -184,9 +187,10 @@ class OutcomeChecker:
         tails, so each is classified once per (top parser state, bracket
         depth) in one status table; :meth:`check` fills it.
         """
-        if self._kernel is not None:  # (no Indenter: the row is the top state's)
+        if self._kernel is not None:
             spanner = self.spanner
-            return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
+            return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
+                                         paren_key, self._kernel_delta())
         row = self.status_row(self.pda.state[node], paren_key)
         known = self.status_table[row, outcomes]
         unknown = np.flatnonzero(known == UNKNOWN)
@@ -221,7 +225,8 @@ class OutcomeChecker:
         """
         if self._kernel is not None:
             spanner = self.spanner
-            return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
+            return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
+                                      paren=paren, paren_delta=self._kernel_delta())
         pda = self.pda
         head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
         n = outcomes.size
@@ -273,6 +278,10 @@ class OutcomeChecker:
             status = np.where(read[idx] == heights, verdict, np.int8(DEPENDENT))
             self.status_table[rows[record], cur[record]] = status[record]
         return ok, read
+
+    def _kernel_delta(self) -> np.ndarray | None:
+        """The outcomes' bracket depth changes for the kernel (None without an Indenter)."""
+        return self.paren_delta if self.indenter is not None else None
 
     def _check_one(self, node: int, outcome: int, depth: int) -> tuple[bool, int]:
         """:meth:`check` for one (stack, outcome) pair, in plain Python; same status records.
