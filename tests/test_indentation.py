@@ -90,6 +90,27 @@ def test_whole_programs(compiled, reference, text: bytes, complete: bool) -> Non
     assert (ok and m.is_accepting()) == complete == reference.is_complete(text)
 
 
+@pytest.mark.parametrize("program", PROGRAMS[:2], ids=[p.split(b"\n")[0].decode() for p in PROGRAMS[:2]])
+def test_rows_built_lazily_and_reloaded_from_the_cache_mask_as_an_eager_build(tmp_path, program: bytes) -> None:
+    """The rows (and statuses) a lazy compile built reach its cache entry; a compile that reloads
+    them, and goes on building the rest lazily, gives the eager build's mask at every byte."""
+    first = Compiler(tmp_path).compile(PYTHON, VOCAB, source="python.lark")
+    m = first.matcher()
+    for byte in program[: len(program) // 2]:
+        m.allowed_token_mask()
+        assert m.advance(TOKENS.index(bytes([byte])))
+    first.flush()
+    reloaded = Compiler(tmp_path).compile(PYTHON, VOCAB, source="python.lark")
+    assert "cache_load" in reloaded.timings
+    eager = Compiler(use_cache=False, eager=True).compile(PYTHON, VOCAB, source="python.lark")
+    got, expected = reloaded.matcher(), eager.matcher()
+    for byte in program:
+        assert np.array_equal(got.allowed_token_mask(), expected.allowed_token_mask())
+        token = TOKENS.index(bytes([byte]))
+        assert got.advance(token) and expected.advance(token)
+    assert got.is_accepting() and expected.is_accepting()
+
+
 def regex_module_agrees(token: bytes) -> bool:
     """The reference matches with the ``regex`` module, whose ``\\w``/``\\d``/``\\s`` differ from
     Python ``re`` (lark's semantics, which localgcd follows and tests/test_lexer.py checks) on some
