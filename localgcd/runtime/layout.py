@@ -147,7 +147,8 @@ def flat_token_bytes(token_bytes: tuple[bytes, ...]) -> tuple[np.ndarray, np.nda
     """(every token's bytes concatenated as uint8, offsets [n + 1]): token ``t`` is
     ``data[offsets[t]:offsets[t + 1]]``."""
     data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
-    return data, np.concatenate(([0], np.cumsum([len(t) for t in token_bytes])))
+    lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
+    return data, np.concatenate(([0], np.cumsum(lengths)))
 
 
 def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, offsets: np.ndarray) -> int:
