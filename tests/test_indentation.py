@@ -111,6 +111,22 @@ def test_rows_built_lazily_and_reloaded_from_the_cache_mask_as_an_eager_build(tm
     assert got.is_accepting() and expected.is_accepting()
 
 
+SYNCODE_PYTHON = (Path(__file__).resolve().parent / "corpus" / "lark" / "syncode" / "python.lark").read_text()
+BRACKET_TOKENS = [b")", b"))", b"])", b")]}", b"]))\n", b"x)", b"\n)", b"(", b"[1]", b"}", b")):\n    ", b"a", b" "]
+
+
+@pytest.mark.parametrize("grammar", [PYTHON, SYNCODE_PYTHON], ids=["python", "syncode-python"])
+def test_the_bracket_cap_bounds_every_outcomes_closing_brackets(grammar: str) -> None:
+    """The cap read off the lexer and the vocabulary (no outcome made yet) is above the most
+    closing brackets any outcome of the whole spanner emits (SynCode's lexer has aliases)."""
+    vocab = localgcd.Vocabulary.from_tokens([b"</s>", *BRACKET_TOKENS], end_ids=[0], name="brackets")
+    compiled = Compiler(use_cache=False, eager=True).compile(grammar, vocab)
+    spanner, closes = compiled.spanner, compiled.indenter.closes
+    most = max(sum(t in closes for t in spanner.terminals(o)) for o in range(spanner.n_base, spanner.n_outcomes))
+    assert most >= 3  # b")]}" read after a pending ")"
+    assert most < compiled.engine.checker.paren_cap
+
+
 def regex_module_agrees(token: bytes) -> bool:
     """The reference matches with the ``regex`` module, whose ``\\w``/``\\d``/``\\s`` differ from
     Python ``re`` (lark's semantics, which localgcd follows and tests/test_lexer.py checks) on some

@@ -155,23 +155,28 @@ def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, off
     """A bracket depth from which deeper ones all behave alike: above the most closing brackets
     one token can emit, read off the vocabulary and the lexer alone (a lazy spanner has not
     made the outcomes yet, and eager and lazy builds must share it: it shapes the cached
-    status table).
+    status table).  ``data``, ``offsets``: :func:`flat_token_bytes`.
 
     A closing bracket emitted while a token is read is its lexeme ended either before the
-    token (the pending lexeme: at most one) or at one of the token's bytes, a byte that enters
-    a state which emits a closing bracket; an alias's byte may emit two terminals.
+    token (the pending lexeme) or at one of the token's bytes, the byte that entered the state
+    which emits it; an emission is one terminal, or an alias's two.  So a token emits at most
+    the most closing brackets one state emits at a byte, plus, per byte of the token, the most
+    that a state this byte enters emits.
     """
-    closes = np.zeros(lexer.n_terminals + (0 if lexer.alias_of is None else lexer.alias_of.size), dtype=bool)
-    closes[list(spec.closes)] = True
+    is_close = np.zeros(lexer.n_terminals + 1, dtype=np.int64)  # the last slot: NO_EMIT
+    is_close[list(spec.closes)] = 1
+    emitted = lexer.emitted.astype(np.int64)
+    plain = np.where(emitted < lexer.n_terminals, emitted, lexer.n_terminals)  # NO_EMIT (-1) reads the last slot
+    closing = is_close[plain]  # [Q, 256]: closing brackets emitted at that byte
     if lexer.alias_of is not None:
-        closes[lexer.n_terminals:] = np.isin(lexer.alias_of, list(spec.closes))
-        closes[lexer.n_terminals:] |= np.isin(lexer.emitted[lexer.restart[lexer.n_terminals:]],
-                                              list(spec.closes)).any(axis=1)
-    emitted = lexer.emitted
-    emitting = np.where(emitted == NO_EMIT, False, closes[np.maximum(emitted, 0)]).any(axis=1)  # per state
+        alias = np.flatnonzero(emitted.ravel() >= lexer.n_terminals)
+        states, byte = np.divmod(alias, 256)
+        term = emitted.ravel()[alias]
+        second = emitted[lexer.restart[term], byte]
+        closing.ravel()[alias] = is_close[lexer.alias_of[term - lexer.n_terminals]] + is_close[second]
+    per_state = closing.max(axis=1)
     nexts = lexer.next_state
-    ending = (np.where(nexts >= 0, emitting[np.maximum(nexts, 0)], False)).any(axis=0)  # per byte
-    counted = np.concatenate(([0], np.cumsum(ending[data])))  # ending bytes before each offset
-    per_token = counted[offsets[1:]] - counted[offsets[:-1]]  # (``data``, ``offsets``: flat_token_bytes)
-    per_emission = 1 if lexer.alias_of is None else 2
-    return per_emission * (1 + int(per_token.max(initial=0))) + 1
+    per_byte = np.where(nexts >= 0, per_state[np.maximum(nexts, 0)], 0).max(axis=0)  # [256]
+    counted = np.concatenate(([0], np.cumsum(per_byte[data])))
+    per_token = counted[offsets[1:]] - counted[offsets[:-1]]
+    return int(per_state.max(initial=0)) + int(per_token.max(initial=0)) + 1
