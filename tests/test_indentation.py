@@ -17,6 +17,7 @@ import pytest
 import regex
 
 import localgcd
+from localgcd.compiler.compiler import Compiler
 
 from reference.indent import IndentedReferenceChecker
 
@@ -37,9 +38,10 @@ TOKENS = [b"</s>"] + sorted({bytes([b]) for p in PROGRAMS for b in p} | set(EXTR
 VOCAB = localgcd.Vocabulary.from_tokens(TOKENS, end_ids=[END_ID], name="python-bytes")
 
 
-@pytest.fixture(scope="module")
-def compiled() -> localgcd.CompiledGrammar:
-    return localgcd.compile_grammar(PYTHON, VOCAB, source="python.lark", use_cache=False)
+@pytest.fixture(scope="module", params=[False, True], ids=["lazy-rows", "eager"])
+def compiled(request) -> localgcd.CompiledGrammar:
+    """The Indenter grammar as users get it (rows built on first visit) and built whole."""
+    return Compiler(use_cache=False, eager=request.param).compile(PYTHON, VOCAB, source="python.lark")
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +88,43 @@ def test_whole_programs(compiled, reference, text: bytes, complete: bool) -> Non
     m = compiled.matcher()
     ok = all(m.advance(TOKENS.index(text[i:i + 1])) for i in range(len(text)))
     assert (ok and m.is_accepting()) == complete == reference.is_complete(text)
+
+
+@pytest.mark.parametrize("program", PROGRAMS[:2], ids=[p.split(b"\n")[0].decode() for p in PROGRAMS[:2]])
+def test_rows_built_lazily_and_reloaded_from_the_cache_mask_as_an_eager_build(tmp_path, program: bytes) -> None:
+    """The rows (and statuses) a lazy compile built reach its cache entry; a compile that reloads
+    them, and goes on building the rest lazily, gives the eager build's mask at every byte."""
+    first = Compiler(tmp_path).compile(PYTHON, VOCAB, source="python.lark")
+    m = first.matcher()
+    for byte in program[: len(program) // 2]:
+        m.allowed_token_mask()
+        assert m.advance(TOKENS.index(bytes([byte])))
+    first.flush()
+    reloaded = Compiler(tmp_path).compile(PYTHON, VOCAB, source="python.lark")
+    assert "cache_load" in reloaded.timings
+    eager = Compiler(use_cache=False, eager=True).compile(PYTHON, VOCAB, source="python.lark")
+    got, expected = reloaded.matcher(), eager.matcher()
+    for byte in program:
+        assert np.array_equal(got.allowed_token_mask(), expected.allowed_token_mask())
+        token = TOKENS.index(bytes([byte]))
+        assert got.advance(token) and expected.advance(token)
+    assert got.is_accepting() and expected.is_accepting()
+
+
+SYNCODE_PYTHON = (Path(__file__).resolve().parent / "corpus" / "lark" / "syncode" / "python.lark").read_text()
+BRACKET_TOKENS = [b")", b"))", b"])", b")]}", b"]))\n", b"x)", b"\n)", b"(", b"[1]", b"}", b")):\n    ", b"a", b" "]
+
+
+@pytest.mark.parametrize("grammar", [PYTHON, SYNCODE_PYTHON], ids=["python", "syncode-python"])
+def test_the_bracket_cap_bounds_every_outcomes_closing_brackets(grammar: str) -> None:
+    """The cap read off the lexer and the vocabulary (no outcome made yet) is above the most
+    closing brackets any outcome of the whole spanner emits (SynCode's lexer has aliases)."""
+    vocab = localgcd.Vocabulary.from_tokens([b"</s>", *BRACKET_TOKENS], end_ids=[0], name="brackets")
+    compiled = Compiler(use_cache=False, eager=True).compile(grammar, vocab)
+    spanner, closes = compiled.spanner, compiled.indenter.closes
+    most = max(sum(t in closes for t in spanner.terminals(o)) for o in range(spanner.n_base, spanner.n_outcomes))
+    assert most >= 3  # b")]}" read after a pending ")"
+    assert most < compiled.engine.checker.paren_cap
 
 
 def regex_module_agrees(token: bytes) -> bool:

@@ -423,8 +423,7 @@ def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) 
     and at the end the same status tables."""
     rng = np.random.default_rng(seed)
     pair = engines(compiled)
-    assert (pair[True].checker._kernel is not None) == (compiled.indenter is None)  # an Indenter's: Python
-    assert pair[False].checker._kernel is None
+    assert pair[True].checker._kernel is not None and pair[False].checker._kernel is None
     for _ in range(walks):
         matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
         for _ in range(steps):
@@ -433,8 +432,12 @@ def assert_same_checks_along_walks(compiled, seed: int, walks: int, steps: int) 
                 engine, state = pair[kernels], matcher._state
                 outcomes = engine.rows.outcomes(state.lexer_state)
                 engine.checker.grow()
-                statuses = engine.checker.statuses(state.node, outcomes, 0)  # unknown ones checked in one pass
-                ok, read = engine.checker.check(state.node, outcomes)
+                paren = state.layout.paren
+                if compiled.indenter is not None:  # its newline-emitting outcomes take the layout path
+                    outcomes = outcomes[~engine.checker.emits_newline[outcomes]]
+                paren_key = min(paren, engine.checker.paren_cap)
+                statuses = engine.checker.statuses(state.node, outcomes, paren_key)  # unknown ones checked in one pass
+                ok, read = engine.checker.check(state.node, outcomes, paren)
                 checked[kernels] = (statuses.tolist(), ok.tolist(), read.tolist())
             assert checked[True] == checked[False]
             got, expected = (matchers[k]._mask() for k in (True, False))
@@ -454,6 +457,15 @@ def test_checks_by_the_kernel_are_pythons_small(name: str, vocab_kind: str) -> N
     grammar = SMALL_GRAMMARS[name]
     vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
     assert_same_checks_along_walks(Compiler(use_cache=False).compile(grammar.text, vocab), len(name) + 1, 4, 30)
+
+
+@pytest.mark.parametrize("grammar", ["python", "syncode/python"])
+def test_checks_by_the_kernel_are_pythons_with_an_indenter(grammar: str) -> None:
+    """Bracket depths in the status rows, newlines dropped inside brackets: single bytes reach
+    every depth and indentation the walks meet."""
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), byte_vocabulary())
+    assert compiled.indenter is not None
+    assert_same_checks_along_walks(compiled, 11, 4, 60)
 
 
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)

@@ -72,8 +72,8 @@ class Compiler:
     Lazy is the default, with the cache on or off: a compile builds the
     grammar, the lexer and the parse tables, and a lexer state's spanner row
     and the Alg. 5 statuses of its outcomes are built on the state's first
-    visit, so the first mask waits for one row instead of all (grammars with
-    an Indenter are built whole).  With the cache on, what was built is
+    visit, so the first mask waits for one row instead of all (with an
+    Indenter too: an outcome's layout facts are made with its row).  With the cache on, what was built is
     merged into the grammar's cache entry when it and its matchers are
     released, at exit, or on :meth:`CompiledGrammar.flush` (:mod:`localgcd.compiler.writeback`),
     never while a mask waits; a grammar seen before starts with the rows it
@@ -181,7 +181,7 @@ class Compiler:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
-        visits (not for grammars with an Indenter); else every row is built
+        visits; else every row is built
         now (but for a lexer above ``eager_lexer_limit``).
         """
         lexer = default_lexer(parser, fmt) if lexer is None else lexer
@@ -223,7 +223,7 @@ class Compiler:
         trie = self.vocabulary_trie(vocab)
         t3 = time.perf_counter()
         lazy_requested = lazy
-        lazy = (lazy or lexer.n_states > self.eager_lexer_limit) and grammar.indenter is None
+        lazy = lazy or lexer.n_states > self.eager_lexer_limit
         spanner = LazyTokenSpanner(lexer, trie, len(vocab), tuning=self.tuning) if lazy else \
             build_token_spanner(lexer, trie, len(vocab), meter=meter, tuning=self.tuning)
         t4 = time.perf_counter()

@@ -63,6 +63,7 @@ cdef struct Tables:
     const int64_t* prod_offsets  # per such row: the terminals the parser sees
     const int32_t* prod_terms
     const uint8_t* prod_ignored  # per such row: an ignored terminal too
+    const uint8_t* prod_newline  # per lexer state: may its pending lexeme become the Indenter's newline
     const int64_t* node_state
     const int64_t* node_parent
     const int64_t* node_height
@@ -179,15 +180,15 @@ cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_
     return SHIFTED
 
 
-cdef int final(const Tables* t, Stack* s, int64_t q, Buffer* local, int64_t* low) noexcept nogil:
-    """checks.py's ``final`` (no Indenter): 1 if the pending lexeme of lexer state ``q`` can
-    become a terminal the stack accepts, 0 if not, -1 on failure; the lowest height read in
-    ``low``."""
+cdef int final(const Tables* t, Stack* s, int64_t q, bint dropped, Buffer* local, int64_t* low) noexcept nogil:
+    """checks.py's ``final``: 1 if the pending lexeme of lexer state ``q`` can become a terminal
+    the stack accepts, 0 if not, -1 on failure; the lowest height read in ``low``.  ``dropped``:
+    brackets are open, so an Indenter drops a newline (accepted whatever the stack)."""
     cdef int64_t top = top_of(t, s), height = height_of(t, s), term, kind, pops, low_ok = -1, low_no = height
     cdef int64_t c = t.prod_class[q], lo = t.prod_offsets[c], hi = t.prod_offsets[c + 1], j
     cdef bint may = False
     low[0] = height
-    if t.prod_ignored[c]:
+    if t.prod_ignored[c] or (dropped and t.prod_newline[q]):
         return 1
     for j in range(lo, hi):
         term = t.prod_terms[j]
@@ -226,25 +227,31 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
                    int8_t[:, ::1] status_table, const int32_t[::1] head, const int32_t[::1] tail,
                    int64_t n_base, int64_t end_terminal, int64_t end_state,
                    int64_t node, const int64_t[::1] outcomes, uint8_t[::1] ok, int64_t[::1] read,
-                   bint unknown_only=False):
+                   bint unknown_only, int64_t depth_keys, int64_t paren_cap, int64_t paren,
+                   const int64_t[::1] paren_delta, const uint8_t[::1] prod_newline):
     """For each outcome from stack ``node``: ``ok`` (allowed?) and ``read`` (lowest height read),
     recording the status of every (top state, rest) visited in ``status_table`` as checks.py's
     ``_check_one`` does.  Returns False when the tables broke a promise (no goto, no memory).
     ``unknown_only``: check only the outcomes whose status in the node's top state is unknown (Alg.
-    5's statuses of a new row's outcomes in one pass; ``ok`` and ``read`` are then not filled)."""
+    5's statuses of a new row's outcomes in one pass; ``ok`` and ``read`` are then not filled).
+
+    With an Indenter (``depth_keys`` > 1; outcomes that emit no newline): a status row is a top
+    state and the capped bracket depth before the rest, ``paren`` (the depth before each outcome)
+    plus ``paren_delta[outcome] - paren_delta[rest]``; a rest whose depth falls below zero reads
+    and records no status.  Without one, ``depth_keys`` 1 (``paren_delta`` is not read)."""
     cdef Tables t
     t.action, t.n_terms = &action[0, 0], action.shape[1]
     t.goto_offsets, t.goto_symbols, t.goto_targets = &goto_offsets[0], &goto_symbols[0], &goto_targets[0]
     t.rule_length, t.rule_lhs = &rule_length[0], &rule_lhs[0]
     t.takes, t.refuses, t.ignored = &takes[0, 0], &refuses[0, 0], &ignored[0]
     t.prod_offsets, t.prod_terms, t.prod_ignored = &prod_offsets[0], &prod_terms[0], &prod_ignored[0]
-    t.prod_class = &prod_class[0]
+    t.prod_class, t.prod_newline = &prod_class[0], &prod_newline[0]
     t.node_state, t.node_parent, t.node_height = &node_state[0], &node_parent[0], &node_height[0]
     t.end_terminal, t.end_state = end_terminal, end_state
     cdef Stack s
     cdef Buffer local, visited  # visited: (status row, rest, height, height read by its step) per level
     cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v
-    cdef int64_t rest, top, height, low, step_low, kind, known
+    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row
     cdef int verdict, found
     cdef bint failed = False
     s.pushed.data, s.pushed.size, s.pushed.cap = NULL, 0, 0
@@ -252,28 +259,31 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     visited.data, visited.size, visited.cap = NULL, 0, 0
     with nogil:
         for i in range(n):
-            if unknown_only and status_table[t.node_state[node], outcomes[i]] != UNKNOWN:
+            if unknown_only and status_table[t.node_state[node] * depth_keys + min(paren, paren_cap),
+                                             outcomes[i]] != UNKNOWN:
                 continue
             s.base, s.pushed.size, visited.size = node, 0, 0
             rest = outcomes[i]
             while True:
                 top, height = top_of(&t, &s), height_of(&t, &s)
-                known = status_table[top, rest]
+                depth = paren + paren_delta[outcomes[i]] - paren_delta[rest] if depth_keys > 1 else 0
+                row = top * depth_keys + min(depth, paren_cap) if depth >= 0 else -1
+                known = status_table[row, rest] if row >= 0 else UNKNOWN
                 if known == ALWAYS or known == NEVER:
                     verdict, low = known == ALWAYS, height
                     break
                 if rest < n_base:
-                    found = final(&t, &s, rest, &local, &low)
+                    found = final(&t, &s, rest, depth_keys > 1 and depth > 0, &local, &low)
                     if found < 0:
                         failed = True
                         break
                     verdict = found
-                    if (buffer_push(&visited, top) or buffer_push(&visited, rest) or buffer_push(&visited, height)
+                    if (buffer_push(&visited, row) or buffer_push(&visited, rest) or buffer_push(&visited, height)
                             or buffer_push(&visited, low)):
                         failed = True
                     break
                 kind = step(&t, &s, head[rest], &local, &step_low)
-                if (kind == FAILED or buffer_push(&visited, top) or buffer_push(&visited, rest)
+                if (kind == FAILED or buffer_push(&visited, row) or buffer_push(&visited, rest)
                         or buffer_push(&visited, height) or buffer_push(&visited, step_low)):
                     failed = True
                     break
@@ -287,8 +297,9 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
             while v:  # back from the deepest level: what each rest read, and its status
                 v -= 4
                 low = min(low, visited.data[v + 3])
-                status_table[visited.data[v], visited.data[v + 1]] = \
-                    (ALWAYS if verdict else NEVER) if low == visited.data[v + 2] else DEPENDENT
+                if visited.data[v] >= 0:
+                    status_table[visited.data[v], visited.data[v + 1]] = \
+                        (ALWAYS if verdict else NEVER) if low == visited.data[v + 2] else DEPENDENT
             ok[i], read[i] = verdict, low
     free(s.pushed.data)
     free(local.data)

@@ -39,14 +39,16 @@ class OutcomeChecker:
     ``scalar_below``: a check level with fewer live (stack, outcome) pairs
     goes on in plain Python, where numpy's per-call overhead would dominate (None: the
     PDA's ``Tuning.scalar_below``).
-    ``kernels``: checks by the compiled kernel (True; grammars without an
-    Indenter), in Python and numpy (False), or the kernel when it was built
+    ``kernels``: checks by the compiled kernel (True; with an Indenter, the outcomes that emit no
+    newline), in Python and numpy (False), or the kernel when it was built
     (None).
     """
 
     def __init__(self, spanner: TokenSpanner, pda: PushdownAutomaton, producible: np.ndarray,
                  indenter: IndenterSpec | None = None, statuses: np.ndarray | None = None,
-                 scalar_below: int | None = None, kernels: bool | None = None) -> None:
+                 scalar_below: int | None = None, kernels: bool | None = None, paren_cap: int = 1) -> None:
+        """``paren_cap`` (with an Indenter): a bracket depth from which deeper ones all behave alike
+        -- above the most closing brackets one token's outcome can emit (``layout.paren_cap``)."""
         self.spanner = spanner
         self.scalar_below = pda.tuning.scalar_below if scalar_below is None else scalar_below
         self.pda = pda
@@ -62,7 +64,7 @@ class OutcomeChecker:
         self._producible_class = inverse
         use_kernel = check_kernel_available() if kernels is None else kernels
         self._final = _FinalTables(pda, producible[first], kernels=use_kernel)
-        self._kernel = StackChecks(pda, producible[first], inverse) if use_kernel and indenter is None else None
+        self._kernel: StackChecks | None = None  # made below, once the Indenter's facts are known
         self._action_np, self._refuses_np, self._takes_np = tables.action, tables.refuses, tables.takes
         self._ignored_np = np.append(ignored, np.zeros(self._n_terms - ignored.size, dtype=bool))
         self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
@@ -74,10 +76,15 @@ class OutcomeChecker:
         self._paren_delta_list: list[int] | None = None
         if indenter is not None:
             self._prod_newline = producible[:, indenter.newline].copy()
-            self.emits_newline, self.paren_delta, closes = outcome_layout_facts(spanner, indenter)
-            self.paren_cap = int(closes.max(initial=0)) + 1  # deeper brackets all behave alike
+            self.emits_newline, self.paren_delta = outcome_layout_facts(spanner.head, spanner.tail, spanner.n_base,
+                                                                        indenter)
+            # fixed up front (a lazy spanner's later outcomes cannot move it): the status table's rows
+            self.paren_cap = paren_cap
             self._paren_delta_list = self.paren_delta.tolist()
         self.depth_keys = self.paren_cap + 1 if indenter is not None else 1
+        if use_kernel:
+            self._kernel = StackChecks(pda, producible[first], inverse,
+                                       self._prod_newline if indenter is not None else None, self.paren_cap)
         # np.zeros maps untouched rows lazily: big grammars only pay for states they meet.
         shape = (tables.n_states * self.depth_keys, len(spanner.head))
         if statuses is not None and statuses.shape == shape:
@@ -122,6 +129,12 @@ class OutcomeChecker:
         n = self.spanner.n_outcomes
         if n == self._n_outcomes:
             return
+        if self.indenter is not None:  # the new outcomes' layout facts (a row's, on its first visit)
+            spanner, known = self.spanner, self.emits_newline.size
+            emits, delta = outcome_layout_facts(spanner.head, spanner.tail, spanner.n_base, self.indenter, known)
+            self.emits_newline = np.concatenate((self.emits_newline, emits))
+            self.paren_delta = np.concatenate((self.paren_delta, delta))
+            self._paren_delta_list = self.paren_delta.tolist()
         self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:
@@ -174,9 +187,10 @@ class OutcomeChecker:
         tails, so each is classified once per (top parser state, bracket
         depth) in one status table; :meth:`check` fills it.
         """
-        if self._kernel is not None:  # (no Indenter: the row is the top state's)
+        if self._kernel is not None:
             spanner = self.spanner
-            return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
+            return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
+                                         paren_key, self._kernel_delta())
         row = self.status_row(self.pda.state[node], paren_key)
         known = self.status_table[row, outcomes]
         unknown = np.flatnonzero(known == UNKNOWN)
@@ -211,7 +225,8 @@ class OutcomeChecker:
         """
         if self._kernel is not None:
             spanner = self.spanner
-            return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes)
+            return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
+                                      paren=paren, paren_delta=self._kernel_delta())
         pda = self.pda
         head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
         n = outcomes.size
@@ -263,6 +278,10 @@ class OutcomeChecker:
             status = np.where(read[idx] == heights, verdict, np.int8(DEPENDENT))
             self.status_table[rows[record], cur[record]] = status[record]
         return ok, read
+
+    def _kernel_delta(self) -> np.ndarray | None:
+        """The outcomes' bracket depth changes for the kernel (None without an Indenter)."""
+        return self.paren_delta if self.indenter is not None else None
 
     def _check_one(self, node: int, outcome: int, depth: int) -> tuple[bool, int]:
         """:meth:`check` for one (stack, outcome) pair, in plain Python; same status records.
@@ -487,24 +506,23 @@ class _FinalTables:
         return table[top].tolist()
 
 
-def outcome_layout_facts(spanner: TokenSpanner, spec: IndenterSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per outcome: emits a newline?, bracket depth change, closing brackets."""
-    n = len(spanner.head)
+def outcome_layout_facts(head: np.ndarray, tail: np.ndarray, n_base: int, spec: IndenterSpec,
+                         first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per outcome from id ``first`` on: emits a newline?, bracket depth change."""
+    n = len(head) - first
     emits = np.zeros(n, dtype=bool)
     delta = np.zeros(n, dtype=np.int64)
-    closes = np.zeros(n, dtype=np.int64)
-    opens_of = np.zeros(max(spec.newline + 1, int(spanner.head.max(initial=0)) + 1), dtype=np.int64)
+    opens_of = np.zeros(max(spec.newline + 1, int(head.max(initial=0)) + 1), dtype=np.int64)
     closes_of = opens_of.copy()
     opens_of[list(spec.opens)] = 1
     closes_of[list(spec.closes)] = 1
-    ptr = np.arange(n)
-    live = ptr >= spanner.n_base
+    ptr = np.arange(first, len(head))
+    live = ptr >= n_base
     while live.any():
         idx = np.flatnonzero(live)
-        h = spanner.head[ptr[idx]]
+        h = head[ptr[idx]]
         emits[idx] |= h == spec.newline
         delta[idx] += opens_of[h] - closes_of[h]
-        closes[idx] += closes_of[h]
-        ptr[idx] = spanner.tail[ptr[idx]]
-        live = ptr >= spanner.n_base
-    return emits, delta, closes
+        ptr[idx] = tail[ptr[idx]]
+        live = ptr >= n_base
+    return emits, delta

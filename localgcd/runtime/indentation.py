@@ -43,18 +43,23 @@ class IndentationPath:
     """The exact, Indenter-aware part of one mask engine."""
 
     def __init__(self, pda: PushdownAutomaton, checker: OutcomeChecker, spanner: TokenSpanner, rows: Rows,
-                 lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...]) -> None:
+                 lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...],
+                 flat_tokens: tuple[np.ndarray, np.ndarray]) -> None:
+        """``flat_tokens``: ``token_bytes`` concatenated, and offsets (``layout.flat_token_bytes``)."""
         self.spec = spec
         self.pda, self.checker, self.spanner, self.rows = pda, checker, spanner, rows
-        self.emits_newline = checker.emits_newline  # bool [n_outcomes]
         self._lexer = LayoutLexer(lexer, spec)
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
         self._lexer_accept = lexer.grammar_terminals(lexer.accept).tolist()  # a pending state's: its alias's
         self._token_bytes = token_bytes
-        self._token_offsets = np.concatenate(([0], np.cumsum([len(p) for p in token_bytes])))
-        self._token_data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+        self._token_data, self._token_offsets = flat_tokens
         self._groups: dict[int, _LayoutGroups] = {}
         self._sensitive: dict[int, bool] = {}
+
+    @property
+    def emits_newline(self) -> np.ndarray:
+        """bool [n_outcomes]: does the outcome emit a newline (grown with a lazy spanner's rows)."""
+        return self.checker.emits_newline
 
     # -- what the engine asks ----------------------------------------------------------
 
@@ -68,13 +73,17 @@ class IndentationPath:
         """
         sensitive = self._sensitive.get(q)
         if sensitive is None:
-            rows, spanner = self.rows, self.spanner
             sensitive = (self._lexer_accept[q] == self.spec.newline
-                         or bool(self.emits_newline[rows.outcomes(q)].any())
-                         or ((spanner.first_kind[q] == FIRST_EMITS).any()
-                             and bool(self.emits_newline[rows.outcomes(0)].any())))
+                         or self._emits_newline_in(q)
+                         or ((self.spanner.first_kind[q] == FIRST_EMITS).any() and self._emits_newline_in(0)))
             self._sensitive[q] = sensitive
         return layout if sensitive else (min(layout.paren, self.checker.paren_cap), len(layout.levels))
+
+    def _emits_newline_in(self, q: int) -> bool:
+        """Does an outcome of ``q``'s row emit a newline (a lazy spanner builds the row now)?"""
+        outcomes = self.rows.outcomes(q)
+        self.checker.grow()
+        return bool(self.emits_newline[outcomes].any())
 
     def emit_pending(self, node: int, layout: Layout, term: int) -> tuple[int, Layout, int]:
         """Stack and layout after the pending lexeme (terminal ``term``) is emitted."""
@@ -106,10 +115,10 @@ class IndentationPath:
         if not classes.size:
             return np.empty(0, dtype=np.int64), low
         groups = self._layout_groups(q)
-        allowed: list[np.ndarray] = []
         chosen = np.isin(groups.group_class, classes)
         widths = np.where(groups.prefix_newline, groups.prefix_width, layout.width + groups.prefix_width)
         measurable = groups.prefix_newline | layout.has_newline
+        taken = np.zeros(groups.group_class.size, dtype=bool)  # groups whose tokens are allowed
         for width in np.unique(widths[chosen & measurable]).tolist():
             after, after_layout, feed_low = feed(self.pda, self.spec, node, layout, self.spec.newline, width)
             low = min(low, feed_low)
@@ -118,15 +127,15 @@ class IndentationPath:
             picked = np.flatnonzero(chosen & measurable & (widths == width))
             ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
             low = min(low, check_low)
-            for g in picked[ok].tolist():
-                allowed.append(groups.tokens[groups.offsets[g]:groups.offsets[g + 1]])
+            taken[picked[ok]] = True
+        allowed = [groups.tokens[np.repeat(taken, np.diff(groups.offsets))]]  # a group's tokens are one run
         token_class = self.spanner.token_class
         for token in groups.other_tokens[np.isin(token_class[groups.other_tokens], classes)].tolist():
             _, after, _, token_low = self.check_bytes(q, node, layout, self._token_bytes[token])
             low = min(low, token_low)
             if after != DEAD_STACK:
                 allowed.append(np.asarray([token]))
-        return (np.concatenate(allowed) if allowed else np.empty(0, dtype=np.int64)), low
+        return np.concatenate(allowed), low
 
     # -- the exact byte-level path --------------------------------------------------------
 
@@ -164,6 +173,7 @@ class IndentationPath:
         spec, spanner = self.spec, self.spanner
         row = self.rows.class_row(q)
         outcomes = self.rows.outcomes(q)
+        self.checker.grow()
         emitting = outcomes[self.emits_newline[outcomes]]
         tokens = spanner.tokens_of(np.flatnonzero(np.isin(row, emitting)))
         outcome = row[spanner.token_class[tokens]]

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton
@@ -139,3 +141,42 @@ def finish(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout
             return False, low
     result, step_low = pda.step(node, pda.end_terminal)
     return result == ACCEPT, min(low, step_low)
+
+
+def flat_token_bytes(token_bytes: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(every token's bytes concatenated as uint8, offsets [n + 1]): token ``t`` is
+    ``data[offsets[t]:offsets[t + 1]]``."""
+    data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+    lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
+    return data, np.concatenate(([0], np.cumsum(lengths)))
+
+
+def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, offsets: np.ndarray) -> int:
+    """A bracket depth from which deeper ones all behave alike: above the most closing brackets
+    one token can emit, read off the vocabulary and the lexer alone (a lazy spanner has not
+    made the outcomes yet, and eager and lazy builds must share it: it shapes the cached
+    status table).  ``data``, ``offsets``: :func:`flat_token_bytes`.
+
+    A closing bracket emitted while a token is read is its lexeme ended either before the
+    token (the pending lexeme) or at one of the token's bytes, the byte that entered the state
+    which emits it; an emission is one terminal, or an alias's two.  So a token emits at most
+    the most closing brackets one state emits at a byte, plus, per byte of the token, the most
+    that a state this byte enters emits.
+    """
+    is_close = np.zeros(lexer.n_terminals + 1, dtype=np.int64)  # the last slot: NO_EMIT
+    is_close[list(spec.closes)] = 1
+    emitted = lexer.emitted.astype(np.int64)
+    plain = np.where(emitted < lexer.n_terminals, emitted, lexer.n_terminals)  # NO_EMIT (-1) reads the last slot
+    closing = is_close[plain]  # [Q, 256]: closing brackets emitted at that byte
+    if lexer.alias_of is not None:
+        alias = np.flatnonzero(emitted.ravel() >= lexer.n_terminals)
+        states, byte = np.divmod(alias, 256)
+        term = emitted.ravel()[alias]
+        second = emitted[lexer.restart[term], byte]
+        closing.ravel()[alias] = is_close[lexer.alias_of[term - lexer.n_terminals]] + is_close[second]
+    per_state = closing.max(axis=1)
+    nexts = lexer.next_state
+    per_byte = np.where(nexts >= 0, per_state[np.maximum(nexts, 0)], 0).max(axis=0)  # [256]
+    counted = np.concatenate(([0], np.cumsum(per_byte[data])))
+    per_token = counted[offsets[1:]] - counted[offsets[:-1]]
+    return int(per_state.max(initial=0)) + int(per_token.max(initial=0)) + 1

@@ -29,7 +29,7 @@ from localgcd.runtime.assembly import (PackedSplit, assembly_kernel_available, c
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import IndentationPath
-from localgcd.runtime.layout import NO_LAYOUT, Layout
+from localgcd.runtime.layout import NO_LAYOUT, Layout, flat_token_bytes, paren_cap
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
@@ -121,7 +121,9 @@ class MaskEngine:
         self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
         self._producible = lexer.producible
         self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
-        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels)
+        flat_tokens = flat_token_bytes(token_bytes) if indenter is not None else None
+        self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels,
+                                      paren_cap=paren_cap(lexer, indenter, *flat_tokens) if flat_tokens else 1)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
         self.end_id_set = frozenset(end_ids.tolist())
@@ -143,8 +145,8 @@ class MaskEngine:
         self._assembled: dict[tuple, Mask] = {}  # (q, splits, passed outcomes, accepting) -> mask
         self._last_dense: PackedSplit | None = None  # the last dense split classified (the next starts from it)
         self.indenter = indenter
-        self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes)
-                            if indenter is not None else None)
+        self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes,
+                                            flat_tokens) if flat_tokens else None)
 
     # -- public ---------------------------------------------------------------
 

@@ -5,8 +5,10 @@ terminals to a stack, reads statuses and records them.  In Python that is a walk
 hash-consed stacks (dicts of nodes, steps and edges); the kernel walks the same LR machine on the
 parse tables and the stack nodes held in arrays (:meth:`PushdownAutomaton.node_arrays`), without
 making nodes and without the GIL.  The Python path stays (``OutcomeChecker(kernels=False)``) as the
-independent implementation tests/test_kernels.py compares it with, and serves grammars with an
-Indenter (bracket depths, newline paths) and a tree used without a build.
+independent implementation tests/test_kernels.py compares it with, and serves a tree used without
+a build.  With an Indenter the kernel checks the outcomes that emit no newline (status rows by
+top state and capped bracket depth; a newline dropped inside brackets); the newline-emitting ones
+take the layout path (``indentation``).
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ class StackChecks:
     and per lexer state the terminals its pending lexeme may become (through the states' few
     distinct producible rows)."""
 
-    def __init__(self, pda: PushdownAutomaton, producible_rows: np.ndarray, producible_class: np.ndarray) -> None:
+    def __init__(self, pda: PushdownAutomaton, producible_rows: np.ndarray, producible_class: np.ndarray,
+                 prod_newline: np.ndarray | None = None, paren_cap: int = 0) -> None:
         """``producible_rows``: bool [rows, lexer terminals], the distinct rows of the lexer's
-        producible table; ``producible_class``: each lexer state's row."""
+        producible table; ``producible_class``: each lexer state's row.  With an Indenter:
+        ``prod_newline`` (bool per lexer state: may its pending lexeme become the newline) and
+        ``paren_cap`` (the bracket depth from which deeper ones behave alike: the status table
+        has ``paren_cap + 1`` rows per parser state)."""
         if check_kernel is None:
             raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
         tables = pda.tables
@@ -58,27 +64,41 @@ class StackChecks:
         self._prod_class = np.ascontiguousarray(producible_class, dtype=np.int64)
         self._prod_ignored = (producible_rows & ~seen).any(axis=1).view(np.uint8)
         self._end = (int(tables.action.shape[1]) - 1, int(tables.end_state))
+        self._prod_newline = (np.zeros(1, dtype=np.uint8) if prod_newline is None
+                              else np.ascontiguousarray(prod_newline, dtype=bool).view(np.uint8))
+        self._paren_cap = paren_cap if prod_newline is not None else 0
+        self._depth_keys = self._paren_cap + 1 if prod_newline is not None else 1
+        self._no_delta = np.zeros(1, dtype=np.int64)
 
     def statuses(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
-                 outcomes: np.ndarray) -> np.ndarray:
-        """Alg. 5's status of each outcome in ``node``'s top state, those not yet known checked on
-        the stack ``node`` (and recorded) in the same kernel pass."""
-        self.check(status_table, head, tail, n_base, node, outcomes, unknown_only=True)
-        return status_table[self._pda.state[node], outcomes]
+                 outcomes: np.ndarray, paren: int = 0, paren_delta: np.ndarray | None = None) -> np.ndarray:
+        """Alg. 5's status of each outcome in ``node``'s top state (and capped bracket depth
+        ``paren``), those not yet known checked on the stack ``node`` (and recorded) in the same
+        kernel pass."""
+        self.check(status_table, head, tail, n_base, node, outcomes, True, paren, paren_delta)
+        return status_table[self._pda.state[node] * self._depth_keys + min(paren, self._paren_cap), outcomes]
 
     def check(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
-              outcomes: np.ndarray, unknown_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              outcomes: np.ndarray, unknown_only: bool = False, paren: int = 0,
+              paren_delta: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """For each outcome (ids of ``head``/``tail``; below ``n_base``, an end lexer state) from
         stack ``node``: (allowed?, lowest height read); records statuses in ``status_table``
         (int8 [parser states, outcome ids], written in place).  ``unknown_only``: only the
         outcomes whose status in the top state is unknown are checked (the verdicts are not
-        filled: :meth:`statuses`)."""
+        filled: :meth:`statuses`).  With an Indenter: ``paren``, the bracket depth before the
+        outcomes (none of which emits a newline), and ``paren_delta``, each outcome id's change
+        of it."""
         n = outcomes.size
+        delta = self._no_delta if paren_delta is None else paren_delta
         ok = np.zeros(n, dtype=np.uint8)
         read = np.zeros(n, dtype=np.int64)
         if n:
             if int(outcomes.max()) >= min(status_table.shape[1], head.size) or int(outcomes.min()) < 0:
                 raise ValueError("an outcome id the status table has no column for")  # the kernel reads unchecked
+            if paren_delta is not None and (delta.size < head.size or paren < 0):
+                raise ValueError("bracket depths that do not cover the outcomes")
+            if paren_delta is None and self._depth_keys != 1:
+                raise ValueError("an Indenter's checks need the outcomes' bracket depths")
             state, parent, height = self._pda.node_arrays()
             if not 0 <= node < len(self._pda.state):
                 raise ValueError(f"no stack node {node}")
@@ -87,7 +107,8 @@ class StackChecks:
                 self._prod_offsets, self._prod_terms, self._prod_class, self._prod_ignored,
                 state, parent, height, status_table, np.asarray(head, dtype=np.int32),
                 np.asarray(tail, dtype=np.int32), n_base, *self._end, node,
-                np.ascontiguousarray(outcomes, dtype=np.int64), ok, read, unknown_only)
+                np.ascontiguousarray(outcomes, dtype=np.int64), ok, read, unknown_only, self._depth_keys,
+                self._paren_cap, paren, np.ascontiguousarray(delta, dtype=np.int64), self._prod_newline)
             if not done:
                 raise RuntimeError("the checks' kernel met a goto the parse tables lack (or ran out of memory)")
         return ok.view(bool), read

@@ -38,6 +38,7 @@ from localgcd.spanner.token_spanner import (
     first_kinds,
 )
 from localgcd.spanner.trie import VocabTrie
+from localgcd.spanner.rows import class_tokens
 from localgcd.tuning import Tuning
 
 
@@ -133,6 +134,10 @@ class LazyTokenSpanner:
     def class_members(self) -> tuple[np.ndarray, np.ndarray]:
         """(token ids grouped by position, offsets): the trie's, shared by every grammar."""
         return self.trie.position_members
+
+    def tokens_of(self, classes: np.ndarray) -> np.ndarray:
+        """The token ids of the given classes (trie positions)."""
+        return class_tokens(self.class_members, classes)
 
     def terminals(self, outcome: int) -> list[int]:
         """The terminals an outcome emits, in order."""

@@ -79,9 +79,7 @@ class TokenSpanner:
 
     def tokens_of(self, classes: np.ndarray) -> np.ndarray:
         """The token ids of the given classes."""
-        ids, offsets = self.class_members
-        parts = [ids[offsets[c]:offsets[c + 1]] for c in classes.tolist()]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        return class_tokens(self.class_members, classes)
 
     def terminals(self, outcome: int) -> list[int]:
         """The terminals an outcome emits, in order."""
@@ -239,3 +237,10 @@ def first_kinds(lexer: LexingTransducer, states: np.ndarray | None = None) -> np
     rows[ends] = FIRST_EMITS
     kind[accepting] = rows
     return kind
+
+
+def class_tokens(class_members: tuple[np.ndarray, np.ndarray], classes: np.ndarray) -> np.ndarray:
+    """The token ids of the given classes, from a spanner's ``class_members``."""
+    ids, offsets = class_members
+    parts = [ids[offsets[c]:offsets[c + 1]] for c in classes.tolist()]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
