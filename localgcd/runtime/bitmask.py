@@ -29,6 +29,11 @@ except ImportError:  # not built: the numpy path serves
     logits_kernel = None
 
 
+def logits_kernel_available() -> bool:
+    """Whether the kernel that applies a packed mask to logits was built (``pip install`` builds it)."""
+    return logits_kernel is not None
+
+
 def bitmask_words(n_tokens: int) -> int:
     """Words of 32 bits per row for a vocabulary of ``n_tokens``."""
     return (n_tokens + 31) // 32
