@@ -19,20 +19,13 @@ import glob
 import json
 import os
 import sys
-import tempfile
 import time
 import types
 import warnings
 
 import localgcd
-from localgcd.budget import CompileBudget
-from localgcd.compiler import compiler
-from localgcd.llama.vocab_sources import vocab_path
-from localgcd.llama.vocabulary import load_vocabulary
 from localgcd.memo import BoundedMemo
-from localgcd.tuning import Tuning
-
-DATA = "/work/shared/data/jsonschema/maskbench-dev"
+from ttfm_stages import DATA, maskbench_session  # (bench/ttfm_stages.py: the same start)
 
 
 def owners(min_objects: int = 30) -> list[tuple[int, str]]:
@@ -75,11 +68,7 @@ def main() -> None:
     ap.add_argument("--freeze", action="store_true", help="gc.freeze() after the warm-up")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    vocab = load_vocabulary(vocab_path("llama-bpe", fetch=False))
-    cache = tempfile.mkdtemp(prefix="gc-census-")
-    compiler.default_compiler(cache, False, CompileBudget(), Tuning()).vocabulary_trie(vocab)
-    bitmask = localgcd.allocate_token_bitmask(1, len(vocab))
-    options = {"property_order": "any", "additional_properties": "schema"}
+    vocab, cache, bitmask, options = maskbench_session("gc-census-")
     if args.freeze:
         gc.collect()
         gc.freeze()

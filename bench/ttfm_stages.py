@@ -58,6 +58,16 @@ class StageClock:
         setattr(module, name, timed)
 
 
+def maskbench_session(prefix: str) -> tuple[object, str, np.ndarray, dict[str, str]]:
+    """(llama-bpe, a fresh compile cache holding its trie, a one-row bitmask, MaskBench's schema
+    options): what a run over maskbench-dev's schemas starts from (bench/gc_census.py too)."""
+    vocab = load_vocabulary(vocab_path("llama-bpe", fetch=False))
+    cache = tempfile.mkdtemp(prefix=prefix)
+    compiler.default_compiler(cache, False, CompileBudget(), Tuning()).vocabulary_trie(vocab)
+    bitmask = localgcd.allocate_token_bitmask(1, len(vocab))
+    return vocab, cache, bitmask, {"property_order": "any", "additional_properties": "schema"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=DATA)
@@ -73,11 +83,7 @@ def main() -> None:
     clock.wrap(compiler, "build_parse_tables", "tables")
     clock.wrap(compiler, "build_lexer", "lexer")
     clock.wrap(automaton, "product_dfa", "product")
-    vocab = load_vocabulary(vocab_path("llama-bpe", fetch=False))
-    cache = tempfile.mkdtemp(prefix="ttfm-stages-")
-    compiler.default_compiler(cache, False, CompileBudget(), Tuning()).vocabulary_trie(vocab)
-    bitmask = localgcd.allocate_token_bitmask(1, len(vocab))
-    options = {"property_order": "any", "additional_properties": "schema"}
+    vocab, cache, bitmask, options = maskbench_session("ttfm-stages-")
     if args.warmup:
         warm = localgcd.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}}, vocab,
                                             use_cache=False, cache_dir=cache, **options)

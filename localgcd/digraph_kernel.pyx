@@ -22,36 +22,38 @@ cdef inline void or_into(uint8_t* into, const uint8_t* other, Py_ssize_t width) 
         into[i] |= other[i]
 
 
+cdef Py_ssize_t _row_successors(const int32_t[:, ::1] table, Py_ssize_t q, int64_t* out) noexcept nogil:
+    """How many successors state ``q`` has (see :func:`table_successors`); written to ``out`` unless NULL."""
+    cdef Py_ssize_t c, m = 0
+    cdef int32_t target, last = -1
+    for c in range(table.shape[1]):
+        target = table[q, c]
+        if target != last and target >= 0 and target != q:
+            if out != NULL:
+                out[m] = target
+            m += 1
+        last = target
+    return m
+
+
 def table_successors(const int32_t[:, ::1] table):
     """``(offsets, successors)`` of a transition table ([states, columns], -1: dead): each state's
     targets but itself and the dead state, a run of equal columns once (a target may repeat)."""
-    cdef Py_ssize_t n = table.shape[0], columns = table.shape[1], q, c, m = 0
-    cdef int32_t target, last
+    cdef Py_ssize_t n = table.shape[0], q, m = 0
     offsets = np.zeros(n + 1, dtype=np.int64)
     cdef int64_t[::1] offs = offsets
-    with nogil:
+    with nogil:  # counted first, then written where the counts put them
         for q in range(n):
-            last = -1
-            for c in range(columns):
-                target = table[q, c]
-                if target != last and target >= 0 and target != q:
-                    m += 1
-                last = target
+            m += _row_successors(table, q, NULL)
             offs[q + 1] = m
     successors = np.empty(m, dtype=np.int64)
     cdef int64_t[::1] succ = successors
-    m = 0
     with nogil:
-        for q in range(n):
-            last = -1
-            for c in range(columns):
-                target = table[q, c]
-                if target != last and target >= 0 and target != q:
-                    succ[m] = target
-                    m += 1
-                last = target
-    for c in range(m):
-        if succ[c] >= n:
+        if m:
+            for q in range(n):
+                _row_successors(table, q, &succ[offs[q]])
+    for q in range(m):
+        if succ[q] >= n:
             raise ValueError("table_successors: a target out of range")
     return offsets, successors
 

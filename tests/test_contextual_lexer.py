@@ -52,6 +52,15 @@ CORPUS = ["lark/issue37/d20__grammar.lark", "lark/third_party/poetry-core/pep508
           "lark/third_party/syncode__invariants.lark"]
 
 
+def lark_accepts(parser: lark.Lark, text: str) -> bool:
+    """Whether lark's parser accepts the whole text."""
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
 def grammar_text(name: str) -> tuple[str, str]:
     """(text, start rule) of a small grammar or a corpus entry."""
     if name in SMALL:
@@ -88,11 +97,7 @@ def sample_texts(name: str, n: int, seed: int = 0) -> list[str]:
               suppress_health_check=list(HealthCheck))
     @given(from_lark(earley, start=start))
     def collect(text: str) -> None:
-        if len(found) < n and text not in found:
-            try:
-                lalr.parse(text)
-            except lark.exceptions.LarkError:
-                return
+        if len(found) < n and text not in found and lark_accepts(lalr, text):
             found.append(text)
 
     collect()
@@ -153,11 +158,7 @@ def test_a_keyword_is_a_name_where_no_keyword_is_taken(text: str, accepted: bool
     matcher = compiled.matcher()
     matcher.accept_bytes(text.encode())
     assert matcher.is_accepting() == accepted
-    try:
-        lark_parser("keyword_as_name").parse(text)
-        assert accepted
-    except lark.exceptions.LarkError:
-        assert not accepted
+    assert lark_accepts(lark_parser("keyword_as_name"), text) == accepted
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,9 +305,5 @@ def test_whole_texts_are_accepted_as_lark_accepts_them(name: str) -> None:
     for text in texts:
         matcher = compiled.matcher()
         ours = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
-        try:
-            parser.parse(text)
-            theirs = True
-        except lark.exceptions.LarkError:
-            theirs = False
+        theirs = lark_accepts(parser, text)
         assert ours == theirs, text

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Optional
 

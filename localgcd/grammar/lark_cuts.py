@@ -29,11 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from localgcd.budget import BudgetMeter
-from localgcd.errors import CompileBudgetError, GrammarError
+from localgcd.errors import CompileBudgetError
 from localgcd.grammar.gbnf.atoms import atom_dfa
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq, chars_in
 from localgcd.grammar.ir import GrammarIR, source_line
-from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DEAD_STATE, DFA
 from localgcd.regex.nfa import CharClasses
 

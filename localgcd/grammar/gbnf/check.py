@@ -1,10 +1,8 @@
 """The LALR(1) check of a translation: the project's own analysis (:func:`localgcd.lalr_analysis.check_lalr`)
-run once on the translated rules, and a conflict as a :class:`GrammarError` at the GBNF rule(s) involved.
+run once on the translated rules, with the names the analysis's numbers stand for.
 
-GBNF takes no conflict resolution (that would change the language), so a
-translation with any conflict is not used.  Every conflict is collected and the
-one at the earliest GBNF rule is reported, so the message does not depend on
-how states are numbered.
+GBNF takes no conflict resolution (that would change the language): the front end uses the first
+translation the check finds deterministic, and where none is, hands one to the general parser.
 """
 
 from __future__ import annotations
@@ -12,9 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from localgcd.budget import BudgetMeter
-from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf.atoms import show_chars
-from localgcd.grammar.gbnf.syntax import GbnfGrammar, Position
 from localgcd.grammar.gbnf.translated import START, TERMINAL, TranslatedGrammar
 from localgcd.lalr_analysis import LALRCheck, check_lalr
 
