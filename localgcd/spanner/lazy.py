@@ -230,6 +230,7 @@ class LazyRows(Rows):
         super().__init__(spanner)
         self._rows: dict[int, SparseRow] = {}  # the rows built so far (sparse, unlike an eager one's)
         self._parts: dict[bytes, RowPart] = {}  # branch ids → their part of a row
+        self._branch_ids: dict[tuple[int, bytes], np.ndarray] = {}  # (state, first terminals) → branch ids
 
     def continuing(self, q: int) -> SparseRow:
         """The row's continuing positions and their outcomes (built on the first call)."""
@@ -247,8 +248,13 @@ class LazyRows(Rows):
 
     def branches_within(self, q: int, first_terminals: np.ndarray | None) -> np.ndarray:
         """The ids of the branches :meth:`part_within` is made of, in position order (walked now
-        if new)."""
-        return self.spanner.branches_of(q, first_terminals)
+        if new; kept per state and set of terminals: parser states that refuse alike share them)."""
+        key = (q, first_terminals.tobytes() if first_terminals is not None else b"")
+        found = self._branch_ids.get(key)
+        if found is None:
+            found = self._branch_ids[key] = self.spanner.branches_of(q, first_terminals)
+            found.flags.writeable = False
+        return found
 
     def part_of(self, ids: np.ndarray) -> RowPart:
         """The :class:`~localgcd.spanner.rows.RowPart` of the given branches (kept per set)."""
