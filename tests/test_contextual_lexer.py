@@ -45,6 +45,13 @@ SMALL = {
     "sign_or_minus": 'start: NUMBER (MINUS NUMBER)*\nMINUS: "-"\nNUMBER: /-?[0-9]+/\n%ignore " "\n',
     # a FLOAT shadowed by SIGNED where only an integer is expected
     "shadowed": 'start: "i" INT | "f" FLOAT\nINT: /[0-9]+/\nFLOAT: /[0-9]+(\\.[0-9]+)?/\n%ignore " "\n',
+    # after "+" the stack decides whether NAME, NUM or KW is lexed; the text so far narrows it to two
+    # of them whose lexers agree ({NAME, NUM} after "x", {NUM, KW} after "y"), never NAME beside KW
+    "stack_decides_two": 'start: "a" x "+" NAME | "c" e "+" NUM | "d" y "+" KW\ne: x | y\nx: "x"\ny: "y"\n'
+                         'NAME: /[a-z]+/\nNUM: /[0-9]+/\nKW: "if"\n%ignore " "\n',
+    # keywords that start alike where the stack decides which one is taken: neither is a prefix of the other
+    "keywords_start_alike": 'start: "a" x "+" ":pre" NAME | "c" x "+" ":con" NAME\nx: "x"\nNAME: /[a-z]+/\n'
+                            '%ignore " "\n',
 }
 
 #: issue 37's corpus grammars that lexer="contextual" compiles
@@ -194,23 +201,37 @@ def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path) -> None:
     assert "Traceback" not in run.stderr and f"{grammar}:" in run.stderr
 
 
-@pytest.mark.parametrize("name", ["arithmetic", "sql_select", "lark/issue37/d20__grammar.lark"])
+@pytest.mark.parametrize("name", ["arithmetic", "stack_decides_two", "lark/issue37/d20__grammar.lark"])
 def test_the_modes_are_the_same_without_the_digraph_kernel(name: str, monkeypatch) -> None:
-    """The states after each (state, terminal) by the compiled closure or by the interpreted digraph walk."""
+    """The states after each (state, terminal) by the compiled closure or by the interpreted digraph walk
+    (modes as a partition of the parser states, or as sets of them: ``stack_decides_two``)."""
     from localgcd.compiler import contextual
     from localgcd.grammar.lark_frontend import load_lark_grammar
     from localgcd.parser.lalr import build_parse_tables
 
     path = BY_PATH[name].file if name in BY_PATH else ROOT / "localgcd" / "data" / "grammars" / f"{name}.lark"
-    grammar = load_lark_grammar(path.read_text(encoding="utf-8"), str(path),
-                                start=BY_PATH[name].start if name in BY_PATH else "start")
+    text = SMALL[name] if name in SMALL else path.read_text(encoding="utf-8")
+    grammar = load_lark_grammar(text, str(path), start=BY_PATH[name].start if name in BY_PATH else "start")
     tables, _ = build_parse_tables(grammar)
     compiled = contextual.parser_state_modes(grammar, tables)
     monkeypatch.setattr(contextual, "closed_rows", lambda *args: None)
     walked = contextual.parser_state_modes(grammar, tables)
     assert compiled.n_modes > 1
-    assert (compiled.mode_of_state.tolist(), compiled.members, compiled.next_mode, compiled.apart) == \
-        (walked.mode_of_state.tolist(), walked.members, walked.next_mode, walked.apart)
+    assert (compiled.states, compiled.members, compiled.next_mode) == (walked.states, walked.members, walked.next_mode)
+
+
+def test_a_parser_state_may_lie_in_several_modes_where_the_text_so_far_narrows_the_stack() -> None:
+    """``stack_decides_two``: after "+" the parser is in the state taking NUM beside the one taking
+    NAME (after "x") or beside the one taking KW (after "y"); no partition of the states lexes that
+    exactly (NAME and KW in one mode would lex "ifx" as NAME where lark lexes KW), sets do."""
+    from localgcd.compiler.contextual import parser_state_modes
+    from localgcd.grammar.lark_frontend import load_lark_grammar
+    from localgcd.parser.lalr import build_parse_tables
+
+    grammar = load_lark_grammar(SMALL["stack_decides_two"], "<grammar>")
+    modes = parser_state_modes(grammar, build_parse_tables(grammar)[0])
+    shared = [a & b for i, a in enumerate(modes.states) for b in modes.states[i + 1:] if a & b]
+    assert shared and modes.states[0] == {build_parse_tables(grammar)[0].start_state}
 
 
 @pytest.mark.parametrize("lexer, words", [
