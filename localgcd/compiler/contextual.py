@@ -31,18 +31,22 @@ the set may reach by taking ``T``, over every stack (a subset construction over 
 sets joined by Moore where they lex alike and lead alike).  The set holds the state the parser is
 really in, so its lexer is exact when its union is exact for each of its states.
 
-Where even the set after a terminal is not lexed exactly by one lexer, that is a
-:class:`GrammarError` naming the terminal and two parser contexts (rule items) whose lexers
-differ, with terminals whose lexemes clash (``lexer="basic"`` compiles the grammar with one
-lexer).  Following the stack there needs a lexer that forks after the terminal (each candidate
-mode's lexing kept, the parser refusing the candidate whose mode is not its state's): the token
-spanner's rows hold one outcome per (state, token).  When one mode serves every state, the
-contextual lexer is the basic one and the tables are the basic ones.
+Where even the set after a terminal ``T`` is not lexed exactly by one lexer — the stack below
+decides between states whose lexers read some text apart (lark lexes ``1a`` as a NAME after one
+and as a NUM then an error after the other) — ``T`` *forks*: its states are split by their
+terminal sets, each part a set of its own, and ``T``'s copy carries ``fork``, the parser state
+after it → a copy of ``T`` lexed in no mode whose restart is that part's start.  The lexer
+restarts after ``T`` in the first part; :class:`localgcd.runtime.forks.ForkingMaskEngine` reads a
+token inside which a fork terminal's lexeme ends byte by byte on the actual stack, restarting
+where the parser's state after ``T`` says (the spanner's rows, one outcome per (state, token),
+serve every other token).  When one mode serves every state, the contextual lexer is the basic
+one and the tables are the basic ones.  The parse tables it reads are lark's own states (no
+terminal classes: a class's shortcut state has another row than lark's ``name: IDENT •``).
 
 The analysis is array work: the states after each (state, terminal) cell are DeRemer and
 Pennello's digraph over the cells (:func:`_states_after`, the digraph kernel), the congruences
 connected components (:func:`_congruence`), the refinement sorted signatures (:func:`_refined`);
-the sets of states are built over Python sets (a few hundred at most in the corpus).
+the sets of states are built over Python sets (under a thousand in the corpus).
 """
 
 from __future__ import annotations
@@ -58,7 +62,6 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.product import product_dfa
-from localgcd.parser.lalr import analyze_grammar
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
 from localgcd.regex.syntax import UnsupportedRegex
@@ -76,7 +79,9 @@ class ContextualModes:
 
     states: tuple[frozenset[int], ...]  # per mode: the parser states that may be on top while lexing in it
     members: tuple[frozenset[int], ...]  # per mode: the grammar terminals it lexes (ignored ones included)
-    next_mode: dict[tuple[int, int], int]  # (mode, terminal lexed in it) → the mode after it
+    next_mode: dict[tuple[int, int], int]  # (mode, terminal lexed in it) → the mode after it (-1: a fork)
+    #: (mode, terminal) after which the parser's state decides the mode: the state after it → the mode
+    forks: dict[tuple[int, int], dict[int, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def n_modes(self) -> int:
@@ -92,8 +97,9 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
                       tuning: Tuning = Tuning()) -> tuple[GrammarIR, ParseTables]:
     """``grammar`` and ``tables`` lexed as lark's contextual lexer lexes them: the same ones when
     every parser state lexes alike, else each terminal with its modes and the mode after it, an
-    ignored terminal once per mode (the tables' columns follow).  A :class:`GrammarError` where
-    the mode after a terminal is not the terminal's alone (module doc)."""
+    ignored terminal once per mode (the tables' columns follow); a terminal after which the
+    parser's state decides the mode (a fork) with its ``fork`` table and one copy lexed in no
+    mode per mode it may restart in (module doc).""" 
     n = len(grammar.terminals)
     if any(grammar.parser_terminals.get(t.name) != i for i, t in enumerate(grammar.terminals) if not t.ignored):
         raise GrammarError("lexer='contextual' needs the parser's columns to be the lexer's terminals", grammar.source)
@@ -115,13 +121,24 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
                 columns.append(i)
             continue
         lexed_in = tuple(m for m in range(modes.n_modes) if i in modes.members[m])
-        by_next: dict[int, list[int]] = {}  # one copy per mode it leads to, lexed in the modes that lead there
+        by_next: dict[object, list[int]] = {}  # one copy per mode (or fork) after it, lexed in the modes leading there
         for mode in lexed_in:
-            by_next.setdefault(modes.next_mode.get((mode, i), 0), []).append(mode)
+            fork = modes.forks.get((mode, i))
+            by_next.setdefault(modes.next_mode.get((mode, i), 0) if fork is None else tuple(sorted(fork.items())),
+                               []).append(mode)
         for after, where in by_next.items() or {0: []}.items():
-            terminals.append(dataclasses.replace(terminal, mode=where[0] if where else 0, modes=tuple(where),
-                                                 next_mode=after))
-            columns.append(i)
+            copy = dataclasses.replace(terminal, mode=where[0] if where else 0, modes=tuple(where))
+            if isinstance(after, int):
+                terminals.append(dataclasses.replace(copy, next_mode=after))
+                columns.append(i)
+                continue
+            # a fork: lexing restarts where a copy lexed in no mode restarts, one per mode after it
+            restarts = sorted({mode for _, mode in after})
+            copy_of = {mode: len(terminals) + 1 + k for k, mode in enumerate(restarts)}
+            terminals.append(dataclasses.replace(copy, next_mode=restarts[0],
+                                                 fork=tuple((q, copy_of[mode]) for q, mode in after)))
+            terminals += [dataclasses.replace(terminal, mode=0, modes=(), next_mode=mode) for mode in restarts]
+            columns += [i] * (1 + len(restarts))
     gathered = np.asarray(columns + [tables.end_column], dtype=np.int64)
     extra = {name: column - n + len(terminals) for name, column in grammar.parser_terminals.items() if column >= n}
     first_column = {}
@@ -197,10 +214,10 @@ def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, 
                      clashes: LexemeClashes, after: StatesAfter, meter: BudgetMeter) -> ContextualModes:
     """The modes as the sets of parser states that may be on top of the stack, given the terminals
     lexed so far (module doc): the start state's set first; the set after terminal ``T`` is every
-    state a state of the set may reach by taking ``T`` (over every stack); a set's lexer is the
-    union of its states' terminal sets, which must lex each of them exactly
-    (:meth:`LexemeClashes.union_is_exact`), else the :class:`GrammarError` naming ``T`` and two
-    of the states.
+    state a state of the set may reach by taking ``T`` (over every stack) where one lexer over the
+    union of their terminal sets lexes each of them exactly (:meth:`LexemeClashes.union_is_exact`);
+    else ``T`` *forks*: its states are split by their terminal sets, each part a set of its own,
+    and which one lexing goes on in is the parser's state after ``T`` (``ContextualModes.forks``).
     Sets with the same terminals and, after each terminal, joined sets are joined (Moore)."""
     n = len(grammar.terminals)
     ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
@@ -209,49 +226,64 @@ def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, 
     successors = {int(keys[c]): after.target[c:e] for c, e in zip(cut.tolist(), np.r_[cut[1:], keys.size].tolist())}
     sets: list[tuple[int, ...]] = [(int(tables.start_state),)]
     index = {sets[0]: 0}
-    reached_by = [-1]  # per set: a terminal after which it is reached
-    moves: list[dict[int, int]] = []  # per set: terminal → the set after it (none: the parser refuses it there)
+    #: per set: terminal → the set after it, or for a fork (state after it → its set), none where the
+    #: parser refuses it there
+    moves: list[dict[int, int | dict[int, int]]] = []
     member_rows: list[np.ndarray] = []
+
+    def set_of(states: tuple[int, ...]) -> int:
+        if states not in index:
+            index[states] = len(sets)
+            sets.append(states)
+            meter.states(len(sets), "the contextual lexer's sets of parser states")
+        return index[states]
+
     while len(moves) < len(sets):
         meter.time("the contextual lexer's modes")
         states = sets[len(moves)]
-        distinct = np.unique(row_of_state[list(states)])
-        if not clashes.union_is_exact(rows[distinct]):
-            raise _stack_decides(grammar, tables, rows, row_of_state, clashes, states, reached_by[len(moves)])
-        member_rows.append(rows[distinct].any(axis=0))
-        out: dict[int, int] = {}
+        member_rows.append(rows[np.unique(row_of_state[list(states)])].any(axis=0))
+        out: dict[int, int | dict[int, int]] = {}
         for term in np.flatnonzero(member_rows[-1][:n] & ~ignored).tolist():
             found = [successors[key] for key in (s * after.n_terminals + term for s in states) if key in successors]
             if not found:
                 continue
-            target = tuple(np.unique(np.concatenate(found)).tolist())
-            if target not in index:
-                index[target] = len(sets)
-                sets.append(target)
-                reached_by.append(term)
-                meter.states(len(sets), "the contextual lexer's sets of parser states")
-            out[term] = index[target]
+            target = np.unique(np.concatenate(found))
+            lexers = np.unique(row_of_state[target])
+            if lexers.size == 1 or clashes.union_is_exact(rows[lexers]):
+                out[term] = set_of(tuple(target.tolist()))
+                continue
+            parts = {int(r): set_of(tuple(target[row_of_state[target] == r].tolist())) for r in lexers.tolist()}
+            out[term] = {int(q): parts[int(row_of_state[q])] for q in target.tolist()}
         moves.append(out)
     block = _joined_sets([m.tobytes() for m in member_rows], moves, meter)
     count = max(block) + 1
     states_of: list[set[int]] = [set() for _ in range(count)]
     members = [np.zeros(n, dtype=bool) for _ in range(count)]
     next_mode: dict[tuple[int, int], int] = {}
+    forks: dict[tuple[int, int], dict[int, int]] = {}
     for i, states in enumerate(sets):
         states_of[block[i]].update(states)
         members[block[i]] |= member_rows[i][:n]
-        next_mode.update({(block[i], term): block[j] for term, j in moves[i].items()})
+        for term, move in moves[i].items():
+            if isinstance(move, dict):
+                next_mode[block[i], term] = -1
+                forks[block[i], term] = {q: block[j] for q, j in move.items()}
+            else:
+                next_mode[block[i], term] = block[move]
     return ContextualModes(tuple(frozenset(s) for s in states_of),
-                           tuple(frozenset(np.flatnonzero(m).tolist()) for m in members), next_mode)
+                           tuple(frozenset(np.flatnonzero(m).tolist()) for m in members), next_mode, forks)
 
 
-def _joined_sets(lexers: list[bytes], moves: list[dict[int, int]], meter: BudgetMeter) -> list[int]:
+def _joined_sets(lexers: list[bytes], moves: list[dict[int, int | dict[int, int]]], meter: BudgetMeter) -> list[int]:
     """Moore's coarsest partition of the sets in which joined sets lex the same terminals and go, after
-    each terminal, to joined sets; blocks numbered by their first set (the start set's is 0)."""
+    each terminal, to joined sets (a fork: the same parser states to joined sets); blocks numbered
+    by their first set (the start set's is 0)."""
     block = _numbered(lexers)
     while True:
         meter.time("the contextual lexer's modes")
-        refined = _numbered([(block[i], tuple((t, block[j]) for t, j in sorted(moves[i].items())))
+        refined = _numbered([(block[i], tuple((t, block[j]) if isinstance(j, int) else
+                                              (t, tuple((q, block[k]) for q, k in sorted(j.items())))
+                                              for t, j in sorted(moves[i].items())))
                              for i in range(len(moves))])
         if max(refined) == max(block):
             return refined
@@ -262,37 +294,6 @@ def _numbered(keys: list) -> list[int]:
     """Each key's number in the order keys first appear."""
     numbers: dict[object, int] = {}
     return [numbers.setdefault(key, len(numbers)) for key in keys]
-
-
-def _stack_decides(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, row_of_state: np.ndarray,
-                   clashes: LexemeClashes, states: tuple[int, ...], term: int) -> GrammarError:
-    """The error for a set of parser states, reached after terminal ``term``, whose lexers no one
-    lexer serves: it names ``term``, two of the states (as rule items) whose lexers differ, and
-    terminals of the one whose lexemes may be cut short by the other's lexer."""
-    found: list[tuple[int, int]] = []
-    q1, q2 = states[:2]
-    for a in states:
-        for b in states:
-            own, other = rows[row_of_state[a]], rows[row_of_state[b]]
-            found = clashes.clashing(own, other & ~own)
-            if found:
-                q1, q2 = a, b
-                break
-        if found:
-            break
-    names = list(dict.fromkeys(i for pair in found for i in pair))
-    differ = ", ".join(grammar.describe_symbol(grammar.terminals[i].name) for i in names[:4])
-    terminal = grammar.terminals[term]
-    contexts = _contexts(grammar, tables, term, (q1, q2))
-    line = terminal.line
-    lines = grammar.text.splitlines() if grammar.text else []
-    return GrammarError(
-        f"lexer='contextual': after {terminal.describe()} lark's contextual lexer depends on the parser's "
-        f"stack, not on the text lexed so far: the parser may be after {contexts[0]} or after {contexts[1]}, "
-        f"where the terminals that compete for the next lexeme differ and one's lexeme may begin another's ({differ}); localgcd's lexer "
-        "cannot follow that exactly: use lexer='basic' (one lexer over every terminal)",
-        grammar.source, line, terminal.column if line else None,
-        lines[line - 1] if line and line <= len(lines) else None)
 
 
 @dataclass(frozen=True)
@@ -554,35 +555,3 @@ def _lexer_key(grammar: GrammarIR, terms: np.ndarray, meter: BudgetMeter | None,
     labels = np.where(dfa.accept >= 0, terms[np.maximum(dfa.accept, 0)], -1)
     emit = None if dfa.emit_forbidden is None else dfa.emit_forbidden.tobytes()
     return ("automaton", dfa.transitions.shape, dfa.transitions.tobytes(), labels.tobytes(), emit)
-
-
-def _contexts(grammar: GrammarIR, tables: ParseTables, term: int, states: tuple[int, int]) -> tuple[str, str]:
-    """Each of ``states`` (reached by shifting ``term``) as one of its kernel items, ``rule: a T • b``;
-    found in the plain LR(0) automaton as the state whose terminal row is the same (the tables may
-    come from the analysis with terminal classes, numbered otherwise)."""
-    automaton, symbols = analyze_grammar(grammar)
-    n = len(grammar.terminals)
-    src, symbol, target = automaton.edges
-    reached = np.unique(target[symbol == symbols.columns[grammar.terminals[term].name]])
-    rows = {}
-    for state in reached.tolist():
-        shifts = {s for s in automaton.transitions[state] if s < symbols.end}
-        reduces = set(automaton.reductions[1][automaton.reductions[0] == state].tolist())
-        rows.setdefault(frozenset((shifts | reduces) - {symbols.end}), state)
-    out = []
-    for state in states:
-        wanted = frozenset(np.flatnonzero(tables.action[state, :n] != NO_ACTION).tolist())
-        plain = rows.get(wanted, None)
-        out.append(_item(grammar, automaton, plain) if plain is not None else f"parser state {state}")
-    return out[0], out[1]
-
-
-def _item(grammar: GrammarIR, automaton, state: int) -> str:
-    rule, dot = automaton.item_rule(automaton.kernels[state][0])
-    if rule >= len(grammar.rules):
-        return "the start"
-    grammar_rule = grammar.rules[rule]
-    words = [grammar.describe_symbol(s) for s in grammar_rule.rhs]
-    words.insert(dot, "•")
-    name = grammar_rule.user_name
-    return f"`{name}: {' '.join(words)}`"

@@ -104,7 +104,8 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
     try:
         dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.lexed_in for terminal in terminals],
-                          [terminal.also for terminal in terminals], meter, tuning)
+                          [terminal.also for terminal in terminals], meter, tuning,
+                          n_modes=max((terminal.next_mode for terminal in terminals), default=0) + 1)
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
         raise error(terminal, f"{terminal.describe()}: {exc}") from None
@@ -114,11 +115,15 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]
             raise error(terminal, f"{terminal.describe()} matches the empty string")
-    missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
+    produced = set(sorted_unique(dfa.accept).tolist())
+    missing = set(range(len(terminals))) - produced
+    produced_names = {terminals[i].name for i in produced if 0 <= i < len(terminals)}
     for index in sorted(missing):
         terminal = terminals[index]
         if terminal.ignored or not terminal.lexed_in:  # (no mode lexes it: no parser state takes it)
             continue
+        if terminal.modes is not None and terminal.name in produced_names:
+            continue  # (lark's contextual lexer: a copy in modes where another terminal wins; produced elsewhere)
         message = (f"{terminal.describe()} can never be produced: every lexeme it matches is won by a "
                    "higher-ranked terminal (longest match, then priority)")
         hinted = f"{message} ({unproduced_hint})" if unproduced_hint else message
