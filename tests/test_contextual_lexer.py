@@ -236,6 +236,20 @@ def test_the_cli_checks_a_forking_grammar_as_lark_reads_it(text: str, code: int,
     assert "Traceback" not in run.stderr
 
 
+def test_a_forking_grammar_read_back_from_the_cache_forks_alike(tmp_path) -> None:
+    """``Terminal.fork`` travels with the terminals in the cache entry; the loaded grammar's matcher
+    picks the mode after "+" as the compiled one's does."""
+    compiler = localgcd.Compiler(cache_dir=tmp_path)
+    built = compiler.compile(STACK_DECIDES, byte_vocabulary(), lexer="contextual")
+    assert built.matcher().accept_bytes(b"ax+1a")
+    built.flush()
+    loaded = localgcd.Compiler(cache_dir=tmp_path).compile(STACK_DECIDES, byte_vocabulary(), lexer="contextual")
+    assert loaded.terminals == built.terminals and any(t.fork for t in loaded.terminals)
+    for text, accepted in (("ax+1a", True), ("cx+1a", False), ("cx+12", True)):
+        matcher = loaded.matcher()
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == accepted
+
+
 @pytest.mark.parametrize("name", ["arithmetic", "stack_decides_two", "lark/issue37/d20__grammar.lark"])
 def test_the_modes_are_the_same_without_the_digraph_kernel(name: str, monkeypatch) -> None:
     """The states after each (state, terminal) by the compiled closure or by the interpreted digraph walk
