@@ -66,6 +66,9 @@ CORPUS = ["lark/issue37/d20__grammar.lark", "lark/third_party/poetry-core/pep508
           "lark/third_party/tartiflette__graphql_sdl.lark"]
 
 
+#: shipped grammars whose parser's stack decides the lexer after some terminal (it forks)
+SHIPPED = ["sql_select"]
+
 #: texts for grammars from which lark's Earley parser derives few that its LALR parser accepts (SQL's
 #: keywords want blanks around them): after "AND" lark lexes with BETWEEN's operand or a condition's
 #: terminals ("EXISTS" competes, or not), as the parser's stack says
@@ -78,6 +81,8 @@ WRITTEN = {
         "SELECT * FROM t WHERE x BETWEEN a AND b",
         "SELECT a FROM t",
     ],
+    "sql_select": ["SELECT a FROM t WHERE x BETWEEN 1 AND 2 AND y = 3",
+                   "SELECT notable FROM t WHERE existsy = 1 AND a BETWEEN 1 AND existsz", "select*unionselect*limit0;"],
 }
 
 
@@ -91,9 +96,11 @@ def lark_accepts(parser: lark.Lark, text: str) -> bool:
 
 
 def grammar_text(name: str) -> tuple[str, str]:
-    """(text, start rule) of a small grammar or a corpus entry."""
+    """(text, start rule) of a small grammar, a shipped one or a corpus entry."""
     if name in SMALL:
         return SMALL[name], "start"
+    if name in SHIPPED:
+        return (ROOT / "localgcd" / "data" / "grammars" / f"{name}.lark").read_text(encoding="utf-8"), "start"
     entry = BY_PATH[name]
     return entry.file.read_text(encoding="utf-8"), entry.start
 
@@ -160,7 +167,7 @@ def reference(name: str) -> ContextualChecker:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+@pytest.mark.parametrize("name", sorted(SMALL) + SHIPPED + CORPUS)
 def test_it_compiles_where_the_parser_decides_which_terminals_compete(name: str) -> None:
     compiled = compile_contextual(name, byte_vocabulary())
     assert compiled.lexer.n_states > 0
@@ -358,7 +365,7 @@ def walk_and_compare(compiled: localgcd.CompiledGrammar, ref: ContextualChecker,
         prefix += vocab.token_bytes[token]
 
 
-@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+@pytest.mark.parametrize("name", sorted(SMALL) + SHIPPED + CORPUS)
 def test_masks_equal_the_contextual_reference_over_bytes(name: str) -> None:
     vocab = byte_vocabulary()
     compiled, ref = compile_contextual(name, vocab), reference(name)
@@ -370,7 +377,7 @@ def test_masks_equal_the_contextual_reference_over_bytes(name: str) -> None:
     assert not log, log.report(name)
 
 
-@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+@pytest.mark.parametrize("name", sorted(SMALL) + SHIPPED + CORPUS)
 def test_masks_equal_the_contextual_reference_over_smollm2(name: str, load_vocab) -> None:
     vocab = load_vocab("smollm2")
     compiled, ref = compile_contextual(name, vocab), reference(name)
@@ -390,7 +397,7 @@ def test_masks_equal_the_contextual_reference_over_smollm2(name: str, load_vocab
 LONG_BACKUP = {("lark/issue37/lark-dbml__dbml.lark", "projectA{A:true}tablegrouupA{}")}
 
 
-@pytest.mark.parametrize("name", sorted(SMALL) + CORPUS)
+@pytest.mark.parametrize("name", sorted(SMALL) + SHIPPED + CORPUS)
 def test_whole_texts_are_accepted_as_lark_accepts_them(name: str) -> None:
     """localgcd's verdict on a whole text (the one ``localgcd check`` gives) against lark's LALR
     parser with its contextual lexer, on derived texts and texts one edit away."""
