@@ -243,6 +243,28 @@ def test_the_cli_checks_a_forking_grammar_as_lark_reads_it(text: str, code: int,
     assert "Traceback" not in run.stderr
 
 
+#: "+" forks (as in STACK_DECIDES), and whether its lexeme may end depends on the byte after it
+LOOK_AHEAD_FORK = STACK_DECIDES.replace('"+"', "PLUS") + "PLUS: /\\+(?![+])/\n"
+
+
+def test_a_fork_terminal_that_looks_past_its_lexeme_is_an_error_naming_it() -> None:
+    with pytest.raises(GrammarError) as caught:
+        localgcd.compile_grammar(LOOK_AHEAD_FORK, byte_vocabulary(), use_cache=False, lexer="contextual")
+    message = str(caught.value)
+    assert "PLUS" in message and "lexer='basic'" in message and caught.value.line == 5
+
+
+def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path) -> None:
+    grammar = tmp_path / "g.lark"
+    grammar.write_text(LOOK_AHEAD_FORK, encoding="utf-8")
+    text = tmp_path / "t.txt"
+    text.write_text("ax+1a", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "localgcd", "check", "--grammar", str(grammar),
+                          "--lexer", "contextual", str(text)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr and f"{grammar}:5:" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
 def test_a_forking_grammar_read_back_from_the_cache_forks_alike(tmp_path) -> None:
     """``Terminal.fork`` travels with the terminals in the cache entry; the loaded grammar's matcher
     picks the mode after "+" as the compiled one's does."""
