@@ -61,7 +61,7 @@ from localgcd.digraph import closed_rows, digraph
 from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
-from localgcd.lexer.product import conditional_terminals, product_dfa
+from localgcd.lexer.product import product_dfa
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
 from localgcd.regex.syntax import UnsupportedRegex
@@ -133,7 +133,6 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
                 columns.append(i)
                 continue
             # a fork: lexing restarts where a copy lexed in no mode restarts, one per mode after it
-            _check_fork(terminal, grammar)
             restarts = sorted({mode for _, mode in after})
             copy_of = {mode: len(terminals) + 1 + k for k, mode in enumerate(restarts)}
             terminals.append(dataclasses.replace(copy, next_mode=restarts[0],
@@ -150,20 +149,6 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
                                takes=np.ascontiguousarray(tables.takes[:, gathered]),
                                refuses=np.ascontiguousarray(tables.refuses[:, gathered]))
     return contextual, wide
-
-
-def _check_fork(terminal: Terminal, grammar: GrammarIR) -> None:
-    """A :class:`GrammarError` where a fork terminal has a look-ahead past its lexeme: whether its
-    lexeme may end before a byte is not the one restart's to say (the forking engine does not
-    follow it)."""
-    try:
-        looks_ahead = bool(conditional_terminals([terminal.regex]))
-    except UnsupportedRegex:
-        return  # (the lexer stage names it)
-    if looks_ahead:
-        raise GrammarError(f"lexer='contextual': after {terminal.describe()} the parser's stack decides the "
-                           "lexer, and its look-ahead past the lexeme is not followed there; use lexer='basic'",
-                           grammar.source, terminal.line, terminal.column)
 
 
 def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMeter | None = None,

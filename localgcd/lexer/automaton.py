@@ -12,7 +12,10 @@ keywords; across priorities it is what priority means.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+
+import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
@@ -41,14 +44,18 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     emit_forbidden = dfa.emit_forbidden
     lexer = LexingTransducer.from_dfa(dfa, len(terminals), [t.next_mode for t in terminals], take_table=True)
     backing = backing_terminals([t.regex for t in terminals])
-    if not backing:
-        return lexer
-    try:
-        return backing_up_lexer(lexer, backing, emit_forbidden)
-    except PendingRefused as exc:
-        terminal = terminals[exc.terminal]
-        raise _error(terminal, f"{terminal.describe()}: {backs_up(terminal.regex)}, and backing up as it does "
-                     f"is not exact here: {exc}", source, text) from None
+    if backing:
+        try:
+            lexer = backing_up_lexer(lexer, backing, emit_forbidden)
+        except PendingRefused as exc:
+            terminal = terminals[exc.terminal]
+            raise _error(terminal, f"{terminal.describe()}: {backs_up(terminal.regex)}, and backing up as it does "
+                         f"is not exact here: {exc}", source, text) from None
+    if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
+        kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
+        kept[:emit_forbidden.shape[0]] = emit_forbidden
+        lexer = dataclasses.replace(lexer, emit_forbidden=kept)
+    return lexer
 
 
 def _error(terminal: Terminal, message: str, source: str, text: str,

@@ -48,8 +48,12 @@ class ForkingMaskEngine(MaskEngine):
         self._fork_at = np.zeros(lexer.n_states, dtype=bool)  # the state accepts a fork terminal
         valid = accept >= 0
         self._fork_at[valid] = np.isin(accept[valid], np.fromiter(forks, dtype=np.int64, count=len(forks)))
-        # a state's own edge is dead on a byte where it emits or dies
-        self._ends = (lexer.emitted != NO_EMIT) | (lexer.next_state == DEAD_STATE)
+        # a pending lexeme ends before a byte where it emits, or where it dies unless a look-ahead
+        # past it forbids ending there (then the text is dead whichever mode follows)
+        dies = lexer.next_state == DEAD_STATE
+        if lexer.emit_forbidden is not None:
+            dies &= ~lexer.emit_forbidden
+        self._ends = (lexer.emitted != NO_EMIT) | dies
         lengths = np.fromiter((len(b) for b in self.token_bytes), dtype=np.int64, count=len(self.token_bytes))
         self._lengths = lengths
         self._starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
