@@ -76,7 +76,7 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     n_modes = max(max((max(m) for m in lexed_in if m), default=0) + 1, n_modes)
     members_of = {mode: [i for i, m in enumerate(lexed_in) if mode in m] for mode in range(n_modes)}
-    conditional = conditional_terminals(regexes)
+    conditional = _conditional_terminals(regexes)
     conditional_modes = {mode for i in conditional for mode in lexed_in[i]}
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
                                       regexes, also, meter) if tuning.tracked_modes else {}
@@ -136,7 +136,7 @@ class TerminalUnsupported(UnsupportedRegex):
         self.terminal = terminal
 
 
-def conditional_terminals(regexes: Sequence[str]) -> dict[int, PriorityDFA]:
+def _conditional_terminals(regexes: Sequence[str]) -> dict[int, PriorityDFA]:
     """The terminals whose lexeme may not end before some bytes (a look-ahead over the byte after
     it), with their automata."""
     found = {}
