@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, _case_pairs, _runs, case_closure, category
-from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, prefix_overlap, trim
+from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, is_prefix_of_some, prefix_overlap, trim
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
 from localgcd.regex.nfa import NFA, CharClasses
 from localgcd.regex.python_syntax import parse_python_regex
@@ -110,6 +110,7 @@ def test_prefix_overlap_is_some_word_a_prefix_of_a_word_of_the_other(left, right
     _classes, (a, b) = class_dfas(as_pattern(left), as_pattern(right))
     expected = any(u.startswith(v) or v.startswith(u) for u in left for v in right)
     assert prefix_overlap(a, b) == expected
+    assert is_prefix_of_some(a, b) == any(v.startswith(u) for u in left for v in right)
 
 
 @settings(max_examples=150, deadline=None)

@@ -57,7 +57,7 @@ _NO_LABEL = np.iinfo(np.int32).max
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | None = None,
                 also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None,
-                tuning: Tuning = Tuning()) -> DFA:
+                tuning: Tuning = Tuning(), n_modes: int = 1) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
@@ -69,11 +69,12 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     only decides which terminal a state accepts.  ``meter``: the compile budget, checked by each
     terminal's automaton and each round of the product's exploration.  ``tuning.tracked_modes``:
     the tracked modes explored in one walk (off: each mode's own product; the same DFA).
+    ``n_modes``: at least this many modes (one a terminal restarts in may lex none).
     """
     meter = meter if meter is not None else unbounded()
     lexed_in = _lexed_in(modes, len(regexes))
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
-    n_modes = max((max(m) for m in lexed_in if m), default=0) + 1
+    n_modes = max(max((max(m) for m in lexed_in if m), default=0) + 1, n_modes)
     members_of = {mode: [i for i, m in enumerate(lexed_in) if mode in m] for mode in range(n_modes)}
     conditional = _conditional_terminals(regexes)
     conditional_modes = {mode for i in conditional for mode in lexed_in[i]}

@@ -482,11 +482,21 @@ def _walk_pairs(a: DFA, b: DFA, columns: np.ndarray, check: Callable[[int], None
 def prefix_overlap(a: DFA, b: DFA) -> bool:
     """Whether a string of one of two trim automata over the same symbols is a prefix of (or
     equal to) a string of the other: some pair of states both reach accepting states in."""
+    return _prefix_walk(a, b, either=True)
+
+
+def is_prefix_of_some(a: DFA, b: DFA) -> bool:
+    """Whether some string of trim automaton ``a`` is a prefix of (or equal to) a string of trim
+    automaton ``b`` (over the same symbols): a pair of states both reach in, ``a``'s accepting."""
+    return _prefix_walk(a, b, either=False)
+
+
+def _prefix_walk(a: DFA, b: DFA, either: bool) -> bool:
     a_accepts, b_accepts = (a.accept >= 0).tolist(), (b.accept >= 0).tolist()
     seen, stack = {(0, 0)}, [(0, 0)]
     while stack:
         p, q = stack.pop()
-        if a_accepts[p] or b_accepts[q]:
+        if a_accepts[p] or (either and b_accepts[q]):
             return True
         b_moves = b.moves[q]
         for symbol, p_next in a.moves[p].items():
