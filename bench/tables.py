@@ -166,7 +166,7 @@ def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = No
         n_tokens += len(ids)
     stats, timings = compiled.stats, dict(compiled.timings)
     decoded_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before |Re| counts every row
-    del compiled  # |Re| from the reloaded grammar (the same tables), without the masks decoding memoized
+    del compiled, tokenizer  # |Re| from the reloaded grammar (the same tables), without the masks decoding memoized
     return {
         "grammar": grammar if grammar in GRAMMARS else file.name, "vocab": vocab_name, "n_vocab": len(vocab),
         "terminals": stats["terminals"], "lexer_states": stats["lexer_states"],
