@@ -197,7 +197,7 @@ def realizable_sequences(compiled) -> int:
     rows = Rows(spanner)
     producible = [tuple(np.flatnonzero(p).tolist()) for p in compiled.lexer.producible]
     fresh = rows.row(0)
-    radix = compiled.lexer.producible.shape[1] + 2  # a sequence as one int, digits terminal + 1 (distinct lengths stay apart)
+    radix = compiled.lexer.producible.shape[1] + 2  # a sequence as one int, its digits terminal + 1
     seqs: set[int] = set()  # (ints, not tuples: a third of the memory, which the peak RSS column would count)
     emitted_cache: dict[int, tuple[int, ...]] = {}
 

@@ -252,9 +252,12 @@ def read_unicode_tables(stream: BinaryIO) -> dict[str, np.ndarray] | None:
 
 
 def write_unicode_tables(path: str | Path | BinaryIO) -> None:
-    """Scan this interpreter's ``re`` and write the tables :func:`shipped_unicode_tables` reads
-    (``python -c "from localgcd.regex.charset import write_unicode_tables as w; w('localgcd/data/unicode_classes.npz')"``
-    with the Python the project is developed on)."""
+    """Scan this interpreter's ``re`` and write the tables :func:`shipped_unicode_tables` reads, with
+    the Python the project is developed on::
+
+        python -c "from localgcd.regex.charset import write_unicode_tables as w
+        w('localgcd/data/unicode_classes.npz')"
+    """
     parts = _scanned_unicode_partition()
     left, right = _scanned_case_pair_arrays()
     arrays = {name: np.asarray(part, dtype=np.int32).reshape(-1, 2) for name, part in zip(_PARTITION_NAMES, parts)}
