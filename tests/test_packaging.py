@@ -39,6 +39,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_holds_grammars_and_models_toml(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "localgcd/data/models.toml" in names
+    assert "localgcd/data/unicode_classes.npz" in names  # re's Unicode classes, read without a scan
     shipped = {p.name for p in (ROOT / "grammars").glob("*.lark")}
     assert shipped and {f"localgcd/data/grammars/{g}" for g in shipped} <= names
     kernels = {"localgcd/spanner/walk_kernel", "localgcd/spanner/lex_kernel", "localgcd/runtime/assembly_kernel",

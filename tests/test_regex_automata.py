@@ -4,6 +4,7 @@ overlaps, trimming and DFA → regex, each checked against brute-force enumerati
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
 
@@ -232,3 +233,18 @@ def test_a_category_is_the_code_points_python_re_matches_it_on(pattern):
     for code_point in itertools.chain(range(0, SURROGATES[0], 61), range(SURROGATES[1] + 1, MAX_CODE_POINT + 1, 61)):
         inside = any(lo <= code_point <= hi for lo, hi in members.intervals)
         assert inside == bool(matches(chr(code_point))), hex(code_point)
+
+
+@pytest.mark.parametrize("pattern", [r"\w+", r"[a-zé€😀]+x", r"(?i)straße|\d{2,3}"])
+def test_building_an_nfa_leaves_no_reference_cycles(pattern: str) -> None:
+    """A compile pauses the collector, so a cycle would hold what it reaches until the compile's end."""
+    node = parse_python_regex(pattern)
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        NFA().add_node(node, 0)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

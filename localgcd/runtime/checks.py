@@ -22,8 +22,8 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import (LazyRowLists, distinct_rows, packed_words, row_lists, sorted_unique, true_columns,
-                             unique_first_inverse, unique_inverse)
+from localgcd.arrays import (LazyRowLists, distinct_rows, packed_words, row_lists, sorted_unique, sparse_zeros,
+                             true_columns, unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.runtime.stack_checks import StackChecks, check_kernel_available, final_table_rows
@@ -85,12 +85,12 @@ class OutcomeChecker:
         if use_kernel:
             self._kernel = StackChecks(pda, producible[first], inverse,
                                        self._prod_newline if indenter is not None else None, self.paren_cap)
-        # np.zeros maps untouched rows lazily: big grammars only pay for states they meet.
+        # untouched rows stay unmapped: big grammars only pay for the states they meet
         shape = (tables.n_states * self.depth_keys, len(spanner.head))
         if statuses is not None and statuses.shape == shape:
             self.status_table = np.array(statuses, dtype=np.int8)  # a writable copy
         else:
-            self.status_table = np.zeros(shape, dtype=np.int8)
+            self.status_table = sparse_zeros(shape, np.int8)
 
     # Lists for the Python path's scalar reads, made on first use: with the kernel only final()
     # (a token fed, a text's end) reads some of them, and a first mask need not wait for them.
@@ -138,9 +138,9 @@ class OutcomeChecker:
         self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:
-            grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
+            grown = sparse_zeros((self.status_table.shape[0], max(n, 2 * width)), np.int8)
             used = np.flatnonzero(self.status_table.any(axis=1))  # copying only these leaves the
-            grown[used, :width] = self.status_table[used]  # other rows unmapped (np.zeros' pages)
+            grown[used, :width] = self.status_table[used]  # other rows unmapped
             self.status_table = grown
 
     def known_statuses(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
