@@ -26,7 +26,7 @@ from localgcd.grammar.formats import to_grammar
 from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
-from localgcd.arrays import boolean_product, packed_words, sorted_unique
+from localgcd.arrays import boolean_product, distinct_rows, packed_words, sorted_unique
 from localgcd.budget import unbounded
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
@@ -72,6 +72,7 @@ def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
     assert product.product_kernel_available() and digraph_kernel_available()
+    assert automata_kernels.automata_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -718,10 +719,10 @@ def automata_cases():
 
 @pytest.mark.parametrize(("text", "fmt"), list(automata_cases()))
 def test_the_compiled_automata_walks_are_the_references(monkeypatch, text: str, fmt: str) -> None:
-    """Every pair walk, relation and minimization a compile asks of the kernel, asked again of the
-    reference paths: the same pairs numbered alike and the same rows, the same verdicts, the same
-    partition (up to the blocks' numbers)."""
-    calls: dict[str, list] = {"walk_pairs": [], "pair_relations": [], "coarsest_partition": []}
+    """Every pair walk, relation, minimization and column classing a compile asks of the kernel,
+    asked again of the reference paths: the same pairs numbered alike and the same rows, the same
+    verdicts, the same partition (up to the blocks' numbers), the same classes numbered alike."""
+    calls: dict[str, list] = {"walk_pairs": [], "pair_relations": [], "coarsest_partition": [], "column_classes": []}
     kernel = {name: getattr(automata_kernels, name) for name in calls}
     for name, found in calls.items():
         monkeypatch.setattr(automata_kernels, name, lambda *args, _real=kernel[name], _found=found:
@@ -740,6 +741,9 @@ def test_the_compiled_automata_walks_are_the_references(monkeypatch, text: str, 
     for table, block in calls["coarsest_partition"]:
         assert_same_partition(kernel["coarsest_partition"](table, block),
                               dfa.moore_partition(table, np.asarray(block, dtype=np.int32), block))
+    for (table,) in calls["column_classes"]:
+        got, expected = kernel["column_classes"](table), distinct_rows(table.T)
+        assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(got, expected))
 
 
 def assert_same_partition(got: np.ndarray, expected: np.ndarray) -> None:
@@ -765,7 +769,7 @@ DFA_TABLES = st.integers(1, 12).flatmap(lambda n: st.tuples(
 @example(([[0, -1, -1]], [0]), ([[-1, -1, -1]], [-1]))
 def test_random_products_relations_and_minimizations_are_the_references(first, second) -> None:
     """Random partial DFAs (dead cells, unreachable and dead-end states, several labels): the
-    kernel's products, relations and minimizations are the reference paths'."""
+    kernel's products, relations, minimizations and column classes are the reference paths'."""
     a, b = random_dfa(*first), random_dfa(*second)
     assert dfa.relations([(a, b), (b, a), (a, a)], kernels=True) == dfa.relations([(a, b), (b, a), (a, a)],
                                                                                   kernels=False)
@@ -776,6 +780,8 @@ def test_random_products_relations_and_minimizations_are_the_references(first, s
             expected = dfa._walk_pairs(a, b, columns, limit, alive_without_b, kernels=False)
             assert got[2] == expected[2] and all(np.array_equal(x, y) for x, y in zip(got[:2], expected[:2]))
     for automaton in (a, b):
+        assert all(np.array_equal(x, y) for x, y in zip(dfa.column_classes(automaton.transitions, kernels=True),
+                                                         dfa.column_classes(automaton.transitions, kernels=False)))
         kernel = dfa.minimize_mapped(automaton.transitions, automaton.accept, kernels=True)
         reference = dfa.minimize_mapped(automaton.transitions, automaton.accept, kernels=False)
         assert all(np.array_equal(x, y) for x, y in zip(kernel, reference))

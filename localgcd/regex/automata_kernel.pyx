@@ -310,3 +310,32 @@ def coarsest_partition(const int32_t[:, ::1] table, const int64_t[::1] initial):
     free(first); free(end); free(marked); free(waiting); free(work); free(touched); free(members)
     free(elems); free(position); free(in_offsets); free(in_sources)
     return np.asarray(block_of[:n])
+
+
+def column_hashes(const int32_t[:, ::1] table, const uint64_t[::1] weights):
+    """uint64 [columns]: ``sum over rows r of (table[r, c] + 1) * weights[r]`` mod 2**64, the
+    hash ``arrays.distinct_rows`` gives each row of ``table.T``, read row by row (no transpose)."""
+    cdef Py_ssize_t n = table.shape[0], m = table.shape[1], r, c
+    cdef uint64_t[::1] hashed = np.zeros(m, dtype=np.uint64)
+    cdef uint64_t w
+    with nogil:
+        for r in range(n):
+            w = weights[r]
+            for c in range(m):
+                hashed[c] += (<uint64_t> (<int64_t> table[r, c])) * w + w
+    return np.asarray(hashed)
+
+
+def columns_match(const int32_t[:, ::1] table, const int64_t[::1] representative) -> bool:
+    """Whether every column ``c`` of ``table`` equals column ``representative[c]``."""
+    cdef Py_ssize_t n = table.shape[0], m = table.shape[1], r, c
+    cdef bint equal = True
+    with nogil:
+        for r in range(n):
+            for c in range(m):
+                if table[r, c] != table[r, representative[c]]:
+                    equal = False
+                    break
+            if not equal:
+                break
+    return equal

@@ -280,10 +280,12 @@ def run_edges(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.nonzero(run_start)
 
 
-def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def column_classes(table: np.ndarray, kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(first, class_of)``: the first column of each class of equal columns of ``table``, and
-    each column's class (the distinct rows of its transpose)."""
-    return distinct_rows(table.T)
+    each column's class (the distinct rows of its transpose; by the compiled kernel, hashing the
+    columns row by row, unless ``kernels`` is False or it was not built: the same arrays)."""
+    found = automata_kernels.column_classes(table) if kernels is not False else None
+    return found if found is not None else distinct_rows(table.T)
 
 
 def _refine(table: np.ndarray, block: np.ndarray, exact: bool, meter: BudgetMeter, what: str) -> np.ndarray:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from localgcd.arrays import mixed_weights, unique_first_inverse
+
 try:
     from localgcd.regex import automata_kernel
 except ImportError:  # not built: the callers' own paths serve
@@ -54,3 +56,18 @@ def coarsest_partition(table: np.ndarray, initial: np.ndarray) -> np.ndarray | N
         return None
     return automata_kernel.coarsest_partition(np.ascontiguousarray(table, dtype=np.int32),
                                               np.ascontiguousarray(initial, dtype=np.int64))
+
+
+def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(first, class_of)`` of an int32 table's equal columns, exactly as
+    ``arrays.distinct_rows(table.T)`` numbers them (classes in the order of their columns' 64-bit
+    hash), hashed and checked row by row; None when the kernel was not built or two distinct
+    columns share a hash (the caller's numpy path then serves)."""
+    if automata_kernel is None or table.dtype != np.int32:
+        return None
+    table = np.ascontiguousarray(table)
+    hashed = automata_kernel.column_hashes(table, mixed_weights(table.shape[0]))
+    _, first, class_of = unique_first_inverse(hashed)
+    if not automata_kernel.columns_match(table, np.ascontiguousarray(first[class_of], dtype=np.int64)):
+        return None  # pragma: no cover - a 64-bit hash collision
+    return first, class_of
