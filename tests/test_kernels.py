@@ -26,7 +26,7 @@ from localgcd.grammar.formats import to_grammar
 from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
-from localgcd.arrays import boolean_product, distinct_rows, packed_words, sorted_unique
+from localgcd.arrays import boolean_product, packed_words, sorted_unique
 from localgcd.budget import unbounded
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
@@ -43,7 +43,7 @@ from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.rows import RowPart
 from localgcd.tuning import Tuning
-from localgcd.regex import dfa, kernels as automata_kernels
+from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
@@ -688,100 +688,3 @@ def test_random_tries_over_regexes_are_classed_alike(words: list[str], patterns:
     compiled = product._trie_over_regexes(members, regexes, unbounded(), kernel=True)
     pythons = product._trie_over_regexes(members, regexes, unbounded(), kernel=False)
     assert all(np.array_equal(a, b) for a, b in zip(compiled, pythons))
-
-
-# --------------------------------------------------------------------------
-# Pairs of DFA states and minimization (localgcd/regex/automata_kernel.pyx): the JSON Schema
-# front end's products and relations of patterns and length pieces, every automaton's minimization
-# --------------------------------------------------------------------------
-
-AUTOMATA_SCHEMAS = {  # patterns that overlap, nest and exclude each other; length pieces; a long enum
-    "patterns": {"type": "object", "properties": {
-        "x-ab": {"type": "integer"}, "a": {"type": "string", "pattern": "^[a-z]+[0-9]*$", "minLength": 3, "maxLength": 12},
-        "b": {"type": "string", "pattern": "^(ab|cd)*e?$"}},
-        "patternProperties": {"^x-[a-z]+$": {"type": "integer"}, "^y-[a-z0-9]+$": {"type": "string"},
-                              "^[0-9]{2,4}$": {"type": "boolean"}}},
-    "lengths": {"type": "object", "properties": {
-        "s": {"type": "string", "minLength": 2, "maxLength": 40, "format": "email"},
-        "t": {"type": "string", "pattern": "^[A-Z][a-z]{1,8}( [A-Z][a-z]{1,8})*$", "maxLength": 30},
-        "e": {"enum": ["alpha", "alphabet", "beta", "b", "gamma-ray", "x" * 30]}}},
-}
-
-
-def automata_cases():
-    for name, schema in AUTOMATA_SCHEMAS.items():
-        yield pytest.param(json.dumps(schema), "json_schema", id=f"schema-{name}")
-    for name in ("json", "java", "python", "go", "sql_select"):
-        yield pytest.param(real_grammar(name), "lark", id=name)
-    for name, grammar in SMALL_GRAMMARS.items():
-        yield pytest.param(grammar.text, "lark", id=f"small-{name}")
-
-
-@pytest.mark.parametrize(("text", "fmt"), list(automata_cases()))
-def test_the_compiled_automata_walks_are_the_references(monkeypatch, text: str, fmt: str) -> None:
-    """Every pair walk, relation, minimization and column classing a compile asks of the kernel,
-    asked again of the reference paths: the same pairs numbered alike and the same rows, the same
-    verdicts, the same partition (up to the blocks' numbers), the same classes numbered alike."""
-    calls: dict[str, list] = {"walk_pairs": [], "pair_relations": [], "coarsest_partition": [], "column_classes": []}
-    kernel = {name: getattr(automata_kernels, name) for name in calls}
-    for name, found in calls.items():
-        monkeypatch.setattr(automata_kernels, name, lambda *args, _real=kernel[name], _found=found:
-                            _found.append(args) or _real(*args))
-    monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})  # (nothing memoized by an earlier test)
-    grammar = to_grammar(text, fmt, "<grammar>")
-    build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text)
-    assert calls["coarsest_partition"]
-    for a_moves, b_moves, alive_without_b, limit in calls["walk_pairs"]:
-        got = kernel["walk_pairs"](a_moves, b_moves, alive_without_b, limit)
-        expected = dfa._walk_pairs_python(a_moves.tolist(), b_moves.tolist(), a_moves.shape[1], limit, alive_without_b)
-        assert got[2] == expected[2] and np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
-    for stacked in calls["pair_relations"]:
-        got, expected = kernel["pair_relations"](*stacked), dfa.relations_numpy(*stacked)
-        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
-    for table, block in calls["coarsest_partition"]:
-        assert_same_partition(kernel["coarsest_partition"](table, block),
-                              dfa.moore_partition(table, np.asarray(block, dtype=np.int32), block))
-    for (table,) in calls["column_classes"]:
-        got, expected = kernel["column_classes"](table), distinct_rows(table.T)
-        assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(got, expected))
-
-
-def assert_same_partition(got: np.ndarray, expected: np.ndarray) -> None:
-    """Two block numberings of the same states make the same blocks."""
-    assert got.shape == expected.shape
-    pairs = set(zip(got.tolist(), expected.tolist()))
-    assert len(pairs) == len(set(got.tolist())) == len(set(expected.tolist()))
-
-
-def random_dfa(draw_rows: list[list[int]], labels: list[int]) -> dfa.DFA:
-    table = np.asarray(draw_rows, dtype=np.int32)
-    return dfa.DFA(transitions=np.ascontiguousarray(table[:, np.arange(256) % table.shape[1]]),
-               accept=np.asarray(labels, dtype=np.int32))
-
-
-DFA_TABLES = st.integers(1, 12).flatmap(lambda n: st.tuples(
-    st.lists(st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n),
-    st.lists(st.integers(-1, 2), min_size=n, max_size=n)))
-
-
-@settings(max_examples=150, deadline=None)
-@given(DFA_TABLES, DFA_TABLES)
-@example(([[0, -1, -1]], [0]), ([[-1, -1, -1]], [-1]))
-def test_random_products_relations_and_minimizations_are_the_references(first, second) -> None:
-    """Random partial DFAs (dead cells, unreachable and dead-end states, several labels): the
-    kernel's products, relations, minimizations and column classes are the reference paths'."""
-    a, b = random_dfa(*first), random_dfa(*second)
-    assert dfa.relations([(a, b), (b, a), (a, a)], kernels=True) == dfa.relations([(a, b), (b, a), (a, a)],
-                                                                                  kernels=False)
-    for limit in (1 << 40, 3):
-        for alive_without_b in (False, True):
-            columns = np.arange(3)
-            got = dfa._walk_pairs(a, b, columns, limit, alive_without_b, kernels=True)
-            expected = dfa._walk_pairs(a, b, columns, limit, alive_without_b, kernels=False)
-            assert got[2] == expected[2] and all(np.array_equal(x, y) for x, y in zip(got[:2], expected[:2]))
-    for automaton in (a, b):
-        assert all(np.array_equal(x, y) for x, y in zip(dfa.column_classes(automaton.transitions, kernels=True),
-                                                         dfa.column_classes(automaton.transitions, kernels=False)))
-        kernel = dfa.minimize_mapped(automaton.transitions, automaton.accept, kernels=True)
-        reference = dfa.minimize_mapped(automaton.transitions, automaton.accept, kernels=False)
-        assert all(np.array_equal(x, y) for x, y in zip(kernel, reference))
