@@ -47,10 +47,12 @@ def automata_cases():
 
 @pytest.mark.parametrize(("text", "fmt"), list(automata_cases()))
 def test_the_compiled_automata_walks_are_the_references(monkeypatch, text: str, fmt: str) -> None:
-    """Every pair walk, relation, minimization and column classing a compile asks of the kernel,
-    asked again of the reference paths: the same pairs numbered alike and the same rows, the same
-    verdicts, the same partition (up to the blocks' numbers), the same classes numbered alike."""
-    calls: dict[str, list] = {"walk_pairs": [], "pair_relations": [], "coarsest_partition": [], "column_classes": []}
+    """Every pair walk, relation, minimization, column classing and write-out over bytes a compile
+    asks of the kernel, asked again of the reference paths: the same pairs numbered alike and the
+    same rows, the same verdicts, the same partition (up to the blocks' numbers), the same classes
+    numbered alike, the same table over bytes."""
+    calls: dict[str, list] = {"walk_pairs": [], "pair_relations": [], "coarsest_partition": [], "column_classes": [],
+                              "take_columns": []}
     kernel = {name: getattr(automata_kernels, name) for name in calls}
     for name, found in calls.items():
         monkeypatch.setattr(automata_kernels, name, lambda *args, _real=kernel[name], _found=found:
@@ -69,6 +71,8 @@ def test_the_compiled_automata_walks_are_the_references(monkeypatch, text: str, 
     for table, block in calls["coarsest_partition"]:
         assert_same_partition(kernel["coarsest_partition"](table, block),
                               dfa.moore_partition(table, np.asarray(block, dtype=np.int32), block))
+    for table, class_of, out in calls["take_columns"]:
+        assert np.array_equal(out, np.take(table, class_of, axis=1))
     for (table,) in calls["column_classes"]:
         got, expected = kernel["column_classes"](table), distinct_rows(table.T)
         assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(got, expected))
@@ -113,3 +117,19 @@ def test_random_products_relations_and_minimizations_are_the_references(first, s
         kernel = dfa.minimize_mapped(automaton.transitions, automaton.accept, kernels=True)
         reference = dfa.minimize_mapped(automaton.transitions, automaton.accept, kernels=False)
         assert all(np.array_equal(x, y) for x, y in zip(kernel, reference))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 20), st.integers(1, 9), st.lists(st.integers(0, 8), min_size=1, max_size=300),
+       st.integers(0, 2**32 - 1))
+def test_a_table_over_classes_is_written_out_as_numpy_takes_it(n_rows: int, width: int, class_of: list[int],
+                                                               seed: int) -> None:
+    """Rows of a bigger table (the merged lexer's) written from a table over classes, the kernel's and
+    numpy's take alike, the rows around them untouched."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-1, 1000, size=(n_rows, width)).astype(np.int32)
+    columns = np.asarray([c % width for c in class_of], dtype=np.int64)
+    merged = np.full((n_rows + 2, columns.size), 7, dtype=np.int32)
+    assert automata_kernels.take_columns(table, columns, merged[1:-1])
+    assert np.array_equal(merged[1:-1], np.take(table, columns, axis=1))
+    assert (merged[0] == 7).all() and (merged[-1] == 7).all()

@@ -339,3 +339,24 @@ def columns_match(const int32_t[:, ::1] table, const int64_t[::1] representative
             if not equal:
                 break
     return equal
+
+
+def take_columns(const int32_t[:, ::1] table, const int64_t[::1] class_of, int32_t[:, ::1] out) -> None:
+    """``out[r, c] = table[r, class_of[c]]``: a table over symbol classes written out over symbols."""
+    cdef Py_ssize_t n = table.shape[0], m = class_of.shape[0], width = table.shape[1], r, c
+    cdef const int32_t* row
+    cdef int32_t* written
+    cdef const int64_t* classes = &class_of[0] if m else NULL
+    if out.shape[0] != n or out.shape[1] != m:
+        raise ValueError("out must have a row per table row and a column per class_of entry")
+    for c in range(m):
+        if not 0 <= class_of[c] < width:
+            raise ValueError("a class out of the table's columns")
+    if n == 0 or m == 0:
+        return
+    with nogil:
+        for r in range(n):
+            row = &table[r, 0]
+            written = &out[r, 0]
+            for c in range(m):
+                written[c] = row[classes[c]]

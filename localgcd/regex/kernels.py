@@ -71,3 +71,13 @@ def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if not automata_kernel.columns_match(table, np.ascontiguousarray(first[class_of], dtype=np.int64)):
         return None  # pragma: no cover - a 64-bit hash collision
     return first, class_of
+
+
+def take_columns(table: np.ndarray, class_of: np.ndarray, out: np.ndarray) -> bool:
+    """``out[:] = table[:, class_of]`` (int32, ``out`` C-contiguous: rows of a bigger table) without
+    numpy's element-by-element take; False when the kernel was not built (nothing written)."""
+    if automata_kernel is None or out.dtype != np.int32 or not out.flags.c_contiguous:
+        return False
+    automata_kernel.take_columns(np.ascontiguousarray(table, dtype=np.int32),
+                                 np.ascontiguousarray(class_of, dtype=np.int64), out)
+    return True
