@@ -4,8 +4,9 @@ products and relations of DFAs.
 The one automaton toolkit: the lexer's automata are over bytes (256 symbols), the grammar front
 ends' over character classes (:class:`localgcd.regex.nfa.CharClasses`); every function here takes
 either.  Subset construction works on symbol *classes* (maximal symbol intervals that no NFA edge
-tells apart), so each DFA state examines a few dozen classes rather than 256 bytes.  Minimization is Moore's partition refinement, vectorized with
-numpy.  States are renumbered so that the start state is 0.
+tells apart), so each DFA state examines a few dozen classes rather than 256 bytes.  Minimization is Hopcroft's partition refinement
+by the compiled kernel (``regex/kernels.py``), or Moore's, vectorized with numpy, with ``kernels=False``.
+States are renumbered so that the start state is 0.
 """
 
 from __future__ import annotations
