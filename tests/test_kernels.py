@@ -43,6 +43,7 @@ from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.rows import RowPart
 from localgcd.tuning import Tuning
+from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
@@ -71,6 +72,7 @@ def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
     assert product.product_kernel_available() and digraph_kernel_available()
+    assert automata_kernels.automata_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
