@@ -36,8 +36,9 @@ from localgcd.tuning import Tuning
 #: tables without their rules' descriptions (no reader; kb_149's were 26K strings).  11: an entry
 #: may hold no spanner (a lexer too big to span ahead), to be built lazily on load.  12: a lazy
 #: entry holds the rows built so far and their Alg. 5 statuses (merged in as grammars are used),
-#: and says whether an eager compile made it.
-TABLE_FORMAT_VERSION = 12
+#: and says whether an eager compile made it.  13: a terminal may fork (lark's contextual lexer where
+#: the parser's stack picks the mode after it), and contextual tables have no terminal classes.
+TABLE_FORMAT_VERSION = 13
 
 
 @dataclass
