@@ -34,7 +34,9 @@ class _LayoutGroups:
     prefix_newline: np.ndarray  # bool: a line break precedes the first emission in the token
     prefix_width: np.ndarray  # blanks before the first emission (after that line break)
     tail: np.ndarray  # outcome after the pending newline is emitted
-    offsets: np.ndarray  # group g's tokens are tokens[offsets[g]:offsets[g+1]]
+    tails: np.ndarray  # the distinct ``tail`` outcomes (a row's groups share a few hundred)
+    tail_rank: np.ndarray  # each group's tail's index in ``tails``
+    sizes: np.ndarray  # group g's tokens are the sizes[g] tokens after those of the groups before it
     tokens: np.ndarray
     other_tokens: np.ndarray  # tokens checked byte by byte
 
@@ -115,22 +117,28 @@ class IndentationPath:
         if not classes.size:
             return np.empty(0, dtype=np.int64), low
         groups = self._layout_groups(q)
-        chosen = np.isin(groups.group_class, classes)
+        among = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # (an O(n) lookup: np.isin sorts)
+        among[classes] = True
         widths = np.where(groups.prefix_newline, groups.prefix_width, layout.width + groups.prefix_width)
-        measurable = groups.prefix_newline | layout.has_newline
+        measured = among[groups.group_class] & (groups.prefix_newline | layout.has_newline)
         taken = np.zeros(groups.group_class.size, dtype=bool)  # groups whose tokens are allowed
-        for width in np.unique(widths[chosen & measurable]).tolist():
+        for width in np.flatnonzero(np.bincount(widths[measured])).tolist():
             after, after_layout, feed_low = feed(self.pda, self.spec, node, layout, self.spec.newline, width)
             low = min(low, feed_low)
             if after == DEAD_STACK:
                 continue
-            picked = np.flatnonzero(chosen & measurable & (widths == width))
-            ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
+            picked = np.flatnonzero(measured & (widths == width))
+            # each distinct tail checked once: tens of thousands of groups share a few hundred
+            used = np.zeros(groups.tails.size + 1, dtype=bool)
+            used[groups.tail_rank[picked]] = True
+            ranks = np.flatnonzero(used)
+            ok, check_low = self.checker.check_by_status(after, groups.tails[ranks], after_layout.paren)
             low = min(low, check_low)
-            taken[picked[ok]] = True
-        allowed = [groups.tokens[np.repeat(taken, np.diff(groups.offsets))]]  # a group's tokens are one run
+            used[ranks] = ok
+            taken[picked[used[groups.tail_rank[picked]]]] = True
+        allowed = [groups.tokens[np.repeat(taken, groups.sizes)]]  # a group's tokens are one run
         token_class = self.spanner.token_class
-        for token in groups.other_tokens[np.isin(token_class[groups.other_tokens], classes)].tolist():
+        for token in groups.other_tokens[among[token_class[groups.other_tokens]]].tolist():
             _, after, _, token_low = self.check_bytes(q, node, layout, self._token_bytes[token])
             low = min(low, token_low)
             if after != DEAD_STACK:
@@ -202,12 +210,16 @@ class IndentationPath:
         order = np.argsort(inverse, kind="stable")
         first = np.searchsorted(inverse[order], np.arange(keys.size))
         representative = order[first]
+        tail = spanner.tail[outcome[representative]].astype(np.int64)
+        tails, tail_rank = unique_inverse(tail)
         return _LayoutGroups(
             group_class=spanner.token_class[tokens[representative]],
             prefix_newline=has_newline[representative],
             prefix_width=width[representative],
-            tail=spanner.tail[outcome[representative]].astype(np.int64),
-            offsets=np.append(first, tokens.size),
+            tail=tail,
+            tails=tails,
+            tail_rank=tail_rank,
+            sizes=np.diff(np.append(first, tokens.size)),
             tokens=tokens[order],
             other_tokens=other,
         )

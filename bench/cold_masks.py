@@ -1,0 +1,192 @@
+"""Where the slow cold masks of a language grammar spend their time (issue 35): bench/tables.py's
+forcing loop (a lazy compile into an empty cache, each document's tokens forced, mask + advance
+timed), run twice in this process on two fresh compiles -- once by the clock alone, once with each
+mask under its own cProfile -- and the ``--top`` slowest masks of the first run listed with the
+split of the same mask in the second (masks are deterministic: the i-th mask of both runs is the
+same computation).
+
+    python bench/cold_masks.py --grammar java --vocab llama-bpe --docs 3 --top 20
+
+Split: row walk (the lexer state's first-visit row, its parts and outcomes), classification (Alg. 5
+statuses and the split by status), checks (context-dependent outcomes on the stack, the Indenter's
+newline tokens), assembly (classes to packed token mask), advance (the token fed), and the Python
+in between (the rest of the profiled mask).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib
+import os
+import pstats
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tables  # noqa: E402  (bench/tables.py: the grammars and their documents)
+
+import localgcd  # noqa: E402
+
+# stage -> the methods that enter it; a stage's time is its outermost entries' (an entry called
+# inside another stage's entry counts there)
+STAGES = {
+    "row walk": [("localgcd.spanner.lazy", "LazyRows", m)
+                 for m in ("part_within", "class_emits", "outcome_of", "continuing", "class_row", "outcomes")],
+    "classification": [("localgcd.runtime.checks", "OutcomeChecker", "statuses"),
+                       ("localgcd.runtime.checks", "OutcomeChecker", "grow"),
+                       ("localgcd.runtime.masks", "MaskEngine", "_classify")],
+    "checks": [("localgcd.runtime.masks", "MaskEngine", m)
+               for m in ("_dependent_accepted", "_layout_tokens", "is_accepting", "_emit_pending")],
+    "assembly": [("localgcd.runtime.masks", "MaskEngine", m)
+                 for m in ("_packed_token_mask", "_token_mask", "_combined")],
+}
+
+
+# the thread's CPU clock: on a loaded machine the wall clock counts other processes' turns too
+# (bench/tables.py reports the wall clock)
+CLOCK = time.thread_time
+
+
+class StageClock:
+    """Seconds per stage of the current mask, by wrapping the stages' entry methods."""
+
+    def __init__(self) -> None:
+        self.spent = dict.fromkeys(STAGES, 0.0)
+        self._inside: str | None = None
+        self._originals = []
+        for stage, entries in STAGES.items():
+            for module, cls_name, method in entries:
+                cls = getattr(importlib.import_module(module), cls_name)
+                original = cls.__dict__[method]
+                self._originals.append((cls, method, original))
+                setattr(cls, method, self._wrapped(stage, original))
+
+    def _wrapped(self, stage: str, original):
+        clock = self
+
+        def timed(*args, **kwargs):
+            if clock._inside is not None:
+                return original(*args, **kwargs)
+            clock._inside = stage
+            t0 = CLOCK()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                clock.spent[stage] += CLOCK() - t0
+                clock._inside = None
+
+        return timed
+
+    def take(self) -> dict[str, float]:
+        spent, self.spent = self.spent, dict.fromkeys(STAGES, 0.0)
+        return spent
+
+    def close(self) -> None:
+        for cls, method, original in self._originals:
+            setattr(cls, method, original)
+
+
+def forced_masks(grammar: str, vocab_name: str, n_docs: int, split: bool) -> list[tuple[float, float, dict]]:
+    """(mask seconds, advance seconds, split of the mask) of every token of the cold pass, in order."""
+    import llama_cpp
+
+    from localgcd.grammar.formats import format_of_path
+    from localgcd.llama.vocab_sources import vocab_path
+
+    path = vocab_path(vocab_name)
+    vocab = localgcd.load_vocabulary(path)
+    file = tables.grammar_file(grammar)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        compiled = localgcd.Compiler(cache_dir).compile(file.read_text(), vocab, fmt=format_of_path(file),
+                                                        source=file.name)
+    tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    clock = StageClock() if split else None
+    out = []
+    try:
+        for doc in tables.documents(grammar)[:n_docs]:
+            m = compiled.matcher()
+            for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
+                t0 = CLOCK()
+                mask = m.allowed_token_bitmask()
+                t1 = CLOCK()
+                ok = m.advance(t)
+                t2 = CLOCK()
+                out.append((t1 - t0, t2 - t1, clock.take() if clock else {}))
+                assert ok and (int(mask[t // 32]) >> (t % 32)) & 1, (grammar, t)
+    finally:
+        if clock:
+            clock.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--grammar", default="java")
+    ap.add_argument("--vocab", default="llama-bpe")
+    ap.add_argument("--docs", type=int, default=3)
+    ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--functions", type=int, default=0, help="also cProfile the slowest masks (summed), this many rows")
+    args = ap.parse_args()
+    timed = forced_masks(args.grammar, args.vocab, args.docs, split=False)
+    steps = [mask + advance for mask, advance, _ in timed]
+    seconds = sorted(steps)
+    p = lambda q: 1e3 * float(np.percentile(seconds, q))  # noqa: E731
+    print(f"{args.grammar} x {args.vocab}: {len(timed)} tokens, cold mask+advance (thread CPU) p50 {p(50):.3f} ms, "
+          f"p99 {p(99):.3f} ms, max {1e3 * seconds[-1]:.2f} ms; load {os.getloadavg()[0]:.1f}")
+    slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[: args.top]  # the first mask: time to first mask
+    split = forced_masks(args.grammar, args.vocab, args.docs, split=True)
+    print(f"slowest {args.top} (but the first), thread CPU ms; split from a second run with the stages clocked")
+    print(f"{'token':>6} {'step':>6} {'mask':>6} " + " ".join(f"{s[:14]:>14}" for s in STAGES)
+          + f" {'between':>8} {'advance':>8}")
+    sums = np.zeros(len(STAGES) + 4)
+    for i in slowest:
+        mask, advance, stages = split[i]
+        between = mask - sum(stages.values())
+        row = [steps[i], mask, *stages.values(), between, advance]
+        sums += row
+        print(f"{i:6d} " + " ".join(f"{1e3 * v:{w}.2f}" for v, w in zip(row, [6, 6] + [14] * len(STAGES) + [8, 8])))
+    print(f"{'sum':>6} " + " ".join(f"{1e3 * v:{w}.2f}" for v, w in zip(sums, [6, 6] + [14] * len(STAGES) + [8, 8])))
+    if args.functions:
+        profiled = set(slowest)
+        total = None
+        import llama_cpp  # noqa: F401
+
+        prof = cProfile.Profile()
+        rerun = _profiled(args, profiled, prof)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.functions) if rerun else None
+
+
+def _profiled(args, chosen: set[int], prof: cProfile.Profile) -> bool:
+    """A third cold run, profiling the chosen tokens' steps into ``prof``."""
+    import llama_cpp
+
+    from localgcd.grammar.formats import format_of_path
+    from localgcd.llama.vocab_sources import vocab_path
+
+    path = vocab_path(args.vocab)
+    vocab = localgcd.load_vocabulary(path)
+    file = tables.grammar_file(args.grammar)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        compiled = localgcd.Compiler(cache_dir).compile(file.read_text(), vocab, fmt=format_of_path(file),
+                                                        source=file.name)
+    tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    i = 0
+    for doc in tables.documents(args.grammar)[:args.docs]:
+        m = compiled.matcher()
+        for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
+            if i in chosen:
+                prof.enable()
+            m.allowed_token_bitmask()
+            m.advance(t)
+            if i in chosen:
+                prof.disable()
+            i += 1
+    return True
+
+
+if __name__ == "__main__":
+    main()
