@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--vocab", default="llama-bpe")
     ap.add_argument("--docs", type=int, default=3)
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--from-rank", type=int, default=0, help="list from this rank on (the p99 mask: 1%% of the tokens)")
     ap.add_argument("--functions", type=int, default=0, help="also cProfile the slowest masks (summed), this many rows")
     args = ap.parse_args()
     timed = forced_masks(args.grammar, args.vocab, args.docs, split=False)
@@ -137,9 +138,9 @@ def main() -> None:
     p = lambda q: 1e3 * float(np.percentile(seconds, q))  # noqa: E731
     print(f"{args.grammar} x {args.vocab}: {len(timed)} tokens, cold mask+advance (thread CPU) p50 {p(50):.3f} ms, "
           f"p99 {p(99):.3f} ms, max {1e3 * seconds[-1]:.2f} ms; load {os.getloadavg()[0]:.1f}")
-    slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[: args.top]  # the first mask: time to first mask
+    slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[args.from_rank: args.from_rank + args.top]  # the first mask: time to first mask
     split = forced_masks(args.grammar, args.vocab, args.docs, split=True)
-    print(f"slowest {args.top} (but the first), thread CPU ms; split from a second run with the stages clocked")
+    print(f"slowest {args.top} from rank {args.from_rank} (but the first), thread CPU ms; split from a second run with the stages clocked")
     print(f"{'token':>6} {'step':>6} {'mask':>6} " + " ".join(f"{s[:14]:>14}" for s in STAGES)
           + f" {'between':>8} {'advance':>8}")
     sums = np.zeros(len(STAGES) + 4)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.arrays import unique_inverse
+from localgcd.arrays import expand_ranges, unique_inverse
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
@@ -41,6 +41,22 @@ class _LayoutGroups:
     other_tokens: np.ndarray  # tokens checked byte by byte
 
 
+@dataclass(frozen=True)
+class _LayoutCells:
+    """The groups of chosen classes merged by all that their check reads -- line break before,
+    width before, tail: a few thousand cells where the groups are tens of thousands."""
+
+    classes: np.ndarray  # the chosen classes (kept: the cells are found by its id)
+    only: np.ndarray | None  # the restriction they were chosen by (kept likewise)
+    prefix_newline: np.ndarray  # bool per cell
+    prefix_width: np.ndarray
+    tail_rank: np.ndarray  # the cell's tail's index in ``tails``
+    tails: np.ndarray  # the distinct tails
+    sizes: np.ndarray  # cell c's tokens are the sizes[c] tokens after those of the cells before it
+    tokens: np.ndarray
+    other_tokens: np.ndarray  # the chosen classes' tokens checked byte by byte
+
+
 class IndentationPath:
     """The exact, Indenter-aware part of one mask engine."""
 
@@ -56,6 +72,7 @@ class IndentationPath:
         self._token_bytes = token_bytes
         self._token_data, self._token_offsets = flat_tokens
         self._groups: dict[int, _LayoutGroups] = {}
+        self._cells: dict[tuple[int, int, int], _LayoutCells] = {}
         self._sensitive: dict[int, bool] = {}
 
     @property
@@ -112,33 +129,25 @@ class IndentationPath:
                        only: np.ndarray | None) -> tuple[np.ndarray, int]:
         """The allowed tokens among newline-emitting ``classes`` (restricted to ``only``); lowest height read."""
         low = self.pda.height[node]
-        if only is not None:
-            classes = classes[only[classes]]
-        if not classes.size:
-            return np.empty(0, dtype=np.int64), low
-        groups = self._layout_groups(q)
-        among = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # (an O(n) lookup: np.isin sorts)
-        among[classes] = True
-        widths = np.where(groups.prefix_newline, groups.prefix_width, layout.width + groups.prefix_width)
-        measured = among[groups.group_class] & (groups.prefix_newline | layout.has_newline)
-        taken = np.zeros(groups.group_class.size, dtype=bool)  # groups whose tokens are allowed
+        cells = self._layout_cells(q, classes, only)
+        widths = np.where(cells.prefix_newline, cells.prefix_width, layout.width + cells.prefix_width)
+        measured = cells.prefix_newline | layout.has_newline
+        taken = np.zeros(cells.sizes.size, dtype=bool)  # cells whose tokens are allowed
         for width in np.flatnonzero(np.bincount(widths[measured])).tolist():
             after, after_layout, feed_low = feed(self.pda, self.spec, node, layout, self.spec.newline, width)
             low = min(low, feed_low)
             if after == DEAD_STACK:
                 continue
             picked = np.flatnonzero(measured & (widths == width))
-            # each distinct tail checked once: tens of thousands of groups share a few hundred
-            used = np.zeros(groups.tails.size + 1, dtype=bool)
-            used[groups.tail_rank[picked]] = True
+            used = np.zeros(cells.tails.size + 1, dtype=bool)  # each distinct tail checked once
+            used[cells.tail_rank[picked]] = True
             ranks = np.flatnonzero(used)
-            ok, check_low = self.checker.check_by_status(after, groups.tails[ranks], after_layout.paren)
+            ok, check_low = self.checker.check_by_status(after, cells.tails[ranks], after_layout.paren)
             low = min(low, check_low)
             used[ranks] = ok
-            taken[picked[used[groups.tail_rank[picked]]]] = True
-        allowed = [groups.tokens[np.repeat(taken, groups.sizes)]]  # a group's tokens are one run
-        token_class = self.spanner.token_class
-        for token in groups.other_tokens[among[token_class[groups.other_tokens]]].tolist():
+            taken[picked[used[cells.tail_rank[picked]]]] = True
+        allowed = [cells.tokens[np.repeat(taken, cells.sizes)]]  # a cell's tokens are one run
+        for token in cells.other_tokens.tolist():
             _, after, _, token_low = self.check_bytes(q, node, layout, self._token_bytes[token])
             low = min(low, token_low)
             if after != DEAD_STACK:
@@ -174,6 +183,37 @@ class IndentationPath:
         found = self._groups.get(q)
         if found is None:
             found = self._groups[q] = self._group(q)
+        return found
+
+    def _layout_cells(self, q: int, classes: np.ndarray, only: np.ndarray | None) -> _LayoutCells:
+        """``q``'s groups of ``classes`` (restricted to ``only``) as cells, made once per (state,
+        classes, restriction): a split's newline classes and a state's emitting classes are kept
+        arrays, and the cells keep them, so their ids stay theirs."""
+        key = (q, id(classes), id(only))
+        found = self._cells.get(key)
+        if found is not None and found.classes is classes and found.only is only:
+            return found
+        groups = self._layout_groups(q)
+        among = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # (an O(n) lookup: np.isin sorts)
+        among[classes if only is None else classes[only[classes]]] = True
+        chosen = np.flatnonzero(among[groups.group_class])
+        widest = int(groups.prefix_width.max(initial=0)) + 1
+        key_of = (groups.tail_rank[chosen] * 2 + groups.prefix_newline[chosen]) * widest + groups.prefix_width[chosen]
+        keys, inverse = unique_inverse(key_of)
+        order = np.argsort(inverse, kind="stable")
+        in_order = chosen[order]  # the chosen groups, cell by cell
+        starts = np.cumsum(groups.sizes) - groups.sizes
+        runs, _ = expand_ranges(starts[in_order], starts[in_order] + groups.sizes[in_order])
+        found = self._cells[key] = _LayoutCells(
+            classes=classes, only=only,
+            prefix_newline=(keys // widest) % 2 == 1,
+            prefix_width=keys % widest,
+            tail_rank=keys // (2 * widest),
+            tails=groups.tails,
+            sizes=np.bincount(inverse, weights=groups.sizes[chosen], minlength=keys.size).astype(np.int64),
+            tokens=groups.tokens[runs],
+            other_tokens=groups.other_tokens[among[self.spanner.token_class[groups.other_tokens]]],
+        )
         return found
 
     def _group(self, q: int) -> _LayoutGroups:
