@@ -8,7 +8,7 @@ same computation).
     python bench/cold_masks.py --grammar java --vocab llama-bpe --docs 3 --top 20
 
 Split: row walk (the lexer state's first-visit row, its parts and outcomes), classification (Alg. 5
-statuses and the split by status), checks (context-dependent outcomes on the stack, the Indenter's
+statuses; the split by status), checks (context-dependent outcomes on the stack, the Indenter's
 newline tokens), assembly (classes to packed token mask), advance (the token fed), and the Python
 in between (the rest of the profiled mask).
 """
@@ -36,9 +36,9 @@ import localgcd  # noqa: E402
 STAGES = {
     "row walk": [("localgcd.spanner.lazy", "LazyRows", m)
                  for m in ("part_within", "class_emits", "outcome_of", "continuing", "class_row", "outcomes")],
-    "classification": [("localgcd.runtime.checks", "OutcomeChecker", "statuses"),
-                       ("localgcd.runtime.checks", "OutcomeChecker", "grow"),
-                       ("localgcd.runtime.masks", "MaskEngine", "_classify")],
+    "Alg. 5 statuses": [("localgcd.runtime.checks", "OutcomeChecker", "statuses"),
+                        ("localgcd.runtime.checks", "OutcomeChecker", "grow")],
+    "classify split": [("localgcd.runtime.masks", "MaskEngine", "_classify")],
     "checks": [("localgcd.runtime.masks", "MaskEngine", m)
                for m in ("_dependent_accepted", "_layout_tokens", "is_accepting", "_emit_pending")],
     "assembly": [("localgcd.runtime.masks", "MaskEngine", m)

@@ -42,6 +42,26 @@ class _LayoutGroups:
 
 
 @dataclass(frozen=True)
+class LayoutTokens:
+    """The allowed newline-emitting tokens of a mask, as runs: the tokens of the chosen cells of
+    arrays grouped by cell (a cell's tokens are ``tokens[offsets[c]:offsets[c + 1]]``), set in a
+    packed mask cell by cell (``assembly.set_class_tokens``) with no array of token ids made."""
+
+    runs: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] = ()  # (tokens, int64 offsets, cells)
+
+    def __add__(self, other: "LayoutTokens") -> "LayoutTokens":
+        return LayoutTokens(self.runs + other.runs)
+
+    def ids(self) -> np.ndarray:
+        """The token ids (for the numpy path)."""
+        parts = [tokens[expand_ranges(offsets[cells], offsets[cells + 1])[0]] for tokens, offsets, cells in self.runs]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+NO_LAYOUT_TOKENS = LayoutTokens()
+
+
+@dataclass(frozen=True)
 class _LayoutCells:
     """The groups of chosen classes merged by all that their check reads -- line break before,
     width before, tail: a few thousand cells where the groups are tens of thousands."""
@@ -52,8 +72,8 @@ class _LayoutCells:
     prefix_width: np.ndarray
     tail_rank: np.ndarray  # the cell's tail's index in ``tails``
     tails: np.ndarray  # the distinct tails
-    sizes: np.ndarray  # cell c's tokens are the sizes[c] tokens after those of the cells before it
-    tokens: np.ndarray
+    offsets: np.ndarray  # int64: cell c's tokens are tokens[offsets[c]:offsets[c + 1]]
+    tokens: np.ndarray  # int64
     other_tokens: np.ndarray  # the chosen classes' tokens checked byte by byte
 
 
@@ -126,13 +146,13 @@ class IndentationPath:
         return result, min(low, end_low)
 
     def allowed_tokens(self, classes: np.ndarray, q: int, node: int, layout: Layout,
-                       only: np.ndarray | None) -> tuple[np.ndarray, int]:
+                       only: np.ndarray | None) -> tuple[LayoutTokens, int]:
         """The allowed tokens among newline-emitting ``classes`` (restricted to ``only``); lowest height read."""
         low = self.pda.height[node]
         cells = self._layout_cells(q, classes, only)
         widths = np.where(cells.prefix_newline, cells.prefix_width, layout.width + cells.prefix_width)
         measured = cells.prefix_newline | layout.has_newline
-        taken = np.zeros(cells.sizes.size, dtype=bool)  # cells whose tokens are allowed
+        taken = np.zeros(cells.prefix_width.size, dtype=bool)  # cells whose tokens are allowed
         for width in np.flatnonzero(np.bincount(widths[measured])).tolist():
             after, after_layout, feed_low = feed(self.pda, self.spec, node, layout, self.spec.newline, width)
             low = min(low, feed_low)
@@ -146,13 +166,16 @@ class IndentationPath:
             low = min(low, check_low)
             used[ranks] = ok
             taken[picked[used[cells.tail_rank[picked]]]] = True
-        allowed = [cells.tokens[np.repeat(taken, cells.sizes)]]  # a cell's tokens are one run
+        runs = [(cells.tokens, cells.offsets, np.flatnonzero(taken))]
+        singles = []
         for token in cells.other_tokens.tolist():
             _, after, _, token_low = self.check_bytes(q, node, layout, self._token_bytes[token])
             low = min(low, token_low)
             if after != DEAD_STACK:
-                allowed.append(np.asarray([token]))
-        return np.concatenate(allowed), low
+                singles.append(token)
+        if singles:
+            runs.append((np.asarray(singles, dtype=np.int64), np.arange(len(singles) + 1), np.arange(len(singles))))
+        return LayoutTokens(tuple(runs)), low
 
     # -- the exact byte-level path --------------------------------------------------------
 
@@ -210,8 +233,9 @@ class IndentationPath:
             prefix_width=keys % widest,
             tail_rank=keys // (2 * widest),
             tails=groups.tails,
-            sizes=np.bincount(inverse, weights=groups.sizes[chosen], minlength=keys.size).astype(np.int64),
-            tokens=groups.tokens[runs],
+            offsets=np.append(0, np.cumsum(np.bincount(inverse, weights=groups.sizes[chosen],
+                                                       minlength=keys.size).astype(np.int64))),
+            tokens=groups.tokens[runs].astype(np.int64),
             other_tokens=groups.other_tokens[among[self.spanner.token_class[groups.other_tokens]]],
         )
         return found

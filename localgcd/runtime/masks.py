@@ -25,10 +25,10 @@ import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.runtime.assembly import (PackedSplit, assembly_kernel_available, classify_dense, pack_classes,
-                                       set_class_tokens, set_tokens)
+                                       set_class_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
-from localgcd.runtime.indentation import IndentationPath
+from localgcd.runtime.indentation import NO_LAYOUT_TOKENS, IndentationPath, LayoutTokens
 from localgcd.runtime.layout import NO_LAYOUT, Layout, flat_token_bytes, paren_cap
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
@@ -279,7 +279,7 @@ class MaskEngine:
                 fresh_accepted, fresh_low = self._dependent_accepted(fresh, after, after_layout.paren)
                 fresh_tokens, layout_low = self._layout_tokens(fresh, 0, after, after_layout,
                                                                self.rows.class_emits(q))
-                tokens = np.concatenate([tokens, fresh_tokens])
+                tokens = tokens + fresh_tokens
                 low = min(low, fresh_low, layout_low)
         accepting, acc_low = self.is_accepting(q, node, at_start, layout)
         low = min(low, acc_low)
@@ -301,13 +301,13 @@ class MaskEngine:
             extra = np.concatenate([extra, fresh_extra[emits[fresh_extra]]])
         if self.kernels:
             packed, n_allowed = self._packed_token_mask(base, extra)
-            if tokens.size:
-                n_allowed += set_tokens(packed, tokens)
+            for members, offsets, cells in tokens.runs:
+                n_allowed += set_class_tokens(packed, members, offsets, cells)
             mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
         else:
             text_allowed = self._token_mask(base, extra)
-            if tokens.size:
-                text_allowed[tokens] = True
+            if tokens.runs:
+                text_allowed[tokens.ids()] = True
             mask = Mask.of(text_allowed, accepting, self.end_ids)
         if key is not None:
             self._assembled[key] = mask  # (the mask cache keeps every mask anyway: this adds keys only)
@@ -449,10 +449,10 @@ class MaskEngine:
         return found
 
     def _layout_tokens(self, split: _ParserStateSplit, q: int, node: int, layout: Layout,
-                       only: np.ndarray | None) -> tuple[np.ndarray, int]:
+                       only: np.ndarray | None) -> tuple[LayoutTokens, int]:
         """Allowed tokens of the newline-emitting classes (Indenter grammars only)."""
         if self.indentation is None or not split.layout_classes.size:
-            return _NO_TOKENS, self.pda.height[node]
+            return NO_LAYOUT_TOKENS, self.pda.height[node]
         return self.indentation.allowed_tokens(split.layout_classes, q, node, layout, only)
 
     # -- Alg. 5 ---------------------------------------------------------------------
@@ -531,9 +531,12 @@ class MaskEngine:
                 dependent_classes, dependent_outcomes = part.classes[on_stack], outcomes[part.ranks[on_stack]]
         always.flags.writeable = False
         layout_classes = _NO_TOKENS
-        if self.indentation is not None:
-            classes, values = part.entries()
-            layout_classes = classes[self.indentation.emits_newline[values]]
+        if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
+            newline = self.indentation.emits_newline[outcomes]
+            if part.dense is not None:
+                layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
+            else:
+                layout_classes = part.classes[np.take(newline, part.ranks)]
         return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes)
 
 
