@@ -85,12 +85,23 @@ class _ParserStateSplit:
     dependent_classes: np.ndarray  # classes whose outcome is context-dependent
     dependent_class_outcome: np.ndarray  # their outcome ids
     layout_classes: np.ndarray  # classes whose outcome emits a newline (exact per-token path)
+    dense: np.ndarray | None  # a dense part's outcome rank per class (None: a sparse part)
+    outcomes: np.ndarray  # the part's distinct outcomes, sorted (rank r is outcomes[r])
+    always_of: np.ndarray  # bool [ranks + 1]: is the rank's outcome always accepted (the last: no entry)
 
     def classes_of(self, outcomes: np.ndarray, n_outcomes: int) -> np.ndarray:
         """Classes realizing the given context-dependent outcomes (ids below ``n_outcomes``)."""
         chosen = np.zeros(n_outcomes, dtype=bool)
         chosen[outcomes] = True
         return self.dependent_classes[np.take(chosen, self.dependent_class_outcome)]
+
+    def class_verdicts(self, accepted: np.ndarray) -> np.ndarray:
+        """bool [n_classes + 1] of a dense split: the always-accepted classes and those of the
+        ``accepted`` dependent outcomes -- a lookup by rank, one pass over the classes, however
+        many classes the dependent outcomes have."""
+        verdicts = self.always_of.copy()
+        verdicts[np.searchsorted(self.outcomes, accepted)] = True
+        return np.take(verdicts, self.dense)
 
 
 class MaskEngine:
@@ -292,6 +303,18 @@ class MaskEngine:
             found = self._assembled.get(key)
             if found is not None:
                 return found, low
+        if self.kernels and self._many_dependent(split, fresh):
+            classes = split.class_verdicts(accepted)
+            if fresh is not None:
+                classes[:-1] = np.where(self.rows.class_emits(q), fresh.class_verdicts(fresh_accepted)[:-1],
+                                        classes[:-1])
+            packed, n_allowed = pack_classes(classes, self._token_class)
+            for members, offsets, cells in tokens.runs:
+                n_allowed += set_class_tokens(packed, members, offsets, cells)
+            mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
+            if key is not None:
+                self._assembled[key] = mask
+            return mask, low
         n_outcomes = self.spanner.n_outcomes
         base, extra = split.always, split.classes_of(accepted, n_outcomes)
         if fresh is not None:
@@ -312,6 +335,15 @@ class MaskEngine:
         if key is not None:
             self._assembled[key] = mask  # (the mask cache keeps every mask anyway: this adds keys only)
         return mask, low
+
+    def _many_dependent(self, split: _ParserStateSplit, fresh: _ParserStateSplit | None) -> bool:
+        """Are the parts dense and an eighth of the classes or more context-dependent?  Then a mask
+        is one pass over the classes' verdicts by rank (:meth:`_ParserStateSplit.class_verdicts`),
+        not the dependent classes gathered one by one onto the base's."""
+        if split.dense is None or (fresh is not None and fresh.dense is None):
+            return False
+        dependent = split.dependent_classes.size + (0 if fresh is None else fresh.dependent_classes.size)
+        return 8 * dependent >= self.spanner.n_classes
 
     def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
@@ -537,7 +569,8 @@ class MaskEngine:
                 layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
             else:
                 layout_classes = part.classes[np.take(newline, part.ranks)]
-        return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes)
+        return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes,
+                                 part.dense, outcomes, always_of)
 
 
 _NO_TOKENS = np.empty(0, dtype=np.int64)
