@@ -90,8 +90,11 @@ class StageClock:
             setattr(cls, method, original)
 
 
-def forced_masks(grammar: str, vocab_name: str, n_docs: int, split: bool) -> list[tuple[float, float, dict]]:
-    """(mask seconds, advance seconds, split of the mask) of every token of the cold pass, in order."""
+def forced_masks(grammar: str, vocab_name: str, docs: list[str], split: bool,
+                 walls: dict[str, list[float]] | None = None) -> list[tuple[float, float, dict]]:
+    """(mask seconds, advance seconds, split of the mask) of every token of the cold pass, in order
+    (thread CPU); ``walls``: filled with the wall-clock seconds of each step, cold and then warm
+    (a second pass over the same documents)."""
     import llama_cpp
 
     from localgcd.grammar.formats import format_of_path
@@ -107,16 +110,25 @@ def forced_masks(grammar: str, vocab_name: str, n_docs: int, split: bool) -> lis
     clock = StageClock() if split else None
     out = []
     try:
-        for doc in tables.documents(grammar)[:n_docs]:
+        for doc in docs:
             m = compiled.matcher()
             for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
-                t0 = CLOCK()
+                w0, t0 = time.perf_counter(), CLOCK()
                 mask = m.allowed_token_bitmask()
                 t1 = CLOCK()
                 ok = m.advance(t)
-                t2 = CLOCK()
+                t2, w2 = CLOCK(), time.perf_counter()
                 out.append((t1 - t0, t2 - t1, clock.take() if clock else {}))
+                if walls is not None:
+                    walls["cold"].append(w2 - w0)
                 assert ok and (int(mask[t // 32]) >> (t % 32)) & 1, (grammar, t)
+        for doc in docs if walls is not None else ():
+            m = compiled.matcher()
+            for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
+                w0 = time.perf_counter()
+                m.allowed_token_bitmask()
+                m.advance(t)
+                walls["warm"].append(time.perf_counter() - w0)
     finally:
         if clock:
             clock.close()
@@ -131,15 +143,19 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--from-rank", type=int, default=0, help="list from this rank on (the p99 mask: 1%% of the tokens)")
     ap.add_argument("--functions", type=int, default=0, help="also cProfile the slowest masks (summed), this many rows")
+    ap.add_argument("--file", action="append", default=[], help="force-decode these files instead (repeatable)")
     args = ap.parse_args()
-    timed = forced_masks(args.grammar, args.vocab, args.docs, split=False)
+    docs = [open(f, encoding="utf-8").read() for f in args.file] or tables.documents(args.grammar)[: args.docs]
+    load = os.getloadavg()[0]
+    walls: dict[str, list[float]] = {"cold": [], "warm": []}
+    timed = forced_masks(args.grammar, args.vocab, docs, split=False, walls=walls)
     steps = [mask + advance for mask, advance, _ in timed]
-    seconds = sorted(steps)
-    p = lambda q: 1e3 * float(np.percentile(seconds, q))  # noqa: E731
-    print(f"{args.grammar} x {args.vocab}: {len(timed)} tokens, cold mask+advance (thread CPU) p50 {p(50):.3f} ms, "
-          f"p99 {p(99):.3f} ms, max {1e3 * seconds[-1]:.2f} ms; load {os.getloadavg()[0]:.1f}")
+    p = lambda values, q: 1e3 * float(np.percentile(values, q))  # noqa: E731
+    print(f"{args.grammar} x {args.vocab}: {len(timed)} tokens, mask+advance ms: cold p50 {p(walls['cold'], 50):.3f} "
+          f"p99 {p(walls['cold'], 99):.3f} (thread CPU p50 {p(steps, 50):.3f} p99 {p(steps, 99):.3f}), warm p50 "
+          f"{p(walls['warm'], 50):.4f} p99 {p(walls['warm'], 99):.4f}; load {load:.1f} -> {os.getloadavg()[0]:.1f}")
     slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[args.from_rank: args.from_rank + args.top]  # the first mask: time to first mask
-    split = forced_masks(args.grammar, args.vocab, args.docs, split=True)
+    split = forced_masks(args.grammar, args.vocab, docs, split=True)
     print(f"slowest {args.top} from rank {args.from_rank} (but the first), thread CPU ms; split from a second run with the stages clocked")
     print(f"{'token':>6} {'step':>6} {'mask':>6} " + " ".join(f"{s[:14]:>14}" for s in STAGES)
           + f" {'between':>8} {'advance':>8}")
@@ -176,7 +192,7 @@ def _profiled(args, chosen: set[int], prof: cProfile.Profile) -> bool:
                                                         source=file.name)
     tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     i = 0
-    for doc in tables.documents(args.grammar)[:args.docs]:
+    for doc in [open(f, encoding="utf-8").read() for f in args.file] or tables.documents(args.grammar)[: args.docs]:
         m = compiled.matcher()
         for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
             if i in chosen:

@@ -85,9 +85,12 @@ class _ParserStateSplit:
     dependent_classes: np.ndarray  # classes whose outcome is context-dependent
     dependent_class_outcome: np.ndarray  # their outcome ids
     layout_classes: np.ndarray  # classes whose outcome emits a newline (exact per-token path)
-    dense: np.ndarray | None  # a dense part's outcome rank per class (None: a sparse part)
-    outcomes: np.ndarray  # the part's distinct outcomes, sorted (rank r is outcomes[r])
-    always_of: np.ndarray  # bool [ranks + 1]: is the rank's outcome always accepted (the last: no entry)
+    # a dense part's outcome rank per class (None: a sparse part, or a split not made from ranks), its
+    # distinct outcomes, sorted (rank r is outcomes[r]), and whether each rank's outcome is always
+    # accepted (bool [ranks + 1], the last for no entry)
+    dense: np.ndarray | None = None
+    outcomes: np.ndarray | None = None
+    always_of: np.ndarray | None = None
 
     def classes_of(self, outcomes: np.ndarray, n_outcomes: int) -> np.ndarray:
         """Classes realizing the given context-dependent outcomes (ids below ``n_outcomes``)."""
