@@ -72,25 +72,59 @@ class Mask:
         return allowed
 
 
-@dataclass(frozen=True)
 class _ParserStateSplit:
     """Alg. 5 for one (lexer state, parser state), over token classes.
 
     ``always`` is A (as classes); ``dependent`` is D (as outcomes) with the
     classes that realize each of them (the inverse token spanner entries).
+    A split of a dense part whose classes are mostly context-dependent is made
+    from its ranks alone (:meth:`by_ranks`): its masks are one pass over the
+    verdicts by rank (:meth:`class_verdicts`), and its classes are gathered
+    only if a mask asks for them.
     """
 
-    always: np.ndarray  # bool [n_classes + 1]: accepted whatever lies below the top state
-    dependent: np.ndarray  # outcome ids whose check reads deeper
-    dependent_classes: np.ndarray  # classes whose outcome is context-dependent
-    dependent_class_outcome: np.ndarray  # their outcome ids
-    layout_classes: np.ndarray  # classes whose outcome emits a newline (exact per-token path)
-    # a dense part's outcome rank per class (None: a sparse part, or a split not made from ranks), its
-    # distinct outcomes, sorted (rank r is outcomes[r]), and whether each rank's outcome is always
-    # accepted (bool [ranks + 1], the last for no entry)
-    dense: np.ndarray | None = None
-    outcomes: np.ndarray | None = None
-    always_of: np.ndarray | None = None
+    def __init__(self, always: np.ndarray, dependent: np.ndarray, dependent_classes: np.ndarray,
+                 dependent_class_outcome: np.ndarray, layout_classes: np.ndarray, dense: np.ndarray | None = None,
+                 outcomes: np.ndarray | None = None, always_of: np.ndarray | None = None) -> None:
+        self.always = always  # bool [n_classes + 1]: accepted whatever lies below the top state
+        self.dependent = dependent  # outcome ids whose check reads deeper
+        self.dependent_classes = dependent_classes  # classes whose outcome is context-dependent
+        self.dependent_class_outcome = dependent_class_outcome  # their outcome ids
+        self.layout_classes = layout_classes  # classes whose outcome emits a newline (exact per-token path)
+        # a dense part's outcome rank per class (None: a sparse part, or a split not made from ranks), its
+        # distinct outcomes, sorted (rank r is outcomes[r]), and whether each rank's outcome is always
+        # accepted (bool [ranks + 1], the last for no entry)
+        self.dense, self.outcomes, self.always_of = dense, outcomes, always_of
+        self.n_dependent_classes = dependent_classes.size
+
+    @classmethod
+    def by_ranks(cls, dense: np.ndarray, outcomes: np.ndarray, always_of: np.ndarray, dependent_of: np.ndarray,
+                 n_dependent_classes: int, layout_classes: np.ndarray) -> "_ParserStateSplit":
+        """A dense part's split from its verdicts by rank: ``always`` and the dependent classes are
+        gathered on first use (most such splits' masks never ask)."""
+        split = cls.__new__(cls)
+        split.dependent = outcomes[dependent_of[:-1]]
+        split.layout_classes = layout_classes
+        split.dense, split.outcomes, split.always_of = dense, outcomes, always_of
+        split._dependent_of = dependent_of
+        split.n_dependent_classes = n_dependent_classes
+        return split
+
+    # A split made by_ranks gathers these on first use (a split made with them has them set: an
+    # instance's own attribute comes before a cached_property)
+    @cached_property
+    def always(self) -> np.ndarray:
+        always = np.take(self.always_of, self.dense)
+        always.flags.writeable = False
+        return always
+
+    @cached_property
+    def dependent_classes(self) -> np.ndarray:
+        return np.flatnonzero(np.take(self._dependent_of, self.dense))
+
+    @cached_property
+    def dependent_class_outcome(self) -> np.ndarray:
+        return self.outcomes[self.dense[self.dependent_classes]]
 
     def classes_of(self, outcomes: np.ndarray, n_outcomes: int) -> np.ndarray:
         """Classes realizing the given context-dependent outcomes (ids below ``n_outcomes``)."""
@@ -151,6 +185,7 @@ class MaskEngine:
         self._base_packed: dict[int, tuple[np.ndarray, int]] = {}  # the same, packed, and its count
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
+        self._rank_counts_of: dict[int, np.ndarray] = {}  # id(dense row part) -> classes per rank
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -345,8 +380,15 @@ class MaskEngine:
         not the dependent classes gathered one by one onto the base's."""
         if split.dense is None or (fresh is not None and fresh.dense is None):
             return False
-        dependent = split.dependent_classes.size + (0 if fresh is None else fresh.dependent_classes.size)
+        dependent = split.n_dependent_classes + (0 if fresh is None else fresh.n_dependent_classes)
         return 8 * dependent >= self.spanner.n_classes
+
+    def _rank_counts(self, part: RowPart) -> np.ndarray:
+        """How many classes a dense part has at each rank (once per part: parts are kept)."""
+        found = self._rank_counts_of.get(id(part))
+        if found is None:
+            found = self._rank_counts_of[id(part)] = np.bincount(part.dense[:-1], minlength=part.outcomes.size + 1)
+        return found
 
     def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
@@ -540,6 +582,18 @@ class MaskEngine:
         dependent = status == DEPENDENT
         any_dependent = bool(dependent.any())
         dependent_classes = dependent_outcomes = _NO_TOKENS
+        layout_classes = _NO_TOKENS
+        if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
+            newline = self.indentation.emits_newline[outcomes]
+            if part.dense is not None:
+                layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
+            else:
+                layout_classes = part.classes[np.take(newline, part.ranks)]
+        if part.dense is not None and self.kernels and any_dependent:
+            n_dependent = int(self._rank_counts(part)[np.flatnonzero(dependent)].sum())
+            if 8 * n_dependent >= self.spanner.n_classes:  # its masks take one pass by rank: no classes gathered
+                return _ParserStateSplit.by_ranks(part.dense, outcomes, always_of, np.append(dependent, False),
+                                                  n_dependent, layout_classes)
         if part.dense is not None and self.kernels:
             # one kernel call: the verdicts by class, the dependent classes, and the token mask of
             # the always-accepted ones (the base most masks of this split start from), memoized
@@ -565,13 +619,6 @@ class MaskEngine:
                 on_stack = np.flatnonzero(np.take(dependent, part.ranks))
                 dependent_classes, dependent_outcomes = part.classes[on_stack], outcomes[part.ranks[on_stack]]
         always.flags.writeable = False
-        layout_classes = _NO_TOKENS
-        if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
-            newline = self.indentation.emits_newline[outcomes]
-            if part.dense is not None:
-                layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
-            else:
-                layout_classes = part.classes[np.take(newline, part.ranks)]
         return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes,
                                  part.dense, outcomes, always_of)
 
