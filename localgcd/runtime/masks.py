@@ -186,6 +186,7 @@ class MaskEngine:
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
         self._rank_counts_of: dict[int, np.ndarray] = {}  # id(dense row part) -> classes per rank
+        self.n_by_ranks = 0  # splits made from their ranks alone (mostly context-dependent classes)
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -592,6 +593,7 @@ class MaskEngine:
         if part.dense is not None and self.kernels and any_dependent:
             n_dependent = int(self._rank_counts(part)[np.flatnonzero(dependent)].sum())
             if 8 * n_dependent >= self.spanner.n_classes:  # its masks take one pass by rank: no classes gathered
+                self.n_by_ranks += 1
                 return _ParserStateSplit.by_ranks(part.dense, outcomes, always_of, np.append(dependent, False),
                                                   n_dependent, layout_classes)
         if part.dense is not None and self.kernels:
