@@ -1,16 +1,17 @@
 """Where the slow cold masks of a language grammar spend their time (issue 35): bench/tables.py's
 forcing loop (a lazy compile into an empty cache, each document's tokens forced, mask + advance
-timed), run twice in this process on two fresh compiles -- once by the clock alone, once with each
-mask under its own cProfile -- and the ``--top`` slowest masks of the first run listed with the
-split of the same mask in the second (masks are deterministic: the i-th mask of both runs is the
-same computation).
+timed by the wall clock and the thread's CPU clock; then a warm pass), and the ``--top`` slowest
+steps from ``--from-rank`` on, split by stage on a second cold run with the stages' entry methods
+clocked (masks are deterministic: the i-th step of both runs is the same computation).
 
-    python bench/cold_masks.py --grammar java --vocab llama-bpe --docs 3 --top 20
+    python bench/cold_masks.py --grammar java --from-rank 100 --top 20     # the 20 masks from the p99
+    python bench/cold_masks.py --grammar go --file <go>/src/sort/search.go --file <go>/src/strings/reader.go
+    python bench/cold_masks.py --grammar python --functions 30              # and those steps' cProfile
 
-Split: row walk (the lexer state's first-visit row, its parts and outcomes), classification (Alg. 5
-statuses; the split by status), checks (context-dependent outcomes on the stack, the Indenter's
-newline tokens), assembly (classes to packed token mask), advance (the token fed), and the Python
-in between (the rest of the profiled mask).
+Split (thread CPU): row walk (a lexer state's first-visit row, its parts and outcomes), Alg. 5
+statuses, the split by status, checks (context-dependent outcomes on the stack, the Indenter's
+newline tokens, acceptance), assembly (classes to packed token mask), the Python between them,
+and the advance (the token fed).  Run it from each tree to compare (PYTHONPATH=<tree>).
 """
 
 from __future__ import annotations
@@ -91,10 +92,12 @@ class StageClock:
 
 
 def forced_masks(grammar: str, vocab_name: str, docs: list[str], split: bool,
-                 walls: dict[str, list[float]] | None = None) -> list[tuple[float, float, dict]]:
+                 walls: dict[str, list[float]] | None = None,
+                 profiled: tuple[set[int], cProfile.Profile] | None = None) -> list[tuple[float, float, dict]]:
     """(mask seconds, advance seconds, split of the mask) of every token of the cold pass, in order
     (thread CPU); ``walls``: filled with the wall-clock seconds of each step, cold and then warm
-    (a second pass over the same documents)."""
+    (a second pass over the same documents); ``profiled``: (the steps, by index, to run under the
+    profile, the profile)."""
     import llama_cpp
 
     from localgcd.grammar.formats import format_of_path
@@ -113,11 +116,16 @@ def forced_masks(grammar: str, vocab_name: str, docs: list[str], split: bool,
         for doc in docs:
             m = compiled.matcher()
             for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
+                profile = profiled[1] if profiled is not None and len(out) in profiled[0] else None
+                if profile is not None:
+                    profile.enable()
                 w0, t0 = time.perf_counter(), CLOCK()
                 mask = m.allowed_token_bitmask()
                 t1 = CLOCK()
                 ok = m.advance(t)
                 t2, w2 = CLOCK(), time.perf_counter()
+                if profile is not None:
+                    profile.disable()
                 out.append((t1 - t0, t2 - t1, clock.take() if clock else {}))
                 if walls is not None:
                     walls["cold"].append(w2 - w0)
@@ -154,9 +162,11 @@ def main() -> None:
     print(f"{args.grammar} x {args.vocab}: {len(timed)} tokens, mask+advance ms: cold p50 {p(walls['cold'], 50):.3f} "
           f"p99 {p(walls['cold'], 99):.3f} (thread CPU p50 {p(steps, 50):.3f} p99 {p(steps, 99):.3f}), warm p50 "
           f"{p(walls['warm'], 50):.4f} p99 {p(walls['warm'], 99):.4f}; load {load:.1f} -> {os.getloadavg()[0]:.1f}")
-    slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[args.from_rank: args.from_rank + args.top]  # the first mask: time to first mask
+    # the slowest from --from-rank on, but the first mask (time to first mask, another target)
+    slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[args.from_rank: args.from_rank + args.top]
     split = forced_masks(args.grammar, args.vocab, docs, split=True)
-    print(f"slowest {args.top} from rank {args.from_rank} (but the first), thread CPU ms; split from a second run with the stages clocked")
+    print(f"slowest {args.top} from rank {args.from_rank} (but the first), thread CPU ms; split from a second run "
+          "with the stages clocked")
     print(f"{'token':>6} {'step':>6} {'mask':>6} " + " ".join(f"{s[:14]:>14}" for s in STAGES)
           + f" {'between':>8} {'advance':>8}")
     sums = np.zeros(len(STAGES) + 4)
@@ -167,42 +177,10 @@ def main() -> None:
         sums += row
         print(f"{i:6d} " + " ".join(f"{1e3 * v:{w}.2f}" for v, w in zip(row, [6, 6] + [14] * len(STAGES) + [8, 8])))
     print(f"{'sum':>6} " + " ".join(f"{1e3 * v:{w}.2f}" for v, w in zip(sums, [6, 6] + [14] * len(STAGES) + [8, 8])))
-    if args.functions:
-        profiled = set(slowest)
-        total = None
-        import llama_cpp  # noqa: F401
-
-        prof = cProfile.Profile()
-        rerun = _profiled(args, profiled, prof)
-        pstats.Stats(prof).sort_stats("tottime").print_stats(args.functions) if rerun else None
-
-
-def _profiled(args, chosen: set[int], prof: cProfile.Profile) -> bool:
-    """A third cold run, profiling the chosen tokens' steps into ``prof``."""
-    import llama_cpp
-
-    from localgcd.grammar.formats import format_of_path
-    from localgcd.llama.vocab_sources import vocab_path
-
-    path = vocab_path(args.vocab)
-    vocab = localgcd.load_vocabulary(path)
-    file = tables.grammar_file(args.grammar)
-    with tempfile.TemporaryDirectory() as cache_dir:
-        compiled = localgcd.Compiler(cache_dir).compile(file.read_text(), vocab, fmt=format_of_path(file),
-                                                        source=file.name)
-    tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    i = 0
-    for doc in [open(f, encoding="utf-8").read() for f in args.file] or tables.documents(args.grammar)[: args.docs]:
-        m = compiled.matcher()
-        for t in tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False):
-            if i in chosen:
-                prof.enable()
-            m.allowed_token_bitmask()
-            m.advance(t)
-            if i in chosen:
-                prof.disable()
-            i += 1
-    return True
+    if args.functions:  # a third cold run, those steps under cProfile (by the thread's CPU clock)
+        profile = cProfile.Profile(CLOCK)
+        forced_masks(args.grammar, args.vocab, docs, split=False, profiled=(set(slowest), profile))
+        pstats.Stats(profile).sort_stats("tottime").print_stats(args.functions)
 
 
 if __name__ == "__main__":
