@@ -24,8 +24,8 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import sorted_unique
-from localgcd.runtime.assembly import (PackedSplit, assembly_kernel_available, classify_dense, pack_classes,
-                                       set_class_tokens)
+from localgcd.runtime.assembly import (BranchSplit, PackedSplit, SplitStitcher, assembly_kernel_available,
+                                       classify_dense, pack_classes, set_class_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import NO_LAYOUT_TOKENS, IndentationPath, LayoutTokens
@@ -33,6 +33,7 @@ from localgcd.runtime.layout import NO_LAYOUT, Layout, flat_token_bytes, paren_c
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
+from localgcd.spanner.lazy import LazyRows
 from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, RowPart, Rows, TokenSpanner
 
 
@@ -96,6 +97,7 @@ class _ParserStateSplit:
         # accepted (bool [ranks + 1], the last for no entry)
         self.dense, self.outcomes, self.always_of = dense, outcomes, always_of
         self.n_dependent_classes = dependent_classes.size
+        self.from_ranks = False  # made by_ranks (no packed base mask was made)
 
     @classmethod
     def by_ranks(cls, dense: np.ndarray, outcomes: np.ndarray, always_of: np.ndarray, dependent_of: np.ndarray,
@@ -108,6 +110,7 @@ class _ParserStateSplit:
         split.dense, split.outcomes, split.always_of = dense, outcomes, always_of
         split._dependent_of = dependent_of
         split.n_dependent_classes = n_dependent_classes
+        split.from_ranks = True
         return split
 
     # A split made by_ranks gathers these on first use (a split made with them has them set: an
@@ -194,6 +197,11 @@ class MaskEngine:
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self._assembled: dict[tuple, Mask] = {}  # (q, splits, passed outcomes, accepting) -> mask
         self._last_dense: PackedSplit | None = None  # the last dense split classified (the next starts from it)
+        # a lazy row's split made from the last one of its parser state by the branches that differ
+        self._stitch = SplitStitcher(spanner.n_classes) if self.kernels and isinstance(self.rows, LazyRows) \
+            and indenter is None else None
+        self._branch_base: BranchSplit | None = None  # the last split made from branches (the next may start there)
+        self.n_stitched = 0  # splits made from an earlier one by the branches that differ
         self.indenter = indenter
         self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes,
                                             flat_tokens) if flat_tokens else None)
@@ -562,8 +570,18 @@ class MaskEngine:
         if split is None:
             # the classes that continue, their outcomes, and the distinct ones (a lazy row only
             # as far as its tokens can start with a terminal this parser state does not refuse)
-            part = self.rows.part_within(q, self._first_terminals(node))
-            self.checker.grow()  # a lazily built row may have made new outcome ids
+            first_terminals = self._first_terminals(node)
+            if self._stitch is not None:
+                ids = self.rows.branches_within(q, first_terminals)
+                self.checker.grow()  # a lazily built row may have made new outcome ids
+                split = self._stitched(ids, node, key[1], paren_key)
+                if split is not None:
+                    self._splits[key] = split
+                    return split
+                part = self.rows.part_of(ids)
+            else:
+                part = self.rows.part_within(q, first_terminals)
+                self.checker.grow()
             status = self.checker.statuses(node, part.outcomes, paren_key)
             if self.indentation is not None:
                 status = np.where(self.indentation.emits_newline[part.outcomes], UNKNOWN, status)  # the layout path
@@ -571,8 +589,45 @@ class MaskEngine:
             split = self._splits_by_status.get(by_status)
             if split is None:
                 split = self._splits_by_status[by_status] = self._classify(part, status)
+                if self._stitch is not None and split.from_ranks:
+                    self._branch_base = None  # no packed base to stitch the next split from
+                elif self._stitch is not None and part.dense is not None:
+                    self._branch_base = BranchSplit((key[1], paren_key), frozenset(ids.tolist()), self._last_dense,
+                                                    split.dependent_classes,
+                                                    split.dependent_class_outcome.astype(np.int32, copy=False))
             self._splits[key] = split
         return split
+
+    def _stitched(self, ids: np.ndarray, node: int, state: int, paren_key: int) -> _ParserStateSplit | None:
+        """The split of the branches ``ids`` made from the last split made from branches, when that
+        was over the same parser state (so the branches both have got the same verdicts) and the
+        branches that differ hold an eighth of the classes or fewer (as :func:`classify_dense`
+        starts from the last split); else None."""
+        base = self._branch_base
+        if base is None or base.status_key != (state, paren_key):
+            return None
+        now = ids.tolist()
+        added = [b for b in now if b not in base.branches]
+        held = set(now)
+        removed = [b for b in base.branches if b not in held]
+        spanner = self.spanner
+        if not spanner.branches_within_size(added + removed, spanner.n_classes // 8):
+            return None
+        outcomes = spanner.branch_outcomes(np.array(added, dtype=np.int64)) if added else _NO_OUTCOMES
+        status = self.checker.statuses(node, outcomes, paren_key) if outcomes.size else _NO_STATUS
+        positions, values = spanner.branch_entries(added)
+        always, dependent_classes, dependent_outcomes, packed = self._stitch(
+            base, spanner.branch_entries(removed)[0], positions, values, outcomes, status == ALWAYS,
+            status == DEPENDENT, spanner.n_outcomes, spanner.class_members)
+        always.flags.writeable = False
+        packed[0].flags.writeable = False
+        self._last_dense = PackedSplit(always, *packed)
+        self._branch_base = BranchSplit(base.status_key, frozenset(now), self._last_dense, dependent_classes,
+                                        dependent_outcomes)
+        self._remember_base_packed(always, packed)
+        dependent = sorted_unique(dependent_outcomes) if dependent_outcomes.size else dependent_outcomes
+        self.n_stitched += 1
+        return _ParserStateSplit(always, dependent, dependent_classes, dependent_outcomes, _NO_TOKENS)
 
     def _classify(self, part: RowPart, status: np.ndarray) -> _ParserStateSplit:
         """The split of a row part given the status of each of its distinct outcomes: a lookup of
@@ -626,6 +681,8 @@ class MaskEngine:
 
 
 _NO_TOKENS = np.empty(0, dtype=np.int64)
+_NO_OUTCOMES = np.empty(0, dtype=np.int32)
+_NO_STATUS = np.empty(0, dtype=np.int8)
 
 
 def _outcome_set(outcomes: np.ndarray) -> bytes:
