@@ -36,10 +36,12 @@ import localgcd  # noqa: E402
 # inside another stage's entry counts there)
 STAGES = {
     "row walk": [("localgcd.spanner.lazy", "LazyRows", m)
-                 for m in ("part_within", "class_emits", "outcome_of", "continuing", "class_row", "outcomes")],
+                 for m in ("part_within", "branches_within", "part_of", "class_emits", "outcome_of", "continuing",
+                           "class_row", "outcomes")],
     "Alg. 5 statuses": [("localgcd.runtime.checks", "OutcomeChecker", "statuses"),
                         ("localgcd.runtime.checks", "OutcomeChecker", "grow")],
-    "classify split": [("localgcd.runtime.masks", "MaskEngine", "_classify")],
+    "classify split": [("localgcd.runtime.masks", "MaskEngine", "_classify"),
+                       ("localgcd.runtime.masks", "MaskEngine", "_stitched")],
     "checks": [("localgcd.runtime.masks", "MaskEngine", m)
                for m in ("_dependent_accepted", "_layout_tokens", "is_accepting", "_emit_pending")],
     "assembly": [("localgcd.runtime.masks", "MaskEngine", m)
@@ -62,7 +64,9 @@ class StageClock:
         for stage, entries in STAGES.items():
             for module, cls_name, method in entries:
                 cls = getattr(importlib.import_module(module), cls_name)
-                original = cls.__dict__[method]
+                original = cls.__dict__.get(method)
+                if original is None:  # a tree without that entry
+                    continue
                 self._originals.append((cls, method, original))
                 setattr(cls, method, self._wrapped(stage, original))
 
