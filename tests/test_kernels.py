@@ -349,6 +349,32 @@ def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str,
     assert_same_masks_along_walks(compiled, 11, 3, 40)
 
 
+JAVA_TEXT = """package demo;
+public final class Point {
+    private final int x, y;
+    public Point(int x, int y) { this.x = x; this.y = y; }
+    public int distanceTo(Point other) { return Math.abs(other.x - x) + Math.abs(other.y - y); }
+}
+"""
+
+
+@pytest.mark.slow
+def test_masks_of_mostly_dependent_splits_are_numpys(load_vocab) -> None:
+    """Java's identifiers: most of a row's classes are context-dependent, so their splits are made
+    from the ranks alone and their masks in one pass over verdicts by rank -- numpy's masks,
+    byte by byte along a real class."""
+    compiled = Compiler(use_cache=False).compile(real_grammar("java"), load_vocab("llama-bpe"))
+    single = {data: token for token, data in enumerate(compiled.token_bytes) if len(data) == 1}
+    pair = engines(compiled)
+    matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
+    for byte in JAVA_TEXT.encode():
+        got, expected = (matchers[k]._mask() for k in (True, False))
+        assert np.array_equal(got.packed, expected.packed)
+        assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
+        assert all(m.advance(single[bytes([byte])]) for m in matchers.values())
+    assert pair[True].n_by_ranks > 0 and pair[False].n_by_ranks == 0
+
+
 @given(classes=st.lists(st.booleans(), min_size=1, max_size=40), data=st.data())
 def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     """Any vocabulary size (words cut short at the end), class -1 reading the last slot."""

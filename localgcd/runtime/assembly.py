@@ -48,12 +48,6 @@ def set_class_tokens(packed: np.ndarray, class_tokens: np.ndarray, class_offsets
                                           np.ascontiguousarray(classes, dtype=np.int64)))
 
 
-def set_tokens(packed: np.ndarray, tokens: np.ndarray) -> int:
-    """Set (in place) the bits of ``tokens``; how many were not set before."""
-    _built()
-    return int(assembly_kernel.set_tokens(packed, np.ascontiguousarray(tokens, dtype=np.int64)))
-
-
 @dataclass(frozen=True)
 class PackedSplit:
     """A dense split's verdicts by class and its always-accepted tokens packed (and their count): an

@@ -61,21 +61,6 @@ def set_class_tokens(uint32_t[::1] packed, const int64_t[::1] class_tokens, cons
     return added
 
 
-def set_tokens(uint32_t[::1] packed, const int64_t[::1] tokens):
-    """Set the bits of ``tokens``; how many were not set before."""
-    cdef Py_ssize_t i
-    cdef int64_t added = 0, t
-    cdef uint32_t bit
-    with nogil:
-        for i in range(tokens.shape[0]):
-            t = tokens[i]
-            bit = (<uint32_t> 1) << (t & 31)
-            if not (packed[t >> 5] & bit):
-                packed[t >> 5] |= bit
-                added += 1
-    return added
-
-
 ctypedef fused rank_t:
     uint8_t
     uint16_t

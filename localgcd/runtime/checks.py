@@ -70,6 +70,7 @@ class OutcomeChecker:
         self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
         self._outcome_lists: tuple[int, list, list] = (-1, [], [])  # head, tail as lists (Python path)
         self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._accepts_of: dict[tuple[int, int], tuple[bool, int]] = {}  # (stack, terminal): final()'s reads
         self.paren_cap = 0
         self.paren_delta = np.zeros(len(spanner.head), dtype=np.int64)
         self.emits_newline = np.zeros(len(spanner.head), dtype=bool)
@@ -441,14 +442,32 @@ class OutcomeChecker:
             return True, height
         if not self._final.may_rows[top][producible_class]:
             return False, height
-        accepted, read = self._acceptance(node)
         low_ok, low_no = None, height
         for term in self._prod_terms[lexer_state]:
-            if accepted[term]:
-                low_ok = max(low_ok, int(read[term])) if low_ok is not None else int(read[term])
+            accepted, read = self._accepts(node, term)
+            if accepted:
+                low_ok = max(low_ok, read) if low_ok is not None else read
             else:
-                low_no = min(low_no, int(read[term]))
+                low_no = min(low_no, read)
         return (True, low_ok) if low_ok is not None else (False, low_no)
+
+    def _accepts(self, node: int, term: int) -> tuple[bool, int]:
+        """One column of :meth:`_acceptance` (a pending lexeme may become one or two of a state's
+        dozen open terminals: only those are fed to the PDA).  Memoized per (stack, terminal)."""
+        found = self._acceptance_of.get(node)
+        if found is not None:
+            return bool(found[0][term]), int(found[1][term])
+        key = (node, term)
+        found = self._accepts_of.get(key)
+        if found is None:
+            pda = self.pda
+            top = pda.state[node]
+            if self._takes_np[top, term] or self._refuses_np[top, term]:  # the top decides (as in _acceptance)
+                found = (bool(self._takes_np[top, term]), pda.height[node])
+            else:
+                found = pda.accepts(node, term)
+            self._accepts_of[key] = found
+        return found
 
     def _acceptance(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         """Per parser column: is that terminal accepted at ``node``, and the lowest height read.
