@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from localgcd.compiler.compiled import CompiledGrammar
+from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
 from localgcd.compiler.compiler import Compiler
 from localgcd.errors import CacheWarning
 from localgcd.spanner.built import BuiltRows
@@ -82,7 +82,7 @@ def entry_of(root: Path, compiler: Compiler | None = None) -> tuple[dict, dict[s
     name = files[0].stem
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        entry = (compiler or Compiler(root)).store.read(name, name, 12)
+        entry = (compiler or Compiler(root)).store.read(name, name, TABLE_FORMAT_VERSION)
     assert entry is not None
     return entry
 
