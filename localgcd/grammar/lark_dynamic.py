@@ -39,9 +39,9 @@ from dataclasses import replace
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError, UnsupportedConstruct
 from localgcd.grammar.gbnf import translate
-from localgcd.grammar.gbnf.atoms import show_chars
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq
-from localgcd.grammar.lark_cuts import Lexemes, UndecidedEnd, constrained, lexemes_over_atoms, variants_as_gbnf
+from localgcd.grammar.lark_cuts import (MAX_CLASSES, Lexemes, TooManyClasses, constrained, lexemes_over_atoms,
+                                        variants_as_gbnf)
 from localgcd.grammar.ir import GrammarIR, source_line
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex import syntax as regex
@@ -67,42 +67,52 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
                            f"{_BASIC}", grammar.source)
     used = {s for rule in grammar.rules for s in rule.rhs if grammar.is_terminal(s)}
     terminals = [t for t in grammar.terminals if t.name in used or t.ignored]
-    for terminal in terminals:
-        _check_automaton(grammar, terminal, meter)
-    exprs = {t.name: _expr(parse_python_regex(t.regex), (t.line or 1, t.column or 1)) for t in terminals}
-    atoms, lexemes = _lexemes(grammar, terminals, exprs, used, meter)
+    nodes = {t.name: _without_surrogates(parse_python_regex(t.regex)) for t in terminals}
+    ordered = {t.name: nodes[t.name] for t in terminals if _reads_in_order(grammar, t, meter)}
+    exprs = {t.name: _expr(nodes[t.name], (t.line or 1, t.column or 1)) for t in terminals}
+    atoms, lexemes, after = _lexemes(grammar, terminals, exprs, ordered, used, meter)
     ignored = [t.name for t in terminals if t.ignored]
-    tree = variants_as_gbnf(grammar, atoms, lexemes, ignored, START, meter) if constrained(lexemes) \
-        else _as_gbnf(grammar, terminals, exprs)
+    if constrained(lexemes):
+        try:
+            tree = variants_as_gbnf(grammar, atoms, lexemes, after, ignored, START, meter)
+        except TooManyClasses as many:
+            far = ", ".join(_named(grammar, name) for name in many.args[0]) or "its terminals"
+            raise grammar.error(f"lexer='dynamic': where lark's dynamic lexer ends a lexeme (re.match: no longer "
+                                f"match may follow) depends on characters further on than {MAX_CLASSES:,} classes of "
+                                f"open lexeme ends can say ({far} may read on across the lexemes after them); "
+                                f"{_BASIC}", grammar.start) from None
+    else:
+        tree = _as_gbnf(grammar, terminals, {t.name: lexemes[t.name].expr for t in terminals})
     translated = translate(tree, meter)
     return replace(translated, text=grammar.text, origins={**grammar.origins, **translated.origins})
 
 
 # ---------------------------------------------------------------------------------------------
-# Each terminal's automaton, and whether re.match reads it as its whole language
+# Each terminal's automaton, and which of its lexemes re.match returns
 
 
-def _check_automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> None:
-    """``re.match`` of ``terminal`` returns its longest lexeme, never the empty one."""
+def _reads_in_order(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> bool:
+    """Whether ``re.match`` of ``terminal`` returns fewer lexemes than its language (a lazy
+    quantifier, or an earlier alternative that wins: ``/a|ab/`` reads ``a`` of ``ab``); refused: a
+    look-around or an anchor, a terminal that matches nothing or the empty string."""
     def refused(why: str) -> GrammarError:
         return _error(grammar, terminal, f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}")
 
     try:
-        if needs_priority(terminal.regex):
-            raise refused("uses a lazy quantifier, a look-around or an anchor: lark's dynamic lexer takes "
-                          "the lexeme re.match returns at each place, which a sub-grammar of its language "
-                          "cannot say")
-        whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}"))
-        first = trim(priority_dfa(terminal.regex).dfa)
+        tree = parse_python_regex(terminal.regex)
+        if any(isinstance(n, (regex.Look, regex.Anchor)) for n in regex.nodes_of(tree)):
+            raise refused("uses a look-around or an anchor: lark's dynamic lexer takes the lexeme re.match "
+                          "returns at each place, which then depends on the text around it")
+        lazy = needs_priority(terminal.regex)
+        whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}", backing_up=True))
+        first = None if lazy else trim(priority_dfa(terminal.regex).dfa)
     except UnsupportedConstruct as exc:
         raise refused(f"cannot be read exactly: {exc}") from None
     if whole is None:
         raise refused("matches nothing")
     if whole.accept[0] >= 0:
         raise refused("matches the empty string (lark: \"Dynamic Earley doesn't allow zero-width regexps\")")
-    if first is None or not all(inside for _, inside in relations([(whole, first)])):
-        raise refused("has lexemes re.match never returns (an earlier alternative wins: /a|ab/ reads "
-                      "'a' of 'ab'); lark's dynamic lexer takes re.match's lexeme")
+    return lazy or first is None or not all(inside for _, inside in relations([(whole, first)]))
 
 
 def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
@@ -145,24 +155,13 @@ def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
     return after
 
 
-def _lexemes(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr], used: set[str],
-             meter: BudgetMeter) -> tuple[CharClasses, dict[str, Lexemes]]:
-    """Each terminal over the atoms with its end classes, or the error naming a lexeme end that
-    characters past the next one decide."""
+def _lexemes(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr], ordered: dict[str, regex.Node],
+             used: set[str], meter: BudgetMeter) -> tuple[CharClasses, dict[str, Lexemes], dict[str, frozenset[int]]]:
+    """Each terminal over the atoms (the lexemes re.match returns) with the atoms that can follow it."""
     ignored = {t.name for t in terminals if t.ignored}
     followers = {name: after | ignored for name, after in _followers(grammar).items()}
     followers |= {name: used | ignored for name in ignored}
-    try:
-        return lexemes_over_atoms(exprs, followers, meter)
-    except UndecidedEnd as undecided:
-        name, other, chars, _ = undecided.args
-        terminal = next(t for t in terminals if t.name == name)
-        shown = show_chars(chars.intervals)
-        raise _error(grammar, terminal,
-                     f"lexer='dynamic': lark's dynamic lexer takes {terminal.describe()}'s longest lexeme "
-                     f"(re.match), which may read on into a {shown} that {_named(grammar, other)} can start "
-                     f"where it follows{' (ignored)' if other in ignored else ''}, and whether it does depends "
-                     f"on the characters after that: not exact as a sub-grammar; {_BASIC}") from None
+    return lexemes_over_atoms(exprs, ordered, followers, meter)
 
 
 def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError:
@@ -175,10 +174,6 @@ def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError
 
 def _named(grammar: GrammarIR, name: str) -> str:
     return next(t.describe() for t in grammar.terminals if t.name == name)
-
-
-def _byte(byte: int) -> str:
-    return repr(chr(byte)) if 32 <= byte < 127 else f"byte 0x{byte:02x}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,14 +214,28 @@ def _as_gbnf(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Exp
 _NO_SURROGATES = CharSet([SURROGATES])
 
 
-def _expr(node: regex.Node, at: tuple[int, int]) -> Expr:
-    """A regex without backtracking semantics as GBNF's syntax tree (its language, code points)."""
+def _without_surrogates(node: regex.Node) -> regex.Node:
+    """``node`` with no surrogate code point (lark's text is UTF-8: none can occur)."""
     if isinstance(node, regex.Chars):
-        return Chars(node.chars - _NO_SURROGATES, at)
+        return regex.Chars(node.chars - _NO_SURROGATES)
+    if isinstance(node, regex.Concat):
+        return regex.Concat(tuple(_without_surrogates(item) for item in node.items))
+    if isinstance(node, regex.Alt):
+        return regex.Alt(tuple(_without_surrogates(option) for option in node.options))
+    if isinstance(node, regex.Repeat):
+        return regex.Repeat(_without_surrogates(node.item), node.lo, node.hi, node.greedy)
+    return node
+
+
+def _expr(node: regex.Node, at: tuple[int, int]) -> Expr:
+    """A regex without look-around as GBNF's syntax tree (its language, code points; a lazy
+    quantifier as a greedy one: the terminal's lexemes are its priority automaton's then)."""
+    if isinstance(node, regex.Chars):
+        return Chars(node.chars, at)
     if isinstance(node, regex.Concat):
         return Seq(tuple(_expr(item, at) for item in node.items), at)
     if isinstance(node, regex.Alt):
         return Alt(tuple(_expr(option, at) for option in node.options), at)
     if isinstance(node, regex.Repeat):
         return Rep(_expr(node.item, at), node.lo, node.hi, at)
-    raise AssertionError(f"a terminal with backtracking semantics is refused before: {node!r}")
+    raise AssertionError(f"a terminal with look-around is refused before: {node!r}")
