@@ -132,6 +132,8 @@ class _Variants:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     classes: dict[Class, int] = field(default_factory=dict)
     products: dict[tuple[str, Class], _Product] = field(default_factory=dict)
+    canonical: dict[Class, Class] = field(default_factory=dict)  # a class → the first one seen that breaks alike
+    by_signature: dict[tuple, Class] = field(default_factory=dict)
     written: int = 0
 
     def __post_init__(self) -> None:
@@ -176,9 +178,61 @@ class _Variants:
         return self.grammar.origins.get(name, (1, 1))
 
     def advanced_by(self, x: Class, atoms: Iterable[int] | frozenset[int] | set[int]) -> Class:
-        """The watches of ``x`` that some atom of ``atoms`` advances (the others end there)."""
+        """The watches of ``x`` that some atom of ``atoms`` advances (the others end there), as the
+        class first seen that breaks on the same texts (:meth:`canon`)."""
         atoms = set(atoms)
-        return frozenset(w for w in x if not atoms.isdisjoint(self.lexemes[w[0]].dfa.moves[w[1]]))
+        return self.canon(frozenset(w for w in x if not atoms.isdisjoint(self.lexemes[w[0]].dfa.moves[w[1]])))
+
+    def canon(self, x: Class) -> Class:
+        """The first class seen whose watches break on the same texts as ``x``'s (``GTE`` after
+        ``\\ge`` and ``LTE`` after ``\\le`` both break on a ``q``): one variant for both."""
+        if not x:
+            return x
+        found = self.canonical.get(x)
+        if found is None:
+            found = self.canonical[x] = self.by_signature.setdefault(self.signature(x), x)
+        return found
+
+    def signature(self, x: Class) -> tuple[tuple[int, ...], ...]:
+        """The minimal automaton of the texts that break a watch of ``x`` (its rows in breadth-first
+        order; -1: broken, -2: every watch ended), the same for classes that break alike."""
+        index, order, rows = {x: 0}, [x], []
+        for c in order:  # grows while iterating
+            row = []
+            for a in range(self.atoms.n_symbols):
+                moved = self.moved(c, a)
+                if moved is None or not moved:
+                    row.append(-1 if moved is None else -2)
+                    continue
+                j = index.setdefault(moved, len(order))
+                if j == len(order):
+                    order.append(moved)
+                row.append(j)
+            rows.append(row)
+        block = [0] * len(rows)
+        while True:  # Moore's refinement
+            keys = [tuple(block[t] if t >= 0 else t for t in row) for row in rows]
+            numbered: dict[tuple, int] = {}
+            refined = [numbered.setdefault((block[i], keys[i]), len(numbered)) for i in range(len(rows))]
+            if len(numbered) == len(set(block)):
+                break
+            block = refined
+        first = {}
+        for i, b in enumerate(block):
+            first.setdefault(b, i)
+        seen, queue, out = {block[0]: 0}, [block[0]], []
+        for b in queue:  # grows while iterating
+            row = []
+            for t in rows[first[b]]:
+                if t < 0:
+                    row.append(t)
+                    continue
+                if block[t] not in seen:
+                    seen[block[t]] = len(queue)
+                    queue.append(block[t])
+                row.append(seen[block[t]])
+            out.append(tuple(row))
+        return tuple(out)
 
     def norm(self, symbol: str, x: Class) -> Class:
         """``x`` cut down to what ``symbol`` can start with (a nullable rule passes it on whole)."""

@@ -67,8 +67,9 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
                            f"{_BASIC}", grammar.source)
     used = {s for rule in grammar.rules for s in rule.rhs if grammar.is_terminal(s)}
     terminals = [t for t in grammar.terminals if t.name in used or t.ignored]
+    in_order = [t.name for t in terminals if _reads_in_order(grammar, t, meter)]  # (refuses what it cannot read)
     nodes = {t.name: _without_surrogates(parse_python_regex(t.regex)) for t in terminals}
-    ordered = {t.name: nodes[t.name] for t in terminals if _reads_in_order(grammar, t, meter)}
+    ordered = {name: nodes[name] for name in in_order}
     exprs = {t.name: _expr(nodes[t.name], (t.line or 1, t.column or 1)) for t in terminals}
     atoms, lexemes, after = _lexemes(grammar, terminals, exprs, ordered, used, meter)
     ignored = [t.name for t in terminals if t.ignored]
