@@ -46,12 +46,16 @@ NO_CLASS: Class = frozenset()
 _MAX_ALTERNATIVES = 200_000  # variants' alternatives written at most (then a CompileBudgetError)
 _MAX_EXPRESSION = 200_000  # expression nodes one state elimination makes at most
 MAX_CLASSES = 2_000  # classes of open watches at most (then the grammar is refused)
+#: variant rules at most (then the grammar is refused): the GBNF translation after takes about 20 s for
+#: storage.lark's 314 and minutes for sympy's latex.lark's 1,011
+MAX_VARIANT_RULES = 600
 _MAX_PRODUCT = 20_000  # states of one lexeme's automaton read through a class, at most
 
 
 class TooManyClasses(Exception):
-    """The watches over lexeme ends need more classes than :data:`MAX_CLASSES` (``args``: the
-    terminals whose watches outlive a lexeme after theirs)."""
+    """The watches over lexeme ends need more classes than :data:`MAX_CLASSES`, or the grammar more
+    variant rules than :data:`MAX_VARIANT_RULES` (``args``: what ran past its bound, the terminals
+    whose watches are open most often)."""
 
 
 @dataclass
@@ -167,9 +171,16 @@ class _Variants:
     # -- names and classes -----------------------------------------------------------------
     def cid(self, x: Class) -> int:
         if x not in self.classes and len(self.classes) >= MAX_CLASSES:
-            raise TooManyClasses(sorted({name for c in self.classes for name, q in c
-                                         if self.lexemes[name].dfa.accept[q] < 0}))
+            raise TooManyClasses(f"{MAX_CLASSES:,} classes of open lexeme ends", self.watching())
         return self.classes.setdefault(x, len(self.classes))
+
+    def watching(self) -> list[str]:
+        """The terminals whose watches are in the most classes (four at most)."""
+        counts: dict[str, int] = {}
+        for c in self.classes:
+            for name in {name for name, _ in c}:
+                counts[name] = counts.get(name, 0) + 1
+        return sorted(counts, key=lambda name: -counts[name])[:4]
 
     def at(self, name: str) -> tuple[int, int]:
         t = next((t for t in self.grammar.terminals if t.name == name), None)
@@ -428,6 +439,8 @@ def variants_as_gbnf(grammar: GrammarIR, atoms: CharClasses, lexemes: dict[str, 
     v.positions[start_name] = at
     while pending:
         v.write_rule(*pending.pop(), pending)
+        if len(v.rules) > MAX_VARIANT_RULES:
+            raise TooManyClasses(f"{MAX_VARIANT_RULES:,} rules in variants by open lexeme ends", v.watching())
     return GbnfGrammar(v.rules, v.positions, grammar.source, lambda n: source_line(grammar.text, n),
                        grammar.warnings, start_name)
 

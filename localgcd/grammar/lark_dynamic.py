@@ -40,7 +40,7 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError, UnsupportedConstruct
 from localgcd.grammar.gbnf import translate
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq
-from localgcd.grammar.lark_cuts import (MAX_CLASSES, Lexemes, TooManyClasses, constrained, lexemes_over_atoms,
+from localgcd.grammar.lark_cuts import (Lexemes, TooManyClasses, constrained, lexemes_over_atoms,
                                         variants_as_gbnf)
 from localgcd.grammar.ir import GrammarIR, source_line
 from localgcd.grammar.terminals import Terminal
@@ -77,11 +77,12 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
         try:
             tree = variants_as_gbnf(grammar, atoms, lexemes, after, ignored, START, meter)
         except TooManyClasses as many:
-            far = ", ".join(_named(grammar, name) for name in many.args[0]) or "its terminals"
+            bound, names = many.args
+            far = ", ".join(_named(grammar, name) for name in names) or "its terminals"
             raise grammar.error(f"lexer='dynamic': where lark's dynamic lexer ends a lexeme (re.match: no longer "
-                                f"match may follow) depends on characters further on than {MAX_CLASSES:,} classes of "
-                                f"open lexeme ends can say ({far} may read on across the lexemes after them); "
-                                f"{_BASIC}", grammar.start) from None
+                                f"match may follow) depends on characters further on, which the grammar in variants "
+                                f"says with more than {bound} (most often open after {far}); {_BASIC}",
+                                grammar.start) from None
     else:
         tree = _as_gbnf(grammar, terminals, {t.name: lexemes[t.name].expr for t in terminals})
     translated = translate(tree, meter)
