@@ -15,18 +15,20 @@ GBNF's syntax tree), preceded by ``%ignore``'s terminals repeated, and the start
 them; :func:`localgcd.grammar.gbnf.translate` makes that a grammar over character atoms (a prefix
 code: the lexer is invisible) for the parse tables.  That language -- every way to cut the text
 into the terminals' words -- is lark's when ``re.match`` at each place returns the word the cut
-uses.  Two conditions make it so:
+uses:
 
-* ``re.match`` of ``T`` returns the longest prefix in ``T``'s language (no lazy quantifier,
-  look-around, anchor or alternation order that stops it earlier: ``T``'s leftmost-first automaton,
-  :mod:`localgcd.regex.priority`, accepts ``T``'s whole language); else a
-  :class:`~localgcd.errors.GrammarError` naming the terminal and the construct;
-* a lexeme ends where lark ends it: no longer word of ``T`` is a prefix of the rest.  Where a word
-  of ``T`` followed by a character that can start what follows ``T`` is a word again (``COLOR`` /
-  ``LETTER+`` before ``"repeat"``; ``NAME NAME``), the rules are written in variants that forbid
-  that character after such a lexeme (:mod:`.lark_cuts`); where it is a prefix of a longer word
-  only (``1e`` of a number before a name), characters further on decide, and the grammar is
-  refused naming the terminal and the character.
+* a terminal's words are those ``re.match`` can return: its whole language, or, where an earlier
+  alternative wins or a quantifier is lazy (``/a|ab/`` reads ``a`` of ``ab``; latex's
+  ``_([A-Za-z0-9]|[a-zA-Z]+)``), its leftmost-first automaton over the atoms
+  (:func:`localgcd.regex.priority.priority_symbol_dfa`), whose longest match is ``re.match``'s;
+  a look-around or an anchor is refused (:class:`~localgcd.errors.GrammarError` naming the
+  terminal): what it returns would depend on the text around the lexeme;
+* a lexeme ends where lark ends it: no longer word of ``T`` is a prefix of the rest of the text,
+  however many characters and lexemes on that is decided (``1.5`` of a number, then a name ``E``,
+  then ``+5``: lark reads ``1.5E+5``).  Where a word of ``T`` can read on into what follows it, the
+  rules are written in variants by the *watches* open at each place (:mod:`.lark_cuts`); a grammar
+  that needs more than a bounded number of them is refused naming the terminals whose lexeme ends
+  stay open most often (sympy's latex: ``\\le`` reading on into ``qslant``).
 
 A terminal that matches the empty string is refused as lark refuses it ("Dynamic Earley doesn't
 allow zero-width regexps"), and so is an Indenter (lark's dynamic lexer takes no postlexer).
