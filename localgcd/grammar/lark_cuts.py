@@ -468,11 +468,27 @@ def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, fin
     add(begin, start, Seq((), at))
     for f in finals:
         add(f, end, Seq((), at))
-    for k in range(n):
+    into_of: dict[int, set[int]] = {k: set() for k in range(n + 2)}
+    out_of_of: dict[int, set[int]] = {k: set() for k in range(n + 2)}
+    for i, j in paths:
+        out_of_of[i].add(j)
+        into_of[j].add(i)
+    left = set(range(n))
+    while left:  # the node with the fewest paths through it first (a smaller expression than in order)
         meter.time("a terminal's sub-grammar")
+        k = min(left, key=lambda q: (len(into_of[q] - {q}) * len(out_of_of[q] - {q}), q))
+        left.discard(k)
         loop = paths.pop((k, k), None)
-        into = [(i, e) for (i, j), e in paths.items() if j == k]
-        out_of = [(j, e) for (i, j), e in paths.items() if i == k]
+        into = [(i, paths[(i, k)]) for i in sorted(into_of[k] - {k})]
+        out_of = [(j, paths[(k, j)]) for j in sorted(out_of_of[k] - {k})]
+        for i, _ in into:
+            out_of_of[i].discard(k)
+        for j, _ in out_of:
+            into_of[j].discard(k)
+        into_of[k] = out_of_of[k] = set()
+        for i, j in product_pairs(into, out_of):
+            out_of_of[i].add(j)
+            into_of[j].add(i)
         for i, _ in into:
             del paths[(i, k)]
         for j, _ in out_of:
@@ -482,3 +498,8 @@ def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, fin
             for j, b in out_of:
                 add(i, j, Seq((a, *middle, b), at))
     return paths.get((begin, end))
+
+
+def product_pairs(into: list[tuple[int, Expr]], out_of: list[tuple[int, Expr]]) -> list[tuple[int, int]]:
+    """The (from, to) pairs a node's elimination joins."""
+    return [(i, j) for i, _ in into for j, _ in out_of]
