@@ -52,6 +52,12 @@ MAX_VARIANT_RULES = 600
 _MAX_PRODUCT = 20_000  # states of one lexeme's automaton read through a class, at most
 
 
+def _order(x: Class) -> tuple[Watch, ...]:
+    """A class's place in the order classes are met and written in (the same in every process:
+    a set of them iterates in an order its terminals' names' hashes decide)."""
+    return tuple(sorted(x))
+
+
 class TooManyClasses(Exception):
     """The watches over lexeme ends need more classes than :data:`MAX_CLASSES`, or the grammar more
     variant rules than :data:`MAX_VARIANT_RULES` (``args``: what ran past its bound, the terminals
@@ -180,7 +186,7 @@ class _Variants:
         for c in self.classes:
             for name in {name for name, _ in c}:
                 counts[name] = counts.get(name, 0) + 1
-        return sorted(counts, key=lambda name: -counts[name])[:4]
+        return sorted(counts, key=lambda name: (-counts[name], name))[:4]
 
     def at(self, name: str) -> tuple[int, int]:
         t = next((t for t in self.grammar.terminals if t.name == name), None)
@@ -309,7 +315,7 @@ class _Variants:
         while stack:
             c = stack.pop()
             for i in self.ignored:
-                for d in self.lexeme_outs(i, c):
+                for d in sorted(self.lexeme_outs(i, c), key=_order):
                     if d not in seen:
                         seen.add(d)
                         stack.append(d)
@@ -336,7 +342,7 @@ class _Variants:
                 for rhs in self.by_lhs[lhs]:
                     current = {x}
                     for symbol in rhs:
-                        current = {y for c in current for y in self.outs(symbol, c)}
+                        current = {y for c in sorted(current, key=_order) for y in self.outs(symbol, c)}
                     found |= current
                 if not found <= self.out[(lhs, x)]:
                     self.out[(lhs, x)] |= found
@@ -367,7 +373,7 @@ class _Variants:
         """A regular rule: the runs of ignored lexemes from class ``x`` ending in ``y``."""
         rule = f"%ignore[{self.cid(x)}>{self.cid(y)}]"
         if rule not in self.rules:
-            reach = sorted(self.block_reach(x), key=self.cid)
+            reach = sorted(self.block_reach(x), key=_order)
             node = {c: k for k, c in enumerate(reach)}
             edges: dict[tuple[int, int], list[Expr]] = {}
             at = self.at(self.ignored[0]) if self.ignored else (1, 1)
@@ -387,7 +393,7 @@ class _Variants:
         if rule not in self.rules:
             at = self.at(name)
             options = tuple(Seq((Ref(self.block(x, c), at), Ref(self.lexeme(name, c, y), at)), at)
-                            for c in sorted(self.block_reach(x), key=self.cid) if y in self.lexeme_outs(name, c))
+                            for c in sorted(self.block_reach(x), key=_order) if y in self.lexeme_outs(name, c))
             self.rules[rule] = options[0] if len(options) == 1 else Alt(options, at)
             self.positions[rule] = at
         return rule
@@ -408,7 +414,7 @@ class _Variants:
             for symbol in rhs:
                 paths = [(refs + [Ref(self.terminal(symbol, c, d) if symbol in self.lexemes
                                       else self.nonterminal(symbol, c, d, pending), at)], d)
-                         for refs, c in paths for d in self.outs(symbol, c)]
+                         for refs, c in paths for d in sorted(self.outs(symbol, c), key=_order)]
                 self.written += len(paths)
                 self.meter.time("the dynamic lexer's rules in variants")
                 if self.written > _MAX_ALTERNATIVES:
@@ -433,8 +439,8 @@ def variants_as_gbnf(grammar: GrammarIR, atoms: CharClasses, lexemes: dict[str, 
     pending: list[tuple[str, Class, Class]] = []
     at = grammar.origins.get(grammar.start, (1, 1))
     options = tuple(Seq((Ref(v.nonterminal(grammar.start, NO_CLASS, y, pending), at), Ref(v.block(y, z), at)), at)
-                    for y in sorted(v.out[(grammar.start, NO_CLASS)], key=v.cid)
-                    for z in sorted(v.block_reach(y), key=v.cid))
+                    for y in sorted(v.out[(grammar.start, NO_CLASS)], key=_order)
+                    for z in sorted(v.block_reach(y), key=_order))
     v.rules[start_name] = options[0] if len(options) == 1 else Alt(options, at)
     v.positions[start_name] = at
     while pending:
