@@ -492,9 +492,10 @@ def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, fin
         for j, _ in out_of:
             into_of[j].discard(k)
         into_of[k] = out_of_of[k] = set()
-        for i, j in product_pairs(into, out_of):
-            out_of_of[i].add(j)
-            into_of[j].add(i)
+        for i, _ in into:
+            out_of_of[i].update(j for j, _ in out_of)
+            for j, _ in out_of:
+                into_of[j].add(i)
         for i, _ in into:
             del paths[(i, k)]
         for j, _ in out_of:
@@ -504,8 +505,3 @@ def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, fin
             for j, b in out_of:
                 add(i, j, Seq((a, *middle, b), at))
     return paths.get((begin, end))
-
-
-def product_pairs(into: list[tuple[int, Expr]], out_of: list[tuple[int, Expr]]) -> list[tuple[int, int]]:
-    """The (from, to) pairs a node's elimination joins."""
-    return [(i, j) for i, _ in into for j, _ in out_of]
