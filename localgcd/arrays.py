@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from typing import Callable
 
 import numpy as np
@@ -13,6 +14,19 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     if values.size:
         values = values[np.concatenate(([True], values[1:] != values[:-1]))]
     return values
+
+
+def sparse_zeros(shape: tuple[int, ...], dtype: "np.typing.DTypeLike") -> np.ndarray:
+    """A writable array of zeros whose memory is mapped a 4 KB page at a time, on the page's first
+    write: a big table of which a run touches a few rows costs those rows.  (``np.zeros`` of 4 MB
+    or more asks the kernel for transparent huge pages, so there one write maps 2 MB; a private
+    anonymous mapping gets none, and reading an untouched page maps the shared zero page.)"""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size < mmap.PAGESIZE or not hasattr(mmap, "MAP_PRIVATE"):  # (Windows: no private anonymous maps)
+        return np.zeros(shape, dtype=dtype)
+    pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    return np.frombuffer(pages, dtype=dtype, count=size // dtype.itemsize).reshape(shape)
 
 
 def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

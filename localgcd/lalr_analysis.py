@@ -371,14 +371,25 @@ def _kernel_of(advanced: list[int] | tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _nullable(rules: list[tuple[int, tuple[int, ...]]]) -> set[int]:
+    """The symbols that derive the empty string, by a worklist: per rule, the occurrences in its
+    body not yet known nullable, counted down once each (passes over every rule until none changed
+    took one pass per link of the longest chain)."""
+    waiting = [len(rhs) for _, rhs in rules]
+    users: dict[int, list[int]] = {}
+    for index, (_, rhs) in enumerate(rules):
+        for symbol in rhs:
+            users.setdefault(symbol, []).append(index)
+    ready = [lhs for (lhs, _), count in zip(rules, waiting) if not count]
     nullable: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in nullable and all(s in nullable for s in rhs):
-                nullable.add(lhs)
-                changed = True
+    while ready:
+        symbol = ready.pop()
+        if symbol in nullable:
+            continue
+        nullable.add(symbol)
+        for index in users.get(symbol, ()):
+            waiting[index] -= 1
+            if not waiting[index]:
+                ready.append(rules[index][0])
     return nullable
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import gc
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.arrays import distinct_rows, expand_ranges, row_lists, sorted_unique, true_columns, unique_first_inverse
+from localgcd.arrays import (distinct_rows, expand_ranges, row_lists, sorted_unique, sparse_zeros, true_columns,
+                             unique_first_inverse)
 
 
 def _check_distinct_rows(table: np.ndarray) -> None:
@@ -85,3 +87,31 @@ def test_row_lists_gives_each_row_as_a_tuple_the_collector_untracks(eager_cells:
     assert read == [tuple(r) for r in table.tolist()]
     gc.collect()
     assert not any(gc.is_tracked(row) for row in read)  # a grammar's rows are not walked by each collection
+
+
+@pytest.mark.parametrize("shape, dtype", [((5184, 9930), np.int8), ((3, 5), np.int32), ((0, 4), np.int8),
+                                          ((1000, 1000), np.uint16)])
+def test_sparse_zeros_is_a_writable_table_of_zeros(shape: tuple[int, int], dtype: type) -> None:
+    table = sparse_zeros(shape, dtype)
+    assert table.shape == shape and table.dtype == dtype and table.flags.writeable and table.flags.c_contiguous
+    assert not table.any()
+    if table.size:
+        table[-1, -1] = 7
+        table[0] += 1
+        assert table[-1, -1] == 7 and (table[0] == 1).all() and table.sum() == 7 + shape[1]
+
+
+def _resident_kb() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_sparse_zeros_maps_a_page_per_touched_row_not_the_table() -> None:
+    """64 MB of which 32 scattered rows are written, the whole of it read: what stays resident is
+    about those rows' pages (np.zeros' huge pages would be 2 MB per write, the table in all)."""
+    table = sparse_zeros((8192, 8192), np.int8)
+    before = _resident_kb()
+    table[::256, :100] = 1
+    assert int(table.any(axis=1).sum()) == 32
+    assert _resident_kb() - before < 8 * 1024

@@ -16,6 +16,7 @@ from localgcd.batch.jobs import LineError, Request, default_seed, parse_line, pa
 from localgcd.batch.journal import Journal, read_done
 from localgcd.cli.app import app
 from localgcd.errors import LocalgcdError
+from localgcd.llama.decoding import Sampling
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -50,12 +51,13 @@ def test_each_constraint_is_read_from_its_field(text: str, kind: str, value) -> 
 
 def test_sampling_fields_and_defaults() -> None:
     given = parse_line(line(custom_id="x", prompt="p", regex="a", max_tokens=7, temperature=0, top_p=0.5,
-                            seed=9, stop=["\n"]), 1)
-    assert (given.max_tokens, given.temperature, given.top_p, given.seed, given.stop) == (7, 0.0, 0.5, 9, ("\n",))
+                            top_k=3, min_p=0.1, repeat_penalty=1.1, seed=9, stop=["\n"]), 1)
+    assert (given.max_tokens, given.stop) == (7, ("\n",))
+    assert given.sampling == Sampling(temperature=0.0, top_p=0.5, top_k=3, min_p=0.1, repeat_penalty=1.1, seed=9)
     default = parse_line(line(custom_id="x", prompt="p", regex="a"), 1)
-    assert (default.max_tokens, default.temperature, default.top_p) == (
-        DEFAULT_SAMPLING.max_tokens, DEFAULT_SAMPLING.temperature, DEFAULT_SAMPLING.top_p)
-    assert default.seed == default_seed("x") != default_seed("y")
+    assert default.max_tokens == DEFAULT_SAMPLING.max_tokens
+    assert default.sampling == Sampling(seed=default_seed("x"))
+    assert default.sampling.seed != default_seed("y")
 
 
 @pytest.mark.parametrize("text, after", [
@@ -77,7 +79,7 @@ def test_openai_body_fields_map_and_unused_ones_are_ignored() -> None:
                                 "max_completion_tokens": 12, "seed": 4, "temperature": 0.2, "user": "me",
                                 "regex": "[ab]+"}), 1)
     assert isinstance(req, Request) and req.openai
-    assert (req.max_tokens, req.seed, req.temperature, req.constraint.kind) == (12, 4, 0.2, "regex")
+    assert (req.max_tokens, req.sampling.seed, req.sampling.temperature, req.constraint.kind) == (12, 4, 0.2, "regex")
     assert [m["role"] for m in req.messages] == ["system", "user"]
 
 

@@ -43,6 +43,7 @@ from localgcd.spanner.kernels import DistinctValues, kernels_available
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.rows import RowPart
 from localgcd.tuning import Tuning
+from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
@@ -71,6 +72,7 @@ def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
     assert product.product_kernel_available() and digraph_kernel_available()
+    assert automata_kernels.automata_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -345,6 +347,32 @@ def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str,
     """Real vocabularies (classes of many tokens), and Python's Indenter (tokens set one by one)."""
     compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
     assert_same_masks_along_walks(compiled, 11, 3, 40)
+
+
+JAVA_TEXT = """package demo;
+public final class Point {
+    private final int x, y;
+    public Point(int x, int y) { this.x = x; this.y = y; }
+    public int distanceTo(Point other) { return Math.abs(other.x - x) + Math.abs(other.y - y); }
+}
+"""
+
+
+@pytest.mark.slow
+def test_masks_of_mostly_dependent_splits_are_numpys(load_vocab) -> None:
+    """Java's identifiers: most of a row's classes are context-dependent, so their splits are made
+    from the ranks alone and their masks in one pass over verdicts by rank -- numpy's masks,
+    byte by byte along a real class."""
+    compiled = Compiler(use_cache=False).compile(real_grammar("java"), load_vocab("llama-bpe"))
+    single = {data: token for token, data in enumerate(compiled.token_bytes) if len(data) == 1}
+    pair = engines(compiled)
+    matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
+    for byte in JAVA_TEXT.encode():
+        got, expected = (matchers[k]._mask() for k in (True, False))
+        assert np.array_equal(got.packed, expected.packed)
+        assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
+        assert all(m.advance(single[bytes([byte])]) for m in matchers.values())
+    assert pair[True].n_by_ranks > 0 and pair[False].n_by_ranks == 0
 
 
 @given(classes=st.lists(st.booleans(), min_size=1, max_size=40), data=st.data())
@@ -686,3 +714,90 @@ def test_random_tries_over_regexes_are_classed_alike(words: list[str], patterns:
     compiled = product._trie_over_regexes(members, regexes, unbounded(), kernel=True)
     pythons = product._trie_over_regexes(members, regexes, unbounded(), kernel=False)
     assert all(np.array_equal(a, b) for a, b in zip(compiled, pythons))
+
+
+@given(n_runs=st.integers(1, 12), n_outcomes=st.integers(1, 30), n_tokens=st.integers(0, 200),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_split_stitched_from_an_earlier_one_is_numpys(n_runs: int, n_outcomes: int, n_tokens: int,
+                                                       seed: int) -> None:
+    """Classes in runs (a row part's branches: disjoint runs of trie positions), each run in two
+    versions (entries at some of its classes, outcome ids); a split of some runs made from the
+    split of others (the removed runs' classes cleared, the added runs' set by their outcomes'
+    verdicts) is the split numpy makes of its runs afresh: verdicts by class, the dependent classes
+    ascending with their outcomes, the packed always-accepted tokens and their count."""
+    rng = np.random.default_rng(seed)
+    bounds = np.sort(rng.choice(np.arange(1, 4 * n_runs), n_runs - 1, replace=False)) if n_runs > 1 else []
+    edges = np.concatenate(([0], bounds, [4 * n_runs])).astype(np.int64)
+    n_classes = int(edges[-1])
+    verdict = rng.integers(0, 3, n_outcomes)  # 0 never, 1 always, 2 dependent
+    branches = {}  # (run, version) -> (positions, outcome ids)
+    for run in range(n_runs):
+        for version in range(2):
+            span = np.arange(edges[run], edges[run + 1])
+            positions = span[rng.random(span.size) < 0.7]
+            branches[run, version] = positions, rng.integers(0, n_outcomes, positions.size).astype(np.int32)
+    token_class = rng.integers(-1, n_classes, n_tokens)
+    order = np.argsort(token_class, kind="stable")
+    counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
+    members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
+
+    def chosen() -> list[tuple[int, int]]:
+        return [(run, int(rng.integers(0, 2))) for run in range(n_runs) if rng.random() < 0.8]
+
+    def split_of(keys: list[tuple[int, int]]):
+        positions = np.concatenate([branches[k][0] for k in keys] + [np.empty(0, np.int64)])
+        values = np.concatenate([branches[k][1] for k in keys] + [np.empty(0, np.int32)])
+        always = np.zeros(n_classes + 1, bool)
+        always[positions] = verdict[values] == 1
+        dependent = verdict[values] == 2
+        mask = Mask.of(always[token_class], False, np.empty(0, np.int64))
+        return always, positions[dependent], values[dependent], mask
+
+    base_keys, keys = chosen(), chosen()
+    always, dependent, dependent_outcomes, mask = split_of(base_keys)
+    base = assembly.BranchSplit((0, 0), frozenset(), assembly.PackedSplit(always, mask.packed, mask.n_allowed),
+                                dependent.astype(np.int64), dependent_outcomes)
+    removed = [branches[k][0] for k in base_keys if k not in keys]
+    added = [k for k in keys if k not in base_keys]
+    outcomes = sorted_unique(np.concatenate([branches[k][1] for k in added] + [np.empty(0, np.int32)]))
+    got_always, got_dependent, got_outcomes, (packed, count) = assembly.SplitStitcher(n_classes)(
+        base, removed, [branches[k][0] for k in added], [branches[k][1] for k in added], outcomes,
+        verdict[outcomes] == 1, verdict[outcomes] == 2, n_outcomes, members)
+    always, dependent, dependent_outcomes, mask = split_of(keys)
+    assert np.array_equal(got_always, always)
+    assert np.array_equal(got_dependent, dependent) and np.array_equal(got_outcomes, dependent_outcomes)
+    assert np.array_equal(packed, mask.packed) and count == mask.n_allowed
+
+
+# an open object whose keys share prefixes: each prefix a lexer state whose row shares all but a
+# branch or two with the last (no string counted in states: those would count in a key too)
+STITCHED_SCHEMA = {"type": "object", "properties": {
+    "description": {"type": "string"}, "descent": {"type": "integer"},
+    "deprecated": {"type": "boolean"}, "default": {"type": "string"}, "name": {"type": "string"}},
+    "additionalProperties": {"type": "string"}}
+STITCHED_TEXTS = ['{"description": "a long enough text, with words", "desk": "x", "name": "déjà vu"}',
+                  '{"deprecated": true, "descent": 12, "default": "none", "descr": "other key"}']
+
+
+@pytest.mark.slow
+def test_masks_stitched_from_an_earlier_split_are_numpys(load_vocab) -> None:
+    """Along real texts of an open object (keys typed prefix by prefix), the engine that makes a
+    split from the last one by the branches that differ gives numpy's masks -- and does so."""
+    vocab = load_vocab("llama-bpe")
+    compiled = compile_json_schema(STITCHED_SCHEMA, vocab, use_cache=False, property_order="any")
+    pair = engines(compiled)
+    by_bytes = {text: token for token, text in enumerate(vocab.token_bytes) if text and not vocab.is_special[token]}
+    longest = max(map(len, by_bytes))
+    for text in STITCHED_TEXTS:
+        data, at, tokens = text.encode("utf-8"), 0, []
+        while at < len(data):  # greedy longest match: any tokenization the grammar allows will do
+            size = next(n for n in range(min(longest, len(data) - at), 0, -1) if data[at:at + n] in by_bytes)
+            tokens.append(by_bytes[data[at:at + size]])
+            at += size
+        matchers = {kernels: Matcher(engine) for kernels, engine in pair.items()}
+        for token in tokens:
+            got, expected = (matchers[k]._mask() for k in (True, False))
+            assert np.array_equal(got.packed, expected.packed)
+            assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
+            assert all(m.advance(token) for m in matchers.values())
+    assert pair[True].n_stitched > 0

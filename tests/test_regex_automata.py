@@ -4,6 +4,7 @@ overlaps, trimming and DFA → regex, each checked against brute-force enumerati
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, _case_pairs, _runs, case_closure, category
-from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, prefix_overlap, trim
+from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, is_prefix_of_some, prefix_overlap, trim
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
 from localgcd.regex.nfa import NFA, CharClasses
 from localgcd.regex.python_syntax import parse_python_regex
@@ -110,6 +111,7 @@ def test_prefix_overlap_is_some_word_a_prefix_of_a_word_of_the_other(left, right
     _classes, (a, b) = class_dfas(as_pattern(left), as_pattern(right))
     expected = any(u.startswith(v) or v.startswith(u) for u in left for v in right)
     assert prefix_overlap(a, b) == expected
+    assert is_prefix_of_some(a, b) == any(v.startswith(u) for u in left for v in right)
 
 
 @settings(max_examples=150, deadline=None)
@@ -231,3 +233,18 @@ def test_a_category_is_the_code_points_python_re_matches_it_on(pattern):
     for code_point in itertools.chain(range(0, SURROGATES[0], 61), range(SURROGATES[1] + 1, MAX_CODE_POINT + 1, 61)):
         inside = any(lo <= code_point <= hi for lo, hi in members.intervals)
         assert inside == bool(matches(chr(code_point))), hex(code_point)
+
+
+@pytest.mark.parametrize("pattern", [r"\w+", r"[a-zé€😀]+x", r"(?i)straße|\d{2,3}"])
+def test_building_an_nfa_leaves_no_reference_cycles(pattern: str) -> None:
+    """A compile pauses the collector, so a cycle would hold what it reaches until the compile's end."""
+    node = parse_python_regex(pattern)
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        NFA().add_node(node, 0)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

@@ -5,7 +5,7 @@ A line is a JSON object in one of two shapes:
 * localgcd's: ``custom_id``, ``prompt`` or ``messages``, exactly one
   constraint (``grammar``, ``json_schema``, ``gbnf``, ``regex``, ``choices``)
   and optional sampling fields (``max_tokens``, ``temperature``, ``top_p``,
-  ``top_k``, ``min_p``, ``seed``, ``stop``), and ``after`` (a text such as
+  ``top_k``, ``min_p``, ``repeat_penalty``, ``seed``, ``stop``), and ``after`` (a text such as
   ``"</think>"`` or a token id: free text until it, then the constraint;
   the end only after it).  Unknown fields are an error
   (a typo should not silently change the job).
@@ -26,12 +26,17 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from localgcd.compiler.constraints import JSON_OBJECT, Constraint
+from localgcd.llama.decoding import Sampling
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
 #: Constraint field → grammar format ("grammar" is a name or a file, format by suffix).
 CONSTRAINTS: dict[str, str] = {"grammar": "", "json_schema": "json_schema", "gbnf": "gbnf",
                                "regex": "regex", "choices": "choices"}
-SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop")
+SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "stop")
+#: the number fields of sampling: (name, lowest, highest, the lowest itself excluded)
+SAMPLING_NUMBERS: tuple[tuple[str, float, float | None, bool], ...] = (
+    ("temperature", 0.0, None, False), ("top_p", 0.0, 1.0, True), ("min_p", 0.0, 1.0, False),
+    ("repeat_penalty", 0.0, None, True))
 NATIVE_FIELDS = {"custom_id", "prompt", "messages", "after", *CONSTRAINTS, *SAMPLING_FIELDS}
 DUPLICATE = "duplicate_custom_id"  # the code of a duplicate's error line
 OPENAI_URLS = ("/v1/chat/completions", "/v1/completions")
@@ -47,11 +52,7 @@ class Request:
     prompt: str | None = None
     messages: tuple[dict[str, str], ...] = ()
     max_tokens: int = DEFAULT_SAMPLING.max_tokens
-    temperature: float = DEFAULT_SAMPLING.temperature
-    top_p: float = DEFAULT_SAMPLING.top_p
-    top_k: int = DEFAULT_SAMPLING.top_k
-    min_p: float = DEFAULT_SAMPLING.min_p
-    seed: int = 0
+    sampling: Sampling = Sampling()  # its seed: the line's, else derived from custom_id (default_seed)
     stop: tuple[str, ...] = ()
     after: str | int | None = None  # free text until this trigger (a text or a token id), then the constraint
     openai: bool = False  # came as an OpenAI Batch API line
@@ -172,15 +173,15 @@ def _request(cid: str, line: int, f: dict[str, Any], openai: bool) -> Request:
     kw["constraint"] = parse_constraint(given[0], f[given[0]])
     if "max_tokens" in f:
         kw["max_tokens"] = int_field(f["max_tokens"], "max_tokens", 1)
+    sampling: dict[str, Any] = {}
     if "top_k" in f:
-        kw["top_k"] = int_field(f["top_k"], "top_k", 0)
-    if "temperature" in f:
-        kw["temperature"] = number_field(f["temperature"], "temperature", 0.0, None)
-    if "top_p" in f:
-        kw["top_p"] = number_field(f["top_p"], "top_p", 0.0, 1.0, open_low=True)
-    if "min_p" in f:
-        kw["min_p"] = number_field(f["min_p"], "min_p", 0.0, 1.0)
-    kw["seed"] = default_seed(cid) if f.get("seed") is None else int_field(f["seed"], "seed", None) & 0x7FFFFFFF
+        sampling["top_k"] = int_field(f["top_k"], "top_k", 0)
+    for name, low, high, open_low in SAMPLING_NUMBERS:
+        if name in f:
+            sampling[name] = number_field(f[name], name, low, high, open_low=open_low)
+    sampling["seed"] = default_seed(cid) if f.get("seed") is None \
+        else int_field(f["seed"], "seed", None) & 0x7FFFFFFF
+    kw["sampling"] = Sampling(**sampling)
     if f.get("stop") is not None:
         kw["stop"] = stop_field(f["stop"])
     if f.get("after") is not None:

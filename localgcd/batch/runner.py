@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from localgcd.llama.decoding import BatchDecoder, Sampling, Sequence
+from localgcd.llama.decoding import BatchDecoder, Sequence
 from localgcd.batch.jobs import LineError, Request, parse_lines
 from localgcd.batch.journal import STDIO, Journal
 from localgcd.compiler.constraints import compile_constraint
@@ -201,9 +201,7 @@ class BatchJob:
             return LineError(req.line, "prompt_too_long",
                              f"line {req.line}: the prompt is {len(toks)} tokens but the context holds {n_ctx} "
                              "(prompt + output); shorten it or raise --n-ctx", req.custom_id)
-        sampling = Sampling(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k, min_p=req.min_p,
-                            seed=req.seed)
-        return Sequence(tag=req, prompt=toks, compiled=compiled, max_tokens=req.max_tokens, sampling=sampling,
+        return Sequence(tag=req, prompt=toks, compiled=compiled, max_tokens=req.max_tokens, sampling=req.sampling,
                         stop=req.stop)
 
     def _compile(self, req: Request, vocab: Any) -> Any:
@@ -260,7 +258,7 @@ class BatchJob:
         req: Request = seq.tag
         return {"custom_id": req.custom_id, "line": req.line, "text": seq.text, "complete": seq.complete,
                 "finish_reason": seq.finish_reason, "stop_reason": seq.stop_reason,
-                "prompt_tokens": len(seq.prompt), "completion_tokens": len(seq.tokens), "seed": req.seed,
+                "prompt_tokens": len(seq.prompt), "completion_tokens": len(seq.tokens), "seed": req.sampling.seed,
                 "model": self.model_name, "timings": _timings(seq)}
 
     def _openai_line(self, seq: Sequence) -> dict[str, Any]:
@@ -274,7 +272,7 @@ class BatchJob:
             "usage": {"prompt_tokens": len(seq.prompt), "completion_tokens": len(seq.tokens),
                       "total_tokens": len(seq.prompt) + len(seq.tokens)},
             "localgcd": {"complete": seq.complete, "stop_reason": seq.stop_reason, "line": req.line,
-                         "seed": req.seed, "timings": _timings(seq)},
+                         "seed": req.sampling.seed, "timings": _timings(seq)},
         }
         return {"id": rid, "custom_id": req.custom_id,
                 "response": {"status_code": 200, "request_id": rid, "body": body}, "error": None}

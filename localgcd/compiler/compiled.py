@@ -19,6 +19,7 @@ from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
+from localgcd.runtime.forks import ForkingMaskEngine
 from localgcd.runtime.glr import GeneralMaskEngine, general_engine_for
 from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
@@ -35,8 +36,9 @@ from localgcd.tuning import Tuning
 #: tables without their rules' descriptions (no reader; kb_149's were 26K strings).  11: an entry
 #: may hold no spanner (a lexer too big to span ahead), to be built lazily on load.  12: a lazy
 #: entry holds the rows built so far and their Alg. 5 statuses (merged in as grammars are used),
-#: and says whether an eager compile made it.
-TABLE_FORMAT_VERSION = 12
+#: and says whether an eager compile made it.  13: a terminal may fork (lark's contextual lexer where
+#: the parser's stack picks the mode after it), and contextual tables have no terminal classes.
+TABLE_FORMAT_VERSION = 13
 
 
 @dataclass
@@ -74,8 +76,12 @@ class CompiledGrammar:
         """The mask engine shared by every matcher of this grammar."""
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
         pda = PushdownAutomaton(self.tables, ignored, self.tuning)
-        engine = MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
-                            self.statuses, self.token_mask_budget)
+        forks = {i: {q: int(self.lexer.restart[copy]) for q, copy in t.fork}
+                 for i, t in enumerate(self.terminals) if t.fork is not None}
+        engine = (ForkingMaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
+                                    self.statuses, self.token_mask_budget, forks=forks) if forks else
+                  MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
+                             self.statuses, self.token_mask_budget))
         if self.known_statuses is not None:
             engine.checker.restore_statuses(*self.known_statuses)
         if self.cache_entry is not None:

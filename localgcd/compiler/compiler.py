@@ -10,6 +10,8 @@ convenience over a default compiler.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import contextlib
 import functools
 import gc
@@ -205,7 +207,9 @@ class Compiler:
         if lexer_kind == "dynamic":
             grammar = dynamic_lexing(grammar, meter)
         general = grammar.general or parser == "earley"
-        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=self.tuning, general=general)
+        # lark's contextual lexer lexes by the rows of lark's own LALR states: no terminal classes there
+        tuning = replace(self.tuning, class_grammar=False) if lexer_kind == "contextual" else self.tuning
+        tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=tuning, general=general)
         described = tuple(dict.fromkeys(c.describe() for c in conflicts))  # (cells alike in words: said once)
         for conflict in described if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
             warnings.warn(f"{source}: {conflict}", GrammarWarning, stacklevel=3)
@@ -216,6 +220,12 @@ class Compiler:
                 "default, does not make them compete (drop lexer='basic')") if parser == "earley" else ""
         lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning,
                             unproduced_hint=hint)
+        forked = [t for i, t in enumerate(grammar.terminals) if t.fork is not None and lexer.alias_of is not None
+                  and i in lexer.alias_of]
+        if forked:
+            raise GrammarError(f"lexer='contextual': after {forked[0].describe()} the parser's state picks the lexer "
+                               "mode, and a lexeme that backs up past it is not followed there; use lexer='basic'",
+                               source, forked[0].line, forked[0].column)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)

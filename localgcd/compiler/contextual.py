@@ -12,30 +12,41 @@ after terminal ``T`` lexing restarts in ``T``'s next mode.  The contextual lexer
 when:
 
 * a mode is a set of parser states lexed by one lexer over the union of their sets, which lexes
-  each of them exactly (a lexeme of a terminal a state lacks is told apart by its first byte, and
-  the parser refuses it there as the state's own lexer would);
+  each of them exactly: no lexeme of a terminal of the state's set is a prefix of (or equal to) a
+  lexeme of a terminal the state lacks (:class:`LexemeClashes`) — longest match then takes the
+  state's own lexeme wherever its own lexer finds one, and elsewhere a terminal the parser refuses
+  there, as the state's own lexer fails;
 * the states the parser may be in after taking ``T`` from a mode's states (after the reductions
   ``T`` causes and its shift, over every stack) lie in one mode: ``T``'s next mode from there — a
   terminal leading to several modes from several modes is one lexer terminal per mode it leads to,
   all of them the parser's one column;
 * an ignored terminal is lexed in every mode, as one copy per mode that stays in its mode.
 
-Where the parser's stack alone decides which mode follows a terminal, that is a
-:class:`GrammarError` naming the terminal and two parser contexts (rule items) whose lexers differ
-(``lexer="basic"`` compiles the grammar with one lexer).  When one mode serves every state, the
-contextual lexer is the basic one and the tables are the basic ones.
+The modes tried first partition the parser states: the least partition in which the states after
+each (mode, terminal) lie in one mode, coarsened where equal lexers stay exact.  Where no partition
+works — the states after a terminal lie in several blocks, the parser's stack below deciding
+which — the modes are *sets* of parser states, a state in as many as the texts leading to it
+call for (:func:`_state_set_modes`): the start state's set, and after ``T`` every state a state of
+the set may reach by taking ``T``, over every stack (a subset construction over the terminals,
+sets joined by Moore where they lex alike and lead alike).  The set holds the state the parser is
+really in, so its lexer is exact when its union is exact for each of its states.
 
-That refusal is as late as modes allow: the partition tried first is the least one in which the
-states after each (mode, terminal) lie in one mode, and a block whose union is not exact stays so
-in every coarser partition (its extra first bytes only grow), so no partition of the parser
-states into modes lexes such a grammar exactly.  Following the stack there needs modes that
-remember more of it than its top state (where a bounded part decides; not tried), or a lexer that
-forks after the terminal (each candidate mode's lexing kept, the parser refusing the candidate
-whose mode is not its state's): the token spanner's rows hold one outcome per (state, token).
+Where even the set after a terminal ``T`` is not lexed exactly by one lexer — the stack below
+decides between states whose lexers read some text apart (lark lexes ``1a`` as a NAME after one
+and as a NUM then an error after the other) — ``T`` *forks*: its states are split by their
+terminal sets, each part a set of its own, and ``T``'s copy carries ``fork``, the parser state
+after it → a copy of ``T`` lexed in no mode whose restart is that part's start.  The lexer
+restarts after ``T`` in the first part; :class:`localgcd.runtime.forks.ForkingMaskEngine` reads a
+token inside which a fork terminal's lexeme ends byte by byte on the actual stack, restarting
+where the parser's state after ``T`` says (the spanner's rows, one outcome per (state, token),
+serve every other token).  When one mode serves every state, the contextual lexer is the basic
+one and the tables are the basic ones.  The parse tables it reads are lark's own states (no
+terminal classes: a class's shortcut state has another row than lark's ``name: IDENT •``).
 
 The analysis is array work: the states after each (state, terminal) cell are DeRemer and
 Pennello's digraph over the cells (:func:`_states_after`, the digraph kernel), the congruences
-connected components (:func:`_congruence`), the refinement sorted signatures (:func:`_refined`).
+connected components (:func:`_congruence`), the refinement sorted signatures (:func:`_refined`);
+the sets of states are built over Python sets (under a thousand in the corpus).
 """
 
 from __future__ import annotations
@@ -51,9 +62,8 @@ from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.product import product_dfa
-from localgcd.parser.lalr import analyze_grammar
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
-from localgcd.regex.dfa import DEAD_STATE
+from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.tuning import Tuning
@@ -67,11 +77,11 @@ LEXERS = ("contextual", "basic", "dynamic")
 class ContextualModes:
     """The parser states' lexers as modes."""
 
-    mode_of_state: np.ndarray  # int64 [S]: the mode the lexer is in while state s is on top
+    states: tuple[frozenset[int], ...]  # per mode: the parser states that may be on top while lexing in it
     members: tuple[frozenset[int], ...]  # per mode: the grammar terminals it lexes (ignored ones included)
-    next_mode: dict[tuple[int, int], int]  # (mode, terminal lexed in it) → the mode after it (-1: several)
-    #: (mode, terminal) with several modes after it → (a state of the mode, two states after it in other modes)
-    apart: dict[tuple[int, int], tuple[int, int, int]]
+    next_mode: dict[tuple[int, int], int]  # (mode, terminal lexed in it) → the mode after it (-1: a fork)
+    #: (mode, terminal) after which the parser's state decides the mode: the state after it → the mode
+    forks: dict[tuple[int, int], dict[int, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def n_modes(self) -> int:
@@ -87,8 +97,9 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
                       tuning: Tuning = Tuning()) -> tuple[GrammarIR, ParseTables]:
     """``grammar`` and ``tables`` lexed as lark's contextual lexer lexes them: the same ones when
     every parser state lexes alike, else each terminal with its modes and the mode after it, an
-    ignored terminal once per mode (the tables' columns follow).  A :class:`GrammarError` where
-    the mode after a terminal is not the terminal's alone (module doc)."""
+    ignored terminal once per mode (the tables' columns follow); a terminal after which the
+    parser's state decides the mode (a fork) with its ``fork`` table and one copy lexed in no
+    mode per mode it may restart in (module doc).""" 
     n = len(grammar.terminals)
     if any(grammar.parser_terminals.get(t.name) != i for i, t in enumerate(grammar.terminals) if not t.ignored):
         raise GrammarError("lexer='contextual' needs the parser's columns to be the lexer's terminals", grammar.source)
@@ -101,7 +112,6 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
     if any(t.lexed_in != (0,) or t.next_mode != 0 for t in grammar.terminals):
         raise GrammarError("lexer='contextual' on a grammar with its own lexer modes: not supported; "
                            "use lexer='basic'", grammar.source)
-    _check_next_modes(grammar, tables, modes)
     terminals: list[Terminal] = []
     columns: list[int] = []
     for i, terminal in enumerate(grammar.terminals):
@@ -111,13 +121,24 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
                 columns.append(i)
             continue
         lexed_in = tuple(m for m in range(modes.n_modes) if i in modes.members[m])
-        by_next: dict[int, list[int]] = {}  # one copy per mode it leads to, lexed in the modes that lead there
+        by_next: dict[object, list[int]] = {}  # one copy per mode (or fork) after it, lexed in the modes leading there
         for mode in lexed_in:
-            by_next.setdefault(modes.next_mode.get((mode, i), 0), []).append(mode)
+            fork = modes.forks.get((mode, i))
+            by_next.setdefault(modes.next_mode.get((mode, i), 0) if fork is None else tuple(sorted(fork.items())),
+                               []).append(mode)
         for after, where in by_next.items() or {0: []}.items():
-            terminals.append(dataclasses.replace(terminal, mode=where[0] if where else 0, modes=tuple(where),
-                                                 next_mode=after))
-            columns.append(i)
+            copy = dataclasses.replace(terminal, mode=where[0] if where else 0, modes=tuple(where))
+            if isinstance(after, int):
+                terminals.append(dataclasses.replace(copy, next_mode=after))
+                columns.append(i)
+                continue
+            # a fork: lexing restarts where a copy lexed in no mode restarts, one per mode after it
+            restarts = sorted({mode for _, mode in after})
+            copy_of = {mode: len(terminals) + 1 + k for k, mode in enumerate(restarts)}
+            terminals.append(dataclasses.replace(copy, next_mode=restarts[0],
+                                                 fork=tuple((q, copy_of[mode]) for q, mode in after)))
+            terminals += [dataclasses.replace(terminal, mode=0, modes=(), next_mode=mode) for mode in restarts]
+            columns += [i] * (1 + len(restarts))
     gathered = np.asarray(columns + [tables.end_column], dtype=np.int64)
     extra = {name: column - n + len(terminals) for name, column in grammar.parser_terminals.items() if column >= n}
     first_column = {}
@@ -135,26 +156,26 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     """The parser states as modes, the start state's mode 0 (module doc).
 
     A mode lexes the union of its states' sets with one lexer, which is exact for each state when,
-    for every state, a lexeme of a terminal its set lacks starts with no byte a lexeme of its set
-    starts with: the first byte tells a lexeme the parser refuses there, and the others are lexed
-    as the state's own lexer lexes them (:func:`_union_is_exact`).  When that holds for all the
-    states at once, there is one mode (the basic lexer's tables).  Else the finest partition in
+    for every state, no lexeme of its set is a prefix of (or equal to) a lexeme of a terminal its
+    set lacks: the union then lexes as the state's own lexer lexes, or a terminal the parser
+    refuses where that lexer fails (:meth:`LexemeClashes.union_is_exact`).  When that holds for
+    all the states at once, there is one mode (the basic lexer's tables).  Else the finest partition in
     which the states after a terminal lie in one mode (:func:`_congruence`: the states a state
     may reach by taking a terminal, over every stack, are joined), then coarser ones joining the
     states with equal lexers (equal minimal automata) where that stays exact.  Where the forced
     joins are not exact, the modes are the lexers refined by what follows them (Moore), and a
-    terminal after which one state's successors lie in several modes keeps next mode -1 there
-    (:func:`_check_next_modes` refuses it)."""
+    terminal after which one state's successors lie in several modes makes the modes sets of
+    states instead (:func:`_state_set_modes`, which refuses a set no one lexer serves)."""
     n = len(grammar.terminals)
     ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
     lexed = (tables.action[:, :n] != NO_ACTION) | ignored[None, :]
     rows, row_of_state = np.unique(lexed, axis=0, return_inverse=True)
     row_of_state = row_of_state.reshape(-1)
     meter = meter if meter is not None else unbounded()
-    first_bytes = _first_bytes(grammar.terminals, meter)
-    if _union_is_exact(rows, first_bytes):  # one lexer over every set is exact: the basic lexer's tables
-        return ContextualModes(np.zeros(len(row_of_state), dtype=np.int64),
-                               (frozenset(np.flatnonzero(rows.any(axis=0)).tolist()),), {}, {})
+    clashes = LexemeClashes(grammar.terminals, meter)
+    if clashes.union_is_exact(rows):  # one lexer over every set is exact: the basic lexer's tables
+        return ContextualModes((frozenset(range(len(row_of_state))),),
+                               (frozenset(np.flatnonzero(rows.any(axis=0)).tolist()),), {})
     lexer_of_row: dict[object, int] = {}
     klass = np.empty(len(rows), dtype=np.int64)  # per distinct set: its lexer class
     for r in range(len(rows)):
@@ -164,8 +185,8 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :])
     lexer_of_state = klass[row_of_state]
     block = _congruence(np.arange(len(row_of_state)), after, [])
-    if not _exact_classes(block, rows, row_of_state, first_bytes):  # (nor is any coarser partition: a
-        block = _refined(lexer_of_state, after, meter)  # block's extra first bytes only grow) name a terminal
+    if not _exact_classes(block, rows, row_of_state, clashes):  # (nor is any coarser partition: a
+        block = _refined(lexer_of_state, after, meter)  # block's extra terminals only grow)
     else:
         for group in np.unique(lexer_of_state).tolist():  # fewer modes: equal lexers joined where that stays exact
             meter.time("the contextual lexer's modes")
@@ -173,7 +194,7 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
             if (block[states] == block[states[0]]).all():  # (joined already)
                 continue
             joined = _congruence(block, after, [states])
-            if _exact_classes(joined, rows, row_of_state, first_bytes):
+            if _exact_classes(joined, rows, row_of_state, clashes):
                 block = joined
     order = {int(block[tables.start_state]): 0}  # the start state's mode first
     for b in block.tolist():
@@ -182,9 +203,97 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     members = [np.zeros(n, dtype=bool) for _ in order]
     for state in range(len(block)):  # a mode lexes the union of its states' sets
         members[int(mode_of_state[state])] |= rows[row_of_state[state]]
-    next_mode, apart = _modes_after(mode_of_state, after)
-    return ContextualModes(mode_of_state, tuple(frozenset(np.flatnonzero(m).tolist()) for m in members),
-                           next_mode, apart)
+    next_mode = _modes_after(mode_of_state, after)
+    if min(next_mode.values(), default=0) < 0:  # the stack decides the mode after a terminal: sets of states
+        return _state_set_modes(grammar, tables, rows, row_of_state, clashes, after, meter)
+    return ContextualModes(tuple(frozenset(np.flatnonzero(mode_of_state == m).tolist()) for m in range(len(order))),
+                           tuple(frozenset(np.flatnonzero(m).tolist()) for m in members), next_mode)
+
+
+def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, row_of_state: np.ndarray,
+                     clashes: LexemeClashes, after: StatesAfter, meter: BudgetMeter) -> ContextualModes:
+    """The modes as the sets of parser states that may be on top of the stack, given the terminals
+    lexed so far (module doc): the start state's set first; the set after terminal ``T`` is every
+    state a state of the set may reach by taking ``T`` (over every stack) where one lexer over the
+    union of their terminal sets lexes each of them exactly (:meth:`LexemeClashes.union_is_exact`);
+    else ``T`` *forks*: its states are split by their terminal sets, each part a set of its own,
+    and which one lexing goes on in is the parser's state after ``T`` (``ContextualModes.forks``).
+    Sets with the same terminals and, after each terminal, joined sets are joined (Moore)."""
+    n = len(grammar.terminals)
+    ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
+    keys = after.state * after.n_terminals + after.terminal
+    cut = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
+    successors = {int(keys[c]): after.target[c:e] for c, e in zip(cut.tolist(), np.r_[cut[1:], keys.size].tolist())}
+    sets: list[tuple[int, ...]] = [(int(tables.start_state),)]
+    index = {sets[0]: 0}
+    #: per set: terminal → the set after it, or for a fork (state after it → its set), none where the
+    #: parser refuses it there
+    moves: list[dict[int, int | dict[int, int]]] = []
+    member_rows: list[np.ndarray] = []
+
+    def set_of(states: tuple[int, ...]) -> int:
+        if states not in index:
+            index[states] = len(sets)
+            sets.append(states)
+            meter.states(len(sets), "the contextual lexer's sets of parser states")
+        return index[states]
+
+    while len(moves) < len(sets):
+        meter.time("the contextual lexer's modes")
+        states = sets[len(moves)]
+        member_rows.append(rows[np.unique(row_of_state[list(states)])].any(axis=0))
+        out: dict[int, int | dict[int, int]] = {}
+        for term in np.flatnonzero(member_rows[-1][:n] & ~ignored).tolist():
+            found = [successors[key] for key in (s * after.n_terminals + term for s in states) if key in successors]
+            if not found:
+                continue
+            target = np.unique(np.concatenate(found))
+            lexers = np.unique(row_of_state[target])
+            if lexers.size == 1 or clashes.union_is_exact(rows[lexers]):
+                out[term] = set_of(tuple(target.tolist()))
+                continue
+            parts = {int(r): set_of(tuple(target[row_of_state[target] == r].tolist())) for r in lexers.tolist()}
+            out[term] = {int(q): parts[int(row_of_state[q])] for q in target.tolist()}
+        moves.append(out)
+    block = _joined_sets([m.tobytes() for m in member_rows], moves, meter)
+    count = max(block) + 1
+    states_of: list[set[int]] = [set() for _ in range(count)]
+    members = [np.zeros(n, dtype=bool) for _ in range(count)]
+    next_mode: dict[tuple[int, int], int] = {}
+    forks: dict[tuple[int, int], dict[int, int]] = {}
+    for i, states in enumerate(sets):
+        states_of[block[i]].update(states)
+        members[block[i]] |= member_rows[i][:n]
+        for term, move in moves[i].items():
+            if isinstance(move, dict):
+                next_mode[block[i], term] = -1
+                forks[block[i], term] = {q: block[j] for q, j in move.items()}
+            else:
+                next_mode[block[i], term] = block[move]
+    return ContextualModes(tuple(frozenset(s) for s in states_of),
+                           tuple(frozenset(np.flatnonzero(m).tolist()) for m in members), next_mode, forks)
+
+
+def _joined_sets(lexers: list[bytes], moves: list[dict[int, int | dict[int, int]]], meter: BudgetMeter) -> list[int]:
+    """Moore's coarsest partition of the sets in which joined sets lex the same terminals and go, after
+    each terminal, to joined sets (a fork: the same parser states to joined sets); blocks numbered
+    by their first set (the start set's is 0)."""
+    block = _numbered(lexers)
+    while True:
+        meter.time("the contextual lexer's modes")
+        refined = _numbered([(block[i], tuple((t, block[j]) if isinstance(j, int) else
+                                              (t, tuple((q, block[k]) for q, k in sorted(j.items())))
+                                              for t, j in sorted(moves[i].items())))
+                             for i in range(len(moves))])
+        if max(refined) == max(block):
+            return refined
+        block = refined
+
+
+def _numbered(keys: list) -> list[int]:
+    """Each key's number in the order keys first appear."""
+    numbers: dict[object, int] = {}
+    return [numbers.setdefault(key, len(numbers)) for key in keys]
 
 
 @dataclass(frozen=True)
@@ -300,32 +409,19 @@ def _closed_by_walk(source: np.ndarray, target: np.ndarray, rows: np.ndarray) ->
     return np.frombuffer(packed, dtype=np.uint8).reshape(rows.shape).copy()
 
 
-def _modes_after(mode_of_state: np.ndarray, after: StatesAfter
-                 ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], tuple[int, int, int]]]:
+def _modes_after(mode_of_state: np.ndarray, after: StatesAfter) -> dict[tuple[int, int], int]:
     """(mode, terminal lexed in it) → the mode after it, -1 where one state's successors lie in
-    several modes; and for those, (that state, a successor in each of two modes: in the order of
-    their least successor, the greatest successor of the mode)."""
+    several modes."""
     cells = np.r_[True, (after.state[1:] != after.state[:-1]) | (after.terminal[1:] != after.terminal[:-1])]
-    cell_of = np.cumsum(cells) - 1
     starts = np.flatnonzero(cells)
     target_mode = mode_of_state[after.target]
     low = np.minimum.reduceat(target_mode, starts) if starts.size else target_mode
     high = np.maximum.reduceat(target_mode, starts) if starts.size else target_mode
     next_mode: dict[tuple[int, int], int] = {}
-    apart: dict[tuple[int, int], tuple[int, int, int]] = {}
     for at, start in enumerate(starts.tolist()):  # (states in order: the first state's mode where all agree)
-        state, term = int(after.state[start]), int(after.terminal[start])
-        key = (int(mode_of_state[state]), term)
-        if low[at] == high[at]:
-            next_mode.setdefault(key, int(low[at]))
-            continue
-        next_mode[key] = -1
-        if key not in apart:
-            first: dict[int, int] = {}
-            for q in after.target[cell_of == at].tolist():
-                first[int(mode_of_state[q])] = q
-            apart[key] = (state, *list(first.values())[:2])
-    return next_mode, apart
+        key = (int(mode_of_state[after.state[start]]), int(after.terminal[start]))
+        next_mode[key] = int(low[at]) if low[at] == high[at] and next_mode.get(key, low[at]) >= 0 else -1
+    return next_mode
 
 
 def _components(count: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -388,38 +484,61 @@ def _refined(initial: np.ndarray, after: StatesAfter, meter: BudgetMeter) -> np.
         block = refined
 
 
-def _exact_classes(block: np.ndarray, rows: np.ndarray, row_of_state: np.ndarray, first_bytes: np.ndarray) -> bool:
+def _exact_classes(block: np.ndarray, rows: np.ndarray, row_of_state: np.ndarray, clashes: LexemeClashes) -> bool:
     """Whether every block's states are lexed exactly by one lexer over the union of their sets."""
     for b in np.unique(block).tolist():
         distinct = np.unique(row_of_state[block == b])
-        if distinct.size > 1 and not _union_is_exact(rows[distinct], first_bytes):
+        if distinct.size > 1 and not clashes.union_is_exact(rows[distinct]):
             return False
     return True
 
 
-def _first_bytes(terminals: tuple[Terminal, ...], meter: BudgetMeter | None) -> np.ndarray:
-    """bool [terminals, 256]: the bytes a lexeme of each terminal may start with."""
-    out = np.zeros((len(terminals), 256), dtype=bool)
-    for i, terminal in enumerate(terminals):
-        try:
-            dfa = terminal_dfa(terminal.regex, meter, backing_up=True)
-        except UnsupportedRegex:
-            out[i] = True  # (unknown: overlaps everything)
-            continue
-        out[i] = dfa.transitions[0] != DEAD_STATE
-    return out
+class LexemeClashes:
+    """Where one lexer over several states' terminal sets lexes a state's text otherwise than the
+    state's own lexer: ``clash(a, b)``, a lexeme of terminal ``a`` is a prefix of (or equal to) a
+    lexeme of terminal ``b`` (first bytes compared, then the automata, memoized per pair).
 
+    A lexer over ``own`` and ``extra`` terminals lexes like ``own``'s lexer or emits an ``extra``
+    terminal where ``own``'s fails (which the parser refuses) unless some ``own`` lexeme is a
+    prefix of an ``extra`` one: longest match then takes ``extra``'s, where ``own``'s lexer takes
+    the shorter one (any other way the two differ would have longest match take a shorter lexeme)."""
 
-def _union_is_exact(sets: np.ndarray, first_bytes: np.ndarray) -> bool:
-    """Whether one lexer over the union of ``sets`` (rows: terminal sets) lexes, for each set,
-    what that set's lexer lexes or a lexeme of a terminal outside it that the set's lexer refuses
-    from its first byte on."""
-    union = sets.any(axis=0)
-    for own in sets:
-        extra = first_bytes[union & ~own].any(axis=0)
-        if (extra & first_bytes[own].any(axis=0)).any():
+    def __init__(self, terminals: tuple[Terminal, ...], meter: BudgetMeter) -> None:
+        self.automata: list[DFA | None] = []
+        first = np.zeros((len(terminals), 256), dtype=bool)
+        for i, terminal in enumerate(terminals):
+            try:
+                dfa = trim(terminal_dfa(terminal.regex, meter, backing_up=True))
+            except UnsupportedRegex:
+                dfa = None  # (unknown: clashes with every terminal it may start like)
+                first[i] = True
+            else:
+                first[i] = False if dfa is None else dfa.transitions[0] != DEAD_STATE
+            self.automata.append(dfa)
+        wide = first.astype(np.int32)
+        self.start_alike = (wide @ wide.T) > 0  # (an integer product: no BLAS)
+        self.known: dict[tuple[int, int], bool] = {}
+
+    def clash(self, a: int, b: int) -> bool:
+        if not self.start_alike[a, b]:
             return False
-    return True
+        if (a, b) not in self.known:
+            dfa_a, dfa_b = self.automata[a], self.automata[b]
+            self.known[a, b] = dfa_a is None or dfa_b is None or is_prefix_of_some(dfa_a, dfa_b)
+        return self.known[a, b]
+
+    def clashing(self, own: np.ndarray, extra: np.ndarray) -> list[tuple[int, int]]:
+        """The pairs (a of ``own``, b of ``extra``: bool rows over the terminals) that clash."""
+        owns, extras = np.flatnonzero(own), np.flatnonzero(extra)
+        a, b = np.nonzero(self.start_alike[np.ix_(owns, extras)])
+        return [(x, y) for x, y in zip(owns[a].tolist(), extras[b].tolist()) if self.clash(x, y)]
+
+    def union_is_exact(self, sets: np.ndarray) -> bool:
+        """Whether one lexer over the union of ``sets`` (rows: terminal sets) lexes, for each set,
+        what that set's lexer lexes or a lexeme of a terminal outside it where that set's lexer
+        finds none (which the parser refuses)."""
+        union = sets.any(axis=0)
+        return not any(self.clashing(own, union & ~own) for own in sets)
 
 
 def _lexer_key(grammar: GrammarIR, terms: np.ndarray, meter: BudgetMeter | None, tuning: Tuning) -> object:
@@ -436,58 +555,3 @@ def _lexer_key(grammar: GrammarIR, terms: np.ndarray, meter: BudgetMeter | None,
     labels = np.where(dfa.accept >= 0, terms[np.maximum(dfa.accept, 0)], -1)
     emit = None if dfa.emit_forbidden is None else dfa.emit_forbidden.tobytes()
     return ("automaton", dfa.transitions.shape, dfa.transitions.tobytes(), labels.tobytes(), emit)
-
-
-def _check_next_modes(grammar: GrammarIR, tables: ParseTables, modes: ContextualModes) -> None:
-    """A :class:`GrammarError` at the first terminal (by rank) after which the mode depends on the
-    parser's stack, not on the mode it was lexed in: it names two parser contexts whose lexers differ."""
-    n = len(grammar.terminals)
-    for (mode, term), after in sorted(modes.next_mode.items(), key=lambda item: item[0][::-1]):
-        if after >= 0:
-            continue
-        terminal = grammar.terminals[term]
-        _, q1, q2 = modes.apart[(mode, term)]
-        m1, m2 = int(modes.mode_of_state[q1]), int(modes.mode_of_state[q2])
-        only = sorted(modes.members[m1] ^ modes.members[m2])
-        differ = ", ".join(grammar.describe_symbol(grammar.terminals[i].name) for i in only[:4] if i < n)
-        contexts = _contexts(grammar, tables, term, (q1, q2))
-        line = terminal.line
-        raise GrammarError(
-            f"lexer='contextual': after {terminal.describe()} lark's contextual lexer depends on the parser's "
-            f"stack, not on the text lexed so far: the parser may be after {contexts[0]} or after {contexts[1]}, "
-            f"where the terminals that compete for the next lexeme differ ({differ or 'equal sets lexed apart'}); "
-            "localgcd's lexer cannot follow that exactly: use lexer='basic' (one lexer over every terminal)",
-            grammar.source, line, terminal.column if line else None,
-            grammar.text.splitlines()[line - 1] if line and line <= len(grammar.text.splitlines()) else None)
-
-
-def _contexts(grammar: GrammarIR, tables: ParseTables, term: int, states: tuple[int, int]) -> tuple[str, str]:
-    """Each of ``states`` (reached by shifting ``term``) as one of its kernel items, ``rule: a T • b``;
-    found in the plain LR(0) automaton as the state whose terminal row is the same (the tables may
-    come from the analysis with terminal classes, numbered otherwise)."""
-    automaton, symbols = analyze_grammar(grammar)
-    n = len(grammar.terminals)
-    src, symbol, target = automaton.edges
-    reached = np.unique(target[symbol == symbols.columns[grammar.terminals[term].name]])
-    rows = {}
-    for state in reached.tolist():
-        shifts = {s for s in automaton.transitions[state] if s < symbols.end}
-        reduces = set(automaton.reductions[1][automaton.reductions[0] == state].tolist())
-        rows.setdefault(frozenset((shifts | reduces) - {symbols.end}), state)
-    out = []
-    for state in states:
-        wanted = frozenset(np.flatnonzero(tables.action[state, :n] != NO_ACTION).tolist())
-        plain = rows.get(wanted, None)
-        out.append(_item(grammar, automaton, plain) if plain is not None else f"parser state {state}")
-    return out[0], out[1]
-
-
-def _item(grammar: GrammarIR, automaton, state: int) -> str:
-    rule, dot = automaton.item_rule(automaton.kernels[state][0])
-    if rule >= len(grammar.rules):
-        return "the start"
-    grammar_rule = grammar.rules[rule]
-    words = [grammar.describe_symbol(s) for s in grammar_rule.rhs]
-    words.insert(dot, "•")
-    name = grammar_rule.user_name
-    return f"`{name}: {' '.join(words)}`"

@@ -30,6 +30,9 @@ class Terminal:
     also: tuple[Also, ...] = ()  # conditions every lexeme meets too (the text's ``also`` lines)
     written: str = ""  # an anonymous terminal as the grammar writes it (``/".*?"/``, ``"++"``); "" for a named one
     modes: tuple[int, ...] | None = None  # the modes it is lexed in when not ``mode`` alone (lark's contextual lexer)
+    #: lark's contextual lexer where the parser's stack decides the mode after it: (parser state after
+    #: it, the terminal whose restart lexing takes then: a copy lexed in no mode); None: ``next_mode``
+    fork: tuple[tuple[int, int], ...] | None = None
 
     @property
     def lexed_in(self) -> tuple[int, ...]:
@@ -48,13 +51,15 @@ class Terminal:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        if self.modes is None:  # (the form entries written before contextual lexing have)
-            del data["modes"]
+        for name in ("modes", "fork"):  # (the form entries written before contextual lexing have)
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Terminal":
         also = tuple(Also(a["regex"], a["start"], None if a["ends"] is None else tuple(a["ends"]))
                      for a in data.get("also", ()))
-        modes = data.get("modes")
-        return cls(**{**data, "also": also, "modes": None if modes is None else tuple(modes)})
+        modes, fork = data.get("modes"), data.get("fork")
+        return cls(**{**data, "also": also, "modes": None if modes is None else tuple(modes),
+                      "fork": None if fork is None else tuple(tuple(pair) for pair in fork)})

@@ -12,7 +12,10 @@ keywords; across priorities it is what priority means.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+
+import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
@@ -41,14 +44,18 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     emit_forbidden = dfa.emit_forbidden
     lexer = LexingTransducer.from_dfa(dfa, len(terminals), [t.next_mode for t in terminals], take_table=True)
     backing = backing_terminals([t.regex for t in terminals])
-    if not backing:
-        return lexer
-    try:
-        return backing_up_lexer(lexer, backing, emit_forbidden)
-    except PendingRefused as exc:
-        terminal = terminals[exc.terminal]
-        raise _error(terminal, f"{terminal.describe()}: {backs_up(terminal.regex)}, and backing up as it does "
-                     f"is not exact here: {exc}", source, text) from None
+    if backing:
+        try:
+            lexer = backing_up_lexer(lexer, backing, emit_forbidden)
+        except PendingRefused as exc:
+            terminal = terminals[exc.terminal]
+            raise _error(terminal, f"{terminal.describe()}: {backs_up(terminal.regex)}, and backing up as it does "
+                         f"is not exact here: {exc}", source, text) from None
+    if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
+        kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
+        kept[:emit_forbidden.shape[0]] = emit_forbidden
+        lexer = dataclasses.replace(lexer, emit_forbidden=kept)
+    return lexer
 
 
 def _error(terminal: Terminal, message: str, source: str, text: str,
@@ -104,7 +111,8 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
     try:
         dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.lexed_in for terminal in terminals],
-                          [terminal.also for terminal in terminals], meter, tuning)
+                          [terminal.also for terminal in terminals], meter, tuning,
+                          n_modes=max((terminal.next_mode for terminal in terminals), default=0) + 1)
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
         raise error(terminal, f"{terminal.describe()}: {exc}") from None
@@ -114,11 +122,15 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         if dfa.accept[start] >= 0:
             terminal = terminals[int(dfa.accept[start])]
             raise error(terminal, f"{terminal.describe()} matches the empty string")
-    missing = set(range(len(terminals))) - set(sorted_unique(dfa.accept).tolist())
+    produced = set(sorted_unique(dfa.accept).tolist())
+    missing = set(range(len(terminals))) - produced
+    produced_names = {terminals[i].name for i in produced if 0 <= i < len(terminals)}
     for index in sorted(missing):
         terminal = terminals[index]
         if terminal.ignored or not terminal.lexed_in:  # (no mode lexes it: no parser state takes it)
             continue
+        if terminal.modes is not None and terminal.name in produced_names:
+            continue  # (lark's contextual lexer: a copy in modes where another terminal wins; produced elsewhere)
         message = (f"{terminal.describe()} can never be produced: every lexeme it matches is won by a "
                    "higher-ranked terminal (longest match, then priority)")
         hinted = f"{message} ({unproduced_hint})" if unproduced_hint else message

@@ -32,6 +32,7 @@ import numpy as np
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_table_rows
+from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
@@ -57,7 +58,7 @@ _NO_LABEL = np.iinfo(np.int32).max
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | None = None,
                 also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None,
-                tuning: Tuning = Tuning()) -> DFA:
+                tuning: Tuning = Tuning(), n_modes: int = 1) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
@@ -69,11 +70,12 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     only decides which terminal a state accepts.  ``meter``: the compile budget, checked by each
     terminal's automaton and each round of the product's exploration.  ``tuning.tracked_modes``:
     the tracked modes explored in one walk (off: each mode's own product; the same DFA).
+    ``n_modes``: at least this many modes (one a terminal restarts in may lex none).
     """
     meter = meter if meter is not None else unbounded()
     lexed_in = _lexed_in(modes, len(regexes))
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
-    n_modes = max((max(m) for m in lexed_in if m), default=0) + 1
+    n_modes = max(max((max(m) for m in lexed_in if m), default=0) + 1, n_modes)
     members_of = {mode: [i for i, m in enumerate(lexed_in) if mode in m] for mode in range(n_modes)}
     conditional = _conditional_terminals(regexes)
     conditional_modes = {mode for i in conditional for mode in lexed_in[i]}
@@ -99,8 +101,10 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
                 labels.append(split[1])
                 continue
         product = _mode_product(members, regexes, also, meter)
-        table, best = _explore(product, meter, f"the lexer automaton (mode {mode})") if product is not None else \
-            (np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, _NO_LABEL, dtype=np.int64))
+        # (over byte classes until _merge_modes writes every mode out to bytes, once)
+        table, class_of, best = _explore_classes(product, meter, f"the lexer automaton (mode {mode})") \
+            if product is not None else (np.full((1, 1), DEAD_STATE, dtype=np.int32), np.zeros(256, dtype=np.int64),
+                                         np.full(1, _NO_LABEL, dtype=np.int64))
         accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
         if any(also[i] for i in members):  # trimmed, not minimized: a tracked mode's states are
             # (nearly) all distinct, its chunk positions times tracker states, and Moore's rounds
@@ -108,7 +112,7 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
             table, accept = _trim(table, accept)
         else:
             table, accept, _block = minimize_mapped(table, accept, meter, f"the lexer automaton (mode {mode})")
-        tables.append((table, None))
+        tables.append((table, class_of))
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
     emit_forbidden = None
@@ -385,8 +389,8 @@ def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[A
                     {key: n_base + t for key, t in trackers.items()}, byte_classes)
 
 
-def _merge_modes(tables: list[tuple[np.ndarray, np.ndarray | None]], labels: list[np.ndarray]
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _merge_modes(tables: list[tuple[np.ndarray, np.ndarray | None]], labels: list[np.ndarray],
+                 kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One table (and accept labels) of every mode's states, its start first: each a table over
     bytes ``[S_m, 256]`` (``None``), or over byte classes and each byte's class (written out to
     bytes only here, into the one table).  The starts get ids 0..n_modes-1, then each mode's
@@ -402,9 +406,12 @@ def _merge_modes(tables: list[tuple[np.ndarray, np.ndarray | None]], labels: lis
             table[after:after + size - 1] = t[1:]
         else:
             table[mode] = t[0, class_of]
-            # (mode='clip': every class is in range, and numpy buffers a take into ``out`` under
-            # the default mode='raise' -- twice the time of this, the biggest write of a compile)
-            np.take(t[1:], class_of, axis=1, out=table[after:after + size - 1], mode="clip")
+            # the biggest write of a compile (a 34K-state lexer's 35 MB): by the automata kernel
+            # unless ``kernels`` is False or it was not built; else numpy's take (mode='clip': every
+            # class is in range, and numpy buffers a take into ``out`` under the default 'raise')
+            rows = table[after:after + size - 1]
+            if kernels is False or not automata_kernels.take_columns(t[1:], class_of, rows):
+                np.take(t[1:], class_of, axis=1, out=rows, mode="clip")
         accept[ids] = a
     return table, accept
 
@@ -610,10 +617,18 @@ def _explore(product: "_Product | _TrackedModes", meter: BudgetMeter | None = No
              what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray]:
     """The product's transition table over bytes and each state's terminal (``_NO_LABEL``: none);
     see :func:`_explore_states`."""
+    table, class_of, best = _explore_classes(product, meter, what)
+    return np.ascontiguousarray(table[:, class_of]), best
+
+
+def _explore_classes(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
+                     what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The product's transition table over byte classes, each byte's class, and each state's
+    terminal (``_NO_LABEL``: none); the budget checked for the table over bytes it becomes."""
     table, class_of, vectors = _explore_states(product, meter, what)
     if meter is not None:
         meter.table(table.shape[0], 256, 4, what)
-    return np.ascontiguousarray(table[:, class_of]), product.accept_labels(vectors)
+    return table, class_of, product.accept_labels(vectors)
 
 
 def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,

@@ -49,13 +49,16 @@ class LexingTransducer:
     producible: np.ndarray  # bool [Q, n_terminals]: Prod(q)
     restart: np.ndarray  # int32 [n_terminals + aliases]: the state lexing restarts in after the terminal
     alias_of: np.ndarray | None = None  # int32 [aliases]: the grammar terminal each alias is (see module doc)
+    #: bool [Q, 256]: the pending lexeme may not end before the byte (a look-ahead past it), kept where
+    #: lexing forks after a terminal (lark's contextual lexer: the restart is the parser's to pick)
+    emit_forbidden: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
         return int(sum(getattr(self, name).nbytes for name in self._arrays()))
 
     def _arrays(self) -> tuple[str, ...]:
-        return _ARRAYS if self.alias_of is None else (*_ARRAYS, "alias_of")
+        return (*_ARRAYS, *(name for name in ("alias_of", "emit_forbidden") if getattr(self, name) is not None))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays the cache stores."""
@@ -63,7 +66,8 @@ class LexingTransducer:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "LexingTransducer":
-        return cls(**{name: arrays[name] for name in _ARRAYS}, alias_of=arrays.get("alias_of"))
+        return cls(**{name: arrays[name] for name in _ARRAYS}, alias_of=arrays.get("alias_of"),
+                   emit_forbidden=arrays.get("emit_forbidden"))
 
     @property
     def n_terminals(self) -> int:

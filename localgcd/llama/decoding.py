@@ -83,9 +83,10 @@ def is_sentence(compiled: Any, raw: bytes) -> bool:
     return bool(m.accept_bytes(raw) and m.is_accepting())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Sampling:
-    """Per-sequence sampling settings (the defaults of single generation)."""
+    """Per-sequence sampling settings (the defaults of single generation): the one set a
+    generation, a batch line and a server request each give their sequence."""
 
     temperature: float = DEFAULT_SAMPLING.temperature
     top_p: float = DEFAULT_SAMPLING.top_p

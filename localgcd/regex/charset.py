@@ -10,8 +10,13 @@ surrogate and no overlong encoding.
 from __future__ import annotations
 
 import re
+import sys
+import unicodedata
+import zipfile
 from functools import lru_cache
-from typing import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
 
 import numpy as np
 
@@ -130,8 +135,17 @@ def category(pattern: str) -> CharSet:
 @lru_cache(maxsize=None)
 def _unicode_partition() -> tuple[tuple[Interval, ...], ...]:
     """Every code point's class among ``\\d``, ``\\w`` but not ``\\d``, ``\\s`` (disjoint from ``\\w``: a
-    Unicode space is no letter or number), as runs, read by ``re`` in one scan of all code points:
-    14 ms where a scan per class was 30 ms, paid by a process's first language grammar."""
+    Unicode space is no letter or number), as runs: from the shipped tables when they are this
+    interpreter's (:func:`shipped_unicode_tables`), else :func:`_scanned_unicode_partition`."""
+    tables = shipped_unicode_tables()
+    if tables is None:
+        return _scanned_unicode_partition()
+    return tuple(tuple(map(tuple, tables[name].tolist())) for name in _PARTITION_NAMES)
+
+
+def _scanned_unicode_partition() -> tuple[tuple[Interval, ...], ...]:
+    """:func:`_unicode_partition` read by ``re`` in one scan of all code points (22 ms with the
+    text of them all, paid by a process's first grammar with one of the classes)."""
     parts: tuple[list[Interval], ...] = ([], [], [])
     text = _all_code_points_text()
     for match in re.finditer(r"(\d+)|([^\W\d]+)|(\s+)|[^\w\s]+", text):
@@ -164,9 +178,19 @@ def _case_pairs() -> tuple[tuple[int, int], ...]:
 
 @lru_cache(maxsize=None)
 def _case_pair_arrays() -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_case_pairs` as two int64 columns (a, b), sorted by (a, b).  Only the ~1,400 code
-    points whose lower-case mapping is not themselves, and their mappings, are grouped in Python
-    (one set per code point below ``_LAST_CASED`` was 0.15 s, paid by a grammar's first ``(?i)``)."""
+    """:func:`_case_pairs` as two int64 columns (a, b), sorted by (a, b): from the shipped tables
+    when they are this interpreter's (:func:`shipped_unicode_tables`), else
+    :func:`_scanned_case_pair_arrays`."""
+    tables = shipped_unicode_tables()
+    if tables is None:
+        return _scanned_case_pair_arrays()
+    return tables["case_left"].astype(np.int64), tables["case_right"].astype(np.int64)
+
+
+def _scanned_case_pair_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_case_pair_arrays` read off ``re``'s own mapping.  Only the ~1,400 code points whose
+    lower-case mapping is not themselves, and their mappings, are grouped in Python (one set per
+    code point below ``_LAST_CASED`` was 0.15 s; this is 8 ms, paid by a process's first ``(?i)``)."""
     import _sre
     from re._casefix import _EXTRA_CASES
 
@@ -187,6 +211,63 @@ def _case_pair_arrays() -> tuple[np.ndarray, np.ndarray]:
                     for a in members for b in members if a != b})
     columns = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     return columns[:, 0].copy(), columns[:, 1].copy()
+
+
+#: The shipped tables' file (package data) and the names of the partition's parts in it.
+UNICODE_TABLES = "unicode_classes.npz"
+_PARTITION_NAMES = ("digit", "word_not_digit", "space")
+
+
+def unicode_tables_key() -> str:
+    """What ``re``'s Unicode classes and case pairs depend on: the interpreter's Unicode database
+    (``\\d \\w \\s``, ``_sre``'s lower-case mapping) and its minor version (``re._casefix``)."""
+    return f"python {sys.version_info[0]}.{sys.version_info[1]}, unicode {unicodedata.unidata_version}"
+
+
+@lru_cache(maxsize=1)
+def shipped_unicode_tables() -> dict[str, np.ndarray] | None:
+    """The ``\\d \\w \\s`` partition and the case pairs as ``re`` of the interpreter that wrote them
+    read them (:func:`write_unicode_tables`), shipped in ``localgcd/data``, when that interpreter's
+    :func:`unicode_tables_key` is this one's; else None (the scans then, as exact and 30 ms slower:
+    what every fresh process's first language grammar paid)."""
+    try:
+        with resources.files("localgcd").joinpath("data", UNICODE_TABLES).open("rb") as stream:
+            return read_unicode_tables(stream)
+    except OSError:
+        return None
+
+
+def read_unicode_tables(stream: BinaryIO) -> dict[str, np.ndarray] | None:
+    """The tables :func:`write_unicode_tables` wrote to ``stream``, or None where they are not
+    this interpreter's (another :func:`unicode_tables_key`) or not whole."""
+    try:
+        with np.load(stream, allow_pickle=False) as archive:
+            tables = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
+    names = {"key", "case_left", "case_right", *_PARTITION_NAMES}
+    if set(tables) != names or str(tables["key"]) != unicode_tables_key():
+        return None
+    return tables
+
+
+def write_unicode_tables(path: str | Path | BinaryIO) -> None:
+    """Scan this interpreter's ``re`` and write the tables :func:`shipped_unicode_tables` reads, with
+    the Python the project is developed on::
+
+        python -c "from localgcd.regex.charset import write_unicode_tables as w
+        w('localgcd/data/unicode_classes.npz')"
+    """
+    parts = _scanned_unicode_partition()
+    left, right = _scanned_case_pair_arrays()
+    arrays = {name: np.asarray(part, dtype=np.int32).reshape(-1, 2) for name, part in zip(_PARTITION_NAMES, parts)}
+    arrays.update(key=np.array(unicode_tables_key()), case_left=left.astype(np.int32),
+                  case_right=right.astype(np.int32))
+    if isinstance(path, (str, Path)):
+        with open(path, "wb") as stream:
+            np.savez_compressed(stream, **arrays)
+    else:
+        np.savez_compressed(path, **arrays)
 
 
 def _members(chars: CharSet, code_points: np.ndarray) -> np.ndarray:

@@ -4,20 +4,22 @@ products and relations of DFAs.
 The one automaton toolkit: the lexer's automata are over bytes (256 symbols), the grammar front
 ends' over character classes (:class:`localgcd.regex.nfa.CharClasses`); every function here takes
 either.  Subset construction works on symbol *classes* (maximal symbol intervals that no NFA edge
-tells apart), so each DFA state examines a few dozen classes rather than 256 bytes.  Minimization is Moore's partition refinement, vectorized with
-numpy.  States are renumbered so that the start state is 0.
+tells apart), so each DFA state examines a few dozen classes rather than 256 bytes.  Minimization is Hopcroft's partition refinement
+by the compiled kernel (``regex/kernels.py``), or Moore's, vectorized with numpy, with ``kernels=False``.
+States are renumbered so that the start state is 0.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from localgcd.arrays import distinct_rows, mixed_weights, sorted_unique, unique_first_inverse, unique_inverse
 from localgcd.budget import BudgetMeter, unbounded
+from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.nfa import NFA
 
 DEAD_STATE = -1
@@ -222,16 +224,20 @@ def determinize(nfa: NFA, start_states: Sequence[int], rank: Sequence[int], n_sy
 
 
 def minimize(table: np.ndarray, accept: np.ndarray, meter: BudgetMeter | None = None,
-             what: str = "the automaton") -> tuple[np.ndarray, np.ndarray]:
-    """Moore minimization of a class-compressed DFA (start state 0 stays 0); ``meter``: the
-    compile budget's deadline, checked every round (a chain of n states takes n rounds)."""
-    table, accept, _block = minimize_mapped(table, accept, meter, what)
+             what: str = "the automaton", kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Minimization of a class-compressed DFA (start state 0 stays 0); see :func:`minimize_mapped`."""
+    table, accept, _block = minimize_mapped(table, accept, meter, what, kernels)
     return table, accept
 
 
 def minimize_mapped(table: np.ndarray, accept: np.ndarray, meter: BudgetMeter | None = None,
-                    what: str = "the automaton") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`minimize`, and the new state of every old one."""
+                    what: str = "the automaton",
+                    kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`minimize`, and the new state of every old one.  The coarsest congruence by the
+    compiled kernel's Hopcroft refinement (``regex/kernels.py``) unless ``kernels`` is False or it
+    was not built; else Moore's, vectorized with numpy, ``meter`` (the compile budget's deadline)
+    checked every round (a chain of n states takes n rounds).  Either finds the one coarsest
+    congruence, numbered below by first appearance: the same tables."""
     meter = meter if meter is not None else unbounded()
     n = table.shape[0]
     _, block = unique_inverse(np.asarray(accept).reshape(-1))
@@ -239,8 +245,8 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray, meter: BudgetMeter | 
     # Refinement reads one column per class of equal columns (a lexer's 256 byte columns are a
     # handful of classes): a round costs states x classes, not states x 256.
     classes = table[:, column_classes(table)[0]]
-    refined = _refine(classes, block, False, meter, what)
-    block = refined if _is_congruence(classes, accept, refined) else _refine(classes, block, True, meter, what)
+    refined = automata_kernels.coarsest_partition(classes, block) if kernels is not False else None
+    block = refined if refined is not None else moore_partition(classes, accept, block, meter, what)
     n_blocks = int(block.max()) + 1
     # Renumber blocks in order of first appearance so the start block is 0.
     order = np.full(n_blocks, -1, dtype=np.int64)
@@ -254,6 +260,16 @@ def minimize_mapped(table: np.ndarray, accept: np.ndarray, meter: BudgetMeter | 
     return new_table, accept[representative].astype(np.int32), block
 
 
+def moore_partition(table: np.ndarray, accept: np.ndarray, block: np.ndarray, meter: BudgetMeter | None = None,
+                    what: str = "the automaton") -> np.ndarray:
+    """The coarsest congruence of ``table`` refining ``block`` (the blocks of ``accept``'s labels):
+    Moore's refinement by hashed signatures, checked, exactly where the check fails (the reference
+    of the kernel's Hopcroft refinement)."""
+    meter = meter if meter is not None else unbounded()
+    refined = _refine(table, block, False, meter, what)
+    return refined if _is_congruence(table, accept, refined) else _refine(table, block, True, meter, what)
+
+
 def run_edges(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(states, bytes)``: one live edge of a transition table per run of consecutive bytes going
     to the same state (a range like a-z is one edge), each run named by its first byte: a tenth
@@ -265,10 +281,12 @@ def run_edges(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.nonzero(run_start)
 
 
-def column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def column_classes(table: np.ndarray, kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(first, class_of)``: the first column of each class of equal columns of ``table``, and
-    each column's class (the distinct rows of its transpose)."""
-    return distinct_rows(table.T)
+    each column's class (the distinct rows of its transpose; by the compiled kernel, hashing the
+    columns row by row, unless ``kernels`` is False or it was not built: the same arrays)."""
+    found = automata_kernels.column_classes(table) if kernels is not False else None
+    return found if found is not None else distinct_rows(table.T)
 
 
 def _refine(table: np.ndarray, block: np.ndarray, exact: bool, meter: BudgetMeter, what: str) -> np.ndarray:
@@ -318,7 +336,7 @@ def relation(a: DFA, b: DFA) -> tuple[bool, bool]:
     return relations([(a, b)])[0]
 
 
-def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
+def relations(pairs: Sequence[tuple[DFA, DFA]], kernels: bool | None = None) -> list[tuple[bool, bool]]:
     """:func:`relation` of each pair ``(a, b)``, their products explored side by side.
 
     A pair's product is explored a frontier at a time, a byte per class of
@@ -326,7 +344,8 @@ def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
     0), so the states where only ``a`` lives are kept.  A product state is one
     key, its pair's base plus ``p * (|b| + 1) + q``: every pair's frontier
     takes the same few array operations, a round per depth for all of them,
-    and a pair leaves once it has both verdicts.
+    and a pair leaves once it has both verdicts.  By the compiled kernel (a depth-first walk per
+    pair, ``regex/kernels.py``) unless ``kernels`` is False or it was not built: the same verdicts.
     """
     if not pairs:
         return []
@@ -341,11 +360,22 @@ def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
     width = np.asarray([b.n_states + 1 for _a, b in pairs], dtype=np.int64)
     a_first = np.concatenate(([0], np.cumsum(a_sizes)[:-1]))  # pair's first row in a_moves
     b_first = np.concatenate(([0], np.cumsum(width)[:-1]))  # ... in b_moves
+    stacked = (a_moves, a_accepts, a_first, b_moves, b_accepts, b_first, a_sizes, width)
+    found = automata_kernels.pair_relations(*stacked) if kernels is not False else None
+    shared, a_in_b = found if found is not None else relations_numpy(*stacked)
+    return list(zip(shared.tolist(), a_in_b.tolist()))
+
+
+def relations_numpy(a_moves: np.ndarray, a_accepts: np.ndarray, a_first: np.ndarray, b_moves: np.ndarray,
+                    b_accepts: np.ndarray, b_first: np.ndarray, a_sizes: np.ndarray,
+                    width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(shared, a_in_b)``, bool per pair of automata stacked as :func:`relations` stacks them:
+    every pair's product a frontier at a time (the reference of the kernel's walk)."""
     base = np.concatenate(([0], np.cumsum(a_sizes * width)[:-1]))  # pair's first product key
     seen = np.zeros(int((a_sizes * width).sum()), dtype=bool)
     frontier = base + 1  # every pair's (0, 0)
     seen[frontier] = True
-    shared, a_in_b = np.zeros(len(pairs), dtype=bool), np.ones(len(pairs), dtype=bool)
+    shared, a_in_b = np.zeros(a_sizes.size, dtype=bool), np.ones(a_sizes.size, dtype=bool)
     while frontier.size:
         pair = np.searchsorted(base, frontier, side="right") - 1
         p, q = np.divmod(frontier - base[pair], width[pair])
@@ -361,7 +391,7 @@ def relations(pairs: Sequence[tuple[DFA, DFA]]) -> list[tuple[bool, bool]]:
         keys = sorted_unique(((base[pair] + p_next.T * width[pair]).T + q_next)[live])
         frontier = keys[~seen[keys]]
         seen[frontier] = True
-    return list(zip(shared.tolist(), a_in_b.tolist()))
+    return shared, a_in_b
 
 
 class TooManyStates(ValueError):
@@ -402,64 +432,71 @@ def _joint_columns(a: DFA, b: DFA) -> tuple[np.ndarray, np.ndarray]:
     return first[order], rank[class_of]
 
 
-def intersection(a: DFA, b: DFA, max_states: int | None = None) -> DFA | None:
+def intersection(a: DFA, b: DFA, max_states: int | None = None, kernels: bool | None = None) -> DFA | None:
     """The minimal trim DFA (accept label 0) of the strings both ``a`` and ``b`` accept, two
     automata over the same symbols; None when there are none.  Raises :class:`TooManyStates`
-    when the product walk meets more than ``max_states`` pairs of states."""
+    when the product walk meets more than ``max_states`` pairs of states.  ``kernels``: see
+    :func:`_walk_pairs`."""
     if a.n_symbols != b.n_symbols:
         raise ValueError("the automata of a product must read the same symbols")
     columns, class_of = _joint_columns(a, b)
-
-    def check(n_pairs: int) -> None:
-        if max_states is not None and n_pairs > max_states:
-            raise TooManyStates(f"product automaton over {max_states} states")
-
-    pairs, rows = _walk_pairs(a, b, columns, check)
-    accept = np.asarray([0 if a.accept[p] >= 0 and b.accept[q] >= 0 else -1 for p, q in pairs], dtype=np.int32)
-    table = np.asarray(rows, dtype=np.int32).reshape(len(pairs), columns.size)
+    pairs, table, complete = _walk_pairs(a, b, columns, max_states if max_states is not None else 1 << 62,
+                                         kernels=kernels)
+    if not complete:
+        raise TooManyStates(f"product automaton over {max_states} states")
+    accept = np.where((a.accept[pairs[:, 0]] >= 0) & (b.accept[pairs[:, 1]] >= 0), 0, -1).astype(np.int32)
     product = trim(DFA(transitions=table, accept=accept))
     if product is None:
         return None
-    table, accept = minimize(product.transitions, product.accept)
+    table, accept = minimize(product.transitions, product.accept, kernels=kernels)
     return DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
 
 
 def tracked_product(a: DFA, tracker: DFA, meter: BudgetMeter | None = None,
-                    what: str = "the automaton") -> DFA:
+                    what: str = "the automaton", kernels: bool | None = None) -> DFA:
     """The DFA of ``a``'s strings read alongside ``tracker`` (accept label 0), as the lexer's product
     builds a terminal with the condition that its lexemes match ``tracker`` too: a state per pair
     of states reached (breadth first, in symbol order), alive while ``a`` is, accepting where both
     accept, then trimmed of the states that reach no accepting state (the start stays) and not
     minimized (a tracked string's pairs are nearly all distinct).  ``meter``: the compile budget,
-    checked against the pairs of states met."""
+    checked against the pairs of states met.  ``kernels``: see :func:`_walk_pairs`."""
     if a.n_symbols != tracker.n_symbols:
         raise ValueError("the automata of a product must read the same symbols")
     meter = meter if meter is not None else unbounded()
     columns, class_of = _joint_columns(a, tracker)
-
-    def check(n_pairs: int) -> None:
-        if n_pairs % 4096 == 0:
-            meter.states(n_pairs, what)
-
-    pairs, rows = _walk_pairs(a, tracker, columns, check, alive_without_b=True)
-    meter.states(len(pairs), what)
-    accept = np.asarray([0 if a.accept[p] >= 0 and q != DEAD_STATE and tracker.accept[q] >= 0 else -1
-                         for p, q in pairs], dtype=np.int32)
-    table = np.asarray(rows, dtype=np.int32).reshape(len(pairs), columns.size)
+    pairs, table, _complete = _walk_pairs(a, tracker, columns, meter.budget.max_states, alive_without_b=True,
+                                          kernels=kernels)
+    meter.states(len(pairs), what)  # over the budget where the walk stopped early
+    q = pairs[:, 1]
+    tracker_accepts = np.append(tracker.accept >= 0, False)[q]  # (index -1, DEAD_STATE: the False appended)
+    accept = np.where((a.accept[pairs[:, 0]] >= 0) & tracker_accepts, 0, -1).astype(np.int32)
     live = trim(DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept))
     if live is None:  # nothing to accept: the start alone, every symbol dead
         return DFA(transitions=np.full((1, a.n_symbols), DEAD_STATE, dtype=np.int32), accept=np.full(1, -1, np.int32))
     return live
 
 
-def _walk_pairs(a: DFA, b: DFA, columns: np.ndarray, check: Callable[[int], None],
-                alive_without_b: bool = False) -> tuple[list[tuple[int, int]], list[list[int]]]:
-    """The pairs of states of ``a`` and ``b`` read together from their starts (breadth first, in
-    the order of ``columns``, the symbol classes both tell apart) and each pair's row of successor
-    pairs.  A pair dies with ``a``, and with ``b`` too unless ``alive_without_b`` (then ``b``'s
-    component is DEAD_STATE from there on).  ``check(n)`` is called as the ``n``-th pair is met."""
-    a_moves, b_moves = a.transitions[:, columns].tolist(), b.transitions[:, columns].tolist()
-    dead_row = [DEAD_STATE] * columns.size
+def _walk_pairs(a: DFA, b: DFA, columns: np.ndarray, limit: int, alive_without_b: bool = False,
+                kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(pairs, rows, complete)``: the pairs of states of ``a`` and ``b`` read together from
+    their starts (int64 [n, 2], breadth first, in the order of ``columns``, the symbol classes both
+    tell apart) and each pair's row of successor pairs (int32 [n, columns]).  A pair dies with
+    ``a``, and with ``b`` too unless ``alive_without_b`` (then ``b``'s component is DEAD_STATE from
+    there on).  The walk stops once more than ``limit`` pairs are met (``complete`` False).  By the
+    compiled kernel (``regex/kernels.py``) unless ``kernels`` is False or it was not built:
+    the same pairs in the same order."""
+    a_moves, b_moves = a.transitions[:, columns], b.transitions[:, columns]
+    if kernels is not False:
+        found = automata_kernels.walk_pairs(a_moves, b_moves, alive_without_b, limit)
+        if found is not None:
+            return found
+    return _walk_pairs_python(a_moves.tolist(), b_moves.tolist(), columns.size, limit, alive_without_b)
+
+
+def _walk_pairs_python(a_moves: list[list[int]], b_moves: list[list[int]], width: int, limit: int,
+                       alive_without_b: bool) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`_walk_pairs` in Python (the reference)."""
+    dead_row = [DEAD_STATE] * width
     index = {(0, 0): 0}
     pairs = [(0, 0)]
     rows: list[list[int]] = []
@@ -473,20 +510,32 @@ def _walk_pairs(a: DFA, b: DFA, columns: np.ndarray, check: Callable[[int], None
             if found is None:
                 found = index[(p_next, q_next)] = len(pairs)
                 pairs.append((p_next, q_next))
-                check(len(pairs))
             row.append(found)
         rows.append(row)
-    return pairs, rows
+        if len(pairs) > limit:
+            break
+    return (np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+            np.asarray(rows, dtype=np.int32).reshape(len(rows), width), len(pairs) <= limit)
 
 
 def prefix_overlap(a: DFA, b: DFA) -> bool:
     """Whether a string of one of two trim automata over the same symbols is a prefix of (or
     equal to) a string of the other: some pair of states both reach accepting states in."""
+    return _prefix_walk(a, b, either=True)
+
+
+def is_prefix_of_some(a: DFA, b: DFA) -> bool:
+    """Whether some string of trim automaton ``a`` is a prefix of (or equal to) a string of trim
+    automaton ``b`` (over the same symbols): a pair of states both reach in, ``a``'s accepting."""
+    return _prefix_walk(a, b, either=False)
+
+
+def _prefix_walk(a: DFA, b: DFA, either: bool) -> bool:
     a_accepts, b_accepts = (a.accept >= 0).tolist(), (b.accept >= 0).tolist()
     seen, stack = {(0, 0)}, [(0, 0)]
     while stack:
         p, q = stack.pop()
-        if a_accepts[p] or b_accepts[q]:
+        if a_accepts[p] or (either and b_accepts[q]):
             return True
         b_moves = b.moves[q]
         for symbol, p_next in a.moves[p].items():

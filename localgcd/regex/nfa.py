@@ -343,6 +343,7 @@ class ThompsonBuilder:
 
         for lo, hi, child in _sequence_trie(self.encoding(node.chars)):
             self.nfa.edges[start].append((lo, hi, end if child is None else state_of(child)))
+        del state_of  # (it names itself: a cycle holding the trie until a collection; a compile pauses those)
         return start, end
 
 

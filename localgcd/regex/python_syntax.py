@@ -195,20 +195,21 @@ class _Reader:
 
     def class_set(self, items, flags: int) -> CharSet:
         negate = False
-        chars = CharSet()
+        intervals: list[tuple[int, int]] = []  # (one CharSet of them all: a union per item sorted them all again)
         ascii_only = "(?a)" if flags & sre.SRE_FLAG_ASCII else ""
         for op, arg in items:
             if op is sre.NEGATE:
                 negate = True
             elif op is sre.LITERAL:
-                chars = chars | (self.properties[arg] if arg in self.properties else CharSet.of(arg))
+                intervals.extend(self.properties[arg].intervals if arg in self.properties else ((arg, arg),))
             elif op is sre.RANGE:
-                chars = chars | CharSet([arg])
+                intervals.append(arg)
             elif op is sre.CATEGORY:
                 escape = ascii_only + _CATEGORY_PATTERNS[arg]
-                chars = chars | (regex_module_category(escape) if self.regex_module else category(escape))
+                intervals.extend((regex_module_category(escape) if self.regex_module else category(escape)).intervals)
             else:
                 raise UnsupportedRegex(f"unsupported construct in character class: {op}")
+        chars = CharSet(intervals)
         if flags & sre.SRE_FLAG_IGNORECASE:
             chars = self.fold(chars)
         return chars.complement() if negate else chars

@@ -73,7 +73,9 @@ def python_regex_text(node: Node, chars: Callable[[CharSet], str] = class_text) 
             return _ANCHORS[n.kind]
         raise TypeError(f"not a regex node: {n!r}")
 
-    return render(node)
+    text = render(node)
+    del render  # (it names itself: a reference cycle until a collection)
+    return text
 
 
 __all__ = ["class_text", "code_point_text", "python_regex_text"]

@@ -48,12 +48,6 @@ def set_class_tokens(packed: np.ndarray, class_tokens: np.ndarray, class_offsets
                                           np.ascontiguousarray(classes, dtype=np.int64)))
 
 
-def set_tokens(packed: np.ndarray, tokens: np.ndarray) -> int:
-    """Set (in place) the bits of ``tokens``; how many were not set before."""
-    _built()
-    return int(assembly_kernel.set_tokens(packed, np.ascontiguousarray(tokens, dtype=np.int64)))
-
-
 @dataclass(frozen=True)
 class PackedSplit:
     """A dense split's verdicts by class and its always-accepted tokens packed (and their count): an
@@ -93,3 +87,53 @@ def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.nd
         raise ValueError("an outcome rank past the verdicts")
     always, dependent, packed, count = found
     return always.view(bool), dependent, (packed, int(count))
+
+
+@dataclass(frozen=True)
+class BranchSplit:
+    """A split made from a row part's branches (disjoint runs of classes), kept so that the next
+    split over the same parser state starts from it (:class:`SplitStitcher`): its branch ids, its
+    verdicts by class, its always-accepted tokens packed and their count, and its context-dependent
+    classes (ascending) with their outcomes."""
+
+    status_key: tuple[int, int]  # (parser state, bracket depth key): the status row its verdicts read
+    branches: frozenset[int]
+    packed: PackedSplit
+    dependent_classes: np.ndarray  # int64
+    dependent_outcomes: np.ndarray  # int32
+
+
+class SplitStitcher:
+    """A new split from a :class:`BranchSplit` of the same parser state by the branches that differ
+    (``assembly_kernel.stitch_split``), with scratch over outcome ids and classes kept (all zeros
+    between calls) and grown as ids grow."""
+
+    def __init__(self, n_classes: int) -> None:
+        self._gone = np.zeros(n_classes + 1, dtype=np.uint8)
+        self._verdict_of = np.zeros(0, dtype=np.uint8)
+
+    def __call__(self, base: BranchSplit, removed: list[np.ndarray], added_positions: list[np.ndarray],
+                 added_values: list[np.ndarray], outcomes: np.ndarray, always_of: np.ndarray,
+                 dependent_of: np.ndarray, n_outcomes: int, class_members: tuple[np.ndarray, np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, int]]:
+        """(always bool [n_classes + 1], dependent classes ascending, their outcomes, (packed words,
+        count)) of ``base`` with the ``removed`` branches' classes (positions) dropped and the added
+        branches' entries (positions, outcome ids) put in: ``outcomes`` holds every outcome of the
+        added entries, ``always_of``/``dependent_of`` (bool) their verdicts; ids below ``n_outcomes``."""
+        _built()
+        if self._verdict_of.size < n_outcomes:
+            self._verdict_of = np.zeros(max(n_outcomes, 2 * self._verdict_of.size), dtype=np.uint8)
+        verdicts = always_of.astype(np.uint8) | (dependent_of.astype(np.uint8) << 1)
+        class_tokens, class_offsets = class_members
+        found = assembly_kernel.stitch_split(
+            removed, added_positions, added_values, np.ascontiguousarray(outcomes, dtype=np.int32), verdicts,
+            self._verdict_of, base.packed.always.view(np.uint8), base.packed.packed, base.packed.count,
+            base.dependent_classes, base.dependent_outcomes, self._gone,
+            np.ascontiguousarray(class_tokens, dtype=np.int64), np.ascontiguousarray(class_offsets, dtype=np.int64))
+        if found is None:
+            raise ValueError("a class or an outcome out of range")
+        always, packed, count, dependent, dependent_outcomes = found
+        if dependent.size > 1 and (dependent[1:] < dependent[:-1]).any():
+            order = np.argsort(dependent, kind="stable")
+            dependent, dependent_outcomes = dependent[order], dependent_outcomes[order]
+        return always.view(bool), dependent, dependent_outcomes, (packed, int(count))

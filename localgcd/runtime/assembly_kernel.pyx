@@ -61,21 +61,6 @@ def set_class_tokens(uint32_t[::1] packed, const int64_t[::1] class_tokens, cons
     return added
 
 
-def set_tokens(uint32_t[::1] packed, const int64_t[::1] tokens):
-    """Set the bits of ``tokens``; how many were not set before."""
-    cdef Py_ssize_t i
-    cdef int64_t added = 0, t
-    cdef uint32_t bit
-    with nogil:
-        for i in range(tokens.shape[0]):
-            t = tokens[i]
-            bit = (<uint32_t> 1) << (t & 31)
-            if not (packed[t >> 5] & bit):
-                packed[t >> 5] |= bit
-                added += 1
-    return added
-
-
 ctypedef fused rank_t:
     uint8_t
     uint16_t
@@ -173,3 +158,109 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
     if bad:
         return None
     return always_arr, dependent_arr[:n_dependent].copy(), packed_arr, count
+
+
+def stitch_split(list removed, list added_positions, list added_values, const int32_t[::1] outcomes,
+                 const uint8_t[::1] verdicts, uint8_t[::1] verdict_of, const uint8_t[::1] base_always,
+                 const uint32_t[::1] base_packed, int64_t base_count, const int64_t[::1] base_dependent,
+                 const int32_t[::1] base_dependent_outcome, uint8_t[::1] gone, const int64_t[::1] class_tokens,
+                 const int64_t[::1] class_offsets):
+    """A split from an earlier one over the same parser state that shares most of its branches
+    (disjoint runs of classes): the base's verdicts with the ``removed`` branches' classes
+    (int64 positions) cleared and the ``added`` branches' classes (positions, int32 outcome ids)
+    set by their outcome's verdict (``verdicts[i]`` of ``outcomes[i]``; bit 0: always, bit 1:
+    context-dependent), the packed words and their count likewise (the changed classes' tokens
+    set or cleared).  Returns (always uint8 [n_classes + 1], packed, count, the dependent classes
+    and their outcomes: the base's not in a removed branch, then the added ones), or None when a
+    position or an outcome is out of range.  ``verdict_of`` (over outcome ids) and ``gone`` (over
+    classes) are scratch, all zeros before and after."""
+    cdef Py_ssize_t n_removed = len(removed), n_added = len(added_positions), b, i, k
+    cdef Py_ssize_t n_classes = base_always.shape[0], n_words = base_packed.shape[0]
+    cdef Py_ssize_t n_ids = verdict_of.shape[0], n_base_dep = base_dependent.shape[0]
+    if len(added_values) != n_added or outcomes.shape[0] != verdicts.shape[0] or gone.shape[0] < n_classes:
+        return None
+    cdef const int64_t[::1] pos
+    cdef const int32_t[::1] val
+    for i in range(outcomes.shape[0]):
+        if outcomes[i] < 0 or outcomes[i] >= n_ids:
+            return None
+    always_arr = np.array(base_always, dtype=np.uint8)
+    packed_arr = np.array(base_packed, dtype=np.uint32)
+    cdef uint8_t[::1] always = always_arr
+    cdef uint32_t[::1] packed = packed_arr
+    cdef int64_t count = base_count, c, t, total = 0
+    cdef uint32_t bit
+    cdef uint8_t v
+    cdef bint bad = False
+    for b in range(n_added):
+        pos = added_positions[b]
+        total += pos.shape[0]
+    dep_arr = np.empty(n_base_dep + total, dtype=np.int64)
+    dep_out_arr = np.empty(n_base_dep + total, dtype=np.int32)
+    cdef int64_t[::1] dep = dep_arr
+    cdef int32_t[::1] dep_out = dep_out_arr
+    cdef Py_ssize_t n_dep = 0
+    for b in range(n_removed):  # clear the removed branches' classes (and mark them, for the dependent ones)
+        pos = removed[b]
+        with nogil:
+            for i in range(pos.shape[0]):
+                c = pos[i]
+                if c < 0 or c >= n_classes - 1:
+                    bad = True
+                    break
+                gone[c] = 1
+                if always[c]:
+                    always[c] = 0
+                    for k in range(class_offsets[c], class_offsets[c + 1]):
+                        t = class_tokens[k]
+                        packed[t >> 5] &= ~((<uint32_t> 1) << (t & 31))
+                        count -= 1
+        if bad:
+            break
+    with nogil:
+        for i in range(n_base_dep):  # the base's dependent classes that stay
+            c = base_dependent[i]
+            if not gone[c]:
+                dep[n_dep], dep_out[n_dep] = c, base_dependent_outcome[i]
+                n_dep += 1
+    for b in range(n_removed):  # unmark
+        pos = removed[b]
+        with nogil:
+            for i in range(pos.shape[0]):
+                c = pos[i]
+                if c >= 0 and c < n_classes - 1:
+                    gone[c] = 0
+    if bad:
+        return None
+    with nogil:
+        for i in range(outcomes.shape[0]):
+            verdict_of[outcomes[i]] = verdicts[i] | 4  # bit 2: an outcome of the added branches
+    for b in range(n_added):  # set the added branches' classes by their verdicts
+        pos, val = added_positions[b], added_values[b]
+        if pos.shape[0] != val.shape[0]:
+            bad = True
+            break
+        with nogil:
+            for i in range(pos.shape[0]):
+                c = pos[i]
+                if c < 0 or c >= n_classes - 1 or val[i] < 0 or val[i] >= n_ids or not (verdict_of[val[i]] & 4):
+                    bad = True
+                    break
+                v = verdict_of[val[i]]
+                if v & 2:
+                    dep[n_dep], dep_out[n_dep] = c, val[i]
+                    n_dep += 1
+                if (v & 1) and not always[c]:
+                    always[c] = 1
+                    for k in range(class_offsets[c], class_offsets[c + 1]):
+                        t = class_tokens[k]
+                        packed[t >> 5] |= (<uint32_t> 1) << (t & 31)
+                        count += 1
+        if bad:
+            break
+    with nogil:
+        for i in range(outcomes.shape[0]):
+            verdict_of[outcomes[i]] = 0
+    if bad:
+        return None
+    return always_arr, packed_arr, count, dep_arr[:n_dep].copy(), dep_out_arr[:n_dep].copy()

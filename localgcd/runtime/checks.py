@@ -22,8 +22,8 @@ from functools import cached_property
 
 import numpy as np
 
-from localgcd.arrays import (LazyRowLists, distinct_rows, packed_words, row_lists, sorted_unique, true_columns,
-                             unique_first_inverse, unique_inverse)
+from localgcd.arrays import (LazyRowLists, distinct_rows, packed_words, row_lists, sorted_unique, sparse_zeros,
+                             true_columns, unique_first_inverse, unique_inverse)
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
 from localgcd.runtime.stack_checks import StackChecks, check_kernel_available, final_table_rows
@@ -70,6 +70,7 @@ class OutcomeChecker:
         self._n_outcomes = spanner.n_outcomes  # outcome ids the status table has columns for
         self._outcome_lists: tuple[int, list, list] = (-1, [], [])  # head, tail as lists (Python path)
         self._acceptance_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._accepts_of: dict[tuple[int, int], tuple[bool, int]] = {}  # (stack, terminal): final()'s reads
         self.paren_cap = 0
         self.paren_delta = np.zeros(len(spanner.head), dtype=np.int64)
         self.emits_newline = np.zeros(len(spanner.head), dtype=bool)
@@ -85,12 +86,12 @@ class OutcomeChecker:
         if use_kernel:
             self._kernel = StackChecks(pda, producible[first], inverse,
                                        self._prod_newline if indenter is not None else None, self.paren_cap)
-        # np.zeros maps untouched rows lazily: big grammars only pay for states they meet.
+        # untouched rows stay unmapped: big grammars only pay for the states they meet
         shape = (tables.n_states * self.depth_keys, len(spanner.head))
         if statuses is not None and statuses.shape == shape:
             self.status_table = np.array(statuses, dtype=np.int8)  # a writable copy
         else:
-            self.status_table = np.zeros(shape, dtype=np.int8)
+            self.status_table = sparse_zeros(shape, np.int8)
 
     # Lists for the Python path's scalar reads, made on first use: with the kernel only final()
     # (a token fed, a text's end) reads some of them, and a first mask need not wait for them.
@@ -138,9 +139,9 @@ class OutcomeChecker:
         self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:
-            grown = np.zeros((self.status_table.shape[0], max(n, 2 * width)), dtype=np.int8)
+            grown = sparse_zeros((self.status_table.shape[0], max(n, 2 * width)), np.int8)
             used = np.flatnonzero(self.status_table.any(axis=1))  # copying only these leaves the
-            grown[used, :width] = self.status_table[used]  # other rows unmapped (np.zeros' pages)
+            grown[used, :width] = self.status_table[used]  # other rows unmapped
             self.status_table = grown
 
     def known_statuses(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -441,14 +442,32 @@ class OutcomeChecker:
             return True, height
         if not self._final.may_rows[top][producible_class]:
             return False, height
-        accepted, read = self._acceptance(node)
         low_ok, low_no = None, height
         for term in self._prod_terms[lexer_state]:
-            if accepted[term]:
-                low_ok = max(low_ok, int(read[term])) if low_ok is not None else int(read[term])
+            accepted, read = self._accepts(node, term)
+            if accepted:
+                low_ok = max(low_ok, read) if low_ok is not None else read
             else:
-                low_no = min(low_no, int(read[term]))
+                low_no = min(low_no, read)
         return (True, low_ok) if low_ok is not None else (False, low_no)
+
+    def _accepts(self, node: int, term: int) -> tuple[bool, int]:
+        """One column of :meth:`_acceptance` (a pending lexeme may become one or two of a state's
+        dozen open terminals: only those are fed to the PDA).  Memoized per (stack, terminal)."""
+        found = self._acceptance_of.get(node)
+        if found is not None:
+            return bool(found[0][term]), int(found[1][term])
+        key = (node, term)
+        found = self._accepts_of.get(key)
+        if found is None:
+            pda = self.pda
+            top = pda.state[node]
+            if self._takes_np[top, term] or self._refuses_np[top, term]:  # the top decides (as in _acceptance)
+                found = (bool(self._takes_np[top, term]), pda.height[node])
+            else:
+                found = pda.accepts(node, term)
+            self._accepts_of[key] = found
+        return found
 
     def _acceptance(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         """Per parser column: is that terminal accepted at ``node``, and the lowest height read.

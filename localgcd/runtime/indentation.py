@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.arrays import unique_inverse
+from localgcd.arrays import expand_ranges, unique_inverse
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
@@ -34,9 +34,47 @@ class _LayoutGroups:
     prefix_newline: np.ndarray  # bool: a line break precedes the first emission in the token
     prefix_width: np.ndarray  # blanks before the first emission (after that line break)
     tail: np.ndarray  # outcome after the pending newline is emitted
-    offsets: np.ndarray  # group g's tokens are tokens[offsets[g]:offsets[g+1]]
+    tails: np.ndarray  # the distinct ``tail`` outcomes (a row's groups share a few hundred)
+    tail_rank: np.ndarray  # each group's tail's index in ``tails``
+    sizes: np.ndarray  # group g's tokens are the sizes[g] tokens after those of the groups before it
     tokens: np.ndarray
     other_tokens: np.ndarray  # tokens checked byte by byte
+
+
+@dataclass(frozen=True)
+class LayoutTokens:
+    """The allowed newline-emitting tokens of a mask, as runs: the tokens of the chosen cells of
+    arrays grouped by cell (a cell's tokens are ``tokens[offsets[c]:offsets[c + 1]]``), set in a
+    packed mask cell by cell (``assembly.set_class_tokens``) with no array of token ids made."""
+
+    runs: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] = ()  # (tokens, int64 offsets, cells)
+
+    def __add__(self, other: "LayoutTokens") -> "LayoutTokens":
+        return LayoutTokens(self.runs + other.runs)
+
+    def ids(self) -> np.ndarray:
+        """The token ids (for the numpy path)."""
+        parts = [tokens[expand_ranges(offsets[cells], offsets[cells + 1])[0]] for tokens, offsets, cells in self.runs]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+NO_LAYOUT_TOKENS = LayoutTokens()
+
+
+@dataclass(frozen=True)
+class _LayoutCells:
+    """The groups of chosen classes merged by all that their check reads -- line break before,
+    width before, tail: a few thousand cells where the groups are tens of thousands."""
+
+    classes: np.ndarray  # the chosen classes (kept: the cells are found by its id)
+    only: np.ndarray | None  # the restriction they were chosen by (kept likewise)
+    prefix_newline: np.ndarray  # bool per cell
+    prefix_width: np.ndarray
+    tail_rank: np.ndarray  # the cell's tail's index in ``tails``
+    tails: np.ndarray  # the distinct tails
+    offsets: np.ndarray  # int64: cell c's tokens are tokens[offsets[c]:offsets[c + 1]]
+    tokens: np.ndarray  # int64
+    other_tokens: np.ndarray  # the chosen classes' tokens checked byte by byte
 
 
 class IndentationPath:
@@ -54,6 +92,7 @@ class IndentationPath:
         self._token_bytes = token_bytes
         self._token_data, self._token_offsets = flat_tokens
         self._groups: dict[int, _LayoutGroups] = {}
+        self._cells: dict[tuple[int, int, int], _LayoutCells] = {}
         self._sensitive: dict[int, bool] = {}
 
     @property
@@ -107,35 +146,36 @@ class IndentationPath:
         return result, min(low, end_low)
 
     def allowed_tokens(self, classes: np.ndarray, q: int, node: int, layout: Layout,
-                       only: np.ndarray | None) -> tuple[np.ndarray, int]:
+                       only: np.ndarray | None) -> tuple[LayoutTokens, int]:
         """The allowed tokens among newline-emitting ``classes`` (restricted to ``only``); lowest height read."""
         low = self.pda.height[node]
-        if only is not None:
-            classes = classes[only[classes]]
-        if not classes.size:
-            return np.empty(0, dtype=np.int64), low
-        groups = self._layout_groups(q)
-        chosen = np.isin(groups.group_class, classes)
-        widths = np.where(groups.prefix_newline, groups.prefix_width, layout.width + groups.prefix_width)
-        measurable = groups.prefix_newline | layout.has_newline
-        taken = np.zeros(groups.group_class.size, dtype=bool)  # groups whose tokens are allowed
-        for width in np.unique(widths[chosen & measurable]).tolist():
+        cells = self._layout_cells(q, classes, only)
+        widths = np.where(cells.prefix_newline, cells.prefix_width, layout.width + cells.prefix_width)
+        measured = cells.prefix_newline | layout.has_newline
+        taken = np.zeros(cells.prefix_width.size, dtype=bool)  # cells whose tokens are allowed
+        for width in np.flatnonzero(np.bincount(widths[measured])).tolist():
             after, after_layout, feed_low = feed(self.pda, self.spec, node, layout, self.spec.newline, width)
             low = min(low, feed_low)
             if after == DEAD_STACK:
                 continue
-            picked = np.flatnonzero(chosen & measurable & (widths == width))
-            ok, check_low = self.checker.check_by_status(after, groups.tail[picked], after_layout.paren)
+            picked = np.flatnonzero(measured & (widths == width))
+            used = np.zeros(cells.tails.size + 1, dtype=bool)  # each distinct tail checked once
+            used[cells.tail_rank[picked]] = True
+            ranks = np.flatnonzero(used)
+            ok, check_low = self.checker.check_by_status(after, cells.tails[ranks], after_layout.paren)
             low = min(low, check_low)
-            taken[picked[ok]] = True
-        allowed = [groups.tokens[np.repeat(taken, np.diff(groups.offsets))]]  # a group's tokens are one run
-        token_class = self.spanner.token_class
-        for token in groups.other_tokens[np.isin(token_class[groups.other_tokens], classes)].tolist():
+            used[ranks] = ok
+            taken[picked[used[cells.tail_rank[picked]]]] = True
+        runs = [(cells.tokens, cells.offsets, np.flatnonzero(taken))]
+        singles = []
+        for token in cells.other_tokens.tolist():
             _, after, _, token_low = self.check_bytes(q, node, layout, self._token_bytes[token])
             low = min(low, token_low)
             if after != DEAD_STACK:
-                allowed.append(np.asarray([token]))
-        return np.concatenate(allowed), low
+                singles.append(token)
+        if singles:
+            runs.append((np.asarray(singles, dtype=np.int64), np.arange(len(singles) + 1), np.arange(len(singles))))
+        return LayoutTokens(tuple(runs)), low
 
     # -- the exact byte-level path --------------------------------------------------------
 
@@ -166,6 +206,38 @@ class IndentationPath:
         found = self._groups.get(q)
         if found is None:
             found = self._groups[q] = self._group(q)
+        return found
+
+    def _layout_cells(self, q: int, classes: np.ndarray, only: np.ndarray | None) -> _LayoutCells:
+        """``q``'s groups of ``classes`` (restricted to ``only``) as cells, made once per (state,
+        classes, restriction): a split's newline classes and a state's emitting classes are kept
+        arrays, and the cells keep them, so their ids stay theirs."""
+        key = (q, id(classes), id(only))
+        found = self._cells.get(key)
+        if found is not None and found.classes is classes and found.only is only:
+            return found
+        groups = self._layout_groups(q)
+        among = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # (an O(n) lookup: np.isin sorts)
+        among[classes if only is None else classes[only[classes]]] = True
+        chosen = np.flatnonzero(among[groups.group_class])
+        widest = int(groups.prefix_width.max(initial=0)) + 1
+        key_of = (groups.tail_rank[chosen] * 2 + groups.prefix_newline[chosen]) * widest + groups.prefix_width[chosen]
+        keys, inverse = unique_inverse(key_of)
+        order = np.argsort(inverse, kind="stable")
+        in_order = chosen[order]  # the chosen groups, cell by cell
+        starts = np.cumsum(groups.sizes) - groups.sizes
+        runs, _ = expand_ranges(starts[in_order], starts[in_order] + groups.sizes[in_order])
+        found = self._cells[key] = _LayoutCells(
+            classes=classes, only=only,
+            prefix_newline=(keys // widest) % 2 == 1,
+            prefix_width=keys % widest,
+            tail_rank=keys // (2 * widest),
+            tails=groups.tails,
+            offsets=np.append(0, np.cumsum(np.bincount(inverse, weights=groups.sizes[chosen],
+                                                       minlength=keys.size).astype(np.int64))),
+            tokens=groups.tokens[runs].astype(np.int64),
+            other_tokens=groups.other_tokens[among[self.spanner.token_class[groups.other_tokens]]],
+        )
         return found
 
     def _group(self, q: int) -> _LayoutGroups:
@@ -202,12 +274,16 @@ class IndentationPath:
         order = np.argsort(inverse, kind="stable")
         first = np.searchsorted(inverse[order], np.arange(keys.size))
         representative = order[first]
+        tail = spanner.tail[outcome[representative]].astype(np.int64)
+        tails, tail_rank = unique_inverse(tail)
         return _LayoutGroups(
             group_class=spanner.token_class[tokens[representative]],
             prefix_newline=has_newline[representative],
             prefix_width=width[representative],
-            tail=spanner.tail[outcome[representative]].astype(np.int64),
-            offsets=np.append(first, tokens.size),
+            tail=tail,
+            tails=tails,
+            tail_rank=tail_rank,
+            sizes=np.diff(np.append(first, tokens.size)),
             tokens=tokens[order],
             other_tokens=other,
         )

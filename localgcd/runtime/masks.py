@@ -24,15 +24,16 @@ from functools import cached_property
 import numpy as np
 
 from localgcd.arrays import sorted_unique
-from localgcd.runtime.assembly import (PackedSplit, assembly_kernel_available, classify_dense, pack_classes,
-                                       set_class_tokens, set_tokens)
+from localgcd.runtime.assembly import (BranchSplit, PackedSplit, SplitStitcher, assembly_kernel_available,
+                                       classify_dense, pack_classes, set_class_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
-from localgcd.runtime.indentation import IndentationPath
+from localgcd.runtime.indentation import NO_LAYOUT_TOKENS, IndentationPath, LayoutTokens
 from localgcd.runtime.layout import NO_LAYOUT, Layout, flat_token_bytes, paren_cap
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton, SuffixCache
+from localgcd.spanner.lazy import LazyRows
 from localgcd.spanner.token_spanner import FIRST_CONTINUES, FIRST_EMITS, RowPart, Rows, TokenSpanner
 
 
@@ -72,25 +73,75 @@ class Mask:
         return allowed
 
 
-@dataclass(frozen=True)
 class _ParserStateSplit:
     """Alg. 5 for one (lexer state, parser state), over token classes.
 
     ``always`` is A (as classes); ``dependent`` is D (as outcomes) with the
     classes that realize each of them (the inverse token spanner entries).
+    A split of a dense part whose classes are mostly context-dependent is made
+    from its ranks alone (:meth:`by_ranks`): its masks are one pass over the
+    verdicts by rank (:meth:`class_verdicts`), and its classes are gathered
+    only if a mask asks for them.
     """
 
-    always: np.ndarray  # bool [n_classes + 1]: accepted whatever lies below the top state
-    dependent: np.ndarray  # outcome ids whose check reads deeper
-    dependent_classes: np.ndarray  # classes whose outcome is context-dependent
-    dependent_class_outcome: np.ndarray  # their outcome ids
-    layout_classes: np.ndarray  # classes whose outcome emits a newline (exact per-token path)
+    def __init__(self, always: np.ndarray, dependent: np.ndarray, dependent_classes: np.ndarray,
+                 dependent_class_outcome: np.ndarray, layout_classes: np.ndarray, dense: np.ndarray | None = None,
+                 outcomes: np.ndarray | None = None, always_of: np.ndarray | None = None) -> None:
+        self.always = always  # bool [n_classes + 1]: accepted whatever lies below the top state
+        self.dependent = dependent  # outcome ids whose check reads deeper
+        self.dependent_classes = dependent_classes  # classes whose outcome is context-dependent
+        self.dependent_class_outcome = dependent_class_outcome  # their outcome ids
+        self.layout_classes = layout_classes  # classes whose outcome emits a newline (exact per-token path)
+        # a dense part's outcome rank per class (None: a sparse part, or a split not made from ranks), its
+        # distinct outcomes, sorted (rank r is outcomes[r]), and whether each rank's outcome is always
+        # accepted (bool [ranks + 1], the last for no entry)
+        self.dense, self.outcomes, self.always_of = dense, outcomes, always_of
+        self.n_dependent_classes = dependent_classes.size
+        self.from_ranks = False  # made by_ranks (no packed base mask was made)
+
+    @classmethod
+    def by_ranks(cls, dense: np.ndarray, outcomes: np.ndarray, always_of: np.ndarray, dependent_of: np.ndarray,
+                 n_dependent_classes: int, layout_classes: np.ndarray) -> "_ParserStateSplit":
+        """A dense part's split from its verdicts by rank: ``always`` and the dependent classes are
+        gathered on first use (most such splits' masks never ask)."""
+        split = cls.__new__(cls)
+        split.dependent = outcomes[dependent_of[:-1]]
+        split.layout_classes = layout_classes
+        split.dense, split.outcomes, split.always_of = dense, outcomes, always_of
+        split._dependent_of = dependent_of
+        split.n_dependent_classes = n_dependent_classes
+        split.from_ranks = True
+        return split
+
+    # A split made by_ranks gathers these on first use (a split made with them has them set: an
+    # instance's own attribute comes before a cached_property)
+    @cached_property
+    def always(self) -> np.ndarray:
+        always = np.take(self.always_of, self.dense)
+        always.flags.writeable = False
+        return always
+
+    @cached_property
+    def dependent_classes(self) -> np.ndarray:
+        return np.flatnonzero(np.take(self._dependent_of, self.dense))
+
+    @cached_property
+    def dependent_class_outcome(self) -> np.ndarray:
+        return self.outcomes[self.dense[self.dependent_classes]]
 
     def classes_of(self, outcomes: np.ndarray, n_outcomes: int) -> np.ndarray:
         """Classes realizing the given context-dependent outcomes (ids below ``n_outcomes``)."""
         chosen = np.zeros(n_outcomes, dtype=bool)
         chosen[outcomes] = True
         return self.dependent_classes[np.take(chosen, self.dependent_class_outcome)]
+
+    def class_verdicts(self, accepted: np.ndarray) -> np.ndarray:
+        """bool [n_classes + 1] of a dense split: the always-accepted classes and those of the
+        ``accepted`` dependent outcomes -- a lookup by rank, one pass over the classes, however
+        many classes the dependent outcomes have."""
+        verdicts = self.always_of.copy()
+        verdicts[np.searchsorted(self.outcomes, accepted)] = True
+        return np.take(verdicts, self.dense)
 
 
 class MaskEngine:
@@ -137,6 +188,8 @@ class MaskEngine:
         self._base_packed: dict[int, tuple[np.ndarray, int]] = {}  # the same, packed, and its count
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
+        self._rank_counts_of: dict[int, np.ndarray] = {}  # id(dense row part) -> classes per rank
+        self.n_by_ranks = 0  # splits made from their ranks alone (mostly context-dependent classes)
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
         self._combined_cache: dict[tuple, np.ndarray] = {}
@@ -144,6 +197,11 @@ class MaskEngine:
         self._masks: SuffixCache[tuple[Mask, int]] = SuffixCache(pda)
         self._assembled: dict[tuple, Mask] = {}  # (q, splits, passed outcomes, accepting) -> mask
         self._last_dense: PackedSplit | None = None  # the last dense split classified (the next starts from it)
+        # a lazy row's split made from the last one of its parser state by the branches that differ
+        self._stitch = SplitStitcher(spanner.n_classes) if self.kernels and isinstance(self.rows, LazyRows) \
+            and indenter is None else None
+        self._branch_base: BranchSplit | None = None  # the last split made from branches (the next may start there)
+        self.n_stitched = 0  # splits made from an earlier one by the branches that differ
         self.indenter = indenter
         self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes,
                                             flat_tokens) if flat_tokens else None)
@@ -279,7 +337,7 @@ class MaskEngine:
                 fresh_accepted, fresh_low = self._dependent_accepted(fresh, after, after_layout.paren)
                 fresh_tokens, layout_low = self._layout_tokens(fresh, 0, after, after_layout,
                                                                self.rows.class_emits(q))
-                tokens = np.concatenate([tokens, fresh_tokens])
+                tokens = tokens + fresh_tokens
                 low = min(low, fresh_low, layout_low)
         accepting, acc_low = self.is_accepting(q, node, at_start, layout)
         low = min(low, acc_low)
@@ -292,6 +350,18 @@ class MaskEngine:
             found = self._assembled.get(key)
             if found is not None:
                 return found, low
+        if self.kernels and self._many_dependent(split, fresh):
+            classes = split.class_verdicts(accepted)
+            if fresh is not None:
+                classes[:-1] = np.where(self.rows.class_emits(q), fresh.class_verdicts(fresh_accepted)[:-1],
+                                        classes[:-1])
+            packed, n_allowed = pack_classes(classes, self._token_class)
+            for members, offsets, cells in tokens.runs:
+                n_allowed += set_class_tokens(packed, members, offsets, cells)
+            mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
+            if key is not None:
+                self._assembled[key] = mask
+            return mask, low
         n_outcomes = self.spanner.n_outcomes
         base, extra = split.always, split.classes_of(accepted, n_outcomes)
         if fresh is not None:
@@ -301,17 +371,33 @@ class MaskEngine:
             extra = np.concatenate([extra, fresh_extra[emits[fresh_extra]]])
         if self.kernels:
             packed, n_allowed = self._packed_token_mask(base, extra)
-            if tokens.size:
-                n_allowed += set_tokens(packed, tokens)
+            for members, offsets, cells in tokens.runs:
+                n_allowed += set_class_tokens(packed, members, offsets, cells)
             mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
         else:
             text_allowed = self._token_mask(base, extra)
-            if tokens.size:
-                text_allowed[tokens] = True
+            if tokens.runs:
+                text_allowed[tokens.ids()] = True
             mask = Mask.of(text_allowed, accepting, self.end_ids)
         if key is not None:
             self._assembled[key] = mask  # (the mask cache keeps every mask anyway: this adds keys only)
         return mask, low
+
+    def _many_dependent(self, split: _ParserStateSplit, fresh: _ParserStateSplit | None) -> bool:
+        """Are the parts dense and an eighth of the classes or more context-dependent?  Then a mask
+        is one pass over the classes' verdicts by rank (:meth:`_ParserStateSplit.class_verdicts`),
+        not the dependent classes gathered one by one onto the base's."""
+        if split.dense is None or (fresh is not None and fresh.dense is None):
+            return False
+        dependent = split.n_dependent_classes + (0 if fresh is None else fresh.n_dependent_classes)
+        return 8 * dependent >= self.spanner.n_classes
+
+    def _rank_counts(self, part: RowPart) -> np.ndarray:
+        """How many classes a dense part has at each rank (once per part: parts are kept)."""
+        found = self._rank_counts_of.get(id(part))
+        if found is None:
+            found = self._rank_counts_of[id(part)] = np.bincount(part.dense[:-1], minlength=part.outcomes.size + 1)
+        return found
 
     def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
@@ -449,10 +535,10 @@ class MaskEngine:
         return found
 
     def _layout_tokens(self, split: _ParserStateSplit, q: int, node: int, layout: Layout,
-                       only: np.ndarray | None) -> tuple[np.ndarray, int]:
+                       only: np.ndarray | None) -> tuple[LayoutTokens, int]:
         """Allowed tokens of the newline-emitting classes (Indenter grammars only)."""
         if self.indentation is None or not split.layout_classes.size:
-            return _NO_TOKENS, self.pda.height[node]
+            return NO_LAYOUT_TOKENS, self.pda.height[node]
         return self.indentation.allowed_tokens(split.layout_classes, q, node, layout, only)
 
     # -- Alg. 5 ---------------------------------------------------------------------
@@ -484,8 +570,18 @@ class MaskEngine:
         if split is None:
             # the classes that continue, their outcomes, and the distinct ones (a lazy row only
             # as far as its tokens can start with a terminal this parser state does not refuse)
-            part = self.rows.part_within(q, self._first_terminals(node))
-            self.checker.grow()  # a lazily built row may have made new outcome ids
+            first_terminals = self._first_terminals(node)
+            if self._stitch is not None:
+                ids = self.rows.branches_within(q, first_terminals)
+                self.checker.grow()  # a lazily built row may have made new outcome ids
+                split = self._stitched(ids, node, key[1], paren_key)
+                if split is not None:
+                    self._splits[key] = split
+                    return split
+                part = self.rows.part_of(ids)
+            else:
+                part = self.rows.part_within(q, first_terminals)
+                self.checker.grow()
             status = self.checker.statuses(node, part.outcomes, paren_key)
             if self.indentation is not None:
                 status = np.where(self.indentation.emits_newline[part.outcomes], UNKNOWN, status)  # the layout path
@@ -493,8 +589,45 @@ class MaskEngine:
             split = self._splits_by_status.get(by_status)
             if split is None:
                 split = self._splits_by_status[by_status] = self._classify(part, status)
+                if self._stitch is not None and split.from_ranks:
+                    self._branch_base = None  # no packed base to stitch the next split from
+                elif self._stitch is not None and part.dense is not None:
+                    self._branch_base = BranchSplit((key[1], paren_key), frozenset(ids.tolist()), self._last_dense,
+                                                    split.dependent_classes,
+                                                    split.dependent_class_outcome.astype(np.int32, copy=False))
             self._splits[key] = split
         return split
+
+    def _stitched(self, ids: np.ndarray, node: int, state: int, paren_key: int) -> _ParserStateSplit | None:
+        """The split of the branches ``ids`` made from the last split made from branches, when that
+        was over the same parser state (so the branches both have got the same verdicts) and the
+        branches that differ hold an eighth of the classes or fewer (as :func:`classify_dense`
+        starts from the last split); else None."""
+        base = self._branch_base
+        if base is None or base.status_key != (state, paren_key):
+            return None
+        now = ids.tolist()
+        added = [b for b in now if b not in base.branches]
+        held = set(now)
+        removed = [b for b in base.branches if b not in held]
+        spanner = self.spanner
+        if not spanner.branches_within_size(added + removed, spanner.n_classes // 8):
+            return None
+        outcomes = spanner.branch_outcomes(np.array(added, dtype=np.int64)) if added else _NO_OUTCOMES
+        status = self.checker.statuses(node, outcomes, paren_key) if outcomes.size else _NO_STATUS
+        positions, values = spanner.branch_entries(added)
+        always, dependent_classes, dependent_outcomes, packed = self._stitch(
+            base, spanner.branch_entries(removed)[0], positions, values, outcomes, status == ALWAYS,
+            status == DEPENDENT, spanner.n_outcomes, spanner.class_members)
+        always.flags.writeable = False
+        packed[0].flags.writeable = False
+        self._last_dense = PackedSplit(always, *packed)
+        self._branch_base = BranchSplit(base.status_key, frozenset(now), self._last_dense, dependent_classes,
+                                        dependent_outcomes)
+        self._remember_base_packed(always, packed)
+        dependent = sorted_unique(dependent_outcomes) if dependent_outcomes.size else dependent_outcomes
+        self.n_stitched += 1
+        return _ParserStateSplit(always, dependent, dependent_classes, dependent_outcomes, _NO_TOKENS)
 
     def _classify(self, part: RowPart, status: np.ndarray) -> _ParserStateSplit:
         """The split of a row part given the status of each of its distinct outcomes: a lookup of
@@ -505,6 +638,19 @@ class MaskEngine:
         dependent = status == DEPENDENT
         any_dependent = bool(dependent.any())
         dependent_classes = dependent_outcomes = _NO_TOKENS
+        layout_classes = _NO_TOKENS
+        if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
+            newline = self.indentation.emits_newline[outcomes]
+            if part.dense is not None:
+                layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
+            else:
+                layout_classes = part.classes[np.take(newline, part.ranks)]
+        if part.dense is not None and self.kernels and any_dependent:
+            n_dependent = int(self._rank_counts(part)[np.flatnonzero(dependent)].sum())
+            if 8 * n_dependent >= self.spanner.n_classes:  # its masks take one pass by rank: no classes gathered
+                self.n_by_ranks += 1
+                return _ParserStateSplit.by_ranks(part.dense, outcomes, always_of, np.append(dependent, False),
+                                                  n_dependent, layout_classes)
         if part.dense is not None and self.kernels:
             # one kernel call: the verdicts by class, the dependent classes, and the token mask of
             # the always-accepted ones (the base most masks of this split start from), memoized
@@ -530,14 +676,13 @@ class MaskEngine:
                 on_stack = np.flatnonzero(np.take(dependent, part.ranks))
                 dependent_classes, dependent_outcomes = part.classes[on_stack], outcomes[part.ranks[on_stack]]
         always.flags.writeable = False
-        layout_classes = _NO_TOKENS
-        if self.indentation is not None:
-            classes, values = part.entries()
-            layout_classes = classes[self.indentation.emits_newline[values]]
-        return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes)
+        return _ParserStateSplit(always, outcomes[dependent], dependent_classes, dependent_outcomes, layout_classes,
+                                 part.dense, outcomes, always_of)
 
 
 _NO_TOKENS = np.empty(0, dtype=np.int64)
+_NO_OUTCOMES = np.empty(0, dtype=np.int32)
+_NO_STATUS = np.empty(0, dtype=np.int8)
 
 
 def _outcome_set(outcomes: np.ndarray) -> bytes:

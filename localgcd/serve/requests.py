@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from localgcd.batch.jobs import (
     JSON_OBJECT,
+    SAMPLING_NUMBERS,
     Constraint,
     Invalid,
     int_field,
@@ -373,8 +374,7 @@ def _sampling(body: dict[str, Any]) -> Sampling:
         if len(given) == 2 and body["max_tokens"] != body["max_completion_tokens"]:
             raise InvalidRequest("max_tokens and max_completion_tokens differ: give one", "/max_tokens")
         kw["max_tokens"] = _field(given[0], int_field, body[given[0]], given[0], 1)
-    for name, low, high, open_low in (("temperature", 0.0, None, False), ("top_p", 0.0, 1.0, True),
-                                      ("min_p", 0.0, 1.0, False), ("repeat_penalty", 0.0, None, True)):
+    for name, low, high, open_low in SAMPLING_NUMBERS:
         if body.get(name) is not None:
             kw[name] = _field(name, number_field, body[name], name, low, high, open_low)
     if body.get("top_k") is not None:

@@ -170,6 +170,22 @@ class LazyTokenSpanner:
         """The given branches' :class:`~localgcd.spanner.rows.RowPart` (their entries as ranks)."""
         return self._branches.part_of(ids, self.n_classes)
 
+    def branch_entries(self, ids: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each given branch's (positions ascending, outcome ids), unjoined."""
+        return [self._branches.branch(b)[0] for b in ids], [self._branches.branch(b)[1] for b in ids]
+
+    def branches_within_size(self, ids: list[int], limit: int) -> bool:
+        """Whether the given branches hold ``limit`` entries or fewer."""
+        for b in ids:
+            limit -= self._branches.branch(b)[0].size
+            if limit < 0:
+                return False
+        return True
+
+    def branch_outcomes(self, ids: np.ndarray) -> np.ndarray:
+        """The distinct outcomes of the given branches, sorted."""
+        return self._branches.distinct_outcomes_of(ids)
+
     def row_outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes of ``q``'s row, sorted."""
         return self._branches.distinct_outcomes(q)
@@ -214,6 +230,7 @@ class LazyRows(Rows):
         super().__init__(spanner)
         self._rows: dict[int, SparseRow] = {}  # the rows built so far (sparse, unlike an eager one's)
         self._parts: dict[bytes, RowPart] = {}  # branch ids → their part of a row
+        self._branch_ids: dict[tuple[int, bytes], np.ndarray] = {}  # (state, first terminals) → branch ids
 
     def continuing(self, q: int) -> SparseRow:
         """The row's continuing positions and their outcomes (built on the first call)."""
@@ -227,7 +244,20 @@ class LazyRows(Rows):
         anything) may allow: the row's branches that can start with one of them (only those are
         walked; a part is kept per set of branches, as ranks: its entries are joined only to be
         ranked)."""
-        ids = self.spanner.branches_of(q, first_terminals)
+        return self.part_of(self.branches_within(q, first_terminals))
+
+    def branches_within(self, q: int, first_terminals: np.ndarray | None) -> np.ndarray:
+        """The ids of the branches :meth:`part_within` is made of, in position order (walked now
+        if new; kept per state and set of terminals: parser states that refuse alike share them)."""
+        key = (q, first_terminals.tobytes() if first_terminals is not None else b"")
+        found = self._branch_ids.get(key)
+        if found is None:
+            found = self._branch_ids[key] = self.spanner.branches_of(q, first_terminals)
+            found.flags.writeable = False
+        return found
+
+    def part_of(self, ids: np.ndarray) -> RowPart:
+        """The :class:`~localgcd.spanner.rows.RowPart` of the given branches (kept per set)."""
         key = ids.tobytes()
         found = self._parts.get(key)
         if found is None:

@@ -17,7 +17,7 @@ from localgcd.grammar.json_schema.encoding import UNIT, Unsupported, encode_stri
 from localgcd.grammar.json_schema.long_strings import LongStrings
 from localgcd.grammar.json_schema.numbers import EXP_NUMBER, Bound, dec_open, dec_point, int_bounds, int_range
 from localgcd.grammar.json_schema.patterns import intersection_regex
-from localgcd.grammar.json_schema.spec import NumberSpec, ScalarPosition, literal_matches_spec
+from localgcd.grammar.json_schema.spec import NumberSpec, ScalarPosition, StringSpec, literals_matching_spec
 from localgcd.grammar.json_schema.tracking import CHUNK, Signature
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DFA, relation, relations
@@ -92,7 +92,7 @@ class Resolver:
         self.long_strings(plist, bounds.patterns, long_classes)
         lit_prio = max([9] + [3 + d for d in depth.values()])  # literals win over every pattern
         for s, name in self.lit_name.items():
-            self.terms[name] = PatternTerminal(re.escape(encode_string(s)), lit_prio)
+            self.terms[name] = PatternTerminal(re.escape(self._lit_encoded[s]), lit_prio)
         self.number_terminals(bounds)
         for rule, pos in self.ctx.positions.items():
             self.ctx.rules[rule] = self.resolve(pos) or [NEVER]
@@ -103,10 +103,13 @@ class Resolver:
         past LOPEN and have to back up when they fail."""
         self.long_lits = sorted(x for x in bounds.str_lits if len(x) > CHUNK) if self.chunked else []
         self.lit_name: dict[str, str] = {}
+        self._lit_encoded: dict[str, str] = {}  # (in lit_name's order)
+        self._literals_by_spec: dict[StringSpec, tuple[str, ...]] = {}
         for i, s in enumerate(sorted(bounds.str_lits - set(self.long_lits))):
             name = f"S{i}"
             self.lit_name[s] = name
-            self.terms[name] = PatternTerminal(re.escape(encode_string(s)), 9)
+            self._lit_encoded[s] = encode_string(s)
+            self.terms[name] = PatternTerminal(re.escape(self._lit_encoded[s]), 9)
 
     def length_atoms(self, bounds: SchemaBounds) -> list[tuple[int, int | None]]:
         """One terminal per length class up to CHUNK characters; returns the longer classes (one
@@ -402,9 +405,7 @@ class Resolver:
         long_allowed: dict[int, set[Signature]] = {}
         lits = set(pos.str_lits)
         for sp in pos.strs:
-            for s in self.lit_name:
-                if literal_matches_spec(s, sp):
-                    lits.add(s)
+            lits.update(self.literals_within(sp))
             forbid = {self.alias.get(f, f) for f in sp.forbid}
             forbid |= set[str]().union(*(self._all_inside(f) for f in forbid))  # nested strings match too
             pattern = None
@@ -427,6 +428,15 @@ class Resolver:
             c = next(c for c, (lo, hi) in enumerate(self.long.classes) if lo <= len(x) and (hi is None or len(x) <= hi))
             long_allowed.setdefault(c, set()).update(sig for sig in self.long.signatures if sig[self.lit_track[x]])
         return lits, long_allowed
+
+    def literals_within(self, sp: StringSpec) -> tuple[str, ...]:
+        """The schema's string literals (those with a terminal) that ``sp`` allows, once per distinct
+        spec (positions repeat specs: every free string of a big schema is one)."""
+        found = self._literals_by_spec.get(sp)
+        if found is None:
+            found = self._literals_by_spec[sp] = tuple(literals_matching_spec(list(self.lit_name), sp,
+                                                                              list(self._lit_encoded.values())))
+        return found
 
     def long_rules(self, pos: ScalarPosition, long_allowed: dict[int, set[Signature]]) -> list[str]:
         """The long string rules of a position: consecutive classes allowing the same signatures

@@ -35,7 +35,7 @@ def share_string_terminals(ctx: Context, string_terms: set[str]) -> None:
     for name, alts in list(ctx.rules.items()):
         out = []
         for a in alts:
-            m = re.match(r"@(\w+)@ (.*)", a)
+            m = _KEY_MEMBER.match(a) if a.startswith("@") else None
             if not m:
                 out.append(a)
             elif m.group(1) in keys and name not in ctx.inline_members:
@@ -48,6 +48,8 @@ def share_string_terminals(ctx: Context, string_terms: set[str]) -> None:
                 out += [f"{k} {m.group(2)}" for k in terms]
         ctx.rules[name] = out
 
+
+_KEY_MEMBER = re.compile(r"@(\w+)@ (.*)")  # a member alternative naming its key's position: "@rule@ rest"
 
 LITERAL_SET_MIN = 64  # a rule of this many literal string terminals (used nowhere else) is one terminal
 
@@ -100,13 +102,13 @@ def string_sets(ctx: Context, sets: set[tuple[str, ...]]) -> dict[tuple[str, ...
     lookaheads then cost more than the states saved.)  Two sets holding a literal hold its whole
     atom, so no two rules of a parser state reduce one literal where flat rules did not."""
     ordered = sorted(sets)
-    holders: dict[str, tuple[int, ...]] = {}  # terminal -> the sets holding it
+    holding: dict[str, list[int]] = {}  # terminal -> the sets holding it
     for i, strs in enumerate(ordered):
         for term in strs:
-            holders[term] = holders.get(term, ()) + (i,)
+            holding.setdefault(term, []).append(i)
     atoms: dict[tuple[int, ...], list[str]] = {}
-    for term, held in holders.items():
-        atoms.setdefault(held, []).append(term)
+    for term, held in holding.items():
+        atoms.setdefault(tuple(held), []).append(term)
     leaves = sorted(atoms)  # by the sets holding them, so a set's atoms tend to run together
     # an atom's alternatives: its rule, or its few terminals themselves
     leaf_alts = [[ctx.add_rule(ctx.name("lits"), terms)] if len(terms) >= ATOM_RULE_MIN else list(terms)
@@ -120,11 +122,12 @@ def string_sets(ctx: Context, sets: set[tuple[str, ...]]) -> dict[tuple[str, ...
             block_rules[b] = ctx.add_rule(ctx.name("lits"), [a for leaf in blocks[b] for a in leaf_alts[leaf]])
         return block_rules[b]
 
+    leaf_holders = [frozenset(leaf) for leaf in leaves]
     rules: dict[tuple[str, ...], str] = {}
     for i, strs in enumerate(ordered):
         alts: list[str] = []
         for b, block in enumerate(blocks):
-            in_set = [leaf for leaf in block if i in leaves[leaf]]
+            in_set = [leaf for leaf in block if i in leaf_holders[leaf]]
             if len(in_set) == len(block) > 1:
                 alts.append(block_rule(b))
             else:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Sequence, TypeVar
 
 from localgcd.grammar.json_schema.encoding import encode_string
 
@@ -68,14 +68,20 @@ class MemberAutomaton(Generic[State]):
 
 def literal_matches_spec(s: str, spec: StringSpec) -> bool:
     """Is the string ``s`` one that ``spec`` allows?"""
-    if len(s) < spec.lo or (spec.hi is not None and len(s) > spec.hi) or s in spec.exclude:
-        return False
+    return bool(literals_matching_spec([s], spec, [encode_string(s)]))
+
+
+def literals_matching_spec(literals: Sequence[str], spec: StringSpec, encoded: Sequence[str]) -> list[str]:
+    """The strings of ``literals`` that ``spec`` allows, in order (``encoded[i]``: the JSON text of
+    ``literals[i]``, as ``encode_string`` writes it); the spec's patterns compiled once."""
+    lo, hi, exclude = spec.lo, spec.hi, spec.exclude
+    kept = [i for i, s in enumerate(literals) if lo <= len(s) and (hi is None or len(s) <= hi) and s not in exclude]
     if spec.pattern is None and not spec.forbid:  # a free string's spec: every position's literals
-        return True
-    enc = encode_string(s)
-    if spec.pattern is not None and not re.fullmatch('"' + spec.pattern + '"', enc):
-        return False
-    return not any(re.fullmatch('"' + f + '"', enc) for f in spec.forbid)
+        return [literals[i] for i in kept]
+    pattern = re.compile('"' + spec.pattern + '"').fullmatch if spec.pattern is not None else None
+    forbid = [re.compile('"' + f + '"').fullmatch for f in spec.forbid]
+    return [literals[i] for i in kept if (pattern is None or pattern(encoded[i]))
+            and not any(match(encoded[i]) for match in forbid)]
 
 
 #: A schema (a dict, or a boolean) and its JSON pointer.
