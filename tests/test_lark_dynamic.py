@@ -72,6 +72,31 @@ NAME: /[a-z]+/
 %ignore "\n"
 """
 
+# a number reads on into the name after it when the name's letters and what follows make an exponent:
+# "1e5" is one NUM, "1e" and "1ex" are NUM "1" and a name, "1.5E+5" one NUM (lark's re.match), however
+# far on the characters that decide it are
+EXPONENTS = r"""
+start: (sum ";")+
+sum: NUM NAME ("+" NUM)*
+NUM: /[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+NAME: /[a-zA-Z]+/
+%ignore " "
+"""
+# an earlier alternative wins (re.match's order): SUB reads "x_a" of "x_ab", then a name "b"
+SUBSCRIPTS = r"""
+start: item+
+item: SUB | NAME | "{" NAME "}"
+SUB: /x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\}|[a-z]+)/
+NAME: /[a-z]+/
+%ignore " "
+"""
+# a lazy quantifier: TAG ends at the first ">"
+TAGS = r"""
+start: (TAG | CHAR)+
+TAG: /<.*?>/
+CHAR: /[a-z<>]/
+"""
+
 #: name → (grammar text, start rule, pieces texts are made of)
 GRAMMARS = {
     "fruitflies (lark's example)": (corpus("issue37/lark__fruitflies.lark"), "sentence",
@@ -88,6 +113,15 @@ GRAMMARS = {
     "conf (lark's Earley example)": (corpus("third_party/lark__conf_earley.lark"), "start",
                                      ["[", "]", "a", "b", "=", " ", "\t", "\n", "x y", "\r\n"]),
     "a comment that swallows what follows": (COMMENTED_NAMES, "start", ["a", "bc", " ", "#", "x y", "\n"]),
+    "an exponent read on across a name": (EXPONENTS, "start", ["1", "2.5", "e", "E", "x", "+", "5", " ", ";", "e5"]),
+    "an earlier alternative wins": (SUBSCRIPTS, "start", ["x_", "a", "b", "1", "{", "}", "'", " ", "ab", "x"]),
+    "a lazy quantifier": (TAGS, "start", ["<", ">", "a", "b", "<a>", "<b", "><"]),
+}
+#: the language of re.match's lexemes, for the reference, where it is smaller than the pattern's
+LANGUAGES = {
+    "an earlier alternative wins": {r"x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\}|[a-z]+)":
+                                    r"x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\})"},
+    "a lazy quantifier": {r"<.*?>": r"<[^>\n]*>"},
 }
 
 
@@ -104,7 +138,7 @@ def compiled(name: str) -> localgcd.CompiledGrammar:
 @functools.lru_cache(maxsize=None)
 def reference(name: str) -> DynamicReference:
     text, start, _ = GRAMMARS[name]
-    return DynamicReference(with_start(text, start))
+    return DynamicReference(with_start(text, start), languages=LANGUAGES.get(name))
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,6 +240,9 @@ def test_check_agrees_with_lark_earley(name: str, data) -> None:
     ("keywords inside names", b"int integer; in int:int;integer;"),
     ("conf (lark's Earley example)", b"[a]\nb=x y\n[c] \nd = \t1\n"),  # VALUE " \t1" or "1"
     ("turtle (lark's example)", b"c red green f 10 repeat 2 { fill { b 1 } }"),
+    ("an exponent read on across a name", b"1ex+5; 2e+3y; 1e+1e; 2.5Ex+1;"),  # NUM "1" NAME "ex"; NUM "2e+3" NAME "y"
+    ("an earlier alternative wins", b"x_ab x_{ab'} x_1"),  # SUB "x_a", NAME "b"
+    ("a lazy quantifier", b"<a>b>"),  # TAG "<a>", CHAR "b", CHAR ">"
 ])
 def test_texts_only_the_dynamic_lexer_reads_are_accepted(name: str, text: bytes) -> None:
     assert lark_accepts(name, text)
@@ -217,6 +254,9 @@ def test_texts_only_the_dynamic_lexer_reads_are_accepted(name: str, text: bytes)
     ("turtle (lark's example)", b"c redgreenfill{f 1}"),
     ("a comment that swallows what follows", b"#a b"),  # the comment reads " b" too: no name
     ("json (lark's Earley example)", b'[1 2]'),
+    ("an exponent read on across a name", b"1E+5;"),  # NUM "1", NAME "E", "+", NUM "5" were NUM cut short
+    ("an exponent read on across a name", b"1.5e+5;"),
+    ("an earlier alternative wins", b"x_{a"),
 ])
 def test_texts_only_another_cut_would_read_are_refused(name: str, text: bytes) -> None:
     """Each would be a sentence were a lexeme cut shorter than ``re.match`` reads it."""
@@ -232,12 +272,9 @@ def test_lexer_basic_keeps_the_basic_lexer_earley() -> None:
 
 
 @pytest.mark.parametrize(("grammar", "why"), [
-    ("start: NUM NAME\nNUM: /[0-9]+(e[0-9]+)?/\nNAME: /[a-z]+/\n",
-     "terminal NUM /[0-9]+(e[0-9]+)?/'s longest lexeme (re.match), which may read on into a [e] that terminal NAME"),
     ("start: A A\nA: /a+/\n", "rule 'start' matches no text as lark's dynamic lexer reads it"),
-    ('start: A "b"\nA: /a+?/\n', "terminal A /a+?/ uses a lazy quantifier, a look-around or an anchor"),
-    ('start: A "b"\nA: /(?<=x)a/\n', "uses a lazy quantifier, a look-around or an anchor"),
-    ('start: A "c"\nA: /a|ab/\n', "has lexemes re.match never returns"),
+    ('start: A "b"\nA: /(?<=x)a/\n', "terminal A /(?<=x)a/ uses a look-around or an anchor"),
+    ('start: A "b"\nA: /a$/\n', "uses a look-around or an anchor"),
     ('start: A "c"\nA: /a*/\n', "matches the empty string"),
     ('start: A "c"\nA: /(a)\\1/\n', "cannot be read exactly"),
 ])

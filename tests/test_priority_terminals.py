@@ -185,3 +185,33 @@ def test_syncode_grammars_check_as_lark_parses(name: str, texts: list[str], tmp_
         verdicts.append((i, lark_says, result.exit_code, result.output.splitlines()[-1:]))
     assert all(lark == ours for _i, lark, ours, _out in verdicts), verdicts
     assert {lark for _i, lark, _ours, _out in verdicts} == {0, 1}  # both verdicts are tested
+
+
+@pytest.mark.parametrize("pattern", [r"a|ab", r"x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\}|[a-z]+)", r"<.*?>",
+                                     r"(?:a|ab)(?:c|bcd)", r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", r"é+?|éa"])
+def test_over_character_classes_the_longest_match_is_what_re_match_returns(pattern: str) -> None:
+    """The automaton over character classes (lark's dynamic lexer, :mod:`localgcd.grammar.lark_cuts`):
+    its longest match on a text, backing up as far as needed, is ``re.match``'s lexeme."""
+    from localgcd.regex.nfa import CharClasses
+    from localgcd.regex.priority import priority_symbol_dfa
+    from localgcd.regex.python_syntax import parse_python_regex
+    from localgcd.regex.syntax import character_sets
+
+    tree = parse_python_regex(pattern)
+    atoms = CharClasses.of(character_sets(tree))
+    own = priority_symbol_dfa(tree, atoms.encode, atoms.n_symbols)
+    alphabet = sorted({c for chars in atoms.classes for lo, hi in chars.intervals for c in map(chr, range(lo, min(hi, lo + 2) + 1))}
+                      | {"z", "\n"})
+    rng = random.Random(pattern)
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
+        state, longest = 0, 0 if own.accept[0] >= 0 else None
+        for i, char in enumerate(text):
+            symbol = next((k for k, chars in enumerate(atoms.classes) if ord(char) in chars), None)
+            state = -1 if symbol is None else int(own.transitions[state, symbol])
+            if state < 0:
+                break
+            if own.accept[state] >= 0:
+                longest = i + 1
+        found = re.match(pattern, text)
+        assert (found.end() if found else None) == longest, (pattern, text)

@@ -15,18 +15,20 @@ GBNF's syntax tree), preceded by ``%ignore``'s terminals repeated, and the start
 them; :func:`localgcd.grammar.gbnf.translate` makes that a grammar over character atoms (a prefix
 code: the lexer is invisible) for the parse tables.  That language -- every way to cut the text
 into the terminals' words -- is lark's when ``re.match`` at each place returns the word the cut
-uses.  Two conditions make it so:
+uses:
 
-* ``re.match`` of ``T`` returns the longest prefix in ``T``'s language (no lazy quantifier,
-  look-around, anchor or alternation order that stops it earlier: ``T``'s leftmost-first automaton,
-  :mod:`localgcd.regex.priority`, accepts ``T``'s whole language); else a
-  :class:`~localgcd.errors.GrammarError` naming the terminal and the construct;
-* a lexeme ends where lark ends it: no longer word of ``T`` is a prefix of the rest.  Where a word
-  of ``T`` followed by a character that can start what follows ``T`` is a word again (``COLOR`` /
-  ``LETTER+`` before ``"repeat"``; ``NAME NAME``), the rules are written in variants that forbid
-  that character after such a lexeme (:mod:`.lark_cuts`); where it is a prefix of a longer word
-  only (``1e`` of a number before a name), characters further on decide, and the grammar is
-  refused naming the terminal and the character.
+* a terminal's words are those ``re.match`` can return: its whole language, or, where an earlier
+  alternative wins or a quantifier is lazy (``/a|ab/`` reads ``a`` of ``ab``; latex's
+  ``_([A-Za-z0-9]|[a-zA-Z]+)``), its leftmost-first automaton over the atoms
+  (:func:`localgcd.regex.priority.priority_symbol_dfa`), whose longest match is ``re.match``'s;
+  a look-around or an anchor is refused (:class:`~localgcd.errors.GrammarError` naming the
+  terminal): what it returns would depend on the text around the lexeme;
+* a lexeme ends where lark ends it: no longer word of ``T`` is a prefix of the rest of the text,
+  however many characters and lexemes on that is decided (``1.5`` of a number, then a name ``E``,
+  then ``+5``: lark reads ``1.5E+5``).  Where a word of ``T`` can read on into what follows it, the
+  rules are written in variants by the *watches* open at each place (:mod:`.lark_cuts`); a grammar
+  that needs more than a bounded number of them is refused naming the terminals whose lexeme ends
+  stay open most often (sympy's latex: ``\\le`` reading on into ``qslant``).
 
 A terminal that matches the empty string is refused as lark refuses it ("Dynamic Earley doesn't
 allow zero-width regexps"), and so is an Indenter (lark's dynamic lexer takes no postlexer).
@@ -39,9 +41,9 @@ from dataclasses import replace
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import GrammarError, UnsupportedConstruct
 from localgcd.grammar.gbnf import translate
-from localgcd.grammar.gbnf.atoms import show_chars
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq
-from localgcd.grammar.lark_cuts import Lexemes, UndecidedEnd, constrained, lexemes_over_atoms, variants_as_gbnf
+from localgcd.grammar.lark_cuts import (Lexemes, TooManyClasses, constrained, lexemes_over_atoms,
+                                        variants_as_gbnf)
 from localgcd.grammar.ir import GrammarIR, source_line
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex import syntax as regex
@@ -67,42 +69,54 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
                            f"{_BASIC}", grammar.source)
     used = {s for rule in grammar.rules for s in rule.rhs if grammar.is_terminal(s)}
     terminals = [t for t in grammar.terminals if t.name in used or t.ignored]
-    for terminal in terminals:
-        _check_automaton(grammar, terminal, meter)
-    exprs = {t.name: _expr(parse_python_regex(t.regex), (t.line or 1, t.column or 1)) for t in terminals}
-    atoms, lexemes = _lexemes(grammar, terminals, exprs, used, meter)
+    in_order = [t.name for t in terminals if _reads_in_order(grammar, t, meter)]  # (refuses what it cannot read)
+    nodes = {t.name: _without_surrogates(parse_python_regex(t.regex)) for t in terminals}
+    ordered = {name: nodes[name] for name in in_order}
+    exprs = {t.name: _expr(nodes[t.name], (t.line or 1, t.column or 1)) for t in terminals}
+    atoms, lexemes, after = _lexemes(grammar, terminals, exprs, ordered, used, meter)
     ignored = [t.name for t in terminals if t.ignored]
-    tree = variants_as_gbnf(grammar, atoms, lexemes, ignored, START, meter) if constrained(lexemes) \
-        else _as_gbnf(grammar, terminals, exprs)
+    if constrained(lexemes):
+        try:
+            tree = variants_as_gbnf(grammar, atoms, lexemes, after, ignored, START, meter)
+        except TooManyClasses as many:
+            bound, names = many.args
+            far = ", ".join(_named(grammar, name) for name in names) or "its terminals"
+            raise grammar.error(f"lexer='dynamic': where lark's dynamic lexer ends a lexeme (re.match: no longer "
+                                f"match may follow) depends on characters further on, which the grammar in variants "
+                                f"says with more than {bound} (most often open after {far}); {_BASIC}",
+                                grammar.start) from None
+    else:
+        tree = _as_gbnf(grammar, terminals, {t.name: lexemes[t.name].expr for t in terminals})
     translated = translate(tree, meter)
     return replace(translated, text=grammar.text, origins={**grammar.origins, **translated.origins})
 
 
 # ---------------------------------------------------------------------------------------------
-# Each terminal's automaton, and whether re.match reads it as its whole language
+# Each terminal's automaton, and which of its lexemes re.match returns
 
 
-def _check_automaton(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> None:
-    """``re.match`` of ``terminal`` returns its longest lexeme, never the empty one."""
+def _reads_in_order(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> bool:
+    """Whether ``re.match`` of ``terminal`` returns fewer lexemes than its language (a lazy
+    quantifier, or an earlier alternative that wins: ``/a|ab/`` reads ``a`` of ``ab``); refused: a
+    look-around or an anchor, a terminal that matches nothing or the empty string."""
     def refused(why: str) -> GrammarError:
         return _error(grammar, terminal, f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}")
 
     try:
-        if needs_priority(terminal.regex):
-            raise refused("uses a lazy quantifier, a look-around or an anchor: lark's dynamic lexer takes "
-                          "the lexeme re.match returns at each place, which a sub-grammar of its language "
-                          "cannot say")
-        whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}"))
-        first = trim(priority_dfa(terminal.regex).dfa)
+        tree = parse_python_regex(terminal.regex)
+        if any(isinstance(n, (regex.Look, regex.Anchor)) for n in regex.nodes_of(tree)):
+            raise refused("uses a look-around or an anchor: lark's dynamic lexer takes the lexeme re.match "
+                          "returns at each place, which then depends on the text around it")
+        lazy = needs_priority(terminal.regex)
+        whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}", backing_up=True))
+        first = None if lazy else trim(priority_dfa(terminal.regex).dfa)
     except UnsupportedConstruct as exc:
         raise refused(f"cannot be read exactly: {exc}") from None
     if whole is None:
         raise refused("matches nothing")
     if whole.accept[0] >= 0:
         raise refused("matches the empty string (lark: \"Dynamic Earley doesn't allow zero-width regexps\")")
-    if first is None or not all(inside for _, inside in relations([(whole, first)])):
-        raise refused("has lexemes re.match never returns (an earlier alternative wins: /a|ab/ reads "
-                      "'a' of 'ab'); lark's dynamic lexer takes re.match's lexeme")
+    return lazy or first is None or not all(inside for _, inside in relations([(whole, first)]))
 
 
 def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
@@ -145,24 +159,13 @@ def _followers(grammar: GrammarIR) -> dict[str, set[str]]:
     return after
 
 
-def _lexemes(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr], used: set[str],
-             meter: BudgetMeter) -> tuple[CharClasses, dict[str, Lexemes]]:
-    """Each terminal over the atoms with its end classes, or the error naming a lexeme end that
-    characters past the next one decide."""
+def _lexemes(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Expr], ordered: dict[str, regex.Node],
+             used: set[str], meter: BudgetMeter) -> tuple[CharClasses, dict[str, Lexemes], dict[str, frozenset[int]]]:
+    """Each terminal over the atoms (the lexemes re.match returns) with the atoms that can follow it."""
     ignored = {t.name for t in terminals if t.ignored}
     followers = {name: after | ignored for name, after in _followers(grammar).items()}
     followers |= {name: used | ignored for name in ignored}
-    try:
-        return lexemes_over_atoms(exprs, followers, meter)
-    except UndecidedEnd as undecided:
-        name, other, chars, _ = undecided.args
-        terminal = next(t for t in terminals if t.name == name)
-        shown = show_chars(chars.intervals)
-        raise _error(grammar, terminal,
-                     f"lexer='dynamic': lark's dynamic lexer takes {terminal.describe()}'s longest lexeme "
-                     f"(re.match), which may read on into a {shown} that {_named(grammar, other)} can start "
-                     f"where it follows{' (ignored)' if other in ignored else ''}, and whether it does depends "
-                     f"on the characters after that: not exact as a sub-grammar; {_BASIC}") from None
+    return lexemes_over_atoms(exprs, ordered, followers, meter)
 
 
 def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError:
@@ -175,10 +178,6 @@ def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError
 
 def _named(grammar: GrammarIR, name: str) -> str:
     return next(t.describe() for t in grammar.terminals if t.name == name)
-
-
-def _byte(byte: int) -> str:
-    return repr(chr(byte)) if 32 <= byte < 127 else f"byte 0x{byte:02x}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,14 +218,28 @@ def _as_gbnf(grammar: GrammarIR, terminals: list[Terminal], exprs: dict[str, Exp
 _NO_SURROGATES = CharSet([SURROGATES])
 
 
-def _expr(node: regex.Node, at: tuple[int, int]) -> Expr:
-    """A regex without backtracking semantics as GBNF's syntax tree (its language, code points)."""
+def _without_surrogates(node: regex.Node) -> regex.Node:
+    """``node`` with no surrogate code point (lark's text is UTF-8: none can occur)."""
     if isinstance(node, regex.Chars):
-        return Chars(node.chars - _NO_SURROGATES, at)
+        return regex.Chars(node.chars - _NO_SURROGATES)
+    if isinstance(node, regex.Concat):
+        return regex.Concat(tuple(_without_surrogates(item) for item in node.items))
+    if isinstance(node, regex.Alt):
+        return regex.Alt(tuple(_without_surrogates(option) for option in node.options))
+    if isinstance(node, regex.Repeat):
+        return regex.Repeat(_without_surrogates(node.item), node.lo, node.hi, node.greedy)
+    return node
+
+
+def _expr(node: regex.Node, at: tuple[int, int]) -> Expr:
+    """A regex without look-around as GBNF's syntax tree (its language, code points; a lazy
+    quantifier as a greedy one: the terminal's lexemes are its priority automaton's then)."""
+    if isinstance(node, regex.Chars):
+        return Chars(node.chars, at)
     if isinstance(node, regex.Concat):
         return Seq(tuple(_expr(item, at) for item in node.items), at)
     if isinstance(node, regex.Alt):
         return Alt(tuple(_expr(option, at) for option in node.options), at)
     if isinstance(node, regex.Repeat):
         return Rep(_expr(node.item, at), node.lo, node.hi, at)
-    raise AssertionError(f"a terminal with backtracking semantics is refused before: {node!r}")
+    raise AssertionError(f"a terminal with look-around is refused before: {node!r}")

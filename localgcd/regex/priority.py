@@ -34,11 +34,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from localgcd.regex.charset import CharSet, category
+from localgcd.regex.charset import CharSet, category, utf8_sequences
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
-from localgcd.regex.nfa import NFA, ThompsonBuilder
+from localgcd.regex.nfa import NFA, Encoding, ThompsonBuilder
 from localgcd.regex.python_syntax import parse_python_regex
-from localgcd.regex.syntax import Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex, has_backtracking_semantics
+from localgcd.regex.syntax import (Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex,
+                                   has_backtracking_semantics, nodes_of)
 
 _PASS, _FAIL = -2, -1  # a watch's verdicts, in its table beside its live states
 _MAX_STATES = 20_000  # a priority construction past this many states is refused, not waited for
@@ -84,6 +85,17 @@ def priority_dfa(pattern: str) -> PriorityDFA:
     further than the byte after a lexeme, ``backs_up`` says how (a lexer that does not back up
     refuses the terminal with it, :mod:`localgcd.lexer.pending` builds the lexer that does)."""
     return _Construction(_rewrite_anchors(parse_python_regex(pattern))).run()
+
+
+def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int) -> DFA:
+    """The DFA over an alphabet of ``n_symbols`` symbols (``encoding`` spells a character set in
+    them: character classes) of the lexemes ``re.match`` returns for ``node``, a regex without
+    look-around or anchors: alternation order and lazy quantifiers (see the module docstring).  Its
+    longest match (the last accepting state before it dies, backing up as far as needed) is
+    ``re.match``'s lexeme.  Raises :class:`UnsupportedRegex` for a look-around or an anchor."""
+    if any(isinstance(n, (Look, Anchor)) for n in nodes_of(node)):
+        raise UnsupportedRegex("unsupported construct: look-around or anchor over character classes")
+    return _Construction(node, encoding, n_symbols).run().dfa
 
 
 def backs_up(pattern: str) -> str | None:
@@ -149,8 +161,8 @@ class _PriorityBuilder(ThompsonBuilder):
 
     backtracking = True
 
-    def __init__(self, nfa: NFA) -> None:
-        super().__init__(nfa)
+    def __init__(self, nfa: NFA, encoding: Encoding = utf8_sequences) -> None:
+        super().__init__(nfa, encoding)
         self.looks: dict[int, Look] = {}  # assertion state -> its look-around
 
     def node(self, node):  # type: ignore[override]
@@ -244,9 +256,13 @@ State = tuple[tuple[int, ...], int, tuple[Thread, ...]]  # (look-behind states, 
 
 
 class _Construction:
-    def __init__(self, root: Node) -> None:
+    """The subset construction over bytes (``encoding``: UTF-8) or over another alphabet of
+    ``n_symbols`` symbols (character classes: a regex without look-around, :func:`priority_symbol_dfa`)."""
+
+    def __init__(self, root: Node, encoding: Encoding = utf8_sequences, n_symbols: int = 256) -> None:
         self.nfa = NFA()
-        builder = _PriorityBuilder(self.nfa)
+        self.n_symbols = n_symbols
+        builder = _PriorityBuilder(self.nfa, encoding)
         self.start, self.final = builder.node(root)
         self.watches: list[_Watch] = []
         self.behinds: list[_Behind] = []
@@ -334,15 +350,15 @@ class _Construction:
     # -- subset construction ---------------------------------------------------
 
     def byte_classes(self) -> np.ndarray:
-        cuts = np.zeros(257, dtype=bool)
-        cuts[[0, 0x80, 0xC0]] = True  # character starts (look-behind widths count characters)
+        cuts = np.zeros(self.n_symbols + 1, dtype=bool)
+        cuts[[0, 0x80, 0xC0] if self.n_symbols == 256 else [0]] = True  # character starts (look-behind widths count characters)
         for edges in self.nfa.edges:
             for lo, hi, _ in edges:
                 cuts[lo] = cuts[hi + 1] = True
         tables = [w.table for w in self.watches] + [b.dfa.transitions for b in self.behinds]
         for table in tables:
             cuts[1:256] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
-        return (np.cumsum(cuts[:256]) - 1).astype(np.int32)
+        return (np.cumsum(cuts[:self.n_symbols]) - 1).astype(np.int32)
 
     def run(self) -> PriorityDFA:
         class_of = self.byte_classes()
@@ -387,12 +403,14 @@ class _Construction:
             forbidden.append([at_end and not ok for ok in allowed])
         table = np.asarray(rows, dtype=np.int32).reshape(len(states), n_classes)
         forbid = np.asarray(forbidden, dtype=bool).reshape(len(states), n_classes)
-        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of)
+        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of, self.n_symbols == 256)
 
 
-def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, class_of: np.ndarray) -> PriorityDFA:
+def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, class_of: np.ndarray,
+            over_bytes: bool) -> PriorityDFA:
     """Trim (states that reach no accepting one go), minimize (told apart by their forbidden bytes
-    too) and write out over bytes."""
+    too) and write out over bytes (or the symbols of ``class_of``; where re.match backs up is then
+    not asked: the caller backs up as far as it needs)."""
     live = accepting.copy()
     while True:
         grown = live | (np.where(table >= 0, live[np.maximum(table, 0)], False)).any(axis=1)
@@ -415,7 +433,7 @@ def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, cla
     accept = np.where(accepting[first], 0, -1).astype(np.int32)
     dfa = DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
     forbidden = np.ascontiguousarray(forbidden[first][:, class_of])
-    return PriorityDFA(dfa, forbidden, _backing_up(dfa, forbidden))
+    return PriorityDFA(dfa, forbidden, _backing_up(dfa, forbidden) if over_bytes else None)
 
 
 def _backing_up(dfa: DFA, forbidden: np.ndarray) -> str | None:

@@ -17,15 +17,21 @@ as named symbols) and lark's own regexes, matched with the ``regex`` module (``f
   ``viable_bytes(prefix)``: ``prefix + b`` has a live thread whose pending text can still become
   a lexeme of a terminal it expects (or an ignored one), or that is at a boundary.
 
-``re.match`` returning the longest lexeme is assumed (localgcd refuses other terminals; the tests
-check the reference against ``Lark(g)`` on whole texts).  lark's ``common.ESCAPED_STRING`` is lazy
-with a look-behind; it is read as the language ``re.match`` gives it (:data:`ESCAPED_STRING_LANGUAGE`).
+A lexeme ends where ``re.match`` (Python's ``re``, as lark) would end it: ``text[begin:at]`` is a
+lexeme ``re.match`` can return iff ``re.match`` on ``text[:at]`` from ``begin`` reads all of it, and
+a longer one breaks a watch the same way.  Whether a pending text can still become such a lexeme is
+asked of the terminal's language (``regex``'s ``partial``), or of the language of ``re.match``'s
+lexemes where the caller gives it (``languages``: pattern → that language, for a terminal whose
+alternation order or lazy quantifier makes it smaller; the tests check the reference against
+``Lark(g)`` on whole texts).  lark's ``common.ESCAPED_STRING`` is lazy with a look-behind; it is
+read as the language ``re.match`` gives it (:data:`ESCAPED_STRING_LANGUAGE`).
 Bytes: a prefix that ends inside a multi-byte character is judged by its complete characters only
 (``viable_bytes`` answers for the ASCII bytes and the end).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import lark
@@ -48,15 +54,24 @@ class Thread:
 class DynamicReference:
     """Lark's dynamic Earley reading of a grammar, for prefixes (module docstring)."""
 
-    def __init__(self, text: str, start: str = "start"):
+    def __init__(self, text: str, start: str = "start", languages: dict[str, str] | None = None):
         loaded = lark.Lark(text, parser="earley", start=start)
         self.earley = EarleyRecognizer(lark_rules(loaded), start)
         self.ignored = tuple(loaded.ignore_tokens)
-        self.patterns = {}
+        self.patterns = {}  # terminal → the language its pending text may grow into
+        self.matchers = {}  # terminal → the regex re.match reads it with
+        languages = {LARK_ESCAPED_STRING: ESCAPED_STRING_LANGUAGE, **(languages or {})}
         for terminal in loaded.terminals:
             pattern = terminal.pattern.to_regexp()
-            pattern = ESCAPED_STRING_LANGUAGE if pattern == LARK_ESCAPED_STRING else pattern
-            self.patterns[terminal.name] = regex.compile(pattern)
+            self.patterns[terminal.name] = regex.compile(languages.get(pattern, pattern))
+            self.matchers[terminal.name] = re.compile(languages.get(pattern, pattern) if pattern == LARK_ESCAPED_STRING
+                                                      else pattern)
+        self._threads: dict[str, frozenset[Thread]] = {}
+
+    def _returned(self, name: str, text: str, begin: int, at: int) -> bool:
+        """Whether ``re.match`` of terminal ``name`` on ``text[:at]`` from ``begin`` reads all of it."""
+        found = self.matchers[name].match(text, begin, at)
+        return found is not None and found.end() == at
         self._threads: dict[str, frozenset[Thread]] = {}
 
     def _candidates(self, chart: Chart) -> list[str]:
@@ -66,7 +81,7 @@ class DynamicReference:
         """The watches still open after ``text[:at]`` (None: one is broken)."""
         kept = set()
         for name, begin, end in watches:
-            if at > end and self.patterns[name].fullmatch(text, begin, at):
+            if at > end and self._returned(name, text, begin, at):
                 return None
             if self.patterns[name].fullmatch(text, begin, at, partial=True):
                 kept.add((name, begin, end))
@@ -91,7 +106,7 @@ class DynamicReference:
             ended = set()
             for thread in found:
                 for name in self._candidates(thread.chart):
-                    if self.patterns[name].fullmatch(text, thread.start, at):
+                    if self._returned(name, text, thread.start, at):
                         chart = thread.chart if name in self.ignored else self.earley.scan_terminal(thread.chart, name)
                         if chart is not None:
                             ended.add(Thread(chart, at, thread.watches | {(name, thread.start, at)}))

@@ -140,8 +140,8 @@ class RunPlanner:
         """Every run's pieces, once the terminals in use form a prefix code."""
         banned: set[Hashable] = set()
         rounds = 0
+        plans = [self.segment(run, banned) for run in self.runs]
         while True:
-            plans = [self.segment(run, banned) for run in self.runs]
             used_atoms: set[int] = set()
             coarse: dict[Hashable, DFA] = {}
             uses: dict[Hashable, int] = {}
@@ -169,10 +169,12 @@ class RunPlanner:
             if not losers:
                 return plans
             rounds += 1
-            if rounds > _MAX_BAN_ROUNDS:
-                banned |= set(coarse)
-                continue
-            banned.add(min(losers, key=lambda k: (uses[k], -sizes[k])))
+            newly = set(coarse) if rounds > _MAX_BAN_ROUNDS else {min(losers, key=lambda k: (uses[k], -sizes[k]))}
+            banned |= newly
+            # a ban changes the plan of a run that uses a banned terminal only (elsewhere the same
+            # first allowed slice is found at every place): only those are planned again
+            plans = [self.segment(run, banned) if any(p.coarse is not None and p.coarse.key in newly for p in plan)
+                     else plan for run, plan in zip(self.runs, plans)]
 
     def write(self, plans: list[list[Piece]], builder: RuleBuilder) -> dict[str, list[Symbol]]:
         """Each run's symbols (by its run symbol's name), its terminals made (:attr:`terminals`) and
