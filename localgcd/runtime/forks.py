@@ -17,8 +17,10 @@ the pending lexeme is a fork terminal's, the tokens whose first byte ends it (mo
 decided at once: ``T`` fed, they are the mask of the restart state the parser picks on the stack
 after ``T`` (a token read from there is that restart's row).  So a mask is the deterministic
 engine's with its crossing tokens decided again, exactly; computed per (lexer state, stack node)
-and kept (bounded) — the crossing tokens of a state are found once, by a vectorized walk over
-every token's bytes.
+and kept (bounded).  Both walks go down the vocabulary's trie, not token by token: a state's
+crossing tokens are found once (below a node where a fork lexeme ends every token crosses, below
+one where the lexer dies none does), and a mask reads the rest of them on the stack a node at a
+time, each byte once for every token below it (the parser fed only where a byte emits).
 """
 
 from __future__ import annotations
