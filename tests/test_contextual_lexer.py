@@ -35,6 +35,9 @@ from exactness_support import (
     sample_ids,
 )
 from localgcd.errors import GrammarError
+from localgcd.lexer.transducer import NO_EMIT
+from localgcd.parser.pda import DEAD_STACK
+from localgcd.regex.dfa import DEAD_STATE
 from reference.cfg import ContextualChecker
 from test_corpus37 import BY_PATH
 
@@ -430,3 +433,51 @@ def test_whole_texts_are_accepted_as_lark_accepts_them(name: str) -> None:
         ours = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
         theirs = lark_accepts(parser, text)
         assert ours == theirs, text
+
+
+def crossing_by_token(compiled: localgcd.CompiledGrammar, q: int) -> set[int]:
+    """The tokens inside which, read from lexer state ``q`` byte by byte, a fork terminal's lexeme
+    ends: the state accepts a fork terminal and the next byte emits there or cannot be read (unless
+    a look-ahead past the lexeme forbids ending there)."""
+    lexer, forks = compiled.lexer, compiled.engine.forks
+    found = set()
+    for token, data in enumerate(compiled.token_bytes):
+        if compiled.engine.spanner.token_class[token] < 0:
+            continue
+        state = q
+        for byte in data:
+            dies = lexer.next_state[state, byte] == DEAD_STATE and not (
+                lexer.emit_forbidden is not None and lexer.emit_forbidden[state, byte])
+            if lexer.accept[state] in forks and (lexer.emitted[state, byte] != NO_EMIT or dies):
+                found.add(token)
+                break
+            state = lexer.next_state[state, byte]
+            if state == DEAD_STATE:
+                break
+    return found
+
+
+@pytest.mark.parametrize("name", ["stack_decides", "stack_decides_look_ahead",
+                                  "lark/third_party/syncode__sql.lark"])
+def test_crossing_tokens_read_along_the_trie_are_each_tokens_own_reading(name: str, load_vocab) -> None:
+    """The crossing tokens of a lexer state, found on the vocabulary's trie, are those a byte-by-byte
+    read of each token finds, and their verdicts in a mask (read once per trie node for every token
+    below it) are each token's own reading on the stack (``advance_bytes``)."""
+    vocab = load_vocab("smollm2")
+    compiled = compile_contextual(name, vocab)
+    engine, checked, by_token = compiled.engine, 0, {}
+    for text in sample_texts(name, 2):
+        matcher = compiled.matcher()
+        for byte in text.encode():
+            q, node = matcher._state.lexer_state, matcher._state.node
+            crossing = engine.crossing(q)
+            if q not in by_token:
+                by_token[q] = crossing_by_token(compiled, q)
+            assert set(crossing.tolist()) == by_token[q], (text, q)
+            if crossing.size:
+                mask = matcher.allowed_token_mask()
+                own = [engine.advance_bytes(q, node, vocab.token_bytes[t])[1] != DEAD_STACK for t in crossing.tolist()]
+                assert mask[crossing].tolist() == own, (text, q)
+                checked += crossing.size
+            assert matcher.accept_bytes(bytes([byte]))
+    assert checked

@@ -17,8 +17,10 @@ the pending lexeme is a fork terminal's, the tokens whose first byte ends it (mo
 decided at once: ``T`` fed, they are the mask of the restart state the parser picks on the stack
 after ``T`` (a token read from there is that restart's row).  So a mask is the deterministic
 engine's with its crossing tokens decided again, exactly; computed per (lexer state, stack node)
-and kept (bounded) — the crossing tokens of a state are found once, by a vectorized walk over
-every token's bytes.
+and kept (bounded).  Both walks go down the vocabulary's trie, not token by token: a state's
+crossing tokens are found once (below a node where a fork lexeme ends every token crosses, below
+one where the lexer dies none does), and a mask reads the rest of them on the stack a node at a
+time, each byte once for every token below it (the parser fed only where a byte emits).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.runtime.layout import NO_LAYOUT, Layout
 from localgcd.runtime.masks import Mask, MaskEngine
+from localgcd.spanner.trie import TrieLevel, VocabTrie
 
 #: masks kept per (lexer state, stack node, at start) before the table starts afresh
 _KEPT_MASKS = 1 << 14
@@ -38,9 +41,10 @@ _KEPT_MASKS = 1 << 14
 class ForkingMaskEngine(MaskEngine):
     """:class:`MaskEngine` over a lexer with fork terminals (module doc)."""
 
-    def __init__(self, *args, forks: dict[int, dict[int, int]], **kwargs) -> None:
+    def __init__(self, *args, forks: dict[int, dict[int, int]], trie: VocabTrie | None = None, **kwargs) -> None:
         """``forks``: per fork terminal (a lexer terminal id), the parser state on top after it →
-        the lexer state lexing restarts in."""
+        the lexer state lexing restarts in.  ``trie``: the vocabulary's text tokens as a byte trie
+        (None: built here from the spanner's text tokens)."""
         super().__init__(*args, **kwargs)
         self.forks = forks
         lexer = self._lexer
@@ -54,33 +58,46 @@ class ForkingMaskEngine(MaskEngine):
         if lexer.emit_forbidden is not None:
             dies &= ~lexer.emit_forbidden
         self._ends = (lexer.emitted != NO_EMIT) | dies
-        lengths = np.fromiter((len(b) for b in self.token_bytes), dtype=np.int64, count=len(self.token_bytes))
-        self._lengths = lengths
-        self._starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        self._flat = np.frombuffer(b"".join(self.token_bytes), dtype=np.uint8)
+        if trie is None:
+            trie = getattr(self.spanner, "trie", None)
+        if trie is None:
+            trie = VocabTrie.build(self.token_bytes, np.flatnonzero(self.spanner.token_class >= 0))
+        self._trie = trie
+        self._counts = np.diff(trie.position_members[1])  # token ids per trie position
         self._crossing: dict[int, np.ndarray] = {}  # lexer state → its crossing token ids (sorted)
+        self._crossing_positions: dict[int, np.ndarray] = {}  # lexer state → bool [trie positions]
         self._fork_masks: dict[tuple[int, int, bool], Mask] = {}
 
     def crossing(self, q: int) -> np.ndarray:
         """The token ids inside which, read from lexer state ``q``, a fork terminal's lexeme ends
-        (sorted; the deterministic path before that point: the transducer's own steps)."""
+        (sorted; the deterministic path before that point: the transducer's own steps).
+
+        Found on the vocabulary's trie, level by level: below a node where a fork terminal's lexeme
+        ends every token is crossing, below one where the lexer dies none is."""
         found = self._crossing.get(q)
         if found is not None:
             return found
-        next_state, lengths, starts, flat = self._next_state, self._lengths, self._starts, self._flat
-        live = np.flatnonzero(lengths > 0)
-        states = np.full(live.size, q, dtype=np.int64)
-        hits: list[np.ndarray] = []
-        position = 0
-        while live.size:
-            byte = flat[starts[live] + position]
+        trie, next_state = self._trie, self._next_state
+        starts, stops = [], []  # the position ranges below the nodes where a fork lexeme ends
+        nodes = np.arange(*trie.root_children, dtype=np.int64)
+        states = np.full(nodes.size, q, dtype=np.int64)
+        for depth, level in enumerate(trie.levels):
+            if not nodes.size:
+                break
+            byte = level.byte[nodes]
             forked = self._fork_at[states] & self._ends[states, byte]
-            hits.append(live[forked])
+            starts.append(level.lo[nodes[forked]])
+            stops.append(level.hi[nodes[forked]])
             after = next_state[states, byte].astype(np.int64)
-            going = ~forked & (after != DEAD_STATE) & (lengths[live] > position + 1)
-            live, states = live[going], after[going]
-            position += 1
-        found = np.sort(np.concatenate(hits)) if hits else np.zeros(0, dtype=np.int64)
+            going = ~forked & (after != DEAD_STATE) & (level.child_end[nodes] > level.child_start[nodes])
+            nodes, states = _children(level, nodes[going], after[going])
+        at = np.zeros(trie.n_positions + 1, dtype=np.int64)  # +1 at a range's start, -1 past its end
+        if starts:
+            np.add.at(at, np.concatenate(starts), 1)
+            np.add.at(at, np.concatenate(stops), -1)
+        positions = np.cumsum(at[:-1]) > 0
+        found = np.sort(self._tokens_at(positions))
+        self._crossing_positions[q] = positions
         self._crossing[q] = found
         return found
 
@@ -95,22 +112,66 @@ class ForkingMaskEngine(MaskEngine):
         base = super().mask(q, node, at_start, layout)
         text = base.allowed.copy()
         text[self.end_ids] = False
-        later = crossing
+        pending = self._crossing_positions[q].copy()  # the crossing positions read on the stack below
         if self._fork_at[q]:  # the tokens whose first byte ends the pending fork lexeme: read from its restart
-            first = self._flat[self._starts[crossing]]
-            at_once = self._ends[q, first]
-            later = crossing[~at_once]
+            first = self._trie.first_bytes
+            at_once_positions = pending & self._ends[q, first]
+            pending &= ~at_once_positions
+            at_once = self._tokens_at(at_once_positions)
             term = int(self._lexer.accept[q])
             after, _ = self.pda.step(node, term)
             start = self.forks[term].get(self.pda.state[after]) if after != DEAD_STACK else None
-            text[crossing[at_once]] = False if start is None else \
-                self.mask(start, after, False, layout).allowed[crossing[at_once]]
-        text[later] = [self.advance_bytes(q, node, self.token_bytes[t])[1] != DEAD_STACK for t in later.tolist()]
+            text[at_once] = False if start is None else self.mask(start, after, False, layout).allowed[at_once]
+        verdicts = self._read_on_stack(q, node, pending)
+        text[self._tokens_at(pending)] = np.repeat(verdicts[pending], self._counts[pending])
         mask = Mask.of(text, base.accepting, self.end_ids)
         if len(self._fork_masks) >= _KEPT_MASKS:
             self._fork_masks.clear()
         self._fork_masks[key] = mask
         return mask
+
+    def _tokens_at(self, positions: np.ndarray) -> np.ndarray:
+        """The token ids at the trie positions set in ``positions`` (bool)."""
+        members, offsets = self._trie.position_members
+        chosen = np.flatnonzero(positions)
+        counts = self._counts[chosen]
+        return members[np.repeat(offsets[chosen], counts) + _ranks(counts)]
+
+    def _read_on_stack(self, q: int, node: int, pending: np.ndarray) -> np.ndarray:
+        """bool [trie positions]: whether each ``pending`` position's token, read from ``q`` on the
+        stack ``node``, is allowed (the others: False).  One walk down the trie over the subtrees
+        holding pending positions, each node's byte read once for every token below it: the lexer's
+        steps as arrays, the parser fed in Python only where a byte emits or a fork lexeme ends."""
+        trie, next_state, emitted = self._trie, self._next_state, self._emitted
+        verdicts = np.zeros(trie.n_positions, dtype=bool)
+        below = np.concatenate(([0], np.cumsum(pending)))  # pending positions below [lo, hi): below[hi] - below[lo]
+        nodes = np.arange(*trie.root_children, dtype=np.int64)
+        states = np.full(nodes.size, q, dtype=np.int64)
+        stacks = np.full(nodes.size, node, dtype=np.int64)
+        final: dict[tuple[int, int], bool] = {}
+        for level in trie.levels:
+            keep = below[level.hi[nodes]] > below[level.lo[nodes]]
+            nodes, states, stacks = nodes[keep], states[keep], stacks[keep]
+            if not nodes.size:
+                break
+            byte = level.byte[nodes]
+            after = next_state[states, byte].astype(np.int64)
+            stepped = (self._fork_at[states] & self._ends[states, byte]) | (emitted[states, byte] != NO_EMIT)
+            for i in np.flatnonzero(stepped).tolist():  # the parser reads these
+                after[i], stacks[i] = self._step_byte(int(states[i]), int(stacks[i]), int(byte[i]))
+            alive = (after != DEAD_STATE) & (stacks != DEAD_STACK)
+            ends = level.token_at[nodes]
+            for i in np.flatnonzero(alive & (ends >= 0)).tolist():
+                position = int(ends[i])
+                if pending[position]:
+                    pair = (int(stacks[i]), int(after[i]))
+                    verdict = final.get(pair)
+                    if verdict is None:
+                        verdict = final[pair] = self.checker.final(pair[0], pair[1], False)[0]
+                    verdicts[position] = verdict
+            going = alive & (level.child_end[nodes] > level.child_start[nodes])
+            nodes, states, stacks = _children(level, nodes[going], after[going], stacks[going])
+        return verdicts
 
     def cached_mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
         crossing = self._crossing.get(q)
@@ -130,28 +191,47 @@ class ForkingMaskEngine(MaskEngine):
     def advance_bytes(self, q: int, node: int, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
         """(lexer state, stack, layout) after ``data`` read byte by byte on the stack, each fork
         terminal's restart picked by the parser's state after it; a DEAD_STACK stack if refused."""
-        next_state, emitted, ignored, pda, accept = self._next_state, self._emitted, self._ignored, self.pda, \
-            self._lexer.accept
         for byte in data:
-            if self._fork_at[q] and self._ends[q, byte]:
-                term = int(accept[q])
-                node, _ = pda.step(node, term)  # (a fork terminal is never an ignored one)
-                if node == DEAD_STACK:
-                    return DEAD_STACK, DEAD_STACK, layout
-                start = self.forks[term].get(pda.state[node])
-                q = DEAD_STATE if start is None else int(next_state[start, byte])
-                if q == DEAD_STATE:
-                    return DEAD_STACK, DEAD_STACK, layout
-                continue
-            term, prior = int(emitted[q, byte]), q
-            q = int(next_state[q, byte])
-            if q == DEAD_STATE:
+            q, node = self._step_byte(q, node, byte)
+            if q == DEAD_STATE or node == DEAD_STACK:
                 return DEAD_STACK, DEAD_STACK, layout
-            if term == NO_EMIT:
-                continue
+        return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
+
+    def _step_byte(self, q: int, node: int, byte: int) -> tuple[int, int]:
+        """(lexer state, stack) after one byte read on the stack: at a fork terminal's end the
+        terminal is fed and the byte read again from the restart the parser's state picks;
+        (DEAD_STATE, DEAD_STACK) if refused."""
+        pda = self.pda
+        if self._fork_at[q] and self._ends[q, byte]:
+            term = int(self._lexer.accept[q])
+            node, _ = pda.step(node, term)  # (a fork terminal is never an ignored one)
+            if node == DEAD_STACK:
+                return DEAD_STATE, DEAD_STACK
+            start = self.forks[term].get(pda.state[node])
+            q = DEAD_STATE if start is None else int(self._next_state[start, byte])
+            return (q, node) if q != DEAD_STATE else (DEAD_STATE, DEAD_STACK)
+        term, prior = int(self._emitted[q, byte]), q
+        q = int(self._next_state[q, byte])
+        if q == DEAD_STATE:
+            return DEAD_STATE, DEAD_STACK
+        if term != NO_EMIT:
             for term in self._emissions(term, prior, byte):
-                if not ignored[term]:
+                if not self._ignored[term]:
                     node, _ = pda.step(node, term)
                     if node == DEAD_STACK:
-                        return DEAD_STACK, DEAD_STACK, layout
-        return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
+                        return DEAD_STATE, DEAD_STACK
+        return q, node
+
+
+def _ranks(counts: np.ndarray) -> np.ndarray:
+    """0, 1, …, c - 1 for each count c, concatenated."""
+    total = int(counts.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def _children(level: TrieLevel, nodes: np.ndarray, *carried: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The children of ``nodes`` (indices in ``level``) in the next level, each with its parent's
+    values of the ``carried`` arrays."""
+    counts = (level.child_end[nodes] - level.child_start[nodes]).astype(np.int64)
+    children = np.repeat(level.child_start[nodes].astype(np.int64), counts) + _ranks(counts)
+    return (children, *(np.repeat(values, counts) for values in carried))
