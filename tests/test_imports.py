@@ -80,6 +80,12 @@ JSON_SCHEMA = "compile_json_schema('{\"type\": \"object\", \"properties\": {\"a\
 GBNF = "compile_grammar('root ::= \"a\" [0-9]+', v, fmt='gbnf', use_cache=False)"
 COMPILE = "from localgcd import Vocabulary, compile_grammar, compile_json_schema\nv = "
 NEVER = ("llama_cpp", "typer", "rich", "localgcd.batch", "localgcd.llama", "localgcd.serve", "localgcd.cli")
+HELP = ("import sys\nfrom localgcd.cli.app import app\nsys.argv = ['localgcd', {!r}, '--help']\n"
+        "try:\n    app(prog_name='localgcd')\nexcept SystemExit:\n    pass")
+#: What the command line's help needs none of: numpy, the stages, llama.cpp, lark.
+NOT_FOR_HELP = ("numpy", "lark", "llama_cpp", "localgcd.compiler", "localgcd.runtime", "localgcd.lexer",
+                "localgcd.spanner", "localgcd.parser", "localgcd.regex", "localgcd.batch", "localgcd.serve",
+                "localgcd.llama.sampling", "localgcd.llama.generation")
 
 
 @pytest.mark.parametrize(("work", "not_imported"), [
@@ -90,8 +96,9 @@ NEVER = ("llama_cpp", "typer", "rich", "localgcd.batch", "localgcd.llama", "loca
      NEVER + ("localgcd.grammar.gbnf", "localgcd.grammar.lark_frontend")),
     (f"{COMPILE}{SMALL_VOCABULARY}\n{GBNF}.matcher().allowed_token_mask()",
      NEVER + ("localgcd.grammar.json_schema", "localgcd.grammar.lark_frontend")),
-], ids=["import", "lark", "json_schema", "gbnf"])
+    *[(HELP.format(command), NOT_FOR_HELP) for command in ("compile", "generate", "batch", "serve")],
+], ids=["import", "lark", "json_schema", "gbnf", "compile --help", "generate --help", "batch --help", "serve --help"])
 def test_a_fresh_process_imports_only_what_its_work_needs(work: str, not_imported: tuple[str, ...]) -> None:
     loaded = _fresh_modules(work)
     assert "localgcd" in loaded
-    assert not {m for m in loaded if m.split(".")[0] in not_imported or m.startswith(not_imported)}
+    assert not {m for m in loaded if m in not_imported or m.startswith(tuple(f"{n}." for n in not_imported))}

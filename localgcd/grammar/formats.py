@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.grammar.ir import GrammarIR
 from localgcd.tuning import Tuning
+
+if TYPE_CHECKING:  # (the typed grammar: imported by the front end that builds one)
+    from localgcd.grammar.ir import GrammarIR
 
 #: Format names, in the order help texts list them.
 FORMATS: tuple[str, ...] = ("lark", "gbnf", "json_schema", "regex", "choices")
