@@ -79,7 +79,11 @@ LARK = 'compile_grammar("start: \\"a\\" NUMBER\\n%import common.NUMBER", v, use_
 JSON_SCHEMA = "compile_json_schema('{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}', v, use_cache=False)"
 GBNF = "compile_grammar('root ::= \"a\" [0-9]+', v, fmt='gbnf', use_cache=False)"
 COMPILE = "from localgcd import Vocabulary, compile_grammar, compile_json_schema\nv = "
-NEVER = ("llama_cpp", "typer", "rich", "localgcd.batch", "localgcd.llama", "localgcd.serve", "localgcd.cli")
+#: What no compile of a deterministic grammar with the default options imports: llama.cpp, the command
+#: line, the opt-in lexers, the general parser.
+NEVER = ("llama_cpp", "typer", "rich", "localgcd.batch", "localgcd.llama", "localgcd.serve", "localgcd.cli",
+         "localgcd.compiler.contextual", "localgcd.grammar.lark_dynamic", "localgcd.runtime.forks",
+         "localgcd.runtime.glr", "localgcd.parser.glr")
 HELP = ("import sys\nfrom localgcd.cli.app import app\nsys.argv = ['localgcd', {!r}, '--help']\n"
         "try:\n    app(prog_name='localgcd')\nexcept SystemExit:\n    pass")
 #: What the command line's help needs none of: numpy, the stages, llama.cpp, lark.

@@ -106,8 +106,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
     compile budget a ``--regex`` is checked within (its automaton is made here)."""
-    from localgcd.compiler.compiler import check_parser, default_lexer  # (the compiler: imported when a command runs)
-    from localgcd.compiler.contextual import check_lexer
+    from localgcd.compiler.compiler import check_lexer, check_parser, default_lexer  # (imported when a command runs)
 
     values = (grammar, json_schema, regex, choices or None)
     given = [name for name, value in zip(CONSTRAINT_OPTIONS, values) if value is not None]
