@@ -40,7 +40,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from localgcd.errors import MatcherError
-from localgcd.llama.sampling_defaults import DEFAULT_SAMPLING, SamplingDefaults
+from localgcd.llama.sampling_defaults import DEFAULT_SAMPLING, SamplingDefaults  # noqa: F401 (named here as before)
 from localgcd.runtime.bitmask import apply_token_bitmask_inplace
 
 NEG_INF = np.float32(-np.inf)
