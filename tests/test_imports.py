@@ -76,7 +76,8 @@ def test_batch_stays_the_function_after_its_subpackage_is_imported() -> None:
 
 SMALL_VOCABULARY = "Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b'ab', b'{\"a\":'], end_ids=[0])"
 LARK = 'compile_grammar("start: \\"a\\" NUMBER\\n%import common.NUMBER", v, use_cache=False)'
-JSON_SCHEMA = "compile_json_schema('{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}', v, use_cache=False)"
+JSON_SCHEMA = ("compile_json_schema('{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}', v, "
+               "use_cache=False)")
 GBNF = "compile_grammar('root ::= \"a\" [0-9]+', v, fmt='gbnf', use_cache=False)"
 COMPILE = "from localgcd import Vocabulary, compile_grammar, compile_json_schema\nv = "
 #: What no compile of a deterministic grammar with the default options imports: llama.cpp, the command
