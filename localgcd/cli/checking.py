@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from localgcd.runtime.matcher import Matcher
-from localgcd.vocab import Vocabulary
+if TYPE_CHECKING:
+    from localgcd.runtime.matcher import Matcher
+    from localgcd.vocab import Vocabulary
 
 CHUNK = 1 << 16  # bytes per accept_bytes call while the text is fine
 
@@ -24,6 +26,8 @@ def without_final_newline(data: bytes) -> bytes:
 def text_vocabulary() -> Vocabulary:
     """The smallest vocabulary: one end token.  ``check`` feeds bytes, not tokens,
     so the compiled tables need no token classes at all."""
+    from localgcd.vocab import Vocabulary  # (and numpy: imported when a command runs, not for --help)
+
     return Vocabulary.from_tokens([b""], end_ids=[0], name="check")
 
 

@@ -19,13 +19,10 @@ from typing import Any, Optional
 import typer
 
 from localgcd.budget import CompileBudget
-from localgcd.compiler.compiler import check_parser, default_lexer
 from localgcd.cli.console import held_warnings, warning
 from localgcd.cli.progress import with_spinner
 from localgcd.errors import GrammarError
-from localgcd.compiler.contextual import check_lexer
 from localgcd.grammar.formats import FORMATS, to_grammar
-from localgcd.grammar.regex_choice import regex_to_grammar
 from localgcd.grammar.sources import GrammarSource, resolve_grammar
 from localgcd.user_files import read_user_file
 
@@ -109,6 +106,8 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
     compile budget a ``--regex`` is checked within (its automaton is made here)."""
+    from localgcd.compiler.compiler import check_lexer, check_parser, default_lexer  # (imported when a command runs)
+
     values = (grammar, json_schema, regex, choices or None)
     given = [name for name, value in zip(CONSTRAINT_OPTIONS, values) if value is not None]
     if not given:
@@ -202,6 +201,8 @@ def _schema_source(spec: str, stdin_user: Optional[str]) -> GrammarSource:
 
 def _regex_source(pattern: str, budget: CompileBudget) -> GrammarSource:
     """Checked here, before a model loads; the message says the column in the pattern."""
+    from localgcd.grammar.regex_choice import regex_to_grammar  # (over GBNF's translation: imported when used)
+
     try:
         regex_to_grammar(pattern, "--regex", budget.meter())
     except GrammarError as exc:

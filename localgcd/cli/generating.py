@@ -14,7 +14,7 @@ from localgcd.cli.console import EXIT_CUT, EXIT_INCOMPLETE, error, interrupted, 
 from localgcd.cli.constraints import cli_compiler, compile_budget, compile_shown, resolve_constraint
 from localgcd.cli.usage import SUBCOMMAND_EPILOG, Command
 from localgcd.errors import LocalgcdError
-from localgcd.llama.sampling import DEFAULT_SAMPLING
+from localgcd.llama.sampling_defaults import DEFAULT_SAMPLING
 
 MODEL_HELP = "A model name (see 'localgcd models') or a .gguf file; default: the models.toml default."
 STRICT_HELP = "Fail on LALR conflicts instead of resolving them as lark does."

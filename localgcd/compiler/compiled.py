@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,8 +20,6 @@ from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.parser.tables import ParseTables
-from localgcd.runtime.forks import ForkingMaskEngine
-from localgcd.runtime.glr import GeneralMaskEngine, general_engine_for
 from localgcd.runtime.masks import MaskEngine
 from localgcd.runtime.matcher import Matcher
 from localgcd.spanner.built import DEFERRED_ARRAYS, BuiltRows
@@ -28,6 +27,9 @@ from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
 from localgcd.tuning import Tuning
+
+if TYPE_CHECKING:  # (a general grammar's engine: imported when one is parsed)
+    from localgcd.runtime.glr import GeneralMaskEngine
 
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning, and whenever a
 #: front end translates the same source differently (the cache key is the source text: a JSON
@@ -78,10 +80,14 @@ class CompiledGrammar:
         pda = PushdownAutomaton(self.tables, ignored, self.tuning)
         forks = {i: {q: int(self.lexer.restart[copy]) for q, copy in t.fork}
                  for i, t in enumerate(self.terminals) if t.fork is not None}
-        engine = (ForkingMaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
-                                    self.statuses, self.token_mask_budget, forks=forks) if forks else
-                  MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
-                             self.statuses, self.token_mask_budget))
+        if forks:  # (lark's contextual lexer where the stack picks the mode: imported when a grammar has forks)
+            from localgcd.runtime.forks import ForkingMaskEngine
+
+            engine = ForkingMaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
+                                       self.statuses, self.token_mask_budget, forks=forks)
+        else:
+            engine = MaskEngine(self.spanner, pda, self.lexer, self.token_bytes, self.end_ids, self.indenter,
+                                self.statuses, self.token_mask_budget)
         if self.known_statuses is not None:
             engine.checker.restore_statuses(*self.known_statuses)
         if self.cache_entry is not None:
@@ -101,6 +107,8 @@ class CompiledGrammar:
     def general_engine(self) -> GeneralMaskEngine:
         """A general grammar's mask engine (every live parse; its spanner rows are :attr:`engine`'s,
         so a lazy grammar's cache entry gets them as a deterministic one's does)."""
+        from localgcd.runtime.glr import general_engine_for
+
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
         return general_engine_for(self.tables, self.spanner, self.engine.rows, self.lexer, ignored,
                                   self.token_bytes, self.end_ids, self.indenter is not None, self.source,

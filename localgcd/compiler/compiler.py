@@ -31,12 +31,8 @@ from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
 from localgcd.grammar.formats import check_format, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.grammar.json_schema.json_text import check_schema_values
-from localgcd.grammar.json_schema.load import model_schema
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
-from localgcd.compiler.contextual import check_lexer, contextual_lexing
-from localgcd.grammar.lark_dynamic import dynamic_lexing
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
@@ -205,6 +201,8 @@ class Compiler:
         for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
         if lexer_kind == "dynamic":
+            from localgcd.grammar.lark_dynamic import dynamic_lexing  # (over GBNF's translation: imported when used)
+
             grammar = dynamic_lexing(grammar, meter)
         general = grammar.general or parser == "earley"
         # lark's contextual lexer lexes by the rows of lark's own LALR states: no terminal classes there
@@ -214,6 +212,8 @@ class Compiler:
         for conflict in described if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
             warnings.warn(f"{source}: {conflict}", GrammarWarning, stacklevel=3)
         if lexer_kind == "contextual":
+            from localgcd.compiler.contextual import contextual_lexing  # (opt-in: imported when used)
+
             grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
         t1 = time.perf_counter()
         hint = ("lexer='basic' reads terminals with lark's basic lexer; lark's dynamic lexer, its Earley "
@@ -273,6 +273,9 @@ class Compiler:
 
 
 PARSERS: tuple[str, ...] = ("lalr", "earley")
+#: ``lexer=`` values: lark's contextual lexer (:mod:`localgcd.compiler.contextual`), one longest-match
+#: lexer over every terminal, or lark's dynamic lexer (``parser="earley"``: :mod:`localgcd.grammar.lark_dynamic`)
+LEXERS: tuple[str, ...] = ("contextual", "basic", "dynamic")
 
 
 def default_lexer(parser: str, fmt: str) -> str:
@@ -280,6 +283,12 @@ def default_lexer(parser: str, fmt: str) -> str:
     (lark's default there), else ``basic`` (localgcd's default for LALR; lark's contextual one is
     opt-in)."""
     return "dynamic" if parser == "earley" and fmt == "lark" else "basic"
+
+
+def check_lexer(lexer: str, source: str) -> None:
+    """``lexer`` names a lexer localgcd has."""
+    if lexer not in LEXERS:
+        raise GrammarError(f"unknown lexer {lexer!r}: use one of {', '.join(LEXERS)}", source)
 
 
 def check_parser(parser: str, fmt: str, source: str) -> None:
@@ -350,6 +359,9 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False
 
 def _schema_text(schema: Any, source: str) -> str:
     """A schema object as JSON text (the cache key); Pydantic models via ``model_json_schema()``."""
+    from localgcd.grammar.json_schema.json_text import check_schema_values  # (the front end: imported when used)
+    from localgcd.grammar.json_schema.load import model_schema
+
     if isinstance(schema, type):
         schema = model_schema(schema, source)  # (a class that is no model: an error naming it)
     check_schema_values(schema, source)  # NaN, a 5,000-digit integer, deep nesting: named by pointer

@@ -68,11 +68,6 @@ from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.tuning import Tuning
 
-#: ``lexer=`` values: lark's contextual lexer, one longest-match lexer over every terminal, or lark's
-#: dynamic lexer (``parser="earley"``: :mod:`localgcd.grammar.lark_dynamic`)
-LEXERS = ("contextual", "basic", "dynamic")
-
-
 @dataclass(frozen=True)
 class ContextualModes:
     """The parser states' lexers as modes."""
@@ -86,11 +81,6 @@ class ContextualModes:
     @property
     def n_modes(self) -> int:
         return len(self.members)
-
-
-def check_lexer(lexer: str, source: str) -> None:
-    if lexer not in LEXERS:
-        raise GrammarError(f"unknown lexer {lexer!r}: use one of {', '.join(LEXERS)}", source)
 
 
 def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMeter | None = None,

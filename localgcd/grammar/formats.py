@@ -4,7 +4,8 @@ Every front end produces the same thing — a :class:`~localgcd.grammar.ir.Gramm
 under localgcd's lexing semantics, is exactly the user's language, with, for messages, where each
 rule and terminal came from in the user's text and any warnings (``lenient`` JSON Schema keywords).
 Lark text is read by lark at this boundary (:mod:`localgcd.grammar.lark_frontend`); the other
-formats build the typed grammar directly.
+formats build the typed grammar directly.  Each front end is imported when its format is read
+(issue 35: a Lark grammar's compile pays for neither the JSON Schema nor the GBNF front end).
 """
 
 from __future__ import annotations
@@ -12,17 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf import gbnf_to_grammar
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.grammar.ir import GrammarIR
-from localgcd.grammar.json_schema import schema_to_grammar
-from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.grammar.regex_choice import choices_to_grammar, regex_to_grammar
 from localgcd.tuning import Tuning
+
+if TYPE_CHECKING:  # (the typed grammar: imported by the front end that builds one)
+    from localgcd.grammar.ir import GrammarIR
 
 #: Format names, in the order help texts list them.
 FORMATS: tuple[str, ...] = ("lark", "gbnf", "json_schema", "regex", "choices")
@@ -57,12 +56,16 @@ def to_grammar(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMete
     ``document``: a JSON Schema's ``text`` already parsed, read instead of the text)."""
     check_format(fmt, source)
     if fmt == "json_schema":  # options: lenient, whitespace, property_order
+        from localgcd.grammar.json_schema import schema_to_grammar
+
         schema = text if document is None else document
         return replace(schema_to_grammar(schema, source=source, meter=meter, tuning=tuning, **options), text=text)
     if fmt == "lark":  # option: lark_regex (lark's regex=True)
         if set(options) - {"lark_regex"}:
             raise TypeError(f"format 'lark' takes only the option lark_regex, not {', '.join(sorted(options))}")
         _check_utf8(text, source)
+        from localgcd.grammar.lark_frontend import load_lark_grammar
+
         return load_lark_grammar(text, source, indenter=indenter, lark_regex=bool(options.get("lark_regex")),
                                  base_dir=base_dir)
     if options:
@@ -70,7 +73,11 @@ def to_grammar(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMete
     if fmt in ("gbnf", "regex"):
         _check_utf8(text, source)
     if fmt == "gbnf":
+        from localgcd.grammar.gbnf import gbnf_to_grammar
+
         return replace(gbnf_to_grammar(text, source, meter), text=text)
+    from localgcd.grammar.regex_choice import choices_to_grammar, regex_to_grammar
+
     if fmt == "regex":
         return replace(regex_to_grammar(text, source, meter), text=text)
     choices = text.split("\n") if text else []  # one choice per line (the CLI joins --choice values)

@@ -12,8 +12,6 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lark.utils import get_regexp_width
-
 from localgcd.regex.nfa import literal_alternatives, literal_bytes
 
 __all__ = ["RankedTerminal", "lark_pattern_length", "ranked", "regex_max_width"]
@@ -48,6 +46,8 @@ def regex_max_width(regex: str) -> int:
     strings = literal_alternatives(regex)  # a big enum's strings: the longest one
     if strings is not None:
         return max(len(data.decode("utf-8")) for data in strings)
+    from lark.utils import get_regexp_width  # (lark and its regex module: imported by the first pattern that needs it)
+
     return int(get_regexp_width(regex)[1])
 
 

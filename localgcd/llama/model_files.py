@@ -12,7 +12,6 @@ The functions take a model entry (:class:`~localgcd.llama.catalog.ModelSpec`:
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
 import tempfile
 from pathlib import Path
@@ -53,6 +52,8 @@ def required_dists(dist: str) -> tuple[str, ...]:
 
 
 def dist_installed(dist: str) -> bool:
+    import importlib.metadata  # (and email's parsers: for the model catalog, not for every GGUF file read)
+
     try:
         importlib.metadata.distribution(dist)
         return True
@@ -93,6 +94,8 @@ def is_available(spec: Any) -> bool:
 
 
 def _file_in_dist(dist: str, filename: str) -> Path | None:
+    import importlib.metadata
+
     try:
         d = importlib.metadata.distribution(dist)
     except importlib.metadata.PackageNotFoundError:

@@ -27,8 +27,8 @@ sets the forbidden logits to ``-inf`` in one pass of a compiled kernel, on the
 strided ``logit`` column llama-cpp-python passes, with no copy and no Python
 loop over the vocabulary.
 
-Sampling defaults live here too (:data:`DEFAULT_SAMPLING`), for the library
-and the command line alike.
+The sampling defaults (:data:`DEFAULT_SAMPLING`, for the library and the command line alike) are
+:mod:`localgcd.llama.sampling_defaults`'s, named here too.
 """
 
 from __future__ import annotations
@@ -40,25 +40,12 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from localgcd.errors import MatcherError
+from localgcd.llama.sampling_defaults import DEFAULT_SAMPLING, SamplingDefaults  # noqa: F401 (named here as before)
 from localgcd.runtime.bitmask import apply_token_bitmask_inplace
 
 NEG_INF = np.float32(-np.inf)
 
 
-@dataclass(frozen=True)
-class SamplingDefaults:
-    """Sampling defaults: llama.cpp's own, except ``repeat_penalty``, which is off."""
-
-    max_tokens: int = 256
-    temperature: float = 0.8
-    top_p: float = 0.95
-    top_k: int = 40
-    min_p: float = 0.05
-    repeat_penalty: float = 1.0
-
-
-#: The one set of sampling defaults (``Generator.stream`` and ``localgcd generate``).
-DEFAULT_SAMPLING = SamplingDefaults()
 
 
 class MatcherLike(Protocol):  # the part of localgcd's Matcher used here
