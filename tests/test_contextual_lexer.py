@@ -39,6 +39,7 @@ from localgcd.lexer.transducer import NO_EMIT
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
 from reference.cfg import ContextualChecker
+from reference.lark_oracle import lark_accepts
 from test_corpus37 import BY_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,15 +91,6 @@ WRITTEN = {
     "sql_select": ["SELECT a FROM t WHERE x BETWEEN 1 AND 2 AND y = 3",
                    "SELECT notable FROM t WHERE existsy = 1 AND a BETWEEN 1 AND existsz", "select*unionselect*limit0;"],
 }
-
-
-def lark_accepts(parser: lark.Lark, text: str) -> bool:
-    """Whether lark's parser accepts the whole text."""
-    try:
-        parser.parse(text)
-    except lark.exceptions.LarkError:
-        return False
-    return True
 
 
 def grammar_text(name: str) -> tuple[str, str]:

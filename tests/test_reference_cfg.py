@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from reference.cfg import ContextualChecker, EarleyChecker
 from reference.earley import EarleyRecognizer
+from reference.lark_oracle import lark_accepts
 from reference.gbnf import GbnfReference
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -227,12 +228,8 @@ def lark_parser(grammar: str, parser: str) -> lark.Lark:
     return lark.Lark(grammar, parser="lalr")  # lark's default lexer for LALR: contextual
 
 
-def lark_accepts(grammar: str, parser: str, text: bytes) -> bool:
-    try:
-        lark_parser(grammar, parser).parse(text.decode("utf-8"))
-    except lark.exceptions.LarkError:
-        return False
-    return True
+def grammar_accepts(grammar: str, parser: str, text: bytes) -> bool:
+    return lark_accepts(lark_parser(grammar, parser), text.decode("utf-8"))
 
 
 def completion_found(check, grammar: str, parser: str, prefix: bytes, closers: list[str], budget: int = 600) -> bool:
@@ -246,7 +243,7 @@ def completion_found(check, grammar: str, parser: str, prefix: bytes, closers: l
     def search(text: bytes, depth: int) -> bool:
         nonlocal asked
         if check.is_complete(text):
-            return lark_accepts(grammar, parser, text)
+            return grammar_accepts(grammar, parser, text)
         for unit in units if depth else ():
             asked += 1
             if asked <= budget and check.is_viable(text + unit) and search(text + unit, depth - 1):
@@ -270,7 +267,7 @@ def texts_of(pieces: list[str]) -> st.SearchStrategy[bytes]:
 
 
 def agrees_with_lark(check, grammar: str, parser: str, closers: list[str], text: bytes) -> None:
-    accepted = lark_accepts(grammar, parser, text)
+    accepted = grammar_accepts(grammar, parser, text)
     assert check.is_complete(text) == accepted, text
     if accepted:
         assert all(check.is_viable(text[:k]) for k in range(len(text) + 1)), text
@@ -323,7 +320,7 @@ def test_earley_reference_accepts_sentences_ambiguous_ones_included(grammar: str
     (CONTEXTUAL_KEYWORD, b"let x = let; let y = x;", True),
 ])
 def test_contextual_reference_reads_what_only_the_contextual_lexer_reads(grammar, text, sentence) -> None:
-    assert lark_accepts(grammar, "lalr", text) == sentence
+    assert grammar_accepts(grammar, "lalr", text) == sentence
     assert contextual_checker(grammar).is_complete(text) == sentence
 
 
@@ -569,11 +566,7 @@ def test_references_agree_with_lark_on_the_corpus(entry) -> None:
     @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
     @given(from_lark(generator, start=entry.start))
     def agrees(text: str) -> None:
-        try:
-            parser.parse(text)
-            accepted = True
-        except lark.exceptions.LarkError:
-            accepted = False
+        accepted = lark_accepts(parser, text)
         data = text.encode()
         assert reference.is_complete(data) == accepted, text
         if accepted:
