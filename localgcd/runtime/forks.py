@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from localgcd.arrays import expand_ranges
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
@@ -134,8 +135,7 @@ class ForkingMaskEngine(MaskEngine):
         """The token ids at the trie positions set in ``positions`` (bool)."""
         members, offsets = self._trie.position_members
         chosen = np.flatnonzero(positions)
-        counts = self._counts[chosen]
-        return members[np.repeat(offsets[chosen], counts) + _ranks(counts)]
+        return members[expand_ranges(offsets[chosen], offsets[chosen + 1])[0]]
 
     def _read_on_stack(self, q: int, node: int, pending: np.ndarray) -> np.ndarray:
         """bool [trie positions]: whether each ``pending`` position's token, read from ``q`` on the
@@ -188,50 +188,24 @@ class ForkingMaskEngine(MaskEngine):
             return self.advance_bytes(q, node, self.token_bytes[token], layout)
         return super().advance(q, node, token, layout)
 
-    def advance_bytes(self, q: int, node: int, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
-        """(lexer state, stack, layout) after ``data`` read byte by byte on the stack, each fork
-        terminal's restart picked by the parser's state after it; a DEAD_STACK stack if refused."""
-        for byte in data:
-            q, node = self._step_byte(q, node, byte)
-            if q == DEAD_STATE or node == DEAD_STACK:
-                return DEAD_STACK, DEAD_STACK, layout
-        return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
-
     def _step_byte(self, q: int, node: int, byte: int) -> tuple[int, int]:
-        """(lexer state, stack) after one byte read on the stack: at a fork terminal's end the
-        terminal is fed and the byte read again from the restart the parser's state picks;
-        (DEAD_STATE, DEAD_STACK) if refused."""
+        """The deterministic step, but at a fork terminal's end: the terminal is fed and the byte
+        read again from the restart the parser's state picks (so :meth:`advance_bytes` reads a
+        text on the stack)."""
+        if not (self._fork_at[q] and self._ends[q, byte]):
+            return super()._step_byte(q, node, byte)
         pda = self.pda
-        if self._fork_at[q] and self._ends[q, byte]:
-            term = int(self._lexer.accept[q])
-            node, _ = pda.step(node, term)  # (a fork terminal is never an ignored one)
-            if node == DEAD_STACK:
-                return DEAD_STATE, DEAD_STACK
-            start = self.forks[term].get(pda.state[node])
-            q = DEAD_STATE if start is None else int(self._next_state[start, byte])
-            return (q, node) if q != DEAD_STATE else (DEAD_STATE, DEAD_STACK)
-        term, prior = int(self._emitted[q, byte]), q
-        q = int(self._next_state[q, byte])
-        if q == DEAD_STATE:
+        term = int(self._lexer.accept[q])
+        node, _ = pda.step(node, term)  # (a fork terminal is never an ignored one)
+        if node == DEAD_STACK:
             return DEAD_STATE, DEAD_STACK
-        if term != NO_EMIT:
-            for term in self._emissions(term, prior, byte):
-                if not self._ignored[term]:
-                    node, _ = pda.step(node, term)
-                    if node == DEAD_STACK:
-                        return DEAD_STATE, DEAD_STACK
-        return q, node
-
-
-def _ranks(counts: np.ndarray) -> np.ndarray:
-    """0, 1, …, c - 1 for each count c, concatenated."""
-    total = int(counts.sum())
-    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        start = self.forks[term].get(pda.state[node])
+        q = DEAD_STATE if start is None else int(self._next_state[start, byte])
+        return (q, node) if q != DEAD_STATE else (DEAD_STATE, DEAD_STACK)
 
 
 def _children(level: TrieLevel, nodes: np.ndarray, *carried: np.ndarray) -> tuple[np.ndarray, ...]:
     """The children of ``nodes`` (indices in ``level``) in the next level, each with its parent's
     values of the ``carried`` arrays."""
-    counts = (level.child_end[nodes] - level.child_start[nodes]).astype(np.int64)
-    children = np.repeat(level.child_start[nodes].astype(np.int64), counts) + _ranks(counts)
-    return (children, *(np.repeat(values, counts) for values in carried))
+    children, parent = expand_ranges(level.child_start[nodes], level.child_end[nodes])
+    return (children, *(values[parent] for values in carried))

@@ -19,6 +19,7 @@ from localgcd.arrays import expand_ranges, unique_inverse
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import DEAD_STACK, PushdownAutomaton
+from localgcd.runtime.assembly import set_class_tokens
 from localgcd.runtime.checks import OutcomeChecker
 from localgcd.runtime.layout import Layout, LayoutLexer, feed, feed_all, finish
 from localgcd.spanner.token_spanner import FIRST_EMITS, Rows, TokenSpanner
@@ -51,6 +52,10 @@ class LayoutTokens:
 
     def __add__(self, other: "LayoutTokens") -> "LayoutTokens":
         return LayoutTokens(self.runs + other.runs)
+
+    def set_in(self, packed: np.ndarray) -> int:
+        """Set the tokens in a packed mask; how many were not set before."""
+        return sum(set_class_tokens(packed, tokens, offsets, cells) for tokens, offsets, cells in self.runs)
 
     def ids(self) -> np.ndarray:
         """The token ids (for the numpy path)."""

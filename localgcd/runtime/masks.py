@@ -265,20 +265,26 @@ class MaskEngine:
         """(lexer state, stack, layout) after the raw bytes ``data``, or a DEAD_STACK stack."""
         if self.indentation is not None:
             return self.indentation.advance_bytes(q, node, layout, data)
-        next_state, emitted, ignored, pda = self._next_state, self._emitted, self._ignored, self.pda
         for byte in data:
-            term, prior = int(emitted[q, byte]), q
-            q = int(next_state[q, byte])
-            if q == DEAD_STATE:
+            q, node = self._step_byte(q, node, byte)
+            if node == DEAD_STACK:
                 return DEAD_STACK, DEAD_STACK, layout
-            if term == NO_EMIT:
-                continue
-            for term in self._emissions(term, prior, byte):
-                if not ignored[term]:
-                    node, _ = pda.step(node, term)
-                    if node == DEAD_STACK:
-                        return DEAD_STACK, DEAD_STACK, layout
         return (q, node, layout) if self.checker.final(node, q, False)[0] else (DEAD_STACK, DEAD_STACK, layout)
+
+    def _step_byte(self, q: int, node: int, byte: int) -> tuple[int, int]:
+        """(lexer state, stack) after one byte: the terminals it emits fed to the parser;
+        (DEAD_STATE, DEAD_STACK) if refused."""
+        term, prior = int(self._emitted[q, byte]), q
+        q = int(self._next_state[q, byte])
+        if q == DEAD_STATE:
+            return DEAD_STATE, DEAD_STACK
+        if term != NO_EMIT:
+            for term in self._emissions(term, prior, byte):
+                if not self._ignored[term]:
+                    node, _ = self.pda.step(node, term)
+                    if node == DEAD_STACK:
+                        return DEAD_STATE, DEAD_STACK
+        return q, node
 
     def only_ignored_can_follow(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> bool:
         """The text is a sentence and any text after it can only be ``%ignore``d terminals.
@@ -356,8 +362,7 @@ class MaskEngine:
                 classes[:-1] = np.where(self.rows.class_emits(q), fresh.class_verdicts(fresh_accepted)[:-1],
                                         classes[:-1])
             packed, n_allowed = pack_classes(classes, self._token_class)
-            for members, offsets, cells in tokens.runs:
-                n_allowed += set_class_tokens(packed, members, offsets, cells)
+            n_allowed += tokens.set_in(packed)
             mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
             if key is not None:
                 self._assembled[key] = mask
@@ -371,8 +376,7 @@ class MaskEngine:
             extra = np.concatenate([extra, fresh_extra[emits[fresh_extra]]])
         if self.kernels:
             packed, n_allowed = self._packed_token_mask(base, extra)
-            for members, offsets, cells in tokens.runs:
-                n_allowed += set_class_tokens(packed, members, offsets, cells)
+            n_allowed += tokens.set_in(packed)
             mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
         else:
             text_allowed = self._token_mask(base, extra)
