@@ -63,7 +63,6 @@ FINISH_REASONS: dict[str, str] = {
     "context_full": "length",
     "interrupted": "interrupted",
 }
-BATCH_FINISH_REASONS = FINISH_REASONS
 
 
 def cut_at_stop(raw: bytearray, n_new: int, stop: tuple[str, ...]) -> bool:
@@ -133,7 +132,7 @@ class Sequence:
 
     @property
     def finish_reason(self) -> str:
-        return BATCH_FINISH_REASONS[self.stop_reason]
+        return FINISH_REASONS[self.stop_reason]
 
     @property
     def text(self) -> str:
