@@ -17,7 +17,7 @@ from localgcd.errors import CacheWarning
 from localgcd.llama import vocabulary as vocabulary_module
 from localgcd.llama.vocab_cache import VOCAB_FORMAT_VERSION, FileIdentity, VocabularyCache, gguf_metadata_size
 from localgcd.llama.vocab_sources import KNOWN_VOCABS, vocab_path
-from localgcd.llama.vocabulary import load_vocabulary
+from localgcd.llama.vocabulary import load_vocabulary, vocabulary_of
 from localgcd.vocab import Vocabulary
 
 _BIG = {"gemma3", "qwen2"}  # 262K / 152K tokens: a second or more each through llama.cpp
@@ -41,9 +41,9 @@ def reference() -> Reference:
     return load
 
 
-def refuse_llama_cpp(path: Path, piece_buffer: int) -> Vocabulary:
+def refuse_llama_cpp(*args: object) -> Vocabulary:
     """Put in place of the reference load: the vocabulary must come from the cache."""
-    raise AssertionError(f"{path} was read through llama.cpp, not from the cache")
+    raise AssertionError(f"read through llama.cpp, not from the cache: {args}")
 
 
 def assert_same_vocabulary(got: Vocabulary, want: Vocabulary) -> None:
@@ -209,3 +209,32 @@ def test_fresh_identity_key_for_a_touched_file(tmp_path: Path) -> None:
     second = FileIdentity.of(copy)
     assert first is not None and second is not None and first.key != second.key
     assert FileIdentity.of(tmp_path / "missing.gguf") is None
+
+
+def test_a_loaded_models_vocabulary_comes_from_the_cache_while_its_file_is_unchanged(
+    tmp_path: Path, reference: Reference, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``vocabulary_of`` a model loaded from a file whose identity was taken before the load: read
+    from llama.cpp and stored once, then from the cache; once the file changed, from llama.cpp
+    again, and stored under no identity."""
+    import llama_cpp
+
+    copy = _copy("llama-spm", tmp_path)
+    cache = tmp_path / "cache"
+    identity = FileIdentity.of(copy)
+    llama = llama_cpp.Llama(model_path=str(copy), vocab_only=True, verbose=False)
+    try:
+        first = vocabulary_of(llama, reference("llama-spm").name, loaded_from=identity, cache_dir=cache)
+        assert_same_vocabulary(first, reference("llama-spm"))
+        assert len(entries(cache)) == 1
+        with monkeypatch.context() as patched:
+            patched.setattr(vocabulary_module, "_from_vocab_ptr", refuse_llama_cpp)
+            assert_same_vocabulary(vocabulary_of(llama, reference("llama-spm").name, loaded_from=identity, cache_dir=cache),
+                                   reference("llama-spm"))
+        st = copy.stat()
+        os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        again = vocabulary_of(llama, reference("llama-spm").name, loaded_from=identity, cache_dir=cache)
+        assert_same_vocabulary(again, reference("llama-spm"))
+        assert len(entries(cache)) == 1
+    finally:
+        llama.close()

@@ -65,10 +65,25 @@ def _load_through_llama_cpp(path: Path, piece_buffer: int) -> Vocabulary:
         llama.close()
 
 
-def vocabulary_of(llama: Any, name: str = "model") -> Vocabulary:
-    """The vocabulary of an already loaded ``llama_cpp.Llama``."""
+def vocabulary_of(llama: Any, name: str = "model", *, loaded_from: FileIdentity | None = None,
+                  cache_dir: str | os.PathLike[str] | None = None) -> Vocabulary:
+    """The vocabulary of an already loaded ``llama_cpp.Llama``.
+
+    ``loaded_from``: the identity its file had before llama.cpp read it (:meth:`FileIdentity.of`).
+    While the file still has it, the model was read from that file, so the vocabulary comes from
+    the cache (``cache_dir``: as :func:`load_vocabulary`), or is stored there once read.
+    """
+    cache = None
+    if loaded_from is not None and FileIdentity.of(loaded_from.path) == loaded_from:
+        cache = VocabularyCache(Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir())
+        cached = cache.read(loaded_from, name)
+        if cached is not None:
+            return cached
     llama_cpp = import_llama_cpp()
-    return _from_vocab_ptr(llama_cpp, llama_cpp.llama_model_get_vocab(llama.model), name, name, PIECE_BUFFER)
+    vocab = _from_vocab_ptr(llama_cpp, llama_cpp.llama_model_get_vocab(llama.model), name, name, PIECE_BUFFER)
+    if cache is not None and FileIdentity.of(loaded_from.path) == loaded_from:
+        cache.write(loaded_from, vocab)
+    return vocab
 
 
 def _from_vocab_ptr(llama_cpp: Any, vocab: Any, name: str, label: str, piece_buffer: int) -> Vocabulary:
