@@ -158,7 +158,7 @@ class VocabularyCache:
             return None
         header, arrays = entry
         try:
-            size, digest = _metadata_digest(identity.path, int(header["metadata_size"]))
+            _size, digest = _metadata_digest(identity.path, int(header["metadata_size"]))
             if digest != header["metadata_sha256"]:
                 raise ValueError("the file's metadata changed since it was stored")
             vocab = _from_arrays(arrays, name)
