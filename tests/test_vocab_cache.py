@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -238,3 +240,14 @@ def test_a_loaded_models_vocabulary_comes_from_the_cache_while_its_file_is_uncha
         assert len(entries(cache)) == 1
     finally:
         llama.close()
+
+
+def test_a_cached_load_does_not_import_llama_cpp(tmp_path: Path) -> None:
+    """A fresh process that reads the vocabulary from the cache never imports llama_cpp (~60 ms)."""
+    path = vocab_path("llama-spm")
+    load_vocabulary(path, cache_dir=tmp_path)
+    code = ("import sys; from localgcd.llama.vocabulary import load_vocabulary; "
+            f"load_vocabulary({str(path)!r}, cache_dir={str(tmp_path)!r}); print('llama_cpp' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert done.stdout.split() == ["False"]
