@@ -231,8 +231,8 @@ def test_a_loaded_models_vocabulary_comes_from_the_cache_while_its_file_is_uncha
         assert len(entries(cache)) == 1
         with monkeypatch.context() as patched:
             patched.setattr(vocabulary_module, "_from_vocab_ptr", refuse_llama_cpp)
-            assert_same_vocabulary(vocabulary_of(llama, reference("llama-spm").name, loaded_from=identity, cache_dir=cache),
-                                   reference("llama-spm"))
+            from_cache = vocabulary_of(llama, reference("llama-spm").name, loaded_from=identity, cache_dir=cache)
+            assert_same_vocabulary(from_cache, reference("llama-spm"))
         st = copy.stat()
         os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         again = vocabulary_of(llama, reference("llama-spm").name, loaded_from=identity, cache_dir=cache)
