@@ -41,6 +41,7 @@ import numpy as np
 
 from localgcd.compiler.store import VOCAB_PREFIX, TableStore
 from localgcd.errors import CacheWarning, VocabularyError
+from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.vocab import Vocabulary
 
 #: Bump when what an entry holds, or how the reference load makes it, changes.
@@ -147,8 +148,10 @@ def _metadata_digest(path: Path, size: int | None = None) -> tuple[int, str]:
 class VocabularyCache:
     """Vocabularies of GGUF files in a :class:`TableStore` (``<cache root>/tables``)."""
 
-    def __init__(self, cache_root: Path) -> None:
-        self.store = TableStore(Path(cache_root) / "tables")
+    def __init__(self, cache_root: str | os.PathLike[str] | None = None) -> None:
+        """``cache_root=None``: ``$LOCALGCD_CACHE`` or the user cache dir (:func:`localgcd.paths.cache_dir`)."""
+        root = Path(cache_root).expanduser() if cache_root is not None else default_cache_dir()
+        self.store = TableStore(root / "tables")
 
     def read(self, identity: FileIdentity, name: str) -> Vocabulary | None:
         """The vocabulary stored for ``identity``, or None (absent, or unusable: then with a warning)."""

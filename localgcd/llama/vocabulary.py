@@ -18,7 +18,6 @@ from localgcd.errors import VocabularyError
 from localgcd.llama.backend import LLAMA_LOG, import_llama_cpp
 from localgcd.llama.model_files import check_gguf
 from localgcd.llama.vocab_cache import FileIdentity, VocabularyCache
-from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.vocab import Vocabulary
 
 #: Initial size of the buffer a token's text is read into (grown on demand:
@@ -38,7 +37,7 @@ def load_vocabulary(path: str | os.PathLike[str], *, cache_dir: str | os.PathLik
     check_gguf(path, VocabularyError)
     if not use_cache:
         return _load_through_llama_cpp(path, piece_buffer)
-    cache = VocabularyCache(Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir())
+    cache = VocabularyCache(cache_dir)
     identity = FileIdentity.of(path)
     if identity is not None:
         cached = cache.read(identity, path.stem)
@@ -75,7 +74,7 @@ def vocabulary_of(llama: Any, name: str = "model", *, loaded_from: FileIdentity 
     """
     cache = None
     if loaded_from is not None and FileIdentity.of(loaded_from.path) == loaded_from:
-        cache = VocabularyCache(Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir())
+        cache = VocabularyCache(cache_dir)
         cached = cache.read(loaded_from, name)
         if cached is not None:
             return cached
