@@ -83,13 +83,45 @@ class Vocabulary:
         flags.flags.writeable = False
         return cls(tuple(pieces), flags, ends, name, _fingerprint(pieces, flags, ends))
 
+    @classmethod
+    def from_packed(cls, joined: bytes, piece_ends: np.ndarray, flags: np.ndarray, end_ids: Sequence[int],
+                    name: str) -> Vocabulary:
+        """What :meth:`from_pieces` makes of the pieces ``joined[piece_ends[i-1]:piece_ends[i]]``
+        (the form a cache entry holds: :meth:`packed`), without joining them again to fingerprint them."""
+        ends = np.asarray(piece_ends)
+        if ends.ndim != 1 or flags.shape != ends.shape or (ends.size and int(ends[-1]) != len(joined)):
+            raise VocabularyError(f"{name}: packed pieces, their ends and their flags do not fit together")
+        lengths = np.diff(ends, prepend=0)
+        if ends.size and bool(np.any(lengths < 0)):
+            raise VocabularyError(f"{name}: packed piece ends are not increasing")
+        bounds = [0, *ends.tolist()]
+        pieces = [joined[start:stop] for start, stop in zip(bounds, bounds[1:])]
+        end_set = tuple(sorted({int(i) for i in end_ids}))
+        if any(not 0 <= i < len(pieces) for i in end_set):
+            raise VocabularyError(f"{name}: an end id is out of range 0..{len(pieces) - 1}")
+        flags[list(end_set)] = True
+        flags |= lengths == 0
+        if bool(np.any(lengths[flags])):  # a special token with text: the rules blank it
+            return cls.from_pieces(pieces, flags, end_set, name)
+        flags.flags.writeable = False
+        return cls(tuple(pieces), flags, end_set, name, _packed_fingerprint(lengths, joined, flags, end_set))
+
+    def packed(self) -> tuple[bytes, np.ndarray]:
+        """(every piece joined, where each ends): what :meth:`from_packed` reads."""
+        lengths = np.fromiter(map(len, self.token_bytes), dtype=np.int64, count=len(self))
+        return b"".join(self.token_bytes), np.cumsum(lengths)
+
 
 def _fingerprint(pieces: Sequence[bytes], flags: np.ndarray, end_ids: tuple[int, ...]) -> str:
     lengths = np.fromiter(map(len, pieces), dtype="<u4", count=len(pieces))
+    return _packed_fingerprint(lengths, b"".join(pieces), flags, end_ids)
+
+
+def _packed_fingerprint(lengths: np.ndarray, joined: bytes, flags: np.ndarray, end_ids: tuple[int, ...]) -> str:
     h = hashlib.sha256(_FINGERPRINT_TAG)
-    h.update(len(pieces).to_bytes(8, "little"))
-    h.update(lengths.tobytes())
-    h.update(b"".join(pieces))
+    h.update(len(lengths).to_bytes(8, "little"))
+    h.update(np.asarray(lengths, dtype="<u4").tobytes())
+    h.update(joined)
     h.update(np.packbits(flags).tobytes())
     h.update(np.asarray(end_ids, dtype="<i8").tobytes())
     return h.hexdigest()

@@ -34,6 +34,8 @@ FORMAT = "localgcd-tables"
 CHECKSUM = "sum64"
 SUFFIX = ".npz"
 TRIE_PREFIX = "trie-"
+#: Entries of GGUF files' vocabularies (:mod:`localgcd.llama.vocab_cache`).
+VOCAB_PREFIX = "vocab-"
 
 
 class TableStore:
@@ -108,13 +110,15 @@ class TableStore:
         """Where the store is, whether it can be written, and what it holds."""
         files = self._files()
         tries = [f for f in files if f.name.startswith(TRIE_PREFIX)]
+        vocabularies = [f for f in files if f.name.startswith(VOCAB_PREFIX)]
         partial = [f for f in files if f.name.startswith(".tmp-")]
         return {
             "path": str(self.directory),
             "exists": self.directory.is_dir(),
             "writable": _writable(self.directory),
-            "grammar_entries": len(files) - len(tries) - len(partial),
+            "grammar_entries": len(files) - len(tries) - len(vocabularies) - len(partial),
             "vocabulary_tries": len(tries),
+            "vocabularies": len(vocabularies),
             "partial_files": len(partial),
             "files": len(files),
             "bytes": sum(f.stat().st_size for f in files),
