@@ -1,0 +1,179 @@
+"""GBNF token elements at run time: a token taken whole by a parser terminal, beside the text path.
+
+A token element (``<[12]>``, ``<think>``, ``!<[12]>``) is a parser terminal that no byte string
+lexes (:class:`~localgcd.grammar.terminals.TokenElement`).  llama.cpp's grammar sampler
+(``vendor/llama.cpp/src/llama-grammar.cpp``) takes one only at the start of a token, from a stack
+whose top is that element, and only by the token's id (``llama_grammar_match_token``); a stack
+that meets one inside a token's text dies (``llama_grammar_accept_chr``: "ignore if this turns into
+a token").  So a token element is matched by exactly one whole token, never by text.
+
+Here that is a *token move*: where the lexer stands at a lexeme boundary -- no lexeme begun, or a
+whole one pending that no byte continues (GBNF's terminals are a prefix code, so every point
+between characters where a llama.cpp stack can stand is one of these) -- the pending lexeme is
+fed to the parser, then the element's column; where a stack takes it, the element's tokens are
+allowed, and taking one leaves the lexer at the start of a lexeme.  A mask is the text path's
+(the wrapped engine's, unchanged) plus the tokens of the moves allowed there; a grammar without
+token elements never meets this module.  The compiler refuses grammars where a token could be
+read both ways, or by two elements, in one parser state (:mod:`localgcd.compiler.token_elements`),
+so a token takes at most one path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.parser.pda import DEAD_STACK
+from localgcd.regex.dfa import DEAD_STATE
+from localgcd.runtime.layout import NO_LAYOUT, Layout
+from localgcd.runtime.masks import Mask
+
+_MEMO_LIMIT = 1 << 14  # masks kept per engine (then the memo starts again)
+
+
+@dataclass(frozen=True)
+class TokenMoves:
+    """A grammar's token elements resolved for one vocabulary: per element its parser column, the
+    token it names (-1: one the vocabulary lacks) and whether it is negated (``!<...>``), and which
+    tokens an element can match at all (``matchable``: llama.cpp offers a token to a grammar when it
+    is no end-of-generation token and its piece, special tokens' text included, is not empty and
+    does not start with a NUL byte)."""
+
+    columns: np.ndarray  # int32 [k]
+    token_ids: np.ndarray  # int64 [k]
+    negated: np.ndarray  # bool [k]
+    matchable: np.ndarray  # bool [n_tokens]
+
+    def tokens(self, k: int) -> np.ndarray:
+        """bool [n_tokens]: the tokens element ``k`` matches."""
+        token = int(self.token_ids[k])
+        named = np.zeros(self.matchable.size, dtype=bool)
+        if 0 <= token < named.size:
+            named[token] = True
+        return self.matchable & (~named if self.negated[k] else named)
+
+    def matches(self, k: int, token: int) -> bool:
+        return bool(self.matchable[token]) and (int(self.token_ids[k]) == token) != bool(self.negated[k])
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"columns": self.columns, "token_ids": self.token_ids, "negated": self.negated,
+                "matchable": self.matchable}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "TokenMoves":
+        return cls(np.asarray(arrays["columns"], dtype=np.int32), np.asarray(arrays["token_ids"], dtype=np.int64),
+                   np.asarray(arrays["negated"], dtype=bool), np.asarray(arrays["matchable"], dtype=bool))
+
+
+def boundary_states(lexer: LexingTransducer) -> np.ndarray:
+    """bool [Q]: lexer states at a lexeme boundary -- a mode's start (nothing pending), or a whole
+    lexeme pending that every byte ends (no byte continues it)."""
+    starts = np.zeros(lexer.n_states, dtype=bool)
+    starts[0] = True
+    starts[lexer.restart[lexer.restart >= 0]] = True
+    ends_here = ((lexer.emitted != NO_EMIT) | (lexer.next_state == DEAD_STATE)).all(axis=1) & (lexer.accept >= 0)
+    return starts | ends_here
+
+
+class TokenMoveEngine:
+    """A mask engine (deterministic or general) with the token moves of a grammar's token elements
+    added; the Matcher's engine interface, the rest asked of the wrapped engine."""
+
+    def __init__(self, inner: Any, moves: TokenMoves, lexer: LexingTransducer,
+                 step: Callable[[Any, int], Any]) -> None:
+        """``step(stack, column)``: the stack after a parser terminal, or None where no stack takes it."""
+        self.inner, self.moves = inner, moves
+        self._step = step
+        self._boundary = boundary_states(lexer).tolist()
+        # a start state: nothing pending (the wrapped engine's ``at_start``: after a token move, the lexer
+        # rests there; after text it never does, lexing restarts inside the byte that ended a lexeme)
+        self._start = [b and a < 0 for b, a in zip(self._boundary, lexer.accept.tolist())]
+        self._accept, self._restart = lexer.accept.tolist(), lexer.restart.tolist()
+        no_end = np.zeros(0, dtype=np.int64)
+        self._packed = [Mask.of(moves.tokens(k), False, no_end).packed for k in range(moves.columns.size)]
+        self._columns = moves.columns.tolist()
+        self._masks: dict[tuple, Mask] = {}
+        self.n_tokens, self.token_bytes = inner.n_tokens, inner.token_bytes
+        self.end_ids, self.end_id_set = inner.end_ids, inner.end_id_set
+        self.terminated_mask = inner.terminated_mask
+
+    @property
+    def start_stack(self) -> Any:
+        return self.inner.start_stack
+
+    # -- the Matcher's questions ------------------------------------------------------
+
+    def mask(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask:
+        key = (q, node, at_start)
+        found = self._masks.get(key)
+        if found is not None:
+            return found
+        base = self.inner.mask(q, node, at_start or self._start[q], layout)
+        taken = [k for k, _ in self._moves(q, node)]
+        if not taken:
+            return base
+        packed = base.packed.copy()
+        ends = np.asarray(self.end_ids, dtype=np.int64)
+        if ends.size:  # (set again by Mask.of_packed where the text is complete)
+            np.bitwise_and.at(packed, ends // 32, ~np.left_shift(np.uint32(1), (ends % 32).astype(np.uint32)))
+        for k in taken:
+            packed |= self._packed[k]
+        count = int(np.unpackbits(packed.view(np.uint8)).sum())
+        mask = Mask.of_packed(packed, self.n_tokens, count, base.accepting, ends)
+        if len(self._masks) >= _MEMO_LIMIT:
+            self._masks.clear()
+        self._masks[key] = mask
+        return mask
+
+    def cached_mask(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
+        found = self._masks.get((q, node, at_start))
+        if found is not None or not self._boundary[q]:
+            return found if found is not None else self.inner.cached_mask(q, node, at_start, layout)
+        return None if self._moves(q, node) else self.inner.cached_mask(q, node, True, layout)
+
+    def advance(self, q: int, node: Any, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, Any, Layout]:
+        """(lexer state, stack, layout) after ``token``: by a token move where one takes it (the
+        lexer then at the start of a lexeme), else by its text."""
+        for k, after in self._moves(q, node):
+            if self.moves.matches(k, token):
+                return (q if self._start[q] else self._restart[self._accept[q]]), after, layout
+        return self.inner.advance(q, node, token, layout)
+
+    def advance_bytes(self, q: int, node: Any, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, Any, Layout]:
+        return self.inner.advance_bytes(q, node, data, layout)  # (text never matches a token element)
+
+    def is_accepting(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> tuple[bool, int]:
+        return self.inner.is_accepting(q, node, at_start or self._start[q], layout)
+
+    def only_ignored_can_follow(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> bool:
+        return (self.inner.only_ignored_can_follow(q, node, at_start or self._start[q], layout)
+                and not self._moves(q, node))
+
+    # -- internals --------------------------------------------------------------------
+
+    def _moves(self, q: int, node: Any) -> list[tuple[int, Any]]:
+        """(element, stack after it) for each token element some stack takes here."""
+        if not self._boundary[q]:
+            return []
+        if not self._start[q]:
+            node = self._step(node, self._accept[q])
+            if node is None:
+                return []
+        moves = []
+        for k, column in enumerate(self._columns):
+            after = self._step(node, column)
+            if after is not None:
+                moves.append((k, after))
+        return moves
+
+
+def deterministic_step(pda: Any) -> Callable[[int, int], int | None]:
+    """``step`` over the PDA's hash-consed stacks (None for a dead one)."""
+    def step(node: int, column: int) -> int | None:
+        after = pda.step(node, column)[0]
+        return None if after == DEAD_STACK else after
+    return step
