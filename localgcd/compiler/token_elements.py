@@ -45,9 +45,42 @@ def token_moves(grammar: GrammarIR, tables: ParseTables, lexer: LexingTransducer
     matchable[list(vocab.end_ids)] = False
     ids = np.asarray([_token_id(grammar, e, pieces) for e in grammar.token_elements], dtype=np.int64)
     moves = TokenMoves(np.asarray([grammar.parser_terminals[e.name] for e in grammar.token_elements], dtype=np.int32),
-                       ids, np.asarray([e.negated for e in grammar.token_elements], dtype=bool), matchable)
+                       ids, np.asarray([e.negated for e in grammar.token_elements], dtype=bool), matchable,
+                       *_utf8_readings(pieces))
     _check_one_path(grammar, tables, lexer, vocab, moves)
     return moves
+
+
+def _utf8_readings(pieces: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How llama.cpp's ``decode_utf8`` reads each piece (up to a NUL byte, a C string's end): the
+    continuation bytes it starts with (that a character begun by the token before completes; -1
+    where the rest has a stray continuation byte as a lead, which aborts the decode, or where the
+    piece is one incomplete character, no code point: the token is never offered to an element), and the incomplete character it ends with (its bytes, and how many more it
+    needs).  A lead byte's length by its high bits, continuation bytes not checked, as llama.cpp."""
+    n = len(pieces)
+    starts, tails, needs = np.zeros(n, dtype=np.int8), np.zeros((n, 3), dtype=np.uint8), np.zeros(n, dtype=np.int8)
+    length_of = (1,) * 8 + (0,) * 4 + (2, 2, 3, 4)
+    for t, piece in enumerate(pieces):
+        piece = piece.split(b"\0", 1)[0]
+        i = 0
+        while i < len(piece) and piece[i] >> 6 == 2:
+            i += 1
+        starts[t] = i
+        while i < len(piece):
+            size = length_of[piece[i] >> 4]
+            if size == 0:
+                starts[t] = -1
+                break
+            if i + size > len(piece):
+                if i == 0:  # no whole character: llama.cpp refuses it at a token element
+                    starts[t] = -1
+                    break
+                tail = piece[i:]
+                tails[t, :len(tail)] = np.frombuffer(tail, dtype=np.uint8)
+                needs[t] = size - len(tail)
+                break
+            i += size
+    return starts, tails, needs
 
 
 def _token_id(grammar: GrammarIR, element: TokenElement, pieces: list[bytes]) -> int:

@@ -47,26 +47,45 @@ class TokenMoves:
     token_ids: np.ndarray  # int64 [k]
     negated: np.ndarray  # bool [k]
     matchable: np.ndarray  # bool [n_tokens]
+    #: llama.cpp's UTF-8 reading of each token's piece (``decode_utf8``): the continuation bytes it
+    #: starts with (-1: a stray one later, never offered), and the incomplete character it ends
+    #: with -- its bytes (``tail_bytes[t, :3 - ...]``) and how many it still needs (``tail_needs``, 0: none)
+    leading_continuations: np.ndarray  # int8 [n_tokens]
+    tail_bytes: np.ndarray  # uint8 [n_tokens, 3]
+    tail_needs: np.ndarray  # int8 [n_tokens]
+
+    def tail(self, token: int) -> bytes:
+        """The incomplete character a token's piece ends with (b"": none)."""
+        if not self.tail_needs[token]:
+            return b""
+        size = {0xC: 2, 0xD: 2, 0xE: 3, 0xF: 4}[int(self.tail_bytes[token, 0]) >> 4]
+        return self.tail_bytes[token, :size - int(self.tail_needs[token])].tobytes()
+
+    def offered(self, needs: int) -> np.ndarray:
+        """bool [n_tokens]: the tokens llama.cpp offers to a token element where the character begun
+        before still needs ``needs`` bytes (0: none begun): they start with exactly that many
+        continuation bytes, and no stray one follows."""
+        return self.matchable & (self.leading_continuations == needs)
 
     def tokens(self, k: int) -> np.ndarray:
-        """bool [n_tokens]: the tokens element ``k`` matches."""
+        """bool [n_tokens]: the tokens element ``k`` matches (where no character is begun: see :meth:`offered`)."""
         token = int(self.token_ids[k])
         named = np.zeros(self.matchable.size, dtype=bool)
         if 0 <= token < named.size:
             named[token] = True
         return self.matchable & (~named if self.negated[k] else named)
 
-    def matches(self, k: int, token: int) -> bool:
-        return bool(self.matchable[token]) and (int(self.token_ids[k]) == token) != bool(self.negated[k])
-
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"columns": self.columns, "token_ids": self.token_ids, "negated": self.negated,
-                "matchable": self.matchable}
+                "matchable": self.matchable, "leading_continuations": self.leading_continuations,
+                "tail_bytes": self.tail_bytes, "tail_needs": self.tail_needs}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "TokenMoves":
         return cls(np.asarray(arrays["columns"], dtype=np.int32), np.asarray(arrays["token_ids"], dtype=np.int64),
-                   np.asarray(arrays["negated"], dtype=bool), np.asarray(arrays["matchable"], dtype=bool))
+                   np.asarray(arrays["negated"], dtype=bool), np.asarray(arrays["matchable"], dtype=bool),
+                   np.asarray(arrays["leading_continuations"], dtype=np.int8),
+                   np.asarray(arrays["tail_bytes"], dtype=np.uint8), np.asarray(arrays["tail_needs"], dtype=np.int8))
 
 
 def boundary_states(lexer: LexingTransducer) -> np.ndarray:
@@ -79,9 +98,21 @@ def boundary_states(lexer: LexingTransducer) -> np.ndarray:
     return starts | ends_here
 
 
+@dataclass(frozen=True)
+class Tail:
+    """The stack after a token move whose token ends inside a UTF-8 character: llama.cpp keeps the
+    character's bytes (``grammar.partial_utf8``), which the next token must complete -- its first
+    bytes continue it -- whichever path it takes."""
+
+    node: Any  # the wrapped engine's stack
+    tail: bytes  # the character's bytes so far
+    needs: int  # the bytes it still needs
+
+
 class TokenMoveEngine:
     """A mask engine (deterministic or general) with the token moves of a grammar's token elements
-    added; the Matcher's engine interface, the rest asked of the wrapped engine."""
+    added; the Matcher's engine interface, the rest asked of the wrapped engine.  A stack is the
+    wrapped engine's, or a :class:`Tail` after a token move that ended inside a character."""
 
     def __init__(self, inner: Any, moves: TokenMoves, lexer: LexingTransducer,
                  step: Callable[[Any, int], Any]) -> None:
@@ -93,12 +124,13 @@ class TokenMoveEngine:
         # rests there; after text it never does, lexing restarts inside the byte that ended a lexeme)
         self._start = [b and a < 0 for b, a in zip(self._boundary, lexer.accept.tolist())]
         self._accept, self._restart = lexer.accept.tolist(), lexer.restart.tolist()
-        no_end = np.zeros(0, dtype=np.int64)
-        self._packed = [Mask.of(moves.tokens(k), False, no_end).packed for k in range(moves.columns.size)]
+        self._tokens = [moves.tokens(k) for k in range(moves.columns.size)]
+        self._packed: dict[tuple[int, int], np.ndarray] = {}  # (element, bytes needed) -> packed tokens
         self._columns = moves.columns.tolist()
         self._masks: dict[tuple, Mask] = {}
         self.n_tokens, self.token_bytes = inner.n_tokens, inner.token_bytes
         self.end_ids, self.end_id_set = inner.end_ids, inner.end_id_set
+        self._ends = np.asarray(self.end_ids, dtype=np.int64)
         self.terminated_mask = inner.terminated_mask
 
     @property
@@ -112,18 +144,23 @@ class TokenMoveEngine:
         found = self._masks.get(key)
         if found is not None:
             return found
-        base = self.inner.mask(q, node, at_start or self._start[q], layout)
-        taken = [k for k, _ in self._moves(q, node)]
-        if not taken:
-            return base
-        packed = base.packed.copy()
-        ends = np.asarray(self.end_ids, dtype=np.int64)
-        if ends.size:  # (set again by Mask.of_packed where the text is complete)
-            np.bitwise_and.at(packed, ends // 32, ~np.left_shift(np.uint32(1), (ends % 32).astype(np.uint32)))
-        for k in taken:
-            packed |= self._packed[k]
+        moves = self._moves(q, node)
+        if not moves and not isinstance(node, Tail):
+            return self.inner.mask(q, node, at_start or self._start[q], layout)
+        text = self._text_state(q, node, layout)
+        if text is None:
+            packed = np.zeros((self.n_tokens + 31) // 32, dtype=np.uint32)
+        else:
+            packed = self.inner.mask(*text, False, layout).packed.copy()
+            if self._ends.size:  # (set again below where the text is complete)
+                np.bitwise_and.at(packed, self._ends // 32,
+                                  ~np.left_shift(np.uint32(1), (self._ends % 32).astype(np.uint32)))
+        needs = node.needs if isinstance(node, Tail) else 0
+        for k, _ in moves:
+            packed |= self._offered(k, needs)
         count = int(np.unpackbits(packed.view(np.uint8)).sum())
-        mask = Mask.of_packed(packed, self.n_tokens, count, base.accepting, ends)
+        mask = Mask.of_packed(packed, self.n_tokens, count, self.is_accepting(q, node, at_start, layout)[0],
+                              self._ends)
         if len(self._masks) >= _MEMO_LIMIT:
             self._masks.clear()
         self._masks[key] = mask
@@ -131,25 +168,41 @@ class TokenMoveEngine:
 
     def cached_mask(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
         found = self._masks.get((q, node, at_start))
-        if found is not None or not self._boundary[q]:
-            return found if found is not None else self.inner.cached_mask(q, node, at_start, layout)
-        return None if self._moves(q, node) else self.inner.cached_mask(q, node, True, layout)
+        if found is not None or isinstance(node, Tail):
+            return found
+        if self._boundary[q] and self._moves(q, node):
+            return None
+        return self.inner.cached_mask(q, node, at_start or self._start[q], layout)
 
     def advance(self, q: int, node: Any, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, Any, Layout]:
         """(lexer state, stack, layout) after ``token``: by a token move where one takes it (the
         lexer then at the start of a lexeme), else by its text."""
+        needs = node.needs if isinstance(node, Tail) else 0
         for k, after in self._moves(q, node):
-            if self.moves.matches(k, token):
+            if self._tokens[k][token] and self.moves.leading_continuations[token] == needs:
+                tail = self.moves.tail(token)
+                if tail:
+                    after = Tail(after, tail, int(self.moves.tail_needs[token]))
                 return (q if self._start[q] else self._restart[self._accept[q]]), after, layout
-        return self.inner.advance(q, node, token, layout)
+        text = self._text_state(q, node, layout)
+        if text is None:
+            return DEAD_STACK, DEAD_STACK, layout
+        return self.inner.advance(*text, token, layout)
 
     def advance_bytes(self, q: int, node: Any, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, Any, Layout]:
-        return self.inner.advance_bytes(q, node, data, layout)  # (text never matches a token element)
+        if isinstance(node, Tail):  # (text never matches a token element)
+            return self.inner.advance_bytes(q, node.node, node.tail + data, layout)
+        return self.inner.advance_bytes(q, node, data, layout)
 
     def is_accepting(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> tuple[bool, int]:
-        return self.inner.is_accepting(q, node, at_start or self._start[q], layout)
+        """As the wrapped engine says (llama.cpp lets an end token through where a stack is empty,
+        whatever character a token move left begun)."""
+        inner = node.node if isinstance(node, Tail) else node
+        return self.inner.is_accepting(q, inner, at_start or self._start[q], layout)
 
     def only_ignored_can_follow(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> bool:
+        if isinstance(node, Tail):
+            return False
         return (self.inner.only_ignored_can_follow(q, node, at_start or self._start[q], layout)
                 and not self._moves(q, node))
 
@@ -157,6 +210,8 @@ class TokenMoveEngine:
 
     def _moves(self, q: int, node: Any) -> list[tuple[int, Any]]:
         """(element, stack after it) for each token element some stack takes here."""
+        if isinstance(node, Tail):
+            node = node.node
         if not self._boundary[q]:
             return []
         if not self._start[q]:
@@ -169,6 +224,22 @@ class TokenMoveEngine:
             if after is not None:
                 moves.append((k, after))
         return moves
+
+    def _text_state(self, q: int, node: Any, layout: Layout) -> tuple[int, Any] | None:
+        """Where the text path reads the next token: after a :class:`Tail`, its bytes read first
+        (llama.cpp's character stacks read the character they begin); None where they are refused."""
+        if not isinstance(node, Tail):
+            return q, node
+        q, inner, _ = self.inner.advance_bytes(q, node.node, node.tail, layout)
+        return None if inner is DEAD_STACK or (isinstance(inner, int) and inner == DEAD_STACK) else (q, inner)
+
+    def _offered(self, k: int, needs: int) -> np.ndarray:
+        packed = self._packed.get((k, needs))
+        if packed is None:
+            no_end = np.zeros(0, dtype=np.int64)
+            packed = self._packed[k, needs] = Mask.of(self._tokens[k] & self.moves.offered(needs), False,
+                                                     no_end).packed
+        return packed
 
 
 def deterministic_step(pda: Any) -> Callable[[int, int], int | None]:
