@@ -33,11 +33,20 @@ OWN = {
     "mixed": 'root ::= "say " ([a-z ] | <[12]>)+ "." <[13]>?\n',
     # a token element inside a recursive rule (the general parser: "a" then "a" is ambiguous)
     "nested": 'root ::= item+\nitem ::= <[10]> ("x" | item)* <[11]> | "a" | "a" "a"\n',
+    # text after a token move that left a character begun: the text reads that character first
+    "begun": 'root ::= !<[11]> ("\u2026" | "\u2192") [a-z]* <[11]>\n',
 }
+
+#: in a forced input: a token whose piece is a character and the first two bytes of a three-byte one,
+#: and a continuation byte that completes it: llama.cpp's element takes the first, then offers only
+#: tokens that begin with one continuation byte (a piece that is one incomplete character alone is
+#: never offered to an element: no code point)
+BEGUN, COMPLETING = "begun", "completing"
 
 # forced inputs: token ids, and text spelled by the model's own tokenizer
 FORCED = {
-    "simple_with_tokens": [[10, "hello world", 11], [10, 11], [10, 12, 13, 14, 15, 11], [10, "a", 12, 11]],
+    "simple_with_tokens": [[10, "hello world", 11], [10, 11], [10, 12, 13, 14, 15, 11], [10, "a", 12, 11],
+                           [10, BEGUN, COMPLETING, 11]],
     "complex_with_tokens": [
         [10, "I am thinking", 11, 20, "hello world!", 21, 12, "search", 13, "query=test", 14],
         [10, "reasoning 1", 11, 10, "reasoning 2", 11, 20, 21, 12, "tool", 13, 14],
@@ -46,6 +55,7 @@ FORCED = {
     "think": [["<issue_start>", "let me think: 2+2 is 4", "<issue_closed>", "answer: 42"]],
     "mixed": [["say hello", 12, " world", 12, ".", 13], ["say ", 12, "."]],
     "nested": [[10, "x", 10, 11, "x", 11, "a", "aa"], ["aaa"]],
+    "begun": [[b" \xe2\x80", b"\xa6", "abc", 11], [b" \xe2\x86", b"\x92", 11], ["a", "\u2026", 11]],
 }
 
 
@@ -53,9 +63,15 @@ def _grammar(name: str) -> str:
     return OWN[name] if name in OWN else (CORPUS / f"{name}.gbnf").read_text(encoding="utf-8")
 
 
-def _tokens(llm, vocab: Vocabulary, part: int | str) -> list[int]:
+def _tokens(llm, vocab: Vocabulary, part: int | str | bytes) -> list[int]:
     if isinstance(part, int):
         return [part]
+    if isinstance(part, bytes):  # the token whose piece this is
+        return [vocab.token_bytes.index(part)]
+    if part in (BEGUN, COMPLETING):  # the first such token of the vocabulary
+        wanted = (lambda p: len(p) == 3 and p[0] < 0x80 and p[1] >> 4 == 0xE and p[2] >> 6 == 2) if part == BEGUN else \
+            (lambda p: len(p) == 1 and p[0] >> 6 == 2)
+        return [next(i for i, piece in enumerate(vocab.token_bytes) if wanted(piece))]
     special = [i for i, piece in enumerate(vocab.special_pieces) if piece == part.encode()]
     return special or list(llm.tokenize(part.encode(), add_bos=False, special=False))
 
@@ -122,7 +138,7 @@ def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]]
     return compared
 
 
-@pytest.mark.parametrize("name", ["simple_with_tokens", "complex_with_tokens", "think", "mixed", "nested"])
+@pytest.mark.parametrize("name", ["simple_with_tokens", "complex_with_tokens", "think", "mixed", "nested", "begun"])
 def test_masks_equal_llama_cpps_sampler(name: str, load_vocab) -> None:
     """On smollm2 (whose special tokens the elements name): localgcd's mask is llama.cpp's on every
     token (specials and end tokens included; see :func:`_left_out` for grammars with text), along
