@@ -196,3 +196,19 @@ def test_a_token_element_is_never_matched_by_text() -> None:
     assert not matcher.accept_bytes(b"<t>")
     matcher.rollback(0)  # (clears the error the refused bytes set)
     assert matcher.advance(7) and matcher.advance(1) and matcher.is_accepting()
+
+
+def test_the_resolved_elements_survive_the_cache(tmp_path: Path) -> None:
+    """A cached entry keeps the resolved elements: a load answers as the compile did."""
+    from localgcd.compiler.compiler import Compiler
+
+    text = 'root ::= "a" <t> !<[1]>* "b"'
+    compiler = Compiler(cache_dir=tmp_path, eager=True)  # (written at once)
+    built, loaded = (compiler.compile(text, TOY, fmt="gbnf") for _ in range(2))
+    assert loaded.timings.get("cache_load") is not None and loaded.token_moves is not None
+    for compiled in (built, loaded):
+        matcher = compiled.matcher()
+        for token in (0, 7, 0, 6, 2):  # "a", <t>, then tokens but 1 ("b"): "a", "é", "ab"
+            assert matcher.advance(token), (token, matcher.error)
+        assert not matcher.allowed_token_mask()[5]  # b"\x80": no whole character, never offered
+        assert not matcher.is_accepting() and matcher.advance(1) and matcher.is_accepting()  # "b" is text
