@@ -173,7 +173,7 @@ TOY = Vocabulary.from_tokens([b"a", b"b", b"ab", b"x", b"", b"\x80", b"\xc3\xa9"
 
 
 @pytest.mark.parametrize("text, message", [
-    ('root ::= "q" <t> <nope>', "1:18: token element <nope>: no token of the vocabulary has the text '<nope>'"),
+    ('root ::= "q" <t> <nope>', "1:18: token element <nope>: no token of vocabulary 'custom' has the text '<nope>'"),
     ('root ::= ("a" | !<[3]>)*', "1:17: token element !<[3]> and text can both come next, and token 0 (b'a')"),
     ('root ::= ("x" | <[2]>)*', ""),  # text "x" never starts token 2 ("ab"): one path
     ('root ::= ("a" | <[2]>)*', "1:17: token element <[2]> and text can both come next, and token 2 (b'ab')"),
@@ -212,3 +212,24 @@ def test_the_resolved_elements_survive_the_cache(tmp_path: Path) -> None:
             assert matcher.advance(token), (token, matcher.error)
         assert not matcher.allowed_token_mask()[5]  # b"\x80": no whole character, never offered
         assert not matcher.is_accepting() and matcher.advance(1) and matcher.is_accepting()  # "b" is text
+
+
+@pytest.mark.parametrize("grammar, words", [
+    (str(CORPUS / "simple_with_tokens.gbnf"), "token elements (<[id]>, <text>, !<...>), which match whole tokens"),
+    ("<think>", "1:10: token element <think>: no token of vocabulary 'check' has the text '<think>'"),
+])
+def test_check_says_a_text_has_no_tokens(grammar: str, words: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``localgcd check`` reads text, which holds no token: a grammar with token elements is a
+    user error there (exit 2, one line), not a verdict on the text."""
+    from typer.testing import CliRunner
+
+    from localgcd.cli.app import app
+
+    monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
+    if not grammar.endswith(".gbnf"):
+        (tmp_path / "g.gbnf").write_text(f'root ::= {grammar} "x"\n')
+        grammar = str(tmp_path / "g.gbnf")
+    (tmp_path / "t.txt").write_text("hello")
+    result = CliRunner().invoke(app, ["check", "-g", grammar, str(tmp_path / "t.txt")])
+    assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output

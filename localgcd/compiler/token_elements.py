@@ -43,7 +43,7 @@ def token_moves(grammar: GrammarIR, tables: ParseTables, lexer: LexingTransducer
               zip(vocab.token_bytes, vocab.special_pieces or (b"",) * len(vocab))]
     matchable = np.fromiter((bool(p) and p[0] != 0 for p in pieces), dtype=bool, count=len(pieces))
     matchable[list(vocab.end_ids)] = False
-    ids = np.asarray([_token_id(grammar, e, pieces) for e in grammar.token_elements], dtype=np.int64)
+    ids = np.asarray([_token_id(grammar, e, pieces, vocab.name) for e in grammar.token_elements], dtype=np.int64)
     moves = TokenMoves(np.asarray([grammar.parser_terminals[e.name] for e in grammar.token_elements], dtype=np.int32),
                        ids, np.asarray([e.negated for e in grammar.token_elements], dtype=bool), matchable,
                        *_utf8_readings(pieces))
@@ -83,14 +83,14 @@ def _utf8_readings(pieces: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return starts, tails, needs
 
 
-def _token_id(grammar: GrammarIR, element: TokenElement, pieces: list[bytes]) -> int:
+def _token_id(grammar: GrammarIR, element: TokenElement, pieces: list[bytes], vocab_name: str) -> int:
     if element.token_id is not None:
         return element.token_id
     text = str(element.text).encode("utf-8")
     found = [i for i, piece in enumerate(pieces) if piece == text]
     if len(found) != 1:
         why = "no token" if not found else f"{len(found)} tokens ({', '.join(map(str, found[:4]))})"
-        raise _error(grammar, element, f"token element {element.written}: {why} of the vocabulary has the text "
+        raise _error(grammar, element, f"token element {element.written}: {why} of vocabulary {vocab_name!r} has the text "
                      f"{element.text!r} (llama.cpp: it must be exactly one token)")
     return found[0]
 
