@@ -233,3 +233,34 @@ def test_check_says_a_text_has_no_tokens(grammar: str, words: str, tmp_path: Pat
     (tmp_path / "t.txt").write_text("hello")
     result = CliRunner().invoke(app, ["check", "-g", grammar, str(tmp_path / "t.txt")])
     assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+def test_where_llama_cpps_mask_and_its_accept_disagree_the_token_is_masked(load_vocab) -> None:
+    """``root ::= "a" !<[11]>``: llama.cpp's mask lets "at" through (its character stack reads "a",
+    then meets the element with "t" left and compares the whole token's id:
+    ``llama_grammar_reject_candidates_for_stack``), but its accept refuses it (a stack that meets
+    an element inside a token dies: ``llama_grammar_accept_chr``) and throws, ending the process.
+    An element is one whole token: localgcd masks "at" -- the one place its mask is not llama.cpp's."""
+    import subprocess
+    import sys
+
+    import llama_cpp
+
+    from localgcd.llama.vocab_sources import vocab_path
+
+    vocab, text = load_vocab("smollm2"), 'root ::= "a" !<[11]>\n'
+    at = vocab.token_bytes.index(b"at")
+    llm = llama_cpp.Llama(model_path=str(vocab_path("smollm2")), vocab_only=True, verbose=False)
+    theirs = LlamaGrammar(llama_cpp.llama_model_get_vocab(llm.model), text.encode())
+    try:
+        assert theirs.allows(at)
+    finally:
+        theirs.close()
+        llm.close()
+    assert not localgcd.compile_grammar(text, vocab, fmt="gbnf", use_cache=False).matcher().allowed_token_mask()[at]
+    accept = ("import llama_cpp\nfrom localgcd.llama.vocab_sources import vocab_path\n"
+              "llm = llama_cpp.Llama(model_path=str(vocab_path('smollm2')), vocab_only=True, verbose=False)\n"
+              "s = llama_cpp.llama_sampler_init_grammar(llama_cpp.llama_model_get_vocab(llm.model), "
+              f"{text.encode()!r}, b'root')\nllama_cpp.llama_sampler_accept(s, {at})\n")
+    died = subprocess.run([sys.executable, "-c", accept], capture_output=True, text=True, timeout=120)
+    assert died.returncode != 0 and "Unexpected empty grammar stack" in died.stderr
