@@ -103,7 +103,7 @@ class Vocabulary:
 
     @classmethod
     def from_packed(cls, joined: bytes, piece_ends: np.ndarray, flags: np.ndarray, end_ids: Sequence[int],
-                    name: str) -> Vocabulary:
+                    name: str, special_pieces: Sequence[bytes] = ()) -> Vocabulary:
         """What :meth:`from_pieces` makes of the pieces ``joined[piece_ends[i-1]:piece_ends[i]]``
         (the form a cache entry holds: :meth:`packed`), without joining them again to fingerprint them."""
         ends = np.asarray(piece_ends)
@@ -120,9 +120,12 @@ class Vocabulary:
         flags[list(end_set)] = True
         flags |= lengths == 0
         if bool(np.any(lengths[flags])):  # a special token with text: the rules blank it
-            return cls.from_pieces(pieces, flags, end_set, name)
+            return cls.from_pieces(pieces, flags, end_set, name, special_pieces)
         flags.flags.writeable = False
-        return cls(tuple(pieces), flags, end_set, name, _packed_fingerprint(lengths, joined, flags, end_set))
+        specials = tuple(bytes(p) if flags[i] else b"" for i, p in enumerate(special_pieces))
+        if specials and len(specials) != len(pieces):
+            raise VocabularyError(f"{name}: {len(specials)} special pieces for {len(pieces)} tokens")
+        return cls(tuple(pieces), flags, end_set, name, _packed_fingerprint(lengths, joined, flags, end_set), specials)
 
     def packed(self) -> tuple[bytes, np.ndarray]:
         """(every piece joined, where each ends): what :meth:`from_packed` reads."""

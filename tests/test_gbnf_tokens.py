@@ -284,3 +284,13 @@ def test_where_llama_cpps_mask_and_its_accept_disagree_the_token_is_masked(load_
               f"{text.encode()!r}, b'root')\nllama_cpp.llama_sampler_accept(s, {at})\n")
     died = subprocess.run([sys.executable, "-c", accept], capture_output=True, text=True, timeout=120)
     assert died.returncode != 0 and "Unexpected empty grammar stack" in died.stderr
+
+
+def test_a_cached_vocabulary_keeps_the_special_tokens_text(tmp_path: Path) -> None:
+    """The special tokens' own text (what ``<|im_start|>`` names) survives the vocabulary cache."""
+    from localgcd.llama.vocab_sources import vocab_path
+    from localgcd.llama.vocabulary import load_vocabulary
+
+    first, second = (load_vocabulary(vocab_path("smollm2"), cache_dir=tmp_path) for _ in range(2))
+    assert first.special_pieces[1] == b"<|im_start|>" and second.special_pieces == first.special_pieces
+    assert second.special_digest == first.special_digest != ""
