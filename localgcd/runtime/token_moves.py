@@ -16,6 +16,17 @@ allowed, and taking one leaves the lexer at the start of a lexeme.  A mask is th
 token elements never meets this module.  The compiler refuses grammars where a token could be
 read both ways, or by two elements, in one parser state (:mod:`localgcd.compiler.token_elements`),
 so a token takes at most one path.
+
+UTF-8, as llama.cpp reads pieces (``decode_utf8``, and ``partial_utf8`` kept across tokens): a token
+is offered to an element only where its piece yields a whole character (one incomplete character
+alone, or a stray continuation byte, is refused); a piece that ends inside a character leaves it
+begun (a :class:`Tail` on the stack), and the next token must start with the bytes that complete it,
+whether an element takes it or the text path reads the begun character and then the token.
+
+One place differs from llama.cpp's *mask*, not from its accept: where a character stack reaches an
+element inside a token ("a" then ``!<[11]>``, token "at"), llama.cpp's mask compares the whole
+token's id and lets it through (``llama_grammar_reject_candidates_for_stack``), but its accept
+drops that stack and throws ("Unexpected empty grammar stack"); here the token is masked.
 """
 
 from __future__ import annotations
@@ -231,7 +242,7 @@ class TokenMoveEngine:
         if not isinstance(node, Tail):
             return q, node
         q, inner, _ = self.inner.advance_bytes(q, node.node, node.tail, layout)
-        return None if inner is DEAD_STACK or (isinstance(inner, int) and inner == DEAD_STACK) else (q, inner)
+        return None if isinstance(inner, int) and inner == DEAD_STACK else (q, inner)
 
     def _offered(self, k: int, needs: int) -> np.ndarray:
         packed = self._packed.get((k, needs))
