@@ -45,7 +45,7 @@ from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.vocab import Vocabulary
 
 #: Bump when what an entry holds, or how the reference load makes it, changes.
-VOCAB_FORMAT_VERSION = 1
+VOCAB_FORMAT_VERSION = 2  # 2: the special tokens' own text (GBNF's token elements name them)
 
 # GGUF value types (ggml/include/gguf.h) -> byte size; 8 is a string, 9 an array.
 _GGUF_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
@@ -191,9 +191,15 @@ def _to_arrays(vocab: Vocabulary) -> dict[str, np.ndarray]:
         "piece_ends": piece_ends,
         "is_special": np.asarray(vocab.is_special, dtype=bool),
         "end_ids": np.asarray(vocab.end_ids, dtype=np.int64),
+        "special_pieces": np.frombuffer(b"".join(vocab.special_pieces), dtype=np.uint8),
+        "special_ends": np.cumsum(np.fromiter(map(len, vocab.special_pieces), dtype=np.int64,
+                                              count=len(vocab.special_pieces))),
     }
 
 
 def _from_arrays(arrays: dict[str, np.ndarray], name: str) -> Vocabulary:
+    joined, bounds = arrays["special_pieces"].tobytes(), [0, *arrays["special_ends"].tolist()]
+    special_pieces = [joined[start:stop] for start, stop in zip(bounds, bounds[1:])]
     return Vocabulary.from_packed(arrays["pieces"].tobytes(), arrays["piece_ends"],
-                                  np.array(arrays["is_special"], dtype=bool), arrays["end_ids"].tolist(), name)
+                                  np.array(arrays["is_special"], dtype=bool), arrays["end_ids"].tolist(), name,
+                                  special_pieces)

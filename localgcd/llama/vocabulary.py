@@ -103,23 +103,23 @@ def _from_vocab_ptr(llama_cpp: Any, vocab: Any, name: str, label: str, piece_buf
     size = max(1, int(piece_buffer))
     buf = ctypes.create_string_buffer(size)
     pieces: list[bytes] = []
+    special_pieces: list[bytes] = []  # llama.cpp's special=True piece of a special token (GBNF token elements)
     flags = np.zeros(n, dtype=bool)
     end_ids: list[int] = []
     for tok in range(n):
         if is_eog(vocab, tok):
             end_ids.append(tok)
-        if get_attr(vocab, tok) & not_text:
-            flags[tok] = True
-            pieces.append(b"")
-            continue
-        got = to_piece(vocab, tok, buf, size, 0, False)
+        special = bool(get_attr(vocab, tok) & not_text)
+        got = to_piece(vocab, tok, buf, size, 0, special)
         if got < 0:
             size = -got
             buf = ctypes.create_string_buffer(size)
-            got = to_piece(vocab, tok, buf, size, 0, False)
-        pieces.append(buf[:got])
+            got = to_piece(vocab, tok, buf, size, 0, special)
+        flags[tok] = special
+        pieces.append(b"" if special else buf[:got])
+        special_pieces.append(buf[:got] if special else b"")
     for tok in (llama_cpp.llama_vocab_eos(vocab), llama_cpp.llama_vocab_eot(vocab)):
         if 0 <= tok < n:
             end_ids.append(tok)
-    return Vocabulary.from_pieces(pieces, flags, end_ids, name)
+    return Vocabulary.from_pieces(pieces, flags, end_ids, name, special_pieces)
 
