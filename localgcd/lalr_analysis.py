@@ -34,6 +34,11 @@ from localgcd.arrays import expand_ranges
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_rows, digraph
 
+try:
+    from localgcd import lr0_kernel
+except ImportError:  # not built: the Python builder serves
+    lr0_kernel = None
+
 
 @dataclass
 class LALRAutomaton:
@@ -100,13 +105,20 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
 
     ``n_terminals`` counts ``$END`` (terminal ``n_terminals - 1``).  The root
     rule ``$root: start`` is appended (its lhs: one past the largest symbol).
-    ``meter``: the compile budget, checked as LR(0) states are found.  ``kernels``: the Read and
-    Follow sets closed by the compiled ``digraph`` kernel (None: when it was built; False: numpy).
+    ``meter``: the compile budget, checked as LR(0) states are found.  ``kernels``: the LR(0)
+    automaton by the compiled ``lr0_kernel`` and the Read and Follow sets closed by the compiled
+    ``digraph`` kernel (None: when they were built; False: the Python builder and numpy).
     """
-    root_symbol = max([n_terminals - 1, start] + [lhs for lhs, _ in rules] + [s for _, rhs in rules for s in rhs]) + 1
-    all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules] + [(root_symbol, (start,))]
-    automaton = _lr0(all_rules, n_terminals, meter if meter is not None else unbounded())
-    automaton.edges = _edges(automaton.transitions)
+    all_rules = [(lhs, tuple(rhs)) for lhs, rhs in rules]
+    root_symbol = max(n_terminals - 1, start, max((lhs for lhs, _ in all_rules), default=-1),
+                      max((max(rhs) for _, rhs in all_rules if rhs), default=-1)) + 1
+    all_rules.append((root_symbol, (start,)))
+    meter = meter if meter is not None else unbounded()
+    if kernels is not False and lr0_kernel is not None:
+        automaton = _lr0_by_kernel(all_rules, n_terminals, root_symbol + 1, meter)
+    else:
+        automaton = _lr0(all_rules, n_terminals, meter)
+        automaton.edges = _edges(automaton.transitions)
     automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules), kernels)
     return automaton
 
@@ -194,6 +206,38 @@ _Shared = tuple[dict[int, int], dict[int, tuple[int, ...]], dict[int, list[int]]
 def _lr0(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, meter: BudgetMeter) -> LALRAutomaton:
     """The LR(0) automaton of ``rules`` (the root rule last), states numbered as they are found."""
     return _LR0Builder(rules, n_terminals).automaton(meter)
+
+
+def _lr0_by_kernel(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_symbols: int,
+                   meter: BudgetMeter) -> LALRAutomaton:
+    """:func:`_lr0` by the compiled kernel (the same states, numbers and edges), with its
+    :attr:`LALRAutomaton.edges`; the budget checked after every 1,024 states, as there."""
+    lengths = np.fromiter(map(len, (rhs for _, rhs in rules)), dtype=np.int64, count=len(rules))
+    item_base = np.zeros(len(rules), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=item_base[1:])
+    next_of = np.full(int(lengths.sum()) + len(rules), -1, dtype=np.int32)
+    symbols = np.fromiter(itertools.chain.from_iterable(rhs for _, rhs in rules), dtype=np.int32,
+                          count=int(lengths.sum()))
+    next_of[np.arange(symbols.size) + np.repeat(np.arange(len(rules)), lengths)] = symbols  # item = position + rule
+    lhs = np.fromiter((lhs for lhs, _ in rules), dtype=np.int32, count=len(rules))
+    builder = lr0_kernel.LR0Kernel(next_of, item_base.astype(np.int32), lhs, n_terminals, n_symbols, len(rules) - 1)
+    while True:
+        done = builder.grow(1024)
+        if builder.processed and not builder.processed & 1023:
+            meter.states(builder.n_states, "the LR(0) automaton")
+            meter.time("the LR(0) automaton")
+        if done:
+            break
+    kernel_offsets, kernel_items, edge_offsets, edge_symbol, edge_target = builder.arrays()
+    items = kernel_items.tolist()
+    bounds = kernel_offsets.tolist()
+    kernels = [tuple(items[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    symbols_list, targets_list, ends = edge_symbol.tolist(), edge_target.tolist(), edge_offsets.tolist()
+    transitions = [dict(zip(symbols_list[lo:hi], targets_list[lo:hi])) for lo, hi in zip(ends[:-1], ends[1:])]
+    n_states = len(kernels)
+    edge_state = np.repeat(np.arange(n_states, dtype=np.int64), np.diff(edge_offsets))
+    return LALRAutomaton(rules, n_terminals, kernels, transitions, item_base=item_base.tolist(),
+                         edges=(edge_state, edge_symbol.astype(np.int64), edge_target.astype(np.int64)))
 
 
 class _LR0Builder:
