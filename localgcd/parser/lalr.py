@@ -130,7 +130,7 @@ def _plain_actions(automaton: LALRAutomaton, width: int, rule_number: np.ndarray
     """The action table with every shift and every reduce cell one rule alone claims (by
     ``rule_number[rule]`` when given), all at once; and the reduction rows left unsettled, whose
     cell several rules or a shift share."""
-    action = np.full((len(automaton.transitions), width), NO_ACTION, dtype=np.int32)
+    action = np.full((automaton.n_states, width), NO_ACTION, dtype=np.int32)
     edge_state, edge_symbol, edge_target = automaton.edges
     shifted = edge_symbol < width
     action[edge_state[shifted], edge_symbol[shifted]] = edge_target[shifted]
@@ -264,7 +264,7 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: GrammarIR, sy
             n_terms: int, completions: tuple[np.ndarray, np.ndarray, np.ndarray], tuning: Tuning) -> ParseTables:
     """``n_terms``: the analysis's ``$END`` (its nonterminals follow it, in the grammar's order);
     ``completions``: the analysis's, with the grammar's rule numbers."""
-    n_states = len(automaton.transitions)
+    n_states = automaton.n_states
     edge_state, edge_symbol, edge_target = automaton.edges
     is_goto = edge_symbol > n_terms
     goto_states = edge_state[is_goto]
