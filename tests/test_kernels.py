@@ -31,7 +31,9 @@ from localgcd.budget import unbounded
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser import lalr
+from localgcd import lalr_analysis
 from localgcd.lalr_analysis import analyze
+from localgcd.parser import stack_free
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
@@ -73,6 +75,7 @@ def test_the_kernels_are_built() -> None:
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
     assert product.product_kernel_available() and digraph_kernel_available()
     assert automata_kernels.automata_kernel_available()
+    assert lalr_analysis.lr0_kernel is not None and stack_free.stack_free_kernel is not None
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -649,19 +652,42 @@ def test_the_producible_table_by_the_kernel_is_numpys(text: str, fmt: str) -> No
 
 
 @pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
-def test_the_lalr_lookaheads_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str) -> None:
+def test_the_lalr_analysis_by_the_kernels_is_pythons(monkeypatch, text: str, fmt: str) -> None:
     """Every LALR(1) analysis the parse tables run (the grammar's and its terminal classes'), again
-    with Read and Follow closed by the kernel and by numpy: the same reductions and completions."""
+    with the LR(0) automaton by the kernel and by the Python builder, Read and Follow closed by the
+    kernel and by numpy: the same states numbered alike (kernels, edges in the same order), the same
+    reductions and completions."""
     analyses = []
     monkeypatch.setattr(lalr, "analyze", lambda *args, **kw: analyses.append((args, kw)) or analyze(*args, **kw))
     _dfa, grammar = lexer_and_grammar(text, fmt)
     lalr.build_parse_tables(grammar)
     assert analyses
     for args, kw in analyses:
-        compiled, numpys = analyze(*args, **kw, kernels=True), analyze(*args, **kw, kernels=False)
-        for got, expected in zip((*compiled.reductions, *compiled.completions),
-                                 (*numpys.reductions, *numpys.completions)):
+        compiled, pythons = analyze(*args, **kw, kernels=True), analyze(*args, **kw, kernels=False)
+        assert compiled.kernels == pythons.kernels and compiled.transitions == pythons.transitions
+        for got, expected in zip((compiled.kernel_offsets, compiled.kernel_items, *compiled.edges,
+                                  *compiled.reductions, *compiled.completions),
+                                 (pythons.kernel_offsets, pythons.kernel_items, *pythons.edges,
+                                  *pythons.reductions, *pythons.completions)):
             assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+@pytest.mark.parametrize("by_groups", [False, True], ids=["numpy-by-pairs", "numpy-by-groups"])
+def test_the_stack_free_moves_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str, by_groups: bool) -> None:
+    """The parse tables' stack-free analysis (takes, refuses), by the compiled worklist and by each
+    of numpy's two ways: the same pairs decided."""
+    calls = []
+    real = stack_free.stack_free_moves
+    monkeypatch.setattr(lalr, "stack_free_moves", lambda *args, **kw: calls.append(args) or real(*args, **kw))
+    _dfa, grammar = lexer_and_grammar(text, fmt)
+    lalr.build_parse_tables(grammar)
+    assert calls
+    tuning = Tuning(pair_rows_limit=-1) if by_groups else Tuning(pair_rows_limit=1 << 62, group_rows_min=1 << 62)
+    for action, completions, _tuning in calls:
+        compiled = real(action, completions, tuning, kernels=True)
+        numpys = real(action, completions, tuning, kernels=False)
+        assert all(np.array_equal(got, expected) for got, expected in zip(compiled, numpys))
 
 
 @pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
