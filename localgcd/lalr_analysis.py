@@ -139,7 +139,7 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
         automaton = _lr0_by_kernel(all_rules, n_terminals, root_symbol + 1, meter)
     else:
         automaton = _lr0(all_rules, n_terminals, meter)
-    automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules), kernels)
+    automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules, n_terminals), kernels)
     return automaton
 
 
@@ -433,16 +433,20 @@ def _kernel_of(advanced: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
 
 
-def _nullable(rules: list[tuple[int, tuple[int, ...]]]) -> set[int]:
+def _nullable(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> set[int]:
     """The symbols that derive the empty string, by a worklist: per rule, the occurrences in its
     body not yet known nullable, counted down once each (passes over every rule until none changed
-    took one pass per link of the longest chain)."""
+    took one pass per link of the longest chain).  A rule with a terminal in its body is never
+    counted (nor is any, without an empty rule)."""
+    ready = [lhs for lhs, rhs in rules if not rhs]
+    if not ready:
+        return set()
     waiting = [len(rhs) for _, rhs in rules]
     users: dict[int, list[int]] = {}
     for index, (_, rhs) in enumerate(rules):
-        for symbol in rhs:
-            users.setdefault(symbol, []).append(index)
-    ready = [lhs for (lhs, _), count in zip(rules, waiting) if not count]
+        if rhs and min(rhs) >= n_terminals:
+            for symbol in rhs:
+                users.setdefault(symbol, []).append(index)
     nullable: set[int] = set()
     while ready:
         symbol = ready.pop()
@@ -497,7 +501,7 @@ def _lookaheads(automaton: LALRAutomaton, nullable: set[int], kernels: bool | No
         rule_table, rule_lhs, walk_edges, (pair_state, pair_symbol), n_terminals, width, walk_last)
     # a kernel item of A (dot > 0) in a state p with a transition (p, A): its rule walked on from p
     kernel_state = np.repeat(np.arange(n_states, dtype=np.int64), np.diff(automaton.kernel_offsets))
-    rule_of_item = np.repeat(np.arange(len(rules), dtype=np.int64), [len(rhs) + 1 for _, rhs in rules])
+    rule_of_item = np.repeat(np.arange(len(rules), dtype=np.int64), rule_table[1] + 1)
     kernel_rule = rule_of_item[automaton.kernel_items]
     kernel_dot = automaton.kernel_items - np.asarray(automaton.item_base, dtype=np.int64)[kernel_rule]
     later = _transition_of(walk_edges, kernel_state * width + rule_lhs[kernel_rule])

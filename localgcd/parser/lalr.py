@@ -154,11 +154,13 @@ def _encoded(grammar: GrammarIR) -> tuple[list[tuple[int, tuple[int, ...]]], Gra
     if grammar.start not in symbols.nonterminals:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined", grammar.source)
     terminal_ids = symbols.columns
-    rule_ids = {name: symbols.id(name, False) for name in symbols.nonterminals}
+    first_rule_id = symbols.end + 1
+    rule_ids = {name: first_rule_id + index for name, index in symbols.nonterminals.items()}
+    id_of = ({**rule_ids, **terminal_ids}).__getitem__  # (a terminal's column where a rule has its name too)
     encoded = []
     for rule in grammar.rules:
         try:
-            rhs = tuple([terminal_ids[s] if s in terminal_ids else rule_ids[s] for s in rule.rhs])
+            rhs = tuple(map(id_of, rule.rhs))
         except KeyError:
             undefined = next((s for s in rule.rhs if s not in terminal_ids and s not in rule_ids), None)
             if undefined is None:
