@@ -534,7 +534,7 @@ def _gather(follow: np.ndarray, state: np.ndarray, rule: np.ndarray, transition:
     groups, terminals = np.nonzero(lookaheads)
     first = order[starts[groups]]
     q, r, t = state[first].astype(np.int64), rule[first].astype(np.int64), terminals.astype(np.int64)
-    rows = np.lexsort((r, t, q))
+    rows = np.argsort((q * n_terminals + t) * (int(r.max(initial=0)) + 1) + r, kind="stable")  # (q, t, r): distinct
     return q[rows], t[rows], r[rows]
 
 

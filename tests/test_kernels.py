@@ -27,7 +27,8 @@ from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import boolean_product, packed_words, sorted_unique
-from localgcd.budget import unbounded
+from localgcd.budget import CompileBudget, unbounded
+from localgcd.errors import CompileBudgetError
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser import lalr
@@ -827,3 +828,18 @@ def test_masks_stitched_from_an_earlier_split_are_numpys(load_vocab) -> None:
             assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
             assert all(m.advance(token) for m in matchers.values())
     assert pair[True].n_stitched > 0
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["kernel", "python"])
+@pytest.mark.parametrize(("max_states", "refused"), [(2_000, True), (3_000, False)])
+def test_the_lr0_automaton_is_held_to_the_compile_budget_either_way(kernels: bool, max_states: int,
+                                                                     refused: bool) -> None:
+    """One rule of 2,500 terminals in a row: 2,502 LR(0) states, counted every 1,024 states found
+    by the kernel as by the Python builder, so both refuse it under 2,000 and take it under 3,000."""
+    rules = [(2_501, tuple(range(2_500)))]
+    meter = CompileBudget(max_states=max_states).meter()
+    if refused:
+        with pytest.raises(CompileBudgetError, match="the LR\\(0\\) automaton needs more than 2,000 states"):
+            analyze(rules, 2_501, 2_501, meter, kernels=kernels)
+    else:
+        assert analyze(rules, 2_501, 2_501, meter, kernels=kernels).n_states == 2_502
