@@ -7,7 +7,10 @@ language — are those of the parser lark builds.  Written over integers
 (symbols, rules, items), with a closure's moves shared by every state that
 expands the same nonterminals, the relations as arrays of pairs and terminal
 sets as rows of bits, it runs an order of magnitude faster than lark's object
-graph, which matters because a JSON Schema is a new grammar per request.
+graph, which matters because a JSON Schema is a new grammar per request.  The
+LR(0) automaton is built by a compiled kernel (``lr0_kernel``: the same states,
+numbered alike, as :class:`_LR0Builder`, the Python reference) and kept as
+arrays (:attr:`LALRAutomaton.kernel_items`, :attr:`LALRAutomaton.edges`).
 
 Symbols: terminals ``0 .. n_terminals - 1`` (the last one is ``$END``), then
 nonterminals.  Rule ``len(rules) - 1`` is the root rule ``$root: start``.
@@ -39,6 +42,11 @@ try:
     from localgcd import lr0_kernel
 except ImportError:  # not built: the Python builder serves
     lr0_kernel = None
+
+
+def lr0_kernel_available() -> bool:
+    """Whether the compiled LR(0) kernel was built (``pip install`` builds it)."""
+    return lr0_kernel is not None
 
 
 @dataclass

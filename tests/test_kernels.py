@@ -76,7 +76,7 @@ def test_the_kernels_are_built() -> None:
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
     assert product.product_kernel_available() and digraph_kernel_available()
     assert automata_kernels.automata_kernel_available()
-    assert lalr_analysis.lr0_kernel is not None and stack_free.stack_free_kernel is not None
+    assert lalr_analysis.lr0_kernel_available() and stack_free.stack_free_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:

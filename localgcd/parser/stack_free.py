@@ -30,6 +30,11 @@ try:
 except ImportError:  # not built: numpy's two ways serve
     stack_free_kernel = None
 
+
+def stack_free_kernel_available() -> bool:
+    """Whether the compiled stack-free kernel was built (``pip install`` builds it)."""
+    return stack_free_kernel is not None
+
 _CHUNK = 32  # next states per kept AND of a group's (see _fixpoint_by_groups)
 
 
