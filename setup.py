@@ -15,6 +15,8 @@ KERNELS = [
     Extension("localgcd.runtime.assembly_kernel", ["localgcd/runtime/assembly_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.runtime.logits_kernel", ["localgcd/runtime/logits_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.digraph_kernel", ["localgcd/digraph_kernel.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.parser.stack_free_kernel", ["localgcd/parser/stack_free_kernel.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.lr0_kernel", ["localgcd/lr0_kernel.pyx"], extra_compile_args=["-O3"], language="c++"),
     Extension("localgcd.regex.automata_kernel", ["localgcd/regex/automata_kernel.pyx"], extra_compile_args=["-O3"]),
 ]
 

@@ -27,11 +27,14 @@ from localgcd.lexer import product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import boolean_product, packed_words, sorted_unique
-from localgcd.budget import unbounded
+from localgcd.budget import CompileBudget, unbounded
+from localgcd.errors import CompileBudgetError
 from localgcd.digraph import closed_rows, closed_table_rows, digraph, digraph_kernel_available
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser import lalr
+from localgcd import lalr_analysis
 from localgcd.lalr_analysis import analyze
+from localgcd.parser import stack_free
 from localgcd.parser.pda import PushdownAutomaton
 from localgcd.runtime import assembly
 from localgcd.runtime.masks import Mask, MaskEngine
@@ -73,6 +76,7 @@ def test_the_kernels_are_built() -> None:
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
     assert product.product_kernel_available() and digraph_kernel_available()
     assert automata_kernels.automata_kernel_available()
+    assert lalr_analysis.lr0_kernel_available() and stack_free.stack_free_kernel_available()
 
 
 def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -649,19 +653,42 @@ def test_the_producible_table_by_the_kernel_is_numpys(text: str, fmt: str) -> No
 
 
 @pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
-def test_the_lalr_lookaheads_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str) -> None:
+def test_the_lalr_analysis_by_the_kernels_is_pythons(monkeypatch, text: str, fmt: str) -> None:
     """Every LALR(1) analysis the parse tables run (the grammar's and its terminal classes'), again
-    with Read and Follow closed by the kernel and by numpy: the same reductions and completions."""
+    with the LR(0) automaton by the kernel and by the Python builder, Read and Follow closed by the
+    kernel and by numpy: the same states numbered alike (kernels, edges in the same order), the same
+    reductions and completions."""
     analyses = []
     monkeypatch.setattr(lalr, "analyze", lambda *args, **kw: analyses.append((args, kw)) or analyze(*args, **kw))
     _dfa, grammar = lexer_and_grammar(text, fmt)
     lalr.build_parse_tables(grammar)
     assert analyses
     for args, kw in analyses:
-        compiled, numpys = analyze(*args, **kw, kernels=True), analyze(*args, **kw, kernels=False)
-        for got, expected in zip((*compiled.reductions, *compiled.completions),
-                                 (*numpys.reductions, *numpys.completions)):
+        compiled, pythons = analyze(*args, **kw, kernels=True), analyze(*args, **kw, kernels=False)
+        assert compiled.kernels == pythons.kernels and compiled.transitions == pythons.transitions
+        for got, expected in zip((compiled.kernel_offsets, compiled.kernel_items, *compiled.edges,
+                                  *compiled.reductions, *compiled.completions),
+                                 (pythons.kernel_offsets, pythons.kernel_items, *pythons.edges,
+                                  *pythons.reductions, *pythons.completions)):
             assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
+@pytest.mark.parametrize("by_groups", [False, True], ids=["numpy-by-pairs", "numpy-by-groups"])
+def test_the_stack_free_moves_by_the_kernel_are_numpys(monkeypatch, text: str, fmt: str, by_groups: bool) -> None:
+    """The parse tables' stack-free analysis (takes, refuses), by the compiled worklist and by each
+    of numpy's two ways: the same pairs decided."""
+    calls = []
+    real = stack_free.stack_free_moves
+    monkeypatch.setattr(lalr, "stack_free_moves", lambda *args, **kw: calls.append(args) or real(*args, **kw))
+    _dfa, grammar = lexer_and_grammar(text, fmt)
+    lalr.build_parse_tables(grammar)
+    assert calls
+    tuning = Tuning(pair_rows_limit=-1) if by_groups else Tuning(pair_rows_limit=1 << 62, group_rows_min=1 << 62)
+    for action, completions, _tuning in calls:
+        compiled = real(action, completions, tuning, kernels=True)
+        numpys = real(action, completions, tuning, kernels=False)
+        assert all(np.array_equal(got, expected) for got, expected in zip(compiled, numpys))
 
 
 @pytest.mark.parametrize(("text", "fmt"), list(product_cases()))
@@ -801,3 +828,18 @@ def test_masks_stitched_from_an_earlier_split_are_numpys(load_vocab) -> None:
             assert (got.n_allowed, got.accepting) == (expected.n_allowed, expected.accepting)
             assert all(m.advance(token) for m in matchers.values())
     assert pair[True].n_stitched > 0
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["kernel", "python"])
+@pytest.mark.parametrize(("max_states", "refused"), [(2_000, True), (3_000, False)])
+def test_the_lr0_automaton_is_held_to_the_compile_budget_either_way(kernels: bool, max_states: int,
+                                                                     refused: bool) -> None:
+    """One rule of 2,500 terminals in a row: 2,502 LR(0) states, counted every 1,024 states found
+    by the kernel as by the Python builder, so both refuse it under 2,000 and take it under 3,000."""
+    rules = [(2_501, tuple(range(2_500)))]
+    meter = CompileBudget(max_states=max_states).meter()
+    if refused:
+        with pytest.raises(CompileBudgetError, match="the LR\\(0\\) automaton needs more than 2,000 states"):
+            analyze(rules, 2_501, 2_501, meter, kernels=kernels)
+    else:
+        assert analyze(rules, 2_501, 2_501, meter, kernels=kernels).n_states == 2_502

@@ -44,7 +44,8 @@ def test_the_wheel_holds_grammars_and_models_toml(wheel: Path) -> None:
     assert shipped and {f"localgcd/data/grammars/{g}" for g in shipped} <= names
     kernels = {"localgcd/spanner/walk_kernel", "localgcd/spanner/lex_kernel", "localgcd/runtime/assembly_kernel",
                "localgcd/runtime/check_kernel", "localgcd/lexer/product_kernel", "localgcd/digraph_kernel",
-               "localgcd/runtime/logits_kernel", "localgcd/regex/automata_kernel"}
+               "localgcd/runtime/logits_kernel", "localgcd/regex/automata_kernel", "localgcd/lr0_kernel",
+               "localgcd/parser/stack_free_kernel"}
     assert {n.split(".")[0] for n in names if n.endswith(".so")} == kernels  # compiled by the build
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "localgcd = localgcd.cli.app:app" in zipfile.ZipFile(wheel).read(entry).decode()
@@ -74,7 +75,9 @@ def test_an_installed_wheel_finds_its_data_from_any_directory(wheel: Path, tmp_p
                             "from localgcd.digraph import digraph_kernel_available as d; "
                             "from localgcd.runtime.bitmask import logits_kernel_available as g; "
                             "from localgcd.regex.kernels import automata_kernel_available as r; "
-                            "print(k() and a() and c() and p() and d() and g() and r())"], capture_output=True, text=True, cwd=elsewhere, env=env)
+                            "from localgcd.lalr_analysis import lr0_kernel_available as l; "
+                            "from localgcd.parser.stack_free import stack_free_kernel_available as s; "
+                            "print(k() and a() and c() and p() and d() and g() and r() and l() and s())"], capture_output=True, text=True, cwd=elsewhere, env=env)
     assert probe.stdout.strip() == "True", probe.stderr  # the installed copy's kernels load
     grammars = cli("grammars", "--json")
     assert "json" in {g["name"] for g in grammars}

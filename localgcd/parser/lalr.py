@@ -130,7 +130,7 @@ def _plain_actions(automaton: LALRAutomaton, width: int, rule_number: np.ndarray
     """The action table with every shift and every reduce cell one rule alone claims (by
     ``rule_number[rule]`` when given), all at once; and the reduction rows left unsettled, whose
     cell several rules or a shift share."""
-    action = np.full((len(automaton.transitions), width), NO_ACTION, dtype=np.int32)
+    action = np.full((automaton.n_states, width), NO_ACTION, dtype=np.int32)
     edge_state, edge_symbol, edge_target = automaton.edges
     shifted = edge_symbol < width
     action[edge_state[shifted], edge_symbol[shifted]] = edge_target[shifted]
@@ -154,11 +154,13 @@ def _encoded(grammar: GrammarIR) -> tuple[list[tuple[int, tuple[int, ...]]], Gra
     if grammar.start not in symbols.nonterminals:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined", grammar.source)
     terminal_ids = symbols.columns
-    rule_ids = {name: symbols.id(name, False) for name in symbols.nonterminals}
+    first_rule_id = symbols.end + 1
+    rule_ids = {name: first_rule_id + index for name, index in symbols.nonterminals.items()}
+    id_of = ({**rule_ids, **terminal_ids}).__getitem__  # (a terminal's column where a rule has its name too)
     encoded = []
     for rule in grammar.rules:
         try:
-            rhs = tuple([terminal_ids[s] if s in terminal_ids else rule_ids[s] for s in rule.rhs])
+            rhs = tuple(map(id_of, rule.rhs))
         except KeyError:
             undefined = next((s for s in rule.rhs if s not in terminal_ids and s not in rule_ids), None)
             if undefined is None:
@@ -264,7 +266,7 @@ def _tables(automaton: LALRAutomaton, action: np.ndarray, grammar: GrammarIR, sy
             n_terms: int, completions: tuple[np.ndarray, np.ndarray, np.ndarray], tuning: Tuning) -> ParseTables:
     """``n_terms``: the analysis's ``$END`` (its nonterminals follow it, in the grammar's order);
     ``completions``: the analysis's, with the grammar's rule numbers."""
-    n_states = len(automaton.transitions)
+    n_states = automaton.n_states
     edge_state, edge_symbol, edge_target = automaton.edges
     is_goto = edge_symbol > n_terms
     goto_states = edge_state[is_goto]

@@ -25,24 +25,40 @@ from localgcd.arrays import expand_ranges, sorted_unique, unique_inverse
 from localgcd.parser.tables import NO_ACTION, is_reduce, reduced_rule
 from localgcd.tuning import Tuning
 
+try:
+    from localgcd.parser import stack_free_kernel
+except ImportError:  # not built: numpy's two ways serve
+    stack_free_kernel = None
+
+
+def stack_free_kernel_available() -> bool:
+    """Whether the compiled stack-free kernel was built (``pip install`` builds it)."""
+    return stack_free_kernel is not None
+
 _CHUNK = 32  # next states per kept AND of a group's (see _fixpoint_by_groups)
 
 
 def stack_free_moves(action: np.ndarray, completions: tuple[np.ndarray, np.ndarray, np.ndarray],
-                     tuning: Tuning = Tuning()) -> tuple[np.ndarray, np.ndarray]:
+                     tuning: Tuning = Tuning(), kernels: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(takes, refuses)``: bool [states, terminals + 1] (see the module docstring);
-    ``tuning``: which way to the fixpoint (by pairs or by groups: the same result).
+    ``tuning``: which way numpy goes to the fixpoint (by pairs or by groups: the same result);
+    ``kernels``: by the compiled worklist instead (None: when it was built; the same result again).
 
     ``completions`` are rows (state, rule, next state): a reduction by
     ``rule`` with ``state`` on top may expose a state ``p`` from which the
     rule's body leads to ``state``, and ``goto(p, lhs)`` comes next — for
     every such ``p`` (the LALR analysis walks them: its lookback relation).
     """
-    reductions = _Reductions(action, completions)
     takes = np.zeros(action.shape, dtype=bool)
     refuses = np.zeros(action.shape, dtype=bool)
     takes[:, :-1] = action[:, :-1] >= 0
     refuses[:, :-1] = action[:, :-1] == NO_ACTION
+    if kernels is not False and stack_free_kernel is not None:
+        done_state, done_rule, next_state = (np.ascontiguousarray(column, dtype=np.int64) for column in completions)
+        stack_free_kernel.close_reductions(np.ascontiguousarray(action, dtype=np.int32), done_state, done_rule,
+                                           next_state, takes.view(np.uint8), refuses.view(np.uint8))
+        return takes, refuses
+    reductions = _Reductions(action, completions)
     # Least fixpoint: a reduce pair is decided once every state it may expose is.  Both ways give
     # it exactly; by pairs is quicker until the rows (pairs x their next states) run to millions.
     # Above tuning.pair_rows_limit (reduce pair, next state) rows, the fixpoint runs on groups and

@@ -19,6 +19,7 @@ tables from the rules as they are, and conflicts are reported in the grammar's o
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +94,8 @@ def class_grammar(rules: list[tuple[int, tuple[int, ...]]], end: int, start: int
 
     # Each symbol's new number, by list lookup (a big schema's rules hold a hundred thousand symbols):
     # a class's its column; $END and the nonterminals move up.
-    top = max(max(lhs for lhs, _ in rules), max((max(rhs) for _, rhs in rules if rhs), default=0), end)
+    top = max(max(lhs for lhs, _ in rules), max(itertools.chain.from_iterable(rhs for _, rhs in rules), default=0),
+              end)
     renamed = list(range(end)) + list(range(end + shift, top + shift + 1))
     for lhs in order:
         renamed[lhs] = column[lhs]
