@@ -31,7 +31,9 @@ from localgcd.paths import cache_dir  # noqa: E402
 # stage -> (file suffix, function name) entry points; a stage's time is the cumulative time of its
 # outermost entries
 MASK_STAGES = {
-    "row walk (lazy rows, part_within)": [("spanner/lazy.py", "part_within"), ("spanner/lazy.py", "class_emits")],
+    "row walk (lazy rows' new branches)": [("spanner/branches.py", "_walk")],
+    "row part ranked (rank_entries)": [("spanner/branches.py", "part_of")],
+    "split stitched": [("runtime/masks.py", "_stitched")],
     "statuses (Alg. 5)": [("runtime/checks.py", "statuses")],
     "dependent checks": [("runtime/masks.py", "_dependent_classes")],
     "split classify": [("runtime/masks.py", "_classify")],

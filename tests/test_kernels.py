@@ -87,12 +87,15 @@ def meanings(spanner: LazyTokenSpanner, values: np.ndarray) -> list[tuple[tuple[
 
 
 def assert_same_part(got: RowPart, expected: RowPart) -> None:
-    """The kernel's part (ranked from the branches in one pass) is numpy's, array for array, types too."""
-    for field in RowPart.__slots__:
+    """The kernel's part (ranked from the branches in one pass, its classes counted by rank as they
+    are ranked) is numpy's, array for array, types too."""
+    for field in ("outcomes", "dense", "classes", "ranks"):
         a, b = getattr(got, field), getattr(expected, field)
         assert (a is None) == (b is None), field
         if a is not None:
             assert a.dtype == b.dtype and np.array_equal(a, b), field
+    if expected.dense is not None:
+        assert np.array_equal(got.rank_counts(), expected.rank_counts())
 
 
 # The kernel walks a branch over Tuning.breadth_from positions breadth first, a smaller one depth first:

@@ -188,7 +188,6 @@ class MaskEngine:
         self._base_packed: dict[int, tuple[np.ndarray, int]] = {}  # the same, packed, and its count
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
-        self._rank_counts_of: dict[int, np.ndarray] = {}  # id(dense row part) -> classes per rank
         self.n_by_ranks = 0  # splits made from their ranks alone (mostly context-dependent classes)
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
@@ -395,13 +394,6 @@ class MaskEngine:
             return False
         dependent = split.n_dependent_classes + (0 if fresh is None else fresh.n_dependent_classes)
         return 8 * dependent >= self.spanner.n_classes
-
-    def _rank_counts(self, part: RowPart) -> np.ndarray:
-        """How many classes a dense part has at each rank (once per part: parts are kept)."""
-        found = self._rank_counts_of.get(id(part))
-        if found is None:
-            found = self._rank_counts_of[id(part)] = np.bincount(part.dense[:-1], minlength=part.outcomes.size + 1)
-        return found
 
     def _packed_token_mask(self, base: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`_token_mask` by the kernel, as packed words and their count: the base's packed
@@ -650,7 +642,7 @@ class MaskEngine:
             else:
                 layout_classes = part.classes[np.take(newline, part.ranks)]
         if part.dense is not None and self.kernels and any_dependent:
-            n_dependent = int(self._rank_counts(part)[np.flatnonzero(dependent)].sum())
+            n_dependent = int(part.rank_counts()[np.flatnonzero(dependent)].sum())
             if 8 * n_dependent >= self.spanner.n_classes:  # its masks take one pass by rank: no classes gathered
                 self.n_by_ranks += 1
                 return _ParserStateSplit.by_ranks(part.dense, outcomes, always_of, np.append(dependent, False),

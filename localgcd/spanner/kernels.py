@@ -200,9 +200,11 @@ class EntryRanks:
         self._rank_of = np.zeros(0, dtype=np.int32)
 
     def __call__(self, positions: list[np.ndarray], values: list[np.ndarray], bound: int,
-                 n_classes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """(outcomes sorted, dense ranks or None, classes or None, their ranks or None) of the
-        entries ``positions[b]`` (int64) and ``values[b]`` (int32, all below ``bound``)."""
+                 n_classes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+                                          np.ndarray | None]:
+        """(outcomes sorted, dense ranks or None, classes or None, their ranks or None, classes per
+        rank or None) of the entries ``positions[b]`` (int64) and ``values[b]`` (int32, all below
+        ``bound``)."""
         _built()
         if self._seen.size < max(bound, 1):
             size = max(bound, 2 * self._seen.size, 1)

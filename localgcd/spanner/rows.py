@@ -111,10 +111,11 @@ class RowPart:
     ``outcomes.size`` for no entry and in a last slot for class -1), in the smallest unsigned
     type that holds the ranks, and drops its entries: a string state's 123K entries are 1.5 MB
     as (position, outcome) pairs and 128 KB as byte ranks, and every new part is fresh memory.
-    A smaller part keeps its entries (``classes`` ascending, ``ranks``).
+    A smaller part keeps its entries (``classes`` ascending, ``ranks``).  A dense part's classes
+    per rank (:meth:`rank_counts`) are counted once, by the kernel as it ranks the entries.
     """
 
-    __slots__ = ("outcomes", "dense", "classes", "ranks")
+    __slots__ = ("outcomes", "dense", "classes", "ranks", "_counts")
 
     def __init__(self, classes: np.ndarray, values: np.ndarray, outcomes: np.ndarray, n_classes: int) -> None:
         """``(classes, values)``: the part's entries; ``outcomes``: its distinct values, sorted."""
@@ -123,6 +124,7 @@ class RowPart:
         rank_of_outcome = np.zeros(int(outcomes[-1]) + 1 if n else 0, dtype=rank_type)
         rank_of_outcome[outcomes] = np.arange(n, dtype=rank_type)
         self.outcomes = outcomes
+        self._counts = None
         if 8 * classes.size >= n_classes:
             self.dense = np.full(n_classes + 1, n, dtype=rank_type)
             self.dense[classes] = np.take(rank_of_outcome, values)  # take: 2-4x numpy's fancy indexing here
@@ -133,12 +135,23 @@ class RowPart:
 
     @classmethod
     def ranked(cls, outcomes: np.ndarray, dense: np.ndarray | None, classes: np.ndarray | None,
-               ranks: np.ndarray | None) -> "RowPart":
+               ranks: np.ndarray | None, counts: np.ndarray | None = None) -> "RowPart":
         """A part whose fields were made elsewhere, as the constructor makes them (the spanner's
-        kernel ranks a part's branches in one pass: ``kernels.EntryRanks``)."""
+        kernel ranks a part's branches in one pass: ``kernels.EntryRanks``), with its
+        :meth:`rank_counts` when they were counted there."""
         part = cls.__new__(cls)
-        part.outcomes, part.dense, part.classes, part.ranks = outcomes, dense, classes, ranks
+        part.outcomes, part.dense, part.classes, part.ranks, part._counts = outcomes, dense, classes, ranks, counts
         return part
+
+    def rank_counts(self) -> np.ndarray:
+        """int64 [outcomes.size + 1]: how many classes a dense part has at each rank (the last: no
+        entry); counted on the first call unless given (:meth:`ranked`)."""
+        if self.dense is None:
+            raise ValueError("a sparse part has no ranks by class")
+        if self._counts is None:
+            self._counts = np.bincount(self.dense[:-1], minlength=self.outcomes.size + 1)
+            self._counts.flags.writeable = False
+        return self._counts
 
     def entries(self) -> SparseRow:
         """(classes ascending, their outcome ids)."""

@@ -578,15 +578,21 @@ cdef int compare_int32(const void* a, const void* b) noexcept nogil:
 
 
 cdef void write_ranks(rank_t[::1] out, bint dense, int32_t n_ranks, const int64_t** positions, const int32_t** values,
-                      int64_t* sizes, Py_ssize_t n_parts, const int32_t* rank_of) noexcept nogil:
+                      int64_t* sizes, Py_ssize_t n_parts, const int32_t* rank_of, int64_t* counts) noexcept nogil:
     cdef Py_ssize_t b, i
     cdef int64_t k = 0
-    if dense:  # a rank per class, n_ranks where no entry (and in the last slot, for class -1)
+    cdef int32_t rank
+    if dense:  # a rank per class, n_ranks where no entry (and in the last slot, for class -1); classes per rank
         for i in range(out.shape[0]):
             out[i] = <rank_t> n_ranks
         for b in range(n_parts):
             for i in range(sizes[b]):
-                out[positions[b][i]] = <rank_t> rank_of[values[b][i]]
+                rank = rank_of[values[b][i]]
+                out[positions[b][i]] = <rank_t> rank
+                counts[rank] += 1
+        counts[n_ranks] = out.shape[0] - 1
+        for i in range(n_ranks):
+            counts[n_ranks] -= counts[i]
     else:  # the entries' ranks, in order
         for b in range(n_parts):
             for i in range(sizes[b]):
@@ -599,9 +605,10 @@ def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] ra
     outcome ids, branches in position order): ``(outcomes, dense, classes, ranks)`` as
     ``RowPart`` keeps them -- the distinct outcomes sorted; with entries for an eighth of the
     ``n_classes`` or more, ``dense`` (a rank per class, ``outcomes.size`` for none, and one more
-    slot), else the entries' ``classes`` and ``ranks`` -- ranks in the smallest unsigned type that
-    holds them.  ``seen`` (all zeros before and after) and ``rank_of`` are scratch over the outcome
-    ids."""
+    slot) and ``counts`` (int64: the classes at each rank, ``outcomes.size`` for none: what
+    ``np.bincount(dense[:-1])`` gives, counted as the ranks are written), else the entries'
+    ``classes`` and ``ranks`` -- ranks in the smallest unsigned type that holds them.  ``seen``
+    (all zeros before and after) and ``rank_of`` are scratch over the outcome ids."""
     cdef Py_ssize_t n_parts = len(positions), b, i
     cdef const int64_t** pos = <const int64_t**> malloc((n_parts + 1) * sizeof(int64_t*))
     cdef const int32_t** val = <const int32_t**> malloc((n_parts + 1) * sizeof(int32_t*))
@@ -615,6 +622,7 @@ def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] ra
     cdef const int32_t[::1] v_view
     cdef int64_t total = 0, k = 0
     cdef int32_t[::1] found
+    cdef int64_t[::1] counts
     cdef int32_t v
     try:
         for b in range(n_parts):
@@ -645,18 +653,21 @@ def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] ra
         dense = 8 * total >= n_classes
         rank_type = np.uint8 if k < 255 else np.uint16 if k < 65535 else np.int32
         out = np.empty(n_classes + 1 if dense else total, dtype=rank_type)
+        counts_arr = np.zeros(k + 1 if dense else 1, dtype=np.int64)
+        counts = counts_arr
         if rank_type is np.uint8:
-            write_ranks[uint8_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+            write_ranks[uint8_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0], &counts[0])
         elif rank_type is np.uint16:
-            write_ranks[uint16_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+            write_ranks[uint16_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0], &counts[0])
         else:
-            write_ranks[int32_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0])
+            write_ranks[int32_t](out, dense, <int32_t> k, pos, val, sizes, n_parts, &rank_of[0], &counts[0])
         if dense:
-            return outcomes, out, None, None
+            return outcomes, out, None, None, counts_arr
         classes = np.concatenate(positions) if n_parts > 1 else np.asarray(positions[0]) if n_parts else \
             np.empty(0, np.int64)
-        return outcomes, None, classes, out
+        return outcomes, None, classes, out, None
     finally:
         free(pos)
         free(val)
         free(sizes)
+
