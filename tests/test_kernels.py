@@ -433,6 +433,56 @@ def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: in
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
 
+RANK_TYPES = [np.uint8, np.uint16, np.int32]
+
+
+@given(n_ranks=st.integers(1, 300), n_fresh_ranks=st.integers(1, 300), n_classes=st.integers(0, 100),
+       n_tokens=st.integers(0, 100), rank_type=st.sampled_from(RANK_TYPES), fresh_type=st.sampled_from(RANK_TYPES),
+       with_fresh=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_a_mask_packed_by_ranks_is_numpys(n_ranks: int, n_fresh_ranks: int, n_classes: int, n_tokens: int, rank_type,
+                                          fresh_type, with_fresh: bool, seed: int) -> None:
+    """A mask of splits made by ranks, packed in one pass over the tokens, is MaskEngine's numpy
+    reading: each class's verdict gathered by its rank (np.take), the fresh part's where the
+    class's first byte ends the lexeme (np.where), class -1 reading the last slot, then Mask.of."""
+    rng = np.random.default_rng(seed)
+    n_ranks, n_fresh_ranks = min(n_ranks, np.iinfo(rank_type).max), min(n_fresh_ranks, np.iinfo(fresh_type).max)
+    verdicts, fresh_verdicts = rng.random(n_ranks) < 0.5, rng.random(n_fresh_ranks) < 0.5
+    dense = rng.integers(0, n_ranks, n_classes + 1).astype(rank_type)
+    fresh_dense = rng.integers(0, n_fresh_ranks, n_classes + 1).astype(fresh_type)
+    emits = rng.random(n_classes) < 0.4
+    token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
+    classes = np.take(verdicts, dense)
+    if with_fresh:
+        classes[:-1] = np.where(emits, np.take(fresh_verdicts, fresh_dense)[:-1], classes[:-1])
+    packed, count = assembly.pack_ranks(verdicts, dense, token_class,
+                                        (fresh_verdicts, fresh_dense, emits) if with_fresh else None)
+    expected = Mask.of(classes[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
+
+
+@given(n_ranks=st.integers(1, 70000), n=st.integers(0, 300), rank_type=st.sampled_from(RANK_TYPES),
+       seed=st.integers(0, 2**32 - 1))
+def test_rank_counts_are_numpys_bincount(n_ranks: int, n: int, rank_type, seed: int) -> None:
+    n_ranks = min(n_ranks, int(np.iinfo(rank_type).max) + 1)
+    ranks = np.random.default_rng(seed).integers(0, n_ranks, n).astype(rank_type)
+    assert np.array_equal(assembly.rank_counts(ranks, n_ranks), np.bincount(ranks, minlength=n_ranks))
+
+
+def test_rank_counts_refuse_a_rank_past_them() -> None:
+    with pytest.raises(ValueError):
+        assembly.rank_counts(np.array([0, 3], np.uint8), 3)
+
+
+@pytest.mark.parametrize("fresh", [None, (np.zeros(2, bool), np.array([2, 0], np.uint8), np.ones(1, bool)),
+                                   (np.zeros(2, bool), np.array([0, 1, 1], np.uint8), np.zeros(1, bool))],
+                         ids=["rank-past-verdicts", "fresh-rank-past-verdicts", "fresh-part-of-another-length"])
+def test_a_mask_packed_by_ranks_refuses_what_it_cannot_read(fresh) -> None:
+    """The kernel reads verdicts by rank and the fresh part by class: what lies past them is named."""
+    dense = np.array([0, 1], np.uint8) if fresh is not None else np.array([0, 2], np.uint8)
+    with pytest.raises(ValueError):
+        assembly.pack_ranks(np.zeros(2, bool), dense, np.array([0, -1]), fresh)
+
+
 def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
     """The kernel reads the verdicts by rank: one past them is named, not read."""
     with pytest.raises(ValueError):
