@@ -158,6 +158,26 @@ def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from
     assert_same_rows(compiled.lexer, trie, len(vocab), 33, breadth_from)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
+def test_branches_renamed_from_a_copy_are_numpys_rows(load_vocab, vocab_name: str) -> None:
+    """Go's operators and keywords each swallow the blanks and comments after them in their own copy
+    of one automaton: a row's big branch entered in a copy is the walked copy's, renamed -- every
+    state's row is still numpy's, and some branches were renamed."""
+    vocab = load_vocab(vocab_name)
+    compiled = Compiler(use_cache=False).compile(grammar_file("go"), vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    renamed = {}
+    for copy_states in (Tuning().copy_states, 0):  # 0: renaming off
+        spanner = LazyTokenSpanner(compiled.lexer, trie, len(vocab), kernels=True,
+                                   tuning=Tuning(copy_states=copy_states))
+        for q in range(compiled.lexer.n_states):
+            spanner.branches_of(q)
+        renamed[copy_states] = spanner.n_renamed
+    assert renamed[Tuning().copy_states] > 0 and renamed[0] == 0
+    assert_same_rows(compiled.lexer, trie, len(vocab), 3, Tuning().breadth_from)
+
+
 # JSON Schema strings with a length bound count their characters in lexer states (q_k → q_(k+1)):
 # the kernel ends a trie node's tokens along that chain without walking them where it can.
 BOUNDED_STRINGS = {
