@@ -362,9 +362,11 @@ def test_masks_assembled_by_the_kernel_are_numpys_small(name: str, vocab_kind: s
 
 
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES + [
-    pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow)])
+    pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow),
+    pytest.param("go", "llama-bpe", id="go-llama-bpe", marks=pytest.mark.slow)])
 def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str, vocab_name: str) -> None:
-    """Real vocabularies (classes of many tokens), and Python's Indenter (tokens set one by one)."""
+    """Real vocabularies (classes of many tokens), Python's Indenter (tokens set one by one), and Go's
+    operators (a split by ranks and the fresh one after the pending operator, packed in one call)."""
     compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
     assert_same_masks_along_walks(compiled, 11, 3, 40)
 
