@@ -490,6 +490,17 @@ def test_rank_counts_are_numpys_bincount(n_ranks: int, n: int, rank_type, seed: 
     assert np.array_equal(assembly.rank_counts(ranks, n_ranks), np.bincount(ranks, minlength=n_ranks))
 
 
+@given(n_ranks=st.integers(1, 300), n=st.integers(0, 300), rank_type=st.sampled_from(RANK_TYPES),
+       seed=st.integers(0, 2**32 - 1))
+def test_marked_classes_are_numpys(n_ranks: int, n: int, rank_type, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_ranks = min(n_ranks, int(np.iinfo(rank_type).max) + 1)
+    marks, dense = rng.random(n_ranks) < 0.3, rng.integers(0, n_ranks, n).astype(rank_type)
+    assert np.array_equal(assembly.marked_classes(marks, dense), np.flatnonzero(np.take(marks, dense)))
+    with pytest.raises(ValueError):
+        assembly.marked_classes(marks, np.append(dense, n_ranks).astype(np.int32))
+
+
 def test_rank_counts_refuse_a_rank_past_them() -> None:
     with pytest.raises(ValueError):
         assembly.rank_counts(np.array([0, 3], np.uint8), 3)

@@ -57,6 +57,17 @@ def pack_ranks(verdicts: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
     return found[0], int(found[1])
 
 
+def marked_classes(marks: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """int64: ``np.flatnonzero(np.take(marks, dense))`` -- the classes (ascending) whose rank is
+    marked (``marks``: bool per rank; ``dense``: uint8, uint16 or int32 ranks) -- in one pass
+    without a copy of the ranks as intp."""
+    _built()
+    found = assembly_kernel.marked_classes(np.ascontiguousarray(marks).view(np.uint8), np.ascontiguousarray(dense))
+    if found is None:
+        raise ValueError("a rank past the marks")
+    return found
+
+
 def rank_counts(ranks: np.ndarray, n_ranks: int) -> np.ndarray:
     """int64 [n_ranks]: ``np.bincount(ranks, minlength=n_ranks)`` of ranks all below ``n_ranks``
     (uint8, uint16 or int32), in one pass without a copy of them as intp."""

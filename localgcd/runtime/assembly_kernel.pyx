@@ -85,6 +85,26 @@ def rank_counts(const rank_t[::1] ranks, Py_ssize_t n_ranks):
     return counts_arr[:n_ranks]
 
 
+def marked_classes(const uint8_t[::1] marks, const rank_t[::1] dense):
+    """int64: the classes ``c`` (ascending) whose rank ``dense[c]`` is marked, in one branch-free
+    pass (``np.flatnonzero(np.take(marks, dense))`` without the copy of the ranks as intp), or
+    None when a rank is past the marks."""
+    cdef Py_ssize_t n = dense.shape[0], c, n_marks = marks.shape[0], found = 0
+    classes_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] classes = classes_arr
+    cdef int64_t rank
+    cdef bint bad = n_marks == 0 and n > 0
+    with nogil:
+        for c in range(n):
+            rank = dense[c]
+            bad |= rank < 0 or rank >= n_marks
+            classes[found] = c
+            found += marks[rank if rank >= 0 and rank < n_marks else 0] != 0
+    if bad:
+        return None
+    return classes_arr[:found].copy()
+
+
 ctypedef fused fresh_rank_t:
     uint8_t
     uint16_t

@@ -25,8 +25,8 @@ import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.runtime.assembly import (BranchSplit, PackedSplit, SplitStitcher, assembly_kernel_available,
-                                       classify_dense, pack_classes, pack_ranks, rank_counts,
-                                       set_class_tokens)
+                                       classify_dense, marked_classes, pack_classes, pack_ranks,
+                                       rank_counts, set_class_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import NO_LAYOUT_TOKENS, IndentationPath, LayoutTokens
@@ -125,7 +125,7 @@ class _ParserStateSplit:
 
     @cached_property
     def dependent_classes(self) -> np.ndarray:
-        return np.flatnonzero(np.take(self._dependent_of, self.dense))
+        return marked_classes(self._dependent_of, self.dense)  # (made by ranks: with the kernels)
 
     @cached_property
     def dependent_class_outcome(self) -> np.ndarray:
@@ -645,7 +645,9 @@ class MaskEngine:
         layout_classes = _NO_TOKENS
         if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
             newline = self.indentation.emits_newline[outcomes]
-            if part.dense is not None:
+            if part.dense is not None and self.kernels:
+                layout_classes = marked_classes(np.append(newline, False), part.dense[:-1])
+            elif part.dense is not None:
                 layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
             else:
                 layout_classes = part.classes[np.take(newline, part.ranks)]
