@@ -62,7 +62,7 @@ class BranchRows:
         self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
         self.n_taken = 0  # branches taken from the saved ones
         # a big branch entered in a copy of a walked one's closure is renamed from it (with the kernels,
-        # where no terminal is an alias): per root child, the states and keys of the walked ones
+        # where no terminal is an alias): the walked ones' states and keys, by root child and sketch
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
