@@ -47,7 +47,13 @@ class Tuning:
     to the conflict cells (more: every outcome checked on the graph-structured stack; the same
     mask).  ``general_memo_nodes``: hash-consed stack nodes and frontiers the general parser keeps
     for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
-    (sharing lost, nothing else: the nodes a matcher holds stay whole).
+    (sharing lost, nothing else: the nodes a matcher holds stay whole).  ``copy_states``,
+    ``copy_entries``: a lazy row's new branch entered in a lexer state whose closure (the states a
+    lexeme reaches from it without ending) is a copy of the closure of a walked branch of the same
+    first byte with ``copy_entries`` entries or more -- found by walking the two closures in pairs,
+    up to ``copy_states`` pairs -- is that branch with its outcomes renamed, not walked (Go's
+    operators each swallow the blanks after them in a copy of one automaton; 0: every branch
+    walked).
 
     Table switches (the same language; other tables):
 
@@ -70,6 +76,8 @@ class Tuning:
     tracked_modes: bool = True
     general_stacks: int = 16
     general_memo_nodes: int = 1 << 18
+    copy_states: int = 64
+    copy_entries: int = 4096
 
     class_grammar: bool = True
     class_min: int = 16

@@ -165,6 +165,26 @@ def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from
     assert_same_rows(compiled.lexer, trie, len(vocab), 33, breadth_from)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
+def test_branches_renamed_from_a_copy_are_numpys_rows(load_vocab, vocab_name: str) -> None:
+    """Go's operators and keywords each swallow the blanks and comments after them in their own copy
+    of one automaton: a row's big branch entered in a copy is the walked copy's, renamed -- every
+    state's row is still numpy's, and some branches were renamed."""
+    vocab = load_vocab(vocab_name)
+    compiled = Compiler(use_cache=False).compile(grammar_file("go"), vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    renamed = {}
+    for copy_states in (Tuning().copy_states, 0):  # 0: renaming off
+        spanner = LazyTokenSpanner(compiled.lexer, trie, len(vocab), kernels=True,
+                                   tuning=Tuning(copy_states=copy_states))
+        for q in range(compiled.lexer.n_states):
+            spanner.branches_of(q)
+        renamed[copy_states] = spanner.n_renamed
+    assert renamed[Tuning().copy_states] > 0 and renamed[0] == 0
+    assert_same_rows(compiled.lexer, trie, len(vocab), 3, Tuning().breadth_from)
+
+
 # JSON Schema strings with a length bound count their characters in lexer states (q_k → q_(k+1)):
 # the kernel ends a trie node's tokens along that chain without walking them where it can.
 BOUNDED_STRINGS = {
@@ -349,9 +369,11 @@ def test_masks_assembled_by_the_kernel_are_numpys_small(name: str, vocab_kind: s
 
 
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES + [
-    pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow)])
+    pytest.param("python", "llama-bpe", id="python-llama-bpe", marks=pytest.mark.slow),
+    pytest.param("go", "llama-bpe", id="go-llama-bpe", marks=pytest.mark.slow)])
 def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str, vocab_name: str) -> None:
-    """Real vocabularies (classes of many tokens), and Python's Indenter (tokens set one by one)."""
+    """Real vocabularies (classes of many tokens), Python's Indenter (tokens set one by one), and Go's
+    operators (a split by ranks and the fresh one after the pending operator, packed in one call)."""
     compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
     assert_same_masks_along_walks(compiled, 11, 3, 40)
 
@@ -438,6 +460,54 @@ def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: in
     expected = Mask.of(np.take(always_of, dense)[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(always, np.take(always_of, dense))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
+
+
+RANK_TYPES = [np.uint8, np.uint16, np.int32]
+
+
+@given(n_ranks=st.integers(1, 300), n_fresh_ranks=st.integers(1, 300), n_classes=st.integers(0, 100),
+       n_tokens=st.integers(0, 100), rank_type=st.sampled_from(RANK_TYPES), fresh_type=st.sampled_from(RANK_TYPES),
+       with_fresh=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_a_mask_packed_by_ranks_is_numpys(n_ranks: int, n_fresh_ranks: int, n_classes: int, n_tokens: int, rank_type,
+                                          fresh_type, with_fresh: bool, seed: int) -> None:
+    """A mask of splits made by ranks, packed in one pass over the tokens, is MaskEngine's numpy
+    reading: each class's verdict gathered by its rank (np.take), the fresh part's where the
+    class's first byte ends the lexeme (np.where), class -1 reading the last slot, then Mask.of."""
+    rng = np.random.default_rng(seed)
+    n_ranks, n_fresh_ranks = min(n_ranks, np.iinfo(rank_type).max), min(n_fresh_ranks, np.iinfo(fresh_type).max)
+    verdicts, fresh_verdicts = rng.random(n_ranks) < 0.5, rng.random(n_fresh_ranks) < 0.5
+    dense = rng.integers(0, n_ranks, n_classes + 1).astype(rank_type)
+    fresh_dense = rng.integers(0, n_fresh_ranks, n_classes + 1).astype(fresh_type)
+    emits = rng.random(n_classes) < 0.4
+    token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
+    classes = np.take(verdicts, dense)
+    if with_fresh:
+        classes[:-1] = np.where(emits, np.take(fresh_verdicts, fresh_dense)[:-1], classes[:-1])
+    packed, count = assembly.pack_ranks(verdicts, dense, token_class,
+                                        (fresh_verdicts, fresh_dense, emits) if with_fresh else None)
+    expected = Mask.of(classes[token_class], False, np.empty(0, np.int64))
+    assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
+
+
+@given(n_ranks=st.integers(1, 300), n=st.integers(0, 300), rank_type=st.sampled_from(RANK_TYPES),
+       seed=st.integers(0, 2**32 - 1))
+def test_marked_classes_are_numpys(n_ranks: int, n: int, rank_type, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_ranks = min(n_ranks, int(np.iinfo(rank_type).max) + 1)
+    marks, dense = rng.random(n_ranks) < 0.3, rng.integers(0, n_ranks, n).astype(rank_type)
+    assert np.array_equal(assembly.marked_classes(marks, dense), np.flatnonzero(np.take(marks, dense)))
+    with pytest.raises(ValueError):
+        assembly.marked_classes(marks, np.append(dense, n_ranks).astype(np.int32))
+
+
+@pytest.mark.parametrize("fresh", [None, (np.zeros(2, bool), np.array([2, 0], np.uint8), np.ones(1, bool)),
+                                   (np.zeros(2, bool), np.array([0, 1, 1], np.uint8), np.zeros(1, bool))],
+                         ids=["rank-past-verdicts", "fresh-rank-past-verdicts", "fresh-part-of-another-length"])
+def test_a_mask_packed_by_ranks_refuses_what_it_cannot_read(fresh) -> None:
+    """The kernel reads verdicts by rank and the fresh part by class: what lies past them is named."""
+    dense = np.array([0, 1], np.uint8) if fresh is not None else np.array([0, 2], np.uint8)
+    with pytest.raises(ValueError):
+        assembly.pack_ranks(np.zeros(2, bool), dense, np.array([0, -1]), fresh)
 
 
 def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:

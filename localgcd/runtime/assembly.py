@@ -39,6 +39,35 @@ def pack_classes(classes: np.ndarray, token_class: np.ndarray) -> tuple[np.ndarr
     return packed, int(count)
 
 
+def pack_ranks(verdicts: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
+               fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
+    """:func:`pack_classes` of ``verdicts[dense]`` (bool per outcome rank, the last for no entry;
+    a dense part's ranks per class), with ``fresh`` = (verdicts, dense ranks, bool [n_classes]
+    ``emits``) the fresh part's verdicts where ``emits`` -- in one pass over the tokens, no array
+    per class made."""
+    _built()
+    empty = np.empty(0, dtype=np.uint8)
+    fresh_verdicts, fresh_dense, emits = fresh if fresh is not None else (empty, dense, empty)
+    found = assembly_kernel.pack_ranks(
+        np.ascontiguousarray(verdicts).view(np.uint8), np.ascontiguousarray(dense),
+        np.ascontiguousarray(fresh_verdicts).view(np.uint8), np.ascontiguousarray(fresh_dense),
+        np.ascontiguousarray(emits).view(np.uint8), np.ascontiguousarray(token_class, dtype=np.int64))
+    if found is None:
+        raise ValueError("a rank past the verdicts, or parts of other lengths")
+    return found[0], int(found[1])
+
+
+def marked_classes(marks: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """int64: ``np.flatnonzero(np.take(marks, dense))`` -- the classes (ascending) whose rank is
+    marked (``marks``: bool per rank; ``dense``: uint8, uint16 or int32 ranks) -- in one pass
+    without a copy of the ranks as intp."""
+    _built()
+    found = assembly_kernel.marked_classes(np.ascontiguousarray(marks).view(np.uint8), np.ascontiguousarray(dense))
+    if found is None:
+        raise ValueError("a rank past the marks")
+    return found
+
+
 def set_class_tokens(packed: np.ndarray, class_tokens: np.ndarray, class_offsets: np.ndarray,
                      classes: np.ndarray) -> int:
     """Set (in place) the bits of the tokens of ``classes``; how many were not set before."""

@@ -67,6 +67,68 @@ ctypedef fused rank_t:
     int32_t
 
 
+def marked_classes(const uint8_t[::1] marks, const rank_t[::1] dense):
+    """int64: the classes ``c`` (ascending) whose rank ``dense[c]`` is marked, in one branch-free
+    pass (``np.flatnonzero(np.take(marks, dense))`` without the copy of the ranks as intp), or
+    None when a rank is past the marks."""
+    cdef Py_ssize_t n = dense.shape[0], c, n_marks = marks.shape[0], found = 0
+    classes_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] classes = classes_arr
+    cdef int64_t rank
+    cdef bint bad = n_marks == 0 and n > 0
+    with nogil:
+        for c in range(n):
+            rank = dense[c]
+            bad |= rank < 0 or rank >= n_marks
+            classes[found] = c
+            found += marks[rank if rank >= 0 and rank < n_marks else 0] != 0
+    if bad:
+        return None
+    return classes_arr[:found].copy()
+
+
+ctypedef fused fresh_rank_t:
+    uint8_t
+    uint16_t
+    int32_t
+
+
+def pack_ranks(const uint8_t[::1] verdicts, const rank_t[::1] dense, const uint8_t[::1] fresh_verdicts,
+               const fresh_rank_t[::1] fresh_dense, const uint8_t[::1] emits, const int64_t[::1] token_class):
+    """A mask of dense row parts' verdicts by rank, without the GIL: class ``c``'s verdict is
+    ``verdicts[dense[c]]`` -- or, where ``emits`` (empty: none) marks ``c``, the fresh part's
+    ``fresh_verdicts[fresh_dense[c]]`` --, then packed as :func:`pack_classes` packs (class -1
+    reading the last slot of ``dense``).  Returns (packed uint32 words, their count), or None when
+    a rank is past its verdicts or the parts are of other lengths (both passes are branch-free: a
+    rank past the verdicts is clamped, then refused)."""
+    cdef Py_ssize_t n_classes = dense.shape[0] - 1, c
+    cdef Py_ssize_t n_verdicts = verdicts.shape[0], n_fresh = fresh_verdicts.shape[0]
+    cdef bint fresh = emits.shape[0] > 0
+    if n_classes < 0 or n_verdicts == 0 or (fresh and (emits.shape[0] != n_classes
+                                                       or fresh_dense.shape[0] != n_classes + 1 or n_fresh == 0)):
+        return None
+    classes_arr = np.empty(n_classes + 1, dtype=np.uint8)
+    cdef uint8_t[::1] classes = classes_arr
+    cdef int64_t rank, fresh_rank
+    cdef uint8_t v, e
+    cdef bint bad = False
+    with nogil:
+        for c in range(n_classes + 1):
+            rank = dense[c]
+            bad |= rank < 0 or rank >= n_verdicts
+            classes[c] = verdicts[rank if rank >= 0 and rank < n_verdicts else 0] != 0
+        if fresh:
+            for c in range(n_classes):
+                fresh_rank = fresh_dense[c]
+                e = emits[c] != 0
+                bad |= e & <uint8_t> (fresh_rank < 0 or fresh_rank >= n_fresh)
+                v = fresh_verdicts[fresh_rank if fresh_rank >= 0 and fresh_rank < n_fresh else 0] != 0
+                classes[c] = (classes[c] & (e ^ 1)) | (v & e)
+    if bad:
+        return None
+    return pack_classes(classes, token_class)
+
+
 def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of, const rank_t[::1] dense,
                    const int64_t[::1] token_class, const uint8_t[::1] since_always, const uint32_t[::1] since_packed,
                    int64_t since_count, const int64_t[::1] class_tokens, const int64_t[::1] class_offsets):

@@ -138,8 +138,8 @@ class OutcomeChecker:
             self._paren_delta_list = self.paren_delta.tolist()
         self._n_outcomes = n
         width = self.status_table.shape[1]
-        if n > width:
-            grown = sparse_zeros((self.status_table.shape[0], max(n, 2 * width)), np.int8)
+        if n > width:  # 4x: each widening reads every row (an untouched page costs a fault), so few of them
+            grown = sparse_zeros((self.status_table.shape[0], max(n, 4 * width)), np.int8)
             used = np.flatnonzero(self.status_table.any(axis=1))  # copying only these leaves the
             grown[used, :width] = self.status_table[used]  # other rows unmapped
             self.status_table = grown

@@ -25,7 +25,8 @@ import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.runtime.assembly import (BranchSplit, PackedSplit, SplitStitcher, assembly_kernel_available,
-                                       classify_dense, pack_classes, set_class_tokens)
+                                       classify_dense, marked_classes, pack_classes, pack_ranks,
+                                       set_class_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import NO_LAYOUT_TOKENS, IndentationPath, LayoutTokens
@@ -80,8 +81,9 @@ class _ParserStateSplit:
     classes that realize each of them (the inverse token spanner entries).
     A split of a dense part whose classes are mostly context-dependent is made
     from its ranks alone (:meth:`by_ranks`): its masks are one pass over the
-    verdicts by rank (:meth:`class_verdicts`), and its classes are gathered
-    only if a mask asks for them.
+    tokens reading their classes' verdicts by rank (:meth:`rank_verdicts`,
+    ``assembly.pack_ranks``), and its classes are gathered only if a mask
+    asks for them.
     """
 
     def __init__(self, always: np.ndarray, dependent: np.ndarray, dependent_classes: np.ndarray,
@@ -123,7 +125,7 @@ class _ParserStateSplit:
 
     @cached_property
     def dependent_classes(self) -> np.ndarray:
-        return np.flatnonzero(np.take(self._dependent_of, self.dense))
+        return marked_classes(self._dependent_of, self.dense)  # (made by ranks: with the kernels)
 
     @cached_property
     def dependent_class_outcome(self) -> np.ndarray:
@@ -135,13 +137,12 @@ class _ParserStateSplit:
         chosen[outcomes] = True
         return self.dependent_classes[np.take(chosen, self.dependent_class_outcome)]
 
-    def class_verdicts(self, accepted: np.ndarray) -> np.ndarray:
-        """bool [n_classes + 1] of a dense split: the always-accepted classes and those of the
-        ``accepted`` dependent outcomes -- a lookup by rank, one pass over the classes, however
-        many classes the dependent outcomes have."""
-        verdicts = self.always_of.copy()
-        verdicts[np.searchsorted(self.outcomes, accepted)] = True
-        return np.take(verdicts, self.dense)
+    def rank_verdicts(self, accepted: np.ndarray) -> np.ndarray:
+        """bool [ranks + 1] of a dense split: whether each outcome rank's classes are allowed (the
+        always-accepted ones and the ``accepted`` dependent outcomes; the last slot, no entry)."""
+        verdicts = self.always_of.copy()  # (a mask reads a class's verdict by its rank: however many
+        verdicts[np.searchsorted(self.outcomes, accepted)] = True  # classes the outcomes have)
+        return verdicts
 
 
 class MaskEngine:
@@ -355,12 +356,10 @@ class MaskEngine:
             found = self._assembled.get(key)
             if found is not None:
                 return found, low
-        if self.kernels and self._many_dependent(split, fresh):
-            classes = split.class_verdicts(accepted)
-            if fresh is not None:
-                classes[:-1] = np.where(self.rows.class_emits(q), fresh.class_verdicts(fresh_accepted)[:-1],
-                                        classes[:-1])
-            packed, n_allowed = pack_classes(classes, self._token_class)
+        if self.kernels and self._many_dependent(split, fresh):  # one pass over the tokens by their ranks
+            fresh_part = None if fresh is None else (fresh.rank_verdicts(fresh_accepted), fresh.dense,
+                                                     self.rows.class_emits(q))
+            packed, n_allowed = pack_ranks(split.rank_verdicts(accepted), split.dense, self._token_class, fresh_part)
             n_allowed += tokens.set_in(packed)
             mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
             if key is not None:
@@ -388,8 +387,9 @@ class MaskEngine:
 
     def _many_dependent(self, split: _ParserStateSplit, fresh: _ParserStateSplit | None) -> bool:
         """Are the parts dense and an eighth of the classes or more context-dependent?  Then a mask
-        is one pass over the classes' verdicts by rank (:meth:`_ParserStateSplit.class_verdicts`),
-        not the dependent classes gathered one by one onto the base's."""
+        is one pass over the tokens reading their classes' verdicts by rank
+        (:meth:`_ParserStateSplit.rank_verdicts`, :func:`~localgcd.runtime.assembly.pack_ranks`), not the
+        dependent classes gathered one by one onto the base's."""
         if split.dense is None or (fresh is not None and fresh.dense is None):
             return False
         dependent = split.n_dependent_classes + (0 if fresh is None else fresh.n_dependent_classes)
@@ -637,7 +637,9 @@ class MaskEngine:
         layout_classes = _NO_TOKENS
         if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
             newline = self.indentation.emits_newline[outcomes]
-            if part.dense is not None:
+            if part.dense is not None and self.kernels:
+                layout_classes = marked_classes(np.append(newline, False), part.dense[:-1])
+            elif part.dense is not None:
                 layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
             else:
                 layout_classes = part.classes[np.take(newline, part.ranks)]

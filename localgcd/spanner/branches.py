@@ -14,7 +14,8 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes, walk_branches
+from localgcd.spanner.kernels import (CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes,
+                                      walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
@@ -60,6 +61,12 @@ class BranchRows:
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
         self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
         self.n_taken = 0  # branches taken from the saved ones
+        # a big branch entered in a copy of a walked one's closure is renamed from it (with the kernels,
+        # where no terminal is an alias): the walked ones' states and keys, by root child and sketch
+        self._copies = CopyMatcher(lexer, tuning.copy_states) \
+            if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
+        self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
+        self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -120,8 +127,15 @@ class BranchRows:
         if missing and self._saved is not None:
             held = self._take_saved([keys[i] for i in missing])
             missing = [i for i, now in zip(missing, held) if not now]
+        renamed: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+        if missing and self._copies is not None:
+            missing, renamed = self._find_copies(children, state, missing)
         if missing:
             self._walk(children[missing], state[missing])
+            if self._copies is not None:
+                self._keep_templates(children[missing], state[missing])
+        for key, template, state_pairs, term_pairs in renamed:
+            self._rename(key, ids[template], state_pairs, term_pairs)
         found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
         if self.lexer.alias_of is None:
             return found
@@ -136,6 +150,71 @@ class BranchRows:
                                 count=alias_children.size)
         order = np.argsort(np.concatenate([children, alias_children]), kind="stable")
         return np.concatenate([found, alias_ids])[order]
+
+    def _find_copies(self, children: np.ndarray, states: np.ndarray, missing: list[int]
+                     ) -> tuple[list[int], list[tuple[int, int, np.ndarray, np.ndarray]]]:
+        """Of the ``missing`` branches, those entered in a copy of the closure of a big branch walked
+        with the same root child and the same sketch of its state (:meth:`_sketches`), as
+        :class:`~localgcd.spanner.kernels.CopyMatcher` finds: (key, the walked one's key, the states
+        and the terminals that map); and the rest, to walk."""
+        rest, renamed = [], []
+        n_states = self.lexer.n_states
+        sketches = self._sketches(states[missing]) if self._templates else [b""] * len(missing)
+        for i, sketch in zip(missing, sketches):
+            child, state = int(children[i]), int(states[i])
+            made = self._templates.get((child, sketch))
+            found = self._copies.match(state, np.array(made[0], dtype=np.int64)) if made else None
+            if found is None:
+                rest.append(i)
+            else:
+                renamed.append((child * n_states + state, made[1][found[0]], found[1], found[2]))
+        return rest, renamed
+
+    def _keep_templates(self, children: np.ndarray, states: np.ndarray) -> None:
+        """Keep the branches just walked that are worth renaming as templates for their copies:
+        ``Tuning.copy_entries`` entries or more (a smaller one is walked faster than renamed), and a
+        closure within the pair walk's limit (it maps onto itself: a copy's could map onto it)."""
+        n_states, least = self.lexer.n_states, self.tuning.copy_entries
+        big = [i for i, (child, state) in enumerate(zip(children.tolist(), states.tolist()))
+               if self._positions[self._ids[child * n_states + state]].size >= least]
+        if not big:
+            return
+        for i, sketch in zip(big, self._sketches(states[big])):
+            child, state = int(children[i]), int(states[i])
+            if self._copies.match(state, np.array([state], dtype=np.int64)) is not None:
+                made = self._templates.setdefault((child, sketch), ([], []))
+                made[0].append(state)
+                made[1].append(child * n_states + state)
+
+    def _sketches(self, states: np.ndarray) -> list[bytes]:
+        """Per state, how the walk reads each byte there -- dies, emits, stays, or goes elsewhere --:
+        what a copy's state reads alike, so only states with equal sketches are matched."""
+        lexer = self.lexer
+        rows = lexer.next_state[states]
+        emits = (lexer.accept[states] >= 0)[:, None] & (lexer.emitted[states] != NO_EMIT) & (rows != DEAD_STATE)
+        kinds = np.where(rows == DEAD_STATE, 0, np.where(emits, 1, np.where(rows == states[:, None], 2, 3)))
+        return [row.tobytes() for row in kinds.astype(np.uint8)]
+
+    def _rename(self, key: int, template: int, state_pairs: np.ndarray, term_pairs: np.ndarray) -> None:
+        """Make branch ``key`` from branch ``template``, entered in a copy of its closure: the same
+        positions, each outcome renamed -- an end state to its copy; a first emission's terminal to
+        its copy, the outcome after it unchanged (lexing restarts in the same state)."""
+        distinct = self.distinct_outcomes_of(np.array([template], dtype=np.int64)).astype(np.int64)
+        head, tail, _ = self.outcomes.views()
+        ends = distinct < self.outcomes.n_base
+        renamed = np.empty(distinct.size, dtype=np.int64)
+        renamed[ends] = _mapped(state_pairs, distinct[ends])
+        cells = distinct[~ends]
+        renamed[~ends] = self.outcomes.cons(_mapped(term_pairs, head[cells].astype(np.int64)),
+                                            tail[cells].astype(np.int64))
+        lookup = np.empty(int(distinct[-1]) + 1 if distinct.size else 0, dtype=np.int32)
+        lookup[distinct] = renamed
+        b = self._ids[key] = len(self._ids)
+        self._positions.append(self._positions[template])
+        self._values.append(np.take(lookup, self._values[template]))
+        self._distinct[b] = np.sort(renamed).astype(np.int32)
+        self._distinct[b].flags.writeable = False
+        self.n_renamed += 1
 
     def _alias_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """(root children whose byte ends ``q``'s lexeme emitting an alias, the alias): in a
@@ -450,6 +529,16 @@ class StepCodes:
         self.flat.reshape(-1, 256)[states + 1] = rows
         if self._made is not None:
             self._made[states + 1] = True
+
+
+def _mapped(pairs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` mapped by ``pairs`` (int64 [k, 2]: from, to); every value must be among the froms."""
+    order = np.argsort(pairs[:, 0])
+    froms = pairs[order, 0]
+    at = np.minimum(np.searchsorted(froms, values), max(froms.size - 1, 0))
+    if not froms.size and values.size or not np.array_equal(froms[at], values):
+        raise RuntimeError("an outcome of a branch leaves its closure (a copy's branch cannot be renamed)")
+    return pairs[order, 1][at]
 
 
 def _by_position(positions: np.ndarray, values: np.ndarray, lo: int, hi: int) -> SparseRow:

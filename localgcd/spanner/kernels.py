@@ -174,6 +174,33 @@ def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarra
                                 _contiguous(states, np.int64))
 
 
+class CopyMatcher:
+    """Lexer states whose closures are copies of each other (``lex_kernel.match_copy``): the states
+    a lexeme reaches from each without ending, mapped state for state and terminal for terminal,
+    every byte read alike (dies, continues to states that map, or ends the lexeme emitting
+    terminals that map and restart in the same state) -- walked in pairs up to ``limit`` pairs,
+    with scratch kept."""
+
+    def __init__(self, lexer: LexingTransducer, limit: int) -> None:
+        _built()
+        self.lexer, self.limit = lexer, limit
+        n_terms = int(lexer.restart.size)
+        self._arrays = (_contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
+                        _contiguous(lexer.restart, np.int64))
+        self._scratch = (np.full(lexer.n_states, -1, np.int64), np.full(lexer.n_states, -1, np.int64),
+                         np.full(n_terms, -1, np.int64), np.full(n_terms, -1, np.int64),
+                         np.empty(2 * limit, np.int64), np.empty(2 * n_terms, np.int64))
+
+    def match(self, state: int, candidates: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """(the index of the first candidate whose closure maps onto ``state``'s, int64 [k, 2] its
+        states and ``state``'s that map, int64 [m, 2] the terminals emitted that map), or None."""
+        found, pairs, terms = lex_kernel.match_copy(*self._arrays, state, _contiguous(candidates, np.int64),
+                                                    self.limit, *self._scratch)
+        if found < 0:
+            return None
+        return found, np.array(pairs).reshape(-1, 2), np.array(terms).reshape(-1, 2)
+
+
 class DistinctValues:
     """Sorted distinct values of int32 arrays whose values lie in ``[0, bound)`` (outcome ids): one
     pass with a marker per value, then a sort of the few distinct ones (a row's 123K entries have a

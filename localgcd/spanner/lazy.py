@@ -204,6 +204,11 @@ class LazyTokenSpanner:
         return len(self._branches) - self._branches.n_taken
 
     @property
+    def n_renamed(self) -> int:
+        """Branches made by renaming a walked branch of a copy of their closure (not walked)."""
+        return self._branches.n_renamed
+
+    @property
     def n_saved(self) -> int:
         """Branches it was given (``built``), to take instead of walking them."""
         return self._n_saved
