@@ -81,11 +81,12 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     conditional_modes = {mode for i in conditional for mode in lexed_in[i]}
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
                                       regexes, also, meter) if tuning.tracked_modes else {}
-    tables, labels, forbidden = [], [], {}
+    tables, labels, forbidden, end_refused = [], [], {}, {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
         if mode in conditional_modes:
-            table, accept, forbidden[mode] = _conditional_mode(members, regexes, also, conditional, meter)
+            table, accept, forbidden[mode], end_refused[mode] = _conditional_mode(members, regexes, also,
+                                                                                 conditional, meter)
             tables.append((table, None))
             labels.append(accept)
             continue
@@ -115,13 +116,16 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
         tables.append((table, class_of))
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
-    emit_forbidden = None
+    emit_forbidden = refused_end = None
     if forbidden:  # each state's row, in the order _merge_modes numbers the states
         emit_forbidden = np.zeros((table.shape[0], 256), dtype=bool)
+        refused_end = np.zeros(table.shape[0], dtype=bool)
         for mode, ids in enumerate(_mode_ids([t.shape[0] for t, _ in tables])):
             if mode in forbidden:
                 emit_forbidden[ids] = forbidden[mode]
-    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)), emit_forbidden=emit_forbidden)
+                refused_end[ids] = end_refused[mode]
+    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)), emit_forbidden=emit_forbidden,
+               end_refused=refused_end if refused_end is not None and refused_end.any() else None)
 
 
 def _lexed_in(modes: Sequence[int | Sequence[int]] | None, n: int) -> list[tuple[int, ...]]:
@@ -153,11 +157,12 @@ def _conditional_terminals(regexes: Sequence[str]) -> dict[int, PriorityDFA]:
 
 def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
                       conditional: dict[int, PriorityDFA], meter: BudgetMeter
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A mode with terminals that may not end before some bytes: its minimal table, accept labels
-    and each state's forbidden bytes (those of the terminal it accepts, read off its component;
-    states are told apart by them too).  Where another terminal accepts the same lexeme before a
-    byte the winner refuses, the lexer would have to emit that one: refused."""
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A mode with terminals that may not end before some bytes (or at the text's end): its minimal
+    table, accept labels, each state's forbidden bytes and whether it refuses the text's end (those
+    of the terminal it accepts, read off its component; states are told apart by them too).  Where
+    another terminal accepts the same lexeme before a byte (or at the end) the winner refuses, the
+    lexer would have to emit that one: refused."""
     what = "the lexer automaton (a mode with look-ahead terminals)"
     product = _mode_product(members, regexes, also, meter)
     assert product is not None  # a conditional terminal is a regex component
@@ -166,28 +171,84 @@ def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tup
     table = np.ascontiguousarray(table[:, class_of])
     best = product.accept_labels(vectors)
     forbid = np.zeros(table.shape, dtype=bool)
+    no_end = np.zeros(table.shape[0], dtype=bool)
+    columns = {}
     for terminal in members:
         own = conditional.get(terminal)
         if own is None:
             continue
         if also[terminal]:
             raise TerminalUnsupported(terminal, "a look-ahead past the lexeme together with conditions")
-        column = next(c for c in range(product.n_base) if (product.components[c].accept == terminal).any())
+        column = columns[terminal] = next(c for c in range(product.n_base)
+                                          if (product.components[c].accept == terminal).any())
         rows = np.flatnonzero(best == terminal)
         forbid[rows] = own.forbidden[vectors[rows, column] - product.offsets[column]]
-        accepting = (product.labels[vectors[rows]] < _NO_LABEL).sum(axis=1) > 1
-        if (accepting[:, None] & forbid[rows] & (table[rows] == DEAD_STATE)).any():
+        if own.end_refused is not None:
+            no_end[rows] = own.end_refused[vectors[rows, column] - product.offsets[column]]
+    for terminal, column in columns.items():
+        rows = np.flatnonzero(best == terminal)
+        others_before, others_at_end = _other_ends(product, vectors[rows], terminal, conditional)
+        # where the terminal's own lexeme ended earlier on every way here, re.match backs up to it,
+        # and lark's lexer (the terminals tried in order, this one first) takes it: the others do not
+        # compete (:mod:`localgcd.lexer.pending` backs up as it does)
+        bare = _without_earlier_end(table, (best == terminal)[:, None] & ~forbid)[rows]
+        others_before &= bare[:, None]
+        others_at_end &= bare
+        if (others_before & forbid[rows] & (table[rows] == DEAD_STATE)).any():
             raise TerminalUnsupported(terminal, "its look-ahead refuses to end a lexeme that another terminal "
                                       "also matches, before a byte no lexeme goes on with")
+        if (others_at_end & no_end[rows]).any():
+            raise TerminalUnsupported(terminal, "its look-ahead refuses to end a lexeme that another terminal "
+                                      "also matches, at the end of the text")
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    _, row_id = np.unique(forbid, axis=0, return_inverse=True)
+    _, row_id = np.unique(np.concatenate([forbid, no_end[:, None]], axis=1), axis=0, return_inverse=True)
     _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
     table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32), meter, what)
     new_accept = np.empty(table.shape[0], dtype=np.int32)
     new_accept[block] = accept
     new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
     new_forbid[block] = forbid
-    return table, new_accept, new_forbid
+    new_no_end = np.zeros(table.shape[0], dtype=bool)
+    new_no_end[block] = no_end
+    return table, new_accept, new_forbid, new_no_end
+
+
+def _without_earlier_end(table: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """bool [n_states]: some way from the start (state 0) reaches the state over no byte before
+    which a lexeme ends (``ends[q, b]``)."""
+    bare = np.zeros(table.shape[0], dtype=bool)
+    bare[0] = True
+    frontier = np.zeros(1, dtype=np.int64)
+    while frontier.size:
+        step = np.where(ends[frontier], DEAD_STATE, table[frontier])
+        nxt = np.unique(step[step >= 0])
+        frontier = nxt[~bare[nxt]]
+        bare[frontier] = True
+    return bare
+
+
+def _other_ends(product: "_Product", vectors: np.ndarray, terminal: int, conditional: dict[int, PriorityDFA]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """For product states ``vectors`` (``terminal`` the one they accept): before which bytes
+    (bool [rows, 256]) and whether at the text's end (bool [rows]) another terminal's lexeme may
+    end there too (a look-ahead terminal's own forbidden bytes and end taken into account: where
+    every terminal that matches the lexeme refuses a byte, none of them takes it)."""
+    before = np.zeros((vectors.shape[0], 256), dtype=bool)
+    at_end = np.zeros(vectors.shape[0], dtype=bool)
+    labels = product.labels[vectors]
+    for column in range(product.n_base):
+        for other in np.unique(labels[:, column]).tolist():
+            if other >= _NO_LABEL or other == terminal:
+                continue
+            rows = labels[:, column] == other
+            own = conditional.get(other)
+            if own is None:
+                before[rows], at_end[rows] = True, True
+                continue
+            states = vectors[rows, column] - product.offsets[column]
+            before[rows] |= ~own.forbidden[states]
+            at_end[rows] |= True if own.end_refused is None else ~own.end_refused[states]
+    return before, at_end
 
 
 _TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product ...
