@@ -174,8 +174,12 @@ def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int,
     long_next = int(lexer.next_state[longer, byte])
     step, out = int(lexer.next_state[again, byte]), int(lexer.emitted[again, byte])
     if long_next != DEAD_STATE:
-        if lexer.emitted[longer, byte] != NO_EMIT or lexer.accept[long_next] >= 0 or step == DEAD_STATE:
+        if lexer.emitted[longer, byte] != NO_EMIT or step == DEAD_STATE:
             return _PLAIN, long_next  # the longer lexeme won, or backing up can no longer succeed
+        if lexer.accept[longer] >= 0 and not (emit_forbidden is not None and emit_forbidden[longer, byte]):
+            return _PLAIN, long_next  # the longer lexeme may end before the byte: the accept point moves
+        if lexer.accept[long_next] >= 0 and not _may_back_up(lexer, long_next, emit_forbidden):
+            return _PLAIN, long_next  # the longer lexeme won
         if out != NO_EMIT:
             return NESTED, out
         if int(lexer.accept[again]) in backing and lexer.accept[step] < 0:

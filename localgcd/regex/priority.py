@@ -21,10 +21,13 @@ or fails (the thread dies).  A thread at the pattern's end may carry a watch ove
 lexeme, the byte the lexing transducer already reads: the state then accepts *before some bytes
 only* (:attr:`PriorityDFA.forbidden`), or a watch that the next byte does not settle is an error.
 A look-behind is a test of the bytes read so far, which every thread shares: the state carries, for
-each look-behind, the state of an automaton of ``(any byte)* X``; one that would look before the
-lexeme's first character is an error (it depends on the text before the lexeme).  Anchors are
-rewritten into look-around first (``$`` is a look-ahead, ``\\b`` a pair of them, ``^`` inside the
-lexeme a look-behind).
+each look-behind, the state of an automaton of ``(any byte)* X``.  One that would look before the
+lexeme's first character depends on the text before the lexeme: at the text's start there is none
+(no look-behind finds its characters: :func:`at_text_start` marks a pattern read there), elsewhere
+some character precedes the lexeme, which decides only "no character before" (``^`` without
+``re.M``: lark's ``match(text, pos)`` meets it at position 0 alone, so elsewhere it fails); any
+other is an error.  Anchors are rewritten into look-around first (``$`` is a look-ahead, ``\\b`` a
+pair of them, ``^`` a look-behind of "no character").
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import numpy as np
 from localgcd.regex.charset import CharSet, category, utf8_sequences
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
 from localgcd.regex.nfa import NFA, Encoding, ThompsonBuilder
-from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX, parse_python_regex
 from localgcd.regex.syntax import (Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex,
                                    has_backtracking_semantics, nodes_of)
 
@@ -81,13 +84,45 @@ def needs_priority(pattern: str) -> bool:
     return has_backtracking_semantics(parse_python_regex(pattern))
 
 
-@lru_cache(maxsize=1024)
 def priority_dfa(pattern: str) -> PriorityDFA:
-    """The DFA of the lexemes ``re.match(pattern, …)`` returns (see the module docstring).  Raises
-    :class:`UnsupportedRegex` naming what it cannot make exact; where ``re.match`` may back up
-    further than the byte after a lexeme, ``backs_up`` says how (a lexer that does not back up
-    refuses the terminal with it, :mod:`localgcd.lexer.pending` builds the lexer that does)."""
-    return _Construction(_rewrite_anchors(parse_python_regex(pattern))).run()
+    """The DFA of the lexemes ``re.match(pattern, …)`` returns (see the module docstring), for a
+    lexeme after the text's first character (or at the text's start, for a pattern marked by
+    :func:`at_text_start`).  Raises :class:`UnsupportedRegex` naming what it cannot make exact;
+    where ``re.match`` may back up further than the byte after a lexeme, ``backs_up`` says how (a
+    lexer that does not back up refuses the terminal with it, :mod:`localgcd.lexer.pending` builds
+    the lexer that does)."""
+    found = lexemes_of(pattern)
+    if found is None:
+        raise UnsupportedRegex("the terminal matches nothing")
+    return found
+
+
+@lru_cache(maxsize=1024)
+def lexemes_of(pattern: str) -> PriorityDFA | None:
+    """:func:`priority_dfa`, None where the pattern matches nothing there (``^x`` after the text's
+    first character)."""
+    text_start = _TEXT_START in pattern[:len(REGEX_MODULE_PREFIX) + len(_TEXT_START)]
+    return _Construction(_rewrite_anchors(parse_python_regex(pattern)), text_start=text_start).run()
+
+
+#: a comment (``re`` reads it as nothing) that marks a pattern read at the text's start
+_TEXT_START = "(?#localgcd: at the text's start)"
+
+
+def at_text_start(pattern: str) -> str:
+    """``pattern`` marked as read for a lexeme at the text's start (position 0: no character before
+    it), which :func:`priority_dfa` tells from the pattern read elsewhere."""
+    if pattern.startswith(REGEX_MODULE_PREFIX):
+        return REGEX_MODULE_PREFIX + _TEXT_START + pattern[len(REGEX_MODULE_PREFIX):]
+    return _TEXT_START + pattern
+
+
+@lru_cache(maxsize=4096)
+def reads_before_lexeme(pattern: str) -> bool:
+    """Whether ``pattern`` has a look-behind or an anchor that may read before its lexeme (so its
+    lexemes at the text's start may differ from those elsewhere)."""
+    return any(isinstance(n, Look) and not n.ahead or isinstance(n, Anchor) and "start" in n.kind
+               or isinstance(n, Anchor) and "word" in n.kind for n in nodes_of(parse_python_regex(pattern)))
 
 
 def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int) -> DFA:
@@ -98,7 +133,10 @@ def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int) -> DFA:
     ``re.match``'s lexeme.  Raises :class:`UnsupportedRegex` for a look-around or an anchor."""
     if any(isinstance(n, (Look, Anchor)) for n in nodes_of(node)):
         raise UnsupportedRegex("unsupported construct: look-around or anchor over character classes")
-    return _Construction(node, encoding, n_symbols).run().dfa
+    found = _Construction(node, encoding, n_symbols).run()
+    if found is None:
+        raise UnsupportedRegex("the terminal matches nothing")
+    return found.dfa
 
 
 def backs_up(pattern: str) -> str | None:
@@ -280,13 +318,15 @@ class _Behind:
     dfa: DFA
     width: int
     negate: bool
+    any_character: bool  # X is any one character (``^``: "no character before")
 
     @classmethod
     def of(cls, look: Look) -> "_Behind":
         width = _fixed_width(look.item)
         if width is None:  # pragma: no cover - Python's re refuses it first
             raise UnsupportedRegex("unsupported construct: look-behind of variable width")
-        return cls(_language_dfa(look.item, prefix_any=True), width, look.negate)
+        any_character = isinstance(look.item, Chars) and look.item.chars == CharSet.everything()
+        return cls(_language_dfa(look.item, prefix_any=True), width, look.negate, any_character)
 
 
 def _fixed_width(node: Node) -> int | None:
@@ -318,7 +358,9 @@ class _Construction:
     """The subset construction over bytes (``encoding``: UTF-8) or over another alphabet of
     ``n_symbols`` symbols (character classes: a regex without look-around, :func:`priority_symbol_dfa`)."""
 
-    def __init__(self, root: Node, encoding: Encoding = utf8_sequences, n_symbols: int = 256) -> None:
+    def __init__(self, root: Node, encoding: Encoding = utf8_sequences, n_symbols: int = 256,
+                 text_start: bool = False) -> None:
+        self.text_start = text_start  # the lexeme is at the text's start: nothing before it
         self.nfa = NFA()
         self.n_symbols = n_symbols
         builder = _PriorityBuilder(self.nfa, encoding)
@@ -359,10 +401,14 @@ class _Construction:
                         pending = tuple(sorted(set(pending) | {(index, first)}))
                 else:
                     test = self.behinds[index]
-                    if read < test.width:
-                        raise UnsupportedRegex("unsupported construct: look-behind (or ^, \\b) that looks "
-                                               "before the lexeme's first character")
-                    found = bool(test.dfa.accept[behind[index]] >= 0) if behind[index] >= 0 else False
+                    if read < test.width and not self.text_start and not test.any_character:
+                        raise UnsupportedRegex("unsupported construct: look-behind (or (?m)^, \\b) that looks "
+                                               "before the lexeme's first character (the character before the "
+                                               "lexeme decides, which the lexer does not carry)")
+                    if read < test.width:  # at the text's start none is there; elsewhere some character is
+                        found = not self.text_start
+                    else:
+                        found = bool(test.dfa.accept[behind[index]] >= 0) if behind[index] >= 0 else False
                     if found == test.negate:
                         continue
             elif state == self.final:
@@ -425,7 +471,7 @@ class _Construction:
             cuts[1:256] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
         return (np.cumsum(cuts[:self.n_symbols]) - 1).astype(np.int32)
 
-    def run(self) -> PriorityDFA:
+    def run(self) -> PriorityDFA | None:
         class_of = self.byte_classes()
         n_classes = int(class_of[-1]) + 1
         representatives = np.searchsorted(class_of, np.arange(n_classes))
@@ -473,7 +519,7 @@ class _Construction:
 
 
 def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, class_of: np.ndarray,
-            over_bytes: bool, end_refused: np.ndarray) -> PriorityDFA:
+            over_bytes: bool, end_refused: np.ndarray) -> PriorityDFA | None:
     """Trim (states that reach no accepting one go), minimize (told apart by their forbidden bytes
     and the text's end too) and write out over bytes (or the symbols of ``class_of``; where re.match
     backs up is then not asked: the caller backs up as far as it needs)."""
@@ -484,7 +530,7 @@ def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, cla
             break
         live = grown
     if not live[0]:
-        raise UnsupportedRegex("the terminal matches nothing")
+        return None
     keep = np.flatnonzero(live)
     new_id = np.full(table.shape[0] + 1, DEAD_STATE, dtype=np.int64)
     new_id[keep] = np.arange(keep.size)
