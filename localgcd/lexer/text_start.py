@@ -60,9 +60,9 @@ def lexer_modes(terminals: list[Terminal]) -> LexerModes:
 def _only_at_text_start(index: int, terminal: Terminal) -> bool:
     """Whether ``terminal`` matches only at the text's start (raises where it matches elsewhere too,
     differently, or reads the text before it in a way no lexer state says)."""
-    if literal_bytes(terminal.regex) is not None or not reads_before_lexeme(terminal.regex):
-        return False
     try:
+        if literal_bytes(terminal.regex) is not None or not reads_before_lexeme(terminal.regex):
+            return False
         elsewhere = lexemes_of(terminal.regex)
         at_start = lexemes_of(at_text_start(terminal.regex))
     except UnsupportedRegex as exc:

@@ -154,8 +154,8 @@ _NOT_NEWLINE = Alt((Bytes(0, 9), Bytes(11, 0xFF)))
 
 
 def _rewrite_anchors(node: Node) -> Node:
-    """``node`` with every anchor written as look-around (a lexeme is never at the text's start for
-    lark's ``match(text, pos)``; ``^`` after the first character looks behind, at it it is refused)."""
+    """``node`` with every anchor written as look-around (``^``: no character before, which only
+    the text's first lexeme meets at its start)."""
     if isinstance(node, Anchor):
         return _anchor_as_looks(node.kind)
     if isinstance(node, Concat):
@@ -173,10 +173,11 @@ def _rewrite_anchors(node: Node) -> Node:
 
 
 def _anchor_as_looks(kind: str) -> Node:
-    if kind == "start":  # only at the text's start, which no lexeme after the first is at
-        return Look(Chars(CharSet.everything()), ahead=False, negate=True)
-    if kind == "line_start":
-        return Look(Chars(CharSet.of(10)), ahead=False, negate=False)
+    no_character_before = Look(Chars(CharSet.everything()), ahead=False, negate=True)
+    if kind == "start":  # position 0 of the text alone (lark's match(text, pos))
+        return no_character_before
+    if kind == "line_start":  # after "\n", or at the text's start
+        return Alt((Look(Chars(CharSet.of(10)), ahead=False, negate=False), no_character_before))
     if kind == "end":
         return Look(_ANY_BYTE, ahead=True, negate=True)
     if kind == "line_end":
@@ -466,7 +467,8 @@ class _Construction:
         for edges in self.nfa.edges:
             for lo, hi, _ in edges:
                 cuts[lo] = cuts[hi + 1] = True
-        tables = [w.table for w in self.watches] + [b.dfa.transitions for b in self.behinds]
+        tables = [w.table for w in self.watches] + [w.after_lead for w in self.watches] + \
+            [b.dfa.transitions for b in self.behinds]
         for table in tables:
             cuts[1:256] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
         return (np.cumsum(cuts[:self.n_symbols]) - 1).astype(np.int32)

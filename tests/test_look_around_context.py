@@ -1,0 +1,227 @@
+"""Look-around whose verdict lies outside the lexeme, made exact from what the lexer carries (issue 37's
+miniwdl and pyquil grammars): the byte after the lexeme, where valid UTF-8 decides a look-ahead of one
+character; the end of the text; and the text's start, where ``^`` without ``re.M`` matches (lark's
+``match(text, pos)`` meets it at position 0 alone).  Each is checked against Python's ``re`` (and lark)
+itself, and what stays undecided is a one-line error naming the terminal."""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+
+import lark
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import localgcd
+from localgcd.errors import GrammarError
+from localgcd.regex.priority import PriorityDFA, at_text_start, lexemes_of, priority_dfa
+from localgcd.regex.syntax import UnsupportedRegex
+
+from exactness_support import byte_vocabulary
+from reference.lark_oracle import lark_accepts
+
+# ---------------------------------------------------------------------------------------------
+# The rule: a look-ahead of one character class past the lexeme, settled by the byte after it
+# ---------------------------------------------------------------------------------------------
+
+
+def lexeme_of(own: PriorityDFA, text: str) -> str | None:
+    """The lexeme localgcd's automaton ends at the start of ``text`` (one byte of lookahead, no
+    backing up, the text's end refused where a look-ahead fails there), or None."""
+    state, data = 0, text.encode()
+    for i, byte in enumerate(data):
+        nxt = int(own.dfa.transitions[state, byte])
+        if nxt < 0:
+            ends = own.dfa.accept[state] >= 0 and not own.forbidden[state, byte]
+            return data[:i].decode() if ends else None
+        state = nxt
+    refused = own.end_refused is not None and own.end_refused[state]
+    return text if own.dfa.accept[state] >= 0 and not refused else None
+
+
+@functools.lru_cache(maxsize=1)
+def lead_bytes() -> tuple[np.ndarray, np.ndarray]:
+    """Every code point UTF-8 text can hold (no surrogates), and the first byte of its UTF-8 form."""
+    points = np.array([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF], dtype=np.int64)
+    lead = np.select([points < 0x80, points < 0x800, points < 0x10000],
+                     [points, 0xC0 | (points >> 6), 0xE0 | (points >> 12)], 0xF0 | (points >> 18))
+    return points, lead
+
+
+def settled_by_first_byte(ranges: list[tuple[int, int]]) -> bool:
+    """The rule, by brute force over code points: every first byte's code points lie all inside the
+    class or all outside it."""
+    points, lead = lead_bytes()
+    inside = np.zeros(points.size, dtype=bool)
+    for lo, hi in ranges:
+        inside |= (points >= lo) & (points <= hi)
+    ins = np.bincount(lead, weights=inside, minlength=256)
+    total = np.bincount(lead, minlength=256)
+    return bool(((ins == 0) | (ins == total)).all())
+
+
+#: code points where a first byte's run of code points begins or ends (and ASCII's "{" and ">")
+EDGES = [0, 0x3E, 0x7B, 0x7F, 0x80, 0xBF, 0xC0, 0x7FF, 0x800, 0xFFF, 0x1000, 0xD7FF, 0xE000, 0xFFFF, 0x10000,
+         0x3FFFF, 0x40000, 0x10FFFF]
+point = st.one_of(st.sampled_from(EDGES), st.integers(0, 0x10FFFF))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(bounds=st.lists(st.tuples(point, point), min_size=1, max_size=3), negate_class=st.booleans(),
+       negative=st.booleans(), texts=st.lists(st.text(max_size=3), max_size=6))
+def test_a_look_ahead_of_one_class_is_exact_where_the_first_byte_settles_it_and_refused_elsewhere(
+        bounds, negate_class: bool, negative: bool, texts: list[str]) -> None:
+    """``a(?=C)`` / ``a(?!C)``: built exactly when each first byte's code points lie all in ``C`` or all
+    outside it (the rule), and then its lexeme is ``re.match``'s on any text after ``a``; refused as
+    reaching more than one byte past the lexeme otherwise."""
+    ranges = sorted((min(a, b), max(a, b)) for a, b in bounds)
+    members = [r for r in ranges if not (r[0] >= 0xD800 and r[1] <= 0xDFFF)]  # (surrogates are no text)
+    spelled = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
+    pattern = f"a(?{'!' if negative else '='}[{'^' if negate_class else ''}{spelled}])"
+    if not settled_by_first_byte(members):
+        with pytest.raises(UnsupportedRegex, match="more than one byte past the lexeme"):
+            priority_dfa(pattern)
+        return
+    own = priority_dfa(pattern)
+    edges = [chr(c) for lo, hi in ranges for c in (lo - 1, lo, hi, hi + 1)
+             if 0 <= c <= 0x10FFFF and not 0xD800 <= c <= 0xDFFF]
+    for text in ["a" + t for t in texts + edges + [""]]:
+        found = re.match(pattern, text)
+        assert lexeme_of(own, text) == (found.group() if found else None), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(?:(?:\\\\|\\'|\$(?=[^{])|\~(?=[^{])|[^'~$]))+",  # miniwdl's STRING1_FRAGMENT
+    r"(?:(?:>>(?=[^>])|~(?=[^{])|>(?=[^>])|[^~>]))+",  # miniwdl's COMMAND2_FRAGMENT
+    r"a(?=b)", r"[a-c]+(?=[^{])", r"x(?![^\x00-\x7f])",
+])
+def test_a_look_ahead_past_the_lexeme_settled_by_its_first_byte_builds(pattern: str) -> None:
+    assert priority_dfa(pattern).dfa.n_states > 0
+
+
+@pytest.mark.parametrize("pattern, text, expected", [
+    (r"a(?=b)", "ab", "a"),
+    (r"a(?=b)", "a", None),  # the look-ahead fails at the end of the text: no lexeme
+    (r"a(?=[^{])", "a", None),
+    (r"a(?=[^{])", "aé", "a"),  # é's first byte settles [^{]
+    (r"a(?=[^{])", "a{", None),
+    (r"a(?![^{])", "a", "a"),
+])
+def test_the_end_of_the_text_and_a_lead_byte_end_the_lexeme_as_re_match_does(pattern: str, text: str,
+                                                                            expected: str | None) -> None:
+    found = re.match(pattern, text)
+    assert (found.group() if found else None) == expected
+    assert lexeme_of(priority_dfa(pattern), text) == expected
+
+
+@pytest.mark.parametrize("pattern", [r"a(?=é)", r"a(?!é)", r"a(?=[^é])", r"a(?=bc)"])
+def test_a_look_ahead_the_first_byte_does_not_settle_is_refused(pattern: str) -> None:
+    """é is C3 A9: other characters start with C3 too."""
+    with pytest.raises(UnsupportedRegex, match="more than one byte past the lexeme"):
+        priority_dfa(pattern)
+
+
+# ---------------------------------------------------------------------------------------------
+# The text's start
+# ---------------------------------------------------------------------------------------------
+
+START_PATTERNS = [r"^a+", r"^\n", r"\Aab?", r"(?s)(?<!.)a", r"\ba", r"(?m)^a", r"^a|^b+", r"(?<![a-z])a"]
+
+
+@pytest.mark.parametrize("pattern", START_PATTERNS)
+def test_at_the_text_s_start_the_lexeme_is_what_re_match_returns_at_position_0(pattern: str) -> None:
+    own = lexemes_of(at_text_start(pattern))
+    compiled = re.compile(pattern)
+    rng = random.Random(pattern)
+    for _ in range(300):
+        text = "".join(rng.choice("ab\nx é") for _ in range(rng.randrange(5)))
+        found = compiled.match(text)
+        expected = found.group() if found and found.group() else None
+        assert (lexeme_of(own, text) if own is not None else None) == expected, (pattern, text)
+
+
+@pytest.mark.parametrize("pattern, matches_nothing", [(r"^a+", True), (r"^\n", True), (r"\Aab?", True),
+                                                      (r"(?s)(?<!.)a", True), (r"^a|^b+", True)])
+def test_after_the_text_s_first_character_no_character_before_fails(pattern: str, matches_nothing: bool) -> None:
+    """``match(text, pos)`` with ``pos`` past 0: ``^`` without ``re.M`` (and "no character before") fails."""
+    compiled = re.compile(pattern)
+    assert all(compiled.match("x" + text, 1) is None for text in ["a", "aa", "\n", "ab", "bb"])
+    assert (lexemes_of(pattern) is None) == matches_nothing
+
+
+@pytest.mark.parametrize("pattern", [r"\ba", r"(?m)^a", r"(?<![a-z])a"])
+def test_a_look_behind_that_the_character_before_decides_is_refused_after_the_text_s_start(pattern: str) -> None:
+    with pytest.raises(UnsupportedRegex, match="the character before the lexeme decides"):
+        lexemes_of(pattern)
+
+
+def compile_both(grammar: str, lexer: str) -> tuple[localgcd.CompiledGrammar, lark.Lark]:
+    compiled = localgcd.compile_grammar(grammar, byte_vocabulary(), use_cache=False, lexer=lexer)
+    return compiled, lark.Lark(grammar, parser="lalr", lexer=lexer)
+
+
+def agrees(compiled: localgcd.CompiledGrammar, parser: lark.Lark, text: str) -> bool:
+    matcher = compiled.matcher()
+    ours = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+    return ours == lark_accepts(parser, text)
+
+
+IGNORED_AT_START = 'start: A+\nA: "a"\n%ignore /^\\n/\n%ignore " "\n'  # pyquil's %ignore /^\n/
+HEADER = 'start: HEADER? A+\nHEADER: /^#![^\\n]*\\n/\nA: "a"\n%ignore /[ \\n]/\n'
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize("grammar, texts", [
+    (IGNORED_AT_START, ["\na", "a", "a\na", "\n\na", "\n a", " \na", "\n", "", "\naa a"]),
+    (HEADER, ["#!x\na", "a#!x\n", "#!\n\na", " #!x\na", "#!x", "aa", "\n#!x\na"]),
+])
+def test_a_terminal_of_the_text_s_start_is_lexed_there_alone_as_lark_does(grammar: str, texts: list[str],
+                                                                         lexer: str) -> None:
+    compiled, parser = compile_both(grammar, lexer)
+    verdicts = [lark_accepts(parser, text) for text in texts]
+    assert True in verdicts and False in verdicts
+    assert [text for text in texts if not agrees(compiled, parser, text)] == []
+
+
+@pytest.mark.parametrize("terminal, words", [
+    ("/a|^b/", "other lexemes than elsewhere"),
+    ("/(?m)^a/", "the character before the lexeme decides"),
+    ("/\\ba/", "the character before the lexeme decides"),
+])
+def test_a_terminal_whose_lexemes_the_text_before_them_decides_otherwise_is_refused_by_name(terminal: str,
+                                                                                          words: str) -> None:
+    grammar = f'start: A+\nA: {terminal}\n'
+    with pytest.raises(GrammarError, match=rf"^g\.lark:2:1: terminal A .*{re.escape(words)}") as caught:
+        localgcd.compile_grammar(grammar, byte_vocabulary(), use_cache=False, source="g.lark")
+    assert "\n" not in str(caught.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# miniwdl's fragments: back up where the look-ahead refuses the byte after the lexeme
+# ---------------------------------------------------------------------------------------------
+
+STRING = ('start: "\'" (F | "${" NAME "}")* "\'"\nF: /(?:(?:\\\\\\\\|\\\\\'|\\$(?=[^{])|[^\'$]))+/\n'
+          'NAME: /[a-z]+/\n')
+COMMAND = 'start: "<<<" (C | "~{" NAME "}")* ">>>"\nC: /(?:>>(?=[^>])|~(?=[^{])|>(?=[^>])|[^~>])+/\nNAME: /[a-z]+/\n'
+
+
+@pytest.mark.parametrize("lexer", ["contextual"])  # (one lexer over every terminal: NAME is an F)
+@pytest.mark.parametrize("grammar, alphabet, texts", [
+    (STRING, ["'", "$", "${", "}", "a", "\\", "é", "{"], ["'a$'", "'a${b}'", "'$${b}c$'", "'${b}$'", "'a$", "'$é'"]),
+    (COMMAND, ["<<<", ">", ">>", ">>>", "~", "~{", "}", "a", "é"],
+     ["<<< a >> >>>", "<<< a~{b}>>>", "<<<>>>>", "<<< a > >>>", "<<< ~~{a} >>>", "<<<>>>"]),
+])
+def test_a_fragment_ends_where_its_look_ahead_lets_it_as_lark_reads_it(grammar: str, alphabet: list[str],
+                                                                      texts: list[str], lexer: str) -> None:
+    compiled, parser = compile_both(grammar, lexer)
+    rng = random.Random(grammar)
+    start, end = ("'", "'") if grammar is STRING else ("<<<", ">>>")
+    texts = texts + [start + "".join(rng.choice(alphabet) for _ in range(rng.randrange(6))) +
+                     rng.choice([end, "", "a"]) for _ in range(400)]
+    verdicts = {lark_accepts(parser, text) for text in texts}
+    assert verdicts == {True, False}
+    assert [text for text in texts if not agrees(compiled, parser, text)] == []
