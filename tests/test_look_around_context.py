@@ -225,3 +225,104 @@ def test_a_fragment_ends_where_its_look_ahead_lets_it_as_lark_reads_it(grammar: 
     verdicts = {lark_accepts(parser, text) for text in texts}
     assert verdicts == {True, False}
     assert [text for text in texts if not agrees(compiled, parser, text)] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 37's corpus: miniwdl's fragments and pyquil's %ignore /^\n/, in their projects' mode
+# ---------------------------------------------------------------------------------------------
+
+#: texts written for the constructs ($ and ~ before and not before "{", ">>" before ">", a newline
+#: that opens the text), beside those lark derives from each grammar
+WRITTEN = {
+    "lark/issue37/miniwdl__wdl_1.0.lark": [
+        "version 1.0\ntask t {\n  input { String s = 'a$b ~{s} $' }\n  command <<< echo $x ~{s} >> f >>>\n"
+        "  output { String o = \"x${s}y$\" }\n}\n",
+        "version 1.0\ntask t { command { echo $HOME ~{x} $ } }\n", "version 1.0\nworkflow w { String a = 'é$é~' }\n"],
+    "lark/issue37/miniwdl__wdl_1.1.lark": [
+        "version 1.1\ntask t {\n  input { String s = 'a$b ~{s} $' }\n  command <<< echo $x ~{s} >> f >>>\n"
+        "  output { String o = \"x${s}y$\" }\n}\n",
+        "version 1.1\nworkflow w { String a = '$$${b}' }\n"],
+    "lark/issue37/miniwdl__wdl_draft-2.lark": [
+        "task t {\n  String s = 'a$b ${s} $'\n  command <<< echo $x ${s} >> f >>>\n  output { String o = \"x${s}y$\" }\n}\n",
+        "task t { command { echo $HOME ${x} $ } }\n"],
+    "lark/issue37/pyquil__grammar.lark": ["\nH 0\nX 1\n", "DECLARE ro BIT[1]\nMEASURE 0 ro[0]\n", "\n# c\nH 0",
+                                          "H 0\n\n\nX 1"],
+}
+LOOK_AROUND_CORPUS = sorted(WRITTEN)
+
+
+def corpus_texts(name: str, n: int) -> list[str]:
+    from test_contextual_lexer import sample_texts
+
+    return WRITTEN[name] + sample_texts(name, n)
+
+
+def test_the_look_around_corpus_compiles_in_its_projects_mode_or_says_why_not() -> None:
+    """miniwdl's development grammar: its COMMAND2_FRAGMENT backs up past ``>`` where the parser's
+    stack picks the lexer mode after it (a fork), which the forking engine does not follow."""
+    from test_corpus37 import BY_PATH, compile_in_its_projects_mode
+
+    for name in LOOK_AROUND_CORPUS:
+        assert compile_in_its_projects_mode(BY_PATH[name]).lexer.n_states > 0
+    with pytest.raises(GrammarError, match=r"206:1: lexer='contextual': after terminal COMMAND2_FRAGMENT .* a lexeme "
+                                           r"that backs up past it is not followed there"):
+        compile_in_its_projects_mode(BY_PATH["lark/issue37/miniwdl__wdl_development.lark"])
+
+
+@pytest.mark.parametrize("name", LOOK_AROUND_CORPUS)
+def test_masks_equal_the_contextual_reference_over_bytes(name: str) -> None:
+    """Every byte at every prefix of each text, against the reference (``re.match`` itself for the
+    look-around terminals, backing up as it does; the text's start known to the first lexeme)."""
+    from exactness_support import MismatchLog
+    from test_contextual_lexer import blind_of, compile_contextual, reference, walk_and_compare
+
+    vocab = byte_vocabulary()
+    compiled, ref = compile_contextual(name, vocab), reference(name)
+    log, rng = MismatchLog(), np.random.default_rng(0)
+    index = {vocab.token_bytes[i]: i for i in range(len(vocab)) if len(vocab.token_bytes[i]) == 1}
+    for text in corpus_texts(name, 3):
+        walk_and_compare(compiled, ref, vocab, [index[bytes([b])] for b in text.encode()], log, rng, None,
+                         blind_of(name))
+    assert not log, log.report(name)
+
+
+@pytest.mark.parametrize("name", LOOK_AROUND_CORPUS)
+def test_check_agrees_with_lark_or_with_the_maximal_munch_it_departs_from(name: str) -> None:
+    """``localgcd check``'s verdict on whole texts and texts one edit away, against lark's LALR parser
+    with its contextual lexer.  Where they differ, lark's lexer took a shorter lexeme of a terminal
+    without look-around than maximal munch does (miniwdl's ``ESCAPED_STRING1``, ``'(\\\\\\\\|\\\\'|[^'])*'``:
+    ``re.match`` ends ``'\\\\\\\\'11'`` after ``'\\\\\\\\'``), or backed up to one (pyquil's ``_NEWLINE_TAB``
+    after ``"\\n "``): the README's lexing semantics, which the reference states; localgcd must agree
+    with the reference there."""
+    from test_contextual_lexer import compile_contextual, edits, lark_parser, reference
+
+    compiled, parser, ref, rng = compile_contextual(name, byte_vocabulary()), lark_parser(name), reference(name), \
+        random.Random(1)
+    texts = corpus_texts(name, 6)
+    texts += [e for t in texts for e in edits(t, rng, 4)]
+    departures = []
+    for text in texts:
+        matcher = compiled.matcher()
+        ours = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+        if ours != lark_accepts(parser, text):
+            assert ours == ref.is_complete(text.encode()), text
+            departures.append(text)
+    assert len(departures) < len(texts) // 4, departures
+
+
+@pytest.mark.parametrize("name", LOOK_AROUND_CORPUS)
+def test_masks_equal_the_contextual_reference_over_smollm2(name: str, load_vocab) -> None:
+    """Tokens that cross a fragment's end, a ``$`` before ``{`` or the text's first newline, as the
+    model's tokenizer cuts the texts (sampled allowed and masked tokens at each position)."""
+    from exactness_support import MismatchLog, real_tokenize
+    from test_contextual_lexer import blind_of, compile_contextual, reference, walk_and_compare
+
+    vocab = load_vocab("smollm2")
+    compiled, ref = compile_contextual(name, vocab), reference(name)
+    log, rng, walked = MismatchLog(), np.random.default_rng(0), 0
+    for text in corpus_texts(name, 3):
+        tokens = real_tokenize("smollm2", text)
+        if b"".join(vocab.token_bytes[t] for t in tokens) == text.encode():
+            walk_and_compare(compiled, ref, vocab, tokens, log, rng, 24, blind_of(name))
+            walked += 1
+    assert walked and not log, log.report(name)

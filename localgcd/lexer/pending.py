@@ -233,7 +233,12 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     n_states, n_terms = lexer.n_states, lexer.producible.shape[1]
     pending = list(found.states)
     state_id = {p: n_states + i for i, p in enumerate(pending)}
-    pairs = sorted({(term, again) for _, term, again in pending})
+    # (a longer attempt that accepts where its look-ahead lets it ends its own lexeme before some
+    # bytes: an alias whose restart is that terminal's own, so that the byte after a pending state is
+    # always read on by the row's walk)
+    pairs = sorted({(term, again) for _, term, again in pending} |
+                   {(int(lexer.accept[longer]), int(lexer.restart[lexer.accept[longer]]))
+                    for longer, _, _ in pending if lexer.accept[longer] >= 0})
     alias_id = {pair: n_terms + i for i, pair in enumerate(pairs)}
     total = n_states + len(pending)
     next_state = np.full((total, 256), DEAD_STATE, dtype=np.int32)
@@ -256,7 +261,9 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
             if kind == _PLAIN:  # the longer lexeme won (ended before the byte, or goes on)
                 entered = entering.get((longer, byte))  # (a plain state's own pending state)
                 next_state[p, byte] = value if entered is None else state_id[entered]
-                emitted[p, byte] = lexer.emitted[longer, byte]
+                ended = int(lexer.emitted[longer, byte])
+                if ended != NO_EMIT:
+                    emitted[p, byte] = alias_id[(ended, int(lexer.restart[ended]))]
             elif kind == _PENDING:
                 next_state[p, byte] = state_id[value]
             elif kind in (_EMITS, TWO_AT_ONCE):  # T ends before the byte, read again from q_restart
