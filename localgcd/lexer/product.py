@@ -36,7 +36,8 @@ from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
-from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa
+from localgcd.lexer.look_ahead import conditional_terminals, other_ends, without_earlier_end
+from localgcd.regex.priority import PriorityDFA
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
 from localgcd.tuning import Tuning
@@ -77,7 +78,7 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     n_modes = max(max((max(m) for m in lexed_in if m), default=0) + 1, n_modes)
     members_of = {mode: [i for i, m in enumerate(lexed_in) if mode in m] for mode in range(n_modes)}
-    conditional = _conditional_terminals(regexes)
+    conditional = conditional_terminals(regexes)
     conditional_modes = {mode for i in conditional for mode in lexed_in[i]}
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
                                       regexes, also, meter) if tuning.tracked_modes else {}
@@ -143,18 +144,6 @@ class TerminalUnsupported(UnsupportedRegex):
         self.terminal = terminal
 
 
-def _conditional_terminals(regexes: Sequence[str]) -> dict[int, PriorityDFA]:
-    """The terminals whose lexeme may not end before some bytes (a look-ahead over the byte after
-    it), with their automata."""
-    found = {}
-    for i, regex in enumerate(regexes):
-        if literal_bytes(regex) is None and needs_priority(regex):
-            own = priority_dfa(regex)
-            if own.conditional:
-                found[i] = own
-    return found
-
-
 def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
                       conditional: dict[int, PriorityDFA], meter: BudgetMeter
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -187,11 +176,9 @@ def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tup
             no_end[rows] = own.end_refused[vectors[rows, column] - product.offsets[column]]
     for terminal, column in columns.items():
         rows = np.flatnonzero(best == terminal)
-        others_before, others_at_end = _other_ends(product, vectors[rows], terminal, conditional)
-        # where the terminal's own lexeme ended earlier on every way here, re.match backs up to it,
-        # and lark's lexer (the terminals tried in order, this one first) takes it: the others do not
-        # compete (:mod:`localgcd.lexer.pending` backs up as it does)
-        bare = _without_earlier_end(table, (best == terminal)[:, None] & ~forbid)[rows]
+        others_before, others_at_end = other_ends(product.labels[vectors[rows]], vectors[rows], product.offsets,
+                                                  product.n_base, terminal, conditional, _NO_LABEL)
+        bare = without_earlier_end(table, (best == terminal)[:, None] & ~forbid)[rows]
         others_before &= bare[:, None]
         others_at_end &= bare
         if (others_before & forbid[rows] & (table[rows] == DEAD_STATE)).any():
@@ -211,44 +198,6 @@ def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tup
     new_no_end = np.zeros(table.shape[0], dtype=bool)
     new_no_end[block] = no_end
     return table, new_accept, new_forbid, new_no_end
-
-
-def _without_earlier_end(table: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """bool [n_states]: some way from the start (state 0) reaches the state over no byte before
-    which a lexeme ends (``ends[q, b]``)."""
-    bare = np.zeros(table.shape[0], dtype=bool)
-    bare[0] = True
-    frontier = np.zeros(1, dtype=np.int64)
-    while frontier.size:
-        step = np.where(ends[frontier], DEAD_STATE, table[frontier])
-        nxt = np.unique(step[step >= 0])
-        frontier = nxt[~bare[nxt]]
-        bare[frontier] = True
-    return bare
-
-
-def _other_ends(product: "_Product", vectors: np.ndarray, terminal: int, conditional: dict[int, PriorityDFA]
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """For product states ``vectors`` (``terminal`` the one they accept): before which bytes
-    (bool [rows, 256]) and whether at the text's end (bool [rows]) another terminal's lexeme may
-    end there too (a look-ahead terminal's own forbidden bytes and end taken into account: where
-    every terminal that matches the lexeme refuses a byte, none of them takes it)."""
-    before = np.zeros((vectors.shape[0], 256), dtype=bool)
-    at_end = np.zeros(vectors.shape[0], dtype=bool)
-    labels = product.labels[vectors]
-    for column in range(product.n_base):
-        for other in np.unique(labels[:, column]).tolist():
-            if other >= _NO_LABEL or other == terminal:
-                continue
-            rows = labels[:, column] == other
-            own = conditional.get(other)
-            if own is None:
-                before[rows], at_end[rows] = True, True
-                continue
-            states = vectors[rows, column] - product.offsets[column]
-            before[rows] |= ~own.forbidden[states]
-            at_end[rows] |= True if own.end_refused is None else ~own.end_refused[states]
-    return before, at_end
 
 
 _TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product ...
