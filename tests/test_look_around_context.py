@@ -200,6 +200,22 @@ def test_a_terminal_whose_lexemes_the_text_before_them_decides_otherwise_is_refu
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("grammar, texts", [
+    (IGNORED_AT_START, [("\na", True), ("a\na", False), ("\n", False)]),
+    ('start: "\'" (F | "${" NAME "}")* "\'"\nF: /(?:\\$(?=[^{])|[^\'$])+/\nNAME: /[a-z]+/\n',
+     [("'a$'", True), ("'a${b}'", True), ("'a$", False), ("'$", False)]),
+])
+def test_read_back_from_the_cache_the_text_s_start_and_end_are_kept(grammar: str, texts, tmp_path) -> None:
+    """The text-start mode is lexer state 0 and ``end_refused`` travels with the lexer's arrays."""
+    built = localgcd.Compiler(cache_dir=tmp_path).compile(grammar, byte_vocabulary(), lexer="contextual")
+    built.flush()
+    loaded = localgcd.Compiler(cache_dir=tmp_path).compile(grammar, byte_vocabulary(), lexer="contextual")
+    assert loaded.lexer.to_arrays().keys() == built.lexer.to_arrays().keys()
+    for text, accepted in texts:
+        matcher = loaded.matcher()
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == accepted, text
+
+
 # ---------------------------------------------------------------------------------------------
 # miniwdl's fragments: back up where the look-ahead refuses the byte after the lexeme
 # ---------------------------------------------------------------------------------------------

@@ -628,7 +628,10 @@ class ReferenceLexer:
             return [""]
         if after[0] < 0x80:
             return [after.decode("ascii")]
-        return list(self.tail_candidates(after)) or [""]
+        candidates = self.tail_candidates(after)
+        if not any(t.backtracking for t in self.terminals):  # (only a look-ahead reads the character)
+            return [next(candidates, "")]
+        return list(candidates) or [""]
 
     def winner_text(self, s: str, after: str = "") -> RefTerminal | None:
         """:meth:`winner` on decoded text."""
