@@ -25,9 +25,9 @@ from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
-from localgcd.lexer.text_start import lexer_modes
+from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
-from localgcd.regex.priority import backs_up
+from localgcd.regex.priority import at_text_start, backs_up
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.tuning import Tuning
 
@@ -98,13 +98,9 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     def error(terminal: Terminal, message: str, kind: type[GrammarError] = GrammarError) -> GrammarError:
         return _error(terminal, message, source, text, kind)
 
-    try:
-        modes = lexer_modes(terminals)
-    except TerminalUnsupported as exc:
-        terminal = terminals[exc.terminal]
-        raise error(terminal, f"{terminal.describe()}: {exc}") from None
-    for terminal, regex in zip(terminals, modes.regexes):  # each terminal's own automaton first: an error names it
+    for terminal in terminals:  # each terminal's own automaton first: an error names its terminal
         try:
+            regex = at_text_start(terminal.regex) if only_at_text_start(terminal) else terminal.regex
             if literal_bytes(regex) is None:
                 terminal_dfa(regex, meter, "its automaton", backing_up=backing_up)
             for condition in terminal.also:
@@ -116,6 +112,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             raise error(terminal, f"{terminal.describe()}: {exc}") from None
         except CompileBudgetError as exc:
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
+    modes = lexer_modes(terminals)  # (the text's start read as the loop above read it)
     try:
         dfa = product_dfa(modes.regexes, modes.lexed_in, [terminal.also for terminal in terminals], meter, tuning,
                           n_modes=max(max(modes.next_modes, default=0) + 1, modes.n_modes))

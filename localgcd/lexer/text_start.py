@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.grammar.terminals import Terminal
-from localgcd.lexer.product import TerminalUnsupported
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.regex.priority import PriorityDFA, at_text_start, lexemes_of, reads_before_lexeme
 
@@ -42,11 +41,10 @@ class LexerModes:
 
 def lexer_modes(terminals: list[Terminal]) -> LexerModes:
     """The terminals' modes, with a text-start mode where some terminal matches only at the text's
-    start (see the module docstring).  Raises :class:`TerminalUnsupported` naming a terminal whose
-    lexemes depend on the text before them in another way."""
+    start (see the module docstring); each terminal as :func:`only_at_text_start` reads it."""
     plain = LexerModes([t.regex for t in terminals], [t.lexed_in for t in terminals],
                        [t.next_mode for t in terminals])
-    only_at_start = {i: at_text_start(t.regex) for i, t in enumerate(terminals) if _only_at_text_start(i, t)}
+    only_at_start = {i: at_text_start(t.regex) for i, t in enumerate(terminals) if only_at_text_start(t)}
     if not only_at_start:
         return plain
     lexed_in = [(0,) if i in only_at_start else tuple(sorted({m + 1 for m in modes} | ({0} if 0 in modes else set())))
@@ -57,22 +55,23 @@ def lexer_modes(terminals: list[Terminal]) -> LexerModes:
                       [m + 1 for m in plain.next_modes])
 
 
-def _only_at_text_start(index: int, terminal: Terminal) -> bool:
-    """Whether ``terminal`` matches only at the text's start (raises where it matches elsewhere too,
-    differently, or reads the text before it in a way no lexer state says)."""
+def only_at_text_start(terminal: Terminal) -> bool:
+    """Whether ``terminal`` matches only at the text's start.  Raises :class:`UnsupportedRegex` where
+    it matches there other lexemes than elsewhere; False where its regex is refused for another
+    reason (its own automaton says which, in the lexer's order of terminals)."""
     try:
         if literal_bytes(terminal.regex) is not None or not reads_before_lexeme(terminal.regex):
             return False
         elsewhere = lexemes_of(terminal.regex)
         at_start = lexemes_of(at_text_start(terminal.regex))
-    except UnsupportedRegex as exc:
-        raise TerminalUnsupported(index, str(exc)) from None
+    except UnsupportedRegex:
+        return False
     if elsewhere is None:
         return True
     if at_start is None or not _same(elsewhere, at_start):
-        raise TerminalUnsupported(index, "unsupported construct: an anchor or look-behind by which it matches at the "
-                                  "text's start (^ without re.M) other lexemes than elsewhere; write the text's "
-                                  "start case as a terminal of its own (one whose every lexeme starts with ^)")
+        raise UnsupportedRegex("unsupported construct: an anchor or look-behind by which it matches at the text's "
+                               "start (^ without re.M) other lexemes than elsewhere; write the text's start case "
+                               "as a terminal of its own (one whose every lexeme starts with ^)")
     return False
 
 
