@@ -243,6 +243,20 @@ def test_a_fragment_ends_where_its_look_ahead_lets_it_as_lark_reads_it(grammar: 
     assert [text for text in texts if not agrees(compiled, parser, text)] == []
 
 
+DEC_NUMBER = 'start: N+\nN: /0(?:_?0)*(?![1-9])|[1-9](?:_?[0-9])*/\n%ignore " "\n'  # lark's python grammar
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_longer_attempt_its_look_ahead_lets_end_at_the_text_s_end_is_the_lexeme_there(lexer: str) -> None:
+    """After "00" re.match backs up to "0" before "1" ("001": "0", then "01" fails), and takes "00"
+    before a blank or at the end of the text."""
+    compiled, parser = compile_both(DEC_NUMBER, lexer)
+    texts = ["00", "001", "0 0", "00 1", "0_0", "0_01", "00_", "10", "0 12", "000 0"]
+    verdicts = [lark_accepts(parser, text) for text in texts]
+    assert True in verdicts and False in verdicts
+    assert [text for text in texts if not agrees(compiled, parser, text)] == []
+
+
 # ---------------------------------------------------------------------------------------------
 # Issue 37's corpus: miniwdl's fragments and pyquil's %ignore /^\n/, in their projects' mode
 # ---------------------------------------------------------------------------------------------

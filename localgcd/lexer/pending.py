@@ -20,7 +20,10 @@ lexing restarts in after ``T`` over the bytes read since that point.  On a byte 
   ``b`` is read again from ``q_restart`` (where it may end a second lexeme: lark lexes "\\nf(" as
   ``_NL`` "\\n", ``NAME`` "f", then "(");
 * an accepting ``q_long`` whose look-ahead lets ``b`` follow but no lexeme goes on with ``b``: dead
-  (``re.match`` takes the longer lexeme; lark fails on ``b``).
+  (``re.match`` takes the longer lexeme; lark fails on ``b``);
+* the end of the text: ``T``, then the restart's lexeme — but where ``q_long`` accepts and its
+  look-ahead lets the text end there, the longer lexeme (the pending state's accept label is then
+  that terminal, not an alias: lark's ``DEC_NUMBER``, ``0(?:_?0)*(?![1-9])|…``, after ``"00"``).
 
 :func:`pending_states` reports what one emission per byte cannot express (:class:`Obstruction`):
 the restart lexing ends a lexeme while the longer attempt lives (*nested*, refused), it ends one
@@ -54,12 +57,10 @@ Pending = tuple[int, int, int]  # (q_long, T, q_restart)
 NESTED = "nested"  # the restart lexing ends a lexeme while the longer attempt lives
 TWO_AT_ONCE = "two emissions at one byte"  # the byte that kills the longer attempt also ends the restart's lexeme
 NOT_PRODUCIBLE = "T not producible"  # the longer attempt can no longer become T
-ENDS_LONGER = "ends longer"  # a longer attempt whose look-ahead lets the text end in it (not expressed)
 AT_END = "end of text"  # the text ends in a window where the restart's lexeme is complete
 _REASONS = {  # what a refusal says
     NESTED: "the lexeme after it would back up too",
     NOT_PRODUCIBLE: "a longer attempt that can no longer become it (the next terminal would not be exact)",
-    ENDS_LONGER: "a longer attempt that its look-ahead lets end at the end of the text",
 }
 
 
@@ -108,8 +109,6 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
 
     for q, byte, state in _formations(lexer, backing, emit_forbidden):
         enter(state, prefix.get(q, b"") + bytes([byte]), 1)
-        if lexer.accept[state[0]] >= 0 and not _refuses_end(lexer, state[0]):
-            obstruct(ENDS_LONGER, state[1], prefix.get(q, b"") + bytes([byte]))
     while queue:
         state, depth = queue.popleft()
         (longer, term, again), text = state, found.states[state]
@@ -228,7 +227,7 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     if len(found.states) > _MAX_PENDING:
         raise PendingRefused(min(backing), f"it needs more than {_MAX_PENDING} pending-emission states")
     for obstruction in found.obstructions:
-        if obstruction.kind in (NESTED, NOT_PRODUCIBLE, ENDS_LONGER):
+        if obstruction.kind in (NESTED, NOT_PRODUCIBLE):
             raise PendingRefused(obstruction.terminal, f"{_REASONS[obstruction.kind]} on {_shown(obstruction.witness)}")
     n_states, n_terms = lexer.n_states, lexer.producible.shape[1]
     pending = list(found.states)
@@ -254,7 +253,9 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     forming = set(entering)
     for state, p in state_id.items():
         longer, term, again = state
-        accept[p] = alias_id[(term, again)]
+        accept[p] = alias_id[(term, again)]  # at the end of the text: T, then the restart's lexeme
+        if lexer.accept[longer] >= 0 and not _refuses_end(lexer, longer):
+            accept[p] = lexer.accept[longer]  # the longer lexeme, which its look-ahead lets end there
         producible[p] = lexer.producible[longer]  # exact: T is one of them (NOT_PRODUCIBLE otherwise)
         for byte in range(256):
             kind, value = _step(lexer, backing, state, byte, emit_forbidden)
