@@ -31,7 +31,8 @@ def lexeme(pattern: str, text: str) -> str | None:
             ends = own.dfa.accept[state] >= 0 and not own.forbidden[state, byte]
             return data[:i].decode() if ends else None
         state = nxt
-    return text if own.dfa.accept[state] >= 0 else None
+    refused = own.end_refused is not None and own.end_refused[state]  # a look-ahead that fails at the end
+    return text if own.dfa.accept[state] >= 0 and not refused else None
 
 
 PATTERNS = [
@@ -48,6 +49,8 @@ PATTERNS = [
     r'[a-c]{2,}(?<=bc)d',
     r'(?m)[a-c]+$',
     r'c[a-c]*?(?<!a)c',
+    r'a(?=b)',  # no lexeme at the end of the text
+    r'[a-c]+(?=[^a-cx])',  # é's first byte settles [^a-cx]
 ]
 
 
@@ -83,8 +86,9 @@ def test_lexemes_of_lazy_and_look_around_terminals(pattern: str, text: str, expe
     (r"\w+\b", "more than one byte past the lexeme"),  # a non-ASCII word character is several bytes
     (r"(?<=x)a", "before the lexeme's first character"),
     (r"\ba", "before the lexeme's first character"),
-    (r"^a", "before the lexeme's first character"),
-    (r"a(?=b)", "fails at the end of the text"),
+    (r"(?m)^a", "before the lexeme's first character"),
+    (r"a(?=bc)", "more than one byte past the lexeme"),
+    (r"^a", "matches nothing"),  # after the text's first character (the text's start: its own lexer mode)
     (r"a(?=(?=b)b)", "inside a look-around"),
     (r"\d+(?:\.\d+?)?", "at '0' and read on past '.'"),  # "0.x": re.match backs up to "0"
     (r"(?:\n|#.*?\n)+", "at '\\n' and read on past '#'"),
@@ -109,12 +113,12 @@ def test_a_refused_terminal_is_named_with_its_place_and_an_escaped_regex(tmp_pat
     from localgcd.grammar.lark_frontend import load_lark_grammar
     from localgcd.lexer.automaton import build_lexer_dfa
 
-    text = 'start: A B\nA: /a(?=b)/\nB: /\\n\\tb/\n'
+    text = 'start: A B\nA: /a(?=bc)/\nB: /\\n\\tb/\n'
     grammar = load_lark_grammar(text, "g.lark")
     with pytest.raises(GrammarError) as caught:
         build_lexer_dfa(list(grammar.terminals), "g.lark", text)
     message = str(caught.value)
-    assert "g.lark:2:1" in message and "terminal A /a(?=b)/" in message
+    assert "g.lark:2:1" in message and "terminal A /a(?=bc)/" in message
     text = 'start: A\nA: /a\tb$/\n'
     with pytest.raises(GrammarError) as caught:
         build_lexer_dfa(list(load_lark_grammar(text, "g.lark").terminals), "g.lark", text)

@@ -25,8 +25,9 @@ from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
+from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
-from localgcd.regex.priority import backs_up
+from localgcd.regex.priority import at_text_start, backs_up
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.tuning import Tuning
 
@@ -42,14 +43,15 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     # the transducer's tables: next state and emitted terminal per byte, producible terminals
     meter.table(dfa.n_states, 6 * 256 + len(terminals), 1, "the lexing transducer")
     emit_forbidden = dfa.emit_forbidden
-    lexer = LexingTransducer.from_dfa(dfa, len(terminals), [t.next_mode for t in terminals], take_table=True)
-    backing = backing_terminals([t.regex for t in terminals])
+    modes = lexer_modes(terminals)  # (memoized automata: the modes build_lexer_dfa read)
+    lexer = LexingTransducer.from_dfa(dfa, len(terminals), modes.next_modes, take_table=True)
+    backing = backing_terminals(modes.regexes)
     if backing:
         try:
             lexer = backing_up_lexer(lexer, backing, emit_forbidden)
         except PendingRefused as exc:
             terminal = terminals[exc.terminal]
-            raise _error(terminal, f"{terminal.describe()}: {backs_up(terminal.regex)}, and backing up as it does "
+            raise _error(terminal, f"{terminal.describe()}: {backs_up(modes.regexes[exc.terminal])}, and backing up as it does "
                          f"is not exact here: {exc}", source, text) from None
     if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
         kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
@@ -98,8 +100,9 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
 
     for terminal in terminals:  # each terminal's own automaton first: an error names its terminal
         try:
-            if literal_bytes(terminal.regex) is None:
-                terminal_dfa(terminal.regex, meter, "its automaton", backing_up=backing_up)
+            regex = at_text_start(terminal.regex) if only_at_text_start(terminal) else terminal.regex
+            if literal_bytes(regex) is None:
+                terminal_dfa(regex, meter, "its automaton", backing_up=backing_up)
             for condition in terminal.also:
                 states = terminal_dfa(condition.regex, meter).n_states
                 if not (0 <= condition.start < states and all(-1 <= end < states for end in condition.ends or ())):
@@ -109,10 +112,10 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             raise error(terminal, f"{terminal.describe()}: {exc}") from None
         except CompileBudgetError as exc:
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
+    modes = lexer_modes(terminals)  # (the text's start read as the loop above read it)
     try:
-        dfa = product_dfa([terminal.regex for terminal in terminals], [terminal.lexed_in for terminal in terminals],
-                          [terminal.also for terminal in terminals], meter, tuning,
-                          n_modes=max((terminal.next_mode for terminal in terminals), default=0) + 1)
+        dfa = product_dfa(modes.regexes, modes.lexed_in, [terminal.also for terminal in terminals], meter, tuning,
+                          n_modes=max(max(modes.next_modes, default=0) + 1, modes.n_modes))
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
         raise error(terminal, f"{terminal.describe()}: {exc}") from None
@@ -127,7 +130,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
     produced_names = {terminals[i].name for i in produced if 0 <= i < len(terminals)}
     for index in sorted(missing):
         terminal = terminals[index]
-        if terminal.ignored or not terminal.lexed_in:  # (no mode lexes it: no parser state takes it)
+        if terminal.ignored or not modes.lexed_in[index]:  # (no mode lexes it: no parser state takes it)
             continue
         if terminal.modes is not None and terminal.name in produced_names:
             continue  # (lark's contextual lexer: a copy in modes where another terminal wins; produced elsewhere)

@@ -6,15 +6,24 @@ looks one byte past a lexeme and no further.  This module explores, for the term
 ``re.match`` backs up further (``backing``: see ``regex/priority.py``), the *pending-emission*
 states such a lexer would need:
 
-``P = (q_long, T, q_restart)``: ``q_long`` the longer attempt, still alive and not accepting; ``T``
+``P = (q_long, T, q_restart)``: ``q_long`` the longer attempt, still alive and not accepting (or
+accepting only where a look-ahead past it lets it: before some bytes, not at the text's end —
+miniwdl's ``(\\$(?=[^{])|[^$])+`` after ``"x$"``, which backs up to ``"x"`` before ``"{"``); ``T``
 the terminal of the last accept point; ``q_restart`` the transducer state reached from the state
 lexing restarts in after ``T`` over the bytes read since that point.  On a byte ``b``:
 
-* ``q_long`` survives and accepts: the longer lexeme wins, ``P`` becomes the plain state;
+* ``q_long`` survives and accepts, or its lexeme ends before ``b``: the longer lexeme wins, ``P``
+  becomes the plain state (or the pending state the plain state enters on ``b``);
 * ``q_long`` survives, ``q_restart`` dies: backing up can no longer succeed, the plain state;
 * ``q_long`` survives, ``q_restart`` grows: the next pending state;
-* ``q_long`` dies: ``T`` ends before ``b``, and ``b`` is read again from ``q_restart`` (where it
-  may end a second lexeme: lark lexes "\\nf(" as ``_NL`` "\\n", ``NAME`` "f", then "(").
+* ``q_long`` dies (an accepting one: its look-ahead refuses ``b``): ``T`` ends before ``b``, and
+  ``b`` is read again from ``q_restart`` (where it may end a second lexeme: lark lexes "\\nf(" as
+  ``_NL`` "\\n", ``NAME`` "f", then "(");
+* an accepting ``q_long`` whose look-ahead lets ``b`` follow but no lexeme goes on with ``b``: dead
+  (``re.match`` takes the longer lexeme; lark fails on ``b``);
+* the end of the text: ``T``, then the restart's lexeme — but where ``q_long`` accepts and its
+  look-ahead lets the text end there, the longer lexeme (the pending state's accept label is then
+  that terminal, not an alias: lark's ``DEC_NUMBER``, ``0(?:_?0)*(?![1-9])|…``, after ``"00"``).
 
 :func:`pending_states` reports what one emission per byte cannot express (:class:`Obstruction`):
 the restart lexing ends a lexeme while the longer attempt lives (*nested*, refused), it ends one
@@ -108,7 +117,7 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
         if lexer.accept[again] >= 0:
             obstruct(AT_END, term, text, int(lexer.accept[again]))
         for byte in range(256):
-            kind, value = _step(lexer, backing, state, byte)
+            kind, value = _step(lexer, backing, state, byte, emit_forbidden)
             if kind == _PENDING:
                 enter(value, text + bytes([byte]), depth + 1)
             elif kind == _EMITS:
@@ -124,8 +133,8 @@ _PLAIN, _PENDING, _EMITS, _DEAD = "plain", "pending", "emits", "dead"
 def _formations(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None
                 ) -> Iterator[tuple[int, int, Pending]]:
     """(q, b, P): plain state ``q`` accepts a terminal in ``backing``, and on ``b`` enters the
-    pending state ``P`` (its longer attempt does not accept, ``T`` may end before ``b``, and a
-    lexeme can start with ``b`` after it)."""
+    pending state ``P`` (its longer attempt does not accept, or only where a look-ahead lets it and
+    may back up, ``T`` may end before ``b``, and a lexeme can start with ``b`` after it)."""
     next_state, emitted, accept = lexer.next_state, lexer.emitted, lexer.accept
     for q in np.flatnonzero(accept >= 0).tolist():
         term = int(accept[q])
@@ -134,7 +143,8 @@ def _formations(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.n
         restart = int(lexer.restart[term])
         for byte in range(256):
             longer = int(next_state[q, byte])
-            if emitted[q, byte] != NO_EMIT or longer == DEAD_STATE or accept[longer] >= 0:
+            if emitted[q, byte] != NO_EMIT or longer == DEAD_STATE or \
+                    (accept[longer] >= 0 and not _may_back_up(lexer, longer, emit_forbidden)):
                 continue  # no longer attempt, or it accepts at once: nothing pending
             if emit_forbidden is not None and emit_forbidden[q, byte]:
                 continue
@@ -143,7 +153,19 @@ def _formations(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.n
                 yield q, byte, (longer, term, again)
 
 
-def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int) -> tuple[str, Any]:
+def _may_back_up(lexer: LexingTransducer, state: int, emit_forbidden: np.ndarray | None) -> bool:
+    """Whether accepting ``state`` refuses to end before a byte it cannot read on with, or at the
+    text's end (``re.match`` then backs up past it)."""
+    dies = emit_forbidden is not None and bool((emit_forbidden[state] & (lexer.next_state[state] == DEAD_STATE)).any())
+    return dies or _refuses_end(lexer, state)
+
+
+def _refuses_end(lexer: LexingTransducer, state: int) -> bool:
+    return lexer.end_refused is not None and bool(lexer.end_refused[state])
+
+
+def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int,
+          emit_forbidden: np.ndarray | None = None) -> tuple[str, Any]:
     """What pending state ``state`` does on ``byte``: (_PLAIN, q), (_PENDING, P), (_EMITS, the
     restart's step), (_DEAD, None), or an obstruction (NESTED or TWO_AT_ONCE, the restart's
     terminal)."""
@@ -151,8 +173,12 @@ def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int)
     long_next = int(lexer.next_state[longer, byte])
     step, out = int(lexer.next_state[again, byte]), int(lexer.emitted[again, byte])
     if long_next != DEAD_STATE:
-        if lexer.accept[long_next] >= 0 or step == DEAD_STATE:
+        if lexer.emitted[longer, byte] != NO_EMIT or step == DEAD_STATE:
             return _PLAIN, long_next  # the longer lexeme won, or backing up can no longer succeed
+        if lexer.accept[longer] >= 0 and not (emit_forbidden is not None and emit_forbidden[longer, byte]):
+            return _PLAIN, long_next  # the longer lexeme may end before the byte: the accept point moves
+        if lexer.accept[long_next] >= 0 and not _may_back_up(lexer, long_next, emit_forbidden):
+            return _PLAIN, long_next  # the longer lexeme won
         if out != NO_EMIT:
             return NESTED, out
         if int(lexer.accept[again]) in backing and lexer.accept[step] < 0:
@@ -160,6 +186,8 @@ def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int)
         return _PENDING, (long_next, term, step)
     if step == DEAD_STATE:
         return _DEAD, None
+    if lexer.accept[longer] >= 0 and not (emit_forbidden is not None and emit_forbidden[longer, byte]):
+        return _DEAD, None  # re.match takes the longer lexeme, and no lexeme goes on with the byte
     return (TWO_AT_ONCE, out) if out != NO_EMIT else (_EMITS, step)
 
 
@@ -204,7 +232,12 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     n_states, n_terms = lexer.n_states, lexer.producible.shape[1]
     pending = list(found.states)
     state_id = {p: n_states + i for i, p in enumerate(pending)}
-    pairs = sorted({(term, again) for _, term, again in pending})
+    # (a longer attempt that accepts where its look-ahead lets it ends its own lexeme before some
+    # bytes: an alias whose restart is that terminal's own, so that the byte after a pending state is
+    # always read on by the row's walk)
+    pairs = sorted({(term, again) for _, term, again in pending} |
+                   {(int(lexer.accept[longer]), int(lexer.restart[lexer.accept[longer]]))
+                    for longer, _, _ in pending if lexer.accept[longer] >= 0})
     alias_id = {pair: n_terms + i for i, pair in enumerate(pairs)}
     total = n_states + len(pending)
     next_state = np.full((total, 256), DEAD_STATE, dtype=np.int32)
@@ -216,15 +249,22 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     restart = np.concatenate([lexer.restart, np.asarray([again for _, again in pairs], dtype=np.int32)])
     alias_of = np.asarray([t for t, _ in pairs], dtype=np.int32)
     formations = list(_formations(lexer, backing, emit_forbidden))
-    forming = {(q, byte) for q, byte, _ in formations}
+    entering = {(q, byte): state for q, byte, state in formations}
+    forming = set(entering)
     for state, p in state_id.items():
         longer, term, again = state
-        accept[p] = alias_id[(term, again)]
+        accept[p] = alias_id[(term, again)]  # at the end of the text: T, then the restart's lexeme
+        if lexer.accept[longer] >= 0 and not _refuses_end(lexer, longer):
+            accept[p] = lexer.accept[longer]  # the longer lexeme, which its look-ahead lets end there
         producible[p] = lexer.producible[longer]  # exact: T is one of them (NOT_PRODUCIBLE otherwise)
         for byte in range(256):
-            kind, value = _step(lexer, backing, state, byte)
-            if kind == _PLAIN:
-                next_state[p, byte] = value
+            kind, value = _step(lexer, backing, state, byte, emit_forbidden)
+            if kind == _PLAIN:  # the longer lexeme won (ended before the byte, or goes on)
+                entered = entering.get((longer, byte))  # (a plain state's own pending state)
+                next_state[p, byte] = value if entered is None else state_id[entered]
+                ended = int(lexer.emitted[longer, byte])
+                if ended != NO_EMIT:
+                    emitted[p, byte] = alias_id[(ended, int(lexer.restart[ended]))]
             elif kind == _PENDING:
                 next_state[p, byte] = state_id[value]
             elif kind in (_EMITS, TWO_AT_ONCE):  # T ends before the byte, read again from q_restart
@@ -234,8 +274,11 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
                 next_state[p, byte] = lexer.next_state[again, byte]
     for q, byte, state in formations:  # where the plain states enter them
         next_state[q, byte] = state_id[state]
+    end_refused = None
+    if lexer.end_refused is not None:  # (a pending state's end is its alias's: T, then its restart's)
+        end_refused = np.concatenate([lexer.end_refused, np.zeros(len(pending), dtype=bool)])
     return LexingTransducer(next_state=next_state, emitted=emitted, accept=accept, producible=producible,
-                            restart=restart, alias_of=alias_of)
+                            restart=restart, alias_of=alias_of, end_refused=end_refused)
 
 
 def window_bytes(lexer: LexingTransducer) -> np.ndarray:

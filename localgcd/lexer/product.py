@@ -36,7 +36,8 @@ from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
-from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa
+from localgcd.lexer.look_ahead import conditional_terminals, other_ends, without_earlier_end
+from localgcd.regex.priority import PriorityDFA
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
 from localgcd.tuning import Tuning
@@ -77,15 +78,16 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     also = [tuple(a) for a in also] if also is not None else [()] * len(regexes)
     n_modes = max(max((max(m) for m in lexed_in if m), default=0) + 1, n_modes)
     members_of = {mode: [i for i, m in enumerate(lexed_in) if mode in m] for mode in range(n_modes)}
-    conditional = _conditional_terminals(regexes)
+    conditional = conditional_terminals(regexes)
     conditional_modes = {mode for i in conditional for mode in lexed_in[i]}
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
                                       regexes, also, meter) if tuning.tracked_modes else {}
-    tables, labels, forbidden = [], [], {}
+    tables, labels, forbidden, end_refused = [], [], {}, {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
         if mode in conditional_modes:
-            table, accept, forbidden[mode] = _conditional_mode(members, regexes, also, conditional, meter)
+            table, accept, forbidden[mode], end_refused[mode] = _conditional_mode(members, regexes, also,
+                                                                                 conditional, meter)
             tables.append((table, None))
             labels.append(accept)
             continue
@@ -115,13 +117,16 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
         tables.append((table, class_of))
         labels.append(accept)
     table, accept = _merge_modes(tables, labels)
-    emit_forbidden = None
+    emit_forbidden = refused_end = None
     if forbidden:  # each state's row, in the order _merge_modes numbers the states
         emit_forbidden = np.zeros((table.shape[0], 256), dtype=bool)
+        refused_end = np.zeros(table.shape[0], dtype=bool)
         for mode, ids in enumerate(_mode_ids([t.shape[0] for t, _ in tables])):
             if mode in forbidden:
                 emit_forbidden[ids] = forbidden[mode]
-    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)), emit_forbidden=emit_forbidden)
+                refused_end[ids] = end_refused[mode]
+    return DFA(transitions=table, accept=accept, mode_starts=tuple(range(n_modes)), emit_forbidden=emit_forbidden,
+               end_refused=refused_end if refused_end is not None and refused_end.any() else None)
 
 
 def _lexed_in(modes: Sequence[int | Sequence[int]] | None, n: int) -> list[tuple[int, ...]]:
@@ -139,25 +144,14 @@ class TerminalUnsupported(UnsupportedRegex):
         self.terminal = terminal
 
 
-def _conditional_terminals(regexes: Sequence[str]) -> dict[int, PriorityDFA]:
-    """The terminals whose lexeme may not end before some bytes (a look-ahead over the byte after
-    it), with their automata."""
-    found = {}
-    for i, regex in enumerate(regexes):
-        if literal_bytes(regex) is None and needs_priority(regex):
-            own = priority_dfa(regex)
-            if own.conditional:
-                found[i] = own
-    return found
-
-
 def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
                       conditional: dict[int, PriorityDFA], meter: BudgetMeter
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A mode with terminals that may not end before some bytes: its minimal table, accept labels
-    and each state's forbidden bytes (those of the terminal it accepts, read off its component;
-    states are told apart by them too).  Where another terminal accepts the same lexeme before a
-    byte the winner refuses, the lexer would have to emit that one: refused."""
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A mode with terminals that may not end before some bytes (or at the text's end): its minimal
+    table, accept labels, each state's forbidden bytes and whether it refuses the text's end (those
+    of the terminal it accepts, read off its component; states are told apart by them too).  Where
+    another terminal accepts the same lexeme before a byte (or at the end) the winner refuses, the
+    lexer would have to emit that one: refused."""
     what = "the lexer automaton (a mode with look-ahead terminals)"
     product = _mode_product(members, regexes, also, meter)
     assert product is not None  # a conditional terminal is a regex component
@@ -166,28 +160,44 @@ def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tup
     table = np.ascontiguousarray(table[:, class_of])
     best = product.accept_labels(vectors)
     forbid = np.zeros(table.shape, dtype=bool)
+    no_end = np.zeros(table.shape[0], dtype=bool)
+    columns = {}
     for terminal in members:
         own = conditional.get(terminal)
         if own is None:
             continue
         if also[terminal]:
             raise TerminalUnsupported(terminal, "a look-ahead past the lexeme together with conditions")
-        column = next(c for c in range(product.n_base) if (product.components[c].accept == terminal).any())
+        column = columns[terminal] = next(c for c in range(product.n_base)
+                                          if (product.components[c].accept == terminal).any())
         rows = np.flatnonzero(best == terminal)
         forbid[rows] = own.forbidden[vectors[rows, column] - product.offsets[column]]
-        accepting = (product.labels[vectors[rows]] < _NO_LABEL).sum(axis=1) > 1
-        if (accepting[:, None] & forbid[rows] & (table[rows] == DEAD_STATE)).any():
+        if own.end_refused is not None:
+            no_end[rows] = own.end_refused[vectors[rows, column] - product.offsets[column]]
+    for terminal, column in columns.items():
+        rows = np.flatnonzero(best == terminal)
+        others_before, others_at_end = other_ends(product.labels[vectors[rows]], vectors[rows], product.offsets,
+                                                  product.n_base, terminal, conditional, _NO_LABEL)
+        bare = without_earlier_end(table, (best == terminal)[:, None] & ~forbid)[rows]
+        others_before &= bare[:, None]
+        others_at_end &= bare
+        if (others_before & forbid[rows] & (table[rows] == DEAD_STATE)).any():
             raise TerminalUnsupported(terminal, "its look-ahead refuses to end a lexeme that another terminal "
                                       "also matches, before a byte no lexeme goes on with")
+        if (others_at_end & no_end[rows]).any():
+            raise TerminalUnsupported(terminal, "its look-ahead refuses to end a lexeme that another terminal "
+                                      "also matches, at the end of the text")
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    _, row_id = np.unique(forbid, axis=0, return_inverse=True)
+    _, row_id = np.unique(np.concatenate([forbid, no_end[:, None]], axis=1), axis=0, return_inverse=True)
     _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
     table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32), meter, what)
     new_accept = np.empty(table.shape[0], dtype=np.int32)
     new_accept[block] = accept
     new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
     new_forbid[block] = forbid
-    return table, new_accept, new_forbid
+    new_no_end = np.zeros(table.shape[0], dtype=bool)
+    new_no_end[block] = no_end
+    return table, new_accept, new_forbid, new_no_end
 
 
 _TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product ...

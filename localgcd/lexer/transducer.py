@@ -12,7 +12,8 @@ grammar without modes.  Modes let a front end split one long lexeme into
 several terminals that no other terminal can start (a JSON string longer than
 a counted automaton should be: chunks of characters, lexed only inside it).
 
-At end of text, a pending lexeme in an accepting state emits its terminal.
+At end of text, a pending lexeme in an accepting state emits its terminal (but in one of
+``end_refused``: a look-ahead past the lexeme that fails at the end of the text, ``\\$(?=[^{])``).
 
 A lexer with a terminal whose ``re.match`` backs up further (:mod:`localgcd.lexer.pending`) has
 *pending states* and *alias* terminals ``n …`` (``n`` the grammar's terminals), each standing for
@@ -37,6 +38,7 @@ from localgcd.regex.dfa import DEAD_STATE, DFA, run_edges
 
 NO_EMIT = -1
 _ARRAYS = ("next_state", "emitted", "accept", "producible", "restart")
+_OPTIONAL = ("alias_of", "emit_forbidden", "end_refused")
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,15 @@ class LexingTransducer:
     #: bool [Q, 256]: the pending lexeme may not end before the byte (a look-ahead past it), kept where
     #: lexing forks after a terminal (lark's contextual lexer: the restart is the parser's to pick)
     emit_forbidden: np.ndarray | None = None
+    #: bool [Q]: an accepting state where the text may not end (None: none)
+    end_refused: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
         return int(sum(getattr(self, name).nbytes for name in self._arrays()))
 
     def _arrays(self) -> tuple[str, ...]:
-        return (*_ARRAYS, *(name for name in ("alias_of", "emit_forbidden") if getattr(self, name) is not None))
+        return (*_ARRAYS, *(name for name in _OPTIONAL if getattr(self, name) is not None))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays the cache stores."""
@@ -66,8 +70,7 @@ class LexingTransducer:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "LexingTransducer":
-        return cls(**{name: arrays[name] for name in _ARRAYS}, alias_of=arrays.get("alias_of"),
-                   emit_forbidden=arrays.get("emit_forbidden"))
+        return cls(**{name: arrays[name] for name in _ARRAYS}, **{name: arrays.get(name) for name in _OPTIONAL})
 
     @property
     def n_terminals(self) -> int:
@@ -95,13 +98,19 @@ class LexingTransducer:
     def final_terminals(self, state: int) -> tuple[int, ...] | None:
         """The grammar terminals the end of the text emits in ``state`` (None: it cannot end there;
         () in a start state)."""
-        term = int(self.accept[state])
+        term = self._ends(state)
         if term < 0:
             return None
         if term < self.n_terminals:
             return (term,)
-        after = int(self.accept[int(self.restart[term])])
+        after = self._ends(int(self.restart[term]))
         return None if after < 0 else (int(self.alias_of[term - self.n_terminals]), after)
+
+    def _ends(self, state: int) -> int:
+        """The terminal (or alias) the end of the text emits in ``state``, -1 if none."""
+        if self.end_refused is not None and self.end_refused[state]:
+            return -1
+        return int(self.accept[state])
 
     @classmethod
     def from_dfa(cls, dfa: DFA, n_terminals: int, next_mode: np.ndarray | None = None, *,
@@ -136,6 +145,7 @@ class LexingTransducer:
             accept=accept,
             producible=producible,
             restart=restart,
+            end_refused=dfa.end_refused,
         )
 
     @property

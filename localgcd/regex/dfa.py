@@ -48,6 +48,9 @@ class DFA:
     # bool [n_states, 256] or None: the lexeme may not end in the state before the byte (a look-ahead
     # over the byte after it, see regex/priority.py); None: it may end before any byte
     emit_forbidden: np.ndarray | None = None
+    # bool [n_states] or None: an accepting state where the text may not end (a look-ahead that
+    # fails at the text's end); None: the text may end in any accepting state
+    end_refused: np.ndarray | None = None
 
     @property
     def n_states(self) -> int:

@@ -21,10 +21,13 @@ or fails (the thread dies).  A thread at the pattern's end may carry a watch ove
 lexeme, the byte the lexing transducer already reads: the state then accepts *before some bytes
 only* (:attr:`PriorityDFA.forbidden`), or a watch that the next byte does not settle is an error.
 A look-behind is a test of the bytes read so far, which every thread shares: the state carries, for
-each look-behind, the state of an automaton of ``(any byte)* X``; one that would look before the
-lexeme's first character is an error (it depends on the text before the lexeme).  Anchors are
-rewritten into look-around first (``$`` is a look-ahead, ``\\b`` a pair of them, ``^`` inside the
-lexeme a look-behind).
+each look-behind, the state of an automaton of ``(any byte)* X``.  One that would look before the
+lexeme's first character depends on the text before the lexeme: at the text's start there is none
+(no look-behind finds its characters: :func:`at_text_start` marks a pattern read there), elsewhere
+some character precedes the lexeme, which decides only "no character before" (``^`` without
+``re.M``: lark's ``match(text, pos)`` meets it at position 0 alone, so elsewhere it fails); any
+other is an error.  Anchors are rewritten into look-around first (``$`` is a look-ahead, ``\\b`` a
+pair of them, ``^`` a look-behind of "no character").
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import numpy as np
 from localgcd.regex.charset import CharSet, category, utf8_sequences
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
 from localgcd.regex.nfa import NFA, Encoding, ThompsonBuilder
-from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX, parse_python_regex
 from localgcd.regex.syntax import (Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex,
                                    has_backtracking_semantics, nodes_of)
 
@@ -62,11 +65,14 @@ class PriorityDFA:
     dfa: DFA
     forbidden: np.ndarray  # bool [n_states, 256]: accepting, but not before this byte
     backs_up: str | None = None  # where re.match backs up past the byte after a lexeme: how (else None)
+    #: bool [n_states]: accepting before some bytes, but not at the end of the text (a look-ahead
+    #: that fails there: ``\\$(?=[^{])``)
+    end_refused: np.ndarray | None = None
 
     @property
     def conditional(self) -> bool:
-        """Whether some accepting state forbids some byte."""
-        return bool(self.forbidden.any())
+        """Whether some accepting state forbids some byte or the text's end."""
+        return bool(self.forbidden.any()) or (self.end_refused is not None and bool(self.end_refused.any()))
 
 
 @lru_cache(maxsize=4096)
@@ -78,13 +84,45 @@ def needs_priority(pattern: str) -> bool:
     return has_backtracking_semantics(parse_python_regex(pattern))
 
 
-@lru_cache(maxsize=1024)
 def priority_dfa(pattern: str) -> PriorityDFA:
-    """The DFA of the lexemes ``re.match(pattern, …)`` returns (see the module docstring).  Raises
-    :class:`UnsupportedRegex` naming what it cannot make exact; where ``re.match`` may back up
-    further than the byte after a lexeme, ``backs_up`` says how (a lexer that does not back up
-    refuses the terminal with it, :mod:`localgcd.lexer.pending` builds the lexer that does)."""
-    return _Construction(_rewrite_anchors(parse_python_regex(pattern))).run()
+    """The DFA of the lexemes ``re.match(pattern, …)`` returns (see the module docstring), for a
+    lexeme after the text's first character (or at the text's start, for a pattern marked by
+    :func:`at_text_start`).  Raises :class:`UnsupportedRegex` naming what it cannot make exact;
+    where ``re.match`` may back up further than the byte after a lexeme, ``backs_up`` says how (a
+    lexer that does not back up refuses the terminal with it, :mod:`localgcd.lexer.pending` builds
+    the lexer that does)."""
+    found = lexemes_of(pattern)
+    if found is None:
+        raise UnsupportedRegex("the terminal matches nothing")
+    return found
+
+
+@lru_cache(maxsize=1024)
+def lexemes_of(pattern: str) -> PriorityDFA | None:
+    """:func:`priority_dfa`, None where the pattern matches nothing there (``^x`` after the text's
+    first character)."""
+    text_start = _TEXT_START in pattern[:len(REGEX_MODULE_PREFIX) + len(_TEXT_START)]
+    return _Construction(_rewrite_anchors(parse_python_regex(pattern)), text_start=text_start).run()
+
+
+#: a comment (``re`` reads it as nothing) that marks a pattern read at the text's start
+_TEXT_START = "(?#localgcd: at the text's start)"
+
+
+def at_text_start(pattern: str) -> str:
+    """``pattern`` marked as read for a lexeme at the text's start (position 0: no character before
+    it), which :func:`priority_dfa` tells from the pattern read elsewhere."""
+    if pattern.startswith(REGEX_MODULE_PREFIX):
+        return REGEX_MODULE_PREFIX + _TEXT_START + pattern[len(REGEX_MODULE_PREFIX):]
+    return _TEXT_START + pattern
+
+
+@lru_cache(maxsize=4096)
+def reads_before_lexeme(pattern: str) -> bool:
+    """Whether ``pattern`` has a look-behind or an anchor that may read before its lexeme (so its
+    lexemes at the text's start may differ from those elsewhere)."""
+    return any(isinstance(n, Look) and not n.ahead or isinstance(n, Anchor) and "start" in n.kind
+               or isinstance(n, Anchor) and "word" in n.kind for n in nodes_of(parse_python_regex(pattern)))
 
 
 def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int) -> DFA:
@@ -95,7 +133,10 @@ def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int) -> DFA:
     ``re.match``'s lexeme.  Raises :class:`UnsupportedRegex` for a look-around or an anchor."""
     if any(isinstance(n, (Look, Anchor)) for n in nodes_of(node)):
         raise UnsupportedRegex("unsupported construct: look-around or anchor over character classes")
-    return _Construction(node, encoding, n_symbols).run().dfa
+    found = _Construction(node, encoding, n_symbols).run()
+    if found is None:
+        raise UnsupportedRegex("the terminal matches nothing")
+    return found.dfa
 
 
 def backs_up(pattern: str) -> str | None:
@@ -113,8 +154,8 @@ _NOT_NEWLINE = Alt((Bytes(0, 9), Bytes(11, 0xFF)))
 
 
 def _rewrite_anchors(node: Node) -> Node:
-    """``node`` with every anchor written as look-around (a lexeme is never at the text's start for
-    lark's ``match(text, pos)``; ``^`` after the first character looks behind, at it it is refused)."""
+    """``node`` with every anchor written as look-around (``^``: no character before, which only
+    the text's first lexeme meets at its start)."""
     if isinstance(node, Anchor):
         return _anchor_as_looks(node.kind)
     if isinstance(node, Concat):
@@ -132,10 +173,11 @@ def _rewrite_anchors(node: Node) -> Node:
 
 
 def _anchor_as_looks(kind: str) -> Node:
-    if kind == "start":  # only at the text's start, which no lexeme after the first is at
-        return Look(Chars(CharSet.everything()), ahead=False, negate=True)
-    if kind == "line_start":
-        return Look(Chars(CharSet.of(10)), ahead=False, negate=False)
+    no_character_before = Look(Chars(CharSet.everything()), ahead=False, negate=True)
+    if kind == "start":  # position 0 of the text alone (lark's match(text, pos))
+        return no_character_before
+    if kind == "line_start":  # after "\n", or at the text's start
+        return Alt((Look(Chars(CharSet.of(10)), ahead=False, negate=False), no_character_before))
     if kind == "end":
         return Look(_ANY_BYTE, ahead=True, negate=True)
     if kind == "line_end":
@@ -196,11 +238,14 @@ def _language_dfa(node: Node, prefix_any: bool = False) -> DFA:
 @dataclass(frozen=True)
 class _Watch:
     """A look-ahead's automaton: ``table[s, b]`` the next state, ``_PASS`` or ``_FAIL``;
-    ``at_end[s]`` the verdict when no byte follows; ``first`` the verdict or state at its start."""
+    ``at_end[s]`` the verdict when no byte follows; ``first`` the verdict or state at its start;
+    ``after_lead[s, b]`` the verdict after the first byte ``b`` past a lexeme, from state ``s``,
+    where valid UTF-8 text settles it (see :meth:`settled_after`), else ``table[s, b]``."""
 
     table: np.ndarray
     at_end: np.ndarray
     first: int
+    after_lead: np.ndarray
 
     @classmethod
     def of(cls, look: Look) -> "_Watch":
@@ -211,7 +256,60 @@ class _Watch:
         hit = (dfa.transitions >= 0) & accepting[np.maximum(dfa.transitions, 0)]
         table[hit] = found
         at_end = np.full(dfa.n_states, missing == _PASS)
-        return cls(table, at_end, found if accepting[0] else 0)
+        return cls(table, at_end, found if accepting[0] else 0, _settled_after_lead(table, at_end))
+
+
+_VERDICT_BITS = {_PASS: 1, _FAIL: 2}  # a set of verdicts as bits
+
+
+@lru_cache(maxsize=1)
+def _utf8_text() -> DFA:
+    """The minimal DFA of valid UTF-8 text (any code points but surrogates, as the lexer's
+    terminals spell characters): state 0 is between characters, the others inside one."""
+    return _language_dfa(Repeat(Chars(CharSet.everything()), 0, None))
+
+
+def _settled_after_lead(table: np.ndarray, at_end: np.ndarray) -> np.ndarray:
+    """``table`` with each live next state replaced by the watch's verdict where every valid UTF-8
+    text after that byte gives the same one (the lexeme ends between characters, so the byte after
+    it is a character's first: the rest of that character and all text after it is any valid UTF-8).
+
+    The rule: a look-ahead is settled by the first byte ``b`` past the lexeme iff the verdicts it
+    can still reach, over the texts that valid UTF-8 lets follow ``b``, are one.  For a look-ahead
+    of one character class ``C`` (``(?=C)``, ``(?!C)``), that is: the code points whose UTF-8 form
+    starts with ``b`` all lie in ``C`` or all outside it.  Every lead byte of a multi-byte form
+    covers only non-ASCII code points, so a class whose non-ASCII part is all or nothing of each
+    lead byte's range (``[^{]``, ``[^>]``, ``[a-z]``, ``\\W`` with ``re.ASCII``...) is settled at one byte.
+    Computed as the least fixed point of ``reach[s, u]`` (the verdicts watch state ``s`` can reach
+    with the UTF-8 automaton in state ``u``) over their product."""
+    utf8 = _utf8_text()
+    n_watch, n_utf8 = table.shape[0], utf8.n_states
+    live_byte = utf8.transitions >= 0  # [u, b]
+    reach = np.zeros((n_watch, n_utf8), dtype=np.int8)
+    reach[:, 0] = np.where(at_end, _VERDICT_BITS[_PASS], _VERDICT_BITS[_FAIL])  # the text may end between characters
+    direct = np.zeros((n_watch, 256), dtype=np.int8)
+    for verdict, bit in _VERDICT_BITS.items():
+        direct[table == verdict] = bit
+    nxt_watch = np.maximum(table, 0)
+    nxt_utf8 = np.maximum(utf8.transitions, 0)
+    while True:
+        grown = reach.copy()
+        for u in range(n_utf8):
+            bytes_ = np.flatnonzero(live_byte[u])
+            via = np.where(table[:, bytes_] >= 0, reach[nxt_watch[:, bytes_], nxt_utf8[u, bytes_]], direct[:, bytes_])
+            grown[:, u] |= np.bitwise_or.reduce(via, axis=1) if bytes_.size else 0
+        if (grown == reach).all():
+            break
+        reach = grown
+    settled = table.copy()
+    first_utf8 = nxt_utf8[0]  # the UTF-8 state after a character's first byte
+    after = np.where(table >= 0, reach[nxt_watch, first_utf8[None, :]], 0)
+    settled[(table >= 0) & (after == _VERDICT_BITS[_PASS])] = _PASS
+    settled[(table >= 0) & (after == _VERDICT_BITS[_FAIL])] = _FAIL
+    # a byte that starts no character (a continuation byte, 0xC0, 0xF5...) never follows a lexeme in
+    # valid text, and no terminal reads on with it: passed (the lexeme is not refused before it)
+    settled[:, ~live_byte[0]] = _PASS
+    return settled
 
 
 @dataclass(frozen=True)
@@ -221,13 +319,15 @@ class _Behind:
     dfa: DFA
     width: int
     negate: bool
+    any_character: bool  # X is any one character (``^``: "no character before")
 
     @classmethod
     def of(cls, look: Look) -> "_Behind":
         width = _fixed_width(look.item)
         if width is None:  # pragma: no cover - Python's re refuses it first
             raise UnsupportedRegex("unsupported construct: look-behind of variable width")
-        return cls(_language_dfa(look.item, prefix_any=True), width, look.negate)
+        any_character = isinstance(look.item, Chars) and look.item.chars == CharSet.everything()
+        return cls(_language_dfa(look.item, prefix_any=True), width, look.negate, any_character)
 
 
 def _fixed_width(node: Node) -> int | None:
@@ -259,7 +359,9 @@ class _Construction:
     """The subset construction over bytes (``encoding``: UTF-8) or over another alphabet of
     ``n_symbols`` symbols (character classes: a regex without look-around, :func:`priority_symbol_dfa`)."""
 
-    def __init__(self, root: Node, encoding: Encoding = utf8_sequences, n_symbols: int = 256) -> None:
+    def __init__(self, root: Node, encoding: Encoding = utf8_sequences, n_symbols: int = 256,
+                 text_start: bool = False) -> None:
+        self.text_start = text_start  # the lexeme is at the text's start: nothing before it
         self.nfa = NFA()
         self.n_symbols = n_symbols
         builder = _PriorityBuilder(self.nfa, encoding)
@@ -300,10 +402,14 @@ class _Construction:
                         pending = tuple(sorted(set(pending) | {(index, first)}))
                 else:
                     test = self.behinds[index]
-                    if read < test.width:
-                        raise UnsupportedRegex("unsupported construct: look-behind (or ^, \\b) that looks "
-                                               "before the lexeme's first character")
-                    found = bool(test.dfa.accept[behind[index]] >= 0) if behind[index] >= 0 else False
+                    if read < test.width and not self.text_start and not test.any_character:
+                        raise UnsupportedRegex("unsupported construct: look-behind (or (?m)^, \\b) that looks "
+                                               "before the lexeme's first character (the character before the "
+                                               "lexeme decides, which the lexer does not carry)")
+                    if read < test.width:  # at the text's start none is there; elsewhere some character is
+                        found = not self.text_start
+                    else:
+                        found = bool(test.dfa.accept[behind[index]] >= 0) if behind[index] >= 0 else False
                     if found == test.negate:
                         continue
             elif state == self.final:
@@ -316,11 +422,14 @@ class _Construction:
             stack.extend((target, pending) for target in reversed(nfa.eps[state]))
         return tuple(out)
 
-    def advance_watches(self, pending: tuple[tuple[int, int], ...], byte: int) -> tuple[tuple[int, int], ...] | None:
-        """The watches after ``byte`` (None: one failed)."""
+    def advance_watches(self, pending: tuple[tuple[int, int], ...], byte: int, past_lexeme: bool = False
+                        ) -> tuple[tuple[int, int], ...] | None:
+        """The watches after ``byte`` (None: one failed); ``past_lexeme``: ``byte`` is the first
+        past the lexeme, where valid UTF-8 text may settle a watch (:func:`_settled_after_lead`)."""
         kept = []
         for index, state in pending:
-            nxt = int(self.watches[index].table[state, byte])
+            watch = self.watches[index]
+            nxt = int((watch.after_lead if past_lexeme else watch.table)[state, byte])
             if nxt == _FAIL:
                 return None
             if nxt != _PASS:
@@ -332,14 +441,17 @@ class _Construction:
         one before the first end whose watches ``byte`` passes), each with its watches advanced."""
         going: list[Thread] = []
         for state, pending in threads:
-            advanced = self.advance_watches(pending, byte)
-            if advanced is None:
-                continue
             if state == self.final:
+                advanced = self.advance_watches(pending, byte, past_lexeme=self.n_symbols == 256)
+                if advanced is None:
+                    continue
                 if advanced:
                     raise UnsupportedRegex("unsupported construct: look-ahead (or $, \\b) reaching more "
                                            "than one byte past the lexeme")
                 return True, going
+            advanced = self.advance_watches(pending, byte)
+            if advanced is None:
+                continue
             going.append((state, advanced))
         return False, going
 
@@ -355,12 +467,13 @@ class _Construction:
         for edges in self.nfa.edges:
             for lo, hi, _ in edges:
                 cuts[lo] = cuts[hi + 1] = True
-        tables = [w.table for w in self.watches] + [b.dfa.transitions for b in self.behinds]
+        tables = [w.table for w in self.watches] + [w.after_lead for w in self.watches] + \
+            [b.dfa.transitions for b in self.behinds]
         for table in tables:
             cuts[1:256] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
         return (np.cumsum(cuts[:self.n_symbols]) - 1).astype(np.int32)
 
-    def run(self) -> PriorityDFA:
+    def run(self) -> PriorityDFA | None:
         class_of = self.byte_classes()
         n_classes = int(class_of[-1]) + 1
         representatives = np.searchsorted(class_of, np.arange(n_classes))
@@ -370,6 +483,7 @@ class _Construction:
         states = [start]
         rows: list[list[int]] = []
         accepting: list[bool] = []
+        end_refused: list[bool] = []
         forbidden: list[list[bool]] = []
         for behind, read, threads in states:  # grows while iterating
             if len(states) > _MAX_STATES:
@@ -396,21 +510,21 @@ class _Construction:
                 row[c] = index[nxt]
             rows.append(row)
             at_end = self.ends_at_text_end(threads)
-            if has_end and any(allowed) and not at_end:
-                raise UnsupportedRegex("unsupported construct: a look-ahead (or $) past the lexeme that "
-                                       "fails at the end of the text")
-            accepting.append(at_end)
-            forbidden.append([at_end and not ok for ok in allowed])
+            ends = at_end or (has_end and any(allowed))  # the lexeme may end here (before some byte)
+            accepting.append(ends)
+            end_refused.append(ends and not at_end)
+            forbidden.append([ends and not ok for ok in allowed])
         table = np.asarray(rows, dtype=np.int32).reshape(len(states), n_classes)
         forbid = np.asarray(forbidden, dtype=bool).reshape(len(states), n_classes)
-        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of, self.n_symbols == 256)
+        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of, self.n_symbols == 256,
+                       np.asarray(end_refused, dtype=bool))
 
 
 def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, class_of: np.ndarray,
-            over_bytes: bool) -> PriorityDFA:
+            over_bytes: bool, end_refused: np.ndarray) -> PriorityDFA | None:
     """Trim (states that reach no accepting one go), minimize (told apart by their forbidden bytes
-    too) and write out over bytes (or the symbols of ``class_of``; where re.match backs up is then
-    not asked: the caller backs up as far as it needs)."""
+    and the text's end too) and write out over bytes (or the symbols of ``class_of``; where re.match
+    backs up is then not asked: the caller backs up as far as it needs)."""
     live = accepting.copy()
     while True:
         grown = live | (np.where(table >= 0, live[np.maximum(table, 0)], False)).any(axis=1)
@@ -418,13 +532,14 @@ def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, cla
             break
         live = grown
     if not live[0]:
-        raise UnsupportedRegex("the terminal matches nothing")
+        return None
     keep = np.flatnonzero(live)
     new_id = np.full(table.shape[0] + 1, DEAD_STATE, dtype=np.int64)
     new_id[keep] = np.arange(keep.size)
     table = new_id[table[keep]].astype(np.int32)  # index -1 (dead) reads new_id[-1] = dead
-    accepting, forbidden = accepting[keep], forbidden[keep]
-    _, label = np.unique(np.concatenate([accepting[:, None], forbidden], axis=1), axis=0, return_inverse=True)
+    accepting, forbidden, end_refused = accepting[keep], forbidden[keep], end_refused[keep]
+    _, label = np.unique(np.concatenate([accepting[:, None], end_refused[:, None], forbidden], axis=1), axis=0,
+                         return_inverse=True)
     label = label.reshape(-1).astype(np.int32)
     label[~accepting] = -1
     table, _label, block = minimize_mapped(table, label)
@@ -433,17 +548,21 @@ def _finish(table: np.ndarray, accepting: np.ndarray, forbidden: np.ndarray, cla
     accept = np.where(accepting[first], 0, -1).astype(np.int32)
     dfa = DFA(transitions=np.ascontiguousarray(table[:, class_of]), accept=accept)
     forbidden = np.ascontiguousarray(forbidden[first][:, class_of])
-    return PriorityDFA(dfa, forbidden, _backing_up(dfa, forbidden) if over_bytes else None)
+    end_refused = end_refused[first]
+    if not over_bytes and end_refused.any():  # (a look-ahead: refused over character classes first)
+        raise UnsupportedRegex("unsupported construct: a look-ahead past the lexeme over character classes")
+    return PriorityDFA(dfa, forbidden, _backing_up(dfa, forbidden, end_refused) if over_bytes else None,
+                       end_refused if end_refused.any() else None)
 
 
-def _backing_up(dfa: DFA, forbidden: np.ndarray) -> str | None:
+def _backing_up(dfa: DFA, forbidden: np.ndarray, end_refused: np.ndarray) -> str | None:
     """Where ``re.match`` may end a lexeme and then read on into text where it backs up to it (the
-    longer match fails: a state that does not accept, or refuses to end before a byte it cannot
-    read on with): more than the one byte the lexing transducer looks at.  A shortest witness, or
-    None."""
+    longer match fails: a state that does not accept, refuses to end before a byte it cannot read
+    on with, or refuses the text's end): more than the one byte the lexing transducer looks at.  A
+    shortest witness, or None."""
     accepting = dfa.accept >= 0
     live = dfa.transitions >= 0
-    bad = ~accepting | (forbidden & ~live).any(axis=1)
+    bad = ~accepting | (forbidden & ~live).any(axis=1) | end_refused
     may_end = accepting[:, None] & ~forbidden & live
     # states that reach a bad one (backwards over every transition)
     reaches_bad = bad.copy()

@@ -11,8 +11,11 @@ continuation revives them; a path that runs into the end completes with a suitab
 the first to succeed, so its match covers ``s``.
 
 Supported: literals, classes, ``.``, alternation, groups with flags, greedy and lazy repetition,
-look-ahead, fixed-width look-behind inside the subject, ``(?m)$``.  Anything else raises
-:class:`UnsupportedGrammarError` (the grammar is left out of the comparison).
+look-ahead, fixed-width look-behind inside the subject, ``(?m)$``; at the text's start (``at_start``:
+the subject is the text's first lexeme) ``^``/``\\A`` and look-behind before the subject (none of its
+characters is there), elsewhere ``^``/``\\A`` at the subject's start (``match(text, pos)`` meets them at
+position 0 alone: they fail).  Anything else raises :class:`UnsupportedGrammarError` (the grammar is
+left out of the comparison).
 """
 
 from __future__ import annotations
@@ -72,8 +75,9 @@ _CHAR_OPS = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.IN)
 
 
 class _Matcher:
-    def __init__(self, subject: str) -> None:
+    def __init__(self, subject: str, at_start: bool = False) -> None:
         self.s = subject
+        self.at_start = at_start  # the subject starts the text
 
     def seq(self, items: list, k: int, i: int, flags: int, cont: Callable[[int], int]) -> int:
         """Match ``items[k:]`` at ``i``, then ``cont``: the first path's outcome (an end position,
@@ -105,14 +109,18 @@ class _Matcher:
                 found = self.seq(list(sub), 0, i, flags, lambda j: j)
             else:
                 width = sub.getwidth()[0]
-                if i < width:
+                if i < width and not self.at_start:
                     raise BacktrackUnsupported("a look-behind before the subject")
-                found = self.seq(list(sub), 0, i - width, flags, lambda j: j if j == i else _FAIL)
+                found = _FAIL if i < width else self.seq(list(sub), 0, i - width, flags,
+                                                         lambda j: j if j == i else _FAIL)
             if found == _HIT_END:
                 return _HIT_END
             if (found != _FAIL) == (op is sre_c.ASSERT):
                 return rest(i)
             return _FAIL
+        if op is sre_c.AT and (av is sre_c.AT_BEGINNING_STRING or av is sre_c.AT_BEGINNING
+                               and not flags & re.MULTILINE):
+            return rest(i) if i == 0 and self.at_start else _FAIL  # position 0 of the text alone
         if op is sre_c.AT and av is sre_c.AT_END and flags & re.MULTILINE:
             if i == len(self.s):
                 return _HIT_END
@@ -147,13 +155,14 @@ def _parsed(pattern: str, flags: int):
     return list(tree), tree.state.flags
 
 
-def covers(pattern: str, flags: int, s: str) -> bool:
-    """Is there a ``y`` such that ``re.match(pattern, s + y)`` matches all of ``s`` (or more)?"""
+def covers(pattern: str, flags: int, s: str, at_start: bool = False) -> bool:
+    """Is there a ``y`` such that ``re.match(pattern, s + y)`` matches all of ``s`` (or more)?
+    (``at_start``: ``s`` starts the text; else some character precedes it.)"""
     items, all_flags = _parsed(pattern, flags)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 50 * len(s) + 2000))
     try:
-        out = _Matcher(s).seq(items, 0, 0, all_flags, lambda j: j)
+        out = _Matcher(s, at_start).seq(items, 0, 0, all_flags, lambda j: j)
     finally:
         sys.setrecursionlimit(limit)
     return out == _HIT_END or out == len(s)

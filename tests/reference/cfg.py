@@ -20,11 +20,17 @@ viability and completion keep its rules (see :mod:`reference.checker`):
   the parser accepts next (or an ignored one).  One assumption is kept from
   the LALR checker: a parser state that is alive with nothing pending is
   viable (every terminal the parser can take is assumed lexable somewhere).
+  Where the pending lexeme cannot end before a byte (or at the end) and is no
+  complete lexeme, it backs up as ``re.match`` does, to the longest complete
+  lexeme at its start of a terminal read with ``re.match`` (the reference
+  lexer's rule), and the bytes after it are read again with the lexer of the
+  parser state that follows.  The text's first lexeme is read by terminals that
+  know they start the text (``^`` without ``re.M`` matches there alone).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 import lark
@@ -102,51 +108,92 @@ class ContextualChecker(ReferenceChecker):
         super().__init__(grammar_text, start=start, **options)
         self._table = self.lark.parser.parser.parser.parse_table.states
         self._by_name = {t.name: t for t in self.lark.terminals}
+        self._initial = RefState(b"", self._initial.parser, at_text_start=True)
 
-    def lexer_at(self, parser) -> ReferenceLexer:
+    def lexer_at(self, parser, at_text_start: bool = False) -> ReferenceLexer:
         """The basic lexer lark's contextual lexer uses in ``parser``'s state: the terminals of its
-        parse-table row and the ignored ones."""
+        parse-table row and the ignored ones (``at_text_start``: read as the text's first lexeme)."""
         names = frozenset(n for n in self._table[parser.parser_state.position] if n in self._by_name) | self.ignore
-        found = self._lexers.get(names)
+        found = self._lexers.get((names, at_text_start))
         if found is None:
-            found = self._lexers[names] = ReferenceLexer(
-                [RefTerminal.from_lark(self._by_name[n]) for n in names], self.ignore, **self._lexer_options)
+            found = self._lexers[(names, at_text_start)] = ReferenceLexer(
+                [replace(RefTerminal.from_lark(self._by_name[n]), at_text_start=at_text_start) for n in names],
+                self.ignore, **self._lexer_options)
         return found
 
     def advance(self, state: RefState, data: bytes) -> RefState | None:
         """As :meth:`ReferenceChecker.advance`, one lexeme at a time: each is read by the lexer of
-        the parser state it starts in."""
+        the parser state it starts in (backing up as the module docstring says)."""
         pending, parser, copied, emitted = state.pending, state.parser, False, []
-        lexer = self.lexer_at(parser)
-        for byte in data:
-            c = bytes((byte,))
+        at_start = state.at_text_start
+        lexer = self.lexer_at(parser, at_start)
+        queue, i = bytes(data), 0
+        while i < len(queue):
+            c = queue[i:i + 1]
+            i += 1
             if lexer.is_prefix(pending + c):
                 pending += c
                 continue
             if not pending:
                 return None
-            won = lexer.winner(pending, c)
+            won, ends = lexer.winner(pending, c), len(pending)
             if won is None:
-                return None
-            lexeme = Lexeme(won.name, pending)
+                backed = self._backed_up(lexer, pending)
+                if backed is None:
+                    return None
+                won, ends = backed
+            lexeme = Lexeme(won.name, pending[:ends])
             emitted.append(lexeme)
             if won.name not in self.ignore:
                 if not copied:
                     parser, copied = self._copy_parser(parser), True
                 if not self._feed(parser, [lexeme]):
                     return None
-                lexer = self.lexer_at(parser)
-            if not lexer.is_prefix(c):
-                return None
-            pending = c
+            at_start = False
+            lexer = self.lexer_at(parser)
+            queue, i, pending = pending[ends:] + c + queue[i:], 0, b""  # read again after the lexeme
         if copied:
-            return RefState(pending, parser, state, tuple(emitted))
-        return RefState(pending, parser, state, tuple(emitted), state._accepts)
+            return RefState(pending, parser, state, tuple(emitted), at_text_start=at_start)
+        return RefState(pending, parser, state, tuple(emitted), state._accepts, at_text_start=at_start)
+
+    @staticmethod
+    def _backed_up(lexer: ReferenceLexer, pending: bytes) -> tuple[RefTerminal, int] | None:
+        """Where ``pending`` ends no lexeme: the longest complete lexeme at its start and its length,
+        if its terminal is read with ``re.match`` (which backs up to it; to any other: None, the
+        reference lexer's rule)."""
+        for k in range(len(pending) - 1, 0, -1):
+            won = lexer.winner(pending[:k], pending[k:k + 1])
+            if won is not None:
+                return (won, k) if won.backtracking else None
+        return None
+
+    def state_is_complete(self, state: RefState) -> bool:
+        """End of text: the pending lexeme ends (or backs up, the rest read again), then ``$END``."""
+        if state.pending:
+            lexer = self.lexer_at(state.parser, state.at_text_start)
+            won, ends = lexer.winner(state.pending), len(state.pending)
+            if won is None:
+                backed = self._backed_up(lexer, state.pending)
+                if backed is None:
+                    return False
+                won, ends = backed
+            parser = self._copy_parser(state.parser)
+            lexeme = Lexeme(won.name, state.pending[:ends])
+            if won.name not in self.ignore and not self._feed(parser, [lexeme]):
+                return False
+            after = self.advance(RefState(b"", parser, state, (lexeme,)), state.pending[ends:])
+            return after is not None and self.state_is_complete(after)
+        parser = self._copy_parser(state.parser)
+        try:
+            parser.feed_token(lark.Token("$END", ""))
+        except UnexpectedInput:
+            return False
+        return True
 
     def state_is_viable(self, state: RefState) -> bool:
         if not state.pending:
             return True
-        lexer = self.lexer_at(state.parser)
+        lexer = self.lexer_at(state.parser, state.at_text_start)
         wanted = (self._accepts(state) | self.ignore) & lexer.by_name.keys()
         undecided: UndecidedError | None = None
         for name in sorted(wanted, key=lexer.rank.__getitem__):
@@ -160,4 +207,4 @@ class ContextualChecker(ReferenceChecker):
         return False
 
     def lexer_for(self, state: RefState) -> ReferenceLexer:
-        return self.lexer_at(state.parser)
+        return self.lexer_at(state.parser, state.at_text_start)

@@ -47,6 +47,7 @@ class RefState:
     previous: RefState | None = field(default=None, repr=False)
     emitted: tuple[Lexeme, ...] = ()
     _accepts: frozenset[str] | None = field(default=None, repr=False)
+    at_text_start: bool = False  # the pending lexeme starts the text (read by the contextual reference)
 
     @property
     def lexemes(self) -> list[Lexeme]:

@@ -158,6 +158,9 @@ class RefTerminal:
     max_width: int  # lark's ``pattern.max_width`` (used only for ranking)
     compiled: regex.Pattern
     backtracking: bool = False  # a lazy quantifier, look-around or anchor: lexemes are ``re.match``'s
+    #: the lexeme starts the text (``re``'s ``^`` meets it); else some character precedes it, which
+    #: ``match(text, pos)`` is asked with (``^`` without ``re.M`` fails there)
+    at_text_start: bool = False
 
     @classmethod
     def from_lark(cls, term) -> "RefTerminal":
@@ -200,8 +203,9 @@ class RefTerminal:
         "" at the end of the text).  For a terminal with backtracking semantics: ``re.match``'s
         match there is ``s`` (only a look-ahead reads ``after``)."""
         if self.backtracking:
-            found = re.match(self.regexp, s + after, self.re_flags)
-            return found is not None and found.end() == len(s)
+            before = "" if self.at_text_start else "\x00"
+            found = re.compile(self.regexp, self.re_flags).match(before + s + after, len(before))
+            return found is not None and found.end() == len(before) + len(s)
         return self.compiled.fullmatch(s) is not None
 
     def prefix(self, s: str) -> bool:
@@ -210,7 +214,7 @@ class RefTerminal:
         makes ``re.match``'s match cover ``s`` (:func:`covers`)."""
         if self.backtracking:
             try:
-                return covers(self.regexp, self.re_flags, s)
+                return covers(self.regexp, self.re_flags, s, self.at_text_start)
             except BacktrackUnsupported as exc:
                 raise UnsupportedGrammarError(f"terminal {self.name}: {exc}") from None
         return self.compiled.fullmatch(s, partial=True) is not None
@@ -610,17 +614,24 @@ class ReferenceLexer:
         split = split_utf8(p)
         if split is None or split[1]:
             return None
-        return self.winner_text(split[0], self._next_character(after))
+        winners = {self.winner_text(split[0], ch) for ch in self._next_characters(after)}
+        if len(winners) > 1:  # the lexer sees one byte past the lexeme: it must decide the winner
+            raise UndecidedError(f"the byte {after!r} after {p!r} does not decide its terminal: "
+                                 f"{sorted(str(w and w.name) for w in winners)}")
+        return winners.pop()
 
-    def _next_character(self, after: bytes) -> str:
-        """The character a following byte starts ("" for none; for the lead byte of a longer
-        character, the first one it may start: a look-ahead that localgcd accepts decides on
-        that byte alone)."""
+    def _next_characters(self, after: bytes) -> list[str]:
+        """The characters a following byte may start (none: the end of the text; the lead byte of a
+        longer character: one of each class it may start, so that a look-ahead the byte does not
+        decide shows as two verdicts)."""
         if not after:
-            return ""
+            return [""]
         if after[0] < 0x80:
-            return after.decode("ascii")
-        return next(iter(self.tail_candidates(after)), "")
+            return [after.decode("ascii")]
+        candidates = self.tail_candidates(after)
+        if not any(t.backtracking for t in self.terminals):  # (only a look-ahead reads the character)
+            return [next(candidates, "")]
+        return list(candidates) or [""]
 
     def winner_text(self, s: str, after: str = "") -> RefTerminal | None:
         """:meth:`winner` on decoded text."""
