@@ -11,6 +11,8 @@ from pathlib import Path
 import lark
 import lark.load_grammar as lark_loader
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lark.exceptions import LarkError
 from lark.lexer import Token
 from lark.tree import Tree
@@ -41,7 +43,7 @@ CONSTRUCTS = {
 #: lark's own examples of grammar errors (``GRAMMAR_ERRORS``), and others.
 REFUSED = [text for _message, texts in lark_loader.GRAMMAR_ERRORS for text in texts] + [
     "start: a**\n", "start: (a\n", "start: a)\n", 'start: "a\n', "start: a -> B\n", "%import\n", "start: a ~\n",
-    "start{}: a\n", "start: a{}\n", "A: \n B\n", "start: a.b\n", "%declare\n", "start:: a\n", "@\n",
+    "start{}: a\n", "start: a{}\n", "A: \n B\n", "start: a.b\n", "%declare\n", "start:: a\n", "@\n", "\\", " \\  ",
 ]
 
 
@@ -104,6 +106,49 @@ def test_what_lark_refuses_is_left_to_lark(text: str) -> None:
     the error itself."""
     assert lark_tree(text) is None
     assert read_grammar_tree(text) is None
+
+
+FRAGMENTS = ["a", "b", "A", "_B", "?", "!", ":", "|", "\n", "\n  |", " ", '"x"', '"x"i', "/y/", "/y/i", "(", ")", "[",
+             "]", "{", "}", ",", ".", "..", "1", "-2", "->", "~", "*", "+", "%import ", "%ignore ", "%declare ",
+             "%override ", "%extend ", "common", '"a".."z"', "// c\n", "\\\n", "# c", "\r\n", "@"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=24).map("".join))
+def test_any_text_reads_as_lark_reads_it_or_is_left_to_lark(text: str) -> None:
+    """Texts of lark's syntax in any order: the reader's tree is lark's, or it makes none where
+    lark refuses the text (it may also leave a text to lark that lark takes: never here)."""
+    expected = lark_tree(text)
+    mine = read_grammar_tree(text)
+    assert (mine is None) == (expected is None)
+    if expected is not None:
+        assert tree_signature(mine) == tree_signature(expected)
+
+
+ITEMS = ["a", "_b", "A", "_C", '"x"', '"if"i', "/y+/", "/z/s", "(a | B)", "[a B]", "a*", "A+", '"x"?', '"a".."z"',
+         "a~2", "A~1..3", "t{a, B}", "(a)~2", "[(a|b)]*"]
+
+
+def statements():
+    alternative = st.lists(st.sampled_from(ITEMS), max_size=4).map(" ".join)
+    alternatives = st.lists(alternative, min_size=1, max_size=3).map(lambda alts: st.sampled_from([" | ", "\n    | "]).map(
+        lambda bar: bar.join(alts))).flatmap(lambda inner: inner)
+    head = st.sampled_from(["start", "?start", "!a", "_b", "a.2", "t{x, y}", "A", "_C.-1", "%override a", "%extend A"])
+    tail = st.sampled_from(["", " -> al", "  // c", "  # c"])
+    rule = st.tuples(head, alternatives, tail).map(lambda p: f"{p[0]}: {p[1]}{p[2]}\n")
+    other = st.sampled_from(["%ignore A\n", '%ignore " "\n', "%declare A _B c\n", "%import common.WS\n",
+                             "%import common (NUMBER, WORD)\n", "%import .x.y -> Z\n", "\n", "\r\n", "// only\n"])
+    return st.lists(st.one_of(rule, other), min_size=1, max_size=6).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(statements())
+def test_any_grammar_of_statements_reads_as_lark_reads_it(text: str) -> None:
+    expected = lark_tree(text)
+    mine = read_grammar_tree(text)
+    assert (mine is None) == (expected is None)
+    if expected is not None:
+        assert tree_signature(mine) == tree_signature(expected)
 
 
 def test_a_refused_text_gets_lark_s_own_error() -> None:

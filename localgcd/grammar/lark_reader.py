@@ -81,6 +81,8 @@ class _Reader:
         return token
 
     def start(self) -> Tree:
+        if not self.tokens:  # (``_list`` is one item or more: a text of a lone "\\" has none)
+            raise _Refused("no item")
         items = []
         while self.at < len(self.tokens):
             if self.peek() == "_NL":
