@@ -32,10 +32,13 @@ CONSTRUCTS = {
     "aliases and alternatives": 'start: a -> first\n    | b -> second\n    |\na: "a"\nb: "b" b?\n',
     "operators and ranges": 'start: a* b+ c? ("d" | "e")~3 F~2..5 [g]\na: "a"\nb: "b"\nc: "c"\nF: "0".."9"\ng: "g"\n',
     "terminal expressions": 'start: W\nW: ("a".."z" | DIGIT)+ "!"? /x/s\nDIGIT: "0".."9"\n',
-    "declare, ignore, override, extend": ('start: a\na: "a"\n%declare _INDENT _DEDENT\n%ignore " "\n%ignore WS\nWS: /\\s+/\n'
+    "declare, ignore, override, extend": ('start: a\na: "a"\n%declare _INDENT _DEDENT\n%ignore " "\n%ignore WS\n'
+                                         'WS: /\\s+/\n'
                                          '%override a: "b"\n%extend a: "c"\n'),
-    "imports": '%import common.WS\n%import common (NUMBER, ESCAPED_STRING)\n%import common.CNAME -> NAME\nstart: NAME NUMBER\n%ignore WS\n',
-    "comments and continuations": '// a comment\nstart: a  // trailing\n   | b \\\n  "c"\n# hash comment\na: "a"\nb: "b"\n',
+    "imports": ('%import common.WS\n%import common (NUMBER, ESCAPED_STRING)\n%import common.CNAME -> NAME\n'
+                'start: NAME NUMBER\n%ignore WS\n'),
+    "comments and continuations": ('// a comment\nstart: a  // trailing\n   | b \\\n  "c"\n# hash comment\n'
+                                   'a: "a"\nb: "b"\n'),
     "blank lines and windows newlines": '\r\n\r\nstart: "a"\r\n\r\n   | "b"\r\n',
     "escapes": 'start: "\\"" "\\\\" /\\// /[\\n\\t]/ "\\u00e9"i\n',
 }
@@ -74,8 +77,8 @@ def compiled(loader, text: str, source: str):
     terminals, rules, ignore = grammar.compile(start, "*")
     return (repr(grammar.term_defs), repr(grammar.rule_defs), ignore,
             [(t.name, t.pattern, t.priority) for t in terminals],
-            [(r.origin, tuple(r.expansion), r.alias, r.order, repr(r.options), getattr(r.options, "empty_indices", None))
-             for r in rules])
+            [(r.origin, tuple(r.expansion), r.alias, r.order, repr(r.options),
+              getattr(r.options, "empty_indices", None)) for r in rules])
 
 
 @pytest.mark.parametrize("path", GRAMMAR_FILES, ids=lambda p: str(p.relative_to(p.parents[1])))
@@ -97,7 +100,8 @@ def test_each_construct_reads_and_means_as_in_lark(text: str) -> None:
     expected = lark_tree(text)
     assert expected is not None
     assert tree_signature(read_grammar_tree(text)) == tree_signature(expected)
-    assert compiled(lark_reader.load_grammar, text, "<grammar>") == compiled(lark_loader.load_grammar, text, "<grammar>")
+    assert compiled(lark_reader.load_grammar, text, "<grammar>") == \
+        compiled(lark_loader.load_grammar, text, "<grammar>")
 
 
 @pytest.mark.parametrize("text", REFUSED)
@@ -131,8 +135,8 @@ ITEMS = ["a", "_b", "A", "_C", '"x"', '"if"i', "/y+/", "/z/s", "(a | B)", "[a B]
 
 def statements():
     alternative = st.lists(st.sampled_from(ITEMS), max_size=4).map(" ".join)
-    alternatives = st.lists(alternative, min_size=1, max_size=3).map(lambda alts: st.sampled_from([" | ", "\n    | "]).map(
-        lambda bar: bar.join(alts))).flatmap(lambda inner: inner)
+    alternatives = st.tuples(st.lists(alternative, min_size=1, max_size=3), st.sampled_from([" | ", "\n    | "])).map(
+        lambda pair: pair[1].join(pair[0]))
     head = st.sampled_from(["start", "?start", "!a", "_b", "a.2", "t{x, y}", "A", "_C.-1", "%override a", "%extend A"])
     tail = st.sampled_from(["", " -> al", "  // c", "  # c"])
     rule = st.tuples(head, alternatives, tail).map(lambda p: f"{p[0]}: {p[1]}{p[2]}\n")

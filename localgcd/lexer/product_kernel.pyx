@@ -7,7 +7,8 @@ path hashes each frontier's successor vectors to 64 bits and looks the hashes up
 the vectors are kept in one growing buffer and found by exact comparison in an open-addressing
 table, so there is no collision to fall back from.  A state's successors are read from its live
 components alone (a lexer's state has one or two of its dozens alive: Go's 79 regex terminals),
-and hashed by them.  States are numbered as the numpy path numbers them: the starts first, then each round's new successors in (frontier state, byte class) order.
+and hashed by them.  States are numbered as the numpy path numbers them: the starts first, then
+each round's new successors in (frontier state, byte class) order.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
