@@ -96,6 +96,25 @@ def test_utf8_sequences_encode_exactly_the_set(lo: int, width: int, probe: int) 
     assert matched == (lo <= probe <= hi)
 
 
+@settings(max_examples=300, deadline=None)
+@given(ends=st.lists(st.integers(0, 0x10FFFF), min_size=2, max_size=16, unique=True),
+       probes=st.lists(st.integers(0, 0x10FFFF), min_size=1, max_size=20))
+def test_utf8_sequences_of_a_set_of_intervals_encode_each_member_once(ends: list[int], probes: list[int]) -> None:
+    """A set of many intervals (a class like ``\\w``): every member's encoding matches exactly one
+    sequence, in code point order, and no other character's does."""
+    ends = sorted(ends)[: len(ends) // 2 * 2]
+    chars = CharSet(zip(ends[::2], ends[1::2]))
+    sequences = utf8_sequences(chars)
+    firsts = [ord(bytes(lo for lo, _ in seq).decode("utf-8", "surrogatepass")) for seq in sequences]
+    assert firsts == sorted(firsts)
+    for probe in probes + [lo for lo, _ in chars.intervals] + [hi for _, hi in chars.intervals]:
+        if 0xD800 <= probe <= 0xDFFF:
+            continue
+        data = chr(probe).encode("utf-8")
+        matches = sum(len(seq) == len(data) and all(a <= b <= z for b, (a, z) in zip(data, seq)) for seq in sequences)
+        assert matches == (1 if any(lo <= probe <= hi for lo, hi in chars.intervals) else 0)
+
+
 def lex(grammar: str, text: bytes) -> list[str]:
     """Terminal names emitted for a whole text (end of input flushes the last lexeme)."""
     parsed = load_lark_grammar(grammar)

@@ -2,7 +2,8 @@
 
 Lark's own grammar front end reads the text (``%import``, templates,
 ``%declare``, ``%override``/``%extend``, EBNF expansion, ``?rule``/``_rule``
-inlining); localgcd keeps what it produces: the terminals, in tie-break rank
+inlining; the text's syntax tree made by :mod:`localgcd.grammar.lark_reader`,
+the tree lark's meta-parser makes, faster); localgcd keeps what it produces: the terminals, in tie-break rank
 order, and the expanded rules, converted once to the typed grammar's.  Errors become :class:`GrammarError` with the
 file, line and column of the rule or terminal at fault, in the user's words.
 """
@@ -17,10 +18,10 @@ from typing import Any
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule as LarkRule
 from lark.lexer import Pattern, PatternStr, TerminalDef
-from lark.load_grammar import load_grammar
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
+from localgcd.grammar.lark_reader import load_grammar
 from localgcd.grammar.builder import productive_rules
 from localgcd.grammar.ir import GrammarIR, Rule, source_line
 from localgcd.grammar.terminal_rank import RankedTerminal, ranked, regex_max_width
@@ -45,7 +46,7 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     """
     _refuse_lexer_comments(text, source)
     try:
-        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)  # type: ignore[no-untyped-call]
+        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
         term_defs, lark_rules, ignore = builder_grammar.compile([start], set())
     except LarkError as exc:
         raise _located(exc, text, source) from None

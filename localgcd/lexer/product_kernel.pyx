@@ -5,8 +5,10 @@
 A product state is a vector of ``k`` glued component states (0: a dead component).  The numpy
 path hashes each frontier's successor vectors to 64 bits and looks the hashes up in a dict; here
 the vectors are kept in one growing buffer and found by exact comparison in an open-addressing
-table, so there is no collision to fall back from.  States are numbered as the numpy path numbers
-them: the starts first, then each round's new successors in (frontier state, byte class) order.
+table, so there is no collision to fall back from.  A state's successors are read from its live
+components alone (a lexer's state has one or two of its dozens alive: Go's 79 regex terminals),
+and hashed by them.  States are numbered as the numpy path numbers them: the starts first, then
+each round's new successors in (frontier state, byte class) order.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
@@ -26,6 +28,20 @@ cdef inline uint64_t vector_hash(const int64_t* v, Py_ssize_t k) noexcept nogil:
     for j in range(k):
         h ^= <uint64_t> v[j] + GOLDEN + (h << 6) + (h >> 2)
         h *= MIX
+    return h ^ (h >> 31)
+
+
+cdef inline uint64_t sparse_hash(const int64_t* v, Py_ssize_t k) noexcept nogil:
+    """A hash of the vector by its live components alone (``(j, v[j])`` for ``v[j] != 0``, ``j``
+    ascending): a lexer product's state has one or two of its dozens of components alive."""
+    cdef uint64_t h = GOLDEN
+    cdef Py_ssize_t j
+    for j in range(k):
+        if v[j] != 0:
+            h ^= <uint64_t> j + GOLDEN + (h << 6) + (h >> 2)
+            h *= MIX
+            h ^= <uint64_t> v[j] + GOLDEN + (h << 6) + (h >> 2)
+            h *= MIX
     return h ^ (h >> 31)
 
 
@@ -49,6 +65,11 @@ cdef class ProductExplorer:
         cdef Py_ssize_t i
         self.by_class = by_class
         self.k, self.n_classes = starts.shape[1], by_class.shape[1]
+        if by_class.shape[0] == 0:
+            raise ValueError("the glued row 0 is the dead component")
+        for i in range(self.n_classes):
+            if by_class[0, i] != 0:
+                raise ValueError("the glued row 0 is the dead component: every transition 0")
         if is_base.shape[0] != self.k:
             raise ValueError("a base flag per component")
         self.is_base = <uint8_t*> malloc(max(1, self.k))
@@ -91,7 +112,7 @@ cdef class ProductExplorer:
     cdef int64_t find_or_add(self, const int64_t* v) noexcept nogil:
         """The id of vector ``v`` (copied in as a new state when new); -2 when out of memory."""
         cdef uint64_t mask = self.n_slots - 1
-        cdef uint64_t at = vector_hash(v, self.k) & mask
+        cdef uint64_t at = sparse_hash(v, self.k) & mask
         cdef int64_t id_
         cdef Py_ssize_t size = self.k * sizeof(int64_t)
         while True:
@@ -132,7 +153,7 @@ cdef class ProductExplorer:
         for i in range(n_slots):
             slots[i] = -1
         for i in range(self.n_states):
-            at = vector_hash(self.store + i * self.k, self.k) & mask
+            at = sparse_hash(self.store + i * self.k, self.k) & mask
             while slots[at] >= 0:
                 at = (at + 1) & mask
             slots[at] = i
@@ -144,34 +165,58 @@ cdef class ProductExplorer:
         """States ``lo..hi-1``'s successors by byte class into ``rows`` (``[hi - lo, classes]``:
         a state id, -1 for the dead state), numbering new states after the known ones; returns
         how many states are known now."""
-        cdef Py_ssize_t i, c, j, k = self.k, n_classes = self.n_classes
+        cdef Py_ssize_t i, c, j, t, n_live, k = self.k, n_classes = self.n_classes
         cdef int64_t* succ
-        cdef int64_t id_
+        cdef int64_t* live_at  # the state's live components (ascending), and their glued states
+        cdef int64_t* live_state
+        cdef int64_t id_, target
         cdef bint alive, failed = False
         if not (0 <= lo <= hi <= self.n_states) or rows.shape[0] != hi - lo or rows.shape[1] != n_classes:
             raise ValueError("explore_round: a frontier out of range, or rows of another shape")
         succ = <int64_t*> malloc(max(1, k) * sizeof(int64_t))
-        if succ == NULL:
+        live_at = <int64_t*> malloc(max(1, k) * sizeof(int64_t))
+        live_state = <int64_t*> malloc(max(1, k) * sizeof(int64_t))
+        if succ == NULL or live_at == NULL or live_state == NULL:
+            free(succ)
+            free(live_at)
+            free(live_state)
             raise MemoryError()
         with nogil:
+            for j in range(k):
+                succ[j] = 0
             for i in range(lo, hi):
+                # A dead component (0) stays dead (the glued row 0 is all 0): only the live ones
+                # move, read once per state (the store may move as it grows).
+                n_live = 0
+                for j in range(k):
+                    if self.store[i * k + j] != 0:
+                        live_at[n_live] = j
+                        live_state[n_live] = self.store[i * k + j]
+                        n_live += 1
                 for c in range(n_classes):
                     alive = False
-                    for j in range(k):  # (the store may move as it grows: read it afresh)
-                        succ[j] = self.by_class[self.store[i * k + j], c]
-                        if succ[j] != 0 and self.is_base[j]:
+                    for t in range(n_live):
+                        target = self.by_class[live_state[t], c]
+                        succ[live_at[t]] = target
+                        if target != 0 and self.is_base[live_at[t]]:
                             alive = True
                     if not alive:
                         rows[i - lo, c] = -1
-                        continue
-                    id_ = self.find_or_add(succ)
-                    if id_ == -2:
-                        failed = True
+                    else:
+                        id_ = self.find_or_add(succ)
+                        if id_ == -2:
+                            failed = True
+                        else:
+                            rows[i - lo, c] = <int32_t> id_
+                    for t in range(n_live):  # succ all 0 again
+                        succ[live_at[t]] = 0
+                    if failed:
                         break
-                    rows[i - lo, c] = <int32_t> id_
                 if failed:
                     break
         free(succ)
+        free(live_at)
+        free(live_state)
         if failed:
             raise MemoryError()
         return self.n_states

@@ -197,7 +197,7 @@ def coarsest_partition(const int32_t[:, ::1] table, const int64_t[::1] initial):
     DEAD_STATE: no move) that refines ``initial`` (a block number per state, ``0 ..``) and is a
     congruence: a block's states go, on every column, to one block (or all to DEAD_STATE); blocks
     numbered in order of their first state.  Hopcroft's refinement, a splitter block for all columns at once;
-    the dead state is one more state, alone in its block."""
+    the dead state is one more state, alone in its block (the one initial block not waiting)."""
     cdef Py_ssize_t n = table.shape[0], k = table.shape[1], total = table.shape[0] + 1
     cdef Py_ssize_t s, c, i, t, b, nb, at, m, n_blocks = 0, n_w = 0, n_touched, n_members, j
     cdef int64_t[::1] block_of = np.empty(total, dtype=np.int64)
@@ -254,7 +254,11 @@ def coarsest_partition(const int32_t[:, ::1] table, const int64_t[::1] initial):
             b = block_of[s]
             elems[end[b]], position[s] = s, end[b]
             end[b] += 1
-        for b in range(n_blocks):
+        # every initial block waits but the dead state's: in a complete automaton (the dead state
+        # makes this one complete) the predecessors of the one left out are the complement of the
+        # others', so it splits nothing they do not (Hopcroft); the dead state's predecessors are
+        # most cells of a lexer's table (Go's regex terminals: 280,000 of 293,000)
+        for b in range(n_blocks - 1):
             work[n_w], waiting[b] = b, 1
             n_w += 1
         while n_w:

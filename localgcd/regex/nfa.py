@@ -205,10 +205,24 @@ def counted_pattern(pattern: str) -> CountedPattern | None:
         return None
     try:
         prefix, suffix = prefix_text.encode("utf-8"), suffix_text.encode("utf-8")
-        ThompsonBuilder(NFA()).node(repeat.item)  # refuses what it cannot build (the unit is rebuilt when needed)
-    except (UnicodeEncodeError, UnsupportedRegex):
+    except UnicodeEncodeError:
         return None
-    return CountedPattern(prefix, pack(repeat.item), repeat.lo, repeat.hi, suffix)
+    unit_key = pack(repeat.item)
+    if not _buildable_unit(unit_key):
+        return None
+    return CountedPattern(prefix, unit_key, repeat.lo, repeat.hi, suffix)
+
+
+@lru_cache(maxsize=1024)
+def _buildable_unit(unit_key: PackedNode) -> bool:
+    """Whether the Thompson construction builds the unit packed as ``unit_key`` (it refuses what it
+    cannot build; the unit is rebuilt when needed).  Memoized per unit: Go's terminals are each a
+    word and the same ``_SP`` repetition, whose unit was built once per terminal only to be checked."""
+    try:
+        ThompsonBuilder(NFA()).node(unpack(unit_key))
+    except (UnicodeEncodeError, UnsupportedRegex):
+        return False
+    return True
 
 
 class ThompsonBuilder:

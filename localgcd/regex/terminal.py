@@ -83,7 +83,40 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
     minimal DFA has one accepting state, with no way out) whose strings never start with the
     suffix's first byte: the subset construction of such a repetition is a chain of copies of the
     unit's automaton, which this writes down directly instead of discovering state by state.
-    None when the pattern is not of that kind (the caller determinizes it)."""
+    None when the pattern is not of that kind (the caller determinizes it).  The part after the
+    prefix is memoized per (unit, counts, suffix): Go's keywords are each a word and one ``_SP``."""
+    key = (pattern.unit_key, pattern.lo, pattern.hi, pattern.suffix)
+    body = _BODIES.get(key)
+    if body is None:
+        body = _BODIES.put(key, _counted_body(pattern, meter, what))
+    table_body, accept_body, unit_states = body
+    if meter is not None:  # (a memoized body: its unit's automaton checked as a memoized unit is)
+        meter.states(unit_states, what)
+    if table_body is None:
+        return None
+    prefix = pattern.prefix
+    n_states = len(prefix) + table_body.shape[0]
+    if meter is not None:
+        meter.states(n_states, what)
+        meter.table(n_states, 256, 8, what)
+    table = np.full((n_states, 256), DEAD_STATE, dtype=np.int32)  # state j < len(prefix): j bytes read
+    for j, byte in enumerate(prefix):
+        table[j, byte] = j + 1
+    np.add(table_body, len(prefix), out=table[len(prefix):], where=table_body >= 0)
+    accept = np.full(n_states, -1, dtype=np.int32)
+    accept[len(prefix):] = accept_body
+    # Already minimal (copies of a minimal prefix code's automaton, told apart by what is left to
+    # count) and trim: the product minimizes the whole lexer anyway.
+    return DFA(transitions=table, accept=accept)
+
+
+#: A counted pattern's automaton after its prefix (its start: state 0), its accept labels and its
+#: unit's number of states, by (unit, lo, hi, suffix); (None, None, states) where not of that kind.
+_BODIES: BoundedMemo[tuple] = BoundedMemo(1024, 16 << 20, lambda body: body[0].size if body[0] is not None else 1)
+
+
+def _counted_body(pattern: CountedPattern, meter: BudgetMeter | None, what: str) -> tuple:
+    """:func:`_counted_dfa`'s automaton of ``unit{lo,hi} suffix`` (the prefix left out)."""
     unit = _UNITS.get(pattern.unit_key)
     if unit is None:
         unit_nfa, unit_start = pattern.unit()
@@ -92,41 +125,38 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
         meter.states(unit.n_states, what)
     final = np.flatnonzero(unit.accept >= 0)
     if final.size != 1 or final[0] == 0 or (unit.transitions[final[0]] >= 0).any():
-        return None
+        return None, None, unit.n_states
     final = int(final[0])
-    suffix, prefix, bounded = pattern.suffix, pattern.prefix, pattern.hi is not None
+    suffix, bounded = pattern.suffix, pattern.hi is not None
     if suffix and unit.transitions[0, suffix[0]] >= 0:
-        return None
+        return None, None, unit.n_states
     looping = not bounded and pattern.lo == 0  # X*: one copy, looping
     copies = pattern.hi if bounded else max(pattern.lo, 1)  # full copies of the unit
     if copies > _MAX_COUNTED_LEVELS:
-        return None
+        return None, None, unit.n_states
     inner = np.flatnonzero(np.arange(unit.n_states) != final)  # unit state 0 stays local 0
     local = np.full(unit.n_states, -1, dtype=np.int64)
     local[inner] = np.arange(inner.size)
     width = inner.size
-    first_level = len(prefix)  # state j < first_level: j bytes of the prefix read
-    suffix_base = first_level + copies * width + (not looping)  # level ``hi`` (``lo``): its start alone
+    suffix_base = copies * width + (not looping)  # level ``hi`` (``lo``): its start alone
     n_states = suffix_base + len(suffix)  # state suffix_base + j - 1: j bytes of the suffix read
     if meter is not None:
         meter.states(n_states, what)
         meter.table(n_states, 256, 8, what)
     table = np.full((n_states, 256), DEAD_STATE, dtype=np.int64)
-    for j, byte in enumerate(prefix):
-        table[j, byte] = j + 1
     steps = unit.transitions[inner].astype(np.int64)  # [width, 256]
-    level_base = first_level + np.arange(copies, dtype=np.int64)[:, None, None] * width
+    level_base = np.arange(copies, dtype=np.int64)[:, None, None] * width
     within = np.where(steps >= 0, level_base + local[np.maximum(steps, 0)], DEAD_STATE)
     next_start = level_base + width  # a unit completed: the next level's start
     if looping:
-        next_start[-1] = first_level
+        next_start[-1] = 0
     within = np.where(steps == final, next_start, within)
-    table[first_level:first_level + copies * width] = within.reshape(-1, 256)
-    last = first_level + copies * width
+    table[:copies * width] = within.reshape(-1, 256)
+    last = copies * width
     if not bounded and not looping:  # X{lo,}: after lo units, another one leads back to the same state
         table[last] = table[last - width]
     accept = np.full(n_states, -1, dtype=np.int32)
-    closing = first_level + np.arange(pattern.lo, (pattern.hi if bounded else pattern.lo) + 1) * width
+    closing = np.arange(pattern.lo, (pattern.hi if bounded else pattern.lo) + 1) * width
     if suffix:
         table[closing, suffix[0]] = suffix_base
         for j in range(1, len(suffix)):
@@ -134,9 +164,10 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
         accept[n_states - 1] = 0
     else:
         accept[closing] = 0
-    # Already minimal (copies of a minimal prefix code's automaton, told apart by what is left to
-    # count) and trim: the product minimizes the whole lexer anyway.
-    return DFA(transitions=table.astype(np.int32), accept=accept)
+    table = table.astype(np.int32)
+    table.setflags(write=False)
+    accept.setflags(write=False)
+    return table, accept, unit.n_states
 
 
 def literal_set_dfa(strings: Sequence[bytes], meter: BudgetMeter | None = None, what: str = "") -> DFA:
