@@ -214,7 +214,7 @@ class Compiler:
         if lexer_kind == "contextual":
             from localgcd.compiler.contextual import contextual_lexing  # (opt-in: imported when used)
 
-            grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
+            grammar, tables = contextual_lexing(grammar, tables, meter)
         t1 = time.perf_counter()
         hint = ("lexer='basic' reads terminals with lark's basic lexer; lark's dynamic lexer, its Earley "
                 "default, does not make them compete (drop lexer='basic')") if parser == "earley" else ""

@@ -61,12 +61,10 @@ from localgcd.digraph import closed_rows, digraph
 from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
-from localgcd.lexer.product import product_dfa
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import terminal_dfa
-from localgcd.tuning import Tuning
 
 @dataclass(frozen=True)
 class ContextualModes:
@@ -83,8 +81,8 @@ class ContextualModes:
         return len(self.members)
 
 
-def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMeter | None = None,
-                      tuning: Tuning = Tuning()) -> tuple[GrammarIR, ParseTables]:
+def contextual_lexing(grammar: GrammarIR, tables: ParseTables,
+                      meter: BudgetMeter | None = None) -> tuple[GrammarIR, ParseTables]:
     """``grammar`` and ``tables`` lexed as lark's contextual lexer lexes them: the same ones when
     every parser state lexes alike, else each terminal with its modes and the mode after it, an
     ignored terminal once per mode (the tables' columns follow); a terminal after which the
@@ -93,7 +91,7 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
     n = len(grammar.terminals)
     if any(grammar.parser_terminals.get(t.name) != i for i, t in enumerate(grammar.terminals) if not t.ignored):
         raise GrammarError("lexer='contextual' needs the parser's columns to be the lexer's terminals", grammar.source)
-    modes = parser_state_modes(grammar, tables, meter, tuning)
+    modes = parser_state_modes(grammar, tables, meter)
     if modes.n_modes == 1:
         return grammar, tables
     if grammar.indenter is not None:
@@ -141,8 +139,8 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
     return contextual, wide
 
 
-def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMeter | None = None,
-                       tuning: Tuning = Tuning()) -> ContextualModes:
+def parser_state_modes(grammar: GrammarIR, tables: ParseTables,
+                       meter: BudgetMeter | None = None) -> ContextualModes:
     """The parser states as modes, the start state's mode 0 (module doc).
 
     A mode lexes the union of its states' sets with one lexer, which is exact for each state when,
@@ -152,7 +150,7 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     all the states at once, there is one mode (the basic lexer's tables).  Else the finest partition in
     which the states after a terminal lie in one mode (:func:`_congruence`: the states a state
     may reach by taking a terminal, over every stack, are joined), then coarser ones joining the
-    states with equal lexers (equal minimal automata) where that stays exact.  Where the forced
+    states with equal terminal sets where that stays exact.  Where the forced
     joins are not exact, the modes are the lexers refined by what follows them (Moore), and a
     terminal after which one state's successors lie in several modes makes the modes sets of
     states instead (:func:`_state_set_modes`, which refuses a set no one lexer serves)."""
@@ -166,14 +164,11 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     if clashes.union_is_exact(rows):  # one lexer over every set is exact: the basic lexer's tables
         return ContextualModes((frozenset(range(len(row_of_state))),),
                                (frozenset(np.flatnonzero(rows.any(axis=0)).tolist()),), {})
-    lexer_of_row: dict[object, int] = {}
-    klass = np.empty(len(rows), dtype=np.int64)  # per distinct set: its lexer class
-    for r in range(len(rows)):
-        meter.time("the contextual lexer's modes")
-        key = _lexer_key(grammar, np.flatnonzero(rows[r]), meter, tuning)
-        klass[r] = lexer_of_row.setdefault(key, len(lexer_of_row))
+    # a state's lexer is named by its terminal set (two distinct sets with one minimal automaton — a
+    # terminal every lexeme of which another wins — were never met in the corpus; telling them apart
+    # cost a product automaton per set, most of this analysis, and missing them only makes more modes)
+    lexer_of_state = row_of_state
     after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :])
-    lexer_of_state = klass[row_of_state]
     block = _congruence(np.arange(len(row_of_state)), after, [])
     if not _exact_classes(block, rows, row_of_state, clashes):  # (nor is any coarser partition: a
         block = _refined(lexer_of_state, after, meter)  # block's extra terminals only grow)
@@ -213,7 +208,19 @@ def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, 
     ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
     keys = after.state * after.n_terminals + after.terminal
     cut = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
-    successors = {int(keys[c]): after.target[c:e] for c, e in zip(cut.tolist(), np.r_[cut[1:], keys.size].tolist())}
+    # (Python sets and tuples: the sets of states are small, and numpy's per-call cost dominated)
+    targets = after.target.tolist()
+    successors = {key: targets[c:e] for key, c, e in zip(keys[cut].tolist(), cut.tolist(),
+                                                          np.r_[cut[1:], keys.size].tolist())}
+    row_of = row_of_state.tolist()
+    lexed_terms = [np.flatnonzero(row[:n] & ~ignored).tolist() for row in rows]
+    exact_unions: dict[frozenset[int], bool] = {}  # a set of distinct terminal sets → one lexer serves each
+
+    def union_is_exact(lexers: frozenset[int]) -> bool:
+        if lexers not in exact_unions:
+            exact_unions[lexers] = clashes.union_is_exact(rows[sorted(lexers)])
+        return exact_unions[lexers]
+
     sets: list[tuple[int, ...]] = [(int(tables.start_state),)]
     index = {sets[0]: 0}
     #: per set: terminal → the set after it, or for a fork (state after it → its set), none where the
@@ -231,19 +238,22 @@ def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, 
     while len(moves) < len(sets):
         meter.time("the contextual lexer's modes")
         states = sets[len(moves)]
-        member_rows.append(rows[np.unique(row_of_state[list(states)])].any(axis=0))
+        own = sorted({row_of[s] for s in states})
+        member_rows.append(rows[own].any(axis=0))
         out: dict[int, int | dict[int, int]] = {}
-        for term in np.flatnonzero(member_rows[-1][:n] & ~ignored).tolist():
-            found = [successors[key] for key in (s * after.n_terminals + term for s in states) if key in successors]
+        for term in sorted({t for r in own for t in lexed_terms[r]}):
+            found: set[int] = set()
+            for s in states:
+                found.update(successors.get(s * after.n_terminals + term, ()))
             if not found:
                 continue
-            target = np.unique(np.concatenate(found))
-            lexers = np.unique(row_of_state[target])
-            if lexers.size == 1 or clashes.union_is_exact(rows[lexers]):
-                out[term] = set_of(tuple(target.tolist()))
+            target = tuple(sorted(found))
+            lexers = frozenset(row_of[q] for q in target)
+            if len(lexers) == 1 or union_is_exact(lexers):
+                out[term] = set_of(target)
                 continue
-            parts = {int(r): set_of(tuple(target[row_of_state[target] == r].tolist())) for r in lexers.tolist()}
-            out[term] = {int(q): parts[int(row_of_state[q])] for q in target.tolist()}
+            parts = {r: set_of(tuple(q for q in target if row_of[q] == r)) for r in sorted(lexers)}
+            out[term] = {q: parts[row_of[q]] for q in target}
         moves.append(out)
     block = _joined_sets([m.tobytes() for m in member_rows], moves, meter)
     count = max(block) + 1
@@ -529,19 +539,3 @@ class LexemeClashes:
         finds none (which the parser refuses)."""
         union = sets.any(axis=0)
         return not any(self.clashing(own, union & ~own) for own in sets)
-
-
-def _lexer_key(grammar: GrammarIR, terms: np.ndarray, meter: BudgetMeter | None, tuning: Tuning) -> object:
-    """What tells two sets' lexers apart: their minimal automaton, labelled with grammar terminals
-    (numbered canonically by the product); the set itself where the automaton cannot be built here
-    (the lexer stage names the terminal at fault)."""
-    chosen = [grammar.terminals[i] for i in terms.tolist()]
-    if not chosen:
-        return ("set", ())
-    try:
-        dfa = product_dfa([t.regex for t in chosen], None, [t.also for t in chosen], meter, tuning)
-    except UnsupportedRegex:
-        return ("set", tuple(terms.tolist()))
-    labels = np.where(dfa.accept >= 0, terms[np.maximum(dfa.accept, 0)], -1)
-    emit = None if dfa.emit_forbidden is None else dfa.emit_forbidden.tobytes()
-    return ("automaton", dfa.transitions.shape, dfa.transitions.tobytes(), labels.tobytes(), emit)
