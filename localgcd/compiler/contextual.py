@@ -63,6 +63,7 @@ from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
+from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import terminal_dfa
 
@@ -496,7 +497,8 @@ def _exact_classes(block: np.ndarray, rows: np.ndarray, row_of_state: np.ndarray
 class LexemeClashes:
     """Where one lexer over several states' terminal sets lexes a state's text otherwise than the
     state's own lexer: ``clash(a, b)``, a lexeme of terminal ``a`` is a prefix of (or equal to) a
-    lexeme of terminal ``b`` (first bytes compared, then the automata, memoized per pair).
+    lexeme of terminal ``b`` (first bytes compared, then plain strings as bytes and the automata
+    where a regex is in the pair, memoized per pair).
 
     A lexer over ``own`` and ``extra`` terminals lexes like ``own``'s lexer or emits an ``extra``
     terminal where ``own``'s fails (which the parser refuses) unless some ``own`` lexeme is a
@@ -504,28 +506,65 @@ class LexemeClashes:
     the shorter one (any other way the two differ would have longest match take a shorter lexeme)."""
 
     def __init__(self, terminals: tuple[Terminal, ...], meter: BudgetMeter) -> None:
-        self.automata: list[DFA | None] = []
+        self.terminals, self.meter = terminals, meter
+        #: a plain string's bytes (compared as bytes: no automaton made for it), else None
+        self.literals = [literal_bytes(t.regex) for t in terminals]
+        self._automata: dict[int, DFA | None] = {}
+        self._unknown: set[int] = set()  # terminals whose automaton cannot be built here
         first = np.zeros((len(terminals), 256), dtype=bool)
-        for i, terminal in enumerate(terminals):
-            try:
-                dfa = trim(terminal_dfa(terminal.regex, meter, backing_up=True))
-            except UnsupportedRegex:
-                dfa = None  # (unknown: clashes with every terminal it may start like)
-                first[i] = True
-            else:
-                first[i] = False if dfa is None else dfa.transitions[0] != DEAD_STATE
-            self.automata.append(dfa)
+        for i, literal in enumerate(self.literals):
+            if literal is not None:
+                first[i, literal[0]] = True
+                continue
+            dfa = self.automaton(i)
+            if i in self._unknown:
+                first[i] = True  # (unknown: clashes with every terminal it may start like)
+            elif dfa is not None:  # (None: no lexeme at all)
+                first[i] = dfa.transitions[0] != DEAD_STATE
         wide = first.astype(np.int32)
         self.start_alike = (wide @ wide.T) > 0  # (an integer product: no BLAS)
         self.known: dict[tuple[int, int], bool] = {}
+
+    def automaton(self, i: int) -> DFA | None:
+        """Terminal ``i``'s trim automaton (the lexer's own, memoized per pattern); None for an
+        empty language or where it cannot be built here (:attr:`_unknown`: the lexer stage names
+        the terminal at fault)."""
+        if i not in self._automata:
+            try:
+                self._automata[i] = trim(terminal_dfa(self.terminals[i].regex, self.meter, backing_up=True))
+            except UnsupportedRegex:
+                self._automata[i] = None
+                self._unknown.add(i)
+        return self._automata[i]
 
     def clash(self, a: int, b: int) -> bool:
         if not self.start_alike[a, b]:
             return False
         if (a, b) not in self.known:
-            dfa_a, dfa_b = self.automata[a], self.automata[b]
-            self.known[a, b] = dfa_a is None or dfa_b is None or is_prefix_of_some(dfa_a, dfa_b)
+            self.known[a, b] = self._prefix_of_some(a, b)
         return self.known[a, b]
+
+    def _prefix_of_some(self, a: int, b: int) -> bool:
+        """Whether a lexeme of ``a`` is a prefix of (or equal to) a lexeme of ``b`` (two terminals
+        that start alike: neither has an empty language)."""
+        if a in self._unknown or b in self._unknown:
+            return True
+        word_a, word_b = self.literals[a], self.literals[b]
+        if word_a is not None and word_b is not None:
+            return word_b.startswith(word_a)
+        if word_a is not None:  # b's automaton still alive after a's bytes
+            return _run(self.automaton(b), word_a) is not None
+        dfa_a = self.automaton(a)
+        if word_b is not None:  # a's automaton accepting somewhere along b's bytes
+            state = 0
+            for byte in word_b:
+                if dfa_a.accept[state] >= 0:
+                    return True
+                state = int(dfa_a.transitions[state, byte])
+                if state == DEAD_STATE:
+                    return False
+            return bool(dfa_a.accept[state] >= 0)
+        return is_prefix_of_some(dfa_a, self.automaton(b))
 
     def clashing(self, own: np.ndarray, extra: np.ndarray) -> list[tuple[int, int]]:
         """The pairs (a of ``own``, b of ``extra``: bool rows over the terminals) that clash."""
@@ -539,3 +578,12 @@ class LexemeClashes:
         finds none (which the parser refuses)."""
         union = sets.any(axis=0)
         return not any(self.clashing(own, union & ~own) for own in sets)
+
+
+def _run(dfa: DFA, data: bytes, state: int = 0) -> int | None:
+    """The state ``dfa`` (trim) reaches from ``state`` over ``data``, None where it dies."""
+    for byte in data:
+        state = int(dfa.transitions[state, byte])
+        if state == DEAD_STATE:
+            return None
+    return state
