@@ -63,6 +63,9 @@ class CompiledGrammar:
     known_statuses: Statuses | None = None  # a lazy entry's Alg. 5 statuses, for the engine to start with
     cache_entry: object | None = None  # a lazy grammar's write-back (compiler.writeback.LazyEntry), if cached
     tuning: Tuning = Tuning()  # the compiler's thresholds, for the tables built from here on (not stored)
+    #: the lexer the grammar was read with: "basic", "contextual" (lark's, where every parser state may
+    #: lex alike: then one mode, the basic tables) or "dynamic"
+    lexer_kind: str = "basic"
 
     def __repr__(self) -> str:
         stats = self.stats
@@ -129,6 +132,12 @@ class CompiledGrammar:
         """Whether the terminals are lexed as lark's contextual lexer lexes them, in modes by parser state."""
         return any(t.modes is not None for t in self.terminals)
 
+    @property
+    def fork_terminals(self) -> int:
+        """How many lexer terminals fork (lark's contextual lexer where the parser's state after them picks
+        the mode)."""
+        return sum(t.fork is not None for t in self.terminals)
+
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the text."""
         return Matcher(self.general_engine if self.tables.is_general else self.engine)
@@ -178,6 +187,7 @@ class CompiledGrammar:
             "indenter": self.indenter.to_json() if self.indenter else None,
             "conflicts": list(self.conflicts),
             "built_ahead": self.built_ahead,
+            "lexer_kind": self.lexer_kind,
         }
         arrays = {f"lexer_{n}": a for n, a in self.lexer.to_arrays().items()}
         arrays.update({f"spanner_{n}": a for n, a in spanner_arrays.items()})
@@ -272,6 +282,9 @@ class CompiledGrammar:
             built_ahead=cls.is_built_ahead(header),
             known_statuses=known_statuses,
             tuning=tuning,
+            # (an entry written before the kind was kept: contextual where it has modes by parser state)
+            lexer_kind=header.get("lexer_kind", "contextual" if any(t.get("modes") is not None
+                                                                     for t in header["terminals"]) else "basic"),
         )
 
 
