@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_rows, digraph
 from localgcd.errors import GrammarError
@@ -361,14 +362,14 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
         which, position = _expand(np.searchsorted(edge_key, key, "left"), np.searchsorted(edge_key, key, "right"))
         owner = np.concatenate([owner[~live], owner[live][which]])
         at = np.concatenate([at[~live], edge_src[position]])
-        unique = np.unique(owner * n_states + at)
+        unique = sorted_unique(owner * n_states + at)
         owner, at = unique // n_states, unique % n_states
     # the states the reduction's goto reaches from them
     goto_key = goto_src.astype(np.int64) * len(nonterminals) + tables.goto_symbols
     wanted = at * len(nonterminals) + tables.rule_lhs[pair_rule[owner]]
     found = np.minimum(np.searchsorted(goto_key, wanted), max(goto_key.size - 1, 0))
     hit = goto_key[found] == wanted if goto_key.size else np.zeros(wanted.size, dtype=bool)
-    reached = np.unique(owner[hit] * n_states + tables.goto_targets[found[hit]])
+    reached = sorted_unique(owner[hit] * n_states + tables.goto_targets[found[hit]])
     reached_pair, reached_state = reached // n_states, reached % n_states
     # the digraph over the cells
     cell_id = np.full(lexed.shape, -1, dtype=np.int64)
@@ -385,15 +386,12 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
     closed = closed_rows(source, target, rows)
     if closed is None:  # the kernel was not built: the same walk over ints
         closed = _closed_by_walk(source, target, rows)
-    cells, targets = [], []
-    for lo in range(0, cell_state.size, 4096):  # (bounded memory: a block of cells at a time)
-        block_cells, block_targets = np.nonzero(np.unpackbits(closed[lo:lo + 4096], axis=1, count=n_states))
-        cells.append(block_cells + lo)
-        targets.append(block_targets)
-    cell = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)
+    # the set bits, sorted by (cell, state): the nonzero bytes first (the rows are sparse), then their bits
+    byte_cell, byte_at = np.nonzero(closed)
+    bit_of, bit = np.nonzero(np.unpackbits(closed[byte_cell, byte_at][:, None], axis=1))
+    cell, target = byte_cell[bit_of], byte_at[bit_of].astype(np.int64) * 8 + bit
     bare = np.setdiff1d(np.arange(cell_state.size), cell)
-    return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64),
-                       (np.concatenate(targets) if targets else np.zeros(0)).astype(np.int64),
+    return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64), target,
                        cell_state[bare].astype(np.int64), cell_term[bare].astype(np.int64), lexed.shape[1])
 
 
@@ -472,7 +470,7 @@ def _refined(initial: np.ndarray, after: StatesAfter, meter: BudgetMeter) -> np.
     block = initial
     while True:
         meter.time("the contextual lexer's modes")
-        moves = np.unique(np.r_[(after.state * terms + after.terminal) * width + block[after.target], bare])
+        moves = sorted_unique(np.r_[(after.state * terms + after.terminal) * width + block[after.target], bare])
         state = moves // (terms * width)
         cut = np.searchsorted(state, np.arange(count + 1))
         words = moves - state * (terms * width)
