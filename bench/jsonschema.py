@@ -290,7 +290,7 @@ def main(argv=None):
     ap.add_argument("--every", type=int, default=1, help="every K-th schema (a spread-out subset)")
     ap.add_argument("--budget", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--engines", default="localgcd,llguidance,xgrammar")
-    ap.add_argument("--out", default="bench-jsonschema.json")
+    ap.add_argument("--out", default=None, help="also write the table and every engine's summary as JSON here")
     ap.add_argument("--order", default="any", choices=("any", "schema"),
                     help="localgcd property order: 'any' (JSON Schema's language: maskbench-dev's schemas have "
                          "their keys sorted, a few instances not) or 'schema' (localgcd's default, and the only "
@@ -456,8 +456,9 @@ def report(per, engines, n_done, args, quiet=False):
     table = "\n".join(rows + ([""] if notes else []) + notes)
     if not quiet:
         print(table)
-    Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget,
-                                          "order": args.order}, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"table": table, "engines": summary, "budget_s": args.budget,
+                                              "order": args.order}, indent=1))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,9 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,9 +91,18 @@ def python_documents(limit: int = 3) -> list[str]:
 
 
 def go_documents(limit: int = 3) -> list[str]:
-    """Real files from Debian's golang-src (strings, sort)."""
-    found = sorted(glob.glob("/usr/share/go-*/src/strings/reader.go") + glob.glob("/usr/share/go-*/src/sort/search.go"))
-    return [Path(p).read_text(encoding="utf-8") for p in found][:limit]
+    """Real files of Go's standard library (strings, sort): from ``$GOROOT``, ``go env GOROOT``,
+    or where Debian's golang-src and the official tarball put it; none where Go is not installed."""
+    roots = [os.environ.get("GOROOT", "")]
+    if shutil.which("go"):
+        roots.append(subprocess.run(["go", "env", "GOROOT"], capture_output=True, text=True).stdout.strip())
+    roots += ["/usr/local/go", "/usr/lib/go"] + sorted(glob.glob("/usr/lib/go-*") + glob.glob("/usr/share/go-*"))
+    for root in filter(None, roots):
+        found = [Path(root, "src", name) for name in ("sort/search.go", "strings/reader.go")]
+        found = [p for p in found if p.is_file()]
+        if found:
+            return [p.read_text(encoding="utf-8") for p in found][:limit]
+    return []
 
 
 DOCUMENTS = {"json": json_documents, "java": java_documents, "python": python_documents, "go": go_documents}
@@ -150,7 +161,11 @@ def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = No
     tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     first, second = [], []
     n_tokens = 0
-    for doc in documents(grammar, docs_of)[:n_docs]:
+    docs = documents(grammar, docs_of)[:n_docs]
+    if not docs:
+        print(f"{grammar}: no documents to decode here (Java: a JDK's src.zip; Go: GOROOT; or --docs-of): "
+              "no mask timings", file=sys.stderr)
+    for doc in docs:
         ids = tokenizer.tokenize(doc.encode("utf-8"), add_bos=False, special=False)
         for timings in (first, second):
             m = compiled.matcher()

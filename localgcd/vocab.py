@@ -43,10 +43,23 @@ class Vocabulary:
     name: str
     """For messages, e.g. the file's stem."""
     fingerprint: str
-    """sha256 hex of bytes, special flags and end ids (not the name): for cache keys."""
+    """sha256 hex of bytes, special flags and end ids (not the name): for cache keys (the special
+    pieces are not in it: they change no text, only what GBNF's token elements name, whose cache
+    key adds :attr:`special_digest`)."""
+    special_pieces: tuple[bytes, ...] = ()
+    """Index = token id, when known (else empty): llama.cpp's piece with ``special=True`` for a
+    special token (``<|im_start|>``; what llama.cpp's grammar sampler reads for it, and what a GBNF
+    token element ``<|im_start|>`` names), ``b""`` for the others.  Never text."""
 
     def __len__(self) -> int:
         return len(self.token_bytes)
+
+    @property
+    def special_digest(self) -> str:
+        """sha256 hex of :attr:`special_pieces` ("" when there are none)."""
+        if not any(self.special_pieces):
+            return ""
+        return hashlib.sha256(b"\0".join(self.special_pieces)).hexdigest()
 
     def __repr__(self) -> str:
         return (
@@ -73,23 +86,63 @@ class Vocabulary:
         return cls.from_pieces(list(tokens), flags, end_ids, name)
 
     @classmethod
-    def from_pieces(cls, pieces: list[bytes], flags: np.ndarray, end_ids: Sequence[int], name: str) -> Vocabulary:
-        """Apply the special rules (module docstring), fingerprint and freeze (loaders call this)."""
+    def from_pieces(cls, pieces: list[bytes], flags: np.ndarray, end_ids: Sequence[int], name: str,
+                    special_pieces: Sequence[bytes] = ()) -> Vocabulary:
+        """Apply the special rules (module docstring), fingerprint and freeze (loaders call this);
+        ``special_pieces``: see the field (a non-special token's entry is dropped)."""
         ends = tuple(sorted({int(i) for i in end_ids}))
         flags[list(ends)] = True
         flags |= np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)) == 0
         for i in np.flatnonzero(flags):
             pieces[i] = b""
         flags.flags.writeable = False
-        return cls(tuple(pieces), flags, ends, name, _fingerprint(pieces, flags, ends))
+        specials = tuple(bytes(p) if flags[i] else b"" for i, p in enumerate(special_pieces))
+        if specials and len(specials) != len(pieces):
+            raise VocabularyError(f"{name}: {len(specials)} special pieces for {len(pieces)} tokens")
+        return cls(tuple(pieces), flags, ends, name, _fingerprint(pieces, flags, ends), specials)
+
+    @classmethod
+    def from_packed(cls, joined: bytes, piece_ends: np.ndarray, flags: np.ndarray, end_ids: Sequence[int],
+                    name: str, special_pieces: Sequence[bytes] = ()) -> Vocabulary:
+        """What :meth:`from_pieces` makes of the pieces ``joined[piece_ends[i-1]:piece_ends[i]]``
+        (the form a cache entry holds: :meth:`packed`), without joining them again to fingerprint them."""
+        ends = np.asarray(piece_ends)
+        if ends.ndim != 1 or flags.shape != ends.shape or (ends.size and int(ends[-1]) != len(joined)):
+            raise VocabularyError(f"{name}: packed pieces, their ends and their flags do not fit together")
+        lengths = np.diff(ends, prepend=0)
+        if ends.size and bool(np.any(lengths < 0)):
+            raise VocabularyError(f"{name}: packed piece ends are not increasing")
+        bounds = [0, *ends.tolist()]
+        pieces = [joined[start:stop] for start, stop in zip(bounds, bounds[1:])]
+        end_set = tuple(sorted({int(i) for i in end_ids}))
+        if any(not 0 <= i < len(pieces) for i in end_set):
+            raise VocabularyError(f"{name}: an end id is out of range 0..{len(pieces) - 1}")
+        flags[list(end_set)] = True
+        flags |= lengths == 0
+        if bool(np.any(lengths[flags])):  # a special token with text: the rules blank it
+            return cls.from_pieces(pieces, flags, end_set, name, special_pieces)
+        flags.flags.writeable = False
+        specials = tuple(bytes(p) if flags[i] else b"" for i, p in enumerate(special_pieces))
+        if specials and len(specials) != len(pieces):
+            raise VocabularyError(f"{name}: {len(specials)} special pieces for {len(pieces)} tokens")
+        return cls(tuple(pieces), flags, end_set, name, _packed_fingerprint(lengths, joined, flags, end_set), specials)
+
+    def packed(self) -> tuple[bytes, np.ndarray]:
+        """(every piece joined, where each ends): what :meth:`from_packed` reads."""
+        lengths = np.fromiter(map(len, self.token_bytes), dtype=np.int64, count=len(self))
+        return b"".join(self.token_bytes), np.cumsum(lengths)
 
 
 def _fingerprint(pieces: Sequence[bytes], flags: np.ndarray, end_ids: tuple[int, ...]) -> str:
     lengths = np.fromiter(map(len, pieces), dtype="<u4", count=len(pieces))
+    return _packed_fingerprint(lengths, b"".join(pieces), flags, end_ids)
+
+
+def _packed_fingerprint(lengths: np.ndarray, joined: bytes, flags: np.ndarray, end_ids: tuple[int, ...]) -> str:
     h = hashlib.sha256(_FINGERPRINT_TAG)
-    h.update(len(pieces).to_bytes(8, "little"))
-    h.update(lengths.tobytes())
-    h.update(b"".join(pieces))
+    h.update(len(lengths).to_bytes(8, "little"))
+    h.update(np.asarray(lengths, dtype="<u4").tobytes())
+    h.update(joined)
     h.update(np.packbits(flags).tobytes())
     h.update(np.asarray(end_ids, dtype="<i8").tobytes())
     return h.hexdigest()

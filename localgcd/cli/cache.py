@@ -66,7 +66,8 @@ def cache_info(as_json: bool = typer.Option(False, "--json", help="Print the num
         if as_json:
             print_json({"path": str(root), "tables_path": info["path"], "exists": root.is_dir(),
                         "writable": writable, "files": info["files"], "grammar_entries": info["grammar_entries"],
-                        "vocabulary_tries": info["vocabulary_tries"], "partial_files": info["partial_files"],
+                        "vocabulary_tries": info["vocabulary_tries"], "vocabularies": info["vocabularies"],
+                        "partial_files": info["partial_files"],
                         "bytes": info["bytes"], "other_bytes": other})
             return
         state = "" if root.is_dir() and writable else \
@@ -74,6 +75,8 @@ def cache_info(as_json: bool = typer.Option(False, "--json", help="Print the num
         print(f"cache: {root}{state}")
         parts = [render.plural(int(info["grammar_entries"]), "grammar table"),
                  render.plural(int(info["vocabulary_tries"]), "vocabulary trie")]
+        if info["vocabularies"]:
+            parts.append(render.plural(int(info["vocabularies"]), "model vocabulary", "model vocabularies"))
         if info["partial_files"]:
             parts.append(render.plural(int(info["partial_files"]), "unfinished write"))
         print(f"compiled tables: {render.plural(int(info['files']), 'file')} ({', '.join(parts)}), "

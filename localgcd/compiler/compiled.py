@@ -28,8 +28,9 @@ from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
 from localgcd.tuning import Tuning
 
-if TYPE_CHECKING:  # (a general grammar's engine: imported when one is parsed)
+if TYPE_CHECKING:  # (a general grammar's engine, GBNF's token elements: imported when one is parsed)
     from localgcd.runtime.glr import GeneralMaskEngine
+    from localgcd.runtime.token_moves import TokenMoveEngine, TokenMoves
 
 #: Bumped whenever what :meth:`CompiledGrammar.to_arrays` writes changes meaning, and whenever a
 #: front end translates the same source differently (the cache key is the source text: a JSON
@@ -66,6 +67,7 @@ class CompiledGrammar:
     #: the lexer the grammar was read with: "basic", "contextual" (lark's, where every parser state may
     #: lex alike: then one mode, the basic tables) or "dynamic"
     lexer_kind: str = "basic"
+    token_moves: TokenMoves | None = None  # GBNF's token elements, resolved for the vocabulary (None: none)
 
     def __repr__(self) -> str:
         stats = self.stats
@@ -138,8 +140,24 @@ class CompiledGrammar:
         the mode)."""
         return sum(t.fork is not None for t in self.terminals)
 
+    @cached_property
+    def token_move_engine(self) -> TokenMoveEngine | None:
+        """The engine with GBNF's token elements' moves added (None: the grammar has none)."""
+        if self.token_moves is None:
+            return None
+        from localgcd.runtime.token_moves import TokenMoveEngine, deterministic_step
+
+        if self.tables.is_general:
+            inner: object = self.general_engine
+            step = self.general_engine.parser.step
+        else:
+            inner, step = self.engine, deterministic_step(self.engine.pda)
+        return TokenMoveEngine(inner, self.token_moves, self.lexer, step)
+
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the text."""
+        if self.token_moves is not None:
+            return Matcher(self.token_move_engine)
         return Matcher(self.general_engine if self.tables.is_general else self.engine)
 
     @property
@@ -195,6 +213,8 @@ class CompiledGrammar:
         arrays.update({f"tables_{n}": a for n, a in table_arrays.items()})
         if self.statuses is not None:
             arrays["statuses"] = self.statuses
+        if self.token_moves is not None:
+            arrays.update({f"token_moves_{n}": a for n, a in self.token_moves.to_arrays().items()})
         if statuses is not None:
             arrays.update(zip(_STATUS_ARRAYS, statuses))
         return header, arrays
@@ -285,6 +305,7 @@ class CompiledGrammar:
             # (an entry written before the kind was kept: contextual where it has modes by parser state)
             lexer_kind=header.get("lexer_kind", "contextual" if any(t.get("modes") is not None
                                                                      for t in header["terminals"]) else "basic"),
+            token_moves=_token_moves(arrays),
         )
 
 
@@ -292,6 +313,14 @@ Statuses = tuple[np.ndarray, np.ndarray, np.ndarray]  # (status rows, outcome id
 _STATUS_ARRAYS = ("status_rows", "status_outcomes", "status_values")
 _NO_STATUS = {"status_rows": np.empty(0, np.int32), "status_outcomes": np.empty(0, np.int32),
               "status_values": np.empty(0, np.int8)}
+
+
+def _token_moves(arrays: dict[str, np.ndarray]) -> TokenMoves | None:
+    if "token_moves_columns" not in arrays:
+        return None
+    from localgcd.runtime.token_moves import TokenMoves
+
+    return TokenMoves.from_arrays(_part(arrays, "token_moves_"))
 
 
 def _part(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:

@@ -149,8 +149,10 @@ class Compiler:
         tuned = (self.tuning.table_key(),) if self.tuning.table_key() else ()  # (defaults: the key it always had)
         general = (f"parser={parser}",) if parser != "lalr" else ()  # (lalr: the key it always had)
         lexed = (f"lexer={lexer}",) if lexer != "basic" else ()  # (basic: the key it always had)
+        # what GBNF's token elements (<|im_start|>) name: the special tokens' own text (no text token's)
+        named = (f"specials={vocab.special_digest}",) if fmt == "gbnf" and vocab.special_digest else ()
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
-                         *where, *tuned, *general, *lexed)
+                         *where, *tuned, *general, *lexed, *named)
         if self.use_cache:
             started = time.perf_counter()
             entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
@@ -239,8 +241,13 @@ class Compiler:
         spanner = LazyTokenSpanner(lexer, trie, len(vocab), tuning=self.tuning) if lazy else \
             build_token_spanner(lexer, trie, len(vocab), meter=meter, tuning=self.tuning)
         t4 = time.perf_counter()
+        moves = None
+        if grammar.token_elements:  # (GBNF's <[id]>, <text>, !<...>: imported when a grammar has one)
+            from localgcd.compiler.token_elements import token_moves
+
+            moves = token_moves(grammar, tables, lexer, vocab)
         compiled = CompiledGrammar(
-            terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables,
+            terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables, token_moves=moves,
             token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
             conflicts=described, token_mask_budget=self.token_mask_budget,
             built_ahead=not lazy_requested, tuning=self.tuning, lexer_kind=lexer_kind,

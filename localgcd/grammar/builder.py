@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from localgcd.errors import GrammarError
 from localgcd.grammar.ir import GrammarIR, Rule, source_line
 from localgcd.grammar.terminal_rank import RankedTerminal, ranked
-from localgcd.grammar.terminals import Terminal
+from localgcd.grammar.terminals import Terminal, TokenElement
 from localgcd.regex.conditions import Also
 
 __all__ = ["GrammarBuilder", "productive_rules"]
@@ -44,6 +44,7 @@ class GrammarBuilder:
         self._priority: dict[str, int] = {}
         self._user_names: dict[str, str] = {}  # a generated rule → the user's rule it comes from
         self._terminals: dict[str, _TerminalEntry] = {}
+        self._token_elements: dict[str, TokenElement] = {}
         self.origins: dict[str, tuple[int, int]] = {}
         self._taken: set[str] = set()
         self._counter = 0
@@ -120,6 +121,13 @@ class GrammarBuilder:
     def add_conditions(self, name: str, also: Sequence[Also]) -> None:
         self._terminals[name].also += tuple(also)
 
+    def token_element(self, element: TokenElement) -> str:
+        """A parser terminal that one whole token matches (a column after the lexer's terminals)."""
+        self._token_elements[element.name] = element
+        if element.line is not None and element.column is not None:
+            self.origins.setdefault(element.name, (element.line, element.column))
+        return element.name
+
     def has_terminal(self, name: str) -> bool:
         return name in self._terminals
 
@@ -128,7 +136,7 @@ class GrammarBuilder:
         """The grammar: what ``start`` reaches and can finish, terminals ranked."""
         if self.start not in self._alternatives:
             raise GrammarError(f"the grammar has no rule {self.start!r} (the start rule)", self.source)
-        terminal_names = set(self._terminals)
+        terminal_names = set(self._terminals) | set(self._token_elements)
         rules = [Rule(lhs, rhs, self._priority.get(lhs, 0), self._user_names.get(lhs, ""))
                  for lhs, alts in self._alternatives.items()
                  for rhs in dict.fromkeys(alts)]  # a repeated alternative once, as lark reads a rule
@@ -141,7 +149,7 @@ class GrammarBuilder:
             raise GrammarError(f"rule {self.start!r} derives no finite sentence (every alternative recurses "
                                "forever)", self.source, line, column, source_line(self.text, line))
         used = {s for r in rules for s in r.rhs if s in terminal_names}
-        entries = [self._terminals[name] for name in self._terminals if name in used]
+        entries = [self._terminals[name] for name in self._terminals if name in used]  # (token elements: no text)
         order = ranked([RankedTerminal(e.name, e.regex, e.priority, e.is_literal, e.value_length)
                         for e in entries])
         by_name = {e.name: e for e in entries}
@@ -151,8 +159,10 @@ class GrammarBuilder:
                      mode=e.mode[0], next_mode=e.mode[1], also=e.also, written=e.written)
             for e in (by_name[name] for name in order))
         index = {t.name: i for i, t in enumerate(terminals)}
+        elements = tuple(e for name, e in self._token_elements.items() if name in used)
+        index.update({e.name: len(terminals) + k for k, e in enumerate(elements)})
         return GrammarIR(terminals, tuple(rules), self.start, self.source, index, None, dict(self.origins),
-                         self.text, tuple(warnings))
+                         self.text, tuple(warnings), token_elements=elements)
 
 
 def _used_rules(rules: list[Rule], start: str, terminals: set[str]) -> list[Rule]:

@@ -22,7 +22,7 @@ from functools import cached_property
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterSpec
-from localgcd.grammar.terminals import Terminal
+from localgcd.grammar.terminals import Terminal, TokenElement
 
 __all__ = ["GrammarIR", "Rule", "base_name", "source_line"]
 
@@ -63,6 +63,8 @@ class GrammarIR:
     text: str = ""  # the user's text the positions refer to
     warnings: tuple[str, ...] = ()  # what the front end dropped (``lenient`` JSON Schema keywords)
     general: bool = False  # not LALR(1) and meant whole (GBNF): every conflict kept, for the general parser
+    #: parser terminals one whole token matches (GBNF's token elements), columns after the lexer's terminals
+    token_elements: tuple[TokenElement, ...] = ()
 
     def is_terminal(self, name: str) -> bool:
         return name in self.parser_terminals
@@ -167,6 +169,8 @@ def _as_lark(grammar: GrammarIR) -> str:
             lines.append(f"{names[t.name]}{rank}: /{_regex_body(t.regex)}/")
     ignored = [names[t.name] for t in grammar.terminals if t.ignored]
     lines += [f"%ignore {name}" for name in ignored]
+    for element in grammar.token_elements:
+        lines.append(f"// {names[element.name]} is the token element {element.written}: one whole token, no text")
     declared = sorted(set(grammar.parser_terminals) - {t.name for t in grammar.terminals})
     if declared:
         lines.append("%declare " + " ".join(names[d] for d in declared))

@@ -1,4 +1,5 @@
-"""A terminal as every later stage sees it: a name, a Python regex and its rank."""
+"""A terminal as every later stage sees it: a name, a Python regex and its rank; or a token element
+(a parser terminal one whole token matches, no text)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,31 @@ class Terminal:
         modes, fork = data.get("modes"), data.get("fork")
         return cls(**{**data, "also": also, "modes": None if modes is None else tuple(modes),
                       "fork": None if fork is None else tuple(tuple(pair) for pair in fork)})
+
+
+@dataclass(frozen=True)
+class TokenElement:
+    """A parser terminal that stands for one whole token of the vocabulary (GBNF's ``<[12]>``,
+    ``<think>``, ``!<...>``): no byte string lexes it; the token's id (``token_id``) or its text
+    (``text``, brackets included, resolved when the grammar is compiled for a vocabulary), and
+    ``negated``: any one token but that one."""
+
+    name: str
+    token_id: int | None
+    text: str | None
+    negated: bool
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def written(self) -> str:
+        """As the grammar writes it: ``<[12]>``, ``!<think>``."""
+        inner = f"<[{self.token_id}]>" if self.token_id is not None else str(self.text)
+        return ("!" if self.negated else "") + inner
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TokenElement":
+        return cls(**data)

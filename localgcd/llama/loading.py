@@ -13,6 +13,7 @@ from localgcd.llama.backend import LLAMA_LOG, gpu_offload_supported, import_llam
 from localgcd.llama.catalog import ModelSpec, resolve_model
 from localgcd.llama.chat import chat_template
 from localgcd.llama.model_files import check_gguf
+from localgcd.llama.vocab_cache import FileIdentity
 from localgcd.llama.vocabulary import vocabulary_of
 from localgcd.vocab import Vocabulary
 
@@ -27,6 +28,8 @@ class LoadedModel:
     n_gpu_layers: int
     load_seconds: float
     vocab_cache: Vocabulary | None = None
+    file_identity: FileIdentity | None = None
+    """The file's identity before llama.cpp read it: the vocabulary may come from the cache while it holds."""
 
     @property
     def n_ctx(self) -> int:
@@ -60,7 +63,7 @@ class LoadedModel:
     def vocab(self) -> Vocabulary:
         """localgcd's :class:`Vocabulary` of this model (read from the GGUF once)."""
         if self.vocab_cache is None:
-            self.vocab_cache = vocabulary_of(self.llama, name=self.path.stem)
+            self.vocab_cache = vocabulary_of(self.llama, name=self.path.stem, loaded_from=self.file_identity)
         return self.vocab_cache
 
     def close(self) -> None:
@@ -102,6 +105,7 @@ def load_model(
     kwargs["n_threads"] = kwargs["n_threads_batch"] = threads
     if seed is not None:
         kwargs["seed"] = int(seed) & 0xFFFFFFFF
+    identity = FileIdentity.of(path)
     t0 = time.perf_counter()
     with LLAMA_LOG.capture() as log:
         try:
@@ -109,7 +113,7 @@ def load_model(
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"{path}: cannot load model: {log.first_error() or exc}") from None
     _warm_up(llama)
-    return LoadedModel(spec, path, llama, layers, time.perf_counter() - t0)
+    return LoadedModel(spec, path, llama, layers, time.perf_counter() - t0, file_identity=identity)
 
 
 def default_threads() -> int:

@@ -69,9 +69,12 @@ that fails too, the first translation is marked ``general``: the general parser
 return statement and a call of a function named ``return``), or a decision
 that needs more than one character of lookahead through a recursive rule.
 
-Deliberate differences from llama.cpp (see :mod:`.reader`): token syntax is
-refused, a rule defined twice is an error; ``.`` and ``[^...]`` never produce
-surrogate code points.
+Token elements (``<[12]>``, ``<think>``, ``!<[12]>``) are parser terminals of their own that no
+text lexes (:class:`~localgcd.grammar.terminals.TokenElement`; a rule holding one is not regular,
+so runs are cut there), matched by one whole token at run time (:mod:`localgcd.runtime.token_moves`).
+
+Deliberate differences from llama.cpp (see :mod:`.reader`): a rule defined twice is an error;
+``.`` and ``[^...]`` never produce surrogate code points.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ class TranslationCheck:
 def check_translation(translated: TranslatedGrammar, meter: BudgetMeter | None = None) -> TranslationCheck:
     """The LALR(1) analysis of the rules as lark reads their text: each rule's alternatives
     without repeats (lark drops a repeated alternative), terminals numbered in order, ``$END`` last."""
-    terminals = tuple(translated.terminals) + (END,)
+    terminals = tuple(translated.terminals) + tuple(translated.token_elements) + (END,)
     column = {name: i for i, name in enumerate(terminals)}
     symbol = {nt: len(terminals) + i for i, nt in enumerate(translated.rules)}
     encoded: list[tuple[int, tuple[int, ...]]] = []

@@ -12,6 +12,7 @@ from localgcd.grammar.builder import GrammarBuilder
 from localgcd.grammar.gbnf.translated import TranslatedGrammar
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminal_rank import lark_pattern_length
+from localgcd.grammar.terminals import TokenElement
 
 
 def emit_grammar(translated: TranslatedGrammar, source: str, warnings: tuple[str, ...] = ()) -> GrammarIR:
@@ -25,6 +26,8 @@ def emit_grammar(translated: TranslatedGrammar, source: str, warnings: tuple[str
         builder.pattern(name, regex, value_length=lark_pattern_length(regex), origin=translated.origins.get(name),
                         written=(_atom_written(translated.atom_ranges[name], regex)
                                  if name in translated.atom_ranges else ""))
+    for name, element in translated.token_elements.items():
+        builder.token_element(TokenElement(name, element.token_id, element.text, element.negated, *element.pos))
     return builder.build(warnings)
 
 

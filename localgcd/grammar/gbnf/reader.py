@@ -1,9 +1,10 @@
 """GBNF text → the GBNF syntax tree (:mod:`.syntax`), as llama.cpp's ``grammars/README.md`` describes
 the format; a syntax error is a :class:`GrammarError` at its line and column.
 
-Deliberate differences from llama.cpp: token syntax (``<[12]>``, ``<think>``, ``!<...>``) is
-refused (it cannot be exact over text yet); a rule defined twice is an error (llama.cpp keeps the
-last).  As in llama.cpp, a repetition bound above 2000 means "unbounded" and a minimum above 2000
+Token elements (``<[12]>``, ``<think>``, ``!<...>``) are read as llama.cpp's ``parse_token``
+reads them (:class:`~.syntax.Token`); a ``<text>`` is resolved against the vocabulary when the grammar
+is compiled.  Deliberate difference from llama.cpp: a rule defined twice is an error (llama.cpp keeps
+the last).  As in llama.cpp, a repetition bound above 2000 means "unbounded" and a minimum above 2000
 is an error.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from localgcd.errors import GrammarError
-from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Position, Ref, Rep, Seq, refs
+from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Position, Ref, Rep, Seq, Token, refs
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, any_character, read_class, read_literal
 
 MAX_REPETITION = 2000
@@ -135,10 +136,7 @@ class Reader:
                                          " is reversed: it matches nothing (as in llama.cpp)")
                 items.append(Chars(node.chars, at))
             elif c in ("<", "!"):
-                end = self.text.find(">", self.i)
-                shown = self.text[self.i:end + 1] if 0 <= end - self.i < 40 else self.text[self.i:self.i + 10]
-                raise self.error(f"token syntax {shown} is not supported (token-level matching cannot be"
-                                 " made exact over text yet); spell the text as a string literal")
+                items.append(self.token(at))
             elif c and re.match(r"[a-zA-Z0-9-]", c):
                 items.append(Ref(self.name(), at))
             elif c == "(":
@@ -186,6 +184,36 @@ class Reader:
                 break
             self.space(nested)
         return items[0] if len(items) == 1 else Seq(tuple(items), pos)
+
+    def token(self, at: Position) -> Token:
+        """A token element, read as llama.cpp's ``parse_token`` reads it: ``!`` (any token but), then
+        ``<[digits]>`` (a token id below 2**32) or ``<`` up to the first ``>`` (the text of one token,
+        brackets included; resolved against the vocabulary when compiled)."""
+        start = self.i
+        negated = self.peek() == "!"
+        if negated:
+            self.i += 1
+            if self.peek() != "<":
+                raise self.error(f"expected '<' after '!' (a token element !<...>), found {self._found()}")
+        self.i += 1
+        if self.peek() == "[":
+            self.i += 1
+            digits = re.compile(r"[0-9]+").match(self.text, self.i)
+            if not digits:
+                raise self.error(f"expected a token id in <[...]>, found {self._found()}")
+            self.i = digits.end()
+            if int(digits.group()) > 0xFFFFFFFF:
+                raise self.error(f"token id {digits.group()} is too big (llama.cpp reads it as 32 bits)", digits.start())
+            for closing in "]>":
+                if self.peek() != closing:
+                    raise self.error(f"expected {closing!r} in token element <[...]>, found {self._found()}")
+                self.i += 1
+            return Token(int(digits.group()), None, negated, at)
+        end = self.text.find(">", self.i)
+        if end < 0:
+            raise self.error("expected '>' to close the token element begun here", start)
+        self.i = end + 1
+        return Token(None, self.text[start + negated:end + 1], negated, at)
 
     def integer(self) -> int:
         m = re.compile(r"[0-9]+").match(self.text, self.i)

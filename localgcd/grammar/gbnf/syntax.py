@@ -59,7 +59,20 @@ class Ref:
     pos: Position = (1, 1)
 
 
-Expr = Union[Chars, Seq, Alt, Rep, Ref]
+@dataclass(frozen=True, eq=False)
+class Token:
+    """A token element (llama.cpp's ``<[id]>``, ``<text>``, ``!<...>``): exactly one whole token of
+    the vocabulary -- that token, or with ``negated`` any one token but that one -- never its text
+    spelled by other tokens.  ``token_id`` for ``<[id]>``; ``text`` (the brackets included, as
+    llama.cpp tokenizes it) for ``<text>``, resolved against the vocabulary when compiled."""
+
+    token_id: int | None
+    text: str | None
+    negated: bool
+    pos: Position = (1, 1)
+
+
+Expr = Union[Chars, Seq, Alt, Rep, Ref, Token]
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,17 @@ def refs(e: Expr) -> Iterator[Ref]:
             yield from refs(x)
     elif isinstance(e, Rep):
         yield from refs(e.item)
+
+
+def tokens_in(e: Expr) -> Iterator[Token]:
+    """The token elements in ``e``, in order."""
+    if isinstance(e, Token):
+        yield e
+    elif isinstance(e, (Seq, Alt)):
+        for x in (e.items if isinstance(e, Seq) else e.options):
+            yield from tokens_in(x)
+    elif isinstance(e, Rep):
+        yield from tokens_in(e.item)
 
 
 def chars_in(e: Expr) -> Iterator[Chars]:

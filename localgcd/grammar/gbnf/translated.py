@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from localgcd.grammar.gbnf.syntax import Position
+from localgcd.grammar.gbnf.syntax import Position, Token
 
 #: A symbol of a rule's alternative: (kind, name).  Kinds: a terminal, a nonterminal, and while
 #: translating, a regular run (by its index) and a piece that matches nothing.
@@ -49,13 +49,15 @@ class TranslatedGrammar:
     """A GBNF grammar as BNF: rules reachable from ``start`` and productive, ``start`` first, then by
     name; only terminals and nonterminals in them.  ``terminals``: the used ones' regexes (Lark
     syntax), in the order made; ``atom_ranges``: the code point ranges of each one-character
-    terminal; ``origins`` and ``owner``: each generated name's position and GBNF rule."""
+    terminal; ``origins`` and ``owner``: each generated name's position and GBNF rule; ``token_elements``:
+    the terminals that stand for a token element (matched by one whole token, never by text)."""
 
     rules: dict[str, tuple[tuple[Symbol, ...], ...]]
     terminals: dict[str, str]
     atom_ranges: dict[str, tuple[tuple[int, int], ...]]
     origins: dict[str, Position]
     owner: dict[str, str]
+    token_elements: dict[str, Token] = field(default_factory=dict)  # token terminals: no text lexes them
 
 
 def sanitize(name: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf.runs import RunPlanner, SliceDFAs
-from localgcd.grammar.gbnf.syntax import Alt, Expr, GbnfGrammar, Ref, Rep, Seq, chars_in, refs
+from localgcd.grammar.gbnf.syntax import Alt, Expr, GbnfGrammar, Ref, Rep, Seq, Token, chars_in, refs, tokens_in
 from localgcd.grammar.gbnf.translated import (NONTERMINAL, RUN, START, TERMINAL, RuleBuilder, Symbol,
                                               TranslatedGrammar, sanitize)
 from localgcd.regex.nfa import CharClasses
@@ -61,11 +61,14 @@ class Translator:
         self.followed_memo: dict[tuple[str, tuple[int, ...]], str] = {}
         self.distribute = strategy.distribute
         self.temporaries: list[Expr] = []  # keeps id()-keyed memo entries valid
+        self.token_elements: dict[str, Token] = {}  # terminal name -> the token element it stands for
 
     # -- structure -------------------------------------------------------
     def _regular_rules(self) -> set[str]:
+        """The rules that reach no recursive rule and no token element (a token element is a
+        terminal of its own, never part of a character run)."""
         graph = {r: {ref.name for ref in refs(self.rules[r])} for r in self.reachable}
-        recursive = set()
+        recursive = {r for r in graph if next(tokens_in(self.rules[r]), None) is not None}
         for r in graph:  # r reaches itself?
             seen: set[str] = set()
             stack = list(graph[r])
@@ -96,7 +99,8 @@ class Translator:
     def is_regular(self, e: Expr) -> bool:
         got = self.regular_memo.get(id(e))
         if got is None:
-            got = all(ref.name in self.regular_rules for ref in refs(e))
+            got = (all(ref.name in self.regular_rules for ref in refs(e))
+                   and next(tokens_in(e), None) is None)
             self.regular_memo[id(e)] = got
         return got
 
@@ -169,7 +173,22 @@ class Translator:
             return [(NONTERMINAL, nt)]
         if isinstance(e, Rep):
             return self.repetition(e, owner)
+        if isinstance(e, Token):
+            return [(TERMINAL, self.token_terminal(e))]
         raise AssertionError(f"a character is regular: {e!r}")
+
+    def token_terminal(self, e: Token) -> str:
+        """The terminal of a token element (one per distinct element): ``TOKEN_12``, ``NOT_TOKEN_12``,
+        ``TOKEN_TEXT_<k>`` for the k-th distinct ``<text>``."""
+        for name, known in self.token_elements.items():
+            if (known.token_id, known.text, known.negated) == (e.token_id, e.text, e.negated):
+                return name
+        prefix = "NOT_TOKEN_" if e.negated else "TOKEN_"
+        name = prefix + (str(e.token_id) if e.token_id is not None
+                         else f"TEXT_{sum(t.text is not None for t in self.token_elements.values())}")
+        self.token_elements[name] = e
+        self.builder.origins[name] = e.pos
+        return name
 
     def repetition(self, e: Rep, owner: str) -> list[Symbol]:
         body = self.syms(e.item, owner)
@@ -249,6 +268,7 @@ class Translator:
             rules={nt: tuple(tuple(alt) for alt in cfg[nt]) for nt in order},
             terminals={name: regex for name, regex in self.runs.terminals.items() if name in used_terms},
             atom_ranges={name: r for name, r in self.runs.atom_ranges.items() if name in used_terms},
+            token_elements={name: e for name, e in self.token_elements.items() if name in used_terms},
             origins={k: v for k, v in self.builder.origins.items() if k in keep},
             owner=self.builder.owner,
         )
