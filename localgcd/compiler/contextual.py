@@ -59,7 +59,7 @@ import numpy as np
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_rows, digraph
-from localgcd.errors import GrammarError
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
@@ -530,7 +530,7 @@ class LexemeClashes:
         if i not in self._automata:
             try:
                 self._automata[i] = trim(terminal_dfa(self.terminals[i].regex, self.meter, backing_up=True))
-            except UnsupportedRegex:
+            except (UnsupportedRegex, CompileBudgetError):  # (past the budget: named by the lexer stage too)
                 self._automata[i] = None
                 self._unknown.add(i)
         return self._automata[i]
