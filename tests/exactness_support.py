@@ -470,8 +470,10 @@ def _llama(path: str):
 
 
 def compile_for(grammar_text: str, vocab: Vocabulary) -> localgcd.CompiledGrammar:
-    """Compile in memory (no disk cache: every test run exercises the builder)."""
-    return localgcd.compile_grammar(grammar_text, vocab, use_cache=False)
+    """Compile in memory (no disk cache: every test run exercises the builder), read as the reference
+    reads it: one longest-match lexer over every terminal (``lexer="basic"``; lark's contextual
+    reading, a Lark grammar's default, has its own reference: tests/test_contextual_lexer.py)."""
+    return localgcd.compile_grammar(grammar_text, vocab, use_cache=False, lexer="basic")
 
 
 _SHARED: dict[tuple[str, str], localgcd.CompiledGrammar] = {}

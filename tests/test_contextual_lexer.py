@@ -199,6 +199,88 @@ def test_a_keyword_is_a_name_where_no_keyword_is_taken(text: str, accepted: bool
 
 
 # ---------------------------------------------------------------------------------------------
+# The default: a Lark grammar with parser="lalr" means what Lark(g, parser="lalr") makes of it
+# ---------------------------------------------------------------------------------------------
+
+#: lark's contextual lexer reads "if" as a NAME after "=", where the parser takes no keyword
+KEYWORD_OR_NAME = 'start: "if" NAME | NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n'
+
+
+@pytest.mark.parametrize("lexer, text, accepted", [
+    (None, "x = if", True),  # the default is lark's: the contextual lexer
+    (None, "if x", True),
+    ("contextual", "x = if", True),
+    ("basic", "x = if", False),  # one lexer over every terminal: "if" is the keyword everywhere
+    ("basic", "if x", True),
+    (None, "if = x", False),  # where a keyword is taken, it is the keyword
+])
+def test_a_lark_grammar_is_read_as_lark_reads_it_unless_a_lexer_is_named(lexer: str | None, text: str,
+                                                                          accepted: bool) -> None:
+    compiled = localgcd.compile_grammar(KEYWORD_OR_NAME, byte_vocabulary(), use_cache=False, lexer=lexer)
+    assert compiled.lexer_kind == (lexer or "contextual")
+    matcher = compiled.matcher()
+    assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == accepted
+    assert lark_accepts(lark.Lark(KEYWORD_OR_NAME, parser="lalr", lexer=lexer or "contextual"), text) == accepted
+
+
+@pytest.mark.parametrize("options, code", [([], 0), (["--lexer", "contextual"], 0), (["--lexer", "basic"], 1)])
+def test_the_cli_checks_a_lark_grammar_as_lark_reads_it_by_default(options: list[str], code: int, tmp_path) -> None:
+    grammar = tmp_path / "g.lark"
+    grammar.write_text(KEYWORD_OR_NAME, encoding="utf-8")
+    path = tmp_path / "t.txt"
+    path.write_text("x = if", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "localgcd", "check", "--grammar", str(grammar), *options, str(path)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == code, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "localgcd" / "data" / "grammars").glob("*.lark")))
+def test_a_shipped_grammar_declares_the_basic_lexer_it_was_written_for(name: str) -> None:
+    """The shipped grammars reserve their keywords: each says ``// localgcd: lexer=basic``."""
+    from localgcd.grammar.formats import declared_lexer
+
+    text = (ROOT / "localgcd" / "data" / "grammars" / f"{name}.lark").read_text(encoding="utf-8")
+    assert declared_lexer(text) == "basic"
+
+
+@pytest.mark.parametrize("lexer, kind, modes", [(None, "basic", 1), ("basic", "basic", 1),
+                                                ("contextual", "contextual", 10)])
+def test_a_lexer_named_wins_over_the_grammars_declaration(lexer: str | None, kind: str, modes: int) -> None:
+    text = (ROOT / "localgcd" / "data" / "grammars" / "arithmetic.lark").read_text(encoding="utf-8")
+    compiled = localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False, lexer=lexer)
+    assert (compiled.lexer_kind, compiled.lexer_modes) == (kind, modes)
+
+
+@pytest.mark.parametrize("declaration, words", [
+    ("// localgcd: lexer=basic", None),
+    ("  //localgcd: lexer=contextual", None),
+    ("// localgcd: lexer=fancy", "2:14: declared lexer 'fancy' unknown"),
+    ("// localgcd: parser=earley", "2:14: unknown localgcd declaration 'parser=earley'"),
+    ("// localgcd: lexer=basic lexer=contextual", "2:26: lexer=contextual declared after lexer=basic"),
+])
+def test_a_declaration_is_read_or_named_where_it_is_wrong(declaration: str, words: str | None) -> None:
+    text = 'start: "if" NAME | NAME "=" NAME\n' + declaration + '\nNAME: /[a-z]+/\n%ignore " "\n'
+    if words is None:
+        compiled = localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False)
+        assert compiled.lexer_kind == declaration.split("=")[-1]
+        return
+    with pytest.raises(GrammarError, match=words):
+        localgcd.compile_grammar(text, byte_vocabulary(), use_cache=False, source="g.lark")
+
+
+def test_the_cache_tells_the_two_readings_apart(tmp_path) -> None:
+    """The same text read with each lexer is two cache entries, each read back as it was compiled."""
+    vocab = byte_vocabulary()
+    for _ in range(2):  # compiled, then loaded from the cache
+        for lexer, accepted in (("basic", False), (None, True)):
+            compiled = localgcd.compile_grammar(KEYWORD_OR_NAME, vocab, cache_dir=tmp_path, lexer=lexer)
+            matcher = compiled.matcher()
+            assert (matcher.accept_bytes(b"x = if") and matcher.is_accepting()) == accepted
+            assert compiled.lexer_kind == (lexer or "contextual")
+
+
+# ---------------------------------------------------------------------------------------------
 # Refusals
 # ---------------------------------------------------------------------------------------------
 
@@ -304,26 +386,37 @@ def test_a_parser_state_may_lie_in_several_modes_where_the_text_so_far_narrows_t
     assert shared and modes.states[0] == {build_parse_tables(grammar)[0].start_state}
 
 
-@pytest.mark.parametrize("lexer, words", [
-    ("contextual", "lexer: lark's contextual lexer, {modes} modes (by parser state)"),
-    ("basic", "lexer: one longest-match lexer\n"),
+@pytest.mark.parametrize("grammar, options, words, alike", [
+    (SMALL["sign_or_minus"], ["--lexer", "contextual"], "lexer: lark's contextual lexer, {modes} modes (by parser state)\n",
+     False),
+    (SMALL["sign_or_minus"], [], "lexer: lark's contextual lexer, {modes} modes (by parser state)\n", False),
+    (STACK_DECIDES, [],
+     "lexer: lark's contextual lexer, {modes} modes (by parser state), 1 fork terminal (the parser's state after it "
+     "picks the mode)", False),
+    ('start: "[" NUMBER ("," NUMBER)* "]"\nNUMBER: /[0-9]+/\n', [],
+     "lexer: lark's contextual lexer; every parser state lexes alike: one longest-match lexer (the basic lexer's "
+     "tables)", True),
+    (SMALL["sign_or_minus"], ["--lexer", "basic"], "lexer: one longest-match lexer\n", None),
 ])
-def test_the_compile_command_says_the_lexer_a_grammar_got(lexer: str, words: str, tmp_path, monkeypatch) -> None:
+def test_the_compile_command_says_the_lexer_a_grammar_got(grammar: str, options: list[str], words: str,
+                                                          alike: bool | None, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
     from localgcd.cli.app import app
 
     monkeypatch.setenv("LOCALGCD_CACHE", str(tmp_path / "cache"))
-    grammar = tmp_path / "g.lark"
-    grammar.write_text(SMALL["sign_or_minus"], encoding="utf-8")
-    modes = localgcd.compile_grammar(SMALL["sign_or_minus"], byte_vocabulary(), use_cache=False,
-                                     lexer=lexer).lexer_modes
-    shown = CliRunner().invoke(app, ["compile", "-g", str(grammar), "--lexer", lexer, "-m", "smollm2-135m"])
+    path = tmp_path / "g.lark"
+    path.write_text(grammar, encoding="utf-8")
+    lexer = options[1] if options else None
+    modes = localgcd.compile_grammar(grammar, byte_vocabulary(), use_cache=False, lexer=lexer).lexer_modes
+    shown = CliRunner().invoke(app, ["compile", "-g", str(path), *options, "-m", "smollm2-135m"])
     assert shown.exit_code == 0, shown.output
-    assert words.format(modes=modes) in shown.output and (modes > 1) == (lexer == "contextual")
-    as_json = CliRunner().invoke(app, ["compile", "-g", str(grammar), "--lexer", lexer, "-m", "smollm2-135m", "--json"])
-    assert as_json.exit_code == 0 and json.loads(as_json.output)["lexer"] == lexer
-    assert json.loads(as_json.output)["stats"]["lexer_modes"] == modes
+    assert words.format(modes=modes) in shown.output and (modes > 1) == (alike is False)
+    as_json = CliRunner().invoke(app, ["compile", "-g", str(path), *options, "-m", "smollm2-135m", "--json"])
+    assert as_json.exit_code == 0
+    said = json.loads(as_json.output)
+    assert (said["lexer"], said["lexer_states_alike"]) == (lexer or "contextual", alike)
+    assert said["stats"]["lexer_modes"] == modes
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -243,7 +243,7 @@ def test_each_check_path_is_exact(name: str, path: str) -> None:
     plain Python; each path alone, on a fresh engine that classifies lazily
     (its status table filled by that path only), matches the reference."""
     shared = small_case(name)
-    compiled = Compiler(use_cache=False, eager_status_limit=0).compile(shared.grammar, shared.vocab)
+    compiled = Compiler(use_cache=False, eager_status_limit=0).compile(shared.grammar, shared.vocab, lexer="basic")
     kernels, scalar_below = CHECK_PATHS[path]
     ignored = np.asarray([t.ignored for t in compiled.terminals], dtype=bool)
     pda = PushdownAutomaton(compiled.tables, ignored, Tuning(scalar_below=scalar_below))
@@ -265,7 +265,7 @@ def test_a_mask_assembled_once_serves_the_stacks_that_pass_the_same_outcomes(nam
     assembled mask: along random walks some masks are served so (fewer
     assembled than computed), and every mask still matches the reference."""
     shared = small_case(name)
-    compiled = Compiler(use_cache=False).compile(shared.grammar, shared.vocab)
+    compiled = Compiler(use_cache=False).compile(shared.grammar, shared.vocab, lexer="basic")
     case = Case(name, shared.grammar, shared.vocab, compiled, shared.ref)
     log = MismatchLog()
     random_walks(case, log, random.Random(f"assembled-{name}"), 12)

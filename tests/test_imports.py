@@ -81,10 +81,12 @@ JSON_SCHEMA = ("compile_json_schema('{\"type\": \"object\", \"properties\": {\"a
 GBNF = "compile_grammar('root ::= \"a\" [0-9]+', v, fmt='gbnf', use_cache=False)"
 COMPILE = "from localgcd import Vocabulary, compile_grammar, compile_json_schema\nv = "
 #: What no compile of a deterministic grammar with the default options imports: llama.cpp, the command
-#: line, the opt-in lexers, the general parser.
+#: line, lark's dynamic lexer, the forking engine (a contextual lexer whose stack picks the mode), the
+#: general parser.
 NEVER = ("llama_cpp", "typer", "rich", "localgcd.batch", "localgcd.llama", "localgcd.serve", "localgcd.cli",
-         "localgcd.compiler.contextual", "localgcd.grammar.lark_dynamic", "localgcd.runtime.forks",
-         "localgcd.runtime.glr", "localgcd.parser.glr")
+         "localgcd.grammar.lark_dynamic", "localgcd.runtime.forks", "localgcd.runtime.glr", "localgcd.parser.glr")
+#: lark's contextual lexer: a Lark grammar's default reading (parser="lalr"), no other format's
+CONTEXTUAL = ("localgcd.compiler.contextual",)
 HELP = ("import sys\nfrom localgcd.cli.app import app\nsys.argv = ['localgcd', {!r}, '--help']\n"
         "try:\n    app(prog_name='localgcd')\nexcept SystemExit:\n    pass")
 #: What the command line's help needs none of: numpy, the stages, llama.cpp, lark.
@@ -94,13 +96,13 @@ NOT_FOR_HELP = ("numpy", "lark", "llama_cpp", "localgcd.compiler", "localgcd.run
 
 
 @pytest.mark.parametrize(("work", "not_imported"), [
-    ("import localgcd", NEVER + ("numpy", "lark", "localgcd.grammar", "localgcd.compiler")),
+    ("import localgcd", NEVER + CONTEXTUAL + ("numpy", "lark", "localgcd.grammar", "localgcd.compiler")),
     (f"{COMPILE}{SMALL_VOCABULARY}\n{LARK}.matcher().allowed_token_mask()",
      NEVER + ("localgcd.grammar.json_schema", "localgcd.grammar.gbnf")),
     (f"{COMPILE}{SMALL_VOCABULARY}\n{JSON_SCHEMA}.matcher().allowed_token_mask()",
-     NEVER + ("localgcd.grammar.gbnf", "localgcd.grammar.lark_frontend")),
+     NEVER + CONTEXTUAL + ("localgcd.grammar.gbnf", "localgcd.grammar.lark_frontend")),
     (f"{COMPILE}{SMALL_VOCABULARY}\n{GBNF}.matcher().allowed_token_mask()",
-     NEVER + ("localgcd.grammar.json_schema", "localgcd.grammar.lark_frontend")),
+     NEVER + CONTEXTUAL + ("localgcd.grammar.json_schema", "localgcd.grammar.lark_frontend")),
     *[(HELP.format(command), NOT_FOR_HELP) for command in ("compile", "generate", "batch", "serve")],
 ], ids=["import", "lark", "json_schema", "gbnf", "compile --help", "generate --help", "batch --help", "serve --help"])
 def test_a_fresh_process_imports_only_what_its_work_needs(work: str, not_imported: tuple[str, ...]) -> None:

@@ -65,9 +65,11 @@ SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
 
 
 def real_grammar(name: str) -> str:
-    """A shipped grammar's text, or SynCode's (``syncode/<name>``)."""
+    """A shipped grammar's text, or SynCode's (``syncode/<name>``), declared for one longest-match lexer
+    as the shipped ones are (lark's contextual lexer refuses SynCode's Python: an Indenter whose states
+    lex apart)."""
     if name.startswith("syncode/"):
-        return (SYNCODE / f"{name.split('/')[1]}.lark").read_text(encoding="utf-8")
+        return (SYNCODE / f"{name.split('/')[1]}.lark").read_text(encoding="utf-8") + "\n// localgcd: lexer=basic\n"
     return grammar_file(name)
 
 

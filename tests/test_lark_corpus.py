@@ -15,6 +15,10 @@ For every grammar of the corpus:
     where the grammar has one) on hand-written accepted and rejected texts and
     on mutations of them (a character deleted, inserted or swapped).
 
+The suite reads each grammar with ``lexer="basic"``, as it was written for; a Lark grammar's
+default is lark's contextual lexer, and where that reads a grammar otherwise
+(:data:`CONTEXTUAL_DIFFERS`) the default's masks are checked against the contextual reference.
+
 Where lark's basic lexer and localgcd's maximal-munch lexer differ by design,
 the grammar names the reason in ``lexer_difference``; a disagreement with lark
 is then accepted only on a text where lark's tokens differ from the
@@ -52,6 +56,7 @@ from exactness_support import (
     text_token_ids,
 )
 from reference import ReferenceChecker
+from reference.cfg import ContextualChecker
 from reference.indent import IndentedReferenceChecker
 from reference.lark_oracle import lark_accepts
 
@@ -232,9 +237,11 @@ _VOCAB_BYTES = localgcd.Vocabulary.from_tokens([b""] + [bytes([b]) for b in rang
                                                name="corpus-bytes")
 
 
-def compile_entry(entry: Entry, text: str, vocab: localgcd.Vocabulary = _VOCAB_BYTES, strict: bool = False):
+def compile_entry(entry: Entry, text: str, vocab: localgcd.Vocabulary = _VOCAB_BYTES, strict: bool = False,
+                  lexer: str | None = "basic"):
+    """``text`` compiled as this suite reads it: lark's basic lexer (``lexer=None``: the default)."""
     return localgcd.compile_grammar(text, vocab, source=str(entry.file), use_cache=False, strict=strict,
-                                    indenter=entry.indenter)
+                                    indenter=entry.indenter, lexer=lexer)
 
 
 @pytest.mark.parametrize("name", list(BY_NAME))
@@ -584,12 +591,43 @@ def test_lark_backing_up_is_the_documented_difference(name: str, text: str) -> N
     assert not lark_backs_up(entry, text.replace("  ", " "))
 
 
-def test_contextual_lexer_grammar() -> None:
-    """conf_lalr.lark parses its sample only with lark's contextual lexer;
-    under a context-free lexer (lark's basic one, localgcd's) nothing parses."""
+@pytest.mark.parametrize("lexer, accepted", [(None, True), ("contextual", True), ("basic", False)])
+def test_contextual_lexer_grammar(lexer: str | None, accepted: bool) -> None:
+    """conf_lalr.lark parses its sample only with lark's contextual lexer, localgcd's default too;
+    under a context-free lexer (lark's basic one, localgcd's ``lexer="basic"``) nothing parses."""
     entry = BY_NAME["lark_examples/conf_lalr"]
     sample = entry.rejected[0]
     assert lark.Lark(entry.text, parser="lalr").parse(sample)
-    assert not entry_accepts(entry, sample) and not localgcd_accepts(checker(entry), sample.encode())
-    m = checker(entry).matcher()
-    assert not m.accept_bytes(b"[") or not m.is_accepting()
+    assert not entry_accepts(entry, sample)
+    assert localgcd_accepts(compile_entry(entry, entry.text, lexer=lexer), sample.encode()) == accepted
+
+
+#: entries that lark's contextual lexer, a Lark grammar's default reading, reads otherwise than the
+#: basic one this suite checks (a keyword a name where no keyword is taken, a terminal shadowed elsewhere)
+CONTEXTUAL_DIFFERS = ["dangling_else", "java_dangling_else", "extend_override", "inlining", "caseless_sql",
+                      "lark_examples/conf_lalr", "lark_examples/create_ast"]
+
+
+@pytest.mark.parametrize("name", CONTEXTUAL_DIFFERS)
+def test_by_default_masks_match_the_contextual_reference(name: str) -> None:
+    """The default reading's masks over bytes equal the contextual reference's (lark's own parse-table
+    rows, each read by the reference lexer restricted to the row) at every prefix of the accepted
+    texts lark's contextual LALR parser accepts."""
+    entry = BY_NAME[name]
+    compiled = compile_entry(entry, entry.text, lexer=None)
+    assert compiled.lexer_kind == "contextual" and compiled.contextual_lexer
+    ref = ContextualChecker(entry.text, source_path=str(entry.file))
+    lark_contextual = lark.Lark(entry.text, parser="lalr", source_path=str(entry.file))
+    texts = [t for t in entry.accepted + entry.rejected if lark_accepts(lark_contextual, t)]
+    assert texts
+    log, ids = MismatchLog(), np.arange(len(_VOCAB_BYTES))
+    for text in texts:
+        data, m = text.encode(), compiled.matcher()
+        for k in range(len(data) + 1):
+            keep = comparable(entry, _VOCAB_BYTES, data[:k], ids)
+            log.compare(data[:k], _VOCAB_BYTES, m.allowed_token_mask()[ids[keep]],
+                        reference_verdicts(ref, data[:k], _VOCAB_BYTES, ids[keep]), ids[keep])
+            if k < len(data):
+                assert m.accept_bytes(data[k:k + 1]), (name, data[:k + 1])
+        assert m.is_accepting()
+    assert not log, log.report(name)

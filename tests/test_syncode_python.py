@@ -2,7 +2,9 @@
 as ``re.match`` does (lexer/pending.py), so masks are checked against the reference that backs up
 as lark's lexer does (tests/reference/lexer.py, ``backed_up``) under lark's own Indenter
 (tests/reference/indent.py), and ``localgcd check`` against lark (LALR, basic lexer, the Indenter).
-Real files with real vocabularies: tests/test_exactness.py (``syncode-python-*``).
+Real files with real vocabularies: tests/test_exactness.py (``syncode-python-*``).  Read with
+``lexer="basic"`` throughout (lark's contextual lexer, a Lark grammar's default, is refused for an
+Indenter grammar whose parser states lex apart, as this one's do).
 
 ``_NL: (/(\\r?\\n[\\t ]*)+/ | COMMENT)+`` with ``COMMENT: /#.*(\\n[\\t ]*)+/ | LONG_STRING``: after a
 newline, a line starting ``r``, ``b``, ``u``, ``f``, a quote or ``#`` may still be the rest of the
@@ -52,7 +54,7 @@ VOCAB = localgcd.Vocabulary.from_tokens(TOKENS, end_ids=[END_ID], name="syncode-
 def compile_quietly(vocab: localgcd.Vocabulary) -> localgcd.CompiledGrammar:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GrammarWarning)  # LALR conflicts, LONG_STRING (see below)
-        return localgcd.compile_grammar(GRAMMAR, vocab, source=str(GRAMMAR_FILE), use_cache=False)
+        return localgcd.compile_grammar(GRAMMAR, vocab, source=str(GRAMMAR_FILE), use_cache=False, lexer="basic")
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,7 @@ def test_long_string_is_a_warning_naming_it_not_an_error() -> None:
     """LONG_STRING's every lexeme is also one of the %ignore'd COMMENT, which outranks it: lark
     never produces it, whichever lexer it runs, so it contributes nothing (a warning, not an error)."""
     with pytest.warns(GrammarWarning, match=r"python\.lark:178:1: terminal LONG_STRING .*%ignore'd COMMENT"):
-        localgcd.compile_grammar(GRAMMAR, VOCAB, source=str(GRAMMAR_FILE), use_cache=False)
+        localgcd.compile_grammar(GRAMMAR, VOCAB, source=str(GRAMMAR_FILE), use_cache=False, lexer="basic")
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.split(b"\n")[1].decode() or "first" for p in PROGRAMS])
@@ -154,7 +156,7 @@ def test_check_says_what_lark_says_on_stdlib_files(name: str, mutation: str, tmp
     assert expected == (mutation != "")  # the files are accepted, the mutated ones refused
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(app, ["check", "-g", str(GRAMMAR_FILE), str(path)])
+    result = CliRunner().invoke(app, ["check", "-g", str(GRAMMAR_FILE), "--lexer", "basic", str(path)])
     assert result.exit_code == expected, result.output[-400:]
     assert "Traceback" not in result.output
 

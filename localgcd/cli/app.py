@@ -144,7 +144,9 @@ def compile_cmd(
                 "vocab_size": len(vocab), "vocab_s": round(t_vocab, 4), "compile_s": round(t_compile, 4),
                 "from_cache": from_cache, "full": not lazy, "cached_row_branches": rows,
                 "conflicts": list(compiled.conflicts), "parser": compiled.parser_mode,
-                "lexer": "contextual" if compiled.contextual_lexer else "basic", "stats": render.jsonable(stats),
+                "lexer": compiled.lexer_kind, "lexer_states_alike": (not compiled.contextual_lexer
+                                                                     if compiled.lexer_kind == "contextual" else None),
+                "fork_terminals": compiled.fork_terminals, "stats": render.jsonable(stats),
                 **({"additional_properties": constraint.options["additional_properties"]}
                    if "additional_properties" in constraint.options else {}),
             })
@@ -160,11 +162,7 @@ def compile_cmd(
                 print(f"  {c}")
         else:
             print("parser: deterministic LALR(1)")
-        if compiled.contextual_lexer:
-            print(f"lexer: lark's contextual lexer, {render.plural(compiled.lexer_modes, 'mode')} (by parser state)")
-        else:
-            modes = f", {compiled.lexer_modes} modes" if compiled.lexer_modes > 1 else ""
-            print(f"lexer: one longest-match lexer{modes}")
+        print(f"lexer: {render.lexer_line(compiled)}")
         if compiled.conflicts and compiled.parser_mode != "general":
             print(f"{render.plural(len(compiled.conflicts), 'LALR conflict')} resolved as lark resolves them "
                   "(--strict makes them errors):")

@@ -46,12 +46,13 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
-LEXER = typer.Option(None, "--lexer", metavar="basic|contextual|dynamic",
-                     help="Lark grammar: basic (the default with --parser lalr: one longest-match lexer over every "
-                          "terminal), contextual (lark's default for parser='lalr': only the terminals the parser can "
-                          "take compete) or dynamic (lark's default for --parser earley, and localgcd's: a terminal "
-                          "is matched wherever the parse expects it); an error where localgcd cannot lex that "
-                          "exactly.")
+LEXER = typer.Option(None, "--lexer", metavar="contextual|basic|dynamic",
+                     help="Lark grammar: contextual (lark's default for parser='lalr', and localgcd's: only the "
+                          "terminals the parser can take compete, so a keyword is a name where no keyword is "
+                          "taken), basic (one longest-match lexer over every terminal: keywords reserved; what the "
+                          "shipped grammars declare with a '// localgcd: lexer=basic' line) or dynamic (lark's "
+                          "default for --parser earley, and localgcd's: a terminal is matched wherever the parse "
+                          "expects it); an error where localgcd cannot lex that exactly.")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
                                "properties, the `regex` module's Unicode data).")
@@ -106,7 +107,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     """The one constraint the options name.  ``stdin_user``: the argument that already reads
     stdin (``PROMPT -``, ``FILE -``), which ``--json-schema -`` cannot share.  ``budget``: the
     compile budget a ``--regex`` is checked within (its automaton is made here)."""
-    from localgcd.compiler.compiler import check_lexer, check_parser, default_lexer  # (imported when a command runs)
+    from localgcd.compiler.compiler import check_lexer, check_parser  # (imported when a command runs)
 
     values = (grammar, json_schema, regex, choices or None)
     given = [name for name, value in zip(CONSTRAINT_OPTIONS, values) if value is not None]
@@ -137,10 +138,10 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         raise GrammarError(f"--lexer applies to a Lark grammar only, not to {given[0]} ({source.fmt})")
     if lexer is not None:
         check_lexer(lexer, source.source)
+    # (a lexer named is passed on even where it is lark's default: the grammar may declare another)
     lark_options = {**({"lark_regex": True} if lark_regex else {}),
                     **({"parser": parser} if parser not in (None, "lalr") else {}),
-                    **({"lexer": lexer} if lexer not in (None, default_lexer(parser or "lalr", source.fmt))
-                       else {})}  # (defaults: the key as before)
+                    **({"lexer": lexer} if lexer is not None else {})}
     if lark_options:
         return Constraint(source, lark_options)
     if source.fmt != "json_schema":

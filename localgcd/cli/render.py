@@ -78,3 +78,19 @@ def jsonable(v: Any) -> Any:
     if callable(item):
         return item()
     return str(v)
+
+
+def lexer_line(compiled: Any) -> str:
+    """How a compiled grammar is lexed, in words (``localgcd compile``'s ``lexer:`` line)."""
+    modes = compiled.lexer_modes
+    if compiled.lexer_kind == "contextual":
+        if not compiled.contextual_lexer:
+            return ("lark's contextual lexer; every parser state lexes alike: one longest-match lexer "
+                    "(the basic lexer's tables)")
+        forks = compiled.fork_terminals
+        after = (f", {plural(forks, 'fork terminal')} (the parser's state after it picks the mode)"
+                 if forks else "")
+        return f"lark's contextual lexer, {plural(modes, 'mode')} (by parser state){after}"
+    if compiled.lexer_kind == "dynamic":
+        return "lark's dynamic lexer (each terminal matched where the parse expects it)"
+    return "one longest-match lexer" + (f", {modes} modes" if modes > 1 else "")

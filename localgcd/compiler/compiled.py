@@ -64,6 +64,9 @@ class CompiledGrammar:
     known_statuses: Statuses | None = None  # a lazy entry's Alg. 5 statuses, for the engine to start with
     cache_entry: object | None = None  # a lazy grammar's write-back (compiler.writeback.LazyEntry), if cached
     tuning: Tuning = Tuning()  # the compiler's thresholds, for the tables built from here on (not stored)
+    #: the lexer the grammar was read with: "basic", "contextual" (lark's, where every parser state may
+    #: lex alike: then one mode, the basic tables) or "dynamic"
+    lexer_kind: str = "basic"
     token_moves: TokenMoves | None = None  # GBNF's token elements, resolved for the vocabulary (None: none)
 
     def __repr__(self) -> str:
@@ -131,6 +134,12 @@ class CompiledGrammar:
         """Whether the terminals are lexed as lark's contextual lexer lexes them, in modes by parser state."""
         return any(t.modes is not None for t in self.terminals)
 
+    @property
+    def fork_terminals(self) -> int:
+        """How many lexer terminals fork (lark's contextual lexer where the parser's state after them picks
+        the mode)."""
+        return sum(t.fork is not None for t in self.terminals)
+
     @cached_property
     def token_move_engine(self) -> TokenMoveEngine | None:
         """The engine with GBNF's token elements' moves added (None: the grammar has none)."""
@@ -196,6 +205,7 @@ class CompiledGrammar:
             "indenter": self.indenter.to_json() if self.indenter else None,
             "conflicts": list(self.conflicts),
             "built_ahead": self.built_ahead,
+            "lexer_kind": self.lexer_kind,
         }
         arrays = {f"lexer_{n}": a for n, a in self.lexer.to_arrays().items()}
         arrays.update({f"spanner_{n}": a for n, a in spanner_arrays.items()})
@@ -292,6 +302,9 @@ class CompiledGrammar:
             built_ahead=cls.is_built_ahead(header),
             known_statuses=known_statuses,
             tuning=tuning,
+            # (an entry written before the kind was kept: contextual where it has modes by parser state)
+            lexer_kind=header.get("lexer_kind", "contextual" if any(t.get("modes") is not None
+                                                                     for t in header["terminals"]) else "basic"),
             token_moves=_token_moves(arrays),
         )
 

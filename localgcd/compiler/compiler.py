@@ -29,7 +29,7 @@ from localgcd.compiler.store import TRIE_PREFIX, TableStore
 from localgcd.budget import CompileBudget
 from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
-from localgcd.grammar.formats import check_format, to_grammar
+from localgcd.grammar.formats import LEXERS, check_format, declared_lexer, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
@@ -117,12 +117,14 @@ class Compiler:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
-        it as lark does.  ``lexer``: ``"basic"`` (one longest-match lexer over
-        every terminal, the default with ``parser="lalr"``), ``"contextual"`` (a Lark grammar lexed
-        as ``Lark(g, parser="lalr")``'s default contextual lexer does, where
-        that is exact: :mod:`localgcd.compiler.contextual`) or ``"dynamic"`` (lark's default with
-        ``parser="earley"``: a terminal is ``re.match``ed wherever the parse expects it, translated
-        as GBNF is where that is exact: :mod:`localgcd.grammar.lark_dynamic`); ``None``: the default.  ``base_dir``: the folder a Lark text's relative
+        it as lark does.  ``lexer`` (Lark grammars): ``"contextual"`` (lexed as
+        ``Lark(g, parser="lalr")``'s default contextual lexer does, where that is exact:
+        :mod:`localgcd.compiler.contextual`; the default with ``parser="lalr"``), ``"basic"`` (one
+        longest-match lexer over every terminal, where a keyword is never a name) or ``"dynamic"``
+        (lark's default with ``parser="earley"``: a terminal is ``re.match``ed wherever the parse
+        expects it, translated as GBNF is where that is exact: :mod:`localgcd.grammar.lark_dynamic`);
+        ``None``: the grammar's own declaration (``// localgcd: lexer=basic``, as the shipped
+        grammars say), else lark's default for ``parser``.  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
         that file's folder; text without ``base_dir`` may import lark's library
         only).  ``parser`` (Lark grammars): ``"lalr"`` — lark's LALR parser's language, conflicts
@@ -135,7 +137,7 @@ class Compiler:
         """
         check_format(fmt, source)
         check_parser(parser, fmt, source)
-        lexer = default_lexer(parser, fmt) if lexer is None else lexer
+        lexer = default_lexer(parser, fmt, text, source) if lexer is None else lexer
         check_lexer(lexer, source)
         if lexer != "basic" and fmt != "lark":
             raise GrammarError(f"lexer={lexer!r} applies to a Lark grammar only, not to {fmt}", source)
@@ -184,7 +186,7 @@ class Compiler:
         visits; else every row is built
         now (but for a lexer above ``eager_lexer_limit``).
         """
-        lexer = default_lexer(parser, fmt) if lexer is None else lexer
+        lexer = default_lexer(parser, fmt, text, source) if lexer is None else lexer
         with _collector_paused():
             try:
                 return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, lexer,
@@ -216,7 +218,7 @@ class Compiler:
         if lexer_kind == "contextual":
             from localgcd.compiler.contextual import contextual_lexing  # (opt-in: imported when used)
 
-            grammar, tables = contextual_lexing(grammar, tables, meter, self.tuning)
+            grammar, tables = contextual_lexing(grammar, tables, meter)
         t1 = time.perf_counter()
         hint = ("lexer='basic' reads terminals with lark's basic lexer; lark's dynamic lexer, its Earley "
                 "default, does not make them compete (drop lexer='basic')") if parser == "earley" else ""
@@ -248,7 +250,7 @@ class Compiler:
             terminals=grammar.terminals, lexer=lexer, spanner=spanner, tables=tables, token_moves=moves,
             token_bytes=vocab.token_bytes, end_ids=_end_ids(vocab), source=source, indenter=grammar.indenter,
             conflicts=described, token_mask_budget=self.token_mask_budget,
-            built_ahead=not lazy_requested, tuning=self.tuning,
+            built_ahead=not lazy_requested, tuning=self.tuning, lexer_kind=lexer_kind,
         )
         if tables.is_general:
             compiled.general_engine  # noqa: B018 (an Indenter grammar with conflicts is refused here)
@@ -280,16 +282,17 @@ class Compiler:
 
 
 PARSERS: tuple[str, ...] = ("lalr", "earley")
-#: ``lexer=`` values: lark's contextual lexer (:mod:`localgcd.compiler.contextual`), one longest-match
-#: lexer over every terminal, or lark's dynamic lexer (``parser="earley"``: :mod:`localgcd.grammar.lark_dynamic`)
-LEXERS: tuple[str, ...] = ("contextual", "basic", "dynamic")
 
 
-def default_lexer(parser: str, fmt: str) -> str:
-    """The lexer a Lark grammar gets when none is named: lark's ``dynamic`` with ``parser="earley"``
-    (lark's default there), else ``basic`` (localgcd's default for LALR; lark's contextual one is
-    opt-in)."""
-    return "dynamic" if parser == "earley" and fmt == "lark" else "basic"
+def default_lexer(parser: str, fmt: str, text: str = "", source: str = "<grammar>") -> str:
+    """The lexer a grammar gets when none is named: a Lark grammar's own declaration
+    (:func:`~localgcd.grammar.formats.declared_lexer`: the shipped ones say ``basic``), else lark's
+    default for its parser — ``contextual`` with ``parser="lalr"`` (:mod:`localgcd.compiler.contextual`),
+    ``dynamic`` with ``parser="earley"`` (:mod:`localgcd.grammar.lark_dynamic`); ``basic`` (one
+    longest-match lexer over every terminal) for the other formats."""
+    if fmt != "lark":
+        return "basic"
+    return declared_lexer(text, source) or ("dynamic" if parser == "earley" else "contextual")
 
 
 def check_lexer(lexer: str, source: str) -> None:
@@ -322,8 +325,9 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str | None = None) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
-    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"basic"``, ``"contextual"`` or ``"dynamic"``
-    (Lark grammars; None: ``dynamic`` with Earley, else ``basic``; see :meth:`Compiler.compile`).
+    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"contextual"``, ``"basic"`` or ``"dynamic"``
+    (Lark grammars; None: the grammar's own ``// localgcd: lexer=...`` line, else lark's default —
+    ``contextual`` with LALR, ``dynamic`` with Earley; see :meth:`Compiler.compile`).
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the

@@ -56,17 +56,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_rows, digraph
-from localgcd.errors import GrammarError
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.ir import GrammarIR
 from localgcd.grammar.terminals import Terminal
-from localgcd.lexer.product import product_dfa
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
+from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import terminal_dfa
-from localgcd.tuning import Tuning
 
 @dataclass(frozen=True)
 class ContextualModes:
@@ -83,8 +83,8 @@ class ContextualModes:
         return len(self.members)
 
 
-def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMeter | None = None,
-                      tuning: Tuning = Tuning()) -> tuple[GrammarIR, ParseTables]:
+def contextual_lexing(grammar: GrammarIR, tables: ParseTables,
+                      meter: BudgetMeter | None = None) -> tuple[GrammarIR, ParseTables]:
     """``grammar`` and ``tables`` lexed as lark's contextual lexer lexes them: the same ones when
     every parser state lexes alike, else each terminal with its modes and the mode after it, an
     ignored terminal once per mode (the tables' columns follow); a terminal after which the
@@ -93,7 +93,7 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
     n = len(grammar.terminals)
     if any(grammar.parser_terminals.get(t.name) != i for i, t in enumerate(grammar.terminals) if not t.ignored):
         raise GrammarError("lexer='contextual' needs the parser's columns to be the lexer's terminals", grammar.source)
-    modes = parser_state_modes(grammar, tables, meter, tuning)
+    modes = parser_state_modes(grammar, tables, meter)
     if modes.n_modes == 1:
         return grammar, tables
     if grammar.indenter is not None:
@@ -141,8 +141,8 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables, meter: BudgetMete
     return contextual, wide
 
 
-def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMeter | None = None,
-                       tuning: Tuning = Tuning()) -> ContextualModes:
+def parser_state_modes(grammar: GrammarIR, tables: ParseTables,
+                       meter: BudgetMeter | None = None) -> ContextualModes:
     """The parser states as modes, the start state's mode 0 (module doc).
 
     A mode lexes the union of its states' sets with one lexer, which is exact for each state when,
@@ -152,7 +152,7 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     all the states at once, there is one mode (the basic lexer's tables).  Else the finest partition in
     which the states after a terminal lie in one mode (:func:`_congruence`: the states a state
     may reach by taking a terminal, over every stack, are joined), then coarser ones joining the
-    states with equal lexers (equal minimal automata) where that stays exact.  Where the forced
+    states with equal terminal sets where that stays exact.  Where the forced
     joins are not exact, the modes are the lexers refined by what follows them (Moore), and a
     terminal after which one state's successors lie in several modes makes the modes sets of
     states instead (:func:`_state_set_modes`, which refuses a set no one lexer serves)."""
@@ -166,14 +166,11 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables, meter: BudgetMet
     if clashes.union_is_exact(rows):  # one lexer over every set is exact: the basic lexer's tables
         return ContextualModes((frozenset(range(len(row_of_state))),),
                                (frozenset(np.flatnonzero(rows.any(axis=0)).tolist()),), {})
-    lexer_of_row: dict[object, int] = {}
-    klass = np.empty(len(rows), dtype=np.int64)  # per distinct set: its lexer class
-    for r in range(len(rows)):
-        meter.time("the contextual lexer's modes")
-        key = _lexer_key(grammar, np.flatnonzero(rows[r]), meter, tuning)
-        klass[r] = lexer_of_row.setdefault(key, len(lexer_of_row))
+    # a state's lexer is named by its terminal set (two distinct sets with one minimal automaton — a
+    # terminal every lexeme of which another wins — were never met in the corpus; telling them apart
+    # cost a product automaton per set, most of this analysis, and missing them only makes more modes)
+    lexer_of_state = row_of_state
     after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :])
-    lexer_of_state = klass[row_of_state]
     block = _congruence(np.arange(len(row_of_state)), after, [])
     if not _exact_classes(block, rows, row_of_state, clashes):  # (nor is any coarser partition: a
         block = _refined(lexer_of_state, after, meter)  # block's extra terminals only grow)
@@ -213,7 +210,19 @@ def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, 
     ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
     keys = after.state * after.n_terminals + after.terminal
     cut = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
-    successors = {int(keys[c]): after.target[c:e] for c, e in zip(cut.tolist(), np.r_[cut[1:], keys.size].tolist())}
+    # (Python sets and tuples: the sets of states are small, and numpy's per-call cost dominated)
+    targets = after.target.tolist()
+    successors = {key: targets[c:e] for key, c, e in zip(keys[cut].tolist(), cut.tolist(),
+                                                          np.r_[cut[1:], keys.size].tolist())}
+    row_of = row_of_state.tolist()
+    lexed_terms = [np.flatnonzero(row[:n] & ~ignored).tolist() for row in rows]
+    exact_unions: dict[frozenset[int], bool] = {}  # a set of distinct terminal sets → one lexer serves each
+
+    def union_is_exact(lexers: frozenset[int]) -> bool:
+        if lexers not in exact_unions:
+            exact_unions[lexers] = clashes.union_is_exact(rows[sorted(lexers)])
+        return exact_unions[lexers]
+
     sets: list[tuple[int, ...]] = [(int(tables.start_state),)]
     index = {sets[0]: 0}
     #: per set: terminal → the set after it, or for a fork (state after it → its set), none where the
@@ -231,19 +240,22 @@ def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, 
     while len(moves) < len(sets):
         meter.time("the contextual lexer's modes")
         states = sets[len(moves)]
-        member_rows.append(rows[np.unique(row_of_state[list(states)])].any(axis=0))
+        own = sorted({row_of[s] for s in states})
+        member_rows.append(rows[own].any(axis=0))
         out: dict[int, int | dict[int, int]] = {}
-        for term in np.flatnonzero(member_rows[-1][:n] & ~ignored).tolist():
-            found = [successors[key] for key in (s * after.n_terminals + term for s in states) if key in successors]
+        for term in sorted({t for r in own for t in lexed_terms[r]}):
+            found: set[int] = set()
+            for s in states:
+                found.update(successors.get(s * after.n_terminals + term, ()))
             if not found:
                 continue
-            target = np.unique(np.concatenate(found))
-            lexers = np.unique(row_of_state[target])
-            if lexers.size == 1 or clashes.union_is_exact(rows[lexers]):
-                out[term] = set_of(tuple(target.tolist()))
+            target = tuple(sorted(found))
+            lexers = frozenset(row_of[q] for q in target)
+            if len(lexers) == 1 or union_is_exact(lexers):
+                out[term] = set_of(target)
                 continue
-            parts = {int(r): set_of(tuple(target[row_of_state[target] == r].tolist())) for r in lexers.tolist()}
-            out[term] = {int(q): parts[int(row_of_state[q])] for q in target.tolist()}
+            parts = {r: set_of(tuple(q for q in target if row_of[q] == r)) for r in sorted(lexers)}
+            out[term] = {q: parts[row_of[q]] for q in target}
         moves.append(out)
     block = _joined_sets([m.tobytes() for m in member_rows], moves, meter)
     count = max(block) + 1
@@ -350,14 +362,14 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
         which, position = _expand(np.searchsorted(edge_key, key, "left"), np.searchsorted(edge_key, key, "right"))
         owner = np.concatenate([owner[~live], owner[live][which]])
         at = np.concatenate([at[~live], edge_src[position]])
-        unique = np.unique(owner * n_states + at)
+        unique = sorted_unique(owner * n_states + at)
         owner, at = unique // n_states, unique % n_states
     # the states the reduction's goto reaches from them
     goto_key = goto_src.astype(np.int64) * len(nonterminals) + tables.goto_symbols
     wanted = at * len(nonterminals) + tables.rule_lhs[pair_rule[owner]]
     found = np.minimum(np.searchsorted(goto_key, wanted), max(goto_key.size - 1, 0))
     hit = goto_key[found] == wanted if goto_key.size else np.zeros(wanted.size, dtype=bool)
-    reached = np.unique(owner[hit] * n_states + tables.goto_targets[found[hit]])
+    reached = sorted_unique(owner[hit] * n_states + tables.goto_targets[found[hit]])
     reached_pair, reached_state = reached // n_states, reached % n_states
     # the digraph over the cells
     cell_id = np.full(lexed.shape, -1, dtype=np.int64)
@@ -374,15 +386,12 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
     closed = closed_rows(source, target, rows)
     if closed is None:  # the kernel was not built: the same walk over ints
         closed = _closed_by_walk(source, target, rows)
-    cells, targets = [], []
-    for lo in range(0, cell_state.size, 4096):  # (bounded memory: a block of cells at a time)
-        block_cells, block_targets = np.nonzero(np.unpackbits(closed[lo:lo + 4096], axis=1, count=n_states))
-        cells.append(block_cells + lo)
-        targets.append(block_targets)
-    cell = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)
+    # the set bits, sorted by (cell, state): the nonzero bytes first (the rows are sparse), then their bits
+    byte_cell, byte_at = np.nonzero(closed)
+    bit_of, bit = np.nonzero(np.unpackbits(closed[byte_cell, byte_at][:, None], axis=1))
+    cell, target = byte_cell[bit_of], byte_at[bit_of].astype(np.int64) * 8 + bit
     bare = np.setdiff1d(np.arange(cell_state.size), cell)
-    return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64),
-                       (np.concatenate(targets) if targets else np.zeros(0)).astype(np.int64),
+    return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64), target,
                        cell_state[bare].astype(np.int64), cell_term[bare].astype(np.int64), lexed.shape[1])
 
 
@@ -461,7 +470,7 @@ def _refined(initial: np.ndarray, after: StatesAfter, meter: BudgetMeter) -> np.
     block = initial
     while True:
         meter.time("the contextual lexer's modes")
-        moves = np.unique(np.r_[(after.state * terms + after.terminal) * width + block[after.target], bare])
+        moves = sorted_unique(np.r_[(after.state * terms + after.terminal) * width + block[after.target], bare])
         state = moves // (terms * width)
         cut = np.searchsorted(state, np.arange(count + 1))
         words = moves - state * (terms * width)
@@ -486,7 +495,8 @@ def _exact_classes(block: np.ndarray, rows: np.ndarray, row_of_state: np.ndarray
 class LexemeClashes:
     """Where one lexer over several states' terminal sets lexes a state's text otherwise than the
     state's own lexer: ``clash(a, b)``, a lexeme of terminal ``a`` is a prefix of (or equal to) a
-    lexeme of terminal ``b`` (first bytes compared, then the automata, memoized per pair).
+    lexeme of terminal ``b`` (first bytes compared, then plain strings as bytes and the automata
+    where a regex is in the pair, memoized per pair).
 
     A lexer over ``own`` and ``extra`` terminals lexes like ``own``'s lexer or emits an ``extra``
     terminal where ``own``'s fails (which the parser refuses) unless some ``own`` lexeme is a
@@ -494,28 +504,65 @@ class LexemeClashes:
     the shorter one (any other way the two differ would have longest match take a shorter lexeme)."""
 
     def __init__(self, terminals: tuple[Terminal, ...], meter: BudgetMeter) -> None:
-        self.automata: list[DFA | None] = []
+        self.terminals, self.meter = terminals, meter
+        #: a plain string's bytes (compared as bytes: no automaton made for it), else None
+        self.literals = [literal_bytes(t.regex) for t in terminals]
+        self._automata: dict[int, DFA | None] = {}
+        self._unknown: set[int] = set()  # terminals whose automaton cannot be built here
         first = np.zeros((len(terminals), 256), dtype=bool)
-        for i, terminal in enumerate(terminals):
-            try:
-                dfa = trim(terminal_dfa(terminal.regex, meter, backing_up=True))
-            except UnsupportedRegex:
-                dfa = None  # (unknown: clashes with every terminal it may start like)
-                first[i] = True
-            else:
-                first[i] = False if dfa is None else dfa.transitions[0] != DEAD_STATE
-            self.automata.append(dfa)
+        for i, literal in enumerate(self.literals):
+            if literal is not None:
+                first[i, literal[0]] = True
+                continue
+            dfa = self.automaton(i)
+            if i in self._unknown:
+                first[i] = True  # (unknown: clashes with every terminal it may start like)
+            elif dfa is not None:  # (None: no lexeme at all)
+                first[i] = dfa.transitions[0] != DEAD_STATE
         wide = first.astype(np.int32)
         self.start_alike = (wide @ wide.T) > 0  # (an integer product: no BLAS)
         self.known: dict[tuple[int, int], bool] = {}
+
+    def automaton(self, i: int) -> DFA | None:
+        """Terminal ``i``'s trim automaton (the lexer's own, memoized per pattern); None for an
+        empty language or where it cannot be built here (:attr:`_unknown`: the lexer stage names
+        the terminal at fault)."""
+        if i not in self._automata:
+            try:
+                self._automata[i] = trim(terminal_dfa(self.terminals[i].regex, self.meter, backing_up=True))
+            except (UnsupportedRegex, CompileBudgetError):  # (past the budget: named by the lexer stage too)
+                self._automata[i] = None
+                self._unknown.add(i)
+        return self._automata[i]
 
     def clash(self, a: int, b: int) -> bool:
         if not self.start_alike[a, b]:
             return False
         if (a, b) not in self.known:
-            dfa_a, dfa_b = self.automata[a], self.automata[b]
-            self.known[a, b] = dfa_a is None or dfa_b is None or is_prefix_of_some(dfa_a, dfa_b)
+            self.known[a, b] = self._prefix_of_some(a, b)
         return self.known[a, b]
+
+    def _prefix_of_some(self, a: int, b: int) -> bool:
+        """Whether a lexeme of ``a`` is a prefix of (or equal to) a lexeme of ``b`` (two terminals
+        that start alike: neither has an empty language)."""
+        if a in self._unknown or b in self._unknown:
+            return True
+        word_a, word_b = self.literals[a], self.literals[b]
+        if word_a is not None and word_b is not None:
+            return word_b.startswith(word_a)
+        if word_a is not None:  # b's automaton still alive after a's bytes
+            return _run(self.automaton(b), word_a) is not None
+        dfa_a = self.automaton(a)
+        if word_b is not None:  # a's automaton accepting somewhere along b's bytes
+            state = 0
+            for byte in word_b:
+                if dfa_a.accept[state] >= 0:
+                    return True
+                state = int(dfa_a.transitions[state, byte])
+                if state == DEAD_STATE:
+                    return False
+            return bool(dfa_a.accept[state] >= 0)
+        return is_prefix_of_some(dfa_a, self.automaton(b))
 
     def clashing(self, own: np.ndarray, extra: np.ndarray) -> list[tuple[int, int]]:
         """The pairs (a of ``own``, b of ``extra``: bool rows over the terminals) that clash."""
@@ -531,17 +578,10 @@ class LexemeClashes:
         return not any(self.clashing(own, union & ~own) for own in sets)
 
 
-def _lexer_key(grammar: GrammarIR, terms: np.ndarray, meter: BudgetMeter | None, tuning: Tuning) -> object:
-    """What tells two sets' lexers apart: their minimal automaton, labelled with grammar terminals
-    (numbered canonically by the product); the set itself where the automaton cannot be built here
-    (the lexer stage names the terminal at fault)."""
-    chosen = [grammar.terminals[i] for i in terms.tolist()]
-    if not chosen:
-        return ("set", ())
-    try:
-        dfa = product_dfa([t.regex for t in chosen], None, [t.also for t in chosen], meter, tuning)
-    except UnsupportedRegex:
-        return ("set", tuple(terms.tolist()))
-    labels = np.where(dfa.accept >= 0, terms[np.maximum(dfa.accept, 0)], -1)
-    emit = None if dfa.emit_forbidden is None else dfa.emit_forbidden.tobytes()
-    return ("automaton", dfa.transitions.shape, dfa.transitions.tobytes(), labels.tobytes(), emit)
+def _run(dfa: DFA, data: bytes, state: int = 0) -> int | None:
+    """The state ``dfa`` (trim) reaches from ``state`` over ``data``, None where it dies."""
+    for byte in data:
+        state = int(dfa.transitions[state, byte])
+        if state == DEAD_STATE:
+            return None
+    return state

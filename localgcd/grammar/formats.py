@@ -26,6 +26,13 @@ if TYPE_CHECKING:  # (the typed grammar: imported by the front end that builds o
 #: Format names, in the order help texts list them.
 FORMATS: tuple[str, ...] = ("lark", "gbnf", "json_schema", "regex", "choices")
 
+#: ``lexer=`` values of a Lark grammar: lark's contextual lexer (``parser="lalr"``'s default), one
+#: longest-match lexer over every terminal, or lark's dynamic lexer (``parser="earley"``'s default)
+LEXERS: tuple[str, ...] = ("contextual", "basic", "dynamic")
+
+#: A Lark grammar's own declaration of its reading: a comment line ``// localgcd: lexer=basic``
+_DECLARATION = re.compile(r"^[ \t]*//[ \t]*localgcd:(.*)$", re.MULTILINE)
+
 #: File suffix → format (``--format`` overrides).
 SUFFIXES: dict[str, str] = {".lark": "lark", ".gbnf": "gbnf", ".json": "json_schema"}
 
@@ -45,6 +52,31 @@ def check_format(fmt: str, source: str = "<grammar>") -> str:
     if fmt not in FORMATS:
         raise GrammarError(f"grammar format {fmt!r} is not supported (use one of {', '.join(FORMATS)})", source)
     return fmt
+
+
+def declared_lexer(text: str, source: str = "<grammar>") -> str | None:
+    """The lexer a Lark grammar's text declares for itself, or None: a comment line
+    ``// localgcd: lexer=NAME`` (one of :data:`LEXERS`), read where lark reads a comment (the
+    shipped grammars are written for one longest-match lexer, where a keyword is never a name, and
+    say so; ``lexer=`` given to the compile wins).  A declaration localgcd does not know is a
+    :class:`GrammarError` at its line and column."""
+    declared: str | None = None
+    for found in _DECLARATION.finditer(text):
+        line = text.count("\n", 0, found.start()) + 1
+        column = found.start(1) - found.start() + 1
+        for word in found.group(1).split():
+            key, sep, value = word.partition("=")
+            at = column + found.group(1).index(word)
+            if key != "lexer" or not sep:
+                raise GrammarError(f"unknown localgcd declaration {word!r}: 'lexer=NAME' is the one there is",
+                                   source, line, at)
+            if value not in LEXERS:
+                raise GrammarError(f"declared lexer {value!r} unknown: use one of {', '.join(LEXERS)}", source,
+                                   line, at)
+            if declared is not None and declared != value:
+                raise GrammarError(f"lexer={value} declared after lexer={declared}", source, line, at)
+            declared = value
+    return declared
 
 
 def to_grammar(text: str, fmt: str, source: str = "<grammar>", meter: BudgetMeter | None = None,

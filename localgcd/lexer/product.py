@@ -83,6 +83,8 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     together = _explore_tracked_modes({m: v for m, v in members_of.items() if m not in conditional_modes},
                                       regexes, also, meter) if tuning.tracked_modes else {}
     tables, labels, forbidden, end_refused = [], [], {}, {}
+    #: a plain mode's patterns → its (table, byte classes), accept labels and member terminals
+    alike_modes: dict[tuple[str, ...], tuple[tuple[np.ndarray, np.ndarray | None], np.ndarray, list[int]]] = {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
         if mode in conditional_modes:
@@ -96,11 +98,22 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
             tables.append((table, class_of))
             labels.append(accept)
             continue
-        if not any(also[i] for i in members):
+        plain = not any(also[i] for i in members)
+        patterns = tuple(regexes[i] for i in members)
+        if plain and patterns in alike_modes:  # an earlier mode's patterns, in the same rank order (lark's
+            # contextual lexer: parser states lexing the same terminals apart): its automaton, relabelled
+            table_and_classes, accept, earlier = alike_modes[patterns]
+            relabel = np.full(len(regexes) + 1, -1, dtype=np.int32)  # (the last entry: -1 stays -1)
+            relabel[earlier] = members
+            tables.append(table_and_classes)
+            labels.append(relabel[accept])
+            continue
+        if plain:
             split = _trie_over_regexes(members, regexes, meter)
             if split is not None:
                 tables.append((split[0], None))
                 labels.append(split[1])
+                alike_modes[patterns] = (tables[-1], labels[-1], members)
                 continue
         product = _mode_product(members, regexes, also, meter)
         # (over byte classes until _merge_modes writes every mode out to bytes, once)
@@ -116,6 +129,8 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
             table, accept, _block = minimize_mapped(table, accept, meter, f"the lexer automaton (mode {mode})")
         tables.append((table, class_of))
         labels.append(accept)
+        if plain:
+            alike_modes[patterns] = (tables[-1], labels[-1], members)
     table, accept = _merge_modes(tables, labels)
     emit_forbidden = refused_end = None
     if forbidden:  # each state's row, in the order _merge_modes numbers the states
