@@ -152,7 +152,7 @@ class CompiledGrammar:
             step = self.general_engine.parser.step
         else:
             inner, step = self.engine, deterministic_step(self.engine.pda)
-        return TokenMoveEngine(inner, self.token_moves, self.lexer, step)
+        return TokenMoveEngine(inner, self.token_moves, self.lexer, step, self.token_mask_budget)
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the text."""

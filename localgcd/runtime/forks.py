@@ -32,12 +32,8 @@ from localgcd.lexer.transducer import NO_EMIT
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.runtime.layout import NO_LAYOUT, Layout
-from localgcd.runtime.masks import Mask, MaskEngine
+from localgcd.runtime.masks import Mask, MaskEngine, MaskMemo
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-
-#: masks kept per (lexer state, stack node, at start) before the table starts afresh
-_KEPT_MASKS = 1 << 14
-
 
 class ForkingMaskEngine(MaskEngine):
     """:class:`MaskEngine` over a lexer with fork terminals (module doc)."""
@@ -67,7 +63,7 @@ class ForkingMaskEngine(MaskEngine):
         self._counts = np.diff(trie.position_members[1])  # token ids per trie position
         self._crossing: dict[int, np.ndarray] = {}  # lexer state → its crossing token ids (sorted)
         self._crossing_positions: dict[int, np.ndarray] = {}  # lexer state → bool [trie positions]
-        self._fork_masks: dict[tuple[int, int, bool], Mask] = {}
+        self._fork_masks = MaskMemo(self.token_mask_budget)  # by (lexer state, stack node, at start)
 
     def crossing(self, q: int) -> np.ndarray:
         """The token ids inside which, read from lexer state ``q``, a fork terminal's lexeme ends
@@ -126,9 +122,7 @@ class ForkingMaskEngine(MaskEngine):
         verdicts = self._read_on_stack(q, node, pending)
         text[self._tokens_at(pending)] = np.repeat(verdicts[pending], self._counts[pending])
         mask = Mask.of(text, base.accepting, self.end_ids)
-        if len(self._fork_masks) >= _KEPT_MASKS:
-            self._fork_masks.clear()
-        self._fork_masks[key] = mask
+        self._fork_masks.put(key, mask)
         return mask
 
     def _tokens_at(self, positions: np.ndarray) -> np.ndarray:

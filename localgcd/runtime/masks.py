@@ -18,6 +18,7 @@ only they need it).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -72,6 +73,31 @@ class Mask:
         allowed = np.unpackbits(self.packed.view(np.uint8), count=self.n_tokens, bitorder="little").view(bool)
         allowed.flags.writeable = False
         return allowed
+
+
+class MaskMemo:
+    """Masks by key within a byte budget, the oldest dropped first past it: for masks that depend
+    on a whole stack, which no suffix condition shares (a fork terminal's crossing tokens read on
+    the stack, GBNF's token moves), where a grammar can meet ever new stacks."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._masks: dict[Hashable, Mask] = {}
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._masks)
+
+    def get(self, key: Hashable) -> Mask | None:
+        return self._masks.get(key)
+
+    def put(self, key: Hashable, mask: Mask) -> None:
+        size = mask.packed.nbytes
+        while self._masks and self._bytes + size > self.budget:
+            dropped = self._masks.pop(next(iter(self._masks)))
+            self._bytes -= dropped.packed.nbytes
+        self._masks[key] = mask
+        self._bytes += size
 
 
 class _ParserStateSplit:

@@ -41,9 +41,8 @@ from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.runtime.layout import NO_LAYOUT, Layout
-from localgcd.runtime.masks import Mask
+from localgcd.runtime.masks import Mask, MaskMemo
 
-_MEMO_LIMIT = 1 << 14  # masks kept per engine (then the memo starts again)
 
 
 @dataclass(frozen=True)
@@ -126,8 +125,9 @@ class TokenMoveEngine:
     wrapped engine's, or a :class:`Tail` after a token move that ended inside a character."""
 
     def __init__(self, inner: Any, moves: TokenMoves, lexer: LexingTransducer,
-                 step: Callable[[Any, int], Any]) -> None:
-        """``step(stack, column)``: the stack after a parser terminal, or None where no stack takes it."""
+                 step: Callable[[Any, int], Any], token_mask_budget: int = 64 << 20) -> None:
+        """``step(stack, column)``: the stack after a parser terminal, or None where no stack takes it;
+        ``token_mask_budget``: bytes of masks kept."""
         self.inner, self.moves = inner, moves
         self._step = step
         self._boundary = boundary_states(lexer).tolist()
@@ -138,7 +138,7 @@ class TokenMoveEngine:
         self._tokens = [moves.tokens(k) for k in range(moves.columns.size)]
         self._packed: dict[tuple[int, int], np.ndarray] = {}  # (element, bytes needed) -> packed tokens
         self._columns = moves.columns.tolist()
-        self._masks: dict[tuple, Mask] = {}
+        self._masks = MaskMemo(token_mask_budget)  # by (lexer state, stack, at start)
         self.n_tokens, self.token_bytes = inner.n_tokens, inner.token_bytes
         self.end_ids, self.end_id_set = inner.end_ids, inner.end_id_set
         self._ends = np.asarray(self.end_ids, dtype=np.int64)
@@ -172,9 +172,7 @@ class TokenMoveEngine:
         count = int(np.unpackbits(packed.view(np.uint8)).sum())
         mask = Mask.of_packed(packed, self.n_tokens, count, self.is_accepting(q, node, at_start, layout)[0],
                               self._ends)
-        if len(self._masks) >= _MEMO_LIMIT:
-            self._masks.clear()
-        self._masks[key] = mask
+        self._masks.put(key, mask)
         return mask
 
     def cached_mask(self, q: int, node: Any, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
