@@ -18,29 +18,16 @@ from hypothesis import strategies as st
 
 import localgcd
 from localgcd.errors import GrammarError
-from localgcd.regex.priority import PriorityDFA, at_text_start, lexemes_of, priority_dfa
+from localgcd.regex.priority import at_text_start, lexemes_of, priority_dfa
 from localgcd.regex.syntax import UnsupportedRegex
 
 from exactness_support import byte_vocabulary
+from test_priority_terminals import lexeme_of
 from reference.lark_oracle import lark_accepts
 
 # ---------------------------------------------------------------------------------------------
 # The rule: a look-ahead of one character class past the lexeme, settled by the byte after it
 # ---------------------------------------------------------------------------------------------
-
-
-def lexeme_of(own: PriorityDFA, text: str) -> str | None:
-    """The lexeme localgcd's automaton ends at the start of ``text`` (one byte of lookahead, no
-    backing up, the text's end refused where a look-ahead fails there), or None."""
-    state, data = 0, text.encode()
-    for i, byte in enumerate(data):
-        nxt = int(own.dfa.transitions[state, byte])
-        if nxt < 0:
-            ends = own.dfa.accept[state] >= 0 and not own.forbidden[state, byte]
-            return data[:i].decode() if ends else None
-        state = nxt
-    refused = own.end_refused is not None and own.end_refused[state]
-    return text if own.dfa.accept[state] >= 0 and not refused else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,7 +13,7 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from localgcd.errors import GrammarError
-from localgcd.regex.priority import priority_dfa
+from localgcd.regex.priority import PriorityDFA, priority_dfa
 from localgcd.regex.terminal import terminal_dfa
 from localgcd.regex.syntax import UnsupportedRegex
 
@@ -23,7 +23,12 @@ SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
 def lexeme(pattern: str, text: str) -> str | None:
     """What localgcd's maximal munch (one byte of lookahead) makes of ``pattern`` alone at the
     start of ``text``: the lexeme it emits, or None where it stops."""
-    own = priority_dfa(pattern)
+    return lexeme_of(priority_dfa(pattern), text)
+
+
+def lexeme_of(own: PriorityDFA, text: str) -> str | None:
+    """The lexeme a terminal's automaton ends at the start of ``text`` (one byte of lookahead, no
+    backing up, the text's end refused where a look-ahead fails there), or None."""
     state, data = 0, text.encode()
     for i, byte in enumerate(data):
         nxt = int(own.dfa.transitions[state, byte])
