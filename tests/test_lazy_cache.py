@@ -368,3 +368,23 @@ def test_an_eager_compile_writes_every_row_at_once_and_a_lazy_write_back_leaves_
     feed(lazy, TEXTS[1])  # new rows, but the entry already holds them all
     assert not lazy.flush()
     assert CompiledGrammar.is_built_ahead(entry_of(tmp_path)[0])
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_statuses_decided_before_the_status_table_widens_are_kept_by_the_widening(tmp_path, text: str) -> None:
+    """A lazy spanner's new rows widen the status table (a table nothing was written to yet is
+    widened without being read); every status decided before a widening is still there after it."""
+    compiled = Compiler(str(tmp_path)).compile(SMALL_GRAMMARS["json"].text, small_vocabulary(SMALL_GRAMMARS["json"], 3000))
+    m = compiled.matcher()
+    checker = compiled.engine.checker
+    known: set[tuple[int, int, int]] = set()
+    widths = {checker.status_table.shape[1]}
+    for byte in text.encode():
+        m.allowed_token_mask()
+        rows, outcomes, statuses = checker.known_statuses()
+        now = set(zip(rows.tolist(), outcomes.tolist(), statuses.tolist()))
+        assert known <= now
+        known = now
+        widths.add(checker.status_table.shape[1])
+        assert m.advance(byte)
+    assert len(widths) > 1 and known  # the table did widen, over statuses already decided

@@ -125,6 +125,24 @@ def test_a_counted_repetition_written_level_by_level_is_the_subset_construction(
     assert terminal_dfa(pattern).n_states == union_dfa([pattern]).n_states  # minimal as built
 
 
+BCP47 = (r"(?:(?:[A-Za-z]{2,3}(?:-(?:[A-Za-z]{3}(?:-[A-Za-z]{3}){0,2}))?)|[A-Za-z]{4}|[A-Za-z]{5,8})"
+         r"(?:-(?:[A-Za-z]{4}))?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*")
+PREFIXED = ['"name_(?:' + BCP47 + ')"', '"(?:(?:title_(?:' + BCP47 + ')))"', "abab(?:ab|abab)*", "abab(?:ab)*c?",
+            "abcd(?:abcd|cd)+", "éééé[a-z]+", "wxyz(?:[0-9]+|z)*", "aaaa(?:a*b|c)", "keyword(?:[ \t]+)?"]
+
+
+@pytest.mark.parametrize("pattern", PREFIXED)
+def test_a_literal_prefix_chained_into_its_rest_is_the_subset_construction(pattern: str) -> None:
+    """A pattern's literal prefix read one state a byte into the automaton of its rest (built once
+    per rest), minimized: the subset construction's automaton, state for state (``abab(ab)*c?``: a
+    chain state is one of the rest's)."""
+    nfa = NFA()
+    whole = determinize(nfa, [nfa.add_regex(pattern, 0)], [0])
+    built = terminal_dfa(pattern)
+    assert np.array_equal(built.transitions, whole.transitions)
+    assert np.array_equal(built.accept, whole.accept)
+
+
 @pytest.mark.parametrize("pattern, expected", [
     ("abc", b"abc"), ("\\{", b"{"), ("é", "é".encode()), ("a|b", None), ("a+", None), ("(?i)ab", None),
     ("[a]", b"a"), ("(?:ab)", b"ab"), ("", None),

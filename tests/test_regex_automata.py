@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lark.utils import get_regexp_width
 
+from localgcd.grammar.terminal_rank import regex_max_width
 from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet, _case_pairs, _runs, case_closure, category
 from localgcd.regex.dfa import DEAD_STATE, DFA, TooManyStates, determinize, intersection, is_prefix_of_some, prefix_overlap, trim
 from localgcd.regex.gbnf_syntax import GbnfSyntaxError, read_class, read_literal
 from localgcd.regex.nfa import NFA, CharClasses
-from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.python_syntax import parse_python_regex, sre_max_width
 from localgcd.regex.syntax import character_sets
 from localgcd.regex.to_regex import RegexTooLong, dfa_regex
 
@@ -248,3 +250,14 @@ def test_building_an_nfa_leaves_no_reference_cycles(pattern: str) -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+@pytest.mark.parametrize("pattern", [
+    "a{2,5}", "(?:x|yy)*", r"\d+z", '[^"]{0,3}', "(?i)abc", "a(?=bc)d?", "é+", "x{1000}", "(?:ab|c){2,}", r"\s?\w{3}",
+    '"(?:[^"\\\\]|\\\\.){0,40}"', "(a)(?:b|cd)?"])
+def test_a_patterns_width_from_the_readers_parse_is_larks(pattern: str) -> None:
+    """Ranking reads lark's ``max_width`` off the parse the regex reader already made."""
+    parse_python_regex(pattern)
+    assert sre_max_width(pattern) == int(get_regexp_width(pattern)[1])
+    regex_max_width.cache_clear()
+    assert regex_max_width(pattern) == int(get_regexp_width(pattern)[1])

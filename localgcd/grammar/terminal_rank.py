@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localgcd.regex.nfa import literal_alternatives, literal_bytes
+from localgcd.regex.python_syntax import sre_max_width
 
 __all__ = ["RankedTerminal", "lark_pattern_length", "ranked", "regex_max_width"]
 
@@ -46,6 +47,10 @@ def regex_max_width(regex: str) -> int:
     strings = literal_alternatives(regex)  # a big enum's strings: the longest one
     if strings is not None:
         return max(len(data.decode("utf-8")) for data in strings)
+    if "\\p{" not in regex:  # lark's own parse, made once already by the regex reader
+        width = sre_max_width(regex)
+        if width is not None:
+            return width
     from lark.utils import get_regexp_width  # (lark and its regex module: imported by the first pattern that needs it)
 
     return int(get_regexp_width(regex)[1])

@@ -213,6 +213,37 @@ def counted_pattern(pattern: str) -> CountedPattern | None:
     return CountedPattern(prefix, unit_key, repeat.lo, repeat.hi, suffix)
 
 
+def literal_prefix_split(pattern: str, min_prefix: int) -> tuple[bytes, PackedNode] | None:
+    """``pattern`` as literal bytes (``min_prefix`` or more) and then the rest of its sequence,
+    packed (not empty); None otherwise.  A JSON Schema's ``patternProperties`` are often one body
+    after many different key prefixes (``name_``, ``title_``, ... then the same language-tag
+    pattern): the rest's automaton is built once for all of them."""
+    try:
+        root = parse_python_regex(pattern)
+    except UnsupportedRegex:
+        return None
+    items: list[Node] = []
+    stack = [root]
+    while stack:  # the sequence flattened (a generated pattern nests its groups deep)
+        node = stack.pop()
+        if isinstance(node, Concat):
+            stack.extend(reversed(node.items))
+        else:
+            items.append(node)
+    at = 0
+    while at < len(items) and literal_text(items[at]) is not None:
+        at += 1
+    if at == len(items):
+        return None
+    try:
+        prefix = "".join(literal_text(item) for item in items[:at]).encode("utf-8")  # type: ignore[misc]
+    except UnicodeEncodeError:
+        return None
+    if len(prefix) < min_prefix:
+        return None
+    return prefix, pack(Concat(tuple(items[at:])))
+
+
 @lru_cache(maxsize=1024)
 def _buildable_unit(unit_key: PackedNode) -> bool:
     """Whether the Thompson construction builds the unit packed as ``unit_key`` (it refuses what it

@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as sre  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
+from localgcd.memo import BoundedMemo
 from localgcd.regex.charset import CharSet, case_closure, category
 from localgcd.regex.parse_memo import ParseMemo
 from localgcd.regex.syntax import EMPTY, Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
@@ -57,6 +58,17 @@ for _name, _why in (("POSSESSIVE_REPEAT", "possessive quantifier"), ("ATOMIC_GRO
 PARSES = ParseMemo(max_entries=4096, max_items=1 << 19)
 
 
+#: ``sre_parse``'s longest width of each pattern read here (lark's ``max_width``, which ranks terminals),
+#: so that ranking a terminal need not parse its pattern again.
+WIDTHS: BoundedMemo[int] = BoundedMemo(4096, 4096, lambda width: 1)
+
+
+def sre_max_width(pattern: str) -> int | None:
+    """``int(sre_parse.parse(pattern).getwidth()[1])`` where this reader has parsed ``pattern``
+    (the same parse lark's ``get_regexp_width`` makes), else None."""
+    return WIDTHS.get(pattern)
+
+
 def parse_python_regex(pattern: str) -> Node:
     """``pattern`` as Python's ``re`` reads it.  Raises :class:`UnsupportedRegex` naming the
     construct, or the syntax error, for a pattern it cannot read."""
@@ -75,6 +87,8 @@ def _parse(pattern: str) -> Node:
             raise UnsupportedRegex("\\p{…} (a Unicode property) is the regex module's syntax, which lark reads"
                                    " only with regex=True: compile with lark_regex=True (--lark-regex)") from None
         raise UnsupportedRegex(f"invalid regular expression: {exc}") from None
+    if not regex_module:
+        WIDTHS.put(pattern, int(parsed.getwidth()[1]))
     flags = parsed.state.flags
     if flags & sre.SRE_FLAG_LOCALE:
         raise UnsupportedRegex("locale-dependent flag (?L)")

@@ -14,10 +14,13 @@ import numpy as np
 from localgcd.budget import BudgetMeter
 from localgcd.memo import BoundedMemo
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
-from localgcd.regex.nfa import NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives
+from localgcd.regex.nfa import (NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives,
+                                literal_prefix_split)
+from localgcd.regex.parse_memo import PackedNode, unpack
 from localgcd.regex.priority import needs_priority, priority_dfa
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
+_MIN_SHARED_PREFIX = 4  # a shorter literal prefix is determinized with the rest of its pattern
 #: Terminal automata by pattern, and a counted pattern's unit automaton by the unit's parse: pure
 #: (a pattern's automaton depends on the pattern alone; a compile's budget is checked on a hit),
 #: so shared by the process, bounded by entries and table cells (the oldest goes first).
@@ -68,6 +71,10 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
     dfa = _counted_dfa(counted, meter, what) if counted is not None else None
     if dfa is not None:
         return dfa, None
+    split = literal_prefix_split(pattern, _MIN_SHARED_PREFIX)
+    dfa = _prefixed_dfa(*split, meter, what) if split is not None else None
+    if dfa is not None:
+        return dfa, None
     nfa = NFA()
     start = nfa.add_regex(pattern, 0)
     return determinize(nfa, [start], [0], meter=meter, what=what), None
@@ -76,6 +83,46 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
 def _shortened(pattern: str, keep: int = 60) -> str:
     """A pattern as an error message shows it: long ones cut in the middle."""
     return pattern if len(pattern) <= keep else f"{pattern[:keep // 2]}...{pattern[-keep // 2:]}"
+
+
+def _prefixed_dfa(prefix: bytes, rest_key: PackedNode, meter: BudgetMeter | None, what: str) -> DFA | None:
+    """``prefix rest``: the chain of the prefix's bytes into the automaton of the rest, memoized per
+    rest (its parse, packed), then minimized (a chain state can be one of the rest's, as in
+    ``ab(ab)*``): the minimal automaton, numbered as the subset construction of the whole pattern
+    numbers it (breadth first: the chain, then the rest's own breadth-first order).  None where the
+    Thompson construction refuses the rest (the whole pattern is built, and refused, as before)."""
+    rest = _RESTS.get(rest_key)
+    if rest is None:
+        nfa = NFA()
+        try:
+            start = nfa.add_node(unpack(rest_key), 0)
+        except (UnicodeEncodeError, UnsupportedRegex):
+            return None
+        rest = _RESTS.put(rest_key, determinize(nfa, [start], [0], meter=meter, what=what))
+    table, accept = _after_prefix(prefix, rest.transitions, rest.accept, meter, what)
+    table, accept = minimize(table, accept, meter, what)
+    return DFA(transitions=np.ascontiguousarray(table, dtype=np.int32), accept=accept)
+
+
+#: The automaton of a pattern's rest after its literal prefix, by the rest's packed parse.
+_RESTS: BoundedMemo[DFA] = BoundedMemo(1024, 16 << 20, lambda dfa: dfa.transitions.size)
+
+
+def _after_prefix(prefix: bytes, table_body: np.ndarray, accept_body: np.ndarray, meter: BudgetMeter | None,
+                  what: str) -> tuple[np.ndarray, np.ndarray]:
+    """The table and accept labels of ``prefix``'s bytes read one state each, into the automaton
+    (``table_body``, ``accept_body``; its start: state 0) after them."""
+    n_states = len(prefix) + table_body.shape[0]
+    if meter is not None:
+        meter.states(n_states, what)
+        meter.table(n_states, 256, 8, what)
+    table = np.full((n_states, 256), DEAD_STATE, dtype=np.int32)  # state j < len(prefix): j bytes read
+    for j, byte in enumerate(prefix):
+        table[j, byte] = j + 1
+    np.add(table_body, len(prefix), out=table[len(prefix):], where=table_body >= 0)
+    accept = np.full(n_states, -1, dtype=np.int32)
+    accept[len(prefix):] = accept_body
+    return table, accept
 
 
 def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what: str = "") -> DFA | None:
@@ -94,17 +141,7 @@ def _counted_dfa(pattern: CountedPattern, meter: BudgetMeter | None = None, what
         meter.states(unit_states, what)
     if table_body is None:
         return None
-    prefix = pattern.prefix
-    n_states = len(prefix) + table_body.shape[0]
-    if meter is not None:
-        meter.states(n_states, what)
-        meter.table(n_states, 256, 8, what)
-    table = np.full((n_states, 256), DEAD_STATE, dtype=np.int32)  # state j < len(prefix): j bytes read
-    for j, byte in enumerate(prefix):
-        table[j, byte] = j + 1
-    np.add(table_body, len(prefix), out=table[len(prefix):], where=table_body >= 0)
-    accept = np.full(n_states, -1, dtype=np.int32)
-    accept[len(prefix):] = accept_body
+    table, accept = _after_prefix(pattern.prefix, table_body, accept_body, meter, what)
     # Already minimal (copies of a minimal prefix code's automaton, told apart by what is left to
     # count) and trim: the product minimizes the whole lexer anyway.
     return DFA(transitions=table, accept=accept)

@@ -92,6 +92,9 @@ class OutcomeChecker:
             self.status_table = np.array(statuses, dtype=np.int8)  # a writable copy
         else:
             self.status_table = sparse_zeros(shape, np.int8)
+        # whether a status may have been written: a table still untouched is widened without
+        # reading it (a first mask's new row widens it before any status is checked)
+        self._written = statuses is not None
 
     # Lists for the Python path's scalar reads, made on first use: with the kernel only final()
     # (a token fed, a text's end) reads some of them, and a first mask need not wait for them.
@@ -140,8 +143,9 @@ class OutcomeChecker:
         width = self.status_table.shape[1]
         if n > width:  # 4x: each widening reads every row (an untouched page costs a fault), so few of them
             grown = sparse_zeros((self.status_table.shape[0], max(n, 4 * width)), np.int8)
-            used = np.flatnonzero(self.status_table.any(axis=1))  # copying only these leaves the
-            grown[used, :width] = self.status_table[used]  # other rows unmapped
+            if self._written:
+                used = np.flatnonzero(self.status_table.any(axis=1))  # copying only these leaves the
+                grown[used, :width] = self.status_table[used]  # other rows unmapped
             self.status_table = grown
 
     def known_statuses(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,6 +165,7 @@ class OutcomeChecker:
     def restore_statuses(self, rows: np.ndarray, outcomes: np.ndarray, statuses: np.ndarray) -> None:
         """Take back statuses :meth:`known_statuses` gave (outcome ids of this checker's spanner)."""
         self.grow()
+        self._written = True
         if outcomes.size and int(outcomes.max()) >= self.status_table.shape[1]:
             raise ValueError("a status of an outcome the spanner does not have")
         self.status_table[rows, outcomes] = statuses
@@ -188,6 +193,7 @@ class OutcomeChecker:
         tails, so each is classified once per (top parser state, bracket
         depth) in one status table; :meth:`check` fills it.
         """
+        self._written = True
         if self._kernel is not None:
             spanner = self.spanner
             return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
@@ -224,6 +230,7 @@ class OutcomeChecker:
         once per parser state and looked up afterwards.  The compiled kernel
         (``stack_checks``) walks each pair as :meth:`_check_one` does.
         """
+        self._written = True
         if self._kernel is not None:
             spanner = self.spanner
             return self._kernel.check(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
