@@ -34,9 +34,10 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_table_rows
 from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
-from localgcd.regex.dfa import DEAD_STATE, DFA, column_classes, minimize_mapped, renumbered, run_edges
+from localgcd.regex.dfa import DEAD_STATE, DFA, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
 from localgcd.lexer.look_ahead import conditional_terminals, other_ends, without_earlier_end
+from localgcd.lexer.strings_trie import trie_over_dfa
 from localgcd.regex.priority import PriorityDFA
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
@@ -255,17 +256,9 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
 
 def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter, kernel: bool = True
                        ) -> tuple[np.ndarray, np.ndarray] | None:
-    """One mode's minimal lexer table and accept labels, from the trie of its plain strings and
-    the (memoized) minimal DFA ``R`` of its regexes; None when the trie is too big for this.
-
-    A state of the product whose trie component is alive is a trie node, its regex part fixed by
-    the node's string, so the product is the trie nodes (each over its ``R`` state, its children
-    overriding their bytes) above the states of ``R``.  ``R`` is minimal, so its states are each
-    their own class; a node's class is then read off its label and its successors' classes,
-    children before parents, and the result is numbered breadth-first (bytes ascending) — the
-    numbering :func:`_explore` and :func:`minimize_mapped` give.  ``kernel``: the classes and
-    their numbering by ``product_kernel`` when it was built (else :func:`_trie_classes`).
-    """
+    """One mode's minimal lexer table and accept labels, from the trie of its plain strings over
+    the (memoized) minimal DFA ``R`` of its regexes (:mod:`.strings_trie`); None when the trie is
+    too big for this.  ``kernel``: the states classed by ``product_kernel`` where it was built."""
     literals, regex_members = [], []
     for i in members:
         data = literal_bytes(regexes[i])
@@ -284,86 +277,8 @@ def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: Budget
         r_table, winner = _regex_product(tuple(regexes[i] for i in regex_members), meter)
     else:  # no regexes: R is one dead state (it accepts nothing, so no path keeps it)
         r_table, winner = np.full((1, 256), DEAD_STATE, dtype=np.int32), np.full(1, -1, dtype=np.int32)
-    regex_members = np.asarray(regex_members, dtype=np.int64)
-    r_rows: dict[int, list[int]] = {}  # the R states the trie's nodes sit over, as lists
-    n_regex = r_table.shape[0]
-    # Each node's R state (-1: dead), parents first; the child edges override their bytes.
-    over = [0] + [DEAD_STATE] * (n_nodes - 1)
-    sources, bytes_, targets = [], [], []
-    for node, edges in enumerate(children):
-        state, row = over[node], None
-        if state >= 0 and edges:
-            row = r_rows.get(state)
-            if row is None:
-                row = r_rows[state] = r_table[state].tolist()
-        for byte, child in edges.items():
-            over[child] = row[byte] if row is not None else DEAD_STATE
-            sources.append(node)
-            bytes_.append(byte)
-            targets.append(child)
-    over_r = np.asarray(over, dtype=np.int64)
-    # The product's table over its byte classes (its columns: each class's first byte): a byte on a
-    # trie edge is a class of its own (that edge's child is in no other byte's column), the others
-    # are classed as R's columns are.
-    first_bytes, column_of = _trie_columns(r_table, np.asarray(bytes_, dtype=np.int64))
-    shifted = r_table[:, first_bytes].astype(np.int64)
-    shifted = np.where(shifted >= 0, shifted + n_nodes, DEAD_STATE)
-    table = np.empty((n_nodes + n_regex, first_bytes.size), dtype=np.int64)
-    table[n_nodes:] = shifted
-    table[:n_nodes] = np.where(over_r[:, None] >= 0, shifted[np.maximum(over_r, 0)], DEAD_STATE)
-    table[sources, column_of[bytes_]] = targets
-    regex_label = np.full(n_regex, _NO_LABEL, dtype=np.int64)
-    regex_label[winner >= 0] = regex_members[winner[winner >= 0]]
-    node_label = np.where(over_r >= 0, regex_label[np.maximum(over_r, 0)], _NO_LABEL)
-    trie_label = np.asarray(trie_accept, dtype=np.int64)
-    node_label = np.minimum(node_label, np.where(trie_label >= 0, trie_label, _NO_LABEL))
-    label = np.concatenate([node_label, regex_label])
-    if kernel and product_kernel is not None:
-        block, kept = product_kernel.trie_classes(table, label, n_nodes)
-    else:
-        block, kept = _trie_classes(table, label, n_nodes)
-    new_id = np.full(n_nodes + n_regex, DEAD_STATE, dtype=np.int64)
-    new_id[kept] = np.arange(kept.size)
-    new_id = new_id[block]
-    result = renumbered(table[kept], new_id)[:, column_of]
-    accept = label[kept]
-    return result, np.where(accept == _NO_LABEL, -1, accept).astype(np.int32)
-
-
-def _trie_classes(table: np.ndarray, label: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(block, order)`` of :func:`_trie_over_regexes`' table (int64 ``[states, columns]``, the
-    trie's ``n_nodes`` nodes first, then ``R``'s states) and labels: each state's class (the state
-    that stands for it), and the classes numbered breadth-first from the start's.  ``R``'s states
-    are their own classes; a node, children before parents, joins the first state of equal label
-    and successors' classes.  (``product_kernel.trie_classes`` is the compiled twin.)"""
-    rows, labels = table.tolist(), label.tolist()
-    n_states = len(rows)
-    block = list(range(n_states)) + [DEAD_STATE]  # block[-1]: the dead state stays dead
-    first_of: dict[tuple, int] = {(labels[s], tuple(rows[s])): s for s in range(n_nodes, n_states)}
-    class_of = block.__getitem__
-    for node in range(n_nodes - 1, -1, -1):
-        block[node] = first_of.setdefault((labels[node], tuple(map(class_of, rows[node]))), node)
-    # Breadth-first numbering of the classes from the start's (a row's distinct targets, in order).
-    order = [block[0]]
-    numbered = {block[0]}
-    for state in order:  # grows while iterating
-        for target in dict.fromkeys(map(class_of, rows[state])):
-            if target >= 0 and target not in numbered:
-                numbered.add(target)
-                order.append(target)
-    return np.asarray(block[:-1], dtype=np.int64), np.asarray(order, dtype=np.int64)
-
-
-def _trie_columns(r_table: np.ndarray, edge_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(first_bytes, column_of)``: the classes of equal byte columns of the table of a trie over
-    ``R`` (``r_table``; see :func:`_trie_over_regexes`) -- each class's first byte, ascending, and
-    each byte's class -- read off ``R``'s classes and the bytes on trie edges alone."""
-    _first, r_class = column_classes(r_table)
-    key = r_class.astype(np.int64)
-    key[edge_bytes] = 256 + edge_bytes  # (R has at most 256 classes)
-    _keys, first, inverse = unique_first_inverse(key)
-    first_bytes = np.sort(first)
-    return first_bytes, np.searchsorted(first_bytes, first[inverse])
+    return trie_over_dfa(children, trie_accept, r_table, winner, np.asarray(regex_members, dtype=np.int64),
+                         product_kernel if kernel else None)
 
 
 def _mode_product(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],

@@ -235,7 +235,7 @@ cdef inline int64_t find_key(const int64_t* keys, Py_ssize_t width, int64_t* slo
 
 
 def trie_classes(const int64_t[:, ::1] table, const int64_t[::1] label, Py_ssize_t n_nodes):
-    """``(block, order)`` of a trie over a minimal DFA ``R`` (lexer/product.py, ``_trie_classes``,
+    """``(block, order)`` of a trie over a minimal DFA ``R`` (lexer/strings_trie.py, ``_trie_classes``,
     the reference): ``table`` [states, columns] (a target, -1 dead; the trie's ``n_nodes`` nodes
     first, parents before children, then ``R``'s states), ``label`` per state.  ``R``'s states are
     their own classes; a node, children before parents, joins the first state of equal label and
