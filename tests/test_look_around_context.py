@@ -290,17 +290,9 @@ def test_the_look_around_corpus_compiles_in_its_projects_mode_or_says_why_not() 
 def test_masks_equal_the_contextual_reference_over_bytes(name: str) -> None:
     """Every byte at every prefix of each text, against the reference (``re.match`` itself for the
     look-around terminals, backing up as it does; the text's start known to the first lexeme)."""
-    from exactness_support import MismatchLog
-    from test_contextual_lexer import blind_of, compile_contextual, reference, walk_and_compare
+    from test_contextual_lexer import compare_over_bytes
 
-    vocab = byte_vocabulary()
-    compiled, ref = compile_contextual(name, vocab), reference(name)
-    log, rng = MismatchLog(), np.random.default_rng(0)
-    index = {vocab.token_bytes[i]: i for i in range(len(vocab)) if len(vocab.token_bytes[i]) == 1}
-    for text in corpus_texts(name, 3):
-        walk_and_compare(compiled, ref, vocab, [index[bytes([b])] for b in text.encode()], log, rng, None,
-                         blind_of(name))
-    assert not log, log.report(name)
+    compare_over_bytes(name, corpus_texts(name, 3))
 
 
 @pytest.mark.parametrize("name", LOOK_AROUND_CORPUS)
