@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import mmap
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -14,6 +14,13 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     if values.size:
         values = values[np.concatenate(([True], values[1:] != values[:-1]))]
     return values
+
+
+def joined_pieces(pieces: "Sequence[bytes]") -> tuple[bytes, np.ndarray]:
+    """(the pieces concatenated, where each ends: int64 ``[n]``): piece ``i`` is
+    ``joined[ends[i - 1]:ends[i]]`` (``ends[-1]``: 0)."""
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    return b"".join(pieces), np.cumsum(lengths)
 
 
 def sparse_zeros(shape: tuple[int, ...], dtype: "np.typing.DTypeLike") -> np.ndarray:

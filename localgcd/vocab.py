@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.arrays import joined_pieces
 from localgcd.errors import VocabularyError
 
 _FINGERPRINT_TAG = b"localgcd-vocab-v1\0"
@@ -129,13 +130,12 @@ class Vocabulary:
 
     def packed(self) -> tuple[bytes, np.ndarray]:
         """(every piece joined, where each ends): what :meth:`from_packed` reads."""
-        lengths = np.fromiter(map(len, self.token_bytes), dtype=np.int64, count=len(self))
-        return b"".join(self.token_bytes), np.cumsum(lengths)
+        return joined_pieces(self.token_bytes)
 
 
 def _fingerprint(pieces: Sequence[bytes], flags: np.ndarray, end_ids: tuple[int, ...]) -> str:
-    lengths = np.fromiter(map(len, pieces), dtype="<u4", count=len(pieces))
-    return _packed_fingerprint(lengths, b"".join(pieces), flags, end_ids)
+    joined, ends = joined_pieces(pieces)
+    return _packed_fingerprint(np.diff(ends, prepend=0), joined, flags, end_ids)
 
 
 def _packed_fingerprint(lengths: np.ndarray, joined: bytes, flags: np.ndarray, end_ids: tuple[int, ...]) -> str:

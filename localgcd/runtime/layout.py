@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from localgcd.arrays import joined_pieces
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.parser.pda import ACCEPT, DEAD_STACK, PushdownAutomaton
@@ -146,9 +147,8 @@ def finish(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout
 def flat_token_bytes(token_bytes: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(every token's bytes concatenated as uint8, offsets [n + 1]): token ``t`` is
     ``data[offsets[t]:offsets[t + 1]]``."""
-    data = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
-    lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
-    return data, np.concatenate(([0], np.cumsum(lengths)))
+    joined, ends = joined_pieces(token_bytes)
+    return np.frombuffer(joined, dtype=np.uint8), np.concatenate(([0], ends))
 
 
 def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, offsets: np.ndarray) -> int:
