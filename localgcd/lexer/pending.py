@@ -229,6 +229,9 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     for obstruction in found.obstructions:
         if obstruction.kind in (NESTED, NOT_PRODUCIBLE):
             raise PendingRefused(obstruction.terminal, f"{_REASONS[obstruction.kind]} on {_shown(obstruction.witness)}")
+    if not found.states:  # nothing backs up past a lexeme here: the plain tables, without an alias table
+        return LexingTransducer(next_state=lexer.next_state, emitted=lexer.emitted, accept=lexer.accept,
+                                producible=lexer.producible, restart=lexer.restart, end_refused=lexer.end_refused)
     n_states, n_terms = lexer.n_states, lexer.producible.shape[1]
     pending = list(found.states)
     state_id = {p: n_states + i for i, p in enumerate(pending)}

@@ -79,7 +79,7 @@ class LexingTransducer:
 
     def grammar_terminals(self, terms: np.ndarray) -> np.ndarray:
         """The grammar terminal each of ``terms`` (terminals or aliases) is."""
-        if self.alias_of is None or not self.alias_of.size:  # (no alias: np.where would index an empty array)
+        if self.alias_of is None:
             return terms
         n = self.n_terminals
         return np.where(terms >= n, self.alias_of[np.maximum(terms - n, 0)], terms)
