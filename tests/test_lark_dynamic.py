@@ -118,6 +118,26 @@ GRAMMARS = {
     "an earlier alternative wins": (SUBSCRIPTS, "start", ["x_", "a", "b", "1", "{", "}", "'", " ", "ab", "x"]),
     "a lazy quantifier": (TAGS, "start", ["<", ">", "a", "b", "<a>", "<b", "><"]),
 }
+#: the rest of issue 37's Earley corpus (tests/test_corpus37.py) that reads alike with lark's dynamic lexer
+#: (storage, whose lexemes re.match ends characters on, is test_corpus37.py's own check)
+GRAMMARS |= {
+    "tree_forest_transformer (lark's example)": (corpus("issue37/lark__tree_forest_transformer.lark"), "sentence",
+                                                 ["fruit", "flies", "like", "bananas", " ", "a", "fl", "\n"]),
+    "prioritizer (lark's example)": (corpus("third_party/lark__prioritizer.lark"), "start",
+                                     ["Hello", " ", "World", "Hello World", "hello", "W"]),
+    "templates (lark's example)": (corpus("third_party/lark__templates_example.lark"), "start",
+                                   ["[", "]", "{", "}", ",", ":", "1", "-2.5e3", '"a"', '"\\""', " ", "x"]),
+    **{f"lark's {test}": (corpus(f"issue37/lark__{test}.lark"), start, pieces) for test, start, pieces in [
+        ("test_ambiguity1", "start", ["c", "d", "cd", "e", "x"]),
+        ("test_cycle2", "start", ["a", "b", "ab", "c"]),
+        ("test_cycles", "a", ["x", "a"]),
+        ("test_cycles_with_child_filter", "a", ["x", "b"]),
+        ("test_earley_explicit_ambiguity", "start", ["a", "b", "ab", "c"]),
+        ("test_earley_repeating_empty", "start", ["a", "b", "c"]),
+        ("test_many_cycles", "start", ["a", "b"]),
+        ("test_multiple_start_solutions", "start", ["x", "y"]),
+    ]},
+}
 #: the language of re.match's lexemes, for the reference, where it is smaller than the pattern's
 LANGUAGES = {
     "an earlier alternative wins": {r"x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\}|[a-z]+)":
