@@ -4,7 +4,8 @@ sampler: llama.cpp's c.gbnf and its test "medium complexity grammar".
 tests/test_gbnf_llama.py forces a C document through c.gbnf in both and compares the masks; here the
 rest of issue 37's first "must show":
 
-* **along generated text**: random walks that draw each next token from localgcd's mask (both
+* **along real C sources** as far as c.gbnf takes them (then both refuse the next token), and
+  **along generated text**: random walks that draw each next token from localgcd's mask (both
   grammars), and SmolLM2's own generations under c.gbnf (slow): at every position localgcd's mask is
   ``llama_sampler_init_grammar``'s on every text token, both directions (nothing llama.cpp allows is
   masked, nothing it forbids is allowed), end tokens included;
@@ -51,6 +52,23 @@ def test_masks_equal_llama_cpps_along_random_walks(name: str, load_vocab) -> Non
     compared = _walks(name, "smollm2", load_vocab, [], walks=4, steps=40, text=C_GBNF if name == "c" else None)
     assert compared > 40
     print(f"{name}.gbnf: {compared} positions along random walks, every token equal")
+
+
+@pytest.mark.parametrize("path", REAL_SOURCES, ids=lambda p: p.name)
+def test_masks_equal_llama_cpps_along_real_c_sources_until_both_refuse(path: Path, load_vocab) -> None:
+    """Each real source from its first definition on, forced token by token (SmolLM2's tokenizer) as far
+    as c.gbnf takes it: the masks are equal at every position, so where localgcd refuses the source's
+    next token llama.cpp refuses it too."""
+    from exactness_support import real_tokenize
+
+    vocab = load_vocab("smollm2")
+    compiled = localgcd.compile_grammar(C_GBNF, vocab, fmt="gbnf", source="c.gbnf", use_cache=False)
+    tokens = real_tokenize("smollm2", from_first_definition(path.read_text(encoding="utf-8")))
+    matcher = compiled.matcher()
+    taken = next(i for i, token in enumerate(tokens) if not matcher.advance(token))
+    assert taken > 2, taken  # (past the type and the name: a real comparison)
+    compared = _walks("c", "smollm2", load_vocab, [tokens[:taken]], walks=0, steps=0, complete=False, text=C_GBNF)
+    print(f"{path.name}: {compared} positions, then {vocab.token_bytes[tokens[taken]]!r} refused by both")
 
 
 @pytest.mark.slow
