@@ -4,11 +4,12 @@ sampler: llama.cpp's c.gbnf and its test "medium complexity grammar".
 tests/test_gbnf_llama.py forces a C document through c.gbnf in both and compares the masks; here the
 rest of issue 37's first "must show":
 
-* **along real C sources** as far as c.gbnf takes them (then both refuse the next token), and
-  **along generated text**: random walks that draw each next token from localgcd's mask (both
-  grammars), and SmolLM2's own generations under c.gbnf (slow): at every position localgcd's mask is
-  ``llama_sampler_init_grammar``'s on every text token, both directions (nothing llama.cpp allows is
-  masked, nothing it forbids is allowed), end tokens included;
+* **along real C sources** as far as c.gbnf takes them (then both refuse the next token), along
+  an expression for medium_complexity.gbnf, and **along generated text**: random walks that draw
+  each next token from localgcd's mask (both grammars), and SmolLM2's own generations under c.gbnf
+  (slow): at every position localgcd's mask is ``llama_sampler_init_grammar``'s on every text
+  token, both directions (nothing llama.cpp allows is masked, nothing it forbids is allowed), end
+  tokens included;
 * **``localgcd check`` agrees with llama.cpp** on C sources: the sampler fed the same text a byte
   token at a time stops at the byte ``check`` names (file:line:col) and finds the text complete
   exactly where ``check`` does -- on real C sources (tests/corpus/gbnf/c_documents, SOURCES.md there),
@@ -46,12 +47,19 @@ def test_the_c_documents_are_real_sources_beside_gcd_c_each_with_its_origin() ->
 # ------------------------------------------------------------------ masks along generated text
 
 
-@pytest.mark.parametrize("name", ["c", "medium_complexity"])
+#: documents forced before the walks (c.gbnf's gcd.c is tests/test_gbnf_llama.py's, over two vocabularies)
+DOCUMENTS_OF = {"c": [],
+                "medium_complexity": [(GBNF / "llama_cpp_tests" / "expression.txt").read_text(encoding="utf-8")]}
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTS_OF))
 def test_masks_equal_llama_cpps_along_random_walks(name: str, load_vocab) -> None:
-    """4 walks of 40 tokens, each drawn from localgcd's mask (SmolLM2's vocabulary)."""
-    compared = _walks(name, "smollm2", load_vocab, [], walks=4, steps=40, text=C_GBNF if name == "c" else None)
+    """The grammar's documents forced token by token (a sentence at the end), then 4 walks of 40 tokens,
+    each drawn from localgcd's mask (SmolLM2's vocabulary)."""
+    compared = _walks(name, "smollm2", load_vocab, [[document] for document in DOCUMENTS_OF[name]], walks=4, steps=40,
+                      text=C_GBNF if name == "c" else None)
     assert compared > 40
-    print(f"{name}.gbnf: {compared} positions along random walks, every token equal")
+    print(f"{name}.gbnf: {compared} positions along its documents and random walks, every token equal")
 
 
 @pytest.mark.parametrize("path", REAL_SOURCES, ids=lambda p: p.name)
