@@ -7,8 +7,10 @@ symbols); then ``GrammarBuilder`` gives the statements their meaning.  That read
 third of a language grammar's time to first mask (Java: the parse 12 ms, the rewrite 8 ms, the
 meta-parser's tables 5 ms once per process; issue 35).  Here lark's own lexer (its ``BasicLexer``
 over its ``TERMINALS``) makes the tokens, and a recursive descent over the same meta-grammar
-(:class:`~localgcd.grammar.lark_meta.GrammarReader`, with lark's node classes) builds the tree the rewrite leaves: the same ``Tree``s, tokens and symbols, so that
-``GrammarBuilder`` -- lark's, unchanged -- gives every statement the meaning lark gives it.
+(:class:`~localgcd.grammar.lark_meta.GrammarReader`, with lark's node classes) builds the tree
+the rewrite leaves: the same ``Tree``s, tokens and symbols, so that ``GrammarBuilder`` -- lark's,
+unchanged -- gives every statement the meaning lark gives it.  (The grammars that
+:mod:`~localgcd.grammar.lark_loader` loads without lark never come here.)
 
 Whatever this reader does not take as the meta-grammar does (a token where the grammar has
 none, lark's lexer refusing a character, another lark version) is read by lark's own loader, so
