@@ -63,10 +63,15 @@ class Node:
     def subtrees(self) -> list["Node"]:
         """``Tree.iter_subtrees``: deepest level first, left to right; a shared subtree once."""
         queue, seen = [self], {}
+        append = queue.append
         for subtree in queue:
             seen[id(subtree)] = subtree
-            queue += [c for c in reversed(subtree.children) if isinstance(c, Node) and id(c) not in seen]
-        return list(reversed(list(seen.values())))
+            for c in reversed(subtree.children):
+                if type(c) is Node and id(c) not in seen:
+                    append(c)
+        found = list(seen.values())
+        found.reverse()
+        return found
 
     def find(self, data: str) -> list["Node"]:
         return [t for t in self.subtrees() if t.data == data]
@@ -262,8 +267,26 @@ def _resolve_term_references(terms: dict[str, Optional[Node]]) -> None:
             raise Refused("lark's error: a recursive terminal")
 
 
-def _used_symbols(tree: Node) -> set[str]:
-    return {c.name for x in tree.find("expansion") for t in x.subtrees() for c in t.children if isinstance(c, Symbol)}
+def _used_symbols(tree: Node) -> tuple[set[str], list[Node]]:
+    """(``_find_used_symbols``: the names of the symbols inside the tree's expansions, its
+    template uses): in one walk, a shared subtree once for each of inside and outside."""
+    names: set[str] = set()
+    usages: list[Node] = []
+    stack, seen = [(tree, False)], set()
+    while stack:
+        node, inside = stack.pop()
+        if (id(node), inside) in seen:
+            continue
+        seen.add((id(node), inside))
+        if node.data == "template_usage" and (id(node), not inside) not in seen:
+            usages.append(node)
+        inside = inside or node.data == "expansion"
+        for c in node.children:
+            if type(c) is Node:
+                stack.append((c, inside))
+            elif inside and isinstance(c, Symbol):
+                names.add(c.name)
+    return names, usages
 
 
 def _validate(definitions: dict[str, _Definition], ignore: list[str]) -> None:
@@ -273,12 +296,13 @@ def _validate(definitions: dict[str, _Definition], ignore: list[str]) -> None:
             raise Refused("lark's error")
         if d.tree is None:
             continue
-        for usage in d.tree.find("template_usage"):
+        names, usages = _used_symbols(d.tree)
+        for usage in usages:
             name = usage.children[0].name
             if name not in d.params and (name not in definitions
                                          or len(usage.children) - 1 != len(definitions[name].params)):
                 raise Refused("lark's error")
-        if any(s not in definitions and s not in d.params for s in _used_symbols(d.tree)):
+        if any(s not in definitions and s not in d.params for s in names):
             raise Refused("lark's error")
     if not set(definitions).issuperset(ignore):
         raise Refused("lark's error")
@@ -308,7 +332,10 @@ def _in_place(tree: Node, handlers: dict[str, Callable[[Node], Any]]) -> Any:
 
 
 def _eval_escaping(s: str) -> str:
-    """lark's ``eval_escaping``."""
+    """lark's ``eval_escaping`` (a text without escapes, carriage returns or NULs is its own value:
+    the Python literal lark evaluates is the text, its quotes escaped)."""
+    if "\\" not in s and "\r" not in s and "\0" not in s:
+        return s
     w = ""
     chars = iter(s)
     for n in chars:
@@ -631,11 +658,17 @@ def _compile(definitions: dict[str, _Definition], ignore: list[str], start: str)
             continue
         ebnf.keep_all_tokens = anonymous.keep_all_tokens = keep
         ebnf.prefix = name
-        tree = _in_place(tree, {"literal": _prepare_literals, "range": _prepare_literals})
-        tree = _in_place(tree, {"value": _validated_value})
-        tree = _in_place(tree, {"pattern": anonymous.pattern})
-        tree = _in_place(tree, {"template_usage": templates.template_usage})
-        tree = _in_place(tree, {"expr": ebnf.expr, "maybe": ebnf.maybe})
+        # lark's passes, each over the whole tree; one that has nothing to do is skipped, and the
+        # first two (pure, order-free) are one: no subtree is shared before EBNF's, so a pass that
+        # only copies nodes changes nothing
+        kinds = {t.data for t in tree.subtrees()}
+        tree = _in_place(tree, {"literal": _prepare_literals, "range": _prepare_literals, "value": _validated_value})
+        if "literal" in kinds or "range" in kinds:
+            tree = _in_place(tree, {"pattern": anonymous.pattern})  # (names anonymous terminals in this order)
+        if "template_usage" in kinds:
+            tree = _in_place(tree, {"template_usage": templates.template_usage})
+        if "expr" in kinds or "maybe" in kinds:
+            tree = _in_place(tree, {"expr": ebnf.expr, "maybe": ebnf.maybe})
         rules.append((name, tree, keep, priority))
     rules += [(name, tree, keep, None) for name, tree, keep in ebnf.new_rules]
     if len(rules) != len({r[0] for r in rules}):
