@@ -262,9 +262,35 @@ def _resolve_term_references(terms: dict[str, Optional[Node]]) -> None:
                     changed = True
         if not changed:
             break
-    for tree in terms.values():
-        if tree is not None and any(id(tree) in {id(x) for x in child.subtrees()} for child in tree.children):
-            raise Refused("lark's error: a recursive terminal")
+    if _has_cycle([tree for tree in terms.values() if tree is not None]):
+        raise Refused("lark's error: a recursive terminal")
+
+
+def _has_cycle(roots: list[Node]) -> bool:
+    """Whether a tree reaches itself (lark checks each terminal's tree for itself among its
+    subtrees; only a terminal's tree is ever shared, so any cycle passes through one): one
+    depth-first walk over every node, instead of a walk per terminal."""
+    state: dict[int, int] = {}  # id -> 1 on the walk's path, 2 done
+    for root in roots:
+        if id(root) in state:
+            continue
+        state[id(root)] = 1
+        stack = [(root, iter(root.children))]
+        while stack:
+            node, children = stack[-1]
+            for c in children:
+                if type(c) is Node:
+                    seen = state.get(id(c))
+                    if seen == 1:
+                        return True
+                    if seen is None:
+                        state[id(c)] = 1
+                        stack.append((c, iter(c.children)))
+                        break
+            else:
+                state[id(node)] = 2
+                stack.pop()
+    return False
 
 
 def _used_symbols(tree: Node) -> tuple[set[str], list[Node]]:
@@ -646,7 +672,8 @@ def _compile(definitions: dict[str, _Definition], ignore: list[str], start: str)
         if len(expansions) == 1 and not expansions[0].children:
             raise Refused("lark's error: an empty terminal")
         terminals.append(TermDef(name, _terminal_pattern(d.tree), int(d.priority or 0)))
-    rule_defs = [[name, d.params, _deepcopy(d.tree), d.keep_all_tokens, d.priority]
+    # (lark copies each rule's tree first, to compile a grammar twice; these trees are compiled once)
+    rule_defs = [[name, d.params, d.tree, d.keep_all_tokens, d.priority]
                  for name, d in definitions.items() if not d.is_term]
     anonymous, templates, ebnf = _AnonTerminals(terminals), _Templates(rule_defs), _EbnfToBnf()
     rules: list[tuple[str, Node, bool, Optional[int]]] = []
