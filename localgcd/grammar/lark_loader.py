@@ -600,15 +600,12 @@ class _EbnfToBnf:
 
 def _flatten(tree: Node) -> None:
     """``Tree.expand_kids_by_data(tree.data)`` until nothing changes."""
-    while True:
-        changed = False
-        for i in range(len(tree.children) - 1, -1, -1):
-            child = tree.children[i]
-            if isinstance(child, Node) and child.data == tree.data:
-                tree.children[i:i + 1] = child.children
-                changed = True
-        if not changed:
-            return
+    data, children = tree.data, tree.children
+    while any(type(c) is Node and c.data == data for c in children):
+        for i in range(len(children) - 1, -1, -1):
+            child = children[i]
+            if type(child) is Node and child.data == data:
+                children[i:i + 1] = child.children
 
 
 def _simplify(tree: Node) -> None:
@@ -646,6 +643,8 @@ def _rule_texts(tree: Any) -> Any:
     """``RuleTreeToText``: the expansions as (symbols, alias name or None)."""
     if not isinstance(tree, Node):
         return tree
+    if tree.data == "expansion" and not any(type(c) is Node for c in tree.children):
+        return list(tree.children), None  # (most expansions: symbols only)
     children = [_rule_texts(c) for c in tree.children]
     if tree.data == "expansions":
         return children
