@@ -6,9 +6,10 @@ time to first mask (issue 35).  This module does the same work for the grammars 
 file's rules and terminals, ``%ignore`` and ``%declare``, templates, priorities, aliases, ``?``
 and ``!`` rules, EBNF (``? * + [] ~``), string and regex literals with their flags, ranges,
 terminals built of terminals.  It follows lark 1.3.1 step by step (``load_grammar.py``: the
-meta-grammar's tokens, ``GrammarBuilder.load_grammar``/``validate``, ``resolve_term_references``,
-``Grammar.compile`` with ``PrepareLiterals``, ``PrepareAnonTerminals``, ``ApplyTemplates``,
-``EBNF_to_BNF``, ``SimplifyRule_Visitor``, ``RuleTreeToText``, ``TerminalTreeToPattern``), over
+text read as lark's meta-grammar reads it, by :mod:`~localgcd.grammar.lark_meta`;
+``GrammarBuilder.load_grammar``/``validate``, ``resolve_term_references``, ``Grammar.compile``
+with ``PrepareLiterals``, ``PrepareAnonTerminals``, ``ApplyTemplates``, ``EBNF_to_BNF``,
+``SimplifyRule_Visitor``, ``RuleTreeToText``, ``TerminalTreeToPattern``), over
 trees that iterate, compare and share as lark's do, so the anonymous terminals' names, the
 generated rules' names and every rule's order come out as lark's.
 
@@ -36,8 +37,6 @@ __all__ = ["LOADER_LARK_VERSION", "LoadedGrammar", "LoadedRule", "Pattern", "Ter
 
 #: The lark version this module follows; with any other installed, every grammar goes to lark.
 LOADER_LARK_VERSION = "1.3.1"
-
-
 
 
 # --------------------------------------------------------------------------- lark's objects
@@ -163,7 +162,7 @@ class TermDef:
     """lark's ``TerminalDef``: a terminal's name, pattern and priority."""
 
     name: str
-    pattern: Pattern
+    pattern: Pattern  # (or lark's own, where lark loaded the grammar: the same interface)
     priority: int
 
 
