@@ -724,6 +724,9 @@ def _validated_value(node: Node) -> Any:
     return node.children[0]
 
 
+_LARK_ONLY = re.compile(r"^[ \t\r\f\v]*%(?:import|override|extend)", re.M)  # (a statement starts a line)
+
+
 @functools.lru_cache(maxsize=1)
 def _installed_lark_version() -> Optional[str]:
     """lark's ``__version__`` read from its package file, without importing it."""
@@ -741,8 +744,8 @@ def _installed_lark_version() -> Optional[str]:
 def load_compiled(text: str, start: str = "start") -> Optional[LoadedGrammar]:
     """What lark's ``load_grammar(text, ...).compile([start], set())`` gives, or None where lark must
     load ``text`` itself (an import, an error, a construct not done here; see the module's doc)."""
-    if _installed_lark_version() != LOADER_LARK_VERSION:
-        return None
+    if _installed_lark_version() != LOADER_LARK_VERSION or _LARK_ONLY.search(text):
+        return None  # (a text that imports, overrides or extends: lark's, before any reading here)
     try:
         builder = _Builder()
         builder.load(GrammarReader(meta_tokens(text + "\n"), Node, _terminal, _rule).start())
