@@ -135,9 +135,11 @@ class VocabTrie:
         joined = {name: np.ascontiguousarray(np.concatenate([getattr(level, name) for level in self.levels]))
                   for name in ("lo", "hi", "byte", "token_at")}
         # level d's children are indices into level d + 1, which starts at base[d + 1]
-        starts = np.concatenate([level.child_start.astype(np.int64) + base[d + 1]
+        # (int32, as the result: half the bytes to write of int64's; a trie's nodes number well below 2**31)
+        starts = np.concatenate([level.child_start.astype(np.int32) + np.int32(base[d + 1])
                                  for d, level in enumerate(self.levels)])
-        ends = np.concatenate([level.child_end.astype(np.int64) + base[d + 1] for d, level in enumerate(self.levels)])
+        ends = np.concatenate([level.child_end.astype(np.int32) + np.int32(base[d + 1])
+                               for d, level in enumerate(self.levels)])
         below = np.zeros((base[-1], 4), dtype=np.uint64)
         height = np.zeros(base[-1], dtype=np.int32)
         if kernel:
@@ -158,7 +160,7 @@ class VocabTrie:
                 np.maximum.at(height, parent, height[lo:hi] + 1)
         # a level's children are the next level in order, so a node's children end where the next
         # node's begin: one array bounds them (half the bytes a walk reads per node)
-        first_child = np.append(starts, ends[-1]).astype(np.int32)
+        first_child = np.append(starts, ends[-1]).astype(np.int32, copy=False)
         if not np.array_equal(ends, first_child[1:]):
             raise RuntimeError("trie levels whose children are not consecutive (a trie bug)")
         return FlatNodes(joined["lo"].astype(np.int32, copy=False), joined["hi"].astype(np.int32, copy=False),
