@@ -1,0 +1,131 @@
+"""lark's contextual lexer with lark's ``Indenter`` (``Lark(g, parser="lalr", postlex=Indenter())``):
+the lexer's terminals are those of the parser state after the Indenter's _INDENT or _DEDENTs, the
+Indenter's newline is lexed in every state (lark's ``always_accept``) and forks (the parser's
+state after it picks the mode lexing goes on in; :mod:`localgcd.compiler.contextual`,
+:mod:`localgcd.runtime.forks`).
+
+The reference is :class:`reference.indent_contextual.IndentedContextualChecker` (lark's own parse
+table rows and its own ``Indenter.handle_NL``): masks against it over a byte vocabulary along
+texts; ``check``'s verdict on whole texts and texts one edit away against lark's own parse with the
+Indenter.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+import lark
+import numpy as np
+import pytest
+
+import localgcd
+from exactness_support import MismatchLog, byte_vocabulary, reference_verdicts
+from reference.indent_contextual import IndentedContextualChecker, with_names
+from reference.lark_oracle import lark_accepts
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+GDSCRIPT = CORPUS / "lark" / "third_party" / "gdtoolkit__gdscript.lark"
+#: lark's Indenter as localgcd reads gdscript's names (detected: _NL, _INDENT, _DEDENT, lark's brackets
+#: and its default tab length; gdtoolkit's own GDScriptIndenter is a subclass that also reads lambdas)
+GD_INDENTER = with_names({"NL_type": "_NL", "tab_len": 8})
+
+#: a grammar where the parser state after the newline decides the lexer: after a block's _DEDENT the
+#: keyword "else" competes with NAME, inside a block "elsewhere" is a NAME
+SMALL = ('start: _NL* stmt+\n'
+         'stmt: "if" NAME ":" _NL _INDENT stmt+ _DEDENT ["else" ":" _NL _INDENT stmt+ _DEDENT]\n'
+         '    | NAME "(" [NAME ("," NAME)*] ")" _NL\n'
+         'NAME: /[a-z]+/\n_NL: /(\\r?\\n[\\t ]*)+/\n'
+         '%ignore " "\n%declare _INDENT _DEDENT\n')
+SMALL_INDENTER = with_names({"NL_type": "_NL"})
+
+GDSCRIPT_TEXTS = [
+    "extends Node\n\nvar x = 1\nconst Y: int = 2\n",
+    "func _ready():\n\tvar a = [1, 2,\n\t\t3]\n\tif x > 0:\n\t\tprint(\"hi\")\n\telse:\n\t\tpass\n",
+    "class_name Foo\nsignal hit(a, b)\nenum E {A, B = 2}\n\nfunc f(a, b: int) -> int:\n\treturn a + b\n",
+    "func g():\n\tfor i in range(3):\n\t\tx += i\n\twhile x < 10:\n\t\tx *= 2\n\treturn x\n",
+    "func h(v):\n\tmatch v:\n\t\t1:\n\t\t\tpass\n\t\t_:\n\t\t\treturn -v\n",
+]
+SMALL_TEXTS = ["if a:\n  f(b)\nelse:\n  g()\n", "if a:\n  elsewhere(x, y)\n  if b:\n    f()\nh()\n",
+               "\nf(a,\n  b)\nif x:\n\tg()\n"]
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(name: str) -> localgcd.CompiledGrammar:
+    text = GDSCRIPT.read_text(encoding="utf-8") if name == "gdscript" else SMALL
+    return localgcd.compile_grammar(text, byte_vocabulary(), fmt="lark", parser="lalr", lexer="contextual",
+                                    lark_regex=name == "gdscript", use_cache=False,
+                                    source=str(GDSCRIPT) if name == "gdscript" else "<small>")
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> IndentedContextualChecker:
+    if name == "gdscript":
+        return IndentedContextualChecker(GDSCRIPT.read_text(encoding="utf-8"), GD_INDENTER, regex=True)
+    return IndentedContextualChecker(SMALL, SMALL_INDENTER)
+
+
+def lark_parser(name: str) -> lark.Lark:
+    if name == "gdscript":
+        return lark.Lark.open(str(GDSCRIPT), parser="lalr", postlex=GD_INDENTER(), regex=True)
+    return lark.Lark(SMALL, parser="lalr", postlex=SMALL_INDENTER())
+
+
+def texts_of(name: str) -> list[str]:
+    return GDSCRIPT_TEXTS if name == "gdscript" else SMALL_TEXTS
+
+
+def edits(text: str, rng: random.Random, n: int) -> list[str]:
+    """``text`` with one character dropped, doubled or replaced by a blank, a newline or a tab."""
+    out = []
+    for _ in range(n):
+        at = rng.randrange(len(text))
+        how = rng.choice(["drop", "double", "blank", "newline", "tab"])
+        put = {"drop": "", "double": text[at] * 2, "blank": " ", "newline": "\n", "tab": "\t"}[how]
+        out.append(text[:at] + put + text[at + 1:])
+    return out
+
+
+@pytest.mark.parametrize("name", ["small", "gdscript"])
+def test_the_texts_are_the_languages_own(name: str) -> None:
+    parser = lark_parser(name)
+    assert all(lark_accepts(parser, text) for text in texts_of(name))
+
+
+@pytest.mark.parametrize("name", ["small", "gdscript"])
+def test_the_newline_forks_where_the_parser_states_lex_differently(name: str) -> None:
+    grammar = compiled(name)
+    newline = grammar.terminals[grammar.indenter.newline]
+    assert newline.fork and len(newline.lexed_in) == grammar.lexer_modes
+
+
+@pytest.mark.parametrize("name", ["small", "gdscript"])
+def test_masks_equal_the_reference_over_bytes(name: str) -> None:
+    """Every byte and the end at every prefix of each text: localgcd's mask against lark's
+    contextual lexer and Indenter (0 unsound, 0 incomplete)."""
+    grammar, ref, vocab = compiled(name), reference(name), byte_vocabulary()
+    log, ids = MismatchLog(), np.arange(len(vocab))
+    for text in texts_of(name):
+        matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
+        for byte in [*text.encode(), None]:
+            log.compare(prefix, vocab, matcher.allowed_token_mask()[ids], reference_verdicts(ref, state, vocab, ids),
+                        ids)
+            if byte is None:
+                break
+            assert matcher.advance(byte), prefix + bytes([byte])
+            state = ref.advance(state, bytes([byte]))
+            prefix += bytes([byte])
+    assert not log, log.report(name)
+
+
+@pytest.mark.parametrize("name", ["small", "gdscript"])
+def test_check_agrees_with_lark_on_whole_texts(name: str) -> None:
+    """``check``'s verdict (the matcher over the whole text) against lark's parse with its Indenter,
+    on the texts and on texts one edit away."""
+    grammar, parser, rng = compiled(name), lark_parser(name), random.Random(name)
+    texts = texts_of(name)
+    for text in texts + [e for t in texts for e in edits(t, rng, 12)]:
+        matcher = grammar.matcher()
+        ours = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+        assert ours == lark_accepts(parser, text), text
