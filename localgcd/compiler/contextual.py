@@ -43,6 +43,15 @@ serve every other token).  When one mode serves every state, the contextual lexe
 one and the tables are the basic ones.  The parse tables it reads are lark's own states (no
 terminal classes: a class's shortcut state has another row than lark's ``name: IDENT •``).
 
+With lark's ``Indenter`` (a ``postlex``), lark's contextual lexer lexes its newline in every state
+(the Indenter's ``always_accept``), and lark's ``PostLexConnector`` asks for the next lexeme only
+after the parser took the newline and the _INDENT or _DEDENTs the Indenter made of it — or nothing,
+where open brackets drop it.  So the states after the newline are those after it and one _INDENT or
+any number of _DEDENTs, and the state before it (:func:`_states_after_indenter`), and the newline
+is one terminal lexed in every mode (the Indenter reads one newline terminal) that forks to the
+first mode holding the parser's state after it (:func:`_newline_terminals`); the Indenter's bracket
+and newline terminals are then named by their copies, its _INDENT and _DEDENT by their columns.
+
 The analysis is array work: the states after each (state, terminal) cell are DeRemer and
 Pennello's digraph over the cells (:func:`_states_after`, the digraph kernel), the congruences
 connected components (:func:`_congruence`), the refinement sorted signatures (:func:`_refined`);

@@ -192,26 +192,28 @@ class ForkingMaskEngine(MaskEngine):
         (lexer state, stack, layout) of each node carried in Python (the layout changes at blanks)."""
         trie = self._trie
         verdicts = np.zeros(trie.n_positions, dtype=bool)
-        below = np.concatenate(([0], np.cumsum(pending))).tolist()
-        pending_at = pending.tolist()
+        below = np.concatenate(([0], np.cumsum(pending)))
+        pending_at = pending
         frontier = [(child, q, node, layout) for child in range(*trie.root_children)]
         for level in trie.levels:
             if not frontier:
                 break
-            lo, hi, byte_of = level.lo.tolist(), level.hi.tolist(), level.byte.tolist()
-            token_at = level.token_at.tolist()
-            child_start, child_end = level.child_start.tolist(), level.child_end.tolist()
+            nodes = np.fromiter((f[0] for f in frontier), dtype=np.int64, count=len(frontier))
+            # (only the frontier's nodes read off the level: a level's arrays span the whole vocabulary)
+            lo, hi, byte_of = level.lo[nodes].tolist(), level.hi[nodes].tolist(), level.byte[nodes].tolist()
+            token_at = level.token_at[nodes].tolist()
+            child_start, child_end = level.child_start[nodes].tolist(), level.child_end[nodes].tolist()
             going = []
-            for at, state, stack, here in frontier:
-                if below[hi[at]] <= below[lo[at]]:
+            for k, (_, state, stack, here) in enumerate(frontier):
+                if below[hi[k]] <= below[lo[k]]:
                     continue
-                state, stack, here = self._step_with_layout(state, stack, here, byte_of[at])
+                state, stack, here = self._step_with_layout(state, stack, here, byte_of[k])
                 if stack == DEAD_STACK:
                     continue
-                position = token_at[at]
+                position = token_at[k]
                 if position >= 0 and pending_at[position]:
                     verdicts[position] = self.checker.final(stack, state, here.paren > 0)[0]
-                going += [(child, state, stack, here) for child in range(child_start[at], child_end[at])]
+                going += [(child, state, stack, here) for child in range(child_start[k], child_end[k])]
             frontier = going
         return verdicts
 

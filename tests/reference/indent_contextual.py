@@ -13,7 +13,7 @@ open level and one deeper.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import copy
 
 import lark
 
@@ -42,8 +42,8 @@ class IndentedContextualChecker(IndentedReferenceChecker):
         names |= self.ignore | {self.indenter.NL_type}
         found = self._lexers.get(names)
         if found is None:
-            found = self._lexers[names] = ReferenceLexer([RefTerminal.from_lark(self._by_name[n]) for n in names],
-                                                         self.ignore, strict=False, search_budget=500)
+            found = self._lexers[names] = ReferenceLexer([RefTerminal.from_lark(ascii_classes(self._by_name[n]))
+                                                          for n in names], self.ignore, strict=False, search_budget=500)
         return found
 
     def _emit(self, indenter, ip, pending: bytes, after: bytes = b"") -> tuple[bytes, object, object]:
@@ -80,10 +80,6 @@ class IndentedContextualChecker(IndentedReferenceChecker):
         except _Dead:
             return None
         return indenter, ip, pending
-
-    def _start(self):
-        indenter, ip = super()._start()
-        return indenter, ip
 
     def state_is_viable(self, state) -> bool:
         if state is None:
@@ -131,9 +127,26 @@ class IndentedContextualChecker(IndentedReferenceChecker):
             return False
 
 
+#: the Unicode properties gdscript's NAME reads, as their ASCII part: the reference lexer parses patterns
+#: with ``re`` (no ``\\p{…}``), so it is an oracle for ASCII text only there (its users compare ASCII bytes)
+ASCII_PROPERTIES = {r"\p{XID_Start}": "A-Za-z", r"\p{XID_Continue}": "A-Za-z0-9"}
+
+
+def ascii_classes(term):
+    """``term`` (a lark ``TerminalDef``) with :data:`ASCII_PROPERTIES` in place of the properties."""
+    value = term.pattern.value
+    if r"\p{" not in value:
+        return term
+    for prop, ascii_part in ASCII_PROPERTIES.items():
+        value = value.replace(prop, ascii_part)
+    assert r"\p{" not in value, value
+    pattern = copy.copy(term.pattern)
+    pattern.value = value
+    other = copy.copy(term)
+    other.pattern = pattern
+    return other
+
+
 def with_names(names: dict[str, object]) -> type[lark.indenter.Indenter]:
     """lark's ``Indenter`` subclass with ``names`` (``NL_type``, ``tab_len``, ...) over Python's."""
     return type("Indenter", (StandardIndenter,), dict(names))
-
-
-__all__ = ["IndentedContextualChecker", "with_names", "replace"]
