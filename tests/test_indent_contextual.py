@@ -23,6 +23,7 @@ import pytest
 import localgcd
 from exactness_support import MismatchLog, byte_vocabulary, reference_verdicts
 from reference.indent_contextual import IndentedContextualChecker, with_names
+from localgcd.parser.pda import DEAD_STACK
 from reference.lark_oracle import lark_accepts
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -143,3 +144,67 @@ def test_check_agrees_with_lark_on_whole_texts(name: str) -> None:
             continue
         assert ours == theirs, text
     assert debt <= len(texts) // 10, debt
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_for(name: str, vocab_name: str) -> localgcd.CompiledGrammar:
+    from localgcd import load_vocabulary
+    from localgcd.llama.vocab_sources import vocab_path
+
+    text = GDSCRIPT.read_text(encoding="utf-8") if name == "gdscript" else SMALL
+    return localgcd.compile_grammar(text, load_vocabulary(vocab_path(vocab_name)), fmt="lark", parser="lalr",
+                                    lexer="contextual", lark_regex=name == "gdscript", use_cache=False)
+
+
+@pytest.mark.parametrize("name", ["small", "gdscript"])
+def test_crossing_tokens_read_along_the_trie_are_each_tokens_own_reading(name: str) -> None:
+    """At every byte of each text, the mask's verdict on each crossing token (a fork lexeme — the
+    newline's above all — ends inside it; read once per trie node for every token below it, the
+    layout carried beside the stack) is the token's own byte-by-byte reading through the Indenter
+    (``advance_bytes``), over smollm2's vocabulary (150 crossing tokens a byte, the allowed first)."""
+    grammar = compiled_for(name, "smollm2")
+    engine, checked, rng = grammar.engine, 0, np.random.default_rng(0)
+    for text in texts_of(name)[:4]:
+        matcher = grammar.matcher()
+        for byte in text.encode():
+            state = matcher._state
+            crossing = engine.crossing(state.lexer_state)
+            if crossing.size:
+                mask = matcher.allowed_token_mask()
+                allowed = crossing[mask[crossing]]
+                chosen = np.concatenate([rng.permutation(allowed)[:75],
+                                         rng.permutation(crossing[~mask[crossing]])[:150 - min(75, allowed.size)]])
+                own = [engine.advance_bytes(state.lexer_state, state.node, grammar.token_bytes[t], state.layout)[1]
+                       != DEAD_STACK for t in chosen.tolist()]
+                assert mask[chosen].tolist() == own, (text, state)
+                checked += int(np.count_nonzero(own))
+            assert matcher.accept_bytes(bytes([byte]))
+    assert checked
+
+
+@pytest.mark.parametrize("name", ["small", "gdscript"])
+def test_masks_equal_the_reference_over_smollm2(name: str) -> None:
+    """Along each text cut into smollm2's longest tokens the grammar allows, 24 allowed and 24 masked
+    tokens per position (ASCII ones for gdscript) against lark's contextual lexer and Indenter."""
+    grammar, ref = compiled_for(name, "smollm2"), reference(name)
+    pieces = grammar.token_bytes
+    ascii_only = name == "gdscript"
+    index = {piece: i for i, piece in enumerate(pieces) if piece}
+    log, rng = MismatchLog(), np.random.default_rng(0)
+    for text in texts_of(name):
+        data, at = text.encode(), 0
+        matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
+        while True:
+            mask = matcher.allowed_token_mask()
+            usable = np.asarray([bool(p) and (not ascii_only or p.isascii()) for p in pieces] +
+                                [False] * (mask.size - len(pieces)))
+            ids = np.concatenate([rng.permutation(np.flatnonzero(mask & usable))[:24],
+                                  rng.permutation(np.flatnonzero(~mask & usable))[:24]])
+            log.compare(prefix, grammar, mask[ids], reference_verdicts(ref, state, grammar, ids), ids)
+            if at == len(data):
+                break
+            token = next(index[data[at:at + k]] for k in range(min(16, len(data) - at), 0, -1)
+                         if data[at:at + k] in index and mask[index[data[at:at + k]]])
+            assert matcher.advance(token)
+            state, prefix, at = ref.advance(state, pieces[token]), prefix + pieces[token], at + len(pieces[token])
+    assert not log, log.report(name)

@@ -36,7 +36,7 @@ from localgcd.arrays import expand_ranges
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
-from localgcd.runtime.layout import NO_LAYOUT, Layout, feed_all
+from localgcd.runtime.layout import NEWLINE_BYTE, NO_LAYOUT, SPACE_BYTE, TAB_BYTE, Layout, feed_all
 from localgcd.runtime.masks import Mask, MaskEngine, MaskMemo
 from localgcd.spanner.trie import TrieLevel, VocabTrie
 
@@ -188,33 +188,70 @@ class ForkingMaskEngine(MaskEngine):
     def _read_with_layout(self, q: int, node: int, layout: Layout, pending: np.ndarray) -> np.ndarray:
         """:meth:`_read_on_stack` with lark's Indenter: bool [trie positions], whether each
         ``pending`` position's token, read from ``q`` on the stack ``node`` with ``layout``, is
-        allowed.  One walk down the trie, a node's byte read once for every token below it, the
-        (lexer state, stack, layout) of each node carried in Python (the layout changes at blanks)."""
-        trie = self._trie
+        allowed.  One walk down the trie, each node's byte read once for every token below it: the
+        lexer's steps and the pending lexeme's blanks as arrays, a node's stack, brackets and levels
+        as a *context* (an id into a list), and in Python only the bytes that emit or end a fork
+        lexeme (:meth:`_step_with_layout`, once per distinct (state, context, blanks, byte))."""
+        trie, next_state, emitted, tab = self._trie, self._next_state, self._emitted, self.indentation.spec.tab_len
         verdicts = np.zeros(trie.n_positions, dtype=bool)
         below = np.concatenate(([0], np.cumsum(pending)))
-        pending_at = pending
-        frontier = [(child, q, node, layout) for child in range(*trie.root_children)]
+        contexts = [(node, layout.paren, layout.levels)]
+        context_id = {contexts[0]: 0}
+        steps: dict[tuple[int, int, bool, int, int], tuple[int, int, bool, int]] = {}
+        finals: dict[int, bool] = {}  # (context, lexer state) → the pending lexeme may end well
+        nodes = np.arange(*trie.root_children, dtype=np.int64)
+        states = np.full(nodes.size, q, dtype=np.int64)
+        context = np.zeros(nodes.size, dtype=np.int64)
+        has_newline = np.full(nodes.size, layout.has_newline, dtype=bool)
+        width = np.full(nodes.size, layout.width, dtype=np.int64)
         for level in trie.levels:
-            if not frontier:
+            keep = below[level.hi[nodes]] > below[level.lo[nodes]]
+            nodes, states, context, has_newline, width = (a[keep] for a in (nodes, states, context, has_newline, width))
+            if not nodes.size:
                 break
-            nodes = np.fromiter((f[0] for f in frontier), dtype=np.int64, count=len(frontier))
-            # (only the frontier's nodes read off the level: a level's arrays span the whole vocabulary)
-            lo, hi, byte_of = level.lo[nodes].tolist(), level.hi[nodes].tolist(), level.byte[nodes].tolist()
-            token_at = level.token_at[nodes].tolist()
-            child_start, child_end = level.child_start[nodes].tolist(), level.child_end[nodes].tolist()
-            going = []
-            for k, (_, state, stack, here) in enumerate(frontier):
-                if below[hi[k]] <= below[lo[k]]:
-                    continue
-                state, stack, here = self._step_with_layout(state, stack, here, byte_of[k])
-                if stack == DEAD_STACK:
-                    continue
-                position = token_at[k]
-                if position >= 0 and pending_at[position]:
-                    verdicts[position] = self.checker.final(stack, state, here.paren > 0)[0]
-                going += [(child, state, stack, here) for child in range(child_start[k], child_end[k])]
-            frontier = going
+            byte = level.byte[nodes].astype(np.int64)
+            after = next_state[states, byte].astype(np.int64)
+            stepped = np.flatnonzero((self._fork_at[states] & self._ends[states, byte])
+                                     | (emitted[states, byte] != NO_EMIT)).tolist()
+            before = [(int(states[i]), int(context[i]), bool(has_newline[i]), int(width[i]), int(byte[i]))
+                      for i in stepped]  # (what the Indenter's step reads: the blanks before this byte)
+            line_break = byte == NEWLINE_BYTE
+            has_newline = has_newline | line_break
+            width = np.where(line_break, 0, width + (byte == SPACE_BYTE) + tab * (byte == TAB_BYTE))
+            for i, key in zip(stepped, before):  # the Indenter and the parser read these
+                found = steps.get(key)
+                if found is None:
+                    state, at, newline, blanks, read = key
+                    stack, paren, levels = contexts[at]
+                    state, stack, here = self._step_with_layout(state, stack, Layout(paren, levels, newline, blanks),
+                                                                read)
+                    if stack == DEAD_STACK:
+                        found = (DEAD_STATE, 0, False, 0)
+                    else:
+                        held = (stack, here.paren, here.levels)
+                        if held not in context_id:
+                            context_id[held] = len(contexts)
+                            contexts.append(held)
+                        found = (state, context_id[held], here.has_newline, here.width)
+                    steps[key] = found
+                after[i], context[i], has_newline[i], width[i] = found
+            alive = after != DEAD_STATE
+            ends = level.token_at[nodes]
+            done = np.flatnonzero(alive & (ends >= 0))
+            done = done[pending[ends[done]]]
+            if done.size:
+                keys, inverse = np.unique(context[done] * self._lexer.n_states + after[done], return_inverse=True)
+                answers = np.zeros(keys.size, dtype=bool)
+                for k, key in enumerate(keys.tolist()):
+                    answer = finals.get(key)
+                    if answer is None:
+                        stack, paren, _ = contexts[key // self._lexer.n_states]
+                        answer = finals[key] = self.checker.final(stack, key % self._lexer.n_states, paren > 0)[0]
+                    answers[k] = answer
+                verdicts[ends[done]] = answers[inverse.reshape(-1)]
+            going = alive & (level.child_end[nodes] > level.child_start[nodes])
+            nodes, states, context, has_newline, width = _children(level, nodes[going], after[going], context[going],
+                                                                    has_newline[going], width[going])
         return verdicts
 
     def _step_with_layout(self, q: int, node: int, layout: Layout, byte: int) -> tuple[int, int, Layout]:
