@@ -208,3 +208,16 @@ def test_masks_equal_the_reference_over_smollm2(name: str) -> None:
             assert matcher.advance(token)
             state, prefix, at = ref.advance(state, pieces[token]), prefix + pieces[token], at + len(pieces[token])
     assert not log, log.report(name)
+
+
+def test_read_back_from_the_cache_the_indenter_names_the_copies_it_named(tmp_path) -> None:
+    """The Indenter's newline, bracket and _INDENT/_DEDENT ids (the contextual lexer's copies and
+    columns) travel with the cache entry: the loaded grammar reads texts as the compiled one does."""
+    built = localgcd.Compiler(cache_dir=tmp_path).compile(SMALL, byte_vocabulary(), lexer="contextual")
+    built.flush()
+    loaded = localgcd.Compiler(cache_dir=tmp_path).compile(SMALL, byte_vocabulary(), lexer="contextual")
+    assert loaded.indenter == built.indenter and loaded.terminals == built.terminals
+    parser = lark_parser("small")
+    for text in SMALL_TEXTS + ["if a:\n  f()\n else:\n  g()\n", "f(a,\nb)\n  g()\n"]:
+        matcher = loaded.matcher()
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == lark_accepts(parser, text), text
