@@ -122,7 +122,10 @@ CORPUS37 = (
     new("miniwdl__wdl_1.0.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
     new("miniwdl__wdl_1.1.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
     new("miniwdl__wdl_development.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
-    third_party("gdtoolkit__gdscript.lark", "lalr", lark_regex=True),
+    third_party("gdtoolkit__gdscript.lark", "lalr", lark_regex=True,
+                note="its %declare'd _INDENT/_DEDENT are read as lark's Indenter (tab_len 8); gdtoolkit runs its "
+                     "own GDScriptIndenter (tab_len 4, an _NL after each _DEDENT, multi-line lambdas inside "
+                     "brackets): under lark's, no block may be followed by anything but another _NL"),
     third_party("pddl__grammar.lark", "lalr", start="domain"),
     third_party("poetry-core/pep508.lark", "lalr"),
     third_party("syncode__invariants.lark", "lalr"),
