@@ -77,7 +77,7 @@ def lark_parser(name: str) -> lark.Lark:
 
 
 def texts_of(name: str) -> list[str]:
-    return GDSCRIPT_TEXTS if name == "gdscript" else SMALL_TEXTS
+    return list(GDSCRIPT_TEXTS if name == "gdscript" else SMALL_TEXTS)
 
 
 def edits(text: str, rng: random.Random, n: int) -> list[str]:
@@ -132,8 +132,7 @@ def test_check_agrees_with_lark_on_whole_texts(name: str) -> None:
     """``check``'s verdict (the matcher over the whole text) against lark's parse with its Indenter,
     on the texts and on texts one edit away."""
     grammar, parser, ref, rng = compiled(name), lark_parser(name), reference(name), random.Random(name)
-    texts = texts_of(name)
-    texts += [e for t in texts for e in edits(t, rng, 12)]
+    texts = texts_of(name) + [e for t in texts_of(name) for e in edits(t, rng, 12)]
     debt = 0
     for text in texts:
         matcher = grammar.matcher()
