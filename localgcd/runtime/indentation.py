@@ -92,7 +92,7 @@ class IndentationPath:
         ``token_bytes[t]``, from ``starts[t]`` on (the engine's ``_token_starts``)."""
         self.spec = spec
         self.pda, self.checker, self.spanner, self.rows = pda, checker, spanner, rows
-        self._lexer = LayoutLexer(lexer, spec)
+        self.layout_lexer = LayoutLexer(lexer, spec)
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
         self._lexer_accept = lexer.grammar_terminals(lexer.accept).tolist()  # a pending state's: its alias's
         self._token_bytes = token_bytes
@@ -188,7 +188,7 @@ class IndentationPath:
     def check_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout, int]:
         """(end lexer state, stack or DEAD_STACK, layout, lowest height read) after ``data``."""
         pda = self.pda
-        scanned = self._lexer.scan(q, layout, data)
+        scanned = self.layout_lexer.scan(q, layout, data)
         if scanned is None:
             return DEAD_STACK, DEAD_STACK, layout, pda.height[node]
         events, state, pending = scanned
