@@ -197,7 +197,7 @@ class OutcomeChecker:
         if self._kernel is not None:
             spanner = self.spanner
             return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
-                                         paren_key, self._kernel_delta())
+                                         paren_key, self._kernel_delta())[0]
         row = self.status_row(self.pda.state[node], paren_key)
         known = self.status_table[row, outcomes]
         unknown = np.flatnonzero(known == UNKNOWN)
