@@ -99,8 +99,10 @@ def pack_ranks(const uint8_t[::1] verdicts, const rank_t[::1] dense, const uint8
     ``verdicts[dense[c]]`` -- or, where ``emits`` (empty: none) marks ``c``, the fresh part's
     ``fresh_verdicts[fresh_dense[c]]`` --, then packed as :func:`pack_classes` packs (class -1
     reading the last slot of ``dense``).  Returns (packed uint32 words, their count), or None when
-    a rank is past its verdicts or the parts are of other lengths (both passes are branch-free: a
-    rank past the verdicts is clamped, then refused)."""
+    a rank is past its verdicts or the parts are of other lengths (a rank past the verdicts is
+    clamped, then refused).  The pass over the dense part is branch-free; the fresh part's branches
+    on ``emits``, which marks runs (classes in byte order, a first byte's together): it reads only
+    the classes it marks."""
     cdef Py_ssize_t n_classes = dense.shape[0] - 1, c
     cdef Py_ssize_t n_verdicts = verdicts.shape[0], n_fresh = fresh_verdicts.shape[0]
     cdef bint fresh = emits.shape[0] > 0
@@ -110,20 +112,18 @@ def pack_ranks(const uint8_t[::1] verdicts, const rank_t[::1] dense, const uint8
     classes_arr = np.empty(n_classes + 1, dtype=np.uint8)
     cdef uint8_t[::1] classes = classes_arr
     cdef int64_t rank, fresh_rank
-    cdef uint8_t v, e
     cdef bint bad = False
     with nogil:
         for c in range(n_classes + 1):
             rank = dense[c]
             bad |= rank < 0 or rank >= n_verdicts
             classes[c] = verdicts[rank if rank >= 0 and rank < n_verdicts else 0] != 0
-        if fresh:
+        if fresh:  # the classes whose first byte ends the lexeme: runs (classes in byte order), so a branch
             for c in range(n_classes):
-                fresh_rank = fresh_dense[c]
-                e = emits[c] != 0
-                bad |= e & <uint8_t> (fresh_rank < 0 or fresh_rank >= n_fresh)
-                v = fresh_verdicts[fresh_rank if fresh_rank >= 0 and fresh_rank < n_fresh else 0] != 0
-                classes[c] = (classes[c] & (e ^ 1)) | (v & e)
+                if emits[c]:
+                    fresh_rank = fresh_dense[c]
+                    bad |= fresh_rank < 0 or fresh_rank >= n_fresh
+                    classes[c] = fresh_verdicts[fresh_rank if fresh_rank >= 0 and fresh_rank < n_fresh else 0] != 0
     if bad:
         return None
     return pack_classes(classes, token_class)

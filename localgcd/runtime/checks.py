@@ -81,7 +81,7 @@ class OutcomeChecker:
                                                                         indenter)
             # fixed up front (a lazy spanner's later outcomes cannot move it): the status table's rows
             self.paren_cap = paren_cap
-            self._paren_delta_list = self.paren_delta.tolist()
+            self._paren_delta_list = None  # a list for the Python path, made when it first reads it
         self.depth_keys = self.paren_cap + 1 if indenter is not None else 1
         if use_kernel:
             self._kernel = StackChecks(pda, producible[first], inverse,
@@ -138,7 +138,7 @@ class OutcomeChecker:
             emits, delta = outcome_layout_facts(spanner.head, spanner.tail, spanner.n_base, self.indenter, known)
             self.emits_newline = np.concatenate((self.emits_newline, emits))
             self.paren_delta = np.concatenate((self.paren_delta, delta))
-            self._paren_delta_list = self.paren_delta.tolist()
+            self._paren_delta_list = None  # remade when the Python path reads it (a kernel's checks never do)
         self._n_outcomes = n
         width = self.status_table.shape[1]
         if n > width:  # 4x: each widening reads every row (an untouched page costs a fault), so few of them
@@ -197,7 +197,7 @@ class OutcomeChecker:
         if self._kernel is not None:
             spanner = self.spanner
             return self._kernel.statuses(self.status_table, spanner.head, spanner.tail, spanner.n_base, node, outcomes,
-                                         paren_key, self._kernel_delta())
+                                         paren_key, self._kernel_delta())[0]
         row = self.status_row(self.pda.state[node], paren_key)
         known = self.status_table[row, outcomes]
         unknown = np.flatnonzero(known == UNKNOWN)
@@ -301,6 +301,8 @@ class OutcomeChecker:
         n_base = spanner.n_base
         table, keys, cap = self.status_table, self.depth_keys, self.paren_cap
         delta = self._paren_delta_list
+        if delta is None and self.indenter is not None:
+            delta = self._paren_delta_list = self.paren_delta.tolist()
         visited: list[tuple[int, int, int, int]] = []  # (status row, rest, height, height read by its step)
         while True:
             top, height = pda.state[node], pda.height[node]

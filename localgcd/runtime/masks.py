@@ -229,6 +229,7 @@ class MaskEngine:
         self._base_packed: dict[int, tuple[np.ndarray, int]] = {}  # the same, packed, and its count
         self._splits: dict[tuple[int, int, int], _ParserStateSplit] = {}
         self._splits_by_status: dict[tuple[int, bytes], _ParserStateSplit] = {}  # (row part, statuses)
+        self._layout_classes_of: dict[int, np.ndarray] = {}  # row part -> its newline-emitting classes (Indenter)
         self.n_by_ranks = 0  # splits made from their ranks alone (mostly context-dependent classes)
         self._first_terminals_of: dict[int, np.ndarray] = {}
         self._n_lexer_terminals = lexer.producible.shape[1]
@@ -665,6 +666,23 @@ class MaskEngine:
         self.n_stitched += 1
         return _ParserStateSplit(always, dependent, dependent_classes, dependent_outcomes, _NO_TOKENS)
 
+    def _layout_classes(self, part: RowPart) -> np.ndarray:
+        """A row part's classes whose outcome emits a newline (Indenter grammars): by rank, a lookup
+        per distinct outcome and one pass over the classes; made once per part, as they do not
+        depend on the parser state (parts are kept, so their ids stay theirs)."""
+        found = self._layout_classes_of.get(id(part))
+        if found is None:
+            newline = self.indentation.emits_newline[part.outcomes]
+            if part.dense is not None and self.kernels:
+                found = marked_classes(np.append(newline, False), part.dense[:-1])
+            elif part.dense is not None:
+                found = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
+            else:
+                found = part.classes[np.take(newline, part.ranks)]
+            found.flags.writeable = False
+            self._layout_classes_of[id(part)] = found
+        return found
+
     def _classify(self, part: RowPart, status: np.ndarray) -> _ParserStateSplit:
         """The split of a row part given the status of each of its distinct outcomes: a lookup of
         each class's (or entry's) outcome rank in a table by rank, over every class at once for a
@@ -675,14 +693,8 @@ class MaskEngine:
         any_dependent = bool(dependent.any())
         dependent_classes = dependent_outcomes = _NO_TOKENS
         layout_classes = _NO_TOKENS
-        if self.indentation is not None:  # by rank: a lookup per distinct outcome, one pass over the classes
-            newline = self.indentation.emits_newline[outcomes]
-            if part.dense is not None and self.kernels:
-                layout_classes = marked_classes(np.append(newline, False), part.dense[:-1])
-            elif part.dense is not None:
-                layout_classes = np.flatnonzero(np.take(np.append(newline, False), part.dense[:-1]))
-            else:
-                layout_classes = part.classes[np.take(newline, part.ranks)]
+        if self.indentation is not None:
+            layout_classes = self._layout_classes(part)
         if part.dense is not None and self.kernels and any_dependent:
             n_dependent = int(part.rank_counts()[np.flatnonzero(dependent)].sum())
             if 8 * n_dependent >= self.spanner.n_classes:  # its masks take one pass by rank: no classes gathered

@@ -13,6 +13,8 @@ take the layout path (``indentation``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from localgcd.arrays import boolean_product
@@ -27,6 +29,27 @@ except ImportError:  # not built: the Python path serves
 def check_kernel_available() -> bool:
     """Whether the checks' kernel was built (``pip install`` builds it)."""
     return check_kernel is not None
+
+
+@dataclass(frozen=True)
+class StackWalk:
+    """What a statuses pass found on its stack: the outcomes it checked there (ascending), whether
+    each passed and the lowest height it read -- the verdicts a check of the same outcomes on the
+    same stack (and bracket depth) would find, so the next one need not walk them again."""
+
+    node: int
+    paren: int
+    outcomes: np.ndarray  # int64, ascending
+    ok: np.ndarray  # bool
+    read: np.ndarray  # int64
+
+    def found(self, node: int, paren: int, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bool per outcome: checked in this walk, its index in the walk) for a check of
+        ``outcomes`` on ``node`` at depth ``paren``; none found on another stack or depth."""
+        if node != self.node or paren != self.paren or not self.outcomes.size:
+            return np.zeros(outcomes.size, dtype=bool), np.zeros(outcomes.size, dtype=np.intp)
+        at = np.minimum(np.searchsorted(self.outcomes, outcomes), self.outcomes.size - 1)
+        return self.outcomes[at] == outcomes, at
 
 
 class StackChecks:
@@ -69,14 +92,22 @@ class StackChecks:
         self._paren_cap = paren_cap if prod_newline is not None else 0
         self._depth_keys = self._paren_cap + 1 if prod_newline is not None else 1
         self._no_delta = np.zeros(1, dtype=np.int64)
+        self._walk: StackWalk | None = None  # the last statuses pass's verdicts on its stack
 
     def statuses(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
-                 outcomes: np.ndarray, paren: int = 0, paren_delta: np.ndarray | None = None) -> np.ndarray:
+                 outcomes: np.ndarray, paren: int = 0, paren_delta: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Alg. 5's status of each outcome in ``node``'s top state (and capped bracket depth
         ``paren``), those not yet known checked on the stack ``node`` (and recorded) in the same
-        kernel pass."""
-        self.check(status_table, head, tail, n_base, node, outcomes, True, paren, paren_delta)
-        return status_table[self._pda.state[node] * self._depth_keys + min(paren, self._paren_cap), outcomes]
+        kernel pass; with what those checks found on ``node``: (statuses, allowed?, lowest height
+        read -- -1 for an outcome whose status was known, so not checked)."""
+        ok, read = self.check(status_table, head, tail, n_base, node, outcomes, True, paren, paren_delta)
+        walked = read >= 0
+        if walked.any():
+            order = np.argsort(outcomes[walked], kind="stable")
+            self._walk = StackWalk(node, paren, np.asarray(outcomes[walked], dtype=np.int64)[order],
+                                   ok[walked][order], read[walked][order])
+        return status_table[self._pda.state[node] * self._depth_keys + min(paren, self._paren_cap), outcomes], ok, read
 
     def check(self, status_table: np.ndarray, head: np.ndarray, tail: np.ndarray, n_base: int, node: int,
               outcomes: np.ndarray, unknown_only: bool = False, paren: int = 0,
@@ -84,14 +115,24 @@ class StackChecks:
         """For each outcome (ids of ``head``/``tail``; below ``n_base``, an end lexer state) from
         stack ``node``: (allowed?, lowest height read); records statuses in ``status_table``
         (int8 [parser states, outcome ids], written in place).  ``unknown_only``: only the
-        outcomes whose status in the top state is unknown are checked (the verdicts are not
-        filled: :meth:`statuses`).  With an Indenter: ``paren``, the bracket depth before the
+        outcomes whose status in the top state is unknown are checked (the others' verdicts are not
+        filled, their height read is -1: :meth:`statuses`).  With an Indenter: ``paren``, the bracket depth before the
         outcomes (none of which emits a newline), and ``paren_delta``, each outcome id's change
         of it."""
         n = outcomes.size
+        if not unknown_only and self._walk is not None and n:
+            found, at = self._walk.found(node, paren, outcomes)
+            if found.any():  # verdicts the last statuses pass found on this stack: only the others walked
+                ok, read = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
+                ok[found], read[found] = self._walk.ok[at[found]], self._walk.read[at[found]]
+                others = np.flatnonzero(~found)
+                if others.size:
+                    ok[others], read[others] = self.check(status_table, head, tail, n_base, node, outcomes[others],
+                                                          False, paren, paren_delta)
+                return ok, read
         delta = self._no_delta if paren_delta is None else paren_delta
         ok = np.zeros(n, dtype=np.uint8)
-        read = np.zeros(n, dtype=np.int64)
+        read = np.full(n, -1, dtype=np.int64) if unknown_only else np.zeros(n, dtype=np.int64)
         if n:
             if int(outcomes.max()) >= min(status_table.shape[1], head.size) or int(outcomes.min()) < 0:
                 raise ValueError("an outcome id the status table has no column for")  # the kernel reads unchecked
