@@ -97,3 +97,27 @@ def test_a_damaged_header_member_makes_the_entry_unusable(tmp_path, at) -> None:
     _flip(table_store, at)
     with pytest.warns(CacheWarning, match="unusable"):
         assert table_store.read("entry", "k", 1, DEFERRED) is None
+
+
+def test_an_entry_whose_header_member_has_zip64_sizes_is_read_directly(tmp_path) -> None:
+    """Entries written with a zip64 header member (sizes in its extra field) read as they always did."""
+    import json
+    import zipfile
+
+    path = written(tmp_path).path("entry")
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in ("header.npy", "blob.npy")}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            with archive.open(name, "w", force_zip64=True) as member:
+                member.write(data)
+    with open(path, "rb") as handle:
+        size = path.stat().st_size
+        direct = store._direct_members(handle.fileno(), size)
+        assert direct is not None and direct == store._members_by_directory(handle, size)
+    assert json.loads(json.dumps(direct[0]))["extra"] == 7
+
+
+def test_a_written_entry_s_arrays_are_aligned_in_memory(tmp_path) -> None:
+    _header, arrays = written(tmp_path).read("entry", "k", 1, DEFERRED)
+    assert all(array.ctypes.data % 16 == 0 for array in arrays.values() if array.size)
