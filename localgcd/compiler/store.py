@@ -12,6 +12,7 @@ is reported once per store, and tables are used from memory.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import mmap
@@ -166,7 +167,7 @@ def _read_mapped(path: Path) -> tuple[dict, np.ndarray]:
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # a zip member's local file header (30 bytes)
 #: The ``.npy`` header :func:`_write_npz` writes for a 1-D byte array (format 1.0).
 _BYTES_NPY_HEADER = re.compile(rb"\{'descr': '\|u1', 'fortran_order': False, 'shape': \((\d+),\), \} *\n")
-_FIRST_READ = 1 << 16
+_FIRST_READ = 1 << 14  # (a JSON Schema's header is a few KB)
 
 
 def _direct_members(fd: int, file_size: int) -> tuple[dict, int, int] | None:
@@ -319,7 +320,7 @@ def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()
     those whose names start with a ``deferred`` prefix)."""
     arrays, checked = {}, []
     for name, dtype_str, shape, offset, crc in layout:
-        dtype = np.dtype(dtype_str)
+        dtype = _dtype(dtype_str)
         if dtype.hasobject:
             raise ValueError(f"array {name} has an object dtype")
         count = math.prod(shape) * dtype.itemsize  # (exact: no int64 overflow; a Python call, not numpy's)
@@ -331,6 +332,9 @@ def _unpack(blob: np.ndarray, layout: list[list], deferred: tuple[str, ...] = ()
         arrays[name] = array
     _verify(blob, checked)
     return arrays
+
+
+_dtype = functools.lru_cache(maxsize=64)(np.dtype)  # (an entry names a handful of dtypes, by their str)
 
 
 def _verify(blob: np.ndarray, checked: list[tuple[str, int, int, int, np.ndarray]]) -> None:
@@ -396,5 +400,11 @@ def array_checksum(raws: list[np.ndarray], array: np.ndarray | ArrayPieces) -> i
 
 def _combined(total: int, array: np.ndarray | ArrayPieces, size: int) -> int:
     """The checksum of an array of ``size`` bytes whose words sum to ``total``."""
-    shape = zlib.crc32(repr((array.dtype.str, tuple(array.shape))).encode())
-    return (total ^ (shape << 32) ^ size) & 0xFFFF_FFFF_FFFF_FFFF
+    return (total ^ (_shape_checksum(array.dtype.str, tuple(array.shape)) << 32) ^ size) & 0xFFFF_FFFF_FFFF_FFFF
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_checksum(dtype: str, shape: tuple[int, ...]) -> int:
+    """The part of an array's checksum its dtype and shape make (an entry's arrays have few shapes
+    between loads: a table per lexer state, one per parser state)."""
+    return zlib.crc32(repr((dtype, shape)).encode())
