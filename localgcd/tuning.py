@@ -64,7 +64,7 @@ class Tuning:
     counted left to right where it can be (False: links only).
     """
 
-    eager_list_cells: int = 1 << 16
+    eager_list_cells: int = 1 << 10
     small_frontier: int = 24
     eager_step_rows: int = 4096
     breadth_from: int = 256

@@ -156,11 +156,14 @@ class Compiler:
                          *where, *tuned, *general, *lexed, *named)
         if self.use_cache:
             started = time.perf_counter()
-            entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
-            if entry is not None and (not self.eager or CompiledGrammar.is_built_ahead(entry[0])):
-                trie = self.vocabulary_trie(vocab) if CompiledGrammar.spans_lazily(entry[0]) else None
-                compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie,
-                                                       self.tuning)
+            with _collector_paused():  # (as a build is: a load makes only objects that live with the grammar)
+                entry = self.store.read(key, key, TABLE_FORMAT_VERSION, CompiledGrammar.DEFERRED_ARRAYS)
+                loaded = entry is not None and (not self.eager or CompiledGrammar.is_built_ahead(entry[0]))
+                if loaded:
+                    trie = self.vocabulary_trie(vocab) if CompiledGrammar.spans_lazily(entry[0]) else None
+                    compiled = CompiledGrammar.from_arrays(*entry, vocab.token_bytes, _end_ids(vocab), source, trie,
+                                                           self.tuning)
+            if loaded:
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
                 if isinstance(compiled.spanner, LazyTokenSpanner):

@@ -223,7 +223,6 @@ class MaskEngine:
         self.n_tokens = spanner.n_tokens
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
         self._lexer = lexer
-        self.terminated_mask = Mask.of(np.zeros(self.n_tokens, dtype=bool), True, end_ids[:0])
         self._token_class = spanner.token_class.astype(np.intp, copy=False)  # intp: numpy gathers it 2x faster
         self._base_tokens: dict[int, np.ndarray] = {}  # id(base classes) -> token mask, LRU order
         self._base_packed: dict[int, tuple[np.ndarray, int]] = {}  # the same, packed, and its count
@@ -248,6 +247,13 @@ class MaskEngine:
                                             flat_tokens[:2]) if flat_tokens else None)
 
     # -- public ---------------------------------------------------------------
+
+    @cached_property
+    def terminated_mask(self) -> Mask:
+        """The mask after an end token: no token (made when a text first ends: a first mask need not
+        wait for a vocabulary-wide array)."""
+        return Mask.of_packed(np.zeros((self.n_tokens + 31) // 32, dtype=np.uint32), self.n_tokens, 0, True,
+                              self.end_ids[:0])
 
     @property
     def start_stack(self) -> int:
