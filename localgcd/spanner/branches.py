@@ -181,7 +181,7 @@ class BranchRows:
             return
         for i, sketch in zip(big, self._sketches(states[big])):
             child, state = int(children[i]), int(states[i])
-            if self._copies.match(state, np.array([state], dtype=np.int64)) is not None:
+            if self._copies.maps_onto_itself(state):
                 made = self._templates.setdefault((child, sketch), ([], []))
                 made[0].append(state)
                 made[1].append(child * n_states + state)
@@ -190,10 +190,12 @@ class BranchRows:
         """Per state, how the walk reads each byte there -- dies, emits, stays, or goes elsewhere --:
         what a copy's state reads alike, so only states with equal sketches are matched."""
         lexer = self.lexer
+        states, which = np.unique(states, return_inverse=True)  # (a row's branches enter a few states)
         rows = lexer.next_state[states]
         emits = (lexer.accept[states] >= 0)[:, None] & (lexer.emitted[states] != NO_EMIT) & (rows != DEAD_STATE)
         kinds = np.where(rows == DEAD_STATE, 0, np.where(emits, 1, np.where(rows == states[:, None], 2, 3)))
-        return [row.tobytes() for row in kinds.astype(np.uint8)]
+        sketches = [row.tobytes() for row in kinds.astype(np.uint8)]
+        return [sketches[i] for i in which.ravel().tolist()]
 
     def _rename(self, key: int, template: int, state_pairs: np.ndarray, term_pairs: np.ndarray) -> None:
         """Make branch ``key`` from branch ``template``, entered in a copy of its closure: the same

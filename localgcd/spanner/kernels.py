@@ -232,6 +232,15 @@ class CopyMatcher:
         self._scratch = (np.full(lexer.n_states, -1, np.int64), np.full(lexer.n_states, -1, np.int64),
                          np.full(n_terms, -1, np.int64), np.full(n_terms, -1, np.int64),
                          np.empty(2 * limit, np.int64), np.empty(2 * n_terms, np.int64))
+        self._onto_itself: dict[int, bool] = {}  # state → whether its closure maps onto itself within the limit
+
+    def maps_onto_itself(self, state: int) -> bool:
+        """Whether ``state``'s closure maps onto itself within the limit (a template another
+        closure could map onto); memoized per state (a row's big branches enter a few states)."""
+        found = self._onto_itself.get(state)
+        if found is None:
+            found = self._onto_itself[state] = self.match(state, np.array([state], dtype=np.int64)) is not None
+        return found
 
     def match(self, state: int, candidates: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
         """(the index of the first candidate whose closure maps onto ``state``'s, int64 [k, 2] its
