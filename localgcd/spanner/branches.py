@@ -66,6 +66,7 @@ class BranchRows:
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
+        self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
         self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
@@ -189,13 +190,15 @@ class BranchRows:
     def _sketches(self, states: np.ndarray) -> list[bytes]:
         """Per state, how the walk reads each byte there -- dies, emits, stays, or goes elsewhere --:
         what a copy's state reads alike, so only states with equal sketches are matched."""
-        lexer = self.lexer
-        states, which = np.unique(states, return_inverse=True)  # (a row's branches enter a few states)
-        rows = lexer.next_state[states]
-        emits = (lexer.accept[states] >= 0)[:, None] & (lexer.emitted[states] != NO_EMIT) & (rows != DEAD_STATE)
-        kinds = np.where(rows == DEAD_STATE, 0, np.where(emits, 1, np.where(rows == states[:, None], 2, 3)))
-        sketches = [row.tobytes() for row in kinds.astype(np.uint8)]
-        return [sketches[i] for i in which.ravel().tolist()]
+        lexer, known = self.lexer, self._sketch_of  # (a row's branches enter a few states, rows share them)
+        states = states.tolist()
+        new = np.array(sorted({state for state in states if state not in known}), dtype=np.int64)
+        if new.size:
+            rows = lexer.next_state[new]
+            emits = (lexer.accept[new] >= 0)[:, None] & (lexer.emitted[new] != NO_EMIT) & (rows != DEAD_STATE)
+            kinds = np.where(rows == DEAD_STATE, 0, np.where(emits, 1, np.where(rows == new[:, None], 2, 3)))
+            known.update(zip(new.tolist(), (row.tobytes() for row in kinds.astype(np.uint8))))
+        return [known[state] for state in states]
 
     def _rename(self, key: int, template: int, state_pairs: np.ndarray, term_pairs: np.ndarray) -> None:
         """Make branch ``key`` from branch ``template``, entered in a copy of its closure: the same
