@@ -212,10 +212,14 @@ cdef struct Chains:
 cdef void find_successor(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
                          int32_t q) noexcept nogil:
     """``q``'s chain successor: of the states other than ``q`` that a byte steps it to without
-    emitting, the majority one when there is one (Boyer and Moore's vote: two passes over the row;
-    any choice is exact, the walk only goes on where the chain does not fit), and its bytes."""
+    emitting, the one most bytes go to (the first such in byte order on a tie; any choice is
+    exact, the walk only goes on where the chain does not fit), and its bytes.  (A vote for a
+    majority picked a state one byte goes to where no state has a majority: a product lexer's
+    states, whose letters, digits and punctuation go three ways.)"""
     cdef int32_t best = DEAD, s
-    cdef int b, votes = 0
+    cdef int32_t seen[256]
+    cdef int counts[256]
+    cdef int b, k, n_seen = 0, most = 0
     cdef bint emits_here = acc[q] >= 0
     cdef int64_t row = <int64_t> q * 256
     cdef uint64_t* bits = ch.bytes + 4 * <int64_t> q
@@ -223,12 +227,16 @@ cdef void find_successor(Chains* ch, const int32_t* ns, const emit_t* em, const 
         s = ns[row + b]
         if s == DEAD or s == q or (emits_here and em[row + b] != NO_EMIT):
             continue
-        if votes == 0:
-            best, votes = s, 1
-        elif s == best:
-            votes += 1
+        for k in range(n_seen):
+            if seen[k] == s:
+                counts[k] += 1
+                break
         else:
-            votes -= 1
+            seen[n_seen], counts[n_seen] = s, 1
+            k = n_seen
+            n_seen += 1
+        if counts[k] > most:
+            best, most = s, counts[k]
     bits[0] = bits[1] = bits[2] = bits[3] = 0
     if best != DEAD:
         for b in range(256):
