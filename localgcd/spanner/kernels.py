@@ -108,7 +108,9 @@ class LexerChains:
     characters in states ``q_k → q_(k+1)``: a trie node whose bytes below are all plain characters,
     and no deeper than the run, ends each token below in the state as many steps on, without a
     walk; a deeper one too, when every byte below keeps the run's last state (a loop: past a
-    ``minLength``) or kills it (at a ``maxLength``).  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
+    ``minLength``) or kills it (at a ``maxLength``).  Likewise by UTF-8 characters (``utf8``: where a
+    state reads them as the canonical automaton does, each stepping it to one state -- itself or its
+    successor).  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
 
     def __init__(self, n_states: int) -> None:
         self.next = np.full(n_states, -2, dtype=np.int32)  # -2: not found yet; DEAD_STATE: none
