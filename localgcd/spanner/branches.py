@@ -67,6 +67,9 @@ class BranchRows:
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
+        self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
+        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_states(q)
+        self._held: dict[int, np.ndarray] = {}  # q → _held_ids(q)
         self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
@@ -119,9 +122,35 @@ class BranchRows:
         tokens all start with a terminal outside the set.
         """
         children, state = self._continuing_children(q)
-        if first_terminals is not None:
-            keep = (self.lexer.producible[state] & first_terminals).any(axis=1)
-            children, state = children[keep], state[keep]
+        held = self._held_ids(q, children.size)  # each continuing child's branch id, -1 until known
+        if first_terminals is not None:  # (by distinct state: a row's ~200 root children enter a few)
+            entered, which = self._entered_states(q)
+            keep = (self.lexer.producible[entered] & first_terminals).any(axis=1)[which]
+            children, state, held_now = children[keep], state[keep], held[keep]
+        else:
+            keep, held_now = None, held.copy()
+        if held_now.size and held_now.min() >= 0:  # every branch known: no key looked up again
+            found = held_now
+        else:
+            found = self._branch_ids(children, state)
+            if keep is None:
+                held[:] = found
+            else:
+                held[keep] = found
+        if self.lexer.alias_of is None:
+            return found
+        return self._with_aliases(q, first_terminals, children, found)
+
+    def _held_ids(self, q: int, n_children: int) -> np.ndarray:
+        """int64 [continuing children of ``q``]: the branch id each enters, -1 until looked up."""
+        found = self._held.get(q)
+        if found is None:
+            found = self._held[q] = np.full(n_children, -1, dtype=np.int64)
+        return found
+
+    def _branch_ids(self, children: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """The ids of the branches (root child ``children[i]`` entered in ``state[i]``): taken from
+        the saved ones, renamed from a copy's or walked where new."""
         keys = (children * self.lexer.n_states + state).tolist()
         ids = self._ids
         missing = [i for i, key in enumerate(keys) if key not in ids]
@@ -137,9 +166,11 @@ class BranchRows:
                 self._keep_templates(children[missing], state[missing])
         for key, template, state_pairs, term_pairs in renamed:
             self._rename(key, ids[template], state_pairs, term_pairs)
-        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
-        if self.lexer.alias_of is None:
-            return found
+        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def _with_aliases(self, q: int, first_terminals: np.ndarray | None, children: np.ndarray,
+                      found: np.ndarray) -> np.ndarray:
+        """``found`` (the branches of ``children``) with the alias branches of ``q``, in position order."""
         alias_children, aliases = self._alias_children(q)
         if first_terminals is not None:
             keep = first_terminals[self.lexer.grammar_terminals(aliases)]
@@ -249,12 +280,26 @@ class BranchRows:
         return self._ids[key]
 
     def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """(root children whose byte continues ``q``'s lexeme, the state each enters)."""
-        lexer = self.lexer
-        term = lexer.emitted[q, self._root_bytes]
-        state = lexer.next_state[q, self._root_bytes]
-        children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
-        return children, state[children].astype(np.int64)
+        """(root children whose byte continues ``q``'s lexeme, the state each enters), made once per
+        state (read-only: a lazy row asks again for each set of first terminals)."""
+        found = self._continuing.get(q)
+        if found is None:
+            lexer = self.lexer
+            term = lexer.emitted[q, self._root_bytes]
+            state = lexer.next_state[q, self._root_bytes]
+            children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
+            found = self._continuing[q] = (children, state[children].astype(np.int64))
+            for array in found:
+                array.flags.writeable = False
+        return found
+
+    def _entered_states(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct states ``q``'s continuing root children enter, each child's among them)."""
+        found = self._entered.get(q)
+        if found is None:
+            entered, which = np.unique(self._continuing_children(q)[1], return_inverse=True)
+            found = self._entered[q] = (entered, which.ravel())
+        return found
 
     def outcome_of(self, q: int, position: int) -> int:
         """The outcome of one trie position from ``q`` (DEAD_STATE: its first byte does not
