@@ -301,6 +301,20 @@ def test_compiles_in_its_projects_mode(entry: WildGrammar) -> None:
     assert compiled is not None
 
 
+@pytest.mark.xfail(strict=True, raises=GrammarError,
+                   reason="issue 37: lark's Indenter with the general parser (refused: the general parser does "
+                          "not track the layout)")
+def test_lark_s_python2_example_compiles_as_its_earley_parser_reads_it() -> None:
+    """lark's own examples/advanced/python_parser.py reads python2.lark with ``parser='earley',
+    lexer='basic'`` and lark's ``PythonIndenter`` (``python_parser2_earley``): one of lark's Earley
+    example grammars, not LALR(1) with lark's resolution left out."""
+    from localgcd.grammar.indenter import IndenterOptions
+
+    text = (CORPUS / "lark" / "third_party" / "lark__python2.lark").read_text(encoding="utf-8")
+    localgcd.compile_grammar(text + "\nstart: file_input\n", byte_vocabulary(), parser="earley", lexer="basic",
+                             use_cache=False, indenter=IndenterOptions())
+
+
 def mutations(text: str, rng) -> list[str]:
     """``text`` with a character dropped, doubled or replaced by another of its own, a few times."""
     out = []
