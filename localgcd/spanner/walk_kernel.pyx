@@ -922,6 +922,7 @@ def utf8_ends(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t
                 else:
                     ends[f], chars[f] = <int8_t> c, 1 if c == 0 else 0
 
+
 def below_and_height(const int64_t[::1] parent, const uint8_t[::1] byte, uint64_t[:, ::1] below,
                      int32_t[::1] height) -> None:
     """The trie's flat nodes' ``below`` (the bytes on the edges under a node, 256 bits) and
