@@ -12,6 +12,8 @@ emitted, end state).
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import json
 import warnings
 from pathlib import Path
@@ -329,6 +331,75 @@ def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, b
                                       if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
         for position, outcome in zip(positions.tolist(), values.tolist()):
             assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+
+
+# Bytes of UTF-8 characters of every length, the bounds of Unicode's table 3-7 (E0, ED, F0, F4 and the
+# continuation bytes each allows), bytes never in UTF-8 (C0, F5), and a few of JSON's: tokens drawn
+# from them hold whole characters, characters begun or ended, and ill-formed sequences.
+_UTF8_BYTES = sorted(set(b'ab "\\\n') | set("é€😀\u07ff\u0800\ud7ff\ue000\U00010000\U0010ffff".encode())
+                     | {0x80, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xED, 0xF0, 0xF4, 0xF5})
+_UTF8_TOKEN = st.one_of(st.text(alphabet="ab é€😀\u07ff\u0800\ud7ff\ue000\U0010ffff\"", min_size=1, max_size=5)
+                        .map(lambda text: text.encode()).flatmap(lambda b: st.sampled_from([b, b[1:] or b, b[:-1] or b])),
+                        st.binary(min_size=1, max_size=7).map(lambda b: bytes(_UTF8_BYTES[x % len(_UTF8_BYTES)] for x in b)))
+
+
+@pytest.mark.parametrize("breadth_from", [0, 4, 1 << 40])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=st.lists(_UTF8_TOKEN, min_size=1, max_size=120, unique=True))
+def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone_in_utf8(json_lexer, breadth_from: int,
+                                                                           tokens: list[bytes]) -> None:
+    """The same, on tries of UTF-8 text: where every character keeps a string's state, or steps it
+    along its chain of counted characters, the kernel ends the tokens below a node by their
+    characters (``utf8_ends``) instead of walking them; each entry is still the token lexed alone."""
+    trie = VocabTrie.build(tuple(tokens), np.arange(len(tokens)))
+    spanner = compiled_spanner(json_lexer, trie, len(tokens), breadth_from)
+    texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
+    for q in range(json_lexer.n_states):
+        positions, values = spanner.continuing(q)
+        assert positions.tolist() == [p for p, text in enumerate(texts)
+                                      if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
+        for position, outcome in zip(positions.tolist(), values.tolist()):
+            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+
+
+def _utf8_suffix(text: bytes) -> tuple[bool, bool, int]:
+    """(well formed up to a character begun at its end, ends between characters, whole characters),
+    by Python's incremental UTF-8 decoder."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        decoded = decoder.decode(text)
+    except UnicodeDecodeError:
+        return False, False, 0
+    pending = decoder.getstate()[0]  # (the decoder waits on E0 80 or ED A0: some end completes what begins well)
+    ends = [bytes(end) for n in (1, 2, 3) for end in itertools.product((0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF), repeat=n)]
+    completed = not pending or any(_decodes(pending + end) for end in ends)
+    return completed, completed and not pending, len(decoded)
+
+
+def _decodes(text: bytes) -> bool:
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=st.lists(_UTF8_TOKEN, min_size=1, max_size=40, unique=True))
+def test_utf8_ends_are_pythons_decoding(tokens: list[bytes]) -> None:
+    """Per byte of a token, the canonical UTF-8 automaton's state after the token's bytes from there
+    (-1: ill-formed, 0: between characters) and the whole characters among them, as Python's
+    incremental decoder reads them (surrogates and bytes past U+10FFFF refused, a character begun
+    at the end pending)."""
+    trie = VocabTrie.build(tuple(tokens), np.arange(len(tokens)))
+    ends, chars = kernels.utf8_ends(trie)
+    for p in range(trie.n_positions):
+        start, stop = int(trie.offsets[p]), int(trie.offsets[p + 1])
+        for f in range(start, stop):
+            well_formed, between, n = _utf8_suffix(trie.data[f:stop].tobytes())
+            assert (int(ends[f]) >= 0, int(ends[f]) == 0) == (well_formed, well_formed and between)
+            if well_formed:
+                assert int(chars[f]) == n
 
 
 # --------------------------------------------------------------------------

@@ -66,6 +66,10 @@ class BranchRows:
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
+        self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
+        self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
+        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_states(q)
+        self._held: dict[int, np.ndarray] = {}  # q → _held_ids(q)
         self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
@@ -118,9 +122,35 @@ class BranchRows:
         tokens all start with a terminal outside the set.
         """
         children, state = self._continuing_children(q)
-        if first_terminals is not None:
-            keep = (self.lexer.producible[state] & first_terminals).any(axis=1)
-            children, state = children[keep], state[keep]
+        held = self._held_ids(q, children.size)  # each continuing child's branch id, -1 until known
+        if first_terminals is not None:  # (by distinct state: a row's ~200 root children enter a few)
+            entered, which = self._entered_states(q)
+            keep = (self.lexer.producible[entered] & first_terminals).any(axis=1)[which]
+            children, state, held_now = children[keep], state[keep], held[keep]
+        else:
+            keep, held_now = None, held.copy()
+        if held_now.size and held_now.min() >= 0:  # every branch known: no key looked up again
+            found = held_now
+        else:
+            found = self._branch_ids(children, state)
+            if keep is None:
+                held[:] = found
+            else:
+                held[keep] = found
+        if self.lexer.alias_of is None:
+            return found
+        return self._with_aliases(q, first_terminals, children, found)
+
+    def _held_ids(self, q: int, n_children: int) -> np.ndarray:
+        """int64 [continuing children of ``q``]: the branch id each enters, -1 until looked up."""
+        found = self._held.get(q)
+        if found is None:
+            found = self._held[q] = np.full(n_children, -1, dtype=np.int64)
+        return found
+
+    def _branch_ids(self, children: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """The ids of the branches (root child ``children[i]`` entered in ``state[i]``): taken from
+        the saved ones, renamed from a copy's or walked where new."""
         keys = (children * self.lexer.n_states + state).tolist()
         ids = self._ids
         missing = [i for i, key in enumerate(keys) if key not in ids]
@@ -136,9 +166,11 @@ class BranchRows:
                 self._keep_templates(children[missing], state[missing])
         for key, template, state_pairs, term_pairs in renamed:
             self._rename(key, ids[template], state_pairs, term_pairs)
-        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
-        if self.lexer.alias_of is None:
-            return found
+        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def _with_aliases(self, q: int, first_terminals: np.ndarray | None, children: np.ndarray,
+                      found: np.ndarray) -> np.ndarray:
+        """``found`` (the branches of ``children``) with the alias branches of ``q``, in position order."""
         alias_children, aliases = self._alias_children(q)
         if first_terminals is not None:
             keep = first_terminals[self.lexer.grammar_terminals(aliases)]
@@ -181,7 +213,7 @@ class BranchRows:
             return
         for i, sketch in zip(big, self._sketches(states[big])):
             child, state = int(children[i]), int(states[i])
-            if self._copies.match(state, np.array([state], dtype=np.int64)) is not None:
+            if self._copies.maps_onto_itself(state):
                 made = self._templates.setdefault((child, sketch), ([], []))
                 made[0].append(state)
                 made[1].append(child * n_states + state)
@@ -189,11 +221,15 @@ class BranchRows:
     def _sketches(self, states: np.ndarray) -> list[bytes]:
         """Per state, how the walk reads each byte there -- dies, emits, stays, or goes elsewhere --:
         what a copy's state reads alike, so only states with equal sketches are matched."""
-        lexer = self.lexer
-        rows = lexer.next_state[states]
-        emits = (lexer.accept[states] >= 0)[:, None] & (lexer.emitted[states] != NO_EMIT) & (rows != DEAD_STATE)
-        kinds = np.where(rows == DEAD_STATE, 0, np.where(emits, 1, np.where(rows == states[:, None], 2, 3)))
-        return [row.tobytes() for row in kinds.astype(np.uint8)]
+        lexer, known = self.lexer, self._sketch_of  # (a row's branches enter a few states, rows share them)
+        states = states.tolist()
+        new = np.array(sorted({state for state in states if state not in known}), dtype=np.int64)
+        if new.size:
+            rows = lexer.next_state[new]
+            emits = (lexer.accept[new] >= 0)[:, None] & (lexer.emitted[new] != NO_EMIT) & (rows != DEAD_STATE)
+            kinds = np.where(rows == DEAD_STATE, 0, np.where(emits, 1, np.where(rows == new[:, None], 2, 3)))
+            known.update(zip(new.tolist(), (row.tobytes() for row in kinds.astype(np.uint8))))
+        return [known[state] for state in states]
 
     def _rename(self, key: int, template: int, state_pairs: np.ndarray, term_pairs: np.ndarray) -> None:
         """Make branch ``key`` from branch ``template``, entered in a copy of its closure: the same
@@ -244,12 +280,26 @@ class BranchRows:
         return self._ids[key]
 
     def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """(root children whose byte continues ``q``'s lexeme, the state each enters)."""
-        lexer = self.lexer
-        term = lexer.emitted[q, self._root_bytes]
-        state = lexer.next_state[q, self._root_bytes]
-        children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
-        return children, state[children].astype(np.int64)
+        """(root children whose byte continues ``q``'s lexeme, the state each enters), made once per
+        state (read-only: a lazy row asks again for each set of first terminals)."""
+        found = self._continuing.get(q)
+        if found is None:
+            lexer = self.lexer
+            term = lexer.emitted[q, self._root_bytes]
+            state = lexer.next_state[q, self._root_bytes]
+            children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
+            found = self._continuing[q] = (children, state[children].astype(np.int64))
+            for array in found:
+                array.flags.writeable = False
+        return found
+
+    def _entered_states(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct states ``q``'s continuing root children enter, each child's among them)."""
+        found = self._entered.get(q)
+        if found is None:
+            entered, which = np.unique(self._continuing_children(q)[1], return_inverse=True)
+            found = self._entered[q] = (entered, which.ravel())
+        return found
 
     def outcome_of(self, q: int, position: int) -> int:
         """The outcome of one trie position from ``q`` (DEAD_STATE: its first byte does not

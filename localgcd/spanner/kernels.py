@@ -108,12 +108,55 @@ class LexerChains:
     characters in states ``q_k → q_(k+1)``: a trie node whose bytes below are all plain characters,
     and no deeper than the run, ends each token below in the state as many steps on, without a
     walk; a deeper one too, when every byte below keeps the run's last state (a loop: past a
-    ``minLength``) or kills it (at a ``maxLength``).  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
+    ``minLength``) or kills it (at a ``maxLength``).  Likewise by UTF-8 characters (``utf8``: where a
+    state reads them as the canonical automaton does, each stepping it to one state -- itself or its
+    successor).  Written by walks without the GIL: one walk of a lexer at a time (as its outcome table)."""
 
     def __init__(self, n_states: int) -> None:
         self.next = np.full(n_states, -2, dtype=np.int32)  # -2: not found yet; DEAD_STATE: none
         self.bytes = np.zeros((n_states, 4), dtype=np.uint64)
         self.runs = np.full(n_states, -1, dtype=np.int32)  # -1: not found yet
+        # per state, the lexer state of each state of the canonical UTF-8 automaton (utf8_canonical) where it
+        # reads characters as that automaton does; [q, 0]: -2 not checked yet, -1 it does not, else q
+        self.utf8 = np.full((n_states, 8), -2, dtype=np.int32)
+
+
+def utf8_canonical() -> np.ndarray:
+    """uint8 [8, 256]: the minimal automaton of well-formed UTF-8 (Unicode's table 3-7), 255 where
+    it dies: 0 between characters, 1-7 inside one (1: one continuation byte left; 2: two; 3: two,
+    after E0; 4: two, after ED; 5: three; 6: three, after F0; 7: three, after F4)."""
+    table = np.full((8, 256), 255, dtype=np.uint8)
+    table[0, :0x80] = 0
+    table[0, 0xC2:0xE0] = 1
+    table[0, 0xE0], table[0, 0xE1:0xF0], table[0, 0xED], table[0, 0xEE:0xF0] = 3, 2, 4, 2
+    table[0, 0xF0], table[0, 0xF1:0xF4], table[0, 0xF4] = 6, 5, 7
+    table[1, 0x80:0xC0] = 0
+    table[2, 0x80:0xC0] = 1
+    table[3, 0xA0:0xC0] = 1
+    table[4, 0x80:0xA0] = 1
+    table[5, 0x80:0xC0] = 2
+    table[6, 0x90:0xC0] = 2
+    table[7, 0x80:0x90] = 2
+    return table
+
+
+_UTF8_CANONICAL = utf8_canonical()
+_UTF8_CANONICAL.flags.writeable = False
+
+
+def utf8_ends(trie: VocabTrie) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 [bytes]: per flat byte of the trie's tokens, the canonical UTF-8 automaton's state after
+    the token's bytes from there on, -1 where they are not well-formed; int16 [bytes]: the whole
+    characters among them), made once per trie and kept with it."""
+    _built()
+    found = trie.__dict__.get("_utf8_ends")
+    if found is None:
+        ends, chars = np.empty(trie.data.size, dtype=np.int8), np.empty(trie.data.size, dtype=np.int16)
+        walk_kernel.utf8_ends(_contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
+                              _UTF8_CANONICAL, ends, chars)
+        ends.flags.writeable = chars.flags.writeable = False
+        found = trie.__dict__["_utf8_ends"] = (ends, chars)
+    return found
 
 
 def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
@@ -150,6 +193,7 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
             _contiguous(lexer.next_state), _contiguous(lexer.emitted), _contiguous(lexer.accept, np.int32),
             nodes.lo, nodes.hi, nodes.byte, nodes.token_at, nodes.first_child,
             nodes.below, nodes.height, loops, has_loop, chains.next, chains.bytes, chains.runs,
+            chains.utf8, _UTF8_CANONICAL, *utf8_ends(trie),
             _contiguous(trie.offsets, np.int64), _contiguous(trie.data, np.uint8),
             nodes.n_levels, roots, states, breadth_from,
             suffix.values, suffix.known, suffix.slot_of_terminal, suffix.restart_state, grammar_of, *table,
@@ -190,6 +234,15 @@ class CopyMatcher:
         self._scratch = (np.full(lexer.n_states, -1, np.int64), np.full(lexer.n_states, -1, np.int64),
                          np.full(n_terms, -1, np.int64), np.full(n_terms, -1, np.int64),
                          np.empty(2 * limit, np.int64), np.empty(2 * n_terms, np.int64))
+        self._onto_itself: dict[int, bool] = {}  # state → whether its closure maps onto itself within the limit
+
+    def maps_onto_itself(self, state: int) -> bool:
+        """Whether ``state``'s closure maps onto itself within the limit (a template another
+        closure could map onto); memoized per state (a row's big branches enter a few states)."""
+        found = self._onto_itself.get(state)
+        if found is None:
+            found = self._onto_itself[state] = self.match(state, np.array([state], dtype=np.int64)) is not None
+        return found
 
     def match(self, state: int, candidates: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
         """(the index of the first candidate whose closure maps onto ``state``'s, int64 [k, 2] its

@@ -22,7 +22,14 @@ node's subtree goes: the state's *run*) ends each token ``i`` bytes below in ``s
 subtree deeper than the run ``r`` too, when every byte below keeps ``succ^r(q)`` in itself (the
 tokens past it end there: a string past its ``minLength``) or kills it (they die: a string at its
 ``maxLength``).  A state's successor, its bytes and its run are found on its first walk
-(``Chains``, kept per lexer by the caller).
+(``Chains``, kept per lexer by the caller).  Both by characters too, where bytes from 0x80 up lie
+below (a third of a big vocabulary's trie: its UTF-8 text): where ``q`` reads every UTF-8
+character as the canonical automaton of well-formed UTF-8 does, each character stepping it to
+one state -- itself (a string's loop) or its chain successor (a counted string) -- checked once
+per state (``utf8_states``), a token below ends in the state its whole characters step to, or
+inside the character begun there (the canonical state and the whole characters of each token's
+bytes from each offset are the trie's, made once: ``utf8_ends``), or dies where its bytes are
+not well formed.
 
 Suffix entries.  ``values[slot * total + flat]`` is the outcome of lexing a token's bytes from
 ``flat`` to its end in the slot's restart state, ``known[...]`` whether it is computed (an empty
@@ -38,7 +45,7 @@ and calls again; what was made stays valid (known entries, cells), so a second c
 Everything runs without the GIL.
 """
 
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 
 cdef extern from *:
@@ -196,17 +203,23 @@ cdef struct Chains:
     int32_t* next  # per state: its chain successor (UNKNOWN_CHAIN: not found yet; DEAD: none)
     uint64_t* bytes  # per state, 256 bits: the bytes that step it to its successor without emitting
     int32_t* run  # per state: how far its bytes keep stepping along the chain (-1: not found yet)
-    int32_t* states  # scratch: a node's chain states by relative depth
+    int32_t* states  # scratch: a node's chain states by relative depth (or by characters, chain_chars_below)
     int32_t max_depth
+    int32_t char_run  # chain_chars_below: how many characters step along the chain
+    int beyond  # chain_chars_below: what the tokens past them do (BEYOND_*)
 
 
 cdef void find_successor(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
                          int32_t q) noexcept nogil:
     """``q``'s chain successor: of the states other than ``q`` that a byte steps it to without
-    emitting, the majority one when there is one (Boyer and Moore's vote: two passes over the row;
-    any choice is exact, the walk only goes on where the chain does not fit), and its bytes."""
+    emitting, the one most bytes go to (the first such in byte order on a tie; any choice is
+    exact, the walk only goes on where the chain does not fit), and its bytes.  (A vote for a
+    majority picked a state one byte goes to where no state has a majority: a product lexer's
+    states, whose letters, digits and punctuation go three ways.)"""
     cdef int32_t best = DEAD, s
-    cdef int b, votes = 0
+    cdef int32_t seen[256]
+    cdef int counts[256]
+    cdef int b, k, n_seen = 0, most = 0
     cdef bint emits_here = acc[q] >= 0
     cdef int64_t row = <int64_t> q * 256
     cdef uint64_t* bits = ch.bytes + 4 * <int64_t> q
@@ -214,12 +227,16 @@ cdef void find_successor(Chains* ch, const int32_t* ns, const emit_t* em, const 
         s = ns[row + b]
         if s == DEAD or s == q or (emits_here and em[row + b] != NO_EMIT):
             continue
-        if votes == 0:
-            best, votes = s, 1
-        elif s == best:
-            votes += 1
+        for k in range(n_seen):
+            if seen[k] == s:
+                counts[k] += 1
+                break
         else:
-            votes -= 1
+            seen[n_seen], counts[n_seen] = s, 1
+            k = n_seen
+            n_seen += 1
+        if counts[k] > most:
+            best, most = s, counts[k]
     bits[0] = bits[1] = bits[2] = bits[3] = 0
     if best != DEAD:
         for b in range(256):
@@ -277,6 +294,95 @@ cdef inline bint bytes_kill(const int32_t* ns, const uint64_t* b, int32_t state)
     return True
 
 
+cdef enum:
+    UTF8_UNKNOWN = -2  # utf8[q, 0]: q's UTF-8 characters not checked yet
+    UTF8_NONE = -1  # q does not read UTF-8 characters as the canonical automaton does
+    UTF8_DEAD = 255  # a dead transition of the canonical automaton
+
+
+cdef int32_t utf8_states(int32_t* utf8, const uint8_t* canonical, const int32_t* ns, const emit_t* em,
+                         const int32_t* acc, int32_t q) noexcept nogil:
+    """The state every UTF-8 character from 0x80 up steps ``q`` to, where ``q`` reads one as the
+    canonical automaton of well-formed UTF-8 reads it (``canonical``: 8 states by 256 bytes,
+    ``UTF8_DEAD`` for none; state 0 between characters), state for state: every byte from 0x80 up
+    from ``q``, and every byte from a character's middle, stepping alike -- dying where it dies,
+    never emitting, a character's last byte always to the same state; or ``UTF8_NONE``.  Kept in
+    ``utf8[q * 8]``; ``utf8[q * 8 + c]`` the lexer state of canonical state ``c`` inside a
+    character begun from ``q``.  Bytes below 0x80 are the caller's.  Checked once per state."""
+    cdef int32_t* m = utf8 + 8 * <int64_t> q
+    if m[0] != UTF8_UNKNOWN:
+        return m[0]
+    cdef int32_t found[8]
+    cdef int c, b, nxt, k
+    cdef int32_t code, here
+    cdef int stack[8]
+    cdef int top = 1
+    for k in range(8):
+        found[k] = UTF8_UNKNOWN
+    stack[0] = 0
+    while top > 0:
+        top -= 1
+        c = stack[top]
+        here = q if c == 0 else found[c]
+        for b in range(0x80 if c == 0 else 0, 256):
+            nxt = canonical[c * 256 + b]
+            code = step(ns, em, acc, here, <uint8_t> b)
+            if nxt == UTF8_DEAD:
+                if code != DEAD:
+                    m[0] = UTF8_NONE
+                    return UTF8_NONE
+                continue
+            if code < 0:
+                m[0] = UTF8_NONE
+                return UTF8_NONE
+            if found[nxt] == UTF8_UNKNOWN:
+                found[nxt] = code
+                if nxt != 0:
+                    stack[top] = nxt
+                    top += 1
+            elif found[nxt] != code:
+                m[0] = UTF8_NONE
+                return UTF8_NONE
+    if found[0] == UTF8_UNKNOWN:  # (no character lives through: nothing to step to)
+        m[0] = UTF8_NONE
+        return UTF8_NONE
+    for k in range(8):
+        m[k] = found[k]
+    return m[0]
+
+
+cdef inline bint utf8_below(int32_t* utf8, const uint8_t* canonical, const int32_t* ns, const emit_t* em,
+                            const int32_t* acc, const uint64_t* below, const uint64_t* loops, int64_t node,
+                            int32_t state) noexcept nogil:
+    """Every byte below ``node`` below 0x80 keeps ``state`` in itself, some are from 0x80 up, and
+    every UTF-8 character keeps it too (:func:`utf8_states`): each token below ends in the lexer
+    state of the canonical state its bytes below end in (or dies where they die)."""
+    cdef const uint64_t* b = below + 4 * node
+    cdef const uint64_t* l = loops + 4 * <int64_t> state
+    if (b[0] & ~l[0]) or (b[1] & ~l[1]) or (b[2] | b[3]) == 0:
+        return False
+    return utf8_states(utf8, canonical, ns, em, acc, state) == state
+
+
+cdef inline int32_t utf8_end_state(const int32_t* utf8, const int8_t* ends, const int64_t* off, int64_t p,
+                                   int32_t depth, int32_t state) noexcept nogil:
+    """The end state of token ``p`` below a node of byte index ``depth`` reached in ``state``
+    (:func:`utf8_below` holds): by the canonical state its bytes below end in (DEAD: they die)."""
+    cdef int64_t f = off[p] + depth + 1
+    if f >= off[p + 1]:
+        return state
+    cdef int8_t c = ends[f]
+    if c < 0:
+        return DEAD
+    return state if c == 0 else utf8[8 * <int64_t> state + c]
+
+
+cdef enum:
+    BEYOND_NONE = 0  # a counting string's characters: no token below goes past the run
+    BEYOND_LOOP = 1  # the tokens past it stay in its last state
+    BEYOND_KILL = 2  # they die
+
+
 cdef inline bint chain_below(Chains* ch, const int32_t* ns, const emit_t* em, const int32_t* acc,
                              const uint64_t* below, const int32_t* height, const uint64_t* loops,
                              int64_t node, int32_t state) noexcept nogil:
@@ -316,12 +422,82 @@ cdef inline bint chain_below(Chains* ch, const int32_t* ns, const emit_t* em, co
     return True
 
 
+cdef bint chain_chars_below(Chains* ch, int32_t* utf8, const uint8_t* canonical, const int32_t* ns,
+                            const emit_t* em, const int32_t* acc, const uint64_t* below, const int32_t* height,
+                            const uint64_t* loops, int64_t node, int32_t state) noexcept nogil:
+    """:func:`chain_below` by characters, where bytes from 0x80 up lie below ``node``: every byte
+    below 0x80 steps ``state`` along its chain, and so does every UTF-8 character
+    (:func:`utf8_states`), for ``ch.char_run`` characters; a token of ``n`` characters below then
+    ends in ``ch.states[n]``, or inside a character begun there.  Past the run, the chain's last
+    state must keep (a loop) or kill every byte below (``ch.beyond``), as in :func:`chain_below`."""
+    cdef int32_t h = height[node], i = 0, s = state, nxt
+    if h == 0:
+        return False
+    cdef const uint64_t* b = below + 4 * node
+    if (b[2] | b[3]) == 0:
+        return False
+    if ch.next[state] == UNKNOWN_CHAIN:
+        find_successor(ch, ns, em, acc, state)
+    cdef const uint64_t* other
+    ch.states[0] = state
+    while i < h:
+        nxt = ch.next[s]
+        if nxt == DEAD:
+            break
+        other = ch.bytes + 4 * <int64_t> s
+        if (b[0] & ~other[0]) or (b[1] & ~other[1]):
+            break
+        if utf8_states(utf8, canonical, ns, em, acc, s) != nxt:
+            break
+        i += 1
+        s = nxt
+        if ch.next[s] == UNKNOWN_CHAIN:
+            find_successor(ch, ns, em, acc, s)
+        ch.states[i] = s
+    if i == 0:
+        return False
+    ch.char_run, ch.beyond = i, BEYOND_NONE
+    if i < h:
+        if (b[0] & ~loops[4 * <int64_t> s]) == 0 and (b[1] & ~loops[4 * <int64_t> s + 1]) == 0 \
+                and utf8_states(utf8, canonical, ns, em, acc, s) == s:
+            ch.beyond = BEYOND_LOOP
+        elif bytes_kill(ns, b, s):
+            ch.beyond = BEYOND_KILL
+            s = DEAD
+        else:
+            return False
+        while i < h:
+            i += 1
+            ch.states[i] = s
+    return True
+
+
+cdef inline int32_t chain_chars_end(const Chains* ch, const int32_t* utf8, const int8_t* ends, const int16_t* chars,
+                                    const int64_t* off, int64_t p, int32_t depth) noexcept nogil:
+    """The end state of token ``p`` below a node of byte index ``depth`` where
+    :func:`chain_chars_below` holds (DEAD: it dies)."""
+    cdef int64_t f = off[p] + depth + 1
+    if f >= off[p + 1]:
+        return ch.states[0]
+    cdef int8_t c = ends[f]
+    if c < 0:
+        return DEAD
+    cdef int32_t n = chars[f]
+    cdef int32_t at = ch.states[n]
+    if c == 0 or at == DEAD:
+        return at
+    if n < ch.char_run or ch.beyond == BEYOND_LOOP:
+        return utf8[8 * <int64_t> at + c]
+    return DEAD  # (a character begun in the chain's last state, which kills every byte below)
+
+
 def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted, const int32_t[::1] accept,
                   const int32_t[::1] node_lo, const int32_t[::1] node_hi, const uint8_t[::1] node_byte,
                   const int32_t[::1] token_at, const int32_t[::1] first_child,
                   const uint64_t[:, ::1] below, const int32_t[::1] node_height, const uint64_t[:, ::1] loops,
                   const uint8_t[::1] has_loop, int32_t[::1] chain_next, uint64_t[:, ::1] chain_bytes,
-                  int32_t[::1] chain_runs, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
+                  int32_t[::1] chain_runs, int32_t[:, ::1] utf8_map, const uint8_t[:, ::1] utf8_canonical,
+                  const int8_t[::1] utf8_ends, const int16_t[::1] utf8_chars, const int64_t[::1] offsets, const uint8_t[::1] data, int max_depth,
                   const int64_t[::1] roots, const int64_t[::1] states, int64_t breadth_from,
                   int32_t[::1] suffix_values, uint8_t[::1] suffix_known, const int64_t[::1] slot_of_terminal,
                   const int64_t[::1] restart_state, const int32_t[::1] grammar_of,
@@ -371,6 +547,10 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
     cdef const int32_t* ns = &next_state[0, 0]
     cdef const emit_t* em = &emitted[0, 0]
     cdef const int32_t* acc = &accept[0]
+    cdef int32_t* u8 = &utf8_map[0, 0]
+    cdef const uint8_t* u8c = &utf8_canonical[0, 0]
+    cdef const int8_t* u8e = &utf8_ends[0]
+    cdef const int16_t* u8n = &utf8_chars[0]
     cdef const uint64_t* bl = &below[0, 0]
     cdef const uint64_t* lp = &loops[0, 0]
     cdef int64_t n = 0, node, p, lo, hi, value, j, n_front, n_next
@@ -401,6 +581,22 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                         values[n] = code
                         n += 1
                 continue
+            if utf8_below(u8, u8c, ns, em, acc, bl, lp, node, state):  # ... or by UTF-8 characters
+                for p in range(lo, hi):
+                    code = utf8_end_state(u8, u8e, off, p, 0, state)
+                    if code != DEAD:
+                        positions[n] = p
+                        values[n] = code
+                        n += 1
+                continue
+            if chain_chars_below(&ch, u8, u8c, ns, em, acc, bl, ht, lp, node, state):
+                for p in range(lo, hi):
+                    code = chain_chars_end(&ch, u8, u8e, u8n, off, p, 0)
+                    if code != DEAD:
+                        positions[n] = p
+                        values[n] = code
+                        n += 1
+                continue
             if hi - lo >= breadth_from:  # breadth first, level by level over the live nodes' children
                 if token_at[node] >= 0:
                     slots[token_at[node]] = state
@@ -420,6 +616,14 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                                     if chain_below(&ch, ns, em, acc, bl, ht, lp, node, code):
                                         for p in range(node_lo[node], node_hi[node]):  # done likewise
                                             slots[p] = ch.states[off[p + 1] - off[p] - depth - 1]
+                                        continue
+                                    if utf8_below(u8, u8c, ns, em, acc, bl, lp, node, code):
+                                        for p in range(node_lo[node], node_hi[node]):  # by UTF-8 characters
+                                            slots[p] = utf8_end_state(u8, u8e, off, p, depth, code)
+                                        continue
+                                    if chain_chars_below(&ch, u8, u8c, ns, em, acc, bl, ht, lp, node, code):
+                                        for p in range(node_lo[node], node_hi[node]):
+                                            slots[p] = chain_chars_end(&ch, u8, u8e, u8n, off, p, depth)
                                         continue
                                     later_node[n_next], later_state[n_next] = node, code
                                     n_next += 1
@@ -478,6 +682,23 @@ def walk_branches(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted
                     if chain_below(&ch, ns, em, acc, bl, ht, lp, node, code):  # ... or along code's chain
                         for p in range(node_lo[node], node_hi[node]):
                             code = ch.states[off[p + 1] - off[p] - depth - 1]
+                            if code != DEAD:
+                                positions[n] = p
+                                values[n] = code
+                                n += 1
+                        continue
+                    if utf8_below(u8, u8c, ns, em, acc, bl, lp, node, code):  # ... or by UTF-8 characters
+                        state = code
+                        for p in range(node_lo[node], node_hi[node]):
+                            code = utf8_end_state(u8, u8e, off, p, depth, state)
+                            if code != DEAD:
+                                positions[n] = p
+                                values[n] = code
+                                n += 1
+                        continue
+                    if chain_chars_below(&ch, u8, u8c, ns, em, acc, bl, ht, lp, node, code):
+                        for p in range(node_lo[node], node_hi[node]):
+                            code = chain_chars_end(&ch, u8, u8e, u8n, off, p, depth)
                             if code != DEAD:
                                 positions[n] = p
                                 values[n] = code
@@ -671,6 +892,35 @@ def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] ra
         free(val)
         free(sizes)
 
+
+
+def utf8_ends(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[:, ::1] canonical,
+              int8_t[::1] ends, int16_t[::1] chars):
+    """``ends[f]``: the canonical automaton's state (see :func:`utf8_states`) after the bytes of
+    ``f``'s token from ``f`` to its end, read from state 0, or -1 where it dies, and ``chars[f]``
+    the whole characters read (where it lives): a character at a time from the token's end back (a
+    whole character leaves state 0 as the rest after it does, one character more)."""
+    cdef Py_ssize_t n_tokens = offsets.shape[0] - 1, t
+    cdef int64_t f, start, stop, k
+    cdef int c
+    with nogil:
+        for t in range(n_tokens):
+            start, stop = offsets[t], offsets[t + 1]
+            for f in range(stop - 1, start - 1, -1):
+                c = 0
+                k = f
+                while True:  # the character starting at f
+                    c = canonical[c, data[k]]
+                    k += 1
+                    if c == UTF8_DEAD or c == 0 or k == stop:
+                        break
+                if c == UTF8_DEAD:
+                    ends[f], chars[f] = -1, 0
+                elif c == 0 and k < stop:
+                    ends[f] = ends[k]
+                    chars[f] = <int16_t> (chars[k] + 1) if ends[k] >= 0 else 0
+                else:
+                    ends[f], chars[f] = <int8_t> c, 1 if c == 0 else 0
 
 
 def below_and_height(const int64_t[::1] parent, const uint8_t[::1] byte, uint64_t[:, ::1] below,
