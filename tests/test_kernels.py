@@ -313,6 +313,20 @@ _JSON_BYTES = sorted(set(b'{}[]:,"\\/ \n\t0123456789.eE+-truefalsnu') | {0xC3, 0
 _TOKEN = st.binary(min_size=1, max_size=7).map(lambda b: bytes(_JSON_BYTES[x % len(_JSON_BYTES)] for x in b))
 
 
+def assert_rows_are_tokens_lexed_alone(json_lexer, tokens: list[bytes], breadth_from: int) -> None:
+    """Each row the kernel walks over a trie of ``tokens``: a token is in it iff its first byte
+    continues the lexeme and it lives to its end, and its entry is the token lexed alone."""
+    trie = VocabTrie.build(tuple(tokens), np.arange(len(tokens)))
+    spanner = compiled_spanner(json_lexer, trie, len(tokens), breadth_from)
+    texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
+    for q in range(json_lexer.n_states):
+        positions, values = spanner.continuing(q)
+        assert positions.tolist() == [p for p, text in enumerate(texts)
+                                      if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
+        for position, outcome in zip(positions.tolist(), values.tolist()):
+            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+
+
 @pytest.mark.parametrize("breadth_from", [0, 4, 1 << 40])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(_TOKEN, min_size=1, max_size=120, unique=True))
@@ -321,16 +335,7 @@ def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone(json_lexer, b
     """On random tries, each entry of each row the kernel walks is what feeding the token's bytes
     to the lexer one by one gives, and a token is in the row iff its first byte continues the
     lexeme and it lives to its end."""
-    token_bytes = tuple(tokens)
-    trie = VocabTrie.build(token_bytes, np.arange(len(token_bytes)))
-    spanner = compiled_spanner(json_lexer, trie, len(token_bytes), breadth_from)
-    texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
-    for q in range(json_lexer.n_states):
-        positions, values = spanner.continuing(q)
-        assert positions.tolist() == [p for p, text in enumerate(texts)
-                                      if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
-        for position, outcome in zip(positions.tolist(), values.tolist()):
-            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+    assert_rows_are_tokens_lexed_alone(json_lexer, tokens, breadth_from)
 
 
 # Bytes of UTF-8 characters of every length, the bounds of Unicode's table 3-7 (E0, ED, F0, F4 and the
@@ -351,15 +356,7 @@ def test_every_entry_of_the_compiled_walk_is_its_token_lexed_alone_in_utf8(json_
     """The same, on tries of UTF-8 text: where every character keeps a string's state, or steps it
     along its chain of counted characters, the kernel ends the tokens below a node by their
     characters (``utf8_ends``) instead of walking them; each entry is still the token lexed alone."""
-    trie = VocabTrie.build(tuple(tokens), np.arange(len(tokens)))
-    spanner = compiled_spanner(json_lexer, trie, len(tokens), breadth_from)
-    texts = [trie.data[trie.offsets[p]:trie.offsets[p + 1]].tobytes() for p in range(trie.n_positions)]
-    for q in range(json_lexer.n_states):
-        positions, values = spanner.continuing(q)
-        assert positions.tolist() == [p for p, text in enumerate(texts)
-                                      if json_lexer.emitted[q, text[0]] == NO_EMIT and json_lexer.feed(q, text)[1] >= 0]
-        for position, outcome in zip(positions.tolist(), values.tolist()):
-            assert (spanner.terminals(outcome), int(spanner.end[outcome])) == json_lexer.feed(q, texts[position])
+    assert_rows_are_tokens_lexed_alone(json_lexer, tokens, breadth_from)
 
 
 def _utf8_suffix(text: bytes) -> tuple[bool, bool, int]:
