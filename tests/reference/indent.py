@@ -51,6 +51,10 @@ class IndentedReferenceChecker:
 
     # -- running lark's indenter and parser --------------------------------------
 
+    def lexer_at(self, ip) -> ReferenceLexer:
+        """The lexer that reads the next lexeme in ``ip``'s state: the one lexer of lark's basic lexer."""
+        return self.lexer
+
     def _start(self):
         indenter = self.indenter()
         indenter.paren_level, indenter.indent_level = 0, [0]
@@ -132,7 +136,7 @@ class IndentedReferenceChecker:
         indenter, ip, pending = state
         if not pending:
             return True
-        for term in self.lexer.possible_terminals(pending):
+        for term in self.lexer_at(ip).possible_terminals(pending):
             if term in self.ignore:
                 return True
             if term == indenter.NL_type:

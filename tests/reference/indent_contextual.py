@@ -81,32 +81,6 @@ class IndentedContextualChecker(IndentedReferenceChecker):
             return None
         return indenter, ip, pending
 
-    def state_is_viable(self, state) -> bool:
-        if state is None:
-            return False
-        indenter, ip, pending = state
-        if not pending:
-            return True
-        lexer = self.lexer_at(ip)
-        for term in lexer.possible_terminals(pending):
-            if term in self.ignore:
-                return True
-            if term == indenter.NL_type:
-                if indenter.paren_level > 0:
-                    return True
-                widths = set(indenter.indent_level) | {indenter.indent_level[-1] + 1}
-                candidates = [Lexeme(term, b"\n" + b" " * w) for w in sorted(widths)]
-            else:
-                candidates = [Lexeme(term, b"")]
-            for lexeme in candidates:
-                ind, parser = self._copy(indenter, ip)
-                try:
-                    self._feed(ind, parser, lexeme)
-                    return True
-                except _Dead:
-                    continue
-        return False
-
     def state_is_complete(self, state) -> bool:
         if state is None:
             return False
