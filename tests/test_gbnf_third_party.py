@@ -60,7 +60,7 @@ class ThirdPartyGbnf:
         return self.name
 
 
-#: smallwords' 1,700-word line ``word (space word){0,23} punct?``: the GBNF front end makes the line's
+#: smallwords' 2,150-word line ``word (space word){0,23} punct?``: the GBNF front end makes the line's
 #: regular run one DFA over atoms, unrolling ``{0,23}`` into 23 copies of the word alternation (an NFA of
 #: ~200K nodes, then a subset construction): 52,021 rules, a grammar stage of 20 s at load 3-4 (94 s in
 #: ``atom_dfa`` under cProfile at load ~10: NFA 43 s, determinize 41 s); the masks alone took 10 minutes
