@@ -5,8 +5,9 @@ compiled grammar that answers masks) and the grammar stage's share of it.
 
     python bench/gbnf_compile.py [--repeat 5] [--vocab llama-bpe] [DIR_OR_FILE ...]
 
-Defaults to tests/corpus/gbnf (llama.cpp's grammars and its test grammars).  A grammar the front
-end refuses shows its error's first words.
+Defaults to tests/corpus/gbnf (llama.cpp's grammars, its test grammars and, in third_party/, grammars
+other projects generate).  A grammar the front end refuses shows its error's first words.  Each row
+is printed as it is measured (a grammar may take minutes).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def main() -> None:
 
         vocab = load_vocabulary(vocab_path(args.vocab))
     total_front = total_stage = 0.0
-    print(f"{'grammar':28} {'front end':>10} {'+ tables':>10}  {'compile':>10} {'share':>6}  verdict")
+    print(f"{'grammar':52} {'front end':>10} {'+ tables':>10}  {'compile':>10} {'share':>6}  verdict")
     for path in grammar_files(args.paths):
         text = path.read_text()
         try:
@@ -58,7 +59,7 @@ def main() -> None:
         except GrammarError as exc:
             front = best_of(args.repeat, lambda: _refused(text, str(path)))
             total_front += front
-            print(f"{path.name:28} {front * 1e3:8.1f}ms {'':>10}  refused: {exc.message[:60]}")
+            print(f"{path.name:52} {front * 1e3:8.1f}ms {'':>10}  refused: {exc.message[:60]}", flush=True)
             continue
 
         def stage() -> None:
@@ -78,8 +79,9 @@ def main() -> None:
             full = best_of(args.repeat, lambda: localgcd.compile_grammar(text, vocab, fmt="gbnf", source=str(path),
                                                                          use_cache=False))
             compiled = f"{full:9.2f}s {100 * whole / full:5.0f}%"
-        print(f"{path.name:28} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  {compiled:>17}  ok ({n_rules} rules, {mode})")
-    print(f"{'total':28} {total_front * 1e3:8.1f}ms {total_stage * 1e3:8.1f}ms")
+        print(f"{path.name:52} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  {compiled:>17}  ok ({n_rules} rules, {mode})",
+              flush=True)
+    print(f"{'total':52} {total_front * 1e3:8.1f}ms {total_stage * 1e3:8.1f}ms")
 
 
 def _refused(text: str, source: str) -> None:

@@ -98,9 +98,10 @@ def test_masks_equal_llama_cpps_along_what_the_model_generates(model, load_vocab
 
 
 class ByteSampler:
-    """llama.cpp's sampler for c.gbnf fed a text one single-byte token at a time (SmolLM2's byte tokens)."""
+    """llama.cpp's sampler for a grammar (c.gbnf unless told) fed a text one single-byte token at a time
+    (SmolLM2's byte tokens)."""
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab, grammar: str = C_GBNF) -> None:
         import llama_cpp
 
         from localgcd.llama.vocab_sources import vocab_path
@@ -112,9 +113,10 @@ class ByteSampler:
             if len(piece) == 1 and not vocab.is_special[token]:
                 self.byte_token.setdefault(piece[0], token)
         self.ends = [int(e) for e in vocab.end_ids]
+        self.grammar = grammar.encode()
 
     def verdict(self, data: bytes) -> Verdict:
-        grammar = LlamaGrammar(self.lv, C_GBNF.encode())
+        grammar = LlamaGrammar(self.lv, self.grammar)
         try:
             for offset, byte in enumerate(data):
                 token = self.byte_token[byte]

@@ -98,9 +98,12 @@ def _compare(theirs: LlamaGrammar, matcher, vocab: Vocabulary, left_out: np.ndar
 
 
 def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]], walks: int, steps: int,
-           complete: bool = True, text: str | None = None) -> int:
+           complete: bool = True, text: str | None = None, specials: bool = True) -> int:
     """Compare masks along each forced input (``complete``: a sentence), then along ``walks`` random
-    walks; the positions compared.  ``text``: the grammar, where it is not one of :func:`_grammar`'s."""
+    walks; the positions compared.  ``text``: the grammar, where it is not one of :func:`_grammar`'s.
+    ``specials=False`` leaves the special tokens other than the end tokens out of the comparison
+    (llama.cpp matches a control token's own text, ``<|im_start|>``, against the grammar's characters;
+    localgcd offers a special token only through a token element)."""
     import llama_cpp
 
     from localgcd.llama.vocab_sources import vocab_path
@@ -113,6 +116,8 @@ def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]]
     compared = 0
     rng = np.random.default_rng(37)
     left_out = _left_out(vocab, text)
+    if not specials:
+        left_out |= np.asarray(vocab.is_special, dtype=bool) & ~np.isin(np.arange(len(vocab)), vocab.end_ids)
     try:
         runs = [[t for part in parts for t in _tokens(llm, vocab, part)] for parts in forced]
         runs += [None] * walks
