@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from localgcd.budget import BudgetMeter
 from localgcd.errors import CompileBudgetError
@@ -37,6 +38,11 @@ class Run:
     items: tuple[Expr, ...]
     owner: str
     pos: Position
+
+    @cached_property
+    def ids(self) -> tuple[int, ...]:
+        """The items' ids (a slice's key is a slice of them)."""
+        return tuple(id(x) for x in self.items)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,8 @@ class RunPlanner:
         self._dfas: SliceDFAs = {} if dfas is None else dfas
         self.terminals: dict[str, str] = {}  # name → regex, in the order made
         self.atom_ranges: dict[str, tuple[tuple[int, int], ...]] = {}
+        self._first_atoms: dict[Hashable, frozenset[int]] = {}
+        self._atoms_read: dict[Hashable, list[int]] = {}
 
     def flatten(self, items: Sequence[Expr]) -> list[Expr]:
         out: list[Expr] = []
@@ -84,7 +92,7 @@ class RunPlanner:
         return run_symbol(self._index[key])
 
     def slice_dfa(self, run: Run, i: int, j: int) -> DFA | None:
-        key = tuple(id(x) for x in run.items[i:j])
+        key = run.ids[i:j]
         if key not in self._dfas:
             try:
                 self._dfas[key] = atom_dfa(run.items[i:j], self.rules, self.atoms, self.meter)
@@ -136,11 +144,27 @@ class RunPlanner:
             cut.append(Piece(start, piece.stop))
         return cut
 
+    def first_atoms(self, d: DFA) -> frozenset[int]:
+        """The atoms that start a word of ``d``."""
+        found = self._first_atoms.get(d.key)
+        if found is None:
+            found = self._first_atoms[d.key] = frozenset(a for a, _ in d.edges(0))
+        return found
+
     def settle(self) -> list[list[Piece]]:
-        """Every run's pieces, once the terminals in use form a prefix code."""
+        """Every run's pieces, once the terminals in use form a prefix code.
+
+        Each round bans the offenders it finds, and only the runs that used one are planned again:
+        coarse terminals sharing a word prefix with another (of each such pair the less used: fewest
+        uses, then most items, go first, and one is banned only while a partner it overlaps is still
+        allowed), else those whose first atom some character piece reads.  A ban only removes coarse
+        terminals, so the rounds end, and the last round finds no offender, so the result is a prefix
+        code whatever was banned on the way (the rounds once banned one terminal each and compared
+        every pair again: quadratic).  A pair's verdict is found once."""
         banned: set[Hashable] = set()
         rounds = 0
         plans = [self.segment(run, banned) for run in self.runs]
+        overlaps: dict[tuple[Hashable, Hashable], bool] = {}  # a pair of coarse terminals → sharing a word prefix?
         while True:
             used_atoms: set[int] = set()
             coarse: dict[Hashable, DFA] = {}
@@ -156,25 +180,40 @@ class RunPlanner:
                     else:
                         d = self.slice_dfa(run, piece.start, piece.stop)
                         if d is not None:
-                            used_atoms.update(atoms_used(d))
-            # Ban one offender per round (a ban reshapes the other runs' pieces, and
-            # a conflict may vanish with them): first the less-used of two coarse
-            # terminals sharing a word prefix, else a coarse terminal whose first
-            # atom is in use; fewest uses, then most items, go first.
-            keys = sorted(coarse, key=lambda k: (-uses[k], sizes[k]))
-            losers = [keys[y] for x in range(len(keys)) for y in range(x + 1, len(keys))
-                      if prefix_overlap(coarse[keys[x]], coarse[keys[y]])]
-            if not losers:
-                losers = [k for k, d in coarse.items() if any(a in used_atoms for a, _ in d.edges(0))]
-            if not losers:
+                            used_atoms.update(self.atoms_read(d))
+            partners: dict[Hashable, list[Hashable]] = {}
+            keys = list(coarse)
+            for x, kx in enumerate(keys):
+                for ky in keys[x + 1:]:
+                    verdict = overlaps.get((kx, ky))
+                    if verdict is None:
+                        verdict = overlaps[kx, ky] = overlaps[ky, kx] = prefix_overlap(coarse[kx], coarse[ky])
+                    if verdict:
+                        partners.setdefault(kx, []).append(ky)
+                        partners.setdefault(ky, []).append(kx)
+            newly: set[Hashable] = set()
+            for k in sorted(partners, key=lambda k: (uses[k], -sizes[k])):
+                if any(other not in newly for other in partners[k]):
+                    newly.add(k)
+            if not newly:
+                newly = {k for k, d in coarse.items() if not self.first_atoms(d).isdisjoint(used_atoms)}
+            if not newly:
                 return plans
             rounds += 1
-            newly = set(coarse) if rounds > _MAX_BAN_ROUNDS else {min(losers, key=lambda k: (uses[k], -sizes[k]))}
+            if rounds > _MAX_BAN_ROUNDS:
+                newly = set(coarse)
             banned |= newly
             # a ban changes the plan of a run that uses a banned terminal only (elsewhere the same
             # first allowed slice is found at every place): only those are planned again
             plans = [self.segment(run, banned) if any(p.coarse is not None and p.coarse.key in newly for p in plan)
                      else plan for run, plan in zip(self.runs, plans)]
+
+    def atoms_read(self, d: DFA) -> list[int]:
+        """:func:`atoms_used` of ``d``, found once."""
+        found = self._atoms_read.get(d.key)
+        if found is None:
+            found = self._atoms_read[d.key] = atoms_used(d)
+        return found
 
     def write(self, plans: list[list[Piece]], builder: RuleBuilder) -> dict[str, list[Symbol]]:
         """Each run's symbols (by its run symbol's name), its terminals made (:attr:`terminals`) and
