@@ -166,11 +166,11 @@ class RunPlanner:
         plans = [self.segment(run, banned) for run in self.runs]
         overlaps: dict[tuple[Hashable, Hashable], bool] = {}  # a pair of coarse terminals → sharing a word prefix?
         while True:
-            used_atoms: set[int] = set()
+            readers: dict[int, set[int]] = {}  # atom → the runs whose character pieces read it
             coarse: dict[Hashable, DFA] = {}
             uses: dict[Hashable, int] = {}
             sizes: dict[Hashable, int] = {}
-            for run, plan in zip(self.runs, plans):
+            for r, (run, plan) in enumerate(zip(self.runs, plans)):
                 for piece in plan:
                     if piece.coarse is not None:
                         key = piece.coarse.key
@@ -180,7 +180,8 @@ class RunPlanner:
                     else:
                         d = self.slice_dfa(run, piece.start, piece.stop)
                         if d is not None:
-                            used_atoms.update(self.atoms_read(d))
+                            for a in self.atoms_read(d):
+                                readers.setdefault(a, set()).add(r)
             partners: dict[Hashable, list[Hashable]] = {}
             keys = list(coarse)
             for x, kx in enumerate(keys):
@@ -196,7 +197,7 @@ class RunPlanner:
                 if any(other not in newly for other in partners[k]):
                     newly.add(k)
             if not newly:
-                newly = {k for k, d in coarse.items() if not self.first_atoms(d).isdisjoint(used_atoms)}
+                newly = self._atom_offenders(coarse, uses, sizes, readers, plans)
             if not newly:
                 return plans
             rounds += 1
@@ -207,6 +208,24 @@ class RunPlanner:
             # first allowed slice is found at every place): only those are planned again
             plans = [self.segment(run, banned) if any(p.coarse is not None and p.coarse.key in newly for p in plan)
                      else plan for run, plan in zip(self.runs, plans)]
+
+    def _atom_offenders(self, coarse: dict[Hashable, DFA], uses: dict[Hashable, int], sizes: dict[Hashable, int],
+                        readers: dict[int, set[int]], plans: list[list[Piece]]) -> set[Hashable]:
+        """The coarse terminals to ban for a first atom that a character piece reads: fewest uses,
+        then most items, first; a later one only while it stays an offender once the runs the
+        earlier ones are in are planned again (a reader of its first atom is in another run)."""
+        runs_of: dict[Hashable, set[int]] = {}
+        for r, plan in enumerate(plans):
+            for piece in plan:
+                if piece.coarse is not None:
+                    runs_of.setdefault(piece.coarse.key, set()).add(r)
+        newly: set[Hashable] = set()
+        replanned: set[int] = set()
+        for k in sorted(coarse, key=lambda k: (uses[k], -sizes[k])):
+            if any(readers.get(a, set()) - replanned for a in self.first_atoms(coarse[k])):
+                newly.add(k)
+                replanned |= runs_of[k]
+        return newly
 
     def atoms_read(self, d: DFA) -> list[int]:
         """:func:`atoms_used` of ``d``, found once."""

@@ -120,3 +120,13 @@ def chars_in(e: Expr) -> Iterator[Chars]:
             yield from chars_in(x)
     elif isinstance(e, Rep):
         yield from chars_in(e.item)
+
+
+def reps_in(e: Expr) -> Iterator[Rep]:
+    """The repetitions in ``e`` (outer before inner), not through references."""
+    if isinstance(e, (Seq, Alt)):
+        for x in (e.items if isinstance(e, Seq) else e.options):
+            yield from reps_in(x)
+    elif isinstance(e, Rep):
+        yield e
+        yield from reps_in(e.item)

@@ -16,10 +16,18 @@ from dataclasses import dataclass
 from localgcd.budget import BudgetMeter
 from localgcd.errors import GrammarError
 from localgcd.grammar.gbnf.runs import RunPlanner, SliceDFAs
-from localgcd.grammar.gbnf.syntax import Alt, Expr, GbnfGrammar, Ref, Rep, Seq, Token, chars_in, refs, tokens_in
+from localgcd.grammar.gbnf.syntax import (Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq, Token, chars_in, refs, reps_in,
+                                          tokens_in)
 from localgcd.grammar.gbnf.translated import (NONTERMINAL, RUN, START, TERMINAL, RuleBuilder, Symbol,
                                               TranslatedGrammar, sanitize)
 from localgcd.regex.nfa import CharClasses
+
+
+#: A bounded repetition whose copies, written out, would hold more characters than this (rules
+#: inlined) is kept a repetition of rules over its unit (one run, its DFA written once) instead of
+#: being unrolled into its run's DFA: smallwords' ``word (space word){0,23}`` over 2,150 words is
+#: 264K characters unrolled, a 52K-state DFA that took 20-90 s to build.
+UNROLL_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class Translator:
                     reachable.add(ref.name)
                     stack.append(ref.name)
         self.reachable = reachable
+        self._spans: dict[str, int] = {}
         self.regular_rules = self._regular_rules()
         atoms = CharClasses.of(c.chars for r in reachable for c in chars_in(self.rules[r]))
         self.runs = RunPlanner(self.rules, atoms, meter, grammar.source, grammar.line_text, strategy.split,
@@ -64,11 +73,32 @@ class Translator:
         self.token_elements: dict[str, Token] = {}  # terminal name -> the token element it stands for
 
     # -- structure -------------------------------------------------------
+    def _span(self, e: Expr, open_rules: frozenset[str] = frozenset()) -> int:
+        """How many characters ``e`` holds with its references inlined and its bounded repetitions
+        written out (a reference back into a rule being measured counts nothing)."""
+        if isinstance(e, (Chars, Token)):
+            return 1
+        if isinstance(e, Ref):
+            if e.name in open_rules:
+                return 0
+            if e.name not in self._spans:
+                self._spans[e.name] = self._span(self.rules[e.name], open_rules | {e.name})
+            return self._spans[e.name]
+        if isinstance(e, (Seq, Alt)):
+            return sum(self._span(x, open_rules) for x in (e.items if isinstance(e, Seq) else e.options))
+        return self._span(e.item, open_rules) * (e.max if e.max is not None else e.min + 1)
+
+    def _unrolls_large(self, e: Expr) -> bool:
+        """Whether ``e`` holds a bounded repetition past :data:`UNROLL_LIMIT` written out."""
+        return any(rep.max is not None and rep.max > 1 and self._span(rep.item) * rep.max > UNROLL_LIMIT
+                   for rep in reps_in(e))
+
     def _regular_rules(self) -> set[str]:
-        """The rules that reach no recursive rule and no token element (a token element is a
-        terminal of its own, never part of a character run)."""
+        """The rules that reach no recursive rule, no token element (a token element is a
+        terminal of its own, never part of a character run) and no repetition too large to unroll."""
         graph = {r: {ref.name for ref in refs(self.rules[r])} for r in self.reachable}
-        recursive = {r for r in graph if next(tokens_in(self.rules[r]), None) is not None}
+        recursive = {r for r in graph if next(tokens_in(self.rules[r]), None) is not None
+                     or self._unrolls_large(self.rules[r])}
         for r in graph:  # r reaches itself?
             seen: set[str] = set()
             stack = list(graph[r])
@@ -100,7 +130,7 @@ class Translator:
         got = self.regular_memo.get(id(e))
         if got is None:
             got = (all(ref.name in self.regular_rules for ref in refs(e))
-                   and next(tokens_in(e), None) is None)
+                   and next(tokens_in(e), None) is None and not self._unrolls_large(e))
             self.regular_memo[id(e)] = got
         return got
 
