@@ -187,16 +187,38 @@ def test_masks_equal_llama_cpps_along_a_sentence_and_random_walks(grammar: Third
     print(f"{grammar.name}: {compared} positions, every text and end token equal")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="llama.cpp matches a control token's own text (SmolLM2's <|im_start|>, <repo_name>, ...) "
-                          "against the grammar's characters, so where the grammar allows '<', '|', letters and '>' "
-                          "(here [^.]+) it offers those tokens; localgcd offers a special token only through a "
-                          "token element (<[id]>, <text>)")
-def test_special_tokens_where_the_grammar_allows_their_text(load_vocab) -> None:
-    """The masks above leave SmolLM2's special tokens (other than the end tokens) out; compared too, they differ."""
-    grammar = BY_NAME["gbnf-compiler__readme"]
-    _walks(grammar.name, "smollm2", load_vocab, [["I choose calculator because it"]], walks=0, steps=0,
-           complete=False, text=grammar.text)
+def test_a_control_tokens_text_is_reached_by_text_tokens_only(load_vocab) -> None:
+    """localgcd's decision where llama.cpp differs: llama.cpp matches a control token's own text
+    (SmolLM2's ``<|im_start|>``, ``<repo_name>``, ...) against the grammar's characters, so where the
+    grammar allows ``<``, ``|``, letters and ``>`` (gbnf-compiler's ``[^.]+``) its sampler offers those
+    tokens.  Their text is not part of the decoded output, so localgcd offers a special token only
+    through a token element (``<[id]>``, ``<text>``): each control token llama.cpp offers here is
+    masked, and its text is still reachable, spelled by text tokens."""
+    import llama_cpp
+
+    from localgcd.llama.vocab_sources import vocab_path
+    from test_gbnf_llama import LlamaGrammar, llama_allowed
+
+    grammar, vocab = BY_NAME["gbnf-compiler__readme"], load_vocab("smollm2")
+    compiled = localgcd.compile_grammar(grammar.text, vocab, fmt="gbnf", source=str(grammar.file), use_cache=False)
+    llm = llama_cpp.Llama(model_path=str(vocab_path("smollm2")), vocab_only=True, verbose=False)
+    theirs = LlamaGrammar(llama_cpp.llama_model_get_vocab(llm.model), grammar.text.encode())
+    try:
+        matcher = compiled.matcher()
+        for token in llm.tokenize(b"I choose calculator because it", add_bos=False, special=False):
+            assert matcher.advance(token), matcher.error
+            theirs.accept(token)
+        controls = np.asarray(vocab.is_special, dtype=bool) & ~np.isin(np.arange(len(vocab)), vocab.end_ids)
+        offered_by_llama_cpp = np.flatnonzero(llama_allowed(theirs, len(vocab)) & controls)
+        assert offered_by_llama_cpp.size, "the difference this test specifies is not there"
+        assert not (matcher.allowed_token_mask() & controls).any()
+        for token in offered_by_llama_cpp.tolist():
+            spelled = matcher.copy()
+            text = vocab.special_pieces[token]
+            assert all(spelled.advance(t) for t in llm.tokenize(text, add_bos=False, special=False)), text
+    finally:
+        theirs.close()
+        llm.close()
 
 
 @pytest.mark.parametrize("grammar", params())
