@@ -147,7 +147,15 @@ def test_a_grammar_that_is_not_lalr1_goes_to_the_general_parser():
 
 
 # ------------------------------------------------------------------ exactness
+#: 1,000 random words, ``word (" " word){0,5} "."?`` over them: past the front end's unroll limit
+#: (smallwords' 2,150-word ``word (space word){0,23}`` took 20-90 s as one unrolled DFA)
+_WORDS = sorted({"".join(random.Random(f"word{i}").choices("abcdefghijklmnopqrstuvwxyz", k=2 + i % 7))
+                 for i in range(1000)})
+WORD_LIST = "word ::= " + " | ".join(f'"{w}"' for w in _WORDS) + "\n"
+LARGE_REPETITION = 'root ::= word (" " word){0,5} "."?\n' + WORD_LIST
+
 TRICKY = {
+    "large-repetition": LARGE_REPETITION,
     "munch": 'root ::= [a-z]+ "b"',
     "overlap": 'root ::= ([a-z] | "a" "x" | "ab")+ ";"',
     "nullable": 'root ::= a b "c"\na ::= "x"? | "y"*\nb ::= ("z" a)*',
@@ -187,6 +195,7 @@ SENTENCES = {
     "palindromes": ["abba", "aabaa", ""], "dangling-else": ["if c then if c then go else go"],
     "ambiguous-expressions": ["(1)+2*(3-4)", "((1))"], "hidden-left-recursion": ["ccbcaa!", "b!"],
     "cycle": ["aab;", ";", "c;"],
+    "large-repetition": [" ".join(_WORDS[:6]) + ".", _WORDS[-1]],
     "c": [(CORPUS / "c_documents" / "gcd.c").read_text(encoding="utf-8")],
 }
 
@@ -300,6 +309,15 @@ def test_complete_strings(name):
         for cut in (len(s) - 1, len(s) // 2):
             if cut >= 0:
                 assert accepts(text, s[:cut]) == ref.complete(s[:cut]), s[:cut]
+
+
+@pytest.mark.parametrize("count", [5, 40])
+def test_a_large_bounded_repetition_is_not_unrolled(count):
+    """The repeated unit's automaton is written once, whatever the count (the unrolled DFA would
+    hold ``count`` copies of it)."""
+    once = gbnf_to_grammar('root ::= word (" " word)?\n' + WORD_LIST)
+    repeated = gbnf_to_grammar(f'root ::= word (" " word){{0,{count}}}\n' + WORD_LIST)
+    assert len(repeated.rules) < len(once.rules) + 2 * count
 
 
 def test_mask_speed_friendly_terminals():

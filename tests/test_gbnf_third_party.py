@@ -42,7 +42,6 @@ THIRD_PARTY = Path(__file__).resolve().parent / "corpus" / "gbnf" / "third_party
 class ThirdPartyGbnf:
     name: str  # the file's stem: <project>__<what>
     slow: bool = False  # its compile or its comparison takes seconds: compared under ``slow``
-    not_compared: str = ""  # why its masks and check are not compared (kept in the corpus, measured by the bench)
 
     @property
     def file(self) -> Path:
@@ -59,12 +58,6 @@ class ThirdPartyGbnf:
     def __str__(self) -> str:
         return self.name
 
-
-#: smallwords' 2,150-word line ``word (space word){0,23} punct?``: the GBNF front end makes the line's
-#: regular run one DFA over atoms, unrolling ``{0,23}`` into 23 copies of the word alternation (an NFA of
-#: ~200K nodes, then a subset construction): 52,021 rules, a grammar stage of 20 s at load 3-4 (94 s in
-#: ``atom_dfa`` under cProfile at load ~10: NFA 43 s, determinize 41 s); the masks alone took 10 minutes
-SLOW_FRONT_END = "the GBNF front end's DFA for a bounded repetition of a large alternation: a 20 s grammar stage (> 10 s)"
 
 GRAMMARS = (
     ThirdPartyGbnf("gbnf-compiler__readme"),
@@ -83,7 +76,7 @@ GRAMMARS = (
     ThirdPartyGbnf("pygbnf__demo_visualization"),
     ThirdPartyGbnf("pygbnf__json_grammar", slow=True),
     ThirdPartyGbnf("pygbnf__simple_lang"),
-    ThirdPartyGbnf("smallwords__offline_quickstart", not_compared=SLOW_FRONT_END),
+    ThirdPartyGbnf("smallwords__offline_quickstart", slow=True),
     ThirdPartyGbnf("smallwords__pirate_greeting"),
     ThirdPartyGbnf("smallwords__rewrite_technical_passage"),
 )
@@ -93,9 +86,8 @@ BY_NAME = {g.name: g for g in GRAMMARS}
 
 
 def params(grammars=GRAMMARS) -> list:
-    """The grammars compared (those that are not: skipped, saying why)."""
-    return [pytest.param(g, id=g.name, marks=[pytest.mark.slow] if g.slow else [pytest.mark.skip(g.not_compared)]
-                         if g.not_compared else []) for g in grammars]
+    """The grammars compared (the slow ones under ``slow``)."""
+    return [pytest.param(g, id=g.name, marks=[pytest.mark.slow] if g.slow else []) for g in grammars]
 
 
 # ---------------------------------------------------------------------------------------------
