@@ -34,6 +34,13 @@ prefix of a word of T".  So the lexer is invisible and only the CFG matters.
   bounded repetition are all handled without LR conflicts; every reduction
   of a run waits for its end.  Empty-matching pieces are nullable rules,
   never empty terminals.
+* **Large bounded repetitions stay rules.**  A bounded repetition whose
+  copies written out would hold more than
+  :data:`~.translator.UNROLL_LIMIT` characters (smallwords' ``word (space
+  word){0,23}`` over 2,150 words) is not regular for this purpose: its unit
+  is a run of its own (one DFA, written once) and the count is nested
+  optionals, as for a recursive unit.  The language is the same; the DFA
+  would have held a copy of the unit's automaton per count.
 * **Coarse terminals (speed).**  A slice of a run whose language is
   prefix-free and has words of two or more characters (a JSON string
   ``"..."``, ``"true" | "false" | "null"``) becomes one multi-character

@@ -1,6 +1,7 @@
 """The GBNF syntax tree → a :class:`TranslatedGrammar` (one attempt, one :class:`Strategy`).
 
-A rule is *regular* when it cannot reach a recursive rule.  Inside a sequence,
+A rule is *regular* when it cannot reach a recursive rule, a token element or a bounded
+repetition too large to unroll (:data:`UNROLL_LIMIT`).  Inside a sequence,
 maximal runs of regular items become terminals and right-linear rules
 (:mod:`.runs`); the rest (recursive rules) is plain BNF: alternatives, helper
 rules for groups, left-recursive helpers for ``*``/``+``/``{m,}`` and nested
