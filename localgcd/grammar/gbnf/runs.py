@@ -157,7 +157,8 @@ class RunPlanner:
         Each round bans the offenders it finds, and only the runs that used one are planned again:
         coarse terminals sharing a word prefix with another (of each such pair the less used: fewest
         uses, then most items, go first, and one is banned only while a partner it overlaps is still
-        allowed), else those whose first atom some character piece reads.  A ban only removes coarse
+        allowed), else those whose first atom some character piece reads (:meth:`_atom_offenders`:
+        one per reshaped run, as a ban can take the reading piece away).  A ban only removes coarse
         terminals, so the rounds end, and the last round finds no offender, so the result is a prefix
         code whatever was banned on the way (the rounds once banned one terminal each and compared
         every pair again: quadratic).  A pair's verdict is found once."""
