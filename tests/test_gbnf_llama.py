@@ -169,13 +169,15 @@ def test_generated_text_is_accepted_by_llama_cpp(grammar: str, model) -> None:
 # ------------------------------------------------------------------ c.gbnf: every token, every position
 
 
-def llama_allowed(grammar: "LlamaGrammar", n_tokens: int) -> np.ndarray:
-    """bool per token id: llama.cpp's grammar sampler lets it through in its current state."""
+def llama_allowed(grammar: "LlamaGrammar", n_tokens: int, among: np.ndarray | None = None) -> np.ndarray:
+    """bool per token id: llama.cpp's grammar sampler lets it through in its current state (``among``:
+    only those ids are offered to it, the others read False)."""
     L = grammar.L
-    cells = (L.llama_token_data * n_tokens)()
+    ids = np.arange(n_tokens) if among is None else np.asarray(among)
+    cells = (L.llama_token_data * len(ids))()
     view = np.ctypeslib.as_array(cells)
-    view["id"] = np.arange(n_tokens)
-    arr = L.llama_token_data_array(data=cells, size=n_tokens, selected=-1, sorted=False)
+    view["id"] = ids
+    arr = L.llama_token_data_array(data=cells, size=len(ids), selected=-1, sorted=False)
     L.llama_sampler_apply(grammar.sampler, ctypes.byref(arr))
     allowed = np.zeros(n_tokens, dtype=bool)
     kept = view[:arr.size]

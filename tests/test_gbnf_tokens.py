@@ -88,22 +88,41 @@ def _left_out(vocab: Vocabulary, grammar: str) -> np.ndarray:
     return np.array([bool(never & set(piece)) for piece in vocab.token_bytes])
 
 
-def _compare(theirs: LlamaGrammar, matcher, vocab: Vocabulary, left_out: np.ndarray, where: str) -> np.ndarray:
+def _drawn(allowed: np.ndarray, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` of the ``allowed`` tokens and ``n`` of the others, drawn at random (all where fewer)."""
+    def draw(ids: np.ndarray) -> np.ndarray:
+        return ids if len(ids) <= n else rng.choice(ids, n, replace=False)
+
+    return draw(np.flatnonzero(allowed)), draw(np.flatnonzero(~allowed))
+
+
+def _compare(theirs: LlamaGrammar, matcher, vocab: Vocabulary, left_out: np.ndarray, where: str,
+             sample: np.ndarray | None = None) -> np.ndarray:
+    """``sample``: where llama.cpp's sampler is too slow over the whole vocabulary, a random draw of the
+    tokens localgcd allows and another of the rest (``(allowed, others)``) are compared."""
     ours = matcher.allowed_token_mask()
-    their = llama_allowed(theirs, len(vocab))
-    differ = np.flatnonzero((ours != their) & ~left_out)
+    compared = ~left_out
+    if sample is None:
+        their = llama_allowed(theirs, len(vocab))
+    else:
+        among = np.union1d(*sample)
+        their = llama_allowed(theirs, len(vocab), among)
+        compared &= np.isin(np.arange(len(vocab)), among)
+    differ = np.flatnonzero((ours != their) & compared)
     assert not differ.size, f"{where}: " + ", ".join(
         f"{t} {vocab.token_bytes[t] or vocab.special_pieces[t]!r} ours {bool(ours[t])}" for t in differ[:8].tolist())
     return ours
 
 
 def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]], walks: int, steps: int,
-           complete: bool = True, text: str | None = None, specials: bool = True) -> int:
+           complete: bool = True, text: str | None = None, specials: bool = True, sample: int | None = None) -> int:
     """Compare masks along each forced input (``complete``: a sentence), then along ``walks`` random
     walks; the positions compared.  ``text``: the grammar, where it is not one of :func:`_grammar`'s.
     ``specials=False`` leaves the special tokens other than the end tokens out of the comparison
     (llama.cpp matches a control token's own text, ``<|im_start|>``, against the grammar's characters;
-    localgcd offers a special token only through a token element)."""
+    localgcd offers a special token only through a token element).  ``sample``: at each position that
+    many tokens localgcd allows and that many others, drawn at random, are compared, not the whole
+    vocabulary."""
     import llama_cpp
 
     from localgcd.llama.vocab_sources import vocab_path
@@ -125,7 +144,8 @@ def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]]
             theirs, matcher = LlamaGrammar(lv, text.encode()), compiled.matcher()
             try:
                 for i in range(len(run) + 1 if run is not None else steps):
-                    ours = _compare(theirs, matcher, vocab, left_out, f"{name} {run} #{i}")
+                    drawn = None if sample is None else _drawn(matcher.allowed_token_mask(), sample, rng)
+                    ours = _compare(theirs, matcher, vocab, left_out, f"{name} {run} #{i}", drawn)
                     compared += 1
                     if run is not None:
                         if i == len(run):
