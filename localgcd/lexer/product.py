@@ -32,6 +32,7 @@ import numpy as np
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_table_rows
+from localgcd.grammar.terminal_rank import ScanOrder
 from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, minimize_mapped, renumbered, run_edges
@@ -60,7 +61,7 @@ _NO_LABEL = np.iinfo(np.int32).max
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | None = None,
                 also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None,
-                tuning: Tuning = Tuning(), n_modes: int = 1) -> DFA:
+                tuning: Tuning = Tuning(), n_modes: int = 1, first_match: ScanOrder | None = None) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
@@ -73,6 +74,8 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     terminal's automaton and each round of the product's exploration.  ``tuning.tracked_modes``:
     the tracked modes explored in one walk (off: each mode's own product; the same DFA).
     ``n_modes``: at least this many modes (one a terminal restarts in may lex none).
+    ``first_match``: a Lark grammar's terminals, read as lark's lexers read them: the first in lark's
+    order whose ``re.match`` succeeds wins (:mod:`localgcd.lexer.first_match`); None: the longest match.
     """
     meter = meter if meter is not None else unbounded()
     lexed_in = _lexed_in(modes, len(regexes))
@@ -88,6 +91,19 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     alike_modes: dict[tuple[str, ...], tuple[tuple[np.ndarray, np.ndarray | None], np.ndarray, list[int]]] = {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
+        if first_match is not None and members:
+            if mode in conditional_modes:
+                raise TerminalUnsupported(next(i for i in members if i in conditional),
+                                          "a look-ahead past its lexeme, in a Lark grammar: lark's lexer then "
+                                          "tries the next terminal where it fails, which the first-match lexer "
+                                          "does not follow yet")
+            from localgcd.lexer.first_match import first_match_mode  # (it reads this module's product)
+
+            table, class_of, accept = first_match_mode(members, regexes, first_match, meter,
+                                                       f"the lexer automaton (mode {mode})")
+            tables.append((table, class_of))
+            labels.append(accept)
+            continue
         if mode in conditional_modes:
             table, accept, forbidden[mode], end_refused[mode] = _conditional_mode(members, regexes, also,
                                                                                  conditional, meter)

@@ -1,0 +1,173 @@
+"""A Lark grammar's lexer mode read as lark's lexers read it: the first terminal in lark's order.
+
+Lark's basic lexer (and each parser state's lexer in its contextual one) tries its terminals in its
+order (:class:`localgcd.grammar.terminal_rank.ScanOrder`): the first whose ``re.match`` succeeds takes
+the lexeme its ``re.match`` returns.  That is maximal munch with another winner rule.  The product of
+the terminals' automata (each terminal's the words its ``re.match`` returns: ``terminal_dfa(...,
+backing_up=True)``) gets one more component, ``m``: the earliest terminal, in lark's order, that has
+accepted some prefix of the lexeme so far.  A terminal after ``m`` can never win any more: its
+component is dropped (as is one that can accept nothing more).  A state accepts ``m``'s terminal
+where ``m``'s component accepts.  The last accepting state along a text is then lark's lexeme: no
+terminal before ``i`` = the first that matches a prefix ever accepts, so ``m`` is ``i`` from its first
+accept on and the last accept is ``i``'s last — the word its ``re.match`` returns (a terminal whose
+``re.match`` backs up past an accept is backed up as it does by :mod:`localgcd.lexer.pending`).
+
+A string a pattern's ``re.match`` takes whole (``_create_unless``) is not tried where the pattern
+embeds it; where the pattern wins a lexeme that is the string, the string is the state's terminal:
+each such string's automaton rides along as a *tracker* (it decides the label, never keeps a state
+alive).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from localgcd.budget import BudgetMeter
+from localgcd.grammar.terminal_rank import ScanOrder
+from localgcd.lexer.product import _NO_LABEL, _SINK, _explore_states, _glue
+from localgcd.regex.dfa import DFA, minimize_mapped
+from localgcd.regex.nfa import literal_bytes
+from localgcd.regex.priority import needs_priority, priority_dfa
+from localgcd.regex.terminal import literal_trie, terminal_dfa
+
+__all__ = ["first_match_mode", "match_dfa", "scanned_members"]
+
+_NEVER = np.iinfo(np.int64).max // 2  # a component (state) that accepts no terminal (any more)
+
+
+def scanned_members(members: Sequence[int], order: ScanOrder) -> list[int]:
+    """The terminals of a mode lark tries, in its order: the mode's own, less the strings a pattern
+    of the mode embeds (its ``_create_unless`` runs per lexer state, over that state's terminals)."""
+    embedded = {s for r in members for s in order.embeds[r]}
+    return sorted((i for i in members if i not in embedded), key=order.position.__getitem__)
+
+
+def first_match_mode(members: Sequence[int], regexes: Sequence[str], order: ScanOrder, meter: BudgetMeter,
+                     what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One mode's minimal lexer table over byte classes, each byte's class and each state's terminal
+    (-1: none), read by lark's first match (see the module docstring)."""
+    product = FirstMatchProduct(members, regexes, order, meter)
+    table, class_of, vectors = _explore_states(product, meter, what, kernel=False)
+    best = product.accept_labels(vectors)
+    accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+    table, accept, _block = minimize_mapped(table, accept, meter, what)
+    return table, class_of, accept
+
+
+class FirstMatchProduct:
+    """The components of a first-match mode and how a product state's terminal is read off them:
+    columns ``[base components…, trackers…, m]`` (the interface :func:`_explore_states` reads)."""
+
+    def __init__(self, members: Sequence[int], regexes: Sequence[str], order: ScanOrder,
+                 meter: BudgetMeter) -> None:
+        scanned = scanned_members(members, order)
+        self.scanned = np.asarray(scanned + [-1], dtype=np.int64)  # a place in the mode's order -> terminal
+        in_mode = set(members)
+        self.retypes = {r: [s for s in order.unless[r] if s in in_mode] for r in scanned}
+        self.retypes = {r: strings for r, strings in self.retypes.items() if strings}
+        targets = sorted({s for strings in self.retypes.values() for s in strings})
+        base, places = self._components([(i, regexes[i]) for i in scanned], meter)
+        trackers, _ = self._components([(i, regexes[i]) for i in targets], meter)
+        self.n_base = len(base)
+        n_places = len(scanned)
+        m_table = np.repeat(np.arange(n_places + 1, dtype=np.int32)[:, None], 256, axis=1)
+        components = base + trackers + [DFA(m_table, np.full(n_places + 1, -1, dtype=np.int32))]
+        self.components = components
+        sizes = [c.n_states for c in components]
+        self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
+        self.tables = [c.transitions for c in components]
+        self.byte_classes = np.stack([c.byte_classes for c in components])
+        self.m_column, self.n_places = len(components) - 1, n_places
+        # per glued row (row 0: the sink): the place of the terminal a base component accepts there,
+        # the earliest place it can still accept from there, and the terminal a tracker accepts there
+        total = 1 + sum(sizes)
+        self.accepts_place = np.full(total, _NEVER, dtype=np.int64)
+        self.reachable_place = np.full(total, _NEVER, dtype=np.int64)
+        self.tracked = np.full(total, -1, dtype=np.int64)
+        for column, component in enumerate(components[:-1]):
+            rows = slice(self.offsets[column], self.offsets[column] + component.n_states)
+            if column < self.n_base:
+                own = np.where(component.accept >= 0, places[column][np.maximum(component.accept, 0)], _NEVER)
+                self.accepts_place[rows] = own
+                self.reachable_place[rows] = _earliest_reachable(component.transitions, own)
+            else:
+                self.tracked[rows] = component.accept
+        self.starts = (np.zeros(len(components), dtype=np.int64) + self.offsets)[None, :]
+        self.starts[0, self.m_column] = self.offsets[self.m_column] + n_places  # nothing accepted yet
+
+    @staticmethod
+    def _components(terminals: list[tuple[int, str]], meter: BudgetMeter) -> tuple[list[DFA], list[np.ndarray]]:
+        """The automata of ``terminals`` (index, regex), in their order: the plain strings in one trie
+        first, each other its own, labelled with the terminal; and each one's map from a terminal it
+        accepts to its place in that order (-1 elsewhere)."""
+        size = max((i for i, _ in terminals), default=-1) + 2
+        literals = [(data, i) for i, regex in terminals if (data := literal_bytes(regex)) is not None]
+        out, places = [], []
+        if literals:
+            out.append(literal_trie(literals))
+            places.append(np.full(size, -1, dtype=np.int64))
+        for k, (i, regex) in enumerate(terminals):
+            if literal_bytes(regex) is not None:
+                places[0][i] = k
+                continue
+            dfa = match_dfa(regex, meter)
+            out.append(DFA(dfa.transitions, np.where(dfa.accept >= 0, i, -1).astype(np.int32)))
+            place = np.full(size, -1, dtype=np.int64)
+            place[i] = k
+            places.append(place)
+        return out, places
+
+    def glued_columns(self, columns: np.ndarray) -> np.ndarray:
+        return _glue(self.tables, self.offsets, columns)
+
+    def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
+        """Successor vectors with ``m`` brought up to date, the components that can no longer win
+        dropped, and those with no base component left the dead state."""
+        base = vectors[:, :self.n_base]
+        m = np.minimum(vectors[:, self.m_column] - self.offsets[self.m_column], self.accepts_place[base].min(axis=1))
+        base[self.reachable_place[base] > m[:, None]] = _SINK
+        vectors[:, self.m_column] = m + self.offsets[self.m_column]
+        vectors[~base.any(axis=1)] = _SINK
+        return vectors
+
+    def accept_labels(self, vectors: np.ndarray) -> np.ndarray:
+        """Each state's terminal: ``m``'s where ``m``'s component accepts, retyped to a string its
+        lexeme is (``_NO_LABEL``: none)."""
+        m = np.minimum(vectors[:, self.m_column] - self.offsets[self.m_column], self.n_places)
+        accepting = (self.accepts_place[vectors[:, :self.n_base]].min(axis=1) == m) & (m < self.n_places)
+        best = np.where(accepting, self.scanned[m], _NO_LABEL)
+        trackers = vectors[:, self.n_base:self.m_column]
+        for winner, strings in self.retypes.items():
+            rows = np.flatnonzero(best == winner)
+            if not rows.size:
+                continue
+            tracked = self.tracked[trackers[rows]]  # [rows, trackers]: the terminal each accepts there
+            for string in reversed(strings):  # (the first in lark's order that the lexeme is: last written)
+                hit = (tracked == string).any(axis=1)
+                best[rows[hit]] = string
+        return best
+
+
+def match_dfa(regex: str, meter: BudgetMeter) -> DFA:
+    """The automaton of the words ``re.match`` returns for ``regex``: its last accept is the lexeme
+    (lark's ``/a|ab/`` takes ``a`` of ``ab``, ``/a+(ab)?/`` ``aa`` of ``aab``), where the longest
+    match would read on."""
+    if needs_priority(regex):  # (the lexer's own automaton of it is this one)
+        return terminal_dfa(regex, meter, backing_up=True)
+    dfa = priority_dfa(regex).dfa
+    meter.states(dfa.n_states, f"the automaton of /{regex[:60]}/")
+    return dfa
+
+
+def _earliest_reachable(table: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """int64 [states]: the least ``own`` value over the states each state reaches (itself included)."""
+    best = own.copy()
+    targets = table.astype(np.int64)
+    while True:
+        after = np.where(targets >= 0, best[np.maximum(targets, 0)], _NEVER).min(axis=1)
+        new = np.minimum(best, after)
+        if np.array_equal(new, best):
+            return best
+        best = new
