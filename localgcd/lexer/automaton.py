@@ -48,10 +48,18 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     lexer = LexingTransducer.from_dfa(dfa, len(terminals), modes.next_modes, take_table=True)
     first_match = lark_scan_order(terminals) is not None
     backing = backing_terminals(modes.regexes, first_match)
-    if backing:
+    # (a greedy pattern whose re.match backs up, read so only by lark's first match: where backing up
+    # as it does is not exact, the lexer does not back up there, as between terminals — a text that
+    # needs it is refused, README "Lexing semantics" — rather than the grammar)
+    greedy = backing - backing_terminals(modes.regexes) if first_match else set()
+    while backing:
         try:
             lexer = backing_up_lexer(lexer, backing, emit_forbidden)
+            break
         except PendingRefused as exc:
+            if exc.terminal in greedy:
+                backing = backing - {exc.terminal}
+                continue
             terminal = terminals[exc.terminal]
             how = (backs_up_when_matched if first_match else backs_up)(modes.regexes[exc.terminal])
             raise _error(terminal, f"{terminal.describe()}: {how}, and backing up as it does "
