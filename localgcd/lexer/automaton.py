@@ -24,7 +24,8 @@ from localgcd.grammar.terminal_rank import lark_scan_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer, backs_up_when_matched
+from localgcd.lexer.first_match import first_match_backing
+from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
@@ -47,11 +48,12 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     modes = lexer_modes(terminals)  # (memoized automata: the modes build_lexer_dfa read)
     lexer = LexingTransducer.from_dfa(dfa, len(terminals), modes.next_modes, take_table=True)
     first_match = lark_scan_order(terminals) is not None
-    backing = backing_terminals(modes.regexes, first_match)
-    # (a greedy pattern whose re.match backs up, read so only by lark's first match: where backing up
-    # as it does is not exact, the lexer does not back up there, as between terminals — a text that
-    # needs it is refused, README "Lexing semantics" — rather than the grammar)
-    greedy = backing - backing_terminals(modes.regexes) if first_match else set()
+    backing = backing_terminals(modes.regexes)
+    # (a greedy pattern whose re.match words back up, read so by lark's first match alone: where
+    # backing up as it does is not exact, the lexer does not back up there, as between terminals —
+    # a text that needs it is refused, README "Lexing semantics" — rather than the grammar)
+    greedy = first_match_backing(modes.regexes) - backing if first_match else set()
+    backing |= greedy
     while backing:
         try:
             lexer = backing_up_lexer(lexer, backing, emit_forbidden)
@@ -61,8 +63,7 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
                 backing = backing - {exc.terminal}
                 continue
             terminal = terminals[exc.terminal]
-            how = (backs_up_when_matched if first_match else backs_up)(modes.regexes[exc.terminal])
-            raise _error(terminal, f"{terminal.describe()}: {how}, and backing up as it does "
+            raise _error(terminal, f"{terminal.describe()}: {backs_up(modes.regexes[exc.terminal])}, and backing up as it does "
                          f"is not exact here: {exc}", source, text) from None
     if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
         kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)

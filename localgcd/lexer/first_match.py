@@ -20,19 +20,23 @@ alive).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from localgcd.budget import BudgetMeter
 from localgcd.grammar.terminal_rank import ScanOrder
-from localgcd.lexer.product import _NO_LABEL, _SINK, _explore_states, _glue
-from localgcd.regex.dfa import DFA, minimize_mapped
-from localgcd.regex.nfa import literal_bytes
-from localgcd.regex.priority import needs_priority, priority_dfa
+from localgcd.lexer.product import _NO_LABEL, _SINK, _explore_states, _glue, _live_states
+from localgcd.regex.dfa import DFA, determinize, minimize_mapped
+from localgcd.regex.nfa import NFA, CharClasses, ThompsonBuilder, literal_bytes
+from localgcd.regex.priority import needs_priority, priority_dfa, priority_symbol_dfa
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import Chars, nodes_of
 from localgcd.regex.terminal import literal_trie, terminal_dfa
 
-__all__ = ["first_match_mode", "match_dfa", "scanned_members"]
+__all__ = ["first_match_backing", "first_match_mode", "match_dfa", "reads_short", "scanned_members"]
 
 _NEVER = np.iinfo(np.int64).max // 2  # a component (state) that accepts no terminal (any more)
 
@@ -49,7 +53,7 @@ def first_match_mode(members: Sequence[int], regexes: Sequence[str], order: Scan
     """One mode's minimal lexer table over byte classes, each byte's class and each state's terminal
     (-1: none), read by lark's first match (see the module docstring)."""
     product = FirstMatchProduct(members, regexes, order, meter)
-    table, class_of, vectors = _explore_states(product, meter, what, kernel=False)
+    table, class_of, vectors = _explore_states(product, meter, what)
     best = product.accept_labels(vectors)
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
     table, accept, _block = minimize_mapped(table, accept, meter, what)
@@ -91,7 +95,10 @@ class FirstMatchProduct:
             if column < self.n_base:
                 own = np.where(component.accept >= 0, places[column][np.maximum(component.accept, 0)], _NEVER)
                 self.accepts_place[rows] = own
-                self.reachable_place[rows] = _earliest_reachable(component.transitions, own)
+                single = np.unique(own[own != _NEVER])
+                self.reachable_place[rows] = np.where(_live_states(component.transitions, component.accept),
+                                                      single[0], _NEVER) if single.size == 1 else \
+                    _earliest_reachable(component.transitions, own)  # (a trie: the strings below)
             else:
                 self.tracked[rows] = component.accept
         self.starts = (np.zeros(len(components), dtype=np.int64) + self.offsets)[None, :]
@@ -119,17 +126,26 @@ class FirstMatchProduct:
             places.append(place)
         return out, places
 
+    @property
+    def first_match_step(self) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """What the product kernel's round reads to do :meth:`kill_dead`'s step itself."""
+        return self.accepts_place, self.reachable_place, self.m_column, int(self.offsets[self.m_column])
+
     def glued_columns(self, columns: np.ndarray) -> np.ndarray:
         return _glue(self.tables, self.offsets, columns)
 
     def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
         """Successor vectors with ``m`` brought up to date, the components that can no longer win
         dropped, and those with no base component left the dead state."""
-        base = vectors[:, :self.n_base]
-        m = np.minimum(vectors[:, self.m_column] - self.offsets[self.m_column], self.accepts_place[base].min(axis=1))
+        live = np.flatnonzero(vectors[:, :self.n_base].any(axis=1))  # (most successors are dead)
+        rows = vectors[live]
+        base = rows[:, :self.n_base]
+        m = np.minimum(rows[:, self.m_column] - self.offsets[self.m_column], self.accepts_place[base].min(axis=1))
         base[self.reachable_place[base] > m[:, None]] = _SINK
-        vectors[:, self.m_column] = m + self.offsets[self.m_column]
-        vectors[~base.any(axis=1)] = _SINK
+        rows[:, self.m_column] = m + self.offsets[self.m_column]
+        rows[~base.any(axis=1)] = _SINK
+        vectors[:] = _SINK
+        vectors[live] = rows
         return vectors
 
     def accept_labels(self, vectors: np.ndarray) -> np.ndarray:
@@ -153,12 +169,63 @@ class FirstMatchProduct:
 def match_dfa(regex: str, meter: BudgetMeter) -> DFA:
     """The automaton of the words ``re.match`` returns for ``regex``: its last accept is the lexeme
     (lark's ``/a|ab/`` takes ``a`` of ``ab``, ``/a+(ab)?/`` ``aa`` of ``aab``), where the longest
-    match would read on."""
-    if needs_priority(regex):  # (the lexer's own automaton of it is this one)
+    match would read on; the lexer's own automaton of it where the two are one language."""
+    if needs_priority(regex) or not reads_short(regex):  # (the lexer's own automaton of it is this one)
         return terminal_dfa(regex, meter, backing_up=True)
     dfa = priority_dfa(regex).dfa
     meter.states(dfa.n_states, f"the automaton of /{regex[:60]}/")
     return dfa
+
+
+@lru_cache(maxsize=4096)
+def reads_short(regex: str) -> bool:
+    """Whether some word of ``regex``'s language is no lexeme ``re.match`` returns (an alternative
+    or a loop that stops short of it wins first), for a pattern without a lazy quantifier or a
+    look-around (those are read by ``re.match`` everywhere).  Decided over the pattern's own
+    character classes (a few symbols, not bytes): its language's automaton against the one of
+    the words ``re.match`` returns, which it contains.  Memoized per pattern."""
+    if literal_bytes(regex) is not None or needs_priority(regex):
+        return False
+    if not _CHOICE.search(regex.replace("\\\\", "")):  # (one word per choice-free pattern)
+        return False
+    node = parse_python_regex(regex)
+    atoms = CharClasses.of(n.chars for n in nodes_of(node) if isinstance(n, Chars))
+    nfa = NFA()
+    start, end = ThompsonBuilder(nfa, atoms.encode).node(node)
+    nfa.accept[end] = 0
+    language = determinize(nfa, [start], [0], n_symbols=atoms.n_symbols)
+    return _has_word_outside(language, priority_symbol_dfa(node, atoms.encode, atoms.n_symbols))
+
+
+_CHOICE = re.compile(r"[|?*+{]")
+
+
+def _has_word_outside(one: DFA, other: DFA) -> bool:
+    """Whether ``one`` accepts a word ``other`` does not (a walk over pairs of states)."""
+    seen = {(0, 0)}
+    frontier = [(0, 0)]
+    while frontier:
+        nxt = []
+        for p, q in frontier:
+            if one.accept[p] >= 0 and (q < 0 or other.accept[q] < 0):
+                return True
+            for symbol in range(one.transitions.shape[1]):
+                p2 = int(one.transitions[p, symbol])
+                if p2 < 0:
+                    continue
+                q2 = int(other.transitions[q, symbol]) if q >= 0 else -1
+                if (p2, q2) not in seen:
+                    seen.add((p2, q2))
+                    nxt.append((p2, q2))
+        frontier = nxt
+    return False
+
+
+def first_match_backing(regexes: Sequence[str]) -> set[int]:
+    """The terminals whose ``re.match`` backs up further than the byte after their lexeme, read by
+    lark's first match: those :func:`localgcd.lexer.pending.backing_terminals` finds, and the
+    patterns whose ``re.match`` words, not their language, back up."""
+    return {i for i, regex in enumerate(regexes) if reads_short(regex) and priority_dfa(regex).backs_up is not None}
 
 
 def _earliest_reachable(table: np.ndarray, own: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.regex.nfa import literal_bytes
-from localgcd.regex.priority import backs_up, priority_dfa
+from localgcd.regex.priority import backs_up
 
 _MAX_PENDING = 100_000
 Pending = tuple[int, int, int]  # (q_long, T, q_restart)
@@ -309,19 +309,9 @@ def window_bytes(lexer: LexingTransducer) -> np.ndarray:
     return (into & (lexer.emitted == NO_EMIT)).any(axis=0)
 
 
-def backing_terminals(regexes: Sequence[str], first_match: bool = False) -> set[int]:
-    """The terminals whose ``re.match`` backs up further than the byte after their lexeme.
-    ``first_match``: every pattern read by the words its ``re.match`` returns (a Lark grammar:
-    :mod:`localgcd.lexer.first_match`), not only a lazy or look-around one."""
-    if first_match:
-        return {i for i, regex in enumerate(regexes) if literal_bytes(regex) is None and backs_up_when_matched(regex)}
+def backing_terminals(regexes: Sequence[str]) -> set[int]:
+    """The terminals whose ``re.match`` backs up further than the byte after their lexeme."""
     return {i for i, regex in enumerate(regexes) if literal_bytes(regex) is None and backs_up(regex) is not None}
-
-
-def backs_up_when_matched(regex: str) -> str | None:
-    """How ``re.match(regex, …)`` backs up further than the byte after its lexeme, every pattern
-    read by its ``re.match`` words (None: never)."""
-    return priority_dfa(regex).backs_up
 
 
 def _shown(data: bytes) -> str:

@@ -678,6 +678,9 @@ def _explore_compiled(product: "_Product | _TrackedModes", by_class: np.ndarray,
         is_base[:product.n_base] = True
     explorer = product_kernel.ProductExplorer(np.ascontiguousarray(by_class, dtype=np.int64), is_base.view(np.uint8),
                                               starts)
+    first_match = getattr(product, "first_match_step", None)  # (lexer/first_match.py's product: its step)
+    if first_match is not None:
+        explorer.first_match(*first_match)
     lo, hi, rows = 0, starts.shape[0], []
     while lo < hi:
         rows.append(np.empty((hi - lo, by_class.shape[1]), dtype=np.int32))
