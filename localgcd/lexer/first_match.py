@@ -33,7 +33,7 @@ from localgcd.regex.dfa import DFA, determinize, minimize_mapped
 from localgcd.regex.nfa import NFA, CharClasses, ThompsonBuilder, literal_bytes
 from localgcd.regex.priority import needs_priority, priority_dfa, priority_symbol_dfa
 from localgcd.regex.python_syntax import parse_python_regex
-from localgcd.regex.syntax import Chars, nodes_of
+from localgcd.regex.syntax import Chars, Concat, Node, nodes_of
 from localgcd.regex.terminal import literal_trie, terminal_dfa
 
 __all__ = ["first_match_backing", "first_match_mode", "match_dfa", "reads_short", "scanned_members"]
@@ -189,6 +189,19 @@ def reads_short(regex: str) -> bool:
     if not _CHOICE.search(regex.replace("\\\\", "")):  # (one word per choice-free pattern)
         return False
     node = parse_python_regex(regex)
+    if isinstance(node, Concat):  # one character each first: re.match reads on with the rest alone
+        rest = node.items
+        while rest and isinstance(rest[0], Chars):
+            rest = rest[1:]
+        if not rest:
+            return False
+        node = rest[0] if len(rest) == 1 else Concat(rest)
+    return _node_reads_short(node)
+
+
+@lru_cache(maxsize=4096)
+def _node_reads_short(node: Node) -> bool:
+    """:func:`reads_short` of a parsed pattern (Go's operators share their trailing blanks')."""
     atoms = CharClasses.of(n.chars for n in nodes_of(node) if isinstance(n, Chars))
     nfa = NFA()
     start, end = ThompsonBuilder(nfa, atoms.encode).node(node)
