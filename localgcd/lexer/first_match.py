@@ -21,22 +21,23 @@ alive).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from localgcd.budget import BudgetMeter
 from localgcd.grammar.terminal_rank import ScanOrder
-from localgcd.lexer.product import _NO_LABEL, _SINK, _explore_states, _glue, _live_states
-from localgcd.regex.dfa import DFA, determinize, minimize_mapped
+from localgcd.lexer.product import _NO_LABEL, _SINK, TerminalUnsupported, _explore_states, _glue, _live_states
+from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
 from localgcd.regex.nfa import NFA, CharClasses, ThompsonBuilder, literal_bytes
-from localgcd.regex.priority import needs_priority, priority_dfa, priority_symbol_dfa
+from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa, priority_symbol_dfa
 from localgcd.regex.python_syntax import parse_python_regex
 from localgcd.regex.syntax import Chars, Concat, Node, nodes_of
 from localgcd.regex.terminal import literal_trie, terminal_dfa
 
-__all__ = ["first_match_backing", "first_match_mode", "match_dfa", "reads_short", "scanned_members"]
+__all__ = ["FirstMatchMode", "first_match_backing", "first_match_mode", "match_dfa", "reads_short", "scanned_members"]
 
 _NEVER = np.iinfo(np.int64).max // 2  # a component (state) that accepts no terminal (any more)
 
@@ -48,16 +49,42 @@ def scanned_members(members: Sequence[int], order: ScanOrder) -> list[int]:
     return sorted((i for i in members if i not in embedded), key=order.position.__getitem__)
 
 
+@dataclass(frozen=True)
+class FirstMatchMode:
+    """One mode's minimal lexer table over byte classes, each byte's class, each state's terminal
+    (-1: none) and, where a look-ahead terminal wins, the bytes before which (``forbidden``, bool
+    [states, 256]) and whether at the text's end (``end_refused``) it may not end there; None
+    where the mode has no look-ahead."""
+
+    table: np.ndarray
+    class_of: np.ndarray
+    accept: np.ndarray
+    forbidden: np.ndarray | None
+    end_refused: np.ndarray | None
+
+
 def first_match_mode(members: Sequence[int], regexes: Sequence[str], order: ScanOrder, meter: BudgetMeter,
-                     what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One mode's minimal lexer table over byte classes, each byte's class and each state's terminal
-    (-1: none), read by lark's first match (see the module docstring)."""
-    product = FirstMatchProduct(members, regexes, order, meter)
+                     what: str, conditional: Mapping[int, PriorityDFA]) -> FirstMatchMode:
+    """One mode read by lark's first match (see the module docstring).  ``conditional``: the
+    terminals with a look-ahead past their lexeme (``look_ahead.conditional_terminals``)."""
+    product = FirstMatchProduct(members, regexes, order, meter, conditional)
     table, class_of, vectors = _explore_states(product, meter, what)
     best = product.accept_labels(vectors)
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    table, accept, _block = minimize_mapped(table, accept, meter, what)
-    return table, class_of, accept
+    if not product.conditional:
+        table, accept, _block = minimize_mapped(table, accept, meter, what)
+        return FirstMatchMode(table, class_of, accept, None, None)
+    forbid, no_end = product.look_aheads(vectors, accept)
+    _, row_id = np.unique(np.concatenate([forbid, no_end[:, None]], axis=1), axis=0, return_inverse=True)
+    _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
+    table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32), meter, what)
+    new_accept = np.empty(table.shape[0], dtype=np.int32)
+    new_accept[block] = accept
+    new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
+    new_forbid[block] = forbid
+    new_no_end = np.zeros(table.shape[0], dtype=bool)
+    new_no_end[block] = no_end
+    return FirstMatchMode(table, class_of, new_accept, new_forbid, new_no_end)
 
 
 class FirstMatchProduct:
@@ -65,8 +92,13 @@ class FirstMatchProduct:
     columns ``[base components…, trackers…, m]`` (the interface :func:`_explore_states` reads)."""
 
     def __init__(self, members: Sequence[int], regexes: Sequence[str], order: ScanOrder,
-                 meter: BudgetMeter) -> None:
+                 meter: BudgetMeter, conditional: Mapping[int, PriorityDFA] = {}) -> None:
         scanned = scanned_members(members, order)
+        #: look-ahead terminals: (terminal, its place, its column, its delayed column); whether one
+        #: matched is known a byte later, by its *delayed* automaton (a tracker): state (q, ended)
+        #: where ended says it accepted before the byte just read, and the byte let it end there
+        self.conditional: list[tuple[int, int, int, int]] = []
+        self.own_conditional = {i: conditional[i] for i in scanned if i in conditional}
         self.scanned = np.asarray(scanned + [-1], dtype=np.int64)  # a place in the mode's order -> terminal
         in_mode = set(members)
         self.retypes = {r: [s for s in order.unless[r] if s in in_mode] for r in scanned}
@@ -76,8 +108,14 @@ class FirstMatchProduct:
         trackers, _ = self._components([(i, regexes[i]) for i in targets], meter)
         self.n_base = len(base)
         n_places = len(scanned)
+        delayed = []
+        for terminal, own in self.own_conditional.items():
+            column = next(c for c, component in enumerate(base) if (component.accept == terminal).any())
+            self.conditional.append((terminal, scanned.index(terminal), column,
+                                     len(base) + len(trackers) + len(delayed)))
+            delayed.append(_delayed(own))
         m_table = np.repeat(np.arange(n_places + 1, dtype=np.int32)[:, None], 256, axis=1)
-        components = base + trackers + [DFA(m_table, np.full(n_places + 1, -1, dtype=np.int32))]
+        components = base + trackers + delayed + [DFA(m_table, np.full(n_places + 1, -1, dtype=np.int32))]
         self.components = components
         sizes = [c.n_states for c in components]
         self.offsets = np.concatenate(([1], 1 + np.cumsum(sizes)[:-1])).astype(np.int64)
@@ -92,15 +130,23 @@ class FirstMatchProduct:
         self.tracked = np.full(total, -1, dtype=np.int64)
         for column, component in enumerate(components[:-1]):
             rows = slice(self.offsets[column], self.offsets[column] + component.n_states)
-            if column < self.n_base:
+            if any(column == own_column for _t, _p, own_column, _d in self.conditional):
+                # (a look-ahead terminal's accept counts a byte later, by its delayed automaton)
+                place = places[column][component.accept[component.accept >= 0][0]]
+                self.reachable_place[rows] = np.where(_live_states(component.transitions, component.accept),
+                                                      place, _NEVER)
+            elif column < self.n_base:
                 own = np.where(component.accept >= 0, places[column][np.maximum(component.accept, 0)], _NEVER)
                 self.accepts_place[rows] = own
                 single = np.unique(own[own != _NEVER])
                 self.reachable_place[rows] = np.where(_live_states(component.transitions, component.accept),
                                                       single[0], _NEVER) if single.size == 1 else \
                     _earliest_reachable(component.transitions, own)  # (a trie: the strings below)
-            else:
+            elif column < self.n_base + len(trackers):
                 self.tracked[rows] = component.accept
+            else:  # a delayed automaton: its place where it ended before the byte just read
+                place = next(p for _t, p, _c, d in self.conditional if d == column)
+                self.accepts_place[rows] = np.where(component.accept >= 0, place, _NEVER)
         self.starts = (np.zeros(len(components), dtype=np.int64) + self.offsets)[None, :]
         self.starts[0, self.m_column] = self.offsets[self.m_column] + n_places  # nothing accepted yet
 
@@ -126,6 +172,40 @@ class FirstMatchProduct:
             places.append(place)
         return out, places
 
+    def look_aheads(self, vectors: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each state's bytes before which its terminal may not end, and whether it may not end at
+        the text's end (a look-ahead terminal's, read off its component).  Raises
+        :class:`~localgcd.lexer.product.TerminalUnsupported` where a look-ahead terminal wins a state
+        only before some bytes and another terminal would take the lexeme before the others (lark
+        tries it next: a winner per byte, which one label per state cannot say)."""
+        forbid = np.zeros((vectors.shape[0], 256), dtype=bool)
+        no_end = np.zeros(vectors.shape[0], dtype=bool)
+        m = np.minimum(vectors[:, self.m_column] - self.offsets[self.m_column], self.n_places)
+        for terminal, place, column, _delayed_column in self.conditional:
+            rows = np.flatnonzero(accept == terminal)
+            if not rows.size:
+                continue
+            own = self.own_conditional[terminal]
+            local = vectors[rows, column] - self.offsets[column]
+            forbid[rows] = own.forbidden[local]
+            if own.end_refused is not None:
+                no_end[rows] = own.end_refused[local]
+            conditional_rows = forbid[rows].any(axis=1) | no_end[rows]
+            others = np.zeros(rows.size, dtype=bool)
+            base = vectors[rows][:, :self.n_base]
+            accepts = self.accepts_place[base]
+            accepts[:, column] = _NEVER
+            others |= accepts.min(axis=1) <= m[rows]  # m's own terminal accepts here too
+            for other, other_place, other_column, _d in self.conditional:
+                if other != terminal and other_place > place:
+                    state = vectors[rows, other_column]
+                    component = self.components[other_column]
+                    others |= (state != _SINK) & (component.accept[np.maximum(state - self.offsets[other_column], 0)] >= 0)
+            if (conditional_rows & others).any():
+                raise TerminalUnsupported(terminal, "its look-ahead decides whether it or a terminal lark tries "
+                                          "after it takes a lexeme (a winner per byte, which the lexer does not carry)")
+        return forbid, no_end
+
     @property
     def first_match_step(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """What the product kernel's round reads to do :meth:`kill_dead`'s step itself."""
@@ -140,7 +220,8 @@ class FirstMatchProduct:
         live = np.flatnonzero(vectors[:, :self.n_base].any(axis=1))  # (most successors are dead)
         rows = vectors[live]
         base = rows[:, :self.n_base]
-        m = np.minimum(rows[:, self.m_column] - self.offsets[self.m_column], self.accepts_place[base].min(axis=1))
+        m = np.minimum(rows[:, self.m_column] - self.offsets[self.m_column],
+                       self.accepts_place[rows[:, :self.m_column]].min(axis=1))
         base[self.reachable_place[base] > m[:, None]] = _SINK
         rows[:, self.m_column] = m + self.offsets[self.m_column]
         rows[~base.any(axis=1)] = _SINK
@@ -154,6 +235,10 @@ class FirstMatchProduct:
         m = np.minimum(vectors[:, self.m_column] - self.offsets[self.m_column], self.n_places)
         accepting = (self.accepts_place[vectors[:, :self.n_base]].min(axis=1) == m) & (m < self.n_places)
         best = np.where(accepting, self.scanned[m], _NO_LABEL)
+        for terminal, place, column, _delayed_column in sorted(self.conditional, key=lambda c: -c[1]):
+            own, state = self.components[column], vectors[:, column]
+            here = (state != _SINK) & (own.accept[np.maximum(state - self.offsets[column], 0)] >= 0) & (place <= m)
+            best[here] = terminal  # (the earliest place written last)
         trackers = vectors[:, self.n_base:self.m_column]
         for winner, strings in self.retypes.items():
             rows = np.flatnonzero(best == winner)
@@ -239,6 +324,22 @@ def first_match_backing(regexes: Sequence[str]) -> set[int]:
     lark's first match: those :func:`localgcd.lexer.pending.backing_terminals` finds, and the
     patterns whose ``re.match`` words, not their language, back up."""
     return {i for i, regex in enumerate(regexes) if reads_short(regex) and priority_dfa(regex).backs_up is not None}
+
+
+def _delayed(own: PriorityDFA) -> DFA:
+    """A look-ahead terminal's automaton with its accept a byte late: state ``2q + e`` (``e``: it
+    accepted before the byte just read, and that byte let it end there), and ``2n``: it died on
+    that byte after such an end; accepting where ``e``."""
+    table = own.dfa.transitions.astype(np.int64)
+    n = table.shape[0]
+    ended = (own.dfa.accept >= 0)[:, None] & ~own.forbidden  # [n, 256]
+    after = np.where(table >= 0, 2 * table + ended, np.where(ended, 2 * n, DEAD_STATE))
+    out = np.full((2 * n + 1, 256), DEAD_STATE, dtype=np.int32)
+    out[0:2 * n:2] = after
+    out[1:2 * n:2] = after
+    accept = np.full(2 * n + 1, -1, dtype=np.int32)
+    accept[1::2] = 0
+    return DFA(out, accept)
 
 
 def _earliest_reachable(table: np.ndarray, own: np.ndarray) -> np.ndarray:

@@ -92,17 +92,14 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
         if first_match is not None and members:
-            if mode in conditional_modes:
-                raise TerminalUnsupported(next(i for i in members if i in conditional),
-                                          "a look-ahead past its lexeme, in a Lark grammar: lark's lexer then "
-                                          "tries the next terminal where it fails, which the first-match lexer "
-                                          "does not follow yet")
             from localgcd.lexer.first_match import first_match_mode  # (it reads this module's product)
 
-            table, class_of, accept = first_match_mode(members, regexes, first_match, meter,
-                                                       f"the lexer automaton (mode {mode})")
-            tables.append((table, class_of))
-            labels.append(accept)
+            read = first_match_mode(members, regexes, first_match, meter, f"the lexer automaton (mode {mode})",
+                                    conditional)
+            tables.append((read.table, read.class_of))
+            labels.append(read.accept)
+            if read.forbidden is not None:
+                forbidden[mode], end_refused[mode] = read.forbidden, read.end_refused
             continue
         if mode in conditional_modes:
             table, accept, forbidden[mode], end_refused[mode] = _conditional_mode(members, regexes, also,

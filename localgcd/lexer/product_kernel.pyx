@@ -185,9 +185,9 @@ cdef class ProductExplorer:
         cdef int64_t m = succ[self.m_column] - self.m_offset, place
         cdef Py_ssize_t t, j
         cdef bint alive = False
-        for t in range(n_live):
+        for t in range(n_live):  # (a look-ahead terminal's delayed automaton, a tracker, counts too)
             j = live_at[t]
-            if self.is_base[j] and succ[j] != 0:
+            if j != self.m_column and succ[j] != 0:
                 place = self.accepts_place[succ[j]]
                 if place < m:
                     m = place
