@@ -61,7 +61,7 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_rows, digraph
 from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.ir import GrammarIR
-from localgcd.grammar.terminal_rank import lark_scan_order
+from localgcd.lexer.scan_order import lark_scan_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim

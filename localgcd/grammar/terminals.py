@@ -35,7 +35,7 @@ class Terminal:
     #: it, the terminal whose restart lexing takes then: a copy lexed in no mode); None: ``next_mode``
     fork: tuple[tuple[int, int], ...] | None = None
     #: a Lark grammar's terminal: lark's ``(len(pattern.value), pattern.flags)``, what lark's basic
-    #: lexer orders and retypes it by (localgcd.grammar.terminal_rank.lark_scan_order); None: a
+    #: lexer orders and retypes it by (localgcd.lexer.scan_order.lark_scan_order); None: a
     #: generated grammar's (GBNF, JSON Schema, regex), lexed by the longest match
     lark_pattern: tuple[int, tuple[str, ...]] | None = None
 

@@ -20,7 +20,7 @@ import numpy as np
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
-from localgcd.grammar.terminal_rank import lark_scan_order
+from localgcd.lexer.scan_order import lark_scan_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes

@@ -1,7 +1,7 @@
 """A Lark grammar's lexer mode read as lark's lexers read it: the first terminal in lark's order.
 
 Lark's basic lexer (and each parser state's lexer in its contextual one) tries its terminals in its
-order (:class:`localgcd.grammar.terminal_rank.ScanOrder`): the first whose ``re.match`` succeeds takes
+order (:class:`localgcd.lexer.scan_order.ScanOrder`): the first whose ``re.match`` succeeds takes
 the lexeme its ``re.match`` returns.  That is maximal munch with another winner rule.  The product of
 the terminals' automata (each terminal's the words its ``re.match`` returns: ``terminal_dfa(...,
 backing_up=True)``) gets one more component, ``m``: the earliest terminal, in lark's order, that has
@@ -28,8 +28,8 @@ from functools import lru_cache
 import numpy as np
 
 from localgcd.budget import BudgetMeter
-from localgcd.grammar.terminal_rank import ScanOrder
-from localgcd.lexer.product import _NO_LABEL, _SINK, TerminalUnsupported, _explore_states, _glue, _live_states
+from localgcd.lexer.scan_order import ScanOrder
+from localgcd.lexer.exploration import NO_LABEL, SINK, TerminalUnsupported, explore_states, glue, live_states
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
 from localgcd.regex.nfa import NFA, CharClasses, ThompsonBuilder, literal_bytes
 from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa, priority_symbol_dfa
@@ -68,9 +68,9 @@ def first_match_mode(members: Sequence[int], regexes: Sequence[str], order: Scan
     """One mode read by lark's first match (see the module docstring).  ``conditional``: the
     terminals with a look-ahead past their lexeme (``look_ahead.conditional_terminals``)."""
     product = FirstMatchProduct(members, regexes, order, meter, conditional)
-    table, class_of, vectors = _explore_states(product, meter, what)
+    table, class_of, vectors = explore_states(product, meter, what)
     best = product.accept_labels(vectors)
-    accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
+    accept = np.where(best == NO_LABEL, -1, best).astype(np.int32)
     if not product.conditional:
         table, accept, _block = minimize_mapped(table, accept, meter, what)
         return FirstMatchMode(table, class_of, accept, None, None)
@@ -89,7 +89,7 @@ def first_match_mode(members: Sequence[int], regexes: Sequence[str], order: Scan
 
 class FirstMatchProduct:
     """The components of a first-match mode and how a product state's terminal is read off them:
-    columns ``[base components…, trackers…, m]`` (the interface :func:`_explore_states` reads)."""
+    columns ``[base components…, trackers…, m]`` (the interface :func:`explore_states` reads)."""
 
     def __init__(self, members: Sequence[int], regexes: Sequence[str], order: ScanOrder,
                  meter: BudgetMeter, conditional: Mapping[int, PriorityDFA] = {}) -> None:
@@ -107,6 +107,7 @@ class FirstMatchProduct:
         base, places = self._components([(i, regexes[i]) for i in scanned], meter)
         trackers, _ = self._components([(i, regexes[i]) for i in targets], meter)
         self.n_base = len(base)
+        self.base_columns = np.arange(self.n_base)
         n_places = len(scanned)
         delayed = []
         for terminal, own in self.own_conditional.items():
@@ -133,13 +134,13 @@ class FirstMatchProduct:
             if any(column == own_column for _t, _p, own_column, _d in self.conditional):
                 # (a look-ahead terminal's accept counts a byte later, by its delayed automaton)
                 place = places[column][component.accept[component.accept >= 0][0]]
-                self.reachable_place[rows] = np.where(_live_states(component.transitions, component.accept),
+                self.reachable_place[rows] = np.where(live_states(component.transitions, component.accept),
                                                       place, _NEVER)
             elif column < self.n_base:
                 own = np.where(component.accept >= 0, places[column][np.maximum(component.accept, 0)], _NEVER)
                 self.accepts_place[rows] = own
                 single = np.unique(own[own != _NEVER])
-                self.reachable_place[rows] = np.where(_live_states(component.transitions, component.accept),
+                self.reachable_place[rows] = np.where(live_states(component.transitions, component.accept),
                                                       single[0], _NEVER) if single.size == 1 else \
                     _earliest_reachable(component.transitions, own)  # (a trie: the strings below)
             elif column < self.n_base + len(trackers):
@@ -200,7 +201,7 @@ class FirstMatchProduct:
                 if other != terminal and other_place > place:
                     state = vectors[rows, other_column]
                     component = self.components[other_column]
-                    others |= (state != _SINK) & (component.accept[np.maximum(state - self.offsets[other_column], 0)] >= 0)
+                    others |= (state != SINK) & (component.accept[np.maximum(state - self.offsets[other_column], 0)] >= 0)
             if (conditional_rows & others).any():
                 raise TerminalUnsupported(terminal, "its look-ahead decides whether it or a terminal lark tries "
                                           "after it takes a lexeme (a winner per byte, which the lexer does not carry)")
@@ -212,7 +213,7 @@ class FirstMatchProduct:
         return self.accepts_place, self.reachable_place, self.m_column, int(self.offsets[self.m_column])
 
     def glued_columns(self, columns: np.ndarray) -> np.ndarray:
-        return _glue(self.tables, self.offsets, columns)
+        return glue(self.tables, self.offsets, columns)
 
     def kill_dead(self, vectors: np.ndarray) -> np.ndarray:
         """Successor vectors with ``m`` brought up to date, the components that can no longer win
@@ -222,22 +223,22 @@ class FirstMatchProduct:
         base = rows[:, :self.n_base]
         m = np.minimum(rows[:, self.m_column] - self.offsets[self.m_column],
                        self.accepts_place[rows[:, :self.m_column]].min(axis=1))
-        base[self.reachable_place[base] > m[:, None]] = _SINK
+        base[self.reachable_place[base] > m[:, None]] = SINK
         rows[:, self.m_column] = m + self.offsets[self.m_column]
-        rows[~base.any(axis=1)] = _SINK
-        vectors[:] = _SINK
+        rows[~base.any(axis=1)] = SINK
+        vectors[:] = SINK
         vectors[live] = rows
         return vectors
 
     def accept_labels(self, vectors: np.ndarray) -> np.ndarray:
         """Each state's terminal: ``m``'s where ``m``'s component accepts, retyped to a string its
-        lexeme is (``_NO_LABEL``: none)."""
+        lexeme is (``NO_LABEL``: none)."""
         m = np.minimum(vectors[:, self.m_column] - self.offsets[self.m_column], self.n_places)
         accepting = (self.accepts_place[vectors[:, :self.n_base]].min(axis=1) == m) & (m < self.n_places)
-        best = np.where(accepting, self.scanned[m], _NO_LABEL)
+        best = np.where(accepting, self.scanned[m], NO_LABEL)
         for terminal, place, column, _delayed_column in sorted(self.conditional, key=lambda c: -c[1]):
             own, state = self.components[column], vectors[:, column]
-            here = (state != _SINK) & (own.accept[np.maximum(state - self.offsets[column], 0)] >= 0) & (place <= m)
+            here = (state != SINK) & (own.accept[np.maximum(state - self.offsets[column], 0)] >= 0) & (place <= m)
             best[here] = terminal  # (the earliest place written last)
         trackers = vectors[:, self.n_base:self.m_column]
         for winner, strings in self.retypes.items():
