@@ -1,7 +1,9 @@
-"""GBNF compile time, grammar stage only: the front end (GBNF text → the typed grammar, its LALR(1) check
-included) and the parse tables, per grammar, best of N runs.
+"""GBNF compile time: the grammar stage (the front end -- GBNF text → the typed grammar, its LALR(1)
+check included -- and the parse tables), per grammar, best of N runs; with ``--vocab``, the whole
+compile for that vocabulary too (``compile_grammar(..., use_cache=False)``: lexer, spanner, to a
+compiled grammar that answers masks) and the grammar stage's share of it.
 
-    python bench/gbnf_compile.py [--repeat 5] [DIR_OR_FILE ...]
+    python bench/gbnf_compile.py [--repeat 5] [--vocab llama-bpe] [DIR_OR_FILE ...]
 
 Defaults to tests/corpus/gbnf (llama.cpp's grammars and its test grammars).  A grammar the front
 end refuses shows its error's first words.
@@ -39,9 +41,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("paths", nargs="*")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--vocab", help="also the whole compile for this vocabulary (e.g. llama-bpe)")
     args = parser.parse_args()
+    vocab = None
+    if args.vocab:
+        from localgcd.llama.vocab_sources import vocab_path
+        from localgcd.llama.vocabulary import load_vocabulary
+
+        vocab = load_vocabulary(vocab_path(args.vocab))
     total_front = total_stage = 0.0
-    print(f"{'grammar':28} {'front end':>10} {'+ tables':>10}  verdict")
+    print(f"{'grammar':28} {'front end':>10} {'+ tables':>10}  {'compile':>10} {'share':>6}  verdict")
     for path in grammar_files(args.paths):
         text = path.read_text()
         try:
@@ -62,7 +71,14 @@ def main() -> None:
         total_stage += whole
         n_rules = len(translation.rules)
         mode = "general parser" if translation.general else "LALR(1)"
-        print(f"{path.name:28} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  ok ({n_rules} rules, {mode})")
+        compiled = ""
+        if vocab is not None:
+            import localgcd
+
+            full = best_of(args.repeat, lambda: localgcd.compile_grammar(text, vocab, fmt="gbnf", source=str(path),
+                                                                         use_cache=False))
+            compiled = f"{full:9.2f}s {100 * whole / full:5.0f}%"
+        print(f"{path.name:28} {front * 1e3:8.1f}ms {whole * 1e3:8.1f}ms  {compiled:>17}  ok ({n_rules} rules, {mode})")
     print(f"{'total':28} {total_front * 1e3:8.1f}ms {total_stage * 1e3:8.1f}ms")
 
 

@@ -21,8 +21,9 @@ code never needs that.
 Public API:
     load_grammar(name_or_text)              -> lark.Lark (cached)
     parse_with_localgcd_semantics(grammar, text, **kw) -> lark.Tree
+    parse_with_lark(grammar, text)          -> lark.Tree (lark's own first-match lexer)
     accepts(grammar, text)                  -> bool
-    assert_language(grammar, accepted=[...], rejected=[...])
+    assert_language(grammar, accepted=[...], rejected=[...])  (under both readings)
     assert_no_conflicts(grammar)
     grammar_sizes(grammar)                  -> dict(terminals, nonterminals, rules, bytes)
 """
@@ -38,6 +39,8 @@ import lark
 import regex
 from lark import Lark, Token
 from lark.lexer import Lexer, PatternStr
+
+from localgcd.grammar.formats import declared_lexer
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAMMAR_DIR = ROOT / "grammars"
@@ -156,6 +159,29 @@ def parse_with_localgcd_semantics(grammar: str, text: str, no_backtrack: bool = 
     return load_grammar(grammar, no_backtrack).parse(text)
 
 
+@functools.lru_cache(maxsize=64)
+def _load_lark(text: str) -> Lark:
+    kw = {"postlex": PythonIndenter()} if _needs_indenter(text) else {}
+    return Lark(text, parser="lalr", lexer=declared_lexer(text) or "contextual", **kw)
+
+
+def parse_with_lark(grammar: str, text: str):
+    """The grammar's meaning in its own tool: lark's LALR parser with the lexer the grammar
+    declares (``// localgcd: lexer=...``; lark's default, contextual, otherwise), first match in
+    lark's terminal order."""
+    return _load_lark(grammar_text(grammar)).parse(text)
+
+
+def lark_tokens(grammar: str, text: str) -> list[tuple[str, str]]:
+    """(type, lexeme) of each token lark's basic lexer reads in ``text`` (its ignored ones left out)."""
+    return [(tok.type, str(tok)) for tok in _load_lark(grammar_text(grammar)).lex(text, dont_ignore=False)]
+
+
+def longest_match_tokens(grammar: str, text: str) -> list[tuple[str, str]]:
+    """(type, lexeme) of each token the longest-match lexer (localgcd's reading) reads in ``text``."""
+    return [(tok.type, str(tok)) for tok in MaximalMunchLexer(load_grammar(grammar).lexer_conf).lex(text)]
+
+
 def accepts(grammar: str, text: str) -> bool:
     try:
         parse_with_localgcd_semantics(grammar, text)
@@ -164,16 +190,32 @@ def accepts(grammar: str, text: str) -> bool:
         return False
 
 
+def lark_accepts(grammar: str, text: str) -> bool:
+    try:
+        parse_with_lark(grammar, text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
 def assert_language(grammar: str, accepted: Iterable[str] = (), rejected: Iterable[str] = ()):
+    """Each text of ``accepted`` is a sentence, each of ``rejected`` is not, under localgcd's
+    reading (the longest match) and under lark's own (its first-match lexer) alike."""
     bad = []
     for s in accepted:
         try:
             parse_with_localgcd_semantics(grammar, s)
         except (lark.exceptions.LarkError, LexError, AssertionError) as e:
             bad.append(f"should ACCEPT {s!r}: {type(e).__name__}: {str(e)[:200]}")
+        try:
+            parse_with_lark(grammar, s)
+        except lark.exceptions.LarkError as e:
+            bad.append(f"lark itself should ACCEPT {s!r}: {type(e).__name__}: {str(e)[:200]}")
     for s in rejected:
         if accepts(grammar, s):
             bad.append(f"should REJECT {s!r}")
+        if lark_accepts(grammar, s):
+            bad.append(f"lark itself should REJECT {s!r}")
     assert not bad, "\n".join(bad)
 
 

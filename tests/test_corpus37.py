@@ -122,7 +122,10 @@ CORPUS37 = (
     new("miniwdl__wdl_1.0.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
     new("miniwdl__wdl_1.1.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
     new("miniwdl__wdl_development.lark", "lalr", must_fix=False, start="document", note=LOOK_AROUND),
-    third_party("gdtoolkit__gdscript.lark", "lalr", lark_regex=True),
+    third_party("gdtoolkit__gdscript.lark", "lalr", lark_regex=True,
+                note="its %declare'd _INDENT/_DEDENT are read as lark's Indenter (tab_len 8); gdtoolkit runs its "
+                     "own GDScriptIndenter (tab_len 4, an _NL after each _DEDENT, multi-line lambdas inside "
+                     "brackets): under lark's, no block may be followed by anything but another _NL"),
     third_party("pddl__grammar.lark", "lalr", start="domain"),
     third_party("poetry-core/pep508.lark", "lalr"),
     third_party("syncode__invariants.lark", "lalr"),
@@ -240,11 +243,6 @@ def test_llama_cpp_takes_it(entry: WildGrammar, llama_vocab) -> None:
 # What the parser change must fix
 # ---------------------------------------------------------------------------------------------
 
-TODAY = pytest.mark.xfail(strict=True, raises=GrammarError,
-                          reason="issue 37: lark's contextual lexer with an Indenter, where the parser states lex "
-                                 "differently (refused)")
-
-
 def compile_in_its_projects_mode(entry: WildGrammar) -> localgcd.CompiledGrammar:
     """``compile_grammar`` as issue 37 names the modes; a start rule other than ``start`` is given
     as a ``start`` rule appended to the text (``compile_grammar`` has no start option)."""
@@ -280,8 +278,8 @@ DYNAMIC_LEXER = pytest.mark.xfail(strict=True, raises=GrammarError,
 
 
 #: entries that compile in their project's mode with lexer="contextual" (where the parser's stack decides
-#: the mode after a terminal, the terminal forks); gdscript's Indenter is refused with several modes
-FIXED_BY_CONTEXTUAL = frozenset({"lark/issue37/d20__grammar.lark", "lark/third_party/poetry-core/pep508.lark",
+#: the mode after a terminal, the terminal forks; gdscript's Indenter newline forks in every mode)
+FIXED_BY_CONTEXTUAL = frozenset({"lark/third_party/gdtoolkit__gdscript.lark", "lark/issue37/d20__grammar.lark", "lark/third_party/poetry-core/pep508.lark",
                                  "lark/third_party/syncode__invariants.lark", "lark/issue37/lark-dbml__dbml.lark",
                                  "lark/third_party/pddl__grammar.lark", "lark/third_party/syncode__sql.lark",
                                  "lark/third_party/tartiflette__graphql_sdl.lark"})
@@ -291,7 +289,8 @@ def marks_of(entry: WildGrammar) -> list:
     """The general parser compiles the GBNF and Earley entries (with lark's dynamic lexer where it is exact);
     lark's contextual lexer compiles the ``lalr`` entries where it is exact."""
     if entry.mode == "lalr":
-        return [] if entry.path in FIXED_BY_CONTEXTUAL else [TODAY]
+        assert entry.path in FIXED_BY_CONTEXTUAL, entry
+        return []
     return [DYNAMIC_LEXER] if entry.path in DYNAMIC_NOT_EXACT else []
 
 
@@ -299,6 +298,20 @@ def marks_of(entry: WildGrammar) -> list:
 def test_compiles_in_its_projects_mode(entry: WildGrammar) -> None:
     compiled = compile_in_its_projects_mode(entry)
     assert compiled is not None
+
+
+@pytest.mark.xfail(strict=True, raises=GrammarError,
+                   reason="issue 37: lark's Indenter with the general parser (refused: the general parser does "
+                          "not track the layout)")
+def test_lark_s_python2_example_compiles_as_its_earley_parser_reads_it() -> None:
+    """lark's own examples/advanced/python_parser.py reads python2.lark with ``parser='earley',
+    lexer='basic'`` and lark's ``PythonIndenter`` (``python_parser2_earley``): one of lark's Earley
+    example grammars, not LALR(1) with lark's resolution left out."""
+    from localgcd.grammar.indenter import IndenterOptions
+
+    text = (CORPUS / "lark" / "third_party" / "lark__python2.lark").read_text(encoding="utf-8")
+    localgcd.compile_grammar(text + "\nstart: file_input\n", byte_vocabulary(), parser="earley", lexer="basic",
+                             use_cache=False, indenter=IndenterOptions())
 
 
 def mutations(text: str, rng) -> list[str]:

@@ -98,15 +98,15 @@ def _compare(theirs: LlamaGrammar, matcher, vocab: Vocabulary, left_out: np.ndar
 
 
 def _walks(name: str, vocab_name: str, load_vocab, forced: list[list[int | str]], walks: int, steps: int,
-           complete: bool = True) -> int:
+           complete: bool = True, text: str | None = None) -> int:
     """Compare masks along each forced input (``complete``: a sentence), then along ``walks`` random
-    walks; the positions compared."""
+    walks; the positions compared.  ``text``: the grammar, where it is not one of :func:`_grammar`'s."""
     import llama_cpp
 
     from localgcd.llama.vocab_sources import vocab_path
 
     vocab = load_vocab(vocab_name)
-    text = _grammar(name)
+    text = _grammar(name) if text is None else text
     compiled = localgcd.compile_grammar(text, vocab, fmt="gbnf", source=f"{name}.gbnf", use_cache=False)
     llm = llama_cpp.Llama(model_path=str(vocab_path(vocab_name)), vocab_only=True, verbose=False)
     lv = llama_cpp.llama_model_get_vocab(llm.model)

@@ -1,7 +1,8 @@
 """Language tables for the grammar library, checked under localgcd's lexer
-semantics (tests/grammar_support.py: maximal munch, 1-byte lookahead), plus a
-fixed sample of real code (marked slow; the full corpora run in
-bench/grammar_corpus.py)."""
+semantics (tests/grammar_support.py: maximal munch, 1-byte lookahead) and under
+lark's own (its first-match lexer: the grammar's meaning in its own tool), plus a
+fixed sample of real code read both ways (marked slow; the full corpora run in
+bench/grammar_corpus.py; Go's from $GOROOT or Debian's golang-src)."""
 from __future__ import annotations
 
 import glob
@@ -15,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from grammar_support import (GRAMMAR_DIR, FORBIDDEN_REGEX_SYNTAX, accepts, assert_language,
-                             assert_no_conflicts, build_report, grammar_sizes,
-                             parse_with_localgcd_semantics)
+                             assert_no_conflicts, build_report, grammar_sizes, lark_tokens,
+                             longest_match_tokens, parse_with_lark, parse_with_localgcd_semantics)
 
 ALL = ["json", "arithmetic", "csv", "sql_select", "chain_of_thought", "python", "java", "go"]
 HERE = Path(__file__).parent
@@ -43,6 +44,26 @@ def test_header_comment_and_no_forbidden_regex(g):
                     assert not rx.startswith(bad) and not rx.endswith(bad) or rx.endswith("\\$"), (t.name, rx)
                     continue
                 assert bad not in rx, (t.name, rx)
+
+
+# Where lark's first-match lexer (the first terminal in lark's order whose re.match succeeds) could
+# read a shipped grammar otherwise than the longest match: keywords and function names beside
+# identifiers, numbers beside their prefixes, operators beside longer ones, case folding.
+SAME_LEXEMES = [
+    ("go", "iffy := gopher + if0 + go_ + typeX\n"),
+    ("go", "for i := 0; i < n; i++ {\n\tj--\n\tx /= 2 // half\n\t/**/ y = .5i + 1.5i + 0.e1i\n}\n"),
+    ("go", "x = 00 + 0755 + 0o17 + 0B01 + 0x1F + 0x1p-2 + 08.5 + 1_000 + 1e3\n"),
+    ("java", "non-sealed class A { int nonsealed = non - sealed; }"),
+    ("python", "x = 0X1F + 0o17 + 0b101 + 0 + 00 + 0_0 + 1.5j + 1e3 + .5\n"),
+    ("arithmetic", "abs0 + abs(1) - maxi * max(2, 3) ** pow(2, 1) - roundup"),
+    ("sql_select", "SELECT a FROM t INTERſECT SELECT b Aſ c FROM u WHERE x Iſ NULL"),
+    ("sql_select", "select selected, fromage from t where notes like 'x' limit 1"),
+]
+
+
+@pytest.mark.parametrize("g, text", SAME_LEXEMES)
+def test_lark_reads_the_lexemes_the_longest_match_reads(g, text):
+    assert lark_tokens(g, text) == longest_match_tokens(g, text)
 
 
 def test_sizes_of_the_big_grammars():
@@ -272,6 +293,7 @@ def test_python_stdlib_sample():
         text = path.read_text(encoding="utf-8")
         try:
             parse_with_localgcd_semantics("python", text)
+            parse_with_lark("python", text)  # (the grammar's meaning in its own tool)
             ok = True
         except Exception as e:  # noqa: BLE001
             ok, err = False, e
@@ -301,7 +323,9 @@ def test_java_util_sample():
             continue
         n += 1
         try:
-            parse_with_localgcd_semantics("java", zf.read(member).decode("utf-8"))
+            source = zf.read(member).decode("utf-8")
+            parse_with_localgcd_semantics("java", source)
+            parse_with_lark("java", source)  # (the grammar's meaning in its own tool)
             ok = True
         except Exception as e:  # noqa: BLE001
             ok, err = False, e
@@ -313,6 +337,8 @@ def test_java_util_sample():
 
 
 def _go_root():
+    if os.path.isdir(os.path.join(os.environ.get("GOROOT", "-"), "src", "strings")):
+        return Path(os.environ["GOROOT"], "src")
     for pat in ("/usr/share/go-*/src", "/usr/lib/go-*/src"):
         for d in sorted(glob.glob(pat), reverse=True):
             if os.path.isdir(os.path.join(d, "strings")):
@@ -329,7 +355,9 @@ def test_go_stdlib_sample():
     bad = []
     for name, path in files:
         try:
-            parse_with_localgcd_semantics("go", path.read_text(encoding="utf-8"))
+            source = path.read_text(encoding="utf-8")
+            parse_with_localgcd_semantics("go", source)
+            parse_with_lark("go", source)  # (the grammar's meaning in its own tool)
             ok = True
         except Exception as e:  # noqa: BLE001
             ok, err = False, e

@@ -182,3 +182,24 @@ def test_forced_decoding_of_stdlib_files_with_real_vocabularies(load_vocab, voca
             assert m.advance(token), m.error
             text += vocab.token_bytes[token]
         assert m.is_accepting() and m.allowed_token_mask()[list(vocab.end_ids)].all()
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("vocab_name", ["llama-spm", "qwen2"])
+def test_the_engine_reads_every_token_s_bytes_and_caps_brackets_alike(vocab_name: str, eager: bool, load_vocab) -> None:
+    """An Indenter grammar's engine reads each token's bytes from one buffer (a lazy spanner's trie,
+    or the tokens joined) and caps bracket depths at the most closing brackets a token can emit:
+    the same bytes and the same cap either way."""
+    from localgcd.runtime.layout import flat_token_bytes, paren_cap
+    from localgcd.runtime.masks import _token_starts
+
+    vocab = load_vocab(vocab_name)
+    compiled = Compiler(use_cache=False, eager=eager).compile(
+        (Path(__file__).resolve().parent.parent / "grammars" / "python.lark").read_text(), vocab)
+    data, starts, pieces, piece_offsets = _token_starts(compiled.spanner, compiled.token_bytes)
+    joined, offsets = flat_token_bytes(compiled.token_bytes)
+    lengths = np.diff(offsets)
+    for token, piece in enumerate(compiled.token_bytes):
+        assert bytes(data[starts[token]:starts[token] + lengths[token]]) == piece
+    assert paren_cap(compiled.lexer, compiled.indenter, pieces, piece_offsets) == \
+        paren_cap(compiled.lexer, compiled.indenter, joined, offsets)

@@ -170,7 +170,7 @@ def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from
 @pytest.mark.slow
 @pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
 def test_branches_renamed_from_a_copy_are_numpys_rows(load_vocab, vocab_name: str) -> None:
-    """Go's operators and keywords each swallow the blanks and comments after them in their own copy
+    """Go's operators each swallow the blanks and comments after them in their own copy
     of one automaton: a row's big branch entered in a copy is the walked copy's, renamed -- every
     state's row is still numpy's, and some branches were renamed."""
     vocab = load_vocab(vocab_name)
@@ -918,3 +918,40 @@ def test_the_lr0_automaton_is_held_to_the_compile_budget_either_way(kernels: boo
             analyze(rules, 2_501, 2_501, meter, kernels=kernels)
     else:
         assert analyze(rules, 2_501, 2_501, meter, kernels=kernels).n_states == 2_502
+
+
+def _node_prefixes(trie: VocabTrie) -> list[bytes]:
+    """Each flat node's path from the root, read off the levels' bytes and parents."""
+    prefixes: list[bytes] = []
+    previous: list[bytes] = [b""]
+    for depth, level in enumerate(trie.levels):
+        parents = level.parent.tolist() if depth else [0] * level.byte.size
+        current = [previous[p] + bytes([b]) for p, b in zip(parents, level.byte.tolist())]
+        prefixes += current
+        previous = current
+    return prefixes
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("vocab_kind", ["bytes", "json", "utf8_strings", "llama-spm"])
+def test_flat_nodes_know_the_bytes_and_the_depth_below_each_node(vocab_kind: str, kernel: bool, load_vocab) -> None:
+    """A flat node's ``below`` is every byte its tokens have after its prefix, and its ``height``
+    the most bytes they have after it: read off the tokens themselves, by the kernel and by numpy."""
+    vocab = (byte_vocabulary() if vocab_kind == "bytes" else load_vocab(vocab_kind) if "-" in vocab_kind
+             else small_vocabulary(SMALL_GRAMMARS[vocab_kind]))
+    texts = sorted({t for t in vocab.token_bytes if t})
+    trie = VocabTrie.build(vocab.token_bytes, np.flatnonzero([len(t) > 0 for t in vocab.token_bytes]))
+    nodes = trie.make_flat_nodes(kernel)
+    expected_below: dict[bytes, set[int]] = {}
+    expected_height: dict[bytes, int] = {}
+    for text in texts:
+        for cut in range(1, len(text) + 1):
+            prefix = text[:cut]
+            expected_below.setdefault(prefix, set()).update(text[cut:])
+            expected_height[prefix] = max(expected_height.get(prefix, 0), len(text) - cut)
+    prefixes = _node_prefixes(trie)
+    assert sorted(prefixes) == sorted(expected_below)
+    bits = np.unpackbits(nodes.below.view(np.uint8), axis=1, bitorder="little")  # [n, 256]: byte b is bit b
+    for node, prefix in enumerate(prefixes):
+        assert set(np.flatnonzero(bits[node]).tolist()) == expected_below[prefix], prefix
+        assert int(nodes.height[node]) == expected_height[prefix], prefix

@@ -118,6 +118,31 @@ GRAMMARS = {
     "an earlier alternative wins": (SUBSCRIPTS, "start", ["x_", "a", "b", "1", "{", "}", "'", " ", "ab", "x"]),
     "a lazy quantifier": (TAGS, "start", ["<", ">", "a", "b", "<a>", "<b", "><"]),
 }
+#: the rest of issue 37's Earley corpus (tests/test_corpus37.py) that compiles with lark's dynamic lexer
+GRAMMARS |= {
+    "tree_forest_transformer (lark's example)": (corpus("issue37/lark__tree_forest_transformer.lark"), "sentence",
+                                                 ["fruit", "flies", "like", "bananas", " ", "a", "fl", "\n"]),
+    "prioritizer (lark's example)": (corpus("third_party/lark__prioritizer.lark"), "start",
+                                     ["Hello", " ", "World", "Hello World", "hello", "W"]),
+    "templates (lark's example)": (corpus("third_party/lark__templates_example.lark"), "start",
+                                   ["[", "]", "{", "}", ",", ":", "1", "-2.5e3", '"a"', '"\\""', " ", "x"]),
+    **{f"lark's {test}": (corpus(f"issue37/lark__{test}.lark"), start, pieces) for test, start, pieces in [
+        ("test_ambiguity1", "start", ["c", "d", "cd", "e", "x"]),
+        ("test_cycle2", "start", ["a", "b", "ab", "c"]),
+        ("test_cycles", "a", ["x", "a"]),
+        ("test_cycles_with_child_filter", "a", ["x", "b"]),
+        ("test_earley_explicit_ambiguity", "start", ["a", "b", "ab", "c"]),
+        ("test_earley_repeating_empty", "start", ["a", "b", "c"]),
+        ("test_many_cycles", "start", ["a", "b"]),
+        ("test_multiple_start_solutions", "start", ["x", "y"]),
+    ]},
+    # csv and json lines by relative imports; SIGNED_FLOAT reads on into a following WORD's "E" (re.match)
+    "storage (lark's composition example)": (corpus("third_party/lark_composition/storage.lark"), "start",
+                                             ["#", " ", "a", "bc", "\n", ",", "\t", "1", "1.5", "E", "+5", "-2",
+                                              "x.y", '{"a": 1}', "[", "]", '"s"', "true", ":"]),
+}
+#: grammars that import files beside them: the file they are read as
+SOURCE_PATHS = {"storage (lark's composition example)": CORPUS / "third_party/lark_composition/storage.lark"}
 #: the language of re.match's lexemes, for the reference, where it is smaller than the pattern's
 LANGUAGES = {
     "an earlier alternative wins": {r"x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\}|[a-z]+)":
@@ -130,22 +155,28 @@ def with_start(text: str, start: str) -> str:
     return text if start == "start" else text + f"\nstart: {start}\n"
 
 
+def source_path(name: str) -> str | None:
+    return str(SOURCE_PATHS[name]) if name in SOURCE_PATHS else None
+
+
 @functools.lru_cache(maxsize=None)
 def compiled(name: str) -> localgcd.CompiledGrammar:
     text, start, _ = GRAMMARS[name]
-    return localgcd.compile_grammar(with_start(text, start), byte_vocabulary(), parser="earley", use_cache=False)
+    base_dir = SOURCE_PATHS[name].parent if name in SOURCE_PATHS else None
+    return localgcd.compile_grammar(with_start(text, start), byte_vocabulary(), parser="earley", use_cache=False,
+                                    base_dir=base_dir)
 
 
 @functools.lru_cache(maxsize=None)
 def reference(name: str) -> DynamicReference:
     text, start, _ = GRAMMARS[name]
-    return DynamicReference(with_start(text, start), languages=LANGUAGES.get(name))
+    return DynamicReference(with_start(text, start), languages=LANGUAGES.get(name), source_path=source_path(name))
 
 
 @functools.lru_cache(maxsize=None)
 def lark_parser(name: str) -> lark.Lark:
     text, start, _ = GRAMMARS[name]
-    parser = lark.Lark(with_start(text, start))
+    parser = lark.Lark(with_start(text, start), source_path=source_path(name))
     assert parser.options.parser == "earley" and parser.options.lexer == "dynamic"
     return parser
 

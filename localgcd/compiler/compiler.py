@@ -34,6 +34,7 @@ from localgcd.grammar.indenter import IndenterOptions
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
 from localgcd.parser.lalr import build_parse_tables
+from localgcd.regex.priority import backs_up
 from localgcd.paths import cache_dir as default_cache_dir
 from localgcd.spanner.lazy import LazyTokenSpanner
 from localgcd.spanner.token_spanner import build_token_spanner
@@ -227,8 +228,11 @@ class Compiler:
         forked = [t for i, t in enumerate(grammar.terminals) if t.fork is not None and lexer.alias_of is not None
                   and i in lexer.alias_of]
         if forked:
+            how = backs_up(forked[0].regex)
             raise GrammarError(f"lexer='contextual': after {forked[0].describe()} the parser's state picks the lexer "
-                               "mode, and a lexeme that backs up past it is not followed there; use lexer='basic'",
+                               f"mode (the stack decides which terminals compete next), and {how or 're.match backs up'}"
+                               ": the bytes read past its end are lexed before that mode is known (backing up past a "
+                               "fork terminal is not supported); use lexer='basic'",
                                source, forked[0].line, forked[0].column)
         if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "

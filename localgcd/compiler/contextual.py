@@ -43,6 +43,15 @@ serve every other token).  When one mode serves every state, the contextual lexe
 one and the tables are the basic ones.  The parse tables it reads are lark's own states (no
 terminal classes: a class's shortcut state has another row than lark's ``name: IDENT •``).
 
+With lark's ``Indenter`` (a ``postlex``), lark's contextual lexer lexes its newline in every state
+(the Indenter's ``always_accept``), and lark's ``PostLexConnector`` asks for the next lexeme only
+after the parser took the newline and the _INDENT or _DEDENTs the Indenter made of it — or nothing,
+where open brackets drop it.  So the states after the newline are those after it and one _INDENT or
+any number of _DEDENTs, and the state before it (:func:`_states_after_indenter`), and the newline
+is one terminal lexed in every mode (the Indenter reads one newline terminal) that forks to the
+first mode holding the parser's state after it (:func:`_newline_terminals`); the Indenter's bracket
+and newline terminals are then named by their copies, its _INDENT and _DEDENT by their columns.
+
 The analysis is array work: the states after each (state, terminal) cell are DeRemer and
 Pennello's digraph over the cells (:func:`_states_after`, the digraph kernel), the congruences
 connected components (:func:`_congruence`), the refinement sorted signatures (:func:`_refined`);
@@ -78,6 +87,9 @@ class ContextualModes:
     next_mode: dict[tuple[int, int], int]  # (mode, terminal lexed in it) → the mode after it (-1: a fork)
     #: (mode, terminal) after which the parser's state decides the mode: the state after it → the mode
     forks: dict[tuple[int, int], dict[int, int]] = dataclasses.field(default_factory=dict)
+    #: with an Indenter: the parser states that may be on top after its newline (and the _INDENT or
+    #: _DEDENTs it emits, or none where brackets are open and it is dropped), sorted
+    after_newline: tuple[int, ...] = ()
 
     @property
     def n_modes(self) -> int:
@@ -97,15 +109,19 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables,
     modes = parser_state_modes(grammar, tables, meter)
     if modes.n_modes == 1:
         return grammar, tables
-    if grammar.indenter is not None:
-        raise GrammarError("lexer='contextual' with an Indenter, where the parser states lex differently: "
-                           "not supported; use lexer='basic'", grammar.source)
     if any(t.lexed_in != (0,) or t.next_mode != 0 for t in grammar.terminals):
         raise GrammarError("lexer='contextual' on a grammar with its own lexer modes: not supported; "
                            "use lexer='basic'", grammar.source)
+    spec = grammar.indenter
     terminals: list[Terminal] = []
     columns: list[int] = []
+    copies: dict[int, list[int]] = {}  # grammar terminal → its copies lexed in some mode
     for i, terminal in enumerate(grammar.terminals):
+        if spec is not None and i == spec.newline:  # one terminal, lexed in every mode (module doc)
+            copies[i] = [len(terminals)]
+            terminals += _newline_terminals(terminal, modes, len(terminals))
+            columns += [i] * (len(terminals) - len(columns))
+            continue
         if terminal.ignored:  # one copy per mode, each staying in its mode
             for mode in range(modes.n_modes):
                 terminals.append(dataclasses.replace(terminal, mode=mode, next_mode=mode, modes=None))
@@ -119,6 +135,7 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables,
                                []).append(mode)
         for after, where in by_next.items() or {0: []}.items():
             copy = dataclasses.replace(terminal, mode=where[0] if where else 0, modes=tuple(where))
+            copies.setdefault(i, []).append(len(terminals))
             if isinstance(after, int):
                 terminals.append(dataclasses.replace(copy, next_mode=after))
                 columns.append(i)
@@ -130,16 +147,42 @@ def contextual_lexing(grammar: GrammarIR, tables: ParseTables,
                                                  fork=tuple((q, copy_of[mode]) for q, mode in after)))
             terminals += [dataclasses.replace(terminal, mode=0, modes=(), next_mode=mode) for mode in restarts]
             columns += [i] * (1 + len(restarts))
-    gathered = np.asarray(columns + [tables.end_column], dtype=np.int64)
+    # the columns past the lexer's terminals (the Indenter's _INDENT and _DEDENT, then $END) follow them
+    gathered = np.asarray(columns + list(range(n, tables.action.shape[1])), dtype=np.int64)
     extra = {name: column - n + len(terminals) for name, column in grammar.parser_terminals.items() if column >= n}
     first_column = {}
     for column, terminal in enumerate(terminals):
         first_column.setdefault(terminal.name, column)
     contextual = dataclasses.replace(grammar, terminals=tuple(terminals), parser_terminals={**first_column, **extra})
+    if spec is not None:  # the Indenter's terminals as the new lexer terminals and parser columns
+        shift = len(terminals) - n
+        contextual = dataclasses.replace(contextual, indenter=dataclasses.replace(
+            spec, newline=copies[spec.newline][0], indent=spec.indent + shift, dedent=spec.dedent + shift,
+            opens=frozenset(c for t in spec.opens for c in copies.get(t, ())),
+            closes=frozenset(c for t in spec.closes for c in copies.get(t, ()))))
     wide = dataclasses.replace(tables, action=np.ascontiguousarray(tables.action[:, gathered]),
                                takes=np.ascontiguousarray(tables.takes[:, gathered]),
                                refuses=np.ascontiguousarray(tables.refuses[:, gathered]))
     return contextual, wide
+
+
+def _newline_terminals(terminal: Terminal, modes: ContextualModes, first: int) -> list[Terminal]:
+    """The Indenter's newline under the contextual lexer: lark lexes it in every state (its
+    ``always_accept``), and the parser's state after it — after the _INDENT or _DEDENTs it makes,
+    or unchanged where open brackets drop it — picks the mode lexing goes on in.  One terminal lexed
+    in every mode (the Indenter reads one newline terminal), forking to the first mode holding the
+    state after it (a mode's lexer is exact for each of its states, and the modes after it hold the
+    parser's states after theirs), then the copies lexed in no mode whose restarts those are."""
+    restart: dict[int, int] = {}  # parser state after the newline → the mode lexing goes on in
+    for mode, states in enumerate(modes.states):
+        for state in states:
+            restart.setdefault(state, mode)
+    after = {q: restart[q] for q in modes.after_newline if q in restart}
+    targets = sorted(set(after.values())) or [0]
+    copy_of = {mode: first + 1 + k for k, mode in enumerate(targets)}
+    lexed = dataclasses.replace(terminal, mode=0, modes=tuple(range(modes.n_modes)), next_mode=targets[0],
+                                fork=tuple((q, copy_of[mode]) for q, mode in sorted(after.items())))
+    return [lexed] + [dataclasses.replace(terminal, mode=0, modes=(), next_mode=mode) for mode in targets]
 
 
 def parser_state_modes(grammar: GrammarIR, tables: ParseTables,
@@ -160,6 +203,8 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables,
     n = len(grammar.terminals)
     ignored = np.asarray([t.ignored for t in grammar.terminals], dtype=bool)
     lexed = (tables.action[:, :n] != NO_ACTION) | ignored[None, :]
+    if grammar.indenter is not None:  # lark's contextual lexer always accepts the Indenter's newline
+        lexed[:, grammar.indenter.newline] = True
     rows, row_of_state = np.unique(lexed, axis=0, return_inverse=True)
     row_of_state = row_of_state.reshape(-1)
     meter = meter if meter is not None else unbounded()
@@ -171,7 +216,10 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables,
     # terminal every lexeme of which another wins — were never met in the corpus; telling them apart
     # cost a product automaton per set, most of this analysis, and missing them only makes more modes)
     lexer_of_state = row_of_state
-    after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :])
+    after = _states_after(grammar, tables, lexed[:, :n] & ~ignored[None, :]) if grammar.indenter is None \
+        else _states_after_indenter(grammar, tables, lexed[:, :n] & ~ignored[None, :])
+    after_newline = () if grammar.indenter is None else tuple(sorted(set(
+        after.target[after.terminal == grammar.indenter.newline].tolist())))
     block = _congruence(np.arange(len(row_of_state)), after, [])
     if not _exact_classes(block, rows, row_of_state, clashes):  # (nor is any coarser partition: a
         block = _refined(lexer_of_state, after, meter)  # block's extra terminals only grow)
@@ -193,9 +241,11 @@ def parser_state_modes(grammar: GrammarIR, tables: ParseTables,
         members[int(mode_of_state[state])] |= rows[row_of_state[state]]
     next_mode = _modes_after(mode_of_state, after)
     if min(next_mode.values(), default=0) < 0:  # the stack decides the mode after a terminal: sets of states
-        return _state_set_modes(grammar, tables, rows, row_of_state, clashes, after, meter)
+        modes = _state_set_modes(grammar, tables, rows, row_of_state, clashes, after, meter)
+        return dataclasses.replace(modes, after_newline=after_newline)
     return ContextualModes(tuple(frozenset(np.flatnonzero(mode_of_state == m).tolist()) for m in range(len(order))),
-                           tuple(frozenset(np.flatnonzero(m).tolist()) for m in members), next_mode)
+                           tuple(frozenset(np.flatnonzero(m).tolist()) for m in members), next_mode,
+                           after_newline=after_newline)
 
 
 def _state_set_modes(grammar: GrammarIR, tables: ParseTables, rows: np.ndarray, row_of_state: np.ndarray,
@@ -394,6 +444,50 @@ def _states_after(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) ->
     bare = np.setdiff1d(np.arange(cell_state.size), cell)
     return StatesAfter(cell_state[cell].astype(np.int64), cell_term[cell].astype(np.int64), target,
                        cell_state[bare].astype(np.int64), cell_term[bare].astype(np.int64), lexed.shape[1])
+
+
+def _states_after_indenter(grammar: GrammarIR, tables: ParseTables, lexed: np.ndarray) -> StatesAfter:
+    """:func:`_states_after` where lark's Indenter sits between the lexer and the parser: the parser
+    state the contextual lexer reads after the newline terminal is the one after the Indenter's
+    tokens — the newline then one _INDENT, or any number of _DEDENTs (none included) — or, where
+    brackets are open and the Indenter drops the newline, the state before it."""
+    spec = grammar.indenter
+    n = lexed.shape[1]
+    wide = np.zeros((lexed.shape[0], max(spec.indent, spec.dedent) + 1), dtype=bool)
+    wide[:, :n] = lexed
+    wide[:, [spec.indent, spec.dedent]] = True
+    plain = _states_after(grammar, tables, wide)
+    successors: dict[tuple[int, int], list[int]] = {}
+    for state, terminal, target in zip(plain.state.tolist(), plain.terminal.tolist(), plain.target.tolist()):
+        successors.setdefault((state, terminal), []).append(target)
+    dedented: dict[int, set[int]] = {}  # state → the states one or more _DEDENTs lead to
+
+    def after_dedents(state: int) -> set[int]:
+        if state not in dedented:
+            found: set[int] = set()
+            frontier = [state]
+            while frontier:
+                for q in successors.get((frontier.pop(), spec.dedent), ()):
+                    if q not in found:
+                        found.add(q)
+                        frontier.append(q)
+            dedented[state] = found
+        return dedented[state]
+
+    triples = [(s, t, q) for s, t, q in zip(plain.state.tolist(), plain.terminal.tolist(), plain.target.tolist())
+               if t < n and t != spec.newline]
+    for state in range(lexed.shape[0]):
+        found = {state}  # (dropped inside brackets)
+        for q in successors.get((state, spec.newline), ()):
+            found |= {q, *successors.get((q, spec.indent), ()), *after_dedents(q)}
+        triples += [(state, spec.newline, q) for q in found]
+    triples.sort()
+    state, terminal, target = (np.asarray(column, dtype=np.int64) for column in zip(*triples))
+    bare = [(s, t) for s, t in zip(plain.bare_state.tolist(), plain.bare_terminal.tolist())
+            if t < n and t != spec.newline]
+    bare_state, bare_terminal = (np.asarray(column, dtype=np.int64).reshape(-1) for column in (zip(*bare) if bare
+                                                                                                else ((), ())))
+    return StatesAfter(state, terminal, target, bare_state, bare_terminal, n)
 
 
 def _closed_by_walk(source: np.ndarray, target: np.ndarray, rows: np.ndarray) -> np.ndarray:

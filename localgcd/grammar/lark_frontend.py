@@ -1,10 +1,12 @@
 """Lark grammar text → the typed grammar (:class:`~localgcd.grammar.ir.GrammarIR`): lark at the boundary.
 
-Lark's own grammar front end reads the text (``%import``, templates,
+Lark's grammar loader gives the text its meaning (``%import``, templates,
 ``%declare``, ``%override``/``%extend``, EBNF expansion, ``?rule``/``_rule``
-inlining; the text's syntax tree made by :mod:`localgcd.grammar.lark_reader`,
-the tree lark's meta-parser makes, faster); localgcd keeps what it produces: the terminals, in tie-break rank
-order, and the expanded rules, converted once to the typed grammar's.  Errors become :class:`GrammarError` with the
+inlining): :mod:`localgcd.grammar.lark_loader` does lark's work for a grammar it takes, without
+importing lark; lark itself loads the others (the text's syntax tree made by
+:mod:`localgcd.grammar.lark_reader`, the tree lark's meta-parser makes, faster).  localgcd keeps what
+it produces: the terminals, in tie-break rank order, and the expanded rules, converted once to the
+typed grammar's.  Errors become :class:`GrammarError` with the
 file, line and column of the rule or terminal at fault, in the user's words.
 """
 
@@ -13,21 +15,20 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.grammar import Rule as LarkRule
-from lark.lexer import Pattern, PatternStr, TerminalDef
+from typing import TYPE_CHECKING, Any
 
 from localgcd.errors import GrammarError
 from localgcd.grammar.indenter import IndenterOptions, IndenterSpec
-from localgcd.grammar.lark_reader import load_grammar
+from localgcd.grammar.lark_loader import LoadedGrammar, LoadedRule, Pattern, TermDef, load_compiled
 from localgcd.grammar.builder import productive_rules
 from localgcd.grammar.ir import GrammarIR, Rule, source_line
 from localgcd.grammar.terminal_rank import RankedTerminal, ranked, regex_max_width
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
+
+if TYPE_CHECKING:
+    from lark.exceptions import LarkError, UnexpectedInput
 
 
 def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start",
@@ -45,19 +46,12 @@ def load_lark_grammar(text: str, source: str = "<grammar>", start: str = "start"
     (``\\p{…}`` properties; :mod:`localgcd.regex.unicode_properties`).
     """
     _refuse_lexer_comments(text, source)
-    try:
-        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
-        term_defs, lark_rules, ignore = builder_grammar.compile([start], set())
-    except LarkError as exc:
-        raise _located(exc, text, source) from None
-    except _TextImportError as exc:
-        raise _import_error(exc.module, exc.why, text, source) from None
-    except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
-        raise _failed_import(exc, text, source) from None
+    loaded = load_compiled(text, start) or _load_with_lark(text, source, start, base_dir)
     origins = definition_positions(text)
-    lark_terminals = {s.name for r in lark_rules for s in r.expansion if s.is_term}
-    rules = _productive(_typed_rules(lark_rules), lark_terminals, start, source, origins, text)
-    terminals = _ranked_terminals(term_defs, ignore, _TerminalOrigins(origins, text), source, lark_regex)
+    lark_terminals = {name for r in loaded.rules for name, is_term in r.expansion if is_term}
+    rules = _productive(_typed_rules(loaded.rules), lark_terminals, start, source, origins, text)
+    terminals = _ranked_terminals(loaded.terminals, loaded.ignore, _TerminalOrigins(origins, text), source,
+                                  lark_regex)
     index = {t.name: i for i, t in enumerate(terminals)}
     used = {sym for rule in rules for sym in rule.rhs if sym in lark_terminals}
     declared = sorted(used - set(index))
@@ -83,10 +77,33 @@ def _refuse_lexer_comments(text: str, source: str) -> None:
                            source, line, column, source_line(text, line))
 
 
-def _typed_rules(rules: list[LarkRule]) -> list[Rule]:
+def _load_with_lark(text: str, source: str, start: str, base_dir: str | os.PathLike[str] | None) -> LoadedGrammar:
+    """lark's own ``load_grammar(...).compile([start], set())`` of what :mod:`~localgcd.grammar.lark_loader`
+    leaves to it (imports, errors), its errors made located :class:`GrammarError`."""
+    from lark.exceptions import LarkError
+
+    from localgcd.grammar.lark_reader import load_grammar
+
+    try:
+        builder_grammar, _ = load_grammar(text, source, _import_paths(source, base_dir), False)
+        term_defs, lark_rules, ignore = builder_grammar.compile([start], set())
+    except LarkError as exc:
+        raise _located(exc, text, source) from None
+    except _TextImportError as exc:
+        raise _import_error(exc.module, exc.why, text, source) from None
+    except (OSError, AssertionError) as exc:  # lark's failed %import: open()'s error, then an assert
+        raise _failed_import(exc, text, source) from None
+    # (lark's patterns have the interface of lark_loader's: type, value, flags, raw, to_regexp)
+    terminals = [TermDef(t.name, t.pattern, t.priority) for t in term_defs]
+    rules = [LoadedRule(r.origin.name, tuple((s.name, s.is_term) for s in r.expansion), r.options.priority or 0)
+             for r in lark_rules]
+    return LoadedGrammar(terminals, rules, list(ignore))
+
+
+def _typed_rules(rules: list[LoadedRule]) -> list[Rule]:
     """lark's expanded rules as the typed grammar's (the parser stage reads a rule's symbols and
     priority; it builds no trees, so lark's tree-shaping options do not matter to it)."""
-    return [Rule(r.origin.name, tuple(s.name for s in r.expansion), r.options.priority or 0) for r in rules]
+    return [Rule(r.origin, tuple(name for name, _ in r.expansion), r.priority) for r in rules]
 
 
 def _import_paths(source: str, base_dir: str | os.PathLike[str] | None) -> list[Any]:
@@ -163,7 +180,7 @@ _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _EXACT_ESCAPED_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 
 
-def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: "_TerminalOrigins",
+def _ranked_terminals(defs: list[TermDef], ignore: list[str], origins: "_TerminalOrigins",
                       source: str = "<grammar>", lark_regex: bool = False) -> list[Terminal]:
     """Terminals in tie-break rank order (:mod:`localgcd.grammar.terminal_rank`).
 
@@ -175,7 +192,7 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: "_Ter
             _max_width(t.pattern)
         except _InvalidRegex as exc:
             raise origins.error(t, str(exc), source) from None
-    order = ranked([RankedTerminal(t.name, t.pattern.to_regexp(), t.priority, isinstance(t.pattern, PatternStr),
+    order = ranked([RankedTerminal(t.name, t.pattern.to_regexp(), t.priority, t.pattern.type == "str",
                                    len(t.pattern.value)) for t in defs])
     by_name = {t.name: t for t in defs}
     ignored = set(ignore)
@@ -187,7 +204,7 @@ def _ranked_terminals(defs: list[TerminalDef], ignore: list[str], origins: "_Ter
         if lark_regex and literal_bytes(regex) is None:
             regex = REGEX_MODULE_PREFIX + regex
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
-                            is_literal=isinstance(t.pattern, PatternStr), ignored=t.name in ignored,
+                            is_literal=t.pattern.type == "str", ignored=t.name in ignored,
                             line=line, column=column, written=written,
                             lark_pattern=(len(t.pattern.value), tuple(sorted(t.pattern.flags)))))
     return out
@@ -197,11 +214,14 @@ class _InvalidRegex(Exception):
     """A terminal's regex that Python's ``re`` (lark's regex engine) rejects; ``args[0]``: why, and where."""
 
 
-try:  # lark measures a regex that ``re`` cannot parse with the ``regex`` module, when it is installed
-    from regex import error as _regex_module_error  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - regex is installed with lark here
-    _regex_module_error = re.error
-_REGEX_ERRORS = (re.error, ValueError, _regex_module_error)
+def _regex_errors() -> tuple[type[Exception], ...]:
+    """What measuring a regex raises for one ``re`` cannot parse: lark measures those with the
+    ``regex`` module, when it is installed (imported here only then: an error's path)."""
+    try:
+        from regex import error as regex_module_error  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - regex is installed with lark here
+        return re.error, ValueError
+    return re.error, ValueError, regex_module_error
 
 
 _WRITTEN_NAME = re.compile(r"(?<![\w.])\w+")  # (a name lark gives a terminal is one word)
@@ -217,13 +237,13 @@ class _TerminalOrigins:
         self.origins, self.text = origins, text
         self._written: frozenset[str] | None = None
 
-    def error(self, terminal: TerminalDef, problem: str, source: str) -> GrammarError:
+    def error(self, terminal: TermDef, problem: str, source: str) -> GrammarError:
         """``problem`` of ``terminal`` where the text writes it (``problem`` names an anonymous one's pattern)."""
         (line, column), written = self.of(terminal)
         named = "" if written or terminal.name.startswith("__") else f"terminal {terminal.name}: "
         return GrammarError(named + problem, source, line, column, source_line(self.text, line))
 
-    def of(self, terminal: TerminalDef) -> tuple[tuple[int | None, int | None], str]:
+    def of(self, terminal: TermDef) -> tuple[tuple[int | None, int | None], str]:
         """((line, column), how the text writes it when it is anonymous, else "")."""
         name = terminal.name
         if name in self.origins:
@@ -255,12 +275,14 @@ def _max_width(pattern: Pattern) -> int:
     """lark's ``pattern.max_width`` (its tie-break rank), memoized per regex across grammars.
 
     Raises :class:`_InvalidRegex` (its message naming the pattern) for a regex ``re`` rejects."""
-    if isinstance(pattern, PatternStr):
+    if pattern.type == "str":
         return len(pattern.value)
     regexp = pattern.to_regexp()
     try:
         return regex_max_width(regexp)
-    except _REGEX_ERRORS:
+    except Exception as exc:
+        if not isinstance(exc, _regex_errors()):
+            raise
         why = "invalid"
         try:
             re.compile(regexp)
@@ -364,8 +386,10 @@ _QUOTED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'|: ([A-Za-z_][A-Za-z0-9_]*)\s*$
                      r"\bfor ([A-Za-z_][A-Za-z0-9_]*)\b")
 
 
-def _located(exc: LarkError, text: str, source: str) -> GrammarError:
+def _located(exc: "LarkError", text: str, source: str) -> GrammarError:
     """A lark error as ``GrammarError`` located by the exception's own attributes where it has them."""
+    from lark.exceptions import UnexpectedInput
+
     unexpected = exc if isinstance(exc, UnexpectedInput) else exc.__context__
     if isinstance(unexpected, UnexpectedInput) and getattr(unexpected, "line", -1) > 0:
         line, column = unexpected.line, unexpected.column
@@ -422,7 +446,9 @@ def _import_error(wanted: str, why: str, text: str, source: str, hint: str = "")
     return GrammarError(f"cannot import {shown!r}: {why}{hint}", source, line, column, source_line(text, line))
 
 
-def _syntax_message(exc: LarkError, unexpected: UnexpectedInput) -> str:
+def _syntax_message(exc: "LarkError", unexpected: "UnexpectedInput") -> str:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
     if isinstance(unexpected, UnexpectedCharacters):
         return f"unexpected character {unexpected.char!r}"
     if isinstance(unexpected, UnexpectedEOF):

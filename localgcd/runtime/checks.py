@@ -538,7 +538,7 @@ def outcome_layout_facts(head: np.ndarray, tail: np.ndarray, n_base: int, spec: 
     n = len(head) - first
     emits = np.zeros(n, dtype=bool)
     delta = np.zeros(n, dtype=np.int64)
-    opens_of = np.zeros(max(spec.newline + 1, int(head.max(initial=0)) + 1), dtype=np.int64)
+    opens_of = np.zeros(max(spec.newline, *spec.opens, *spec.closes, int(head.max(initial=0))) + 1, dtype=np.int64)
     closes_of = opens_of.copy()
     opens_of[list(spec.opens)] = 1
     closes_of[list(spec.closes)] = 1

@@ -21,6 +21,11 @@ and kept (bounded).  Both walks go down the vocabulary's trie, not token by toke
 crossing tokens are found once (below a node where a fork lexeme ends every token crosses, below
 one where the lexer dies none does), and a mask reads the rest of them on the stack a node at a
 time, each byte once for every token below it (the parser fed only where a byte emits).
+
+With lark's Indenter (its newline always a fork terminal: :mod:`localgcd.compiler.contextual`) a
+fork terminal is fed through the Indenter (:func:`localgcd.runtime.layout.feed`), so the state that
+picks the restart is the one after its _INDENT or _DEDENTs, and the crossing tokens are read down
+the trie with the layout beside the stack (:meth:`ForkingMaskEngine._read_with_layout`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from localgcd.arrays import expand_ranges
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.parser.pda import DEAD_STACK
 from localgcd.regex.dfa import DEAD_STATE
-from localgcd.runtime.layout import NO_LAYOUT, Layout
+from localgcd.runtime.layout import NEWLINE_BYTE, NO_LAYOUT, SPACE_BYTE, TAB_BYTE, Layout, feed_all
 from localgcd.runtime.masks import Mask, MaskEngine, MaskMemo
 from localgcd.spanner.trie import TrieLevel, VocabTrie
 
@@ -102,7 +107,7 @@ class ForkingMaskEngine(MaskEngine):
         crossing = self.crossing(q)
         if not crossing.size:
             return super().mask(q, node, at_start, layout)
-        key = (q, node, at_start)
+        key = self._fork_key(q, node, at_start, layout)
         found = self._fork_masks.get(key)
         if found is not None:
             return found
@@ -116,10 +121,11 @@ class ForkingMaskEngine(MaskEngine):
             pending &= ~at_once_positions
             at_once = self._tokens_at(at_once_positions)
             term = int(self._lexer.accept[q])
-            after, _ = self.pda.step(node, term)
+            after, after_layout = self._fed(node, layout, term)
             start = self.forks[term].get(self.pda.state[after]) if after != DEAD_STACK else None
-            text[at_once] = False if start is None else self.mask(start, after, False, layout).allowed[at_once]
-        verdicts = self._read_on_stack(q, node, pending)
+            text[at_once] = False if start is None else self.mask(start, after, False, after_layout).allowed[at_once]
+        verdicts = self._read_on_stack(q, node, pending) if self.indentation is None \
+            else self._read_with_layout(q, node, layout, pending)
         text[self._tokens_at(pending)] = np.repeat(verdicts[pending], self._counts[pending])
         mask = Mask.of(text, base.accepting, self.end_ids)
         self._fork_masks.put(key, mask)
@@ -167,13 +173,124 @@ class ForkingMaskEngine(MaskEngine):
             nodes, states, stacks = _children(level, nodes[going], after[going], stacks[going])
         return verdicts
 
+    def _fork_key(self, q: int, node: int, at_start: bool, layout: Layout) -> tuple:
+        """A fork mask's memo key: with an Indenter the whole layout (a crossing token's newlines read it)."""
+        return (q, node, at_start) if self.indentation is None else (q, node, at_start, layout)
+
+    def _fed(self, node: int, layout: Layout, term: int) -> tuple[int, Layout]:
+        """(stack, layout) after the pending fork lexeme (terminal ``term``) is fed: through the
+        Indenter where there is one (its newline's _INDENT or _DEDENTs, or dropped in brackets)."""
+        if self.indentation is None:
+            return self.pda.step(node, term)[0], layout
+        node, layout, _ = self.indentation.emit_pending(node, layout, term)
+        return node, layout
+
+    def _read_with_layout(self, q: int, node: int, layout: Layout, pending: np.ndarray) -> np.ndarray:
+        """:meth:`_read_on_stack` with lark's Indenter: bool [trie positions], whether each
+        ``pending`` position's token, read from ``q`` on the stack ``node`` with ``layout``, is
+        allowed.  One walk down the trie, each node's byte read once for every token below it: the
+        lexer's steps and the pending lexeme's blanks as arrays, a node's stack, brackets and levels
+        as a *context* (an id into a list), and in Python only the bytes that emit or end a fork
+        lexeme (:meth:`_step_with_layout`, once per distinct (state, context, blanks, byte))."""
+        trie, next_state, emitted, tab = self._trie, self._next_state, self._emitted, self.indentation.spec.tab_len
+        verdicts = np.zeros(trie.n_positions, dtype=bool)
+        below = np.concatenate(([0], np.cumsum(pending)))
+        contexts = [(node, layout.paren, layout.levels)]
+        context_id = {contexts[0]: 0}
+        steps: dict[tuple[int, int, bool, int, int], tuple[int, int, bool, int]] = {}
+        finals: dict[int, bool] = {}  # (context, lexer state) → the pending lexeme may end well
+        nodes = np.arange(*trie.root_children, dtype=np.int64)
+        states = np.full(nodes.size, q, dtype=np.int64)
+        context = np.zeros(nodes.size, dtype=np.int64)
+        has_newline = np.full(nodes.size, layout.has_newline, dtype=bool)
+        width = np.full(nodes.size, layout.width, dtype=np.int64)
+        for level in trie.levels:
+            keep = below[level.hi[nodes]] > below[level.lo[nodes]]
+            nodes, states, context, has_newline, width = (a[keep] for a in (nodes, states, context, has_newline, width))
+            if not nodes.size:
+                break
+            byte = level.byte[nodes].astype(np.int64)
+            after = next_state[states, byte].astype(np.int64)
+            stepped = np.flatnonzero((self._fork_at[states] & self._ends[states, byte])
+                                     | (emitted[states, byte] != NO_EMIT)).tolist()
+            before = [(int(states[i]), int(context[i]), bool(has_newline[i]), int(width[i]), int(byte[i]))
+                      for i in stepped]  # (what the Indenter's step reads: the blanks before this byte)
+            line_break = byte == NEWLINE_BYTE
+            has_newline = has_newline | line_break
+            width = np.where(line_break, 0, width + (byte == SPACE_BYTE) + tab * (byte == TAB_BYTE))
+            for i, key in zip(stepped, before):  # the Indenter and the parser read these
+                found = steps.get(key)
+                if found is None:
+                    state, at, newline, blanks, read = key
+                    stack, paren, levels = contexts[at]
+                    state, stack, here = self._step_with_layout(state, stack, Layout(paren, levels, newline, blanks),
+                                                                read)
+                    if stack == DEAD_STACK:
+                        found = (DEAD_STATE, 0, False, 0)
+                    else:
+                        held = (stack, here.paren, here.levels)
+                        if held not in context_id:
+                            context_id[held] = len(contexts)
+                            contexts.append(held)
+                        found = (state, context_id[held], here.has_newline, here.width)
+                    steps[key] = found
+                after[i], context[i], has_newline[i], width[i] = found
+            alive = after != DEAD_STATE
+            ends = level.token_at[nodes]
+            done = np.flatnonzero(alive & (ends >= 0))
+            done = done[pending[ends[done]]]
+            if done.size:
+                keys, inverse = np.unique(context[done] * self._lexer.n_states + after[done], return_inverse=True)
+                answers = np.zeros(keys.size, dtype=bool)
+                for k, key in enumerate(keys.tolist()):
+                    answer = finals.get(key)
+                    if answer is None:
+                        stack, paren, _ = contexts[key // self._lexer.n_states]
+                        answer = finals[key] = self.checker.final(stack, key % self._lexer.n_states, paren > 0)[0]
+                    answers[k] = answer
+                verdicts[ends[done]] = answers[inverse.reshape(-1)]
+            going = alive & (level.child_end[nodes] > level.child_start[nodes])
+            nodes, states, context, has_newline, width = _children(level, nodes[going], after[going], context[going],
+                                                                    has_newline[going], width[going])
+        return verdicts
+
+    def _step_with_layout(self, q: int, node: int, layout: Layout, byte: int) -> tuple[int, int, Layout]:
+        """One byte through the lexer, the Indenter and the parser, a fork terminal's restart picked by
+        the parser's state after it: (lexer state, stack or DEAD_STACK, layout)."""
+        indentation = self.indentation
+        if self._fork_at[q] and self._ends[q, byte]:
+            term = int(self._lexer.accept[q])
+            node, layout = self._fed(node, layout, term)
+            start = self.forks[term].get(self.pda.state[node]) if node != DEAD_STACK else None
+            if start is None:
+                return DEAD_STATE, DEAD_STACK, layout
+            q = start
+        scanned = indentation.layout_lexer.scan(q, layout, bytes((byte,)))
+        if scanned is None:
+            return DEAD_STATE, DEAD_STACK, layout
+        events, state, pending = scanned
+        node, after, _ = feed_all(self.pda, indentation.spec, node, layout, events)
+        return state, node, Layout(after.paren, after.levels, pending.has_newline, pending.width)
+
     def cached_mask(self, q: int, node: int, at_start: bool, layout: Layout = NO_LAYOUT) -> Mask | None:
         crossing = self._crossing.get(q)
         if crossing is None:
             return None
         if not crossing.size:
             return super().cached_mask(q, node, at_start, layout)
-        return self._fork_masks.get((q, node, at_start))
+        return self._fork_masks.get(self._fork_key(q, node, at_start, layout))
+
+    def advance_bytes(self, q: int, node: int, data: bytes, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
+        if self.indentation is None:
+            return super().advance_bytes(q, node, data, layout)
+        if not data:
+            return DEAD_STACK, DEAD_STACK, layout
+        for byte in data:
+            q, node, layout = self._step_with_layout(q, node, layout, byte)
+            if node == DEAD_STACK:
+                return DEAD_STACK, DEAD_STACK, layout
+        return (q, node, layout) if self.checker.final(node, q, layout.paren > 0)[0] \
+            else (DEAD_STACK, DEAD_STACK, layout)
 
     def advance(self, q: int, node: int, token: int, layout: Layout = NO_LAYOUT) -> tuple[int, int, Layout]:
         crossing = self.crossing(q)

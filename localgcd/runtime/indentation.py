@@ -88,14 +88,15 @@ class IndentationPath:
     def __init__(self, pda: PushdownAutomaton, checker: OutcomeChecker, spanner: TokenSpanner, rows: Rows,
                  lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...],
                  flat_tokens: tuple[np.ndarray, np.ndarray]) -> None:
-        """``flat_tokens``: ``token_bytes`` concatenated, and offsets (``layout.flat_token_bytes``)."""
+        """``flat_tokens``: (bytes, each token's start in them): token ``t``'s bytes are
+        ``token_bytes[t]``, from ``starts[t]`` on (the engine's ``_token_starts``)."""
         self.spec = spec
         self.pda, self.checker, self.spanner, self.rows = pda, checker, spanner, rows
-        self._lexer = LayoutLexer(lexer, spec)
+        self.layout_lexer = LayoutLexer(lexer, spec)
         self._next_state, self._emitted = lexer.next_state, lexer.emitted
         self._lexer_accept = lexer.grammar_terminals(lexer.accept).tolist()  # a pending state's: its alias's
         self._token_bytes = token_bytes
-        self._token_data, self._token_offsets = flat_tokens
+        self._token_data, self._token_starts = flat_tokens
         self._groups: dict[int, _LayoutGroups] = {}
         self._cells: dict[tuple[int, int, int], _LayoutCells] = {}
         self._sensitive: dict[int, bool] = {}
@@ -187,7 +188,7 @@ class IndentationPath:
     def check_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout, int]:
         """(end lexer state, stack or DEAD_STACK, layout, lowest height read) after ``data``."""
         pda = self.pda
-        scanned = self._lexer.scan(q, layout, data)
+        scanned = self.layout_lexer.scan(q, layout, data)
         if scanned is None:
             return DEAD_STACK, DEAD_STACK, layout, pda.height[node]
         events, state, pending = scanned
@@ -257,7 +258,7 @@ class IndentationPath:
         fast = (spanner.head[outcome] == spec.newline) & ~self.emits_newline[spanner.tail[outcome]]
         other, tokens, outcome = tokens[~fast], tokens[fast], outcome[fast]
         # Walk each token from q until its first emission, measuring the blanks on the way.
-        start = self._token_offsets[tokens]
+        start = self._token_starts[tokens]
         state = np.full(tokens.size, q, dtype=np.int64)
         has_newline = np.zeros(tokens.size, dtype=bool)
         width = np.zeros(tokens.size, dtype=np.int64)

@@ -53,8 +53,8 @@ class LayoutLexer:
 
     def __init__(self, lexer: LexingTransducer, spec: IndenterSpec) -> None:
         self.spec = spec
-        self._next = lexer.next_state.tolist()
-        self._emitted = lexer.emitted.tolist()
+        self._next = _Rows(lexer.next_state)  # (rows made lists when first read: a contextual lexer's many
+        self._emitted = _Rows(lexer.emitted)  # modes make the whole table slow to convert, most rows unread)
         self._lexer = lexer
         self._n_terminals = lexer.n_terminals
 
@@ -86,6 +86,18 @@ class LayoutLexer:
             elif byte == TAB_BYTE:
                 width += tab
         return events, state, replace(layout, has_newline=has_newline, width=width)
+
+
+class _Rows(dict):
+    """A [Q, 256] table's rows as Python lists, each made when first read (``rows[q][byte]``)."""
+
+    def __init__(self, table: np.ndarray) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, state: int) -> list[int]:
+        row = self[state] = self.table[state].tolist()
+        return row
 
 
 def feed(pda: PushdownAutomaton, spec: IndenterSpec, node: int, layout: Layout,
@@ -163,10 +175,11 @@ def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, off
     the most closing brackets one state emits at a byte, plus, per byte of the token, the most
     that a state this byte enters emits.
     """
-    is_close = np.zeros(lexer.n_terminals + 1, dtype=np.int64)  # the last slot: NO_EMIT
+    # (uint8 over [Q, 256]: a contextual lexer's many modes make Q large, and a state emits at most two)
+    is_close = np.zeros(lexer.n_terminals + 1, dtype=np.uint8)  # the last slot: NO_EMIT
     is_close[list(spec.closes)] = 1
-    emitted = lexer.emitted.astype(np.int64)
-    plain = np.where(emitted < lexer.n_terminals, emitted, lexer.n_terminals)  # NO_EMIT (-1) reads the last slot
+    emitted = lexer.emitted  # NO_EMIT (-1) reads the last slot, as an alias (past the terminals) does
+    plain = emitted if lexer.alias_of is None else np.where(emitted < lexer.n_terminals, emitted, lexer.n_terminals)
     closing = is_close[plain]  # [Q, 256]: closing brackets emitted at that byte
     if lexer.alias_of is not None:
         alias = np.flatnonzero(emitted.ravel() >= lexer.n_terminals)
@@ -176,7 +189,7 @@ def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, off
         closing.ravel()[alias] = is_close[lexer.alias_of[term - lexer.n_terminals]] + is_close[second]
     per_state = closing.max(axis=1)
     nexts = lexer.next_state
-    per_byte = np.where(nexts >= 0, per_state[np.maximum(nexts, 0)], 0).max(axis=0)  # [256]
+    per_byte = np.append(per_state, 0)[nexts].max(axis=0).astype(np.int64)  # [256] (DEAD_STATE, -1: the 0 appended)
     # (int32: a vocabulary's bytes times the few brackets a byte can emit; a third of int64's time)
     counted = np.zeros(data.size + 1, dtype=np.int32)
     np.cumsum(per_byte.astype(np.int32)[data], out=counted[1:])

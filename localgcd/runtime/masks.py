@@ -171,6 +171,20 @@ class _ParserStateSplit:
         return verdicts
 
 
+def _token_starts(spanner: TokenSpanner, token_bytes: tuple[bytes, ...]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes, each token's start in them; pieces, their offsets): what an Indenter grammar's engine
+    reads every token's bytes from, and the pieces its bracket cap is the most of (every distinct
+    token string, or every token: the same most).  A lazy spanner's trie holds each distinct
+    string once, in position order: its bytes serve as they are (joining 128K tokens' bytes was
+    ~8 ms of a process's first mask); an eager spanner's tokens are joined."""
+    trie = getattr(spanner, "trie", None)
+    if trie is not None:
+        return trie.data, trie.offsets[trie.token_positions(len(token_bytes))], trie.data, trie.offsets
+    data, offsets = flat_token_bytes(token_bytes)
+    return data, offsets[:-1], data, offsets
+
+
 class MaskEngine:
     """Computes and caches masks; shared by all matchers of one compiled grammar."""
 
@@ -199,9 +213,9 @@ class MaskEngine:
         self._restart = lexer.restart.tolist()  # per terminal: the state lexing restarts in after it
         self._producible = lexer.producible
         self._meaningful = np.flatnonzero(~pda.ignored).tolist()  # terminals the parser sees
-        flat_tokens = flat_token_bytes(token_bytes) if indenter is not None else None
+        flat_tokens = _token_starts(spanner, token_bytes) if indenter is not None else None
         self.checker = OutcomeChecker(spanner, pda, lexer.producible, indenter, statuses, kernels=kernels,
-                                      paren_cap=paren_cap(lexer, indenter, *flat_tokens) if flat_tokens else 1)
+                                      paren_cap=paren_cap(lexer, indenter, *flat_tokens[2:]) if flat_tokens else 1)
         self._ignored = pda.ignored.tolist()
         self.end_ids = end_ids
         self.end_id_set = frozenset(end_ids.tolist())
@@ -230,7 +244,7 @@ class MaskEngine:
         self.n_stitched = 0  # splits made from an earlier one by the branches that differ
         self.indenter = indenter
         self.indentation = (IndentationPath(pda, self.checker, spanner, self.rows, lexer, indenter, token_bytes,
-                                            flat_tokens) if flat_tokens else None)
+                                            flat_tokens[:2]) if flat_tokens else None)
 
     # -- public ---------------------------------------------------------------
 

@@ -671,3 +671,27 @@ def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] ra
         free(val)
         free(sizes)
 
+
+
+def below_and_height(const int64_t[::1] parent, const uint8_t[::1] byte, uint64_t[:, ::1] below,
+                     int32_t[::1] height) -> None:
+    """The trie's flat nodes' ``below`` (the bytes on the edges under a node, 256 bits) and
+    ``height`` (the most edges down from it), filled from zeros: nodes come level by level, so a
+    node's children come after it, and one pass from the last node folds each into its parent
+    (``parent[c]``; -1: a child of the root)."""
+    cdef Py_ssize_t c, n = parent.shape[0]
+    cdef int64_t p
+    cdef uint8_t b
+    with nogil:
+        for c in range(n - 1, -1, -1):
+            p = parent[c]
+            if p < 0:
+                continue
+            b = byte[c]
+            below[p, 0] |= below[c, 0]
+            below[p, 1] |= below[c, 1]
+            below[p, 2] |= below[c, 2]
+            below[p, 3] |= below[c, 3]
+            below[p, b >> 6] |= (<uint64_t>1) << (b & 63)
+            if height[c] + 1 > height[p]:
+                height[p] = height[c] + 1

@@ -51,7 +51,8 @@ def has_backtracking_semantics(pattern: str, flags: int = 0) -> bool:
                 return True
         return False
 
-    return walk(sre_parse.parse(pattern, flags))
+    # (a Unicode property, which only the regex module reads, tests one character: a letter in its place)
+    return walk(sre_parse.parse(re.sub(r"\\[pP]\{[^}]*\}", "a", pattern), flags))
 
 
 @lru_cache(maxsize=4096)

@@ -54,8 +54,9 @@ class Thread:
 class DynamicReference:
     """Lark's dynamic Earley reading of a grammar, for prefixes (module docstring)."""
 
-    def __init__(self, text: str, start: str = "start", languages: dict[str, str] | None = None):
-        loaded = lark.Lark(text, parser="earley", start=start)
+    def __init__(self, text: str, start: str = "start", languages: dict[str, str] | None = None,
+                 source_path: str | None = None):
+        loaded = lark.Lark(text, parser="earley", start=start, source_path=source_path)  # (a path: relative imports)
         self.earley = EarleyRecognizer(lark_rules(loaded), start)
         self.ignored = tuple(loaded.ignore_tokens)
         self.patterns = {}  # terminal → the language its pending text may grow into
