@@ -308,9 +308,9 @@ def entry_reference(entry: Entry):
     if entry.name not in _REFS:
         if entry.indenter:
             _REFS[entry.name] = IndentedReferenceChecker(entry.text, lark_indenter(entry.indenter),
-                                                         source_path=str(entry.file))
+                                                         source_path=str(entry.file), first_match=True)
         else:
-            _REFS[entry.name] = ReferenceChecker(entry.text, source_path=str(entry.file))
+            _REFS[entry.name] = ReferenceChecker(entry.text, source_path=str(entry.file), first_match=True)
     return _REFS[entry.name]
 
 
@@ -618,7 +618,7 @@ def test_by_default_masks_match_the_contextual_reference(name: str) -> None:
     entry = BY_NAME[name]
     compiled = compile_entry(entry, entry.text, lexer=None)
     assert compiled.lexer_kind == "contextual" and compiled.contextual_lexer
-    ref = ContextualChecker(entry.text, source_path=str(entry.file))
+    ref = ContextualChecker(entry.text, source_path=str(entry.file), first_match=True)
     lark_contextual = lark.Lark(entry.text, parser="lalr", source_path=str(entry.file))
     texts = [t for t in entry.accepted + entry.rejected if lark_accepts(lark_contextual, t)]
     assert texts
