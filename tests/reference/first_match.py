@@ -224,6 +224,8 @@ class FirstMatchLexer(ReferenceLexer):
         still take it: a lexeme of type ``t`` is one of its words, retyped or not)."""
         if not self._covers(s) or not t.prefix(s):
             return False
+        if t.is_string and not t.flag_letters:  # its one word
+            return t.string_value.startswith(s) and self._ends_as(t.string_value, t)
         frontier, tests = [s], 0
         for _depth in range(self.search_depth + 1):
             nxt: list[str] = []
