@@ -66,8 +66,8 @@ def compiled(name: str) -> localgcd.CompiledGrammar:
 @functools.lru_cache(maxsize=None)
 def reference(name: str) -> IndentedContextualChecker:
     if name == "gdscript":
-        return IndentedContextualChecker(GDSCRIPT.read_text(encoding="utf-8"), GD_INDENTER, regex=True, first_match=True)
-    return IndentedContextualChecker(SMALL, SMALL_INDENTER, first_match=True)
+        return IndentedContextualChecker(GDSCRIPT.read_text(encoding="utf-8"), GD_INDENTER, regex=True)
+    return IndentedContextualChecker(SMALL, SMALL_INDENTER)
 
 
 def lark_parser(name: str) -> lark.Lark:
