@@ -73,6 +73,35 @@ def _first(node: Node, depth: int) -> tuple[CharSet, bool]:
     raise _Unproven  # a look-around or an anchor
 
 
+def _lead(option: Node, follow: CharSet, ends: bool, depth: int) -> tuple[list[CharSet], CharSet, bool]:
+    """An alternation's option read as its leading characters (one class each, its leading
+    ``Chars``), then the characters that may come next (over ``follow`` where the rest may be
+    empty) and whether the pattern may end right after the leading ones."""
+    items = option.items if isinstance(option, Concat) else (option,)
+    fixed = 0
+    while fixed < len(items) and isinstance(items[fixed], Chars):
+        fixed += 1
+    chars, nullable = _first(Concat(items[fixed:]), depth)
+    return [item.chars for item in items[:fixed]], (chars | follow if nullable else chars), nullable and ends
+
+
+def _parts_ways(higher: tuple[list[CharSet], CharSet, bool], lower: tuple[list[CharSet], CharSet, bool]) -> bool:
+    """Whether the higher option cannot read along the lower one's word and end on a shorter prefix:
+    at some position the two read disjoint classes before the higher one may end."""
+    fixed_high, next_high, ends_high = higher
+    fixed_low, next_low, _ends_low = lower
+    for position in range(len(fixed_high) + 1):
+        if position == len(fixed_high) and ends_high:
+            return False
+        high = fixed_high[position] if position < len(fixed_high) else next_high
+        low = fixed_low[position] if position < len(fixed_low) else next_low
+        if _disjoint(high, low):
+            return True
+        if position >= len(fixed_low):
+            return False
+    return False
+
+
 def _check(node: Node, follow: CharSet, ends: bool, depth: int) -> None:
     """Raise :class:`_Unproven` unless every choice inside ``node`` is decided by the next character;
     ``follow``: the characters that may come right after ``node``, ``ends``: whether the pattern
@@ -89,13 +118,10 @@ def _check(node: Node, follow: CharSet, ends: bool, depth: int) -> None:
             after, after_ends = (after | chars, after_ends) if nullable else (chars, False)
         return
     if isinstance(node, Alt):
-        branches = []
-        for option in node.options:
-            chars, nullable = _first(option, depth + 1)
-            branches.append((chars | follow if nullable else chars, nullable and ends))
-        for k, (chars, can_end) in enumerate(branches):
-            for later_chars, _later_ends in branches[k + 1:]:
-                if can_end or not _disjoint(chars, later_chars):
+        branches = [_lead(option, follow, ends, depth + 1) for option in node.options]
+        for k, higher in enumerate(branches):
+            for lower in branches[k + 1:]:
+                if not _parts_ways(higher, lower):
                     raise _Unproven
         for option in node.options:
             _check(option, follow, ends, depth + 1)
