@@ -283,12 +283,15 @@ def reads_short(regex: str) -> bool:
         if not rest:
             return False
         node = rest[0] if len(rest) == 1 else Concat(rest)
-    return not takes_words_whole(node) and _node_reads_short(node)
+    return _node_reads_short(node)
 
 
 @lru_cache(maxsize=4096)
 def _node_reads_short(node: Node) -> bool:
-    """:func:`reads_short` of a parsed pattern (Go's operators share their trailing blanks')."""
+    """:func:`reads_short` of a parsed pattern (Go's operators share their trailing blanks'): False
+    where its choices prove it (:func:`takes_words_whole`, no automata), else decided exactly."""
+    if takes_words_whole(node):
+        return False
     atoms = CharClasses.of(n.chars for n in nodes_of(node) if isinstance(n, Chars))
     nfa = NFA()
     start, end = ThompsonBuilder(nfa, atoms.encode).node(node)

@@ -7,7 +7,11 @@ priority ends on a shorter prefix.  Such a path leaves ``w``'s own path at some 
 ``c`` the character ``w``'s path reads next, it either reads ``c`` too or ends there.  So where at
 every choice no branch that ranks higher than another can read a first character the other can
 (over what may follow the choice: FIRST with FOLLOW, by character classes), nor end while a
-lower one reads on, every word is returned whole: the pattern "reads no word short".
+lower one reads on, every word is returned whole: the pattern "reads no word short".  The branches
+are compared along their leading characters (an option's, what follows the choice included: a
+loop's body against what comes after the loop), a greedy run of one class (``\*+``) as one step:
+where every choice is proven, such a run always stops where the text's run does (its next
+character is not of its class), in the higher branch as in the lower one.
 
 A sufficient condition, cheap (a walk over the parse with a few set operations), where deciding it
 exactly (:func:`localgcd.lexer.first_match.reads_short`) determinizes automata: it proves Java's,
@@ -32,10 +36,10 @@ class _Unproven(Exception):
 
 
 def takes_words_whole(node: Node) -> bool:
-    """Whether, provably by the choices' first characters, ``re.match`` on each word of ``node``'s
+    """Whether, provably by the choices' leading characters, ``re.match`` on each word of ``node``'s
     language returns that whole word (see the module docstring); False where it cannot tell."""
     try:
-        _check(node, _NOTHING, True, 0)
+        _Proof().check(node, (), _NOTHING, True, 0)
     except _Unproven:
         return False
     return True
@@ -45,96 +49,143 @@ def _disjoint(one: CharSet, other: CharSet) -> bool:
     return (one - other) == one
 
 
-def _first(node: Node, depth: int) -> tuple[CharSet, bool]:
-    """The characters a word of ``node`` may begin with, and whether it matches the empty word."""
-    if depth > _DEPTH:
-        raise _Unproven
-    if isinstance(node, Chars):
-        return node.chars, False
-    if isinstance(node, Concat):
-        first = _NOTHING
-        for item in node.items:
-            chars, nullable = _first(item, depth + 1)
-            first = first | chars
-            if not nullable:
-                return first, False
-        return first, True
-    if isinstance(node, Alt):
-        first, any_nullable = _NOTHING, False
-        for option in node.options:
-            chars, nullable = _first(option, depth + 1)
-            first, any_nullable = first | chars, any_nullable or nullable
-        return first, any_nullable
-    if isinstance(node, Repeat):
-        if node.hi == 0:
-            return _NOTHING, True
-        chars, nullable = _first(node.item, depth + 1)
-        return chars, nullable or node.lo == 0
-    raise _Unproven  # a look-around or an anchor
+Token = tuple[bool, CharSet]  # (a greedy run of the class, or one character of it)
+Lead = tuple[tuple[Token, ...], CharSet, bool]  # tokens, the characters next, whether it may end there
 
 
-def _lead(option: Node, follow: CharSet, ends: bool, depth: int) -> tuple[list[CharSet], CharSet, bool]:
-    """An alternation's option read as its leading characters (one class each, its leading
-    ``Chars``), then the characters that may come next (over ``follow`` where the rest may be
-    empty) and whether the pattern may end right after the leading ones."""
-    items = option.items if isinstance(option, Concat) else (option,)
-    fixed = 0
-    while fixed < len(items) and isinstance(items[fixed], Chars):
-        fixed += 1
-    chars, nullable = _first(Concat(items[fixed:]), depth)
-    return [item.chars for item in items[:fixed]], (chars | follow if nullable else chars), nullable and ends
-
-
-def _parts_ways(higher: tuple[list[CharSet], CharSet, bool], lower: tuple[list[CharSet], CharSet, bool]) -> bool:
-    """Whether the higher option cannot read along the lower one's word and end on a shorter prefix:
-    at some position the two read disjoint classes before the higher one may end."""
-    fixed_high, next_high, ends_high = higher
-    fixed_low, next_low, _ends_low = lower
-    for position in range(len(fixed_high) + 1):
-        if position == len(fixed_high) and ends_high:
-            return False
-        high = fixed_high[position] if position < len(fixed_high) else next_high
-        low = fixed_low[position] if position < len(fixed_low) else next_low
+def _parts_ways(higher: Lead, lower: Lead) -> bool:
+    """Whether a path along ``higher`` cannot read along a word along ``lower`` and end on a shorter
+    prefix: at some step the two read disjoint classes before ``higher`` may end."""
+    tokens_high, next_high, ends_high = higher
+    tokens_low, next_low, _ends_low = lower
+    for step in range(len(tokens_high) + 1):
+        if step == len(tokens_high):
+            if ends_high:
+                return False
+            return _disjoint(next_high, tokens_low[step][1] if step < len(tokens_low) else next_low)
+        run_high, high = tokens_high[step]
+        if step == len(tokens_low):
+            return _disjoint(high, next_low)
+        run_low, low = tokens_low[step]
         if _disjoint(high, low):
             return True
-        if position >= len(fixed_low):
-            return False
+        if run_high != run_low or (run_high and high != low):
+            return False  # (equal runs end together: both paths read on after them)
     return False
 
 
-def _check(node: Node, follow: CharSet, ends: bool, depth: int) -> None:
-    """Raise :class:`_Unproven` unless every choice inside ``node`` is decided by the next character;
-    ``follow``: the characters that may come right after ``node``, ``ends``: whether the pattern
-    may end right after it."""
-    if depth > _DEPTH:
-        raise _Unproven
-    if isinstance(node, Chars):
-        return
-    if isinstance(node, Concat):
-        after, after_ends = follow, ends
-        for item in reversed(node.items):
-            _check(item, after, after_ends, depth + 1)
-            chars, nullable = _first(item, depth + 1)
-            after, after_ends = (after | chars, after_ends) if nullable else (chars, False)
-        return
-    if isinstance(node, Alt):
-        branches = [_lead(option, follow, ends, depth + 1) for option in node.options]
-        for k, higher in enumerate(branches):
-            for lower in branches[k + 1:]:
-                if not _parts_ways(higher, lower):
-                    raise _Unproven
-        for option in node.options:
-            _check(option, follow, ends, depth + 1)
-        return
-    if isinstance(node, Repeat):
-        if node.hi == 0:
+class _Proof:
+    """One pattern's proof: the first characters of its nodes, memoized by node while it runs."""
+
+    _LEADS = 32  # a choice's branches are read along at most this many leads ...
+    _TOKENS = 12  # ... of at most this many steps each
+
+    def __init__(self) -> None:
+        self.firsts: dict[int, tuple[CharSet, bool]] = {}
+
+    def first(self, node: Node, depth: int) -> tuple[CharSet, bool]:
+        """The characters a word of ``node`` may begin with, and whether it matches the empty word."""
+        found = self.firsts.get(id(node))
+        if found is None:
+            found = self.firsts[id(node)] = self._first(node, depth)
+        return found
+
+    def _first(self, node: Node, depth: int) -> tuple[CharSet, bool]:
+        if depth > _DEPTH:
+            raise _Unproven
+        if isinstance(node, Chars):
+            return node.chars, False
+        if isinstance(node, Concat):
+            return self.first_of(node.items, _NOTHING, True, depth + 1)
+        if isinstance(node, Alt):
+            first, any_nullable = _NOTHING, False
+            for option in node.options:
+                chars, nullable = self.first(option, depth + 1)
+                first, any_nullable = first | chars, any_nullable or nullable
+            return first, any_nullable
+        if isinstance(node, Repeat):
+            if node.hi == 0:
+                return _NOTHING, True
+            chars, nullable = self.first(node.item, depth + 1)
+            return chars, nullable or node.lo == 0
+        raise _Unproven  # a look-around or an anchor
+
+    def first_of(self, items: tuple[Node, ...], follow: CharSet, ends: bool, depth: int) -> tuple[CharSet, bool]:
+        """The characters that may come first reading ``items`` and then ``follow``, and whether the
+        pattern may end there (``ends``, all of ``items`` empty)."""
+        first = _NOTHING
+        for item in items:
+            chars, nullable = self.first(item, depth)
+            first = first | chars
+            if not nullable:
+                return first, False
+        return first | follow, ends
+
+    def leads(self, items: tuple[Node, ...], follow: CharSet, ends: bool, depth: int) -> list[Lead]:
+        """Every way of reading on along ``items`` (then ``follow``): its leading characters and
+        greedy runs of one class (an alternation's options and an optional part each read both
+        ways), up to a node read otherwise, where the characters next stand for the rest."""
+        out: list[Lead] = []
+        work: list[tuple[tuple[Token, ...], tuple[Node, ...]]] = [((), items)]
+        while work:
+            tokens, pending = work.pop()
+            while True:
+                head = pending[0] if pending and len(tokens) < self._TOKENS else None
+                if isinstance(head, Chars):
+                    tokens, pending = tokens + ((False, head.chars),), pending[1:]
+                elif isinstance(head, Concat):
+                    pending = head.items + pending[1:]
+                elif isinstance(head, Repeat) and head.greedy and head.hi is None and head.lo >= 1 \
+                        and isinstance(head.item, Chars):
+                    tokens, pending = tokens + ((True, head.item.chars),), pending[1:]
+                elif isinstance(head, Repeat) and head.greedy and head.lo == 0 and head.hi == 1:
+                    work.append((tokens, (head.item,) + pending[1:]))
+                    pending = pending[1:]
+                elif isinstance(head, Alt):
+                    work.extend((tokens, (option,) + pending[1:]) for option in head.options)
+                    break
+                else:
+                    out.append((tokens, *self.first_of(pending, follow, ends, depth)))
+                    break
+            if len(out) + len(work) > self._LEADS:
+                raise _Unproven
+        return out
+
+    def branches_part(self, higher: list[Lead], lower: list[Lead]) -> None:
+        if not all(_parts_ways(high, low) for high in higher for low in lower):
+            raise _Unproven
+
+    def check(self, node: Node, rest: tuple[Node, ...], follow: CharSet, ends: bool, depth: int) -> None:
+        """Raise :class:`_Unproven` unless every choice inside ``node`` is proven; ``rest``: the nodes
+        read right after ``node``, then ``follow`` (the characters that may come next) and
+        ``ends`` (whether the pattern may end there)."""
+        if depth > _DEPTH:
+            raise _Unproven
+        if isinstance(node, Chars):
             return
-        chars, nullable = _first(node.item, depth + 1)
-        if not node.greedy or nullable:
-            raise _Unproven
-        if node.hi != node.lo and not _disjoint(chars, follow):  # once more (first) against stop
-            raise _Unproven
-        again = node.hi is None or node.hi > 1
-        _check(node.item, follow | chars if again else follow, ends, depth + 1)
-        return
-    raise _Unproven
+        if isinstance(node, Concat):
+            for k, item in enumerate(node.items):
+                self.check(item, node.items[k + 1:] + rest, follow, ends, depth + 1)
+            return
+        if isinstance(node, Alt):
+            branches = [self.leads((option,) + rest, follow, ends, depth + 1) for option in node.options]
+            for k, higher in enumerate(branches):
+                for lower in branches[k + 1:]:
+                    self.branches_part(higher, lower)
+            for option in node.options:
+                self.check(option, rest, follow, ends, depth + 1)
+            return
+        if isinstance(node, Repeat):
+            if node.hi == 0:
+                return
+            chars, nullable = self.first(node.item, depth + 1)
+            if not node.greedy or nullable:
+                raise _Unproven
+            after, after_ends = self.first_of(rest, follow, ends, depth + 1)
+            again = node.hi is None or node.hi > 1
+            if node.hi != node.lo and not _disjoint(chars, after):  # once more (first) against stop
+                self.branches_part(self.leads((node.item,), chars | after if again else after, after_ends, depth + 1),
+                                   self.leads(rest, follow, ends, depth + 1))
+            self.check(node.item, (), chars | after if again else after, after_ends, depth + 1)
+            return
+        raise _Unproven
