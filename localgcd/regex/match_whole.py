@@ -9,7 +9,7 @@ every choice no branch that ranks higher than another can read a first character
 (over what may follow the choice: FIRST with FOLLOW, by character classes), nor end while a
 lower one reads on, every word is returned whole: the pattern "reads no word short".  The branches
 are compared along their leading characters (an option's, what follows the choice included: a
-loop's body against what comes after the loop), a greedy run of one class (``\*+``) as one step:
+loop's body against what comes after the loop), a greedy run of one class (``\*+``, ``[0-9_]*``) as one step:
 where every choice is proven, such a run always stops where the text's run does (its next
 character is not of its class), in the higher branch as in the lower one.
 
@@ -49,36 +49,44 @@ def _disjoint(one: CharSet, other: CharSet) -> bool:
     return (one - other) == one
 
 
-Token = tuple[bool, CharSet]  # (a greedy run of the class, or one character of it)
-Lead = tuple[tuple[Token, ...], CharSet, bool]  # tokens, the characters next, whether it may end there
+Token = tuple[int, CharSet]  # a step: ONE character of the class, or a greedy run of it (PLUS, STAR)
+Lead = tuple[tuple[Token, ...], CharSet, bool]  # steps, the characters next, whether it may end there
+ONE, PLUS, STAR = range(3)
 
 
 def _parts_ways(higher: Lead, lower: Lead) -> bool:
     """Whether a path along ``higher`` cannot read along a word along ``lower`` and end on a shorter
-    prefix: at some step the two read disjoint classes before ``higher`` may end."""
-    tokens_high, next_high, ends_high = higher
-    tokens_low, next_low, _ends_low = lower
-    for step in range(len(tokens_high) + 1):
-        if step == len(tokens_high):
-            if ends_high:
-                return False
-            return _disjoint(next_high, tokens_low[step][1] if step < len(tokens_low) else next_low)
-        run_high, high = tokens_high[step]
-        if step == len(tokens_low):
-            return _disjoint(high, next_low)
-        run_low, low = tokens_low[step]
+    prefix: at some step the two read disjoint classes before ``higher`` may end (runs in step
+    where both are one run of one class)."""
+    tokens_high, tokens_low = higher[0], lower[0]
+    for step in range(min(len(tokens_high), len(tokens_low))):
+        (kind_high, high), (kind_low, low) = tokens_high[step], tokens_low[step]
+        if kind_high != kind_low or (kind_high != ONE and high != low):
+            break
         if _disjoint(high, low):
             return True
-        if run_high != run_low or (run_high and high != low):
-            return False  # (equal runs end together: both paths read on after them)
-    return False
+    else:
+        step = min(len(tokens_high), len(tokens_low))
+    high, high_ends = _next_from(higher, step)
+    return not high_ends and _disjoint(high, _next_from(lower, step)[0])
+
+
+def _next_from(lead: Lead, step: int) -> tuple[CharSet, bool]:
+    """The characters a path along ``lead`` may read next from its ``step``-th step on, and whether
+    it may end there."""
+    tokens, chars = lead[0], _NOTHING
+    for kind, token_chars in tokens[step:]:
+        chars = chars | token_chars
+        if kind != STAR:
+            return chars, False
+    return chars | lead[1], lead[2]
 
 
 class _Proof:
     """One pattern's proof: the first characters of its nodes, memoized by node while it runs."""
 
-    _LEADS = 32  # a choice's branches are read along at most this many leads ...
-    _TOKENS = 12  # ... of at most this many steps each
+    _LEADS = 32  # a branch is read along some this many leads at most ...
+    _TOKENS = 8  # ... of at most this many steps each
 
     def __init__(self) -> None:
         self.firsts: dict[int, tuple[CharSet, bool]] = {}
@@ -130,14 +138,14 @@ class _Proof:
         while work:
             tokens, pending = work.pop()
             while True:
-                head = pending[0] if pending and len(tokens) < self._TOKENS else None
+                head = pending[0] if pending and len(tokens) < self._TOKENS \
+                    and len(out) + len(work) < self._LEADS else None  # (past either: the rest as its first characters)
                 if isinstance(head, Chars):
-                    tokens, pending = tokens + ((False, head.chars),), pending[1:]
+                    tokens, pending = tokens + ((ONE, head.chars),), pending[1:]
                 elif isinstance(head, Concat):
                     pending = head.items + pending[1:]
-                elif isinstance(head, Repeat) and head.greedy and head.hi is None and head.lo >= 1 \
-                        and isinstance(head.item, Chars):
-                    tokens, pending = tokens + ((True, head.item.chars),), pending[1:]
+                elif isinstance(head, Repeat) and head.greedy and head.hi is None and isinstance(head.item, Chars):
+                    tokens, pending = tokens + ((PLUS if head.lo else STAR, head.item.chars),), pending[1:]
                 elif isinstance(head, Repeat) and head.greedy and head.lo == 0 and head.hi == 1:
                     work.append((tokens, (head.item,) + pending[1:]))
                     pending = pending[1:]
@@ -147,8 +155,6 @@ class _Proof:
                 else:
                     out.append((tokens, *self.first_of(pending, follow, ends, depth)))
                     break
-            if len(out) + len(work) > self._LEADS:
-                raise _Unproven
         return out
 
     def branches_part(self, higher: list[Lead], lower: list[Lead]) -> None:
