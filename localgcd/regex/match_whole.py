@@ -1,4 +1,4 @@
-"""A syntactic proof that ``re.match`` returns every word of a pattern's language whole.
+r"""A syntactic proof that ``re.match`` returns every word of a pattern's language whole.
 
 ``re.match`` tries a pattern's choices (an alternation's options left to right, a greedy loop's
 ``once more`` before ``stop``) depth first and returns the first path that reaches the pattern's
