@@ -25,7 +25,7 @@ from __future__ import annotations
 from localgcd.regex.charset import CharSet
 from localgcd.regex.syntax import Alt, Chars, Concat, Node, Repeat
 
-__all__ = ["takes_words_whole"]
+__all__ = ["first_characters", "takes_words_whole"]
 
 _DEPTH = 200  # deeper parses are left to the exact check (no recursion past this)
 _NOTHING = CharSet()
@@ -43,6 +43,15 @@ def takes_words_whole(node: Node) -> bool:
     except _Unproven:
         return False
     return True
+
+
+def first_characters(node: Node) -> CharSet | None:
+    """The characters a non-empty word of ``node`` may begin with; None where a look-around or an
+    anchor is in the way."""
+    try:
+        return _Proof().first(node, 0)[0]
+    except _Unproven:
+        return None
 
 
 def _disjoint(one: CharSet, other: CharSet) -> bool:
