@@ -70,8 +70,8 @@ def _parts_ways(higher: Lead, lower: Lead) -> bool:
     tokens_high, tokens_low = higher[0], lower[0]
     for step in range(min(len(tokens_high), len(tokens_low))):
         (kind_high, high), (kind_low, low) = tokens_high[step], tokens_low[step]
-        if kind_high != kind_low or (kind_high != ONE and high != low):
-            break
+        if (kind_high == ONE) != (kind_low == ONE) or (kind_high != ONE and high != low):
+            break  # (runs of one class end together, where the text's run ends: a + of none fails there)
         if _disjoint(high, low):
             return True
     else:
