@@ -55,7 +55,17 @@ def first_characters(node: Node) -> CharSet | None:
 
 
 def _disjoint(one: CharSet, other: CharSet) -> bool:
-    return (one - other) == one
+    """Whether the two sets share no character (one pass over their sorted intervals)."""
+    a, b = one.intervals, other.intervals
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return False
+    return True
 
 
 Token = tuple[int, CharSet]  # a step: ONE character of the class, or a greedy run of it (PLUS, STAR)
