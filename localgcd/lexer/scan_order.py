@@ -13,7 +13,7 @@ from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX, parse_python_regex
 from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.width import regex_max_width
 
-__all__ = ["ScanOrder", "lark_scan_order"]
+__all__ = ["ScanOrder", "lark_scan_order", "read_in_lark_order"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def lark_scan_order(terminals: Sequence[Terminal]) -> ScanOrder | None:
     """lark's :class:`ScanOrder` of a Lark grammar's ``terminals`` (indexed as given); None where
     they are not a Lark grammar's (``Terminal.lark_pattern`` unset: a generated grammar's, read by
     the longest match)."""
-    if not terminals or any(t.lark_pattern is None for t in terminals):
+    if not read_in_lark_order(terminals):
         return None
     keys = []
     for t in terminals:
@@ -56,6 +56,12 @@ def lark_scan_order(terminals: Sequence[Terminal]) -> ScanOrder | None:
         own_flags = set(retok.lark_pattern[1])  # type: ignore[index]
         embeds.append(frozenset(i for i in taken if set(terminals[i].lark_pattern[1]) <= own_flags))  # type: ignore[index]
     return ScanOrder(tuple(position), tuple(unless), tuple(embeds))
+
+
+def read_in_lark_order(terminals: Sequence[Terminal]) -> bool:
+    """Whether ``terminals`` are a Lark grammar's, which lark's lexers read in its order (without
+    working the order out)."""
+    return bool(terminals) and all(t.lark_pattern is not None for t in terminals)
 
 
 def _literal_value(terminal: Terminal) -> str:
