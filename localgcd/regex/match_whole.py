@@ -11,7 +11,8 @@ lower one reads on, every word is returned whole: the pattern "reads no word sho
 are compared along their leading characters (an option's, what follows the choice included: a
 loop's body against what comes after the loop), a greedy run of one class (``\*+``, ``[0-9_]*``) as one step:
 where every choice is proven, such a run always stops where the text's run does (its next
-character is not of its class), in the higher branch as in the lower one.
+character is not of its class), in the higher branch as in the lower one; so does a greedy loop of
+one item (``(?:_?[0-9])*``), whose every iteration and whose end the next character decides.
 
 A sufficient condition, cheap (a walk over the parse with a few set operations), where deciding it
 exactly (:func:`localgcd.lexer.first_match.reads_short`) determinizes automata: it proves Java's,
@@ -68,7 +69,8 @@ def _disjoint(one: CharSet, other: CharSet) -> bool:
     return True
 
 
-Token = tuple[int, CharSet]  # a step: ONE character of the class, or a greedy run of it (PLUS, STAR)
+Token = tuple[int, CharSet, object]  # a step: ONE character of the class, or a greedy unbounded loop (PLUS,
+# STAR) of an item (the last: the class, or the loop's item), the class then the item's first characters
 Lead = tuple[tuple[Token, ...], CharSet, bool]  # steps, the characters next, whether it may end there
 ONE, PLUS, STAR = range(3)
 
@@ -79,9 +81,9 @@ def _parts_ways(higher: Lead, lower: Lead) -> bool:
     where both are one run of one class)."""
     tokens_high, tokens_low = higher[0], lower[0]
     for step in range(min(len(tokens_high), len(tokens_low))):
-        (kind_high, high), (kind_low, low) = tokens_high[step], tokens_low[step]
-        if (kind_high == ONE) != (kind_low == ONE) or (kind_high != ONE and high != low):
-            break  # (runs of one class end together, where the text's run ends: a + of none fails there)
+        (kind_high, high, item_high), (kind_low, low, item_low) = tokens_high[step], tokens_low[step]
+        if (kind_high == ONE) != (kind_low == ONE) or (kind_high != ONE and item_high != item_low):
+            break  # (loops of one item end together, where the text's run of it ends: a + of none fails there)
         if _disjoint(high, low):
             return True
     else:
@@ -94,7 +96,7 @@ def _next_from(lead: Lead, step: int) -> tuple[CharSet, bool]:
     """The characters a path along ``lead`` may read next from its ``step``-th step on, and whether
     it may end there."""
     tokens, chars = lead[0], _NOTHING
-    for kind, token_chars in tokens[step:]:
+    for kind, token_chars, _item in tokens[step:]:
         chars = chars | token_chars
         if kind != STAR:
             return chars, False
@@ -160,11 +162,14 @@ class _Proof:
                 head = pending[0] if pending and len(tokens) < self._TOKENS \
                     and len(out) + len(work) < self._LEADS else None  # (past either: the rest as its first characters)
                 if isinstance(head, Chars):
-                    tokens, pending = tokens + ((ONE, head.chars),), pending[1:]
+                    tokens, pending = tokens + ((ONE, head.chars, head.chars),), pending[1:]
                 elif isinstance(head, Concat):
                     pending = head.items + pending[1:]
-                elif isinstance(head, Repeat) and head.greedy and head.hi is None and isinstance(head.item, Chars):
-                    tokens, pending = tokens + ((PLUS if head.lo else STAR, head.item.chars),), pending[1:]
+                elif isinstance(head, Repeat) and head.greedy and head.hi is None \
+                        and not self.first(head.item, depth)[1]:
+                    item = head.item.chars if isinstance(head.item, Chars) else head.item
+                    tokens, pending = tokens + ((PLUS if head.lo else STAR, self.first(head.item, depth)[0], item),), \
+                        pending[1:]
                 elif isinstance(head, Repeat) and head.greedy and head.lo == 0 and head.hi == 1:
                     work.append((tokens, (head.item,) + pending[1:]))
                     pending = pending[1:]
