@@ -12,7 +12,8 @@ are compared along their leading characters (an option's, what follows the choic
 loop's body against what comes after the loop), a greedy run of one class (``\*+``, ``[0-9_]*``) as one step:
 where every choice is proven, such a run always stops where the text's run does (its next
 character is not of its class), in the higher branch as in the lower one; so does a greedy loop of
-one item (``(?:_?[0-9])*``), whose every iteration and whose end the next character decides.
+one item (``(?:_?[0-9])*``), whose every iteration and whose end the next character decides.  (A
+loop is a step only where that holds in the lead at hand: nothing after it may begin as its item.)
 
 A sufficient condition, cheap (a walk over the parse with a few set operations), where deciding it
 exactly (:func:`localgcd.lexer.first_match.reads_short`) determinizes automata: it proves Java's,
@@ -165,8 +166,8 @@ class _Proof:
                     tokens, pending = tokens + ((ONE, head.chars, head.chars),), pending[1:]
                 elif isinstance(head, Concat):
                     pending = head.items + pending[1:]
-                elif isinstance(head, Repeat) and head.greedy and head.hi is None \
-                        and not self.first(head.item, depth)[1]:
+                elif isinstance(head, Repeat) and head.greedy and head.hi is None and self.reads_on_to_its_end(
+                        head, self.first_of(pending[1:], follow, ends, depth)[0], depth):
                     item = head.item.chars if isinstance(head.item, Chars) else head.item
                     tokens, pending = tokens + ((PLUS if head.lo else STAR, self.first(head.item, depth)[0], item),), \
                         pending[1:]
@@ -180,6 +181,46 @@ class _Proof:
                     out.append((tokens, *self.first_of(pending, follow, ends, depth)))
                     break
         return out
+
+    def reads_on_to_its_end(self, loop: Repeat, after: CharSet, depth: int) -> bool:
+        """Whether every path that goes on past ``loop`` (``after``: the characters that may follow it)
+        reads it the one way the text decides: its item is never empty, not what may follow it, and
+        decided by the next character at each of its choices."""
+        chars, nullable = self.first(loop.item, depth)
+        return not nullable and _disjoint(chars, after) and self.decided(loop.item, chars | after, depth)
+
+    def decided(self, node: Node, follow: CharSet, depth: int) -> bool:
+        """Whether each choice inside ``node`` (followed by ``follow``) is decided by the next
+        character: its branches' first characters (with ``follow`` where one may be empty) are
+        disjoint, and at most one may be empty."""
+        if depth > _DEPTH:
+            raise _Unproven
+        if isinstance(node, Chars):
+            return True
+        if isinstance(node, Concat):
+            for k, item in enumerate(node.items):
+                if not self.decided(item, self.first_of(node.items[k + 1:], follow, True, depth + 1)[0], depth + 1):
+                    return False
+            return True
+        if isinstance(node, Alt):
+            firsts = [self.first(option, depth + 1) for option in node.options]
+            if sum(nullable for _chars, nullable in firsts) > 1:
+                return False
+            seen = _NOTHING
+            for chars, nullable in firsts:
+                chars = chars | follow if nullable else chars
+                if not _disjoint(seen, chars):
+                    return False
+                seen = seen | chars
+            return all(self.decided(option, follow, depth + 1) for option in node.options)
+        if isinstance(node, Repeat):
+            if node.hi == 0:
+                return True
+            chars, nullable = self.first(node.item, depth + 1)
+            if nullable or (node.hi != node.lo and not _disjoint(chars, follow)):
+                return False
+            return self.decided(node.item, chars | follow, depth + 1)
+        return False
 
     def branches_part(self, higher: list[Lead], lower: list[Lead]) -> None:
         if not all(_parts_ways(high, low) for high in higher for low in lower):
