@@ -19,6 +19,7 @@ from localgcd.errors import LocalgcdError, MatcherError, UnsupportedConstruct
 #: Control flow within the tree, each caught and turned into a named error by the caller named.
 IN_TREE_CONTROL_FLOW = {
     "localgcd.batch.jobs.Invalid": "batch.jobs.parse_line (a LineError) and serve.requests (a 400 naming the field)",
+    "localgcd.grammar.lark_meta.Refused": "grammar.lark_loader.load_compiled and grammar.lark_reader (lark itself then loads the grammar and words any error)",
     "localgcd.grammar.lark_cuts.TooManyClasses": "grammar.lark_dynamic (a GrammarError naming the terminals)",
     "localgcd.grammar.json_schema.context.NoInstance": "json_schema.output (a GrammarError at the schema)",
     "localgcd.grammar.json_schema.validation.UnknownKeyword": "json_schema.literals and .disjointness",

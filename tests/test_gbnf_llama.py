@@ -185,9 +185,12 @@ def llama_allowed(grammar: "LlamaGrammar", n_tokens: int, among: np.ndarray | No
     return allowed
 
 
+EVERY = 3  # every token is fed; every 3rd position (and the end) compares the whole vocabulary
+
+
 @pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
 def test_c_gbnf_masks_equal_llama_cpps_along_a_real_c_file(vocab_name: str, load_vocab) -> None:
-    """Forced decoding of tests/corpus/gbnf/c_documents/gcd.c: at every position localgcd's mask
+    """Forced decoding of tests/corpus/gbnf/c_documents/gcd.c: at every 3rd position localgcd's mask
     equals llama.cpp's on every text token (nothing llama.cpp allows is masked, nothing it forbids
     is allowed), and both allow an end token at the same places (after each whole declaration)."""
     import llama_cpp
@@ -214,6 +217,10 @@ def test_c_gbnf_masks_equal_llama_cpps_along_a_real_c_file(vocab_name: str, load
         matcher = compiled.matcher()
         tokens = real_tokenize(vocab_name, document)
         for i, token in enumerate(tokens + [None]):
+            if i % EVERY and token is not None:  # (the suite's time: every position is ~35 s on 2 cores)
+                assert matcher.advance(token), matcher.error
+                theirs.accept(token)
+                continue
             ours = matcher.allowed_token_mask()
             their = llama_allowed(theirs, len(vocab))
             differ = np.flatnonzero((ours != their) & text_tokens)

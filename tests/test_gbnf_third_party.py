@@ -79,7 +79,7 @@ GRAMMARS = (
     ThirdPartyGbnf("pygbnf__demo_visualization"),
     ThirdPartyGbnf("pygbnf__json_grammar", slow=True),
     ThirdPartyGbnf("pygbnf__simple_lang"),
-    ThirdPartyGbnf("smallwords__offline_quickstart", slow=True, sample=200),
+    ThirdPartyGbnf("smallwords__offline_quickstart", slow=True, sample=100),
     ThirdPartyGbnf("smallwords__pirate_greeting"),
     ThirdPartyGbnf("smallwords__rewrite_technical_passage"),
 )
