@@ -158,17 +158,26 @@ class IndentedReferenceChecker:
     def is_complete(self, text: bytes) -> bool:
         return self.state_is_complete(self._state(text))
 
+    def _flush(self, indenter, ip, pending: bytes):
+        """(indenter, parser) once the pending lexeme is ended by the text's end and fed (raises
+        _Dead), or None if it cannot end there."""
+        ok, last = self.lexer.flush(pending)
+        if not ok:
+            return None
+        for lexeme in last:
+            self._feed(indenter, ip, lexeme)
+        return indenter, ip
+
     def state_is_complete(self, state) -> bool:
         if state is None:
             return False
         indenter, ip, pending = state
         indenter, ip = self._copy(indenter, ip)
         try:
-            ok, last = self.lexer.flush(pending)
-            if not ok:
+            flushed = self._flush(indenter, ip, pending)
+            if flushed is None:
                 return False
-            for lexeme in last:
-                self._feed(indenter, ip, lexeme)
+            indenter, ip = flushed
             for _ in indenter.indent_level[1:]:
                 ip.feed_token(lark.Token(indenter.DEDENT_type, ""))
             ip.feed_eof()

@@ -81,24 +81,16 @@ class IndentedContextualChecker(IndentedReferenceChecker):
             return None
         return indenter, ip, pending
 
-    def state_is_complete(self, state) -> bool:
-        if state is None:
-            return False
-        indenter, ip, pending = state
-        indenter, ip = self._copy(indenter, ip)
-        try:
-            while pending:  # the pending lexeme ends (or backs up, the rest read again)
-                again, indenter, ip = self._emit(indenter, ip, pending)
-                after = self._after(indenter, ip, b"", again)
-                if after is None:
-                    return False
-                indenter, ip, pending = after
-            for _ in indenter.indent_level[1:]:
-                ip.feed_token(lark.Token(indenter.DEDENT_type, ""))
-            ip.feed_eof()
-            return True
-        except (_Dead, lark.exceptions.UnexpectedInput):
-            return False
+    def _flush(self, indenter, ip, pending: bytes):
+        """(indenter, parser) once the pending lexeme is ended by the text's end (or backed up, the
+        rest read again) and fed, or None."""
+        while pending:
+            again, indenter, ip = self._emit(indenter, ip, pending)
+            after = self._after(indenter, ip, b"", again)
+            if after is None:
+                return None
+            indenter, ip, pending = after
+        return indenter, ip
 
 
 #: the Unicode properties gdscript's NAME reads, as their ASCII part: the reference lexer parses patterns
