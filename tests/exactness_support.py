@@ -53,7 +53,7 @@ def byte_vocabulary() -> Vocabulary:
 @functools.lru_cache(maxsize=None)
 def reference(grammar_text: str) -> ReferenceChecker:
     """One reference checker per grammar text (it keeps useful caches)."""
-    return ReferenceChecker(grammar_text)
+    return ReferenceChecker(grammar_text, first_match=True)  # a Lark grammar: lark's own first match
 
 
 class SynCodeIndenter(StandardIndenter):

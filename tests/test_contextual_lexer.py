@@ -157,7 +157,7 @@ def edits(text: str, rng: random.Random, n: int) -> list[str]:
 def reference(name: str) -> ContextualChecker:
     text, start = grammar_text(name)
     options = {"source_path": str(BY_PATH[name].file)} if name in BY_PATH else {}
-    return ContextualChecker(text, start=start, **options)
+    return ContextualChecker(text, start=start, first_match=True, **options)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+"""The order in which lark's basic lexer tries a Lark grammar's terminals, and the strings it retypes
+(``BasicLexer.__init__``'s sort, ``_create_unless``): what :mod:`localgcd.lexer.first_match` reads."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from localgcd.grammar.terminals import Terminal
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX
+from localgcd.regex.width import regex_max_width
+
+__all__ = ["ScanOrder", "lark_scan_order"]
+
+
+@dataclass(frozen=True)
+class ScanOrder:
+    """How lark's basic lexer (``BasicLexer``, and the contextual lexer's per-state ones) tries a
+    Lark grammar's terminals: one alternation ``(?P<T1>…)|(?P<T2>…)`` in its order (priority, then
+    longer maximum width, longer definition, name — no preference for strings), the first terminal
+    whose ``re.match`` succeeds taking the lexeme ``re.match`` returns; a string of a pattern's
+    priority that the pattern's ``re.match`` takes whole is that pattern's lexeme retyped
+    (``_create_unless``: the first such string, in order, that the lexeme is), and is not tried on
+    its own where its flags are the pattern's or fewer."""
+
+    position: tuple[int, ...]  # terminal index -> its place in lark's order (0: tried first)
+    unless: tuple[tuple[int, ...], ...]  # a pattern -> the strings it retypes to, in lark's order
+    embeds: tuple[frozenset[int], ...]  # a pattern -> those of them lark then does not try on their own
+
+
+def lark_scan_order(terminals: Sequence[Terminal]) -> ScanOrder | None:
+    """lark's :class:`ScanOrder` of a Lark grammar's ``terminals`` (indexed as given); None where
+    they are not a Lark grammar's (``Terminal.lark_pattern`` unset: a generated grammar's, read by
+    the longest match)."""
+    if not terminals or any(t.lark_pattern is None for t in terminals):
+        return None
+    keys = []
+    for t in terminals:
+        length, _flags = t.lark_pattern  # type: ignore[misc]
+        width = length if t.is_literal else regex_max_width(t.regex.removeprefix(REGEX_MODULE_PREFIX))
+        keys.append((-t.priority, -width, -length, t.name))
+    order = sorted(range(len(terminals)), key=keys.__getitem__)
+    position = [0] * len(terminals)
+    for place, index in enumerate(order):
+        position[index] = place
+    strings = [(i, _literal_value(terminals[i])) for i in order if terminals[i].is_literal]
+    unless: list[tuple[int, ...]] = []
+    embeds: list[frozenset[int]] = []
+    for retok in terminals:
+        taken = () if retok.is_literal else tuple(
+            i for i, value in strings if terminals[i].priority == retok.priority and _matched_whole(retok, value))
+        unless.append(taken)
+        own_flags = set(retok.lark_pattern[1])  # type: ignore[index]
+        embeds.append(frozenset(i for i in taken if set(terminals[i].lark_pattern[1]) <= own_flags))  # type: ignore[index]
+    return ScanOrder(tuple(position), tuple(unless), tuple(embeds))
+
+
+def _literal_value(terminal: Terminal) -> str:
+    """A string terminal's text (lark's ``pattern.value``), from its regex: ``re.escape`` of it inside
+    a ``(?f:…)`` per flag."""
+    regex = terminal.regex
+    for _flag in terminal.lark_pattern[1]:  # type: ignore[index]
+        regex = regex[4:-1]
+    return re.sub(r"\\(.)", r"\1", regex, flags=re.S)
+
+
+def _matched_whole(pattern: Terminal, value: str) -> bool:
+    """Whether ``pattern``'s ``re.match`` on ``value`` returns all of it (lark's ``_get_match``)."""
+    regex = pattern.regex
+    if regex.startswith(REGEX_MODULE_PREFIX):
+        import regex as regex_module  # type: ignore[import-untyped]  # (lark's regex=True: installed with it)
+
+        found = regex_module.match(regex, value)
+    else:
+        found = re.match(regex, value)
+    return found is not None and found.group(0) == value
