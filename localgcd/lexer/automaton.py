@@ -20,7 +20,7 @@ import numpy as np
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
-from localgcd.lexer.scan_order import lark_scan_order
+from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
@@ -47,7 +47,7 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     emit_forbidden = dfa.emit_forbidden
     modes = lexer_modes(terminals)  # (memoized automata: the modes build_lexer_dfa read)
     lexer = LexingTransducer.from_dfa(dfa, len(terminals), modes.next_modes, take_table=True)
-    first_match = lark_scan_order(terminals) is not None
+    first_match = read_in_lark_order(terminals)
     backing = backing_terminals(modes.regexes)
     # (a greedy pattern whose re.match words back up, read so by lark's first match alone: where
     # backing up as it does is not exact, the lexer does not back up there, as between terminals —

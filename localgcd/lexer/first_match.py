@@ -31,6 +31,7 @@ from localgcd.budget import BudgetMeter
 from localgcd.lexer.scan_order import ScanOrder
 from localgcd.lexer.exploration import NO_LABEL, SINK, TerminalUnsupported, explore_states, glue, live_states
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
+from localgcd.regex.match_whole import takes_words_whole
 from localgcd.regex.nfa import NFA, CharClasses, ThompsonBuilder, literal_bytes
 from localgcd.regex.priority import PriorityDFA, needs_priority, priority_dfa, priority_symbol_dfa
 from localgcd.regex.python_syntax import parse_python_regex
@@ -139,9 +140,9 @@ class FirstMatchProduct:
             elif column < self.n_base:
                 own = np.where(component.accept >= 0, places[column][np.maximum(component.accept, 0)], _NEVER)
                 self.accepts_place[rows] = own
-                single = np.unique(own[own != _NEVER])
+                accepted = own[own != _NEVER]  # (not np.unique: its first call imports numpy.ma, ~10 ms)
                 self.reachable_place[rows] = np.where(live_states(component.transitions, component.accept),
-                                                      single[0], _NEVER) if single.size == 1 else \
+                                                      accepted[0], _NEVER) if accepted.size and (accepted == accepted[0]).all() else \
                     _earliest_reachable(component.transitions, own)  # (a trie: the strings below)
             elif column < self.n_base + len(trackers):
                 self.tracked[rows] = component.accept
@@ -287,7 +288,10 @@ def reads_short(regex: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _node_reads_short(node: Node) -> bool:
-    """:func:`reads_short` of a parsed pattern (Go's operators share their trailing blanks')."""
+    """:func:`reads_short` of a parsed pattern (Go's operators share their trailing blanks'): False
+    where its choices prove it (:func:`takes_words_whole`, no automata), else decided exactly."""
+    if takes_words_whole(node):
+        return False
     atoms = CharClasses.of(n.chars for n in nodes_of(node) if isinstance(n, Chars))
     nfa = NFA()
     start, end = ThompsonBuilder(nfa, atoms.encode).node(node)
