@@ -150,7 +150,9 @@ class FirstMatchProduct:
                 place = next(p for _t, p, _c, d in self.conditional if d == column)
                 self.accepts_place[rows] = np.where(component.accept >= 0, place, _NEVER)
         self.starts = (np.zeros(len(components), dtype=np.int64) + self.offsets)[None, :]
-        self.starts[0, self.m_column] = self.offsets[self.m_column] + n_places  # nothing accepted yet
+        # nothing accepted yet, unless a terminal accepts the empty lexeme (refused by the lexer's build)
+        accepted_at_start = int(self.accepts_place[self.starts[0, :self.m_column]].min(initial=_NEVER))
+        self.starts[0, self.m_column] = self.offsets[self.m_column] + min(n_places, accepted_at_start)
 
     @staticmethod
     def _components(terminals: list[tuple[int, str]], meter: BudgetMeter) -> tuple[list[DFA], list[np.ndarray]]:
