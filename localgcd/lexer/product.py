@@ -42,6 +42,7 @@ from localgcd.lexer.exploration import TerminalUnsupported, explore as _explore,
 from localgcd.lexer.exploration import explore_states as _explore_states, glue as _glue, live_states as _live_states
 from localgcd.lexer.exploration import product_kernel, product_kernel_available
 from localgcd.lexer.first_match import first_match_mode
+from localgcd.lexer.match_agreement import PatternOverlaps, longest_match_agrees, pattern_overlaps
 from localgcd.lexer.look_ahead import conditional_terminals, other_ends, without_earlier_end
 from localgcd.lexer.strings_trie import trie_over_dfa
 from localgcd.regex.priority import PriorityDFA
@@ -82,7 +83,9 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     alike_modes: dict[tuple[str, ...], tuple[tuple[np.ndarray, np.ndarray | None], np.ndarray, list[int]]] = {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
-        if first_match is not None and members:
+        if first_match is not None and members and (
+                mode in conditional_modes or any(also[i] for i in members) or not longest_match_agrees(
+                    members, regexes, first_match, lambda patterns: _regex_overlaps(patterns, meter))):
             read = first_match_mode(members, regexes, first_match, meter, f"the lexer automaton (mode {mode})",
                                     conditional)
             tables.append((read.table, read.class_of))
@@ -215,6 +218,7 @@ _DEEP_TRIE = 1024  # ... unless a string is this long: the product's rounds (and
 
 
 _REGEX_PRODUCTS: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}  # the oldest goes first
+_REGEX_OVERLAPS: dict[tuple[str, ...], PatternOverlaps] = {}  # (the same bound)
 _REGEX_PRODUCTS_KEPT = 64  # products kept at most, each of at most _REGEX_PRODUCT_CELLS cells
 _REGEX_PRODUCT_CELLS = 1 << 20
 
@@ -228,24 +232,47 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
     if found is not None:
         meter.states(found[0].shape[0], "the lexer automaton of the regex terminals")
         return found
+    return _explored_regex_product(patterns, meter, False)[0]
+
+
+def _regex_overlaps(patterns: tuple[str, ...], meter: BudgetMeter) -> PatternOverlaps:
+    """The :class:`PatternOverlaps` of ranked regex terminals (whether lark's first match agrees with
+    the longest match over them); their minimal DFA memoized as :func:`_regex_product`'s, from the
+    same exploration."""
+    found = _REGEX_OVERLAPS.get(patterns)
+    if found is None:
+        found = _explored_regex_product(patterns, meter, True)[1]
+        assert found is not None
+    return found
+
+
+def _explored_regex_product(patterns: tuple[str, ...], meter: BudgetMeter, overlaps: bool
+                            ) -> tuple[tuple[np.ndarray, np.ndarray], PatternOverlaps | None]:
+    """:func:`_regex_product` made, memoized, with its :class:`PatternOverlaps` where asked for."""
+    what = "the lexer automaton of the regex terminals"
     automata = [terminal_dfa(pattern, meter, backing_up=True) for pattern in patterns]
     components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
                   for position, d in enumerate(automata)]
-    table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {},
-                                    [d.byte_classes for d in automata]), meter,
-                              "the lexer automaton of the regex terminals")
-    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32), meter,
-                                            "the lexer automaton of the regex terminals")
+    product = _Product(components, [0] * len(components), len(components), {}, {}, [d.byte_classes for d in automata])
+    by_class, class_of, vectors = _explore_states(product, meter, what)
+    meter.table(by_class.shape[0], 256, 4, what)
+    best = product.accept_labels(vectors)
+    found = pattern_overlaps(by_class, class_of, vectors, automata, product.offsets, _live_states) if overlaps else None
+    table = np.ascontiguousarray(by_class[:, class_of])
+    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32), meter, what)
     table.setflags(write=False)
     winner.setflags(write=False)
     if table.size <= _REGEX_PRODUCT_CELLS:
-        if len(_REGEX_PRODUCTS) >= _REGEX_PRODUCTS_KEPT:
-            try:  # the oldest (another thread compiling may have dropped it, or be adding one)
-                del _REGEX_PRODUCTS[next(iter(_REGEX_PRODUCTS))]
-            except (KeyError, RuntimeError, StopIteration):
-                pass
-        _REGEX_PRODUCTS[patterns] = (table, winner)
-    return table, winner
+        for memo, value in ((_REGEX_PRODUCTS, (table, winner)), (_REGEX_OVERLAPS, found)):
+            if value is None:
+                continue
+            if len(memo) >= _REGEX_PRODUCTS_KEPT:
+                try:  # the oldest (another thread compiling may have dropped it, or be adding one)
+                    del memo[next(iter(memo))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass
+            memo[patterns] = value  # type: ignore[index]
+    return (table, winner), found
 
 
 def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter, kernel: bool = True
