@@ -26,11 +26,17 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 import localgcd
+from localgcd.budget import unbounded
+from localgcd.grammar.formats import to_grammar
+from localgcd.lexer import product
+from localgcd.lexer.match_agreement import longest_match_agrees
+from localgcd.lexer.scan_order import lark_scan_order
+from localgcd.lexer.text_start import lexer_modes
 from localgcd.vocab import Vocabulary
 
 from reference import RefState, ReferenceChecker, pattern_atoms, split_utf8, utf8_tail_ranges
@@ -52,8 +58,34 @@ def byte_vocabulary() -> Vocabulary:
 
 @functools.lru_cache(maxsize=None)
 def reference(grammar_text: str) -> ReferenceChecker:
-    """One reference checker per grammar text (it keeps useful caches)."""
-    return ReferenceChecker(grammar_text, first_match=True)  # a Lark grammar: lark's own first match
+    """One reference checker per grammar text (it keeps useful caches): a Lark grammar is read by
+    lark's own first match, by the longest-match reference where the two read it alike."""
+    return ReferenceChecker(grammar_text, first_match=True, longest_where=longest_match_reads(grammar_text))
+
+
+def longest_match_reads(grammar_text: str, source_path: str | None = None) -> Callable[[frozenset[str]], bool]:
+    """Which terminal sets of a Lark grammar (by name) lark's first match lexes as the longest match
+    does, by localgcd's verdict (lexer/match_agreement.py; its soundness against the first-match
+    automaton is test_match_agreement's, the first-match automaton's against lark test_first_match's
+    and test_lark_corpus's): the first-match reference backtracks through every terminal's re.match
+    and is ten times the longest-match one's time.  A set with a name localgcd does not know: no."""
+    try:
+        terminals = list(to_grammar(grammar_text, "lark", source_path or "<grammar>",
+                                    base_dir=str(Path(source_path).parent) if source_path else None).terminals)
+    except localgcd.LocalgcdError:
+        return lambda names: False
+    regexes, order = lexer_modes(terminals).regexes, lark_scan_order(terminals)
+    index = {t.name: i for i, t in enumerate(terminals)}
+    meter = unbounded()
+    known: dict[frozenset[str], bool] = {}
+
+    def agrees(names: frozenset[str]) -> bool:
+        if names not in known:
+            known[names] = order is not None and names <= index.keys() and longest_match_agrees(
+                sorted(index[n] for n in names), regexes, order, lambda patterns: product._regex_overlaps(patterns, meter))
+        return known[names]
+
+    return agrees
 
 
 class SynCodeIndenter(StandardIndenter):

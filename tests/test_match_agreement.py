@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
 
 from localgcd.budget import unbounded
 from localgcd.grammar.formats import to_grammar
@@ -18,6 +19,9 @@ from localgcd.lexer.look_ahead import conditional_terminals
 from localgcd.lexer.match_agreement import longest_match_agrees
 from localgcd.lexer.scan_order import lark_scan_order
 from localgcd.lexer.text_start import lexer_modes
+from localgcd.regex.syntax import UnsupportedRegex
+
+from test_first_match import _grammars
 
 GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 
@@ -80,3 +84,15 @@ def test_the_verdict_is_sound_and_says_where_they_differ(grammar: str, agrees: b
     verdict, same = _agreement(grammar)
     assert verdict == agrees
     assert same or not verdict, "the verdict said they agree where lark's first match lexes otherwise"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_grammars())
+def test_where_the_verdict_says_they_agree_the_automata_are_one(grammar: str) -> None:
+    assume(not conditional_terminals(_mode(grammar)[1]))  # (a look-ahead terminal's mode: the first match's)
+    try:
+        verdict, same = _agreement(grammar)
+    except UnsupportedRegex:  # (a terminal the first match cannot make exact: refused either way)
+        assume(False)
+    event(f"agree: {verdict}")
+    assert same or not verdict, grammar

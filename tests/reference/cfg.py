@@ -103,7 +103,7 @@ class ContextualChecker(ReferenceChecker):
     LARK_LEXER = "contextual"
 
     def __init__(self, grammar_text: str, *, start: str = "start", **options):
-        self._lexer_options = {k: v for k, v in options.items() if k not in ("source_path", "first_match")}
+        self._lexer_options = {k: v for k, v in options.items() if k not in ("source_path", "first_match", "longest_where")}
         self._lexers: dict[frozenset[str], ReferenceLexer] = {}
         super().__init__(grammar_text, start=start, **options)
         self._table = self.lark.parser.parser.parser.parse_table.states

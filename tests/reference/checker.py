@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy as _copy
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import lark
 from lark.exceptions import UnexpectedInput
@@ -96,6 +96,7 @@ class ReferenceChecker:
         strict: bool = True,
         source_path: str | None = None,
         first_match: bool = False,
+        longest_where: Callable[[frozenset[str]], bool] | None = None,
     ):
         # source_path: the grammar's file, against which lark resolves relative %imports
         self.lark = lark.Lark(grammar_text, parser=self.LARK_PARSER, lexer=self.LARK_LEXER, start=start,
@@ -103,6 +104,9 @@ class ReferenceChecker:
         self.ignore: frozenset[str] = frozenset(self.lark.ignore_tokens)
         self._terminal_names = frozenset(t.name for t in self.lark.terminals)
         self.first_match = first_match
+        #: the terminal sets (by name) the test knows lark's first match reads as the longest match
+        #: does: read by the (much cheaper) longest-match lexer
+        self.longest_where = longest_where
         self.lexer = self.make_lexer(
             [RefTerminal.from_lark(t) for t in self.lark.terminals],
             exhaustive_utf8=exhaustive_utf8,
@@ -116,7 +120,7 @@ class ReferenceChecker:
         """The reference lexer over ``terminals`` (with the ignored ones): lark's first match
         (:mod:`reference.first_match`, lark's own order and retyping over these terminals) or the
         longest match."""
-        if self.first_match:
+        if self.first_match and not (self.longest_where and self.longest_where(frozenset(t.name for t in terminals))):
             return FirstMatchLexer(terminals, lark_scan(self.lark, [t.name for t in terminals]), self.ignore,
                                    **options)
         return ReferenceLexer(terminals, self.ignore, **options)

@@ -91,14 +91,29 @@ class FirstMatchLexer(ReferenceLexer):
             return hit
         found = None
         for t in self.tried:
-            try:
-                outcome = match_outcome(t.regexp, t.re_flags, s, t.at_text_start)
-            except BacktrackUnsupported as exc:
-                raise UnsupportedGrammarError(f"terminal {t.name}: {exc}") from None
+            outcome = self._outcome(t, s)
             if outcome != FAIL:
                 found = (t, outcome)
                 break
         return self._outcome_cache.put(s, found)
+
+    @staticmethod
+    def _outcome(t: RefTerminal, s: str) -> int:
+        """``t``'s ``re.match`` outcome at the start of ``s + y`` over every ``y``
+        (:func:`reference.backtrack.match_outcome`).  A pattern without a lazy part, look-around or
+        anchor needs no walk of its paths where no word of its language begins with ``s``: no
+        match reads past ``s`` then, for any ``y``, so the outcome is ``re.match``'s on ``s`` alone
+        (FAIL where the regex module's partial match says no continuation matches)."""
+        if not t.backtracking:
+            if t.compiled.match(s, partial=True) is None:
+                return FAIL
+            if t.compiled.fullmatch(s, partial=True) is None:
+                found = re.compile(t.regexp, t.re_flags).match(s)
+                return FAIL if found is None else found.end()
+        try:
+            return match_outcome(t.regexp, t.re_flags, s, t.at_text_start)
+        except BacktrackUnsupported as exc:
+            raise UnsupportedGrammarError(f"terminal {t.name}: {exc}") from None
 
     def scan_text(self, s: str) -> tuple[RefTerminal, int] | None:
         """lark's scan of ``s`` when the text ends after it: the first terminal whose ``re.match``
