@@ -27,7 +27,6 @@ import numpy as np
 from localgcd.digraph import closed_table_rows
 from localgcd.lexer.first_match import reads_short, scanned_members
 from localgcd.lexer.scan_order import ScanOrder
-from localgcd.regex.dfa import DFA
 from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.priority import needs_priority
 
@@ -47,19 +46,19 @@ class PatternOverlaps:
     extends: np.ndarray
 
 
-def pattern_overlaps(table: np.ndarray, class_of: np.ndarray, vectors: np.ndarray, automata: Sequence[DFA],
-                     offsets: np.ndarray, live: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> PatternOverlaps:
-    """:class:`PatternOverlaps` of an explored product whose component ``i`` is ``automata[i]``, glued
-    at ``offsets[i]`` (row 0: dead) with state vectors ``vectors``; ``live``: the states of a table
-    from which an accept is reached."""
-    size = 1 + sum(d.n_states for d in automata)
-    accepting, extending = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
-    for d, offset in zip(automata, offsets):
-        rows = slice(offset, offset + d.n_states)
-        accepting[rows] = d.accept >= 0
-        reaches = live(d.transitions, d.accept)
-        targets = d.transitions
-        extending[rows] = ((targets >= 0) & reaches[np.maximum(targets, 0)]).any(axis=1)
+def pattern_overlaps(table: np.ndarray, class_of: np.ndarray, vectors: np.ndarray, glued: np.ndarray,
+                     accepting: np.ndarray) -> PatternOverlaps:
+    """:class:`PatternOverlaps` of an explored product with state vectors ``vectors`` over its
+    components glued side by side (``glued``: their transitions, row 0 the dead state;
+    ``accepting``: each glued row's component accepts there)."""
+    closed = closed_table_rows(glued, accepting.view(np.uint8)[:, None])  # each row: an accept ahead
+    if closed is not None:
+        reaches = closed[:, 0].view(bool)
+    else:  # (the closure's kernel not built: a step at a time)
+        reaches = accepting.copy()
+        while not np.array_equal(grown := reaches | reaches[glued].any(axis=1), reaches):
+            reaches = grown
+    extending = reaches[glued].any(axis=1)
     return PatternOverlaps(table, class_of, accepting[vectors], extending[vectors])
 
 

@@ -257,7 +257,8 @@ def _explored_regex_product(patterns: tuple[str, ...], meter: BudgetMeter, overl
     by_class, class_of, vectors = _explore_states(product, meter, what)
     meter.table(by_class.shape[0], 256, 4, what)
     best = product.accept_labels(vectors)
-    found = pattern_overlaps(by_class, class_of, vectors, automata, product.offsets, _live_states) if overlaps else None
+    found = pattern_overlaps(by_class, class_of, vectors, product.glued, product.labels != _NO_LABEL) \
+        if overlaps else None
     table = np.ascontiguousarray(by_class[:, class_of])
     table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32), meter, what)
     table.setflags(write=False)

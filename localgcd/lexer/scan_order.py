@@ -11,6 +11,7 @@ from localgcd.grammar.terminals import Terminal
 from localgcd.regex.match_whole import first_characters
 from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX, parse_python_regex
 from localgcd.regex.syntax import UnsupportedRegex
+from localgcd.regex.terminal import built_terminal_dfa
 from localgcd.regex.width import regex_max_width
 
 __all__ = ["ScanOrder", "lark_scan_order", "read_in_lark_order"]
@@ -84,11 +85,16 @@ def _matched_whole(pattern: Terminal, strings: list[tuple[int, str]]) -> list[in
 
         match = regex_module.compile(regex).match
     else:
-        try:
-            first = first_characters(parse_python_regex(regex))
-        except (UnsupportedRegex, re.error):  # (then every string is tried)
-            first = None
-        strings = [(i, value) for i, value in strings if first is None or not value or ord(value[0]) in first]
+        built = built_terminal_dfa(regex)
+        if built is not None:  # (the lexer's own automaton, built before the order is asked for)
+            starts = built.transitions[0] >= 0
+            strings = [(i, value) for i, value in strings if not value or starts[value[0].encode("utf-8")[0]]]
+        else:
+            try:
+                first = first_characters(parse_python_regex(regex))
+            except (UnsupportedRegex, re.error):  # (then every string is tried)
+                first = None
+            strings = [(i, value) for i, value in strings if first is None or not value or ord(value[0]) in first]
         if not strings:
             return []
         match = re.compile(regex).match
