@@ -236,9 +236,9 @@ NUMBER: /[0-9]+(\.[0-9]+)?/
     extra_tokens=(b"1.", b".", b"1.+", b")" * 5, b"+" * 2),
 )
 
-# Ties between regexps: priority (NUM.2 takes "a", "aa"), then lark's order
-# between two equal regexps (HEX before NAME on "abc": same width and pattern
-# length, so the name decides); "abx" can only be a NAME.
+# Ties between regexps, read in lark's order: NUM.2 is tried first (it takes "a" of "abc"), then
+# HEX before NAME (same width and pattern length, so the name decides: HEX takes "bad", and "ba"
+# of "bax", where the longest match would read a NAME); "xyz" can only be a NAME.
 TIES = SmallGrammar(
     "ties",
     r"""
@@ -250,7 +250,7 @@ NUM.2: /[0-9a]+/
 %ignore " "
 """,
     pieces=("a", "b", "f", "g", "x", "ab", "abc", "1", "0a", "!", ";", " "),
-    sentences=("abc! abx a; 1a0; g", "aa;f!fx", "ba!"),
+    sentences=("bad! xyz a; 1a0; g", "aa;f!x", "ba!"),
     extra_tokens=(b"a", b"aa", b"ab", b"abc!", b"a;", b"abx"),
 )
 
