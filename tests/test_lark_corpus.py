@@ -45,6 +45,7 @@ from localgcd import GrammarError, IndenterOptions
 from exactness_support import (
     Mismatch,
     MismatchLog,
+    longest_match_reads,
     SmallGrammar,
     blind_spots,
     incomplete_tail,
@@ -296,7 +297,7 @@ def entry_reference(entry: Entry):
             # strict=False: a terminal lark tries later (lookahead_key's VALUE after KEY.2's letters) can
             # become nothing while the one before it reads on, which the bounded search cannot prove
             _REFS[entry.name] = ReferenceChecker(entry.text, source_path=str(entry.file), first_match=True,
-                                                 strict=False)
+                                                 strict=False, longest_where=longest_match_reads(entry.text, str(entry.file)))
     return _REFS[entry.name]
 
 
