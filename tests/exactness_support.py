@@ -34,6 +34,7 @@ import localgcd
 from localgcd.budget import unbounded
 from localgcd.grammar.formats import to_grammar
 from localgcd.lexer import product
+from localgcd.lexer.look_ahead import conditional_terminals
 from localgcd.lexer.match_agreement import longest_match_agrees
 from localgcd.lexer.scan_order import lark_scan_order
 from localgcd.lexer.text_start import lexer_modes
@@ -81,8 +82,10 @@ def longest_match_reads(grammar_text: str, source_path: str | None = None) -> Ca
 
     def agrees(names: frozenset[str]) -> bool:
         if names not in known:
-            known[names] = order is not None and names <= index.keys() and longest_match_agrees(
-                sorted(index[n] for n in names), regexes, order, lambda patterns: product._regex_overlaps(patterns, meter))
+            members = sorted(index[n] for n in names if n in index)
+            known[names] = order is not None and names <= index.keys() and not conditional_terminals(
+                [regexes[i] for i in members]) and longest_match_agrees(
+                members, regexes, order, lambda patterns: product._regex_overlaps(patterns, meter))
         return known[names]
 
     return agrees

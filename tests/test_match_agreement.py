@@ -77,6 +77,9 @@ def test_the_shipped_grammars_take_the_longest_matchs_product(name: str) -> None
     ('start: X+\nX: "<" | "<<" | "<="\n', True),  # longer strings first
     ('start: A | B\nA: /a+/\nB.2: "ab"\n', True),  # B first, and A never reads past "ab"
     ('start: (B | A)+\nA: /[0-9]+\\.[0-9]+/\nB: /[0-9]+/\n', True),  # the longer pattern first
+    # a lazy pattern is read by the words its re.match returns under either rule
+    ('start: (C | W)+\nC: /\\/\\*.*?\\*\\//\nW: /[a-z]+/\n', True),
+    ('start: (C | W)+\nC: /<.*?>/\nW.2: /<[a-z]+/\n', False),  # W first: "<ab" of "<ab>"
     # NL reads on wherever COMMENT does (python.lark's _NEWLINE and COMMENT)
     ('start: (NL | COMMENT | W)+\nNL: ( /\\n[ ]*/ | COMMENT )+\nCOMMENT: /#[^\\n]*/\nW: "w"\n', True),
 ])

@@ -5,7 +5,9 @@ first match's one (:mod:`localgcd.lexer.first_match`, a component more) is not b
 They agree where (a sufficient condition, decided on the automata the longest match builds anyway):
 
 * each pattern's ``re.match`` returns the longest of its words at a position (no word it reads short
-  of: :func:`~localgcd.lexer.first_match.reads_short`), and none has a look-around or a lazy part;
+  of: :func:`~localgcd.lexer.first_match.reads_short`; one with a lazy part or a look-around is read
+  by the automaton of the words its ``re.match`` returns under either rule, and a look-ahead past the
+  lexeme keeps its mode on the first match's product);
 * no terminal lark tries accepts a lexeme that a terminal lark tries after it reads on past (either
   way lark's first match stops at the earlier one's lexeme where the longest match reads on);
 * where several terminals accept the same lexeme, the longest match's winner (the lowest index) is
@@ -28,7 +30,6 @@ from localgcd.digraph import closed_table_rows
 from localgcd.lexer.first_match import reads_short, scanned_members
 from localgcd.lexer.scan_order import ScanOrder
 from localgcd.regex.nfa import literal_bytes
-from localgcd.regex.priority import needs_priority
 
 __all__ = ["PatternOverlaps", "longest_match_agrees", "pattern_overlaps"]
 
@@ -80,8 +81,8 @@ def longest_match_agrees(members: Sequence[int], regexes: Sequence[str], order: 
     for s in strings:
         if by_bytes.setdefault(literal[s], s) != s:  # type: ignore[arg-type]
             return False
-    if any(needs_priority(regexes[p]) or reads_short(regexes[p]) for p in patterns):
-        return False
+    if any(reads_short(regexes[p]) for p in patterns):  # (one with a lazy part or a look-around: the
+        return False  # words its re.match returns are its automaton under either rule)
     place = order.position
     for s in strings:  # a string lark tries first that is a proper prefix of one it tries later
         data = literal[s]
