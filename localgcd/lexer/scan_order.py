@@ -97,7 +97,10 @@ def _matched_whole(pattern: Terminal, strings: list[tuple[int, str]]) -> list[in
             strings = [(i, value) for i, value in strings if first is None or not value or ord(value[0]) in first]
         if not strings:
             return []
-        match = re.compile(regex).match
+        try:
+            match = re.compile(regex).match
+        except re.error:  # (a pattern re cannot read, such as a \p{…} without lark_regex: the lexer's
+            return []  # build refuses it, naming it and where it is written)
     out = []
     for i, value in strings:
         found = match(value)
