@@ -25,7 +25,7 @@ outcome of the row checked on it in Python (:meth:`GeneralMaskEngine._compute`; 
 A mask is cached on its (hash-consed) frontier, and per set of live stacks it spells (bounded by
 ``Tuning.general_memo_nodes``: past it the memo starts afresh).  Deterministic grammars never come
 here (the :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with
-lark's Indenter and conflicts are refused (:func:`general_engine_for`).
+lark's Indenter and conflicts: :mod:`localgcd.runtime.glr_layout`, the layout over every live stack.
 
 :class:`GeneralMaskEngine` offers what :class:`~localgcd.runtime.matcher.Matcher` asks of a mask
 engine, so the matcher (and its error contract) is the same object for both kinds of grammar.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from localgcd.arrays import sorted_unique
-from localgcd.errors import GrammarError
+from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.conflict_bounds import ConflictBounds
 from localgcd.parser.glr import Frontier, GraphParser
@@ -58,14 +58,16 @@ class GeneralMaskEngine:
 
     def __init__(self, tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
                  ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
-                 tuning: Tuning = Tuning()) -> None:
+                 tuning: Tuning = Tuning(), indenter: IndenterSpec | None = None) -> None:
+        """``indenter``: lark's Indenter, for the deterministic engine over the lower table (its layout
+        tracked as the LALR path tracks it; :mod:`localgcd.runtime.glr_layout` adds the rest)."""
         self.parser = GraphParser(tables, tuning)
         self._stack_limit = tuning.general_stacks
         self._memo_limit = tuning.general_memo_nodes
         self._by_signature: dict[tuple[int, bool, frozenset[int]], Mask] = {}  # (q, at start, stacks) -> mask
         bounds = ConflictBounds.of(tables)
         self._below = MaskEngine(spanner, PushdownAutomaton(bounds.below, ignored, tuning), lexer, token_bytes,
-                                 end_ids, rows=rows)
+                                 end_ids, indenter, rows=rows)
         self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible)
         n_columns = max(tables.action.shape[1], lexer.producible.shape[1])
         self._conflict_terminal = np.zeros(n_columns, dtype=bool)
@@ -395,16 +397,6 @@ class GeneralMaskEngine:
     def _emit_pending(self, q: int, frontier: Frontier) -> Frontier | None:
         term = self._accept[q]
         return frontier if self._ignored[term] else self.parser.step(frontier, term)
-
-
-def general_engine_for(tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
-                       ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
-                       has_indenter: bool, source: str, tuning: Tuning = Tuning()) -> GeneralMaskEngine:
-    """The general engine of a grammar with conflict cells; an Indenter grammar's is refused."""
-    if has_indenter:
-        raise GrammarError("a grammar with lark's Indenter must be LALR(1) (its conflicts would need the general "
-                           "parser, which does not track the layout)", source)
-    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids, tuning)
 
 
 def _union(packed: list[np.ndarray]) -> np.ndarray:
