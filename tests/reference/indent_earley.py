@@ -21,17 +21,32 @@ from .indent import IndentedReferenceChecker, StandardIndenter, _Dead
 from .lexer import ReferenceLexer, RefTerminal
 
 
+class _Scans:
+    """:meth:`EarleyRecognizer.scan_terminal` memoized per (chart, terminal): the checker asks the same
+    chart about every token of a vocabulary (each chart kept alive beside its answers)."""
+
+    def __init__(self, earley: EarleyRecognizer) -> None:
+        self.earley = earley
+        self._after: dict[int, tuple[Chart, dict[str, Chart | None]]] = {}
+
+    def scan(self, chart: Chart, terminal: str) -> Chart | None:
+        _, known = self._after.setdefault(id(chart), (chart, {}))
+        if terminal not in known:
+            known[terminal] = self.earley.scan_terminal(chart, terminal)
+        return known[terminal]
+
+
 class _EarleyParse:
     """What :class:`IndentedReferenceChecker` asks of lark's interactive parser, over an Earley chart."""
 
-    def __init__(self, earley: EarleyRecognizer, chart: Chart | None) -> None:
-        self.earley, self.chart = earley, chart
+    def __init__(self, scans: _Scans, chart: Chart | None) -> None:
+        self.scans, self.earley, self.chart = scans, scans.earley, chart
 
     def copy(self, deepcopy_values: bool = False) -> "_EarleyParse":
-        return _EarleyParse(self.earley, self.chart)
+        return _EarleyParse(self.scans, self.chart)
 
     def feed_token(self, token: lark.Token) -> None:
-        chart = None if self.chart is None else self.earley.scan_terminal(self.chart, token.type)
+        chart = None if self.chart is None else self.scans.scan(self.chart, token.type)
         if chart is None:
             raise _Dead
         self.chart = chart
@@ -51,8 +66,9 @@ class IndentedEarleyChecker(IndentedReferenceChecker):
         self.lexer = ReferenceLexer([RefTerminal.from_lark(t) for t in self.lark.terminals], self.ignore,
                                     strict=False, search_budget=500)
         self.earley = EarleyRecognizer(lark_rules(self.lark), start)
+        self._scans = _Scans(self.earley)
 
     def _start(self):
         indenter = self.indenter()
         indenter.paren_level, indenter.indent_level = 0, [0]
-        return indenter, _EarleyParse(self.earley, self.earley.initial())
+        return indenter, _EarleyParse(self._scans, self.earley.initial())
