@@ -68,7 +68,8 @@ class GeneralMaskEngine:
         bounds = ConflictBounds.of(tables)
         self._below = MaskEngine(spanner, PushdownAutomaton(bounds.below, ignored, tuning), lexer, token_bytes,
                                  end_ids, indenter, rows=rows)
-        self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible)
+        self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible,
+                                     indenter, paren_cap=self._below.checker.paren_cap)
         n_columns = max(tables.action.shape[1], lexer.producible.shape[1])
         self._conflict_terminal = np.zeros(n_columns, dtype=bool)
         self._conflict_terminal[bounds.conflict_columns] = True
@@ -204,12 +205,12 @@ class GeneralMaskEngine:
 
     def _stack_by_stack(self, q: int, frontier: Frontier, at_start: bool, low_stacks: list[int]) -> Mask:
         """:meth:`_by_stacks` for the frontier's live stacks ``low_stacks`` (the lower table's)."""
-        below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
+        below = packed_union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
         accepting = self.is_accepting(q, frontier, at_start)[0]
         passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
         classes, outcomes, emits = self._continuing(q)
         pending_ends = emits is not None
-        refused = ~_unpacked(below, self.n_tokens)[self._class_token]  # per class: below refuses it
+        refused = ~unpacked_bits(below, self.n_tokens)[self._class_token]  # per class: below refuses it
         chosen = self._mentions(outcomes) & refused[classes]
         if chosen.any():
             passing[classes[chosen]] = self._passing_by_stacks(frontier, outcomes[chosen])
@@ -225,7 +226,7 @@ class GeneralMaskEngine:
         if not passing.any():
             n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
             return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
-        return Mask.of(_unpacked(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+        return Mask.of(unpacked_bits(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
 
     def _continuing(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(classes, outcomes) of lexer state ``q``'s row that go on from the pending lexeme, and,
@@ -399,7 +400,7 @@ class GeneralMaskEngine:
         return frontier if self._ignored[term] else self.parser.step(frontier, term)
 
 
-def _union(packed: list[np.ndarray]) -> np.ndarray:
+def packed_union(packed: list[np.ndarray]) -> np.ndarray:
     """The bitwise union of packed masks (a fresh array)."""
     out = packed[0].copy()
     for more in packed[1:]:
@@ -407,5 +408,5 @@ def _union(packed: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _unpacked(packed: np.ndarray, n_tokens: int) -> np.ndarray:
+def unpacked_bits(packed: np.ndarray, n_tokens: int) -> np.ndarray:
     return np.unpackbits(packed.view(np.uint8), count=n_tokens, bitorder="little").view(bool)

@@ -32,6 +32,8 @@ indentation path.  A frontier that spells too many stacks checks every class so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from localgcd.grammar.indenter import IndenterSpec
@@ -40,7 +42,7 @@ from localgcd.parser.glr import Frontier, GraphParser
 from localgcd.parser.pda import ACCEPT, DEAD_STACK
 from localgcd.parser.tables import ParseTables
 from localgcd.runtime.checks import OutcomeChecker
-from localgcd.runtime.glr import GeneralMaskEngine, _union, _unpacked
+from localgcd.runtime.glr import GeneralMaskEngine, packed_union, unpacked_bits
 from localgcd.runtime.indentation import IndentationPath
 from localgcd.runtime.layout import NO_LAYOUT, Layout, feed
 from localgcd.runtime.masks import Mask
@@ -85,11 +87,30 @@ class FrontierIndentation(IndentationPath):
         self._engine = engine
 
     def check_tails(self, node: Frontier, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
-        passes = self._engine._passes
-        return np.fromiter((passes(node, paren, o) for o in outcomes.tolist()), dtype=bool, count=outcomes.size), 0
+        return self._engine._pass_all(node, paren, outcomes), 0
 
     def final(self, node: Frontier, state: int, inside_brackets: bool) -> tuple[bool, int]:
         return self._engine._final_in(node, state, inside_brackets), 0
+
+
+_NO_CLASSES = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """The classes of one lexer state's row that a mask checks again on the frontier where the lower
+    table refuses them: those that may cross a conflict cell (all, where the stacks are too many to
+    spell), apart by whether their outcome emits a newline (the indentation path) or not (one by
+    one); from the row itself, and from the restart state's row for those whose first byte ends the
+    pending lexeme (``restart`` -1: it cannot end so)."""
+
+    classes: np.ndarray
+    outcomes: np.ndarray
+    newline_classes: np.ndarray
+    restart: int
+    fresh_classes: np.ndarray
+    fresh_outcomes: np.ndarray
+    fresh_newline_classes: np.ndarray
 
 
 class IndentedGeneralMaskEngine(GeneralMaskEngine):
@@ -108,9 +129,8 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         conflict = self._conflict_terminal
         # an emitted newline may be followed by _INDENT or _DEDENTs: a conflict there is the newline's
         self._layout_conflict = bool(conflict[indenter.indent] or conflict[indenter.dedent])
-        self._class_index = np.where(spanner.token_class < 0, spanner.n_classes, spanner.token_class).astype(np.intp)
         self._may_be_newline = lexer.producible[:, indenter.newline].tolist()
-        self._newline_classes: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._candidates: dict[tuple[int, bool], _Candidates] = {}
 
     # -- what the Matcher asks ----------------------------------------------------
 
@@ -166,57 +186,58 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         conflict cell checked on the frontier (see the module docstring)."""
         by_stacks = low_stacks is not None
         if by_stacks:
-            below = _union([self._below.mask(q, n, at_start, layout).packed for n in low_stacks]) & self._not_end
-            allowed = _unpacked(below, self.n_tokens).copy()
+            packed = packed_union([self._below.mask(q, n, at_start, layout).packed for n in low_stacks])
+            packed &= self._not_end
         else:
-            allowed = np.zeros(self.n_tokens, dtype=bool)
-        has_refused = np.bincount(self._class_index[~allowed], minlength=self.spanner.n_classes + 1) > 0
-        passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
-        newline_here, newline_fresh = self._newline_classes_of(q, by_stacks)
-        classes, outcomes, emits = self._continuing(q)
-        chosen = has_refused[classes] & ~self._emits_newline_at(outcomes)
-        if by_stacks:
-            chosen &= self._mentions(outcomes)
-        passing[classes[chosen]] = self._pass_all(frontier, layout.paren, outcomes[chosen])
-        path = self.indentation
-        if newline_here.size:
-            allowed[path.allowed_tokens(newline_here, q, frontier, layout, None)[0].ids()] = True
-        if emits is not None:
-            term = self._accept[q]
-            after, after_layout, _ = path.emit_pending(frontier, layout, term)
+            packed = np.zeros_like(self._not_end)
+        ct = self._class_token  # per class (its tokens share a verdict where its outcome emits no newline)
+        refused = (packed[ct >> 5] >> (ct & 31).astype(np.uint32)) & 1 == 0
+        passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)
+        path, found = self.indentation, self._candidates_of(q, by_stacks)
+        chosen = refused[found.classes]
+        passing[found.classes[chosen]] = self._pass_all(frontier, layout.paren, found.outcomes[chosen])
+        if found.newline_classes.size:
+            path.allowed_tokens(found.newline_classes, q, frontier, layout, None)[0].set_in(packed)
+        if found.restart >= 0:
+            after, after_layout, _ = path.emit_pending(frontier, layout, self._accept[q])
             if after != DEAD_STACK:
-                restart = self._restart[term]
-                fresh_classes, fresh_outcomes = self.rows.continuing(restart)
-                chosen = emits[fresh_classes] & has_refused[fresh_classes] & ~self._emits_newline_at(fresh_outcomes)
-                if by_stacks and not self._emission_may_conflict(term):
-                    chosen &= self._mentions(fresh_outcomes)
-                passing[fresh_classes[chosen]] = self._pass_all(after, after_layout.paren, fresh_outcomes[chosen])
-                if newline_fresh.size:
-                    allowed[path.allowed_tokens(newline_fresh, restart, after, after_layout, None)[0].ids()] = True
-        allowed |= passing[self._token_class]
-        allowed[self.end_ids] = False
-        return Mask.of(allowed, self.is_accepting(q, frontier, at_start, layout)[0], self.end_ids)
+                chosen = refused[found.fresh_classes]
+                passing[found.fresh_classes[chosen]] = self._pass_all(after, after_layout.paren,
+                                                                      found.fresh_outcomes[chosen])
+                if found.fresh_newline_classes.size:
+                    path.allowed_tokens(found.fresh_newline_classes, found.restart, after, after_layout,
+                                        None)[0].set_in(packed)
+        accepting = self.is_accepting(q, frontier, at_start, layout)[0]
+        if passing.any():
+            allowed = unpacked_bits(packed, self.n_tokens) | passing[self._token_class]
+            allowed[self.end_ids] = False
+            return Mask.of(allowed, accepting, self.end_ids)
+        packed &= self._not_end
+        return Mask.of_packed(packed, self.n_tokens, int(np.unpackbits(packed.view(np.uint8)).sum()), accepting,
+                              self.end_ids)
 
-    def _newline_classes_of(self, q: int, by_stacks: bool) -> tuple[np.ndarray, np.ndarray]:
-        """The classes of ``q``'s row whose outcome emits a newline and, by stacks, may cross a
-        conflict cell: those that go on from the pending lexeme, and those read after it ends at their
-        first byte (from the restart state's row).  Kept per (state, by stacks): the indentation
-        path keeps its cells by the arrays' identity."""
-        found = self._newline_classes.get((q, by_stacks))
+    def _candidates_of(self, q: int, by_stacks: bool) -> "_Candidates":
+        """What a mask of lexer state ``q`` checks on the frontier (made once per state: a row is
+        fixed once built, and the indentation path keeps its cells by the arrays' identity)."""
+        found = self._candidates.get((q, by_stacks))
         if found is None:
             classes, outcomes, emits = self._continuing(q)
-            here = self._emits_newline_at(outcomes)
-            if by_stacks:
-                here &= self._mentions(outcomes)
-            fresh = np.zeros(0, dtype=classes.dtype)
+            newline = self._emits_newline_at(outcomes)
+            may = self._mentions(outcomes) if by_stacks else np.ones(outcomes.size, dtype=bool)
+            found = _Candidates(classes[may & ~newline], outcomes[may & ~newline], classes[may & newline], -1,
+                                _NO_CLASSES, _NO_CLASSES, _NO_CLASSES)
             if emits is not None:
                 term = self._accept[q]
-                fresh_classes, fresh_outcomes = self.rows.continuing(self._restart[term])
-                chosen = emits[fresh_classes] & self._emits_newline_at(fresh_outcomes)
+                restart = self._restart[term]
+                fresh_classes, fresh_outcomes = self.rows.continuing(restart)
+                newline = self._emits_newline_at(fresh_outcomes)
+                may = emits[fresh_classes]
                 if by_stacks and not self._emission_may_conflict(term):
-                    chosen &= self._mentions(fresh_outcomes)
-                fresh = fresh_classes[chosen]
-            found = self._newline_classes[(q, by_stacks)] = (classes[here], fresh)
+                    may &= self._mentions(fresh_outcomes)
+                found = _Candidates(found.classes, found.outcomes, found.newline_classes, restart,
+                                    fresh_classes[may & ~newline], fresh_outcomes[may & ~newline],
+                                    fresh_classes[may & newline])
+            self._candidates[(q, by_stacks)] = found
         return found
 
     def _mentions(self, outcomes: np.ndarray) -> np.ndarray:
@@ -234,11 +255,34 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         return checker.emits_newline[outcomes]
 
     def _pass_all(self, frontier: Frontier, paren: int, outcomes: np.ndarray) -> np.ndarray:
-        """bool per outcome (none emits a newline): does it pass on the frontier, ``paren`` open?"""
+        """bool per outcome (none emits a newline): does it pass on the frontier, ``paren`` open?
+
+        Stack by stack first, as without an Indenter: passing on a live stack over the lower table
+        passes; refused there and mentioning no conflict column, or refused on every live stack over
+        the upper table (conflict cells shift to a wildcard state), is refused -- both checkers track
+        the brackets as the LALR path does (compiled kernels).  The rest is walked on the frontier."""
         distinct, inverse = np.unique(outcomes, return_inverse=True)
-        verdicts = np.fromiter((self._passes(frontier, paren, o) for o in distinct.tolist()), dtype=bool,
-                               count=distinct.size)
-        return verdicts[inverse]
+        ok = np.zeros(distinct.size, dtype=bool)
+        todo = np.ones(distinct.size, dtype=bool)
+        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        high_stacks = None if low_stacks is None else self.parser.stack_ids(frontier, self._above.pda,
+                                                                              self._stack_limit)
+        if distinct.size and high_stacks is not None:
+            below = self._below.checker
+            below.grow()
+            for node in low_stacks:
+                ok |= below.check(node, distinct, paren)[0]
+            todo = ~ok & self._mentions(distinct)
+            if todo.any():
+                maybe = np.zeros(int(todo.sum()), dtype=bool)
+                self._above.grow()
+                for node in high_stacks:
+                    maybe |= self._above.check(node, distinct[todo], paren)[0]
+                todo[np.flatnonzero(todo)[~maybe]] = False
+        chosen = np.flatnonzero(todo)
+        ok[chosen] = np.fromiter((self._passes(frontier, paren, o) for o in distinct[chosen].tolist()), dtype=bool,
+                                 count=chosen.size)
+        return ok[inverse]
 
     def _passes(self, frontier: Frontier, paren: int, outcome: int) -> bool:
         """Does ``outcome`` (no newline in it) pass on some live stack of ``frontier``, with ``paren``
