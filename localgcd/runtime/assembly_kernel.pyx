@@ -18,19 +18,24 @@ cdef extern from *:
     const uint64_t BIT0_OF_8, BIT1_OF_8, BIT2_OF_8  # a bit of each byte of a word
 
 
-cdef inline int64_t popcount32(uint32_t bits) noexcept nogil:
-    return __builtin_popcount(bits)
-
-
-cdef extern from *:
-    int __builtin_popcount(unsigned int) nogil
+cdef inline uint64_t popcount64(uint64_t x) noexcept nogil:
+    """The bits set in ``x``, in a few word operations (without -mpopcnt, __builtin_popcount is a
+    call into libgcc per 32-bit word)."""
+    x = x - ((x >> 1) & 0x5555555555555555ULL)
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL
+    return (x * 0x0101010101010101ULL) >> 56
 
 
 cdef inline int64_t count_bits(const uint32_t* packed, Py_ssize_t n_words) noexcept nogil:
     cdef int64_t count = 0
     cdef Py_ssize_t w
-    for w in range(n_words):
-        count += popcount32(packed[w])
+    cdef uint64_t pair
+    for w in range(0, n_words - 1, 2):
+        memcpy(&pair, packed + w, 8)
+        count += popcount64(pair)
+    if n_words % 2:
+        count += popcount64(packed[n_words - 1])
     return count
 
 
