@@ -9,15 +9,6 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 
-cdef extern from *:
-    """
-    #define BIT0_OF_8 0x0101010101010101ULL
-    #define BIT1_OF_8 0x0202020202020202ULL
-    #define BIT2_OF_8 0x0404040404040404ULL
-    """
-    const uint64_t BIT0_OF_8, BIT1_OF_8, BIT2_OF_8  # a bit of each byte of a word
-
-
 cdef inline uint64_t popcount64(uint64_t x) noexcept nogil:
     """The bits set in ``x``, in a few word operations (without -mpopcnt, __builtin_popcount is a
     call into libgcc per 32-bit word)."""
@@ -273,23 +264,25 @@ def pack_ranks(const uint8_t[::1] verdicts, const rank_t[::1] dense, const uint8
 
 def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of, const rank_t[::1] dense,
                    const int32_t[::1] class_token, const int32_t[::1] extra_class, const int32_t[::1] extra_token,
-                   const int32_t[::1] classless, Py_ssize_t n_tokens, const uint8_t[::1] since_always, const uint32_t[::1] since_packed,
-                   int64_t since_count, const int64_t[::1] class_tokens, const int64_t[::1] class_offsets):
+                   const int32_t[::1] classless, Py_ssize_t n_tokens, const uint8_t[::1] since_always,
+                   const uint32_t[::1] since_packed, int64_t since_count, const int64_t[::1] class_tokens,
+                   const int64_t[::1] class_offsets):
     """A new split of a dense row part in two passes without the GIL: over its classes, each
     class's verdict (``always[c] = always_of[dense[c]]``) and the context-dependent ones (ascending
-    ``c`` with ``dependent_of[dense[c]]``); over the members (class, token) in class order, the
-    always-accepted ones packed as :func:`pack_classes` packs them.  Returns (always uint8 [n_classes + 1], dependent classes
-    int64, packed uint32 words, their count), or None when a rank is past the verdicts.  Both
-    loops are branch-free (a rank past the verdicts is clamped, then refused).
+    ``c`` with ``dependent_of[dense[c]]``); over the classes again, the always-accepted ones
+    packed as :func:`pack_classes` packs them (each member token's bit set in turn).  Returns
+    (always uint8 [n_classes + 1], dependent classes int64, packed uint32 words, their count), or
+    None when a rank is past the verdicts.  Both loops are branch-free (a rank past the verdicts is clamped, then refused).
 
     With an earlier split's verdicts ``since_always`` (as long as ``dense``; empty: none), its
     packed words and their count, the packed words are that split's with the bits of the tokens
     of the classes whose verdict changed set or cleared (``class_tokens[class_offsets[c]:class_offsets[c + 1]]``,
     classes >= 0) -- where an eighth of the classes or fewer changed, and not the last slot (class
-    -1); else the pass over the tokens."""
+    -1); else the pass over the classes' members (``class_token``, ``extra_class``/``extra_token``,
+    ``classless``: assembly.TokenClasses)."""
     cdef Py_ssize_t n_classes = dense.shape[0], n_words = (n_tokens + 31) // 32
     cdef Py_ssize_t c, w, j, t, n_dependent = 0
-    cdef Py_ssize_t n_ranks = always_of.shape[0]
+    cdef Py_ssize_t n_ranks = always_of.shape[0], rank
     cdef Members m
     cdef bint bad = n_ranks != dependent_of.shape[0] or n_ranks == 0 or n_classes == 0 \
         or not members_of(&m, n_classes - 1, class_token, extra_class, extra_token, classless)
@@ -300,7 +293,7 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
     cdef Py_ssize_t n_changed = 0, limit = n_classes // 8
     verdict_arr = np.empty(n_ranks, dtype=np.uint8)  # bit 0: always; bit 1: dependent
     always_arr = np.empty(n_classes, dtype=np.uint8)
-    dependent_arr = np.empty(0, dtype=np.int64)
+    dependent_arr = np.empty(n_classes, dtype=np.int64)
     changed_arr = np.empty(limit + 1 if since else 0, dtype=np.int64)
     packed_arr = np.empty(n_words, dtype=np.uint32) if since else np.zeros(n_words, dtype=np.uint32)
     cdef uint8_t[::1] verdict = verdict_arr
@@ -311,41 +304,16 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
     cdef int64_t count = 0, k
     cdef uint32_t bit
     cdef uint8_t v
-    cdef VerdictTable table
-    cdef uint8_t seen = 0
-    cdef uint64_t word
-    table.at = NULL
     with nogil:
         for c in range(n_ranks):
             verdict[c] = (always_of[c] != 0) | ((dependent_of[c] != 0) << 1)
-        if make_table(&table, &verdict[0], n_ranks, 4, ranks_held(dense)):  # bit 2: past the verdicts
-            for c in range(n_classes):  # the verdicts' bits kept per class, the dependent ones counted
-                v = rank_bits(&table, dense[c])
-                always[c] = v
-                n_dependent += (v >> 1) & 1
-            with gil:
-                dependent_arr = np.empty(n_dependent + 8, dtype=np.int64)
-                dependent = dependent_arr
-            n_dependent = 0
-            for c in range(0, n_classes - 7, 8):  # then 8 classes a word: the dependent ones listed, bit 0 kept
-                memcpy(&word, &always[c], 8)
-                seen |= (word & BIT2_OF_8) != 0
-                if word & BIT1_OF_8:  # (branch-free within the word: a slot past the last one written over)
-                    for k in range(c, c + 8):
-                        dependent[n_dependent] = k
-                        n_dependent += (always[k] >> 1) & 1
-                word &= BIT0_OF_8
-                memcpy(&always[c], &word, 8)
-            for c in range(n_classes - n_classes % 8, n_classes):
-                seen |= always[c] & 4
-                if always[c] & 2:
-                    dependent[n_dependent] = c
-                    n_dependent += 1
-                always[c] &= 1
-            bad = seen != 0
-        else:
-            seen = 8
-        free(table.at)
+        for c in range(n_classes):
+            rank = dense[c]
+            bad |= rank < 0 or rank >= n_ranks
+            v = verdict[rank if rank < n_ranks and rank >= 0 else 0]
+            always[c] = v & 1
+            dependent[n_dependent] = c
+            n_dependent += v >> 1
         if since and not bad:  # the classes whose verdict changed, while few
             for c in range(n_classes - 1):
                 if always[c] != (since_always[c] != 0):
@@ -375,12 +343,9 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
                 packed[w] = 0
             scatter_classes(&always[0], n_classes - 1, &m, &packed[0])
             count = count_bits(&packed[0], n_words)
-    if seen & 8:
-        raise MemoryError()
     if bad:
         return None
-    return always_arr, dependent_arr[:n_dependent].copy() if n_dependent < dependent_arr.shape[0] \
-        else dependent_arr, packed_arr, count
+    return always_arr, dependent_arr[:n_dependent].copy(), packed_arr, count
 
 
 def stitch_split(list removed, list added_positions, list added_values, const int32_t[::1] outcomes,
