@@ -1069,3 +1069,17 @@ def test_flat_nodes_know_the_bytes_and_the_depth_below_each_node(vocab_kind: str
     for node, prefix in enumerate(prefixes):
         assert set(np.flatnonzero(bits[node]).tolist()) == expected_below[prefix], prefix
         assert int(nodes.height[node]) == expected_height[prefix], prefix
+
+
+def test_every_grammars_engine_over_a_trie_shares_its_tokens_by_class(load_vocab) -> None:
+    """The kernels' layout of the tokens by class depends on the trie's positions alone: made once
+    per trie, not once per grammar (0.5 ms of each grammar's first mask at 128K tokens)."""
+    import localgcd
+
+    vocab = load_vocab("llama-bpe")
+    spanners = [localgcd.compile_grammar(grammar, vocab, use_cache=False).spanner
+                for grammar in ('start: "a"+', 'start: /[0-9]+/ "x"')]
+    first, second = (spanner.token_order for spanner in spanners)
+    assert first is second
+    made = assembly.TokenClasses.of(spanners[0].token_class, spanners[0].n_classes)
+    assert all(np.array_equal(a, b) for a, b in zip(first.kernel_arrays(), made.kernel_arrays()))
