@@ -2,7 +2,8 @@
 """Compiled kernel: a token mask assembled from token classes, straight into packed bits (see
 assembly.py for its typed interface).  Runs without the GIL."""
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 import numpy as np
 
@@ -13,6 +14,9 @@ cdef inline int64_t popcount32(uint32_t bits) noexcept nogil:
 
 cdef extern from *:
     int __builtin_popcount(unsigned int) nogil
+
+
+cdef uint64_t _BYTES_ONE = 0x0101010101010101  # a byte's value in each of a word's 8 bytes, times it
 
 
 def pack_classes(const uint8_t[::1] classes, const int64_t[::1] token_class):
@@ -166,24 +170,45 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
     cdef int64_t count = 0, k
     cdef uint32_t bits, bit
     cdef uint8_t v
+    cdef uint64_t word, fill, next_ranks  # 8 ranks or verdicts read as one word (bytes of one rank: _BYTES_ONE times it)
     with nogil:
         for c in range(n_ranks):
             verdict[c] = (always_of[c] != 0) | ((dependent_of[c] != 0) << 1)
-        for c in range(n_classes):
+        c = 0
+        while c < n_classes:
             rank = dense[c]
             bad |= rank < 0 or rank >= n_ranks
             v = verdict[rank if rank < n_ranks and rank >= 0 else 0]
             always[c] = v & 1
             dependent[n_dependent] = c
             n_dependent += v >> 1
+            c += 1
+            if rank_t is uint8_t:  # ranks come in long runs: 8 classes at a time while they repeat this one
+                if not (v >> 1) and not bad:
+                    word = (<uint64_t> rank) * _BYTES_ONE
+                    fill = (<uint64_t> (v & 1)) * _BYTES_ONE
+                    while c + 8 <= n_classes:
+                        memcpy(&next_ranks, &dense[c], 8)
+                        if next_ranks != word:
+                            break
+                        memcpy(&always[c], &fill, 8)
+                        c += 8
         if since and not bad:  # the classes whose verdict changed, while few
-            for c in range(n_classes - 1):
+            c = 0
+            while c < n_classes - 1:
+                if c + 8 <= n_classes - 1:  # 8 classes at a time while none changed
+                    memcpy(&next_ranks, &always[c], 8)
+                    memcpy(&word, &since_always[c], 8)
+                    if next_ranks == word:
+                        c += 8
+                        continue
                 if always[c] != (since_always[c] != 0):
                     if n_changed == limit:
                         since = False
                         break
                     changed[n_changed] = c
                     n_changed += 1
+                c += 1
             since = since and always[n_classes - 1] == (since_always[n_classes - 1] != 0)
         if since and not bad:
             for w in range(n_words):

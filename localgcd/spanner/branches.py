@@ -14,7 +14,7 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import (CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes,
+from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes,
                                       walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
@@ -52,6 +52,7 @@ class BranchRows:
         self.breadth_from = tuning.breadth_from  # the kernel's choice of walk (tests set it)
         self._distinct_values = DistinctValues() if self.kernels else None
         self._entry_ranks = EntryRanks() if self.kernels else None
+        self._runs = BranchRuns(tuning.run_share) if self.kernels and tuning.run_share > 0 else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -345,6 +346,11 @@ class BranchRows:
         from the branches' entries in one pass, without joining them)."""
         if self._entry_ranks is None:
             return RowPart(*self.row_of(ids), self.distinct_outcomes_of(ids), n_classes)
+        spans = self._runs.spans(ids, self._positions, self._values, (n_classes + 7) // 8) \
+            if self._runs is not None else None
+        if spans is not None:  # a dense part whose branches are runs: ranked from the runs
+            outcomes, dense, counts = self._entry_ranks.from_runs(self._runs.runs, spans, len(self.outcomes), n_classes)
+            return RowPart.ranked(outcomes, dense, None, None, counts)
         ids = ids.tolist()
         return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], [self._values[b] for b in ids],
                                                  len(self.outcomes), n_classes))
