@@ -67,6 +67,7 @@ class BranchRows:
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
+        self._template_children: set[int] = set()  # the root children of the templates (only those are sketched)
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
         self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
         self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_states(q)
@@ -190,9 +191,11 @@ class BranchRows:
         with the same root child and the same sketch of its state (:meth:`_sketches`), as
         :class:`~localgcd.spanner.kernels.CopyMatcher` finds: (key, the walked one's key, the states
         and the terminals that map); and the rest, to walk."""
-        rest, renamed = [], []
-        n_states = self.lexer.n_states
-        sketches = self._sketches(states[missing]) if self._templates else [b""] * len(missing)
+        n_states, with_templates = self.lexer.n_states, self._template_children
+        rest = [i for i in missing if children.item(i) not in with_templates]  # (no template: walked)
+        missing = [i for i in missing if children.item(i) in with_templates]
+        renamed = []
+        sketches = self._sketches(states[missing]) if missing else []
         for i, sketch in zip(missing, sketches):
             child, state = int(children[i]), int(states[i])
             made = self._templates.get((child, sketch))
@@ -215,6 +218,7 @@ class BranchRows:
         for i, sketch in zip(big, self._sketches(states[big])):
             child, state = int(children[i]), int(states[i])
             if self._copies.maps_onto_itself(state):
+                self._template_children.add(child)
                 made = self._templates.setdefault((child, sketch), ([], []))
                 made[0].append(state)
                 made[1].append(child * n_states + state)
