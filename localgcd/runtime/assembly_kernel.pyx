@@ -170,7 +170,7 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
     cdef int64_t count = 0, k
     cdef uint32_t bits, bit
     cdef uint8_t v
-    cdef uint64_t word, fill, next_ranks  # 8 ranks or verdicts read as one word (bytes of one rank: _BYTES_ONE times it)
+    cdef uint64_t word, fill, next_ranks  # 8 ranks or verdicts read as one word (a run of rank r: r * _BYTES_ONE)
     with nogil:
         for c in range(n_ranks):
             verdict[c] = (always_of[c] != 0) | ((dependent_of[c] != 0) << 1)

@@ -14,8 +14,8 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes,
-                                      walk_branches)
+from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch,
+                                      loop_bytes, walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
