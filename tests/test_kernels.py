@@ -532,7 +532,7 @@ def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     token_class = np.asarray(data.draw(st.lists(st.integers(-1, len(classes) - 2), max_size=200)), dtype=np.intp) \
         if len(classes) > 1 else np.full(data.draw(st.integers(0, 70)), -1, dtype=np.intp)
     table = np.asarray(classes, dtype=bool)
-    packed, count = assembly.pack_classes(table, token_class)
+    packed, count = assembly.pack_classes(table, assembly.TokenClasses.of(token_class, len(classes) - 1))
     expected = Mask.of(table[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
@@ -557,7 +557,8 @@ def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_t
     dependent_of &= ~always_of
     dense = ranks_in_runs(rng, n_ranks, n_classes + 1, run_length).astype(rank_type)
     token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
-    always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class)
+    always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense,
+                                                                 assembly.TokenClasses.of(token_class, n_classes))
     expected_always = np.take(always_of, dense)
     expected_mask = Mask.of(expected_always[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(always, expected_always)
@@ -585,7 +586,9 @@ def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: in
     counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
     members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
     since = assembly.PackedSplit(earlier_always, earlier.packed, earlier.n_allowed)
-    always, _, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class, since, members)
+    always, _, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense,
+                                                         assembly.TokenClasses.of(token_class, n_classes, members),
+                                                         since, members)
     expected = Mask.of(np.take(always_of, dense)[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(always, np.take(always_of, dense))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
@@ -612,7 +615,7 @@ def test_a_mask_packed_by_ranks_is_numpys(n_ranks: int, n_fresh_ranks: int, n_cl
     classes = np.take(verdicts, dense)
     if with_fresh:
         classes[:-1] = np.where(emits, np.take(fresh_verdicts, fresh_dense)[:-1], classes[:-1])
-    packed, count = assembly.pack_ranks(verdicts, dense, token_class,
+    packed, count = assembly.pack_ranks(verdicts, dense, assembly.TokenClasses.of(token_class, n_classes),
                                         (fresh_verdicts, fresh_dense, emits) if with_fresh else None)
     expected = Mask.of(classes[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
@@ -636,13 +639,56 @@ def test_a_mask_packed_by_ranks_refuses_what_it_cannot_read(fresh) -> None:
     """The kernel reads verdicts by rank and the fresh part by class: what lies past them is named."""
     dense = np.array([0, 1], np.uint8) if fresh is not None else np.array([0, 2], np.uint8)
     with pytest.raises(ValueError):
-        assembly.pack_ranks(np.zeros(2, bool), dense, np.array([0, -1]), fresh)
+        assembly.pack_ranks(np.zeros(2, bool), dense, assembly.TokenClasses.of(np.array([0, -1]), 1), fresh)
 
 
-def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
-    """The kernel reads the verdicts by rank: one past them is named, not read."""
+PAST_RANKS = [np.array([0, 3], np.uint8), np.array([3, 0], np.uint16), np.array([0, 300], np.uint16),
+              np.array([0, 3], np.int32), np.array([-1, 0], np.int32)]
+
+
+@pytest.mark.parametrize("dense", PAST_RANKS, ids=["uint8", "uint16-class", "uint16-far", "int32", "int32-negative"])
+def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused(dense: np.ndarray) -> None:
+    """The kernel reads the verdicts by rank (a table of every rank a uint8 or uint16 holds, an
+    int32 one clamped): one past them, or below them, is named, not read."""
     with pytest.raises(ValueError):
-        assembly.classify_dense(np.zeros(3, bool), np.zeros(3, bool), np.array([0, 3], np.uint8), np.array([0]))
+        assembly.classify_dense(np.zeros(3, bool), np.zeros(3, bool), dense,
+                                assembly.TokenClasses.of(np.array([0]), 1))
+
+
+@pytest.mark.parametrize("dense", PAST_RANKS, ids=["uint8", "uint16-class", "uint16-far", "int32", "int32-negative"])
+def test_a_mask_packed_by_ranks_refuses_a_rank_of_any_type_past_its_verdicts(dense: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        assembly.pack_ranks(np.zeros(3, bool), dense, assembly.TokenClasses.of(np.array([0, -1]), 1))
+
+
+@pytest.mark.parametrize("token_class, members", [
+    (np.array([0, 2]), None),  # a class past the classes
+    (np.array([0, 1]), (np.array([0, 5]), np.array([0, 1, 2]))),  # a member past the tokens
+    (np.array([0, 1]), (np.array([0]), np.array([0, 1, 1]))),  # members that are not the tokens
+], ids=["class-past", "member-past", "members-short"])
+def test_token_classes_out_of_range_are_refused(token_class: np.ndarray, members) -> None:
+    """The kernels write a member's bit unchecked: TokenClasses names what lies outside first."""
+    with pytest.raises(ValueError):
+        assembly.TokenClasses.of(token_class, 2, members)
+
+
+@given(n_classes=st.integers(1, 40), n_tokens=st.integers(0, 120), seed=st.integers(0, 2**32 - 1))
+def test_token_classes_from_the_class_members_are_the_same(n_classes: int, n_tokens: int, seed: int) -> None:
+    """From a spanner's class members or from the classes alone: the same members, each token once
+    (a class's first token apart where every class has one)."""
+    rng = np.random.default_rng(seed)
+    token_class = rng.integers(-1, n_classes, n_tokens)
+    order = np.argsort(token_class, kind="stable")
+    counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
+    members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
+    made = [assembly.TokenClasses.of(token_class, n_classes, m) for m in (None, members)]
+    for found in made:
+        pairs = sorted(zip(found.extra_class.tolist(), found.extra_token.tolist()))
+        if found.class_token.size:
+            pairs = sorted(pairs + list(enumerate(found.class_token.tolist())))
+        assert pairs == sorted((int(token_class[t]), t) for t in range(n_tokens) if token_class[t] >= 0)
+        assert found.classless.tolist() == np.flatnonzero(token_class < 0).tolist()
+    assert all(np.array_equal(a, b) for a, b in zip(made[0].kernel_arrays()[:4], made[1].kernel_arrays()[:4]))
 
 
 # --------------------------------------------------------------------------

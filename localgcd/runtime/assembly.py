@@ -30,28 +30,88 @@ def _built() -> None:
         raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
 
 
-def pack_classes(classes: np.ndarray, token_class: np.ndarray) -> tuple[np.ndarray, int]:
-    """(packed uint32 words: token ``t``'s bit set when ``classes[token_class[t]]`` -- bool
+@dataclass(frozen=True)
+class TokenClasses:
+    """A vocabulary's tokens by class in the order the kernels write masks in: each class's first
+    token (where every class has one: a lazy spanner's classes are the trie's positions), the
+    other members as (class, token) pairs in class order, and the tokens of no class (-1, not
+    text).  A kernel reads the classes' verdicts in order and sets the members' bits in the
+    packed words (a few KB, in the L1 cache): a gather by token reads an int64 class per token
+    and the verdicts of 128K classes at random."""
+
+    class_token: np.ndarray  # int32 [n_classes], or empty: every member in the pairs
+    extra_class: np.ndarray  # int32, ascending
+    extra_token: np.ndarray  # int32
+    classless: np.ndarray  # int32: the tokens of class -1
+    n_classes: int
+    n_tokens: int
+
+    @classmethod
+    def of(cls, token_class: np.ndarray, n_classes: int,
+           class_members: tuple[np.ndarray, np.ndarray] | None = None) -> "TokenClasses":
+        """From each token's class (``-1``: none, classes below ``n_classes``), with the
+        spanner's ``class_members`` (token ids grouped by class, offsets) where it has them made."""
+        token_class = np.asarray(token_class)
+        if token_class.size and (token_class.min() < -1 or token_class.max() >= n_classes):
+            raise ValueError("a token's class past the classes")
+        if class_members is None:
+            tokens = np.flatnonzero(token_class >= 0)
+            tokens = tokens[np.argsort(token_class[tokens], kind="stable")]
+            offsets = np.concatenate(([0], np.cumsum(np.bincount(token_class[tokens], minlength=n_classes))))
+        else:
+            tokens, offsets = class_members
+            if offsets.size != n_classes + 1 or offsets[0] != 0 or offsets[-1] != tokens.size \
+                    or (np.diff(offsets) < 0).any():
+                raise ValueError("class members of another number of classes")
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= token_class.size):
+            raise ValueError("a class member past the tokens")
+        tokens = tokens.astype(np.int32)
+        classless = np.flatnonzero(token_class < 0).astype(np.int32)
+        if tokens.size + classless.size != token_class.size:
+            raise ValueError("class members that are not the tokens of a class")
+        counts = np.diff(offsets)
+        if n_classes and counts.min() >= 1:  # each class's first token apart, the others paired
+            class_token = tokens[offsets[:-1]]
+            others = np.ones(tokens.size, dtype=bool)
+            others[offsets[:-1]] = False
+            extra_class = np.repeat(np.arange(n_classes, dtype=np.int32), counts - 1)
+            extra_token = tokens[others]
+        else:
+            class_token = np.empty(0, dtype=np.int32)
+            extra_class, extra_token = np.repeat(np.arange(n_classes, dtype=np.int32), counts), tokens
+        for array in (class_token, extra_class, extra_token, classless):
+            array.flags.writeable = False
+        return cls(class_token, extra_class, extra_token, classless, int(n_classes), int(token_class.size))
+
+    def kernel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        return self.class_token, self.extra_class, self.extra_token, self.classless, self.n_tokens
+
+
+def pack_classes(classes: np.ndarray, order: TokenClasses) -> tuple[np.ndarray, int]:
+    """(packed uint32 words: token ``t``'s bit set when ``classes`` holds its class -- bool
     [n_classes + 1], class -1 reading the last slot --, how many bits are set)."""
     _built()
-    packed, count = assembly_kernel.pack_classes(np.ascontiguousarray(classes).view(np.uint8),
-                                           np.ascontiguousarray(token_class, dtype=np.int64))
+    if classes.size != order.n_classes + 1:
+        raise ValueError("verdicts of another number of classes")
+    packed, count = assembly_kernel.pack_classes(np.ascontiguousarray(classes).view(np.uint8), *order.kernel_arrays())
     return packed, int(count)
 
 
-def pack_ranks(verdicts: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
+def pack_ranks(verdicts: np.ndarray, dense: np.ndarray, order: TokenClasses,
                fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """:func:`pack_classes` of ``verdicts[dense]`` (bool per outcome rank, the last for no entry;
     a dense part's ranks per class), with ``fresh`` = (verdicts, dense ranks, bool [n_classes]
-    ``emits``) the fresh part's verdicts where ``emits`` -- in one pass over the tokens, no array
+    ``emits``) the fresh part's verdicts where ``emits`` -- in one pass over the classes, no array
     per class made."""
     _built()
+    if dense.size != order.n_classes + 1:
+        raise ValueError("ranks of another number of classes")
     empty = np.empty(0, dtype=np.uint8)
     fresh_verdicts, fresh_dense, emits = fresh if fresh is not None else (empty, dense, empty)
     found = assembly_kernel.pack_ranks(
         np.ascontiguousarray(verdicts).view(np.uint8), np.ascontiguousarray(dense),
         np.ascontiguousarray(fresh_verdicts).view(np.uint8), np.ascontiguousarray(fresh_dense),
-        np.ascontiguousarray(emits).view(np.uint8), np.ascontiguousarray(token_class, dtype=np.int64))
+        np.ascontiguousarray(emits).view(np.uint8), *order.kernel_arrays())
     if found is None:
         raise ValueError("a rank past the verdicts, or parts of other lengths")
     return found[0], int(found[1])
@@ -91,7 +151,7 @@ _NO_SPLIT = PackedSplit(np.empty(0, bool), np.empty(0, np.uint32), 0)
 _NO_CLASSES = np.empty(0, np.int64)
 
 
-def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
+def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, order: TokenClasses,
                    since: PackedSplit | None = None, class_members: tuple[np.ndarray, np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, int]]:
     """A dense row part's split in one call: (bool [n_classes + 1] ``always_of[dense]``, the
@@ -102,13 +162,14 @@ def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.nd
     with the tokens of the classes whose verdict changed set or cleared, where those are few
     (consecutive states of a counting string differ in the few tokens too long for one of them)."""
     _built()
-    if always_of.size != dependent_of.size or dense.dtype not in (np.uint8, np.uint16, np.int32):
-        raise ValueError("verdicts of two lengths, or ranks of another type")
+    if always_of.size != dependent_of.size or dense.dtype not in (np.uint8, np.uint16, np.int32) \
+            or dense.size != order.n_classes + 1:
+        raise ValueError("verdicts of two lengths, or ranks of another type or number of classes")
     since = since if since is not None and class_members is not None else _NO_SPLIT
     class_tokens, class_offsets = class_members if class_members is not None else (_NO_CLASSES, _NO_CLASSES)
     found = assembly_kernel.classify_dense(
         np.ascontiguousarray(always_of).view(np.uint8), np.ascontiguousarray(dependent_of).view(np.uint8),
-        np.ascontiguousarray(dense), np.ascontiguousarray(token_class, dtype=np.int64),
+        np.ascontiguousarray(dense), *order.kernel_arrays(),
         np.ascontiguousarray(since.always).view(np.uint8), np.ascontiguousarray(since.packed, dtype=np.uint32),
         since.count, np.ascontiguousarray(class_tokens, dtype=np.int64),
         np.ascontiguousarray(class_offsets, dtype=np.int64))
