@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler, compile_json_schema
@@ -271,6 +271,58 @@ def test_distinct_values_are_sorted_uniques(values: list[int], bound_extra: int)
         assert distinct(array, max(values, default=0) + 1 + bound_extra).tolist() == sorted_unique(array).tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@example(sizes=[400, 300, 50], run_length=1, n_outcomes=300, gap=0.0, max_share=2, seed=0)  # too many runs
+@example(sizes=[400, 300, 50], run_length=20, n_outcomes=300, gap=0.05, max_share=2, seed=1)
+@given(sizes=st.lists(st.integers(0, 400), min_size=1, max_size=12), run_length=st.integers(1, 60),
+       n_outcomes=st.sampled_from([3, 300, 70000]), gap=st.floats(0, 0.2), max_share=st.integers(1, 8),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_dense_part_ranked_from_runs_is_ranked_from_its_entries(sizes: list[int], run_length: int, n_outcomes: int,
+                                                                  gap: float, max_share: int, seed: int) -> None:
+    """Branches (positions ascending with gaps, outcomes in runs) kept as runs, then parts of random
+    subsets of them ranked from the runs: the same outcomes, ranks (their type too) and classes per
+    rank as ranked from the entries; a part whose branch has too many runs, or that is sparse, is
+    not ranked from runs (None), and says so again on the next call."""
+    rng = np.random.default_rng(seed)
+    positions, values, first = [], [], 0
+    for size in sizes:
+        spread = first + np.cumsum(1 + (rng.random(size) < gap) * rng.integers(1, 5, size))
+        positions.append(spread.astype(np.int64))
+        first = int(spread[-1]) + 1 if size else first
+        per_run = rng.integers(0, n_outcomes, max(1, -(-size // run_length)))
+        values.append(np.repeat(per_run, run_length)[:size].astype(np.int32))
+    n_classes = first + int(rng.integers(0, 50))
+    runs, ranks = kernels.BranchRuns(max_share), kernels.EntryRanks()
+    n_runs = [int(np.count_nonzero((np.diff(v) != 0) | (np.diff(p) != 1))) + 1 if p.size else 0
+              for p, v in zip(positions, values)]
+    too_many = [n > kernels._FEW_RUNS and n * max_share > size for n, size in zip(n_runs, sizes)]
+    ranked_from_runs = 0
+    for _ in range(4):
+        ids = np.flatnonzero(rng.random(len(sizes)) < 0.7).astype(np.int64)
+        spans = runs.spans(ids, positions, values, (n_classes + 7) // 8)
+        expected = RowPart.ranked(*ranks([positions[b] for b in ids.tolist()], [values[b] for b in ids.tolist()],
+                                         n_outcomes, n_classes))
+        if expected.dense is None or any(too_many[b] for b in ids.tolist()):
+            assert spans is None
+            continue
+        assert spans[:, 1].tolist() == [n_runs[b] for b in ids.tolist()]
+        outcomes, dense, counts = ranks.from_runs(runs.runs, spans, n_outcomes, n_classes)
+        assert_same_part(RowPart.ranked(outcomes, dense, None, None, counts), expected)
+        ranked_from_runs += 1
+    note(f"ranked from runs: {ranked_from_runs}")
+
+
+def test_runs_that_pass_the_classes_or_the_outcome_ids_are_refused() -> None:
+    runs = np.array([[0, 2, 1], [2, 1, 5]], dtype=np.int32)
+    ranks = kernels.EntryRanks()
+    with pytest.raises(ValueError, match="past"):
+        ranks.from_runs(runs, np.array([[0, 2]], dtype=np.int64), 4, 10)  # outcome 5 of 4
+    with pytest.raises(ValueError, match="past"):
+        ranks.from_runs(runs, np.array([[0, 2]], dtype=np.int64), 8, 2)  # classes up to 3 of 2
+    with pytest.raises(ValueError, match="past"):
+        ranks.from_runs(runs, np.array([[1, 2]], dtype=np.int64), 8, 10)  # a span past the runs
+
+
 @settings(max_examples=40, deadline=None)
 @example(n_base=3, draws=[(i % 7, i * 7919) for i in range(6000)])  # past the first arrays and index
 @given(n_base=st.integers(1, 40), draws=st.lists(st.tuples(st.integers(0, 30), st.integers(-1, 1 << 20)), max_size=2500))
@@ -485,18 +537,25 @@ def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
 
+def ranks_in_runs(rng: np.random.Generator, n_ranks: int, n: int, run_length: int) -> np.ndarray:
+    """``n`` random ranks below ``n_ranks``, in runs of ``run_length`` (a string state's part)."""
+    return np.repeat(rng.integers(0, n_ranks, -(-n // run_length)), run_length)[:n]
+
+
 @given(n_ranks=st.integers(1, 300), n_classes=st.integers(0, 100), n_tokens=st.integers(0, 100),
-       rank_type=st.sampled_from([np.uint8, np.uint16, np.int32]), seed=st.integers(0, 2**32 - 1))
+       rank_type=st.sampled_from([np.uint8, np.uint16, np.int32]), run_length=st.sampled_from([1, 7, 8, 9, 30]),
+       seed=st.integers(0, 2**32 - 1))
 def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, rank_type,
-                                              seed: int) -> None:
+                                              run_length: int, seed: int) -> None:
     """The verdict of each class, the dependent classes ascending and the packed always-accepted
-    tokens, as MaskEngine's numpy path makes them (np.take, np.flatnonzero, Mask.of)."""
+    tokens, as MaskEngine's numpy path makes them (np.take, np.flatnonzero, Mask.of); ranks drawn
+    in runs too (the kernel reads a run of one byte rank 8 classes at a time)."""
     rng = np.random.default_rng(seed)
     n_ranks = min(n_ranks, np.iinfo(rank_type).max)
     always_of, dependent_of = rng.random(n_ranks) < 0.4, rng.random(n_ranks) < 0.3
     always_of[-1] = dependent_of[-1] = False  # the no-entry rank
     dependent_of &= ~always_of
-    dense = rng.integers(0, n_ranks, n_classes + 1).astype(rank_type)
+    dense = ranks_in_runs(rng, n_ranks, n_classes + 1, run_length).astype(rank_type)
     token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
     always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense,
                                                                  assembly.TokenClasses.of(token_class, n_classes))
@@ -508,16 +567,16 @@ def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_t
 
 
 @given(n_ranks=st.integers(2, 40), n_classes=st.integers(1, 120), n_tokens=st.integers(0, 150),
-       changed=st.floats(0, 0.3), seed=st.integers(0, 2**32 - 1))
+       changed=st.floats(0, 0.3), run_length=st.sampled_from([1, 8, 9, 30]), seed=st.integers(0, 2**32 - 1))
 def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, changed: float,
-                                                    seed: int) -> None:
+                                                    run_length: int, seed: int) -> None:
     """A split packed from an earlier one (its words, the changed classes' tokens set or cleared:
     few changed, or too many and packed afresh; the last slot changed or not) is packed as numpy
     packs it: ``Mask.of`` of its own verdicts, whatever the earlier split was."""
     rng = np.random.default_rng(seed)
     always_of, dependent_of = rng.random(n_ranks) < 0.5, np.zeros(n_ranks, bool)
     dependent_of[-1] = False
-    dense = rng.integers(0, n_ranks, n_classes + 1).astype(np.uint8)
+    dense = ranks_in_runs(rng, n_ranks, n_classes + 1, run_length).astype(np.uint8)
     token_class = rng.integers(-1, n_classes, n_tokens)
     earlier_always = np.take(always_of, dense)
     flip = rng.random(n_classes + 1) < changed

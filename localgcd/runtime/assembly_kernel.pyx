@@ -30,6 +30,9 @@ cdef inline int64_t count_bits(const uint32_t* packed, Py_ssize_t n_words) noexc
     return count
 
 
+cdef uint64_t _BYTES_ONE = 0x0101010101010101  # a byte's value in each of a word's 8 bytes, times it
+
+
 cdef struct Members:  # assembly.TokenClasses, as the kernels read it
     const int32_t* class_token  # [n_classes] each class's first token, or NULL: every member in the pairs
     const int32_t* extra_class  # the other members (class, token), in class order
@@ -304,24 +307,45 @@ def classify_dense(const uint8_t[::1] always_of, const uint8_t[::1] dependent_of
     cdef int64_t count = 0, k
     cdef uint32_t bit
     cdef uint8_t v
+    cdef uint64_t word, fill, next_ranks  # 8 ranks or verdicts read as one word (a run of rank r: r * _BYTES_ONE)
     with nogil:
         for c in range(n_ranks):
             verdict[c] = (always_of[c] != 0) | ((dependent_of[c] != 0) << 1)
-        for c in range(n_classes):
+        c = 0
+        while c < n_classes:
             rank = dense[c]
             bad |= rank < 0 or rank >= n_ranks
             v = verdict[rank if rank < n_ranks and rank >= 0 else 0]
             always[c] = v & 1
             dependent[n_dependent] = c
             n_dependent += v >> 1
+            c += 1
+            if rank_t is uint8_t:  # ranks come in long runs: 8 classes at a time while they repeat this one
+                if not (v >> 1) and not bad:
+                    word = (<uint64_t> rank) * _BYTES_ONE
+                    fill = (<uint64_t> (v & 1)) * _BYTES_ONE
+                    while c + 8 <= n_classes:
+                        memcpy(&next_ranks, &dense[c], 8)
+                        if next_ranks != word:
+                            break
+                        memcpy(&always[c], &fill, 8)
+                        c += 8
         if since and not bad:  # the classes whose verdict changed, while few
-            for c in range(n_classes - 1):
+            c = 0
+            while c < n_classes - 1:
+                if c + 8 <= n_classes - 1:  # 8 classes at a time while none changed
+                    memcpy(&next_ranks, &always[c], 8)
+                    memcpy(&word, &since_always[c], 8)
+                    if next_ranks == word:
+                        c += 8
+                        continue
                 if always[c] != (since_always[c] != 0):
                     if n_changed == limit:
                         since = False
                         break
                     changed[n_changed] = c
                     n_changed += 1
+                c += 1
             since = since and always[n_classes - 1] == (since_always[n_classes - 1] != 0)
         if since and not bad:
             for w in range(n_words):
