@@ -3,6 +3,8 @@
     python bench/general_masks.py [--grammar tests/corpus/gbnf/c.gbnf]
                                   [--document tests/corpus/gbnf/c_documents/gcd.c] [--vocab llama-bpe --vocab smollm2]
                                   [--tokens N]
+    python bench/general_masks.py --grammar tests/corpus/lark/third_party/lark__python2.lark --indenter \
+                                  --start file_input --document /usr/lib/python3.11/keyword.py --vocab llama-bpe
 
 Per vocabulary: the grammar is compiled in memory (lazy, the default), the document is cut by the
 model's own tokenizer, and forced decoding runs twice over it.  At every token: localgcd's mask
@@ -11,7 +13,9 @@ so its masks are all cold; the second pass, a fresh matcher, meets the same hash
 and their masks again: warm) and the live stacks — tops (one per parser state) and GSS nodes reachable —, and
 llama.cpp's grammar sampler over the whole vocabulary (``llama_sampler_apply`` on every token
 id, what it does per sampled token without a top-k before it; then ``llama_sampler_accept``).
-Prints one Markdown table (milliseconds, p50/p99 over the document's tokens).
+Prints one Markdown table (milliseconds, p50/p99 over the document's tokens).  ``--indenter``: a
+Lark grammar read as lark's python_parser.py example reads python2.lark (``parser="earley",
+lexer="basic"``, lark's Python Indenter names; no llama.cpp column: llama.cpp has no Indenter).
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ def llama_apply_ms(L, sampler, n_tokens: int) -> float:  # noqa: ANN001
     return (time.perf_counter() - t0) * 1e3
 
 
-def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None) -> dict:
+def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None, indenter: bool = False,
+        start: str = "start") -> dict:
     import llama_cpp
 
     import localgcd
@@ -50,7 +55,14 @@ def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None
     text = grammar.read_text(encoding="utf-8")
     fmt = "gbnf" if grammar.suffix == ".gbnf" else "lark"
     t0 = time.perf_counter()
-    compiled = localgcd.compile_grammar(text, vocab, fmt=fmt, source=str(grammar), use_cache=False)
+    if indenter:
+        from localgcd.grammar.indenter import IndenterOptions
+
+        compiled = localgcd.compile_grammar(text + (f"\nstart: {start}\n" if start != "start" else ""), vocab,
+                                            source=str(grammar), use_cache=False, parser="earley", lexer="basic",
+                                            indenter=IndenterOptions())
+    else:
+        compiled = localgcd.compile_grammar(text, vocab, fmt=fmt, source=str(grammar), use_cache=False)
     compile_s = time.perf_counter() - t0
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     tokens = list(llm.tokenize(document.read_bytes(), add_bos=False, special=False))[:limit]
@@ -68,13 +80,14 @@ def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None
                 nodes.append(node)
             assert matcher.advance(token), matcher.error
         passes.append((ms, tops, nodes))
-    lv = llama_cpp.llama_model_get_vocab(llm.model)
-    sampler = llama_cpp.llama_sampler_init_grammar(lv, text.encode(), b"root")
     theirs = []
-    for token in tokens:
-        theirs.append(llama_apply_ms(llama_cpp, sampler, len(vocab)))
-        llama_cpp.llama_sampler_accept(sampler, token)
-    llama_cpp.llama_sampler_free(sampler)
+    if fmt == "gbnf":
+        lv = llama_cpp.llama_model_get_vocab(llm.model)
+        sampler = llama_cpp.llama_sampler_init_grammar(lv, text.encode(), b"root")
+        for token in tokens:
+            theirs.append(llama_apply_ms(llama_cpp, sampler, len(vocab)))
+            llama_cpp.llama_sampler_accept(sampler, token)
+        llama_cpp.llama_sampler_free(sampler)
     llm.close()
     (cold, tops, nodes), (warm, _, _) = passes
     pct = lambda xs, q: float(np.percentile(xs, q)) if xs else float("nan")  # noqa: E731
@@ -90,8 +103,11 @@ def main() -> None:
     ap.add_argument("--document", type=Path, default=ROOT / "tests" / "corpus" / "gbnf" / "c_documents" / "gcd.c")
     ap.add_argument("--vocab", action="append", default=None)
     ap.add_argument("--tokens", type=int, default=None, help="only the document's first N tokens")
+    ap.add_argument("--indenter", action="store_true", help="lark's Earley with lexer='basic' and lark's Indenter")
+    ap.add_argument("--start", default="start", help="the start rule (with --indenter)")
     args = ap.parse_args()
-    rows = [run(args.grammar, args.document, v, args.tokens) for v in args.vocab or ["llama-bpe", "smollm2"]]
+    rows = [run(args.grammar, args.document, v, args.tokens, args.indenter, args.start)
+            for v in args.vocab or ["llama-bpe", "smollm2"]]
     print(f"{args.grammar.name} along {args.document.name} (ms per token; live stacks: tops / GSS nodes)\n")
     print("| vocab | tokens | parser | compile s | mask p50 cold | p99 cold | p50 warm | p99 warm | tops p50/max "
           "| GSS nodes p50/max | llama.cpp apply p50 | p99 |")

@@ -72,7 +72,7 @@ def new_splits(vocab) -> None:
             for part, status in zip(parts, statuses):
                 split = engine._classify(part, status)
                 if not kernels:
-                    pack_classes(split.always, engine._token_class)
+                    pack_classes(split.always, engine.spanner.token_order)
         us = per_call_us(run, 5) / len(parts)
         print(f"new split of a dense part ({engine.spanner.n_classes} classes), "
               f"{'classify_dense' if kernels else 'numpy + pack_classes'}: {us:.0f} µs")

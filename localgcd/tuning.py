@@ -53,7 +53,9 @@ class Tuning:
     first byte with ``copy_entries`` entries or more -- found by walking the two closures in pairs,
     up to ``copy_states`` pairs -- is that branch with its outcomes renamed, not walked (Go's
     operators each swallow the blanks after them in a copy of one automaton; 0: every branch
-    walked).
+    walked).  ``run_share``: a lazy row's dense part is ranked from its branches' entries as runs
+    (consecutive positions with one outcome, kept per branch) where each branch has at most one run
+    per ``run_share`` entries (0: always from the entries).
 
     Table switches (the same language; other tables):
 
@@ -78,6 +80,7 @@ class Tuning:
     general_memo_nodes: int = 1 << 18
     copy_states: int = 64
     copy_entries: int = 4096
+    run_share: int = 4
 
     class_grammar: bool = True
     class_min: int = 16

@@ -315,18 +315,67 @@ def test_compiles_in_its_projects_mode(entry: WildGrammar) -> None:
     assert compiled is not None
 
 
-@pytest.mark.xfail(strict=True, raises=GrammarError,
-                   reason="issue 37: lark's Indenter with the general parser (refused: the general parser does "
-                          "not track the layout)")
-def test_lark_s_python2_example_compiles_as_its_earley_parser_reads_it() -> None:
-    """lark's own examples/advanced/python_parser.py reads python2.lark with ``parser='earley',
-    lexer='basic'`` and lark's ``PythonIndenter`` (``python_parser2_earley``): one of lark's Earley
-    example grammars, not LALR(1) with lark's resolution left out."""
+PYTHON2 = CORPUS / "lark" / "third_party" / "lark__python2.lark"
+
+
+def compile_python2() -> localgcd.CompiledGrammar:
+    """python2.lark as lark's own examples/advanced/python_parser.py reads it (``python_parser2_earley``):
+    ``parser='earley', lexer='basic'`` and lark's ``PythonIndenter``."""
     from localgcd.grammar.indenter import IndenterOptions
 
-    text = (CORPUS / "lark" / "third_party" / "lark__python2.lark").read_text(encoding="utf-8")
-    localgcd.compile_grammar(text + "\nstart: file_input\n", byte_vocabulary(), parser="earley", lexer="basic",
-                             use_cache=False, indenter=IndenterOptions())
+    return localgcd.compile_grammar(PYTHON2.read_text(encoding="utf-8") + "\nstart: file_input\n", byte_vocabulary(),
+                                    parser="earley", lexer="basic", use_cache=False, indenter=IndenterOptions())
+
+
+def test_lark_s_python2_example_compiles_as_its_earley_parser_reads_it() -> None:
+    """One of lark's Earley example grammars with lark's Indenter: not LALR(1) with lark's resolution
+    left out (two conflict cells on ``_NEWLINE``), so the general parser tracks the layout."""
+    compiled = compile_python2()
+    assert compiled.parser_mode == "general" and compiled.indenter is not None
+    assert [c for c in compiled.conflicts if "conflict on _NEWLINE" in c], compiled.conflicts
+
+
+#: real Python files that are python2 too (lark's Earley parser with its PythonIndenter takes them), and
+#: texts that tell the layout apart (lark's verdict beside each)
+PYTHON2_SOURCES = ("this.py", "keyword.py")
+PYTHON2_TEXTS = [("if x:\n    y\n  z\n", False), ("if x:\n  if y:\n    print a,\n\n  else: pass\n", True),
+                 ("f(1,\n2)\n", True), ("x = 1 # no newline after", False), ("print (1,\n  2)\n", True),
+                 ("class A:\n\tdef m(self): pass\n        x\n", True)]
+
+
+def test_check_agrees_with_lark_earley_and_its_indenter_on_python2_sources() -> None:
+    """``check`` (the matcher over the whole text) accepts exactly what lark's Earley parser with lark's
+    ``PythonIndenter`` parses: real Python files that are python2 as well, their mutations (a character
+    dropped, doubled or replaced: indentation and brackets broken), and texts on the layout's edges."""
+    import random
+    import sysconfig
+
+    from lark.indenter import PythonIndenter
+
+    compiled = compile_python2()
+    parser = lark.Lark(PYTHON2.read_text(encoding="utf-8"), parser="earley", lexer="basic",
+                       postlex=PythonIndenter(), start="file_input")
+
+    def lark_says(text: str) -> bool:
+        try:
+            return lark_accepts(parser, text)
+        except IndexError:  # lark's Indenter meets a _NEWLINE that is a comment alone: no line break
+            return False
+
+    def check(text: str) -> bool:
+        matcher = compiled.matcher()
+        return matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+
+    rng = random.Random("python2")
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for name in PYTHON2_SOURCES:
+        text = (stdlib / name).read_text(encoding="utf-8")
+        assert lark_says(text) and check(text), name
+        for mutated in mutations(text, rng):
+            assert check(mutated) == lark_says(mutated), (name, mutated)
+    for text, accepted in PYTHON2_TEXTS:
+        assert lark_says(text) == accepted, text
+        assert check(text) == accepted, text
 
 
 def mutations(text: str, rng) -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler, compile_json_schema
@@ -271,6 +271,58 @@ def test_distinct_values_are_sorted_uniques(values: list[int], bound_extra: int)
         assert distinct(array, max(values, default=0) + 1 + bound_extra).tolist() == sorted_unique(array).tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@example(sizes=[400, 300, 50], run_length=1, n_outcomes=300, gap=0.0, max_share=2, seed=0)  # too many runs
+@example(sizes=[400, 300, 50], run_length=20, n_outcomes=300, gap=0.05, max_share=2, seed=1)
+@given(sizes=st.lists(st.integers(0, 400), min_size=1, max_size=12), run_length=st.integers(1, 60),
+       n_outcomes=st.sampled_from([3, 300, 70000]), gap=st.floats(0, 0.2), max_share=st.integers(1, 8),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_dense_part_ranked_from_runs_is_ranked_from_its_entries(sizes: list[int], run_length: int, n_outcomes: int,
+                                                                  gap: float, max_share: int, seed: int) -> None:
+    """Branches (positions ascending with gaps, outcomes in runs) kept as runs, then parts of random
+    subsets of them ranked from the runs: the same outcomes, ranks (their type too) and classes per
+    rank as ranked from the entries; a part whose branch has too many runs, or that is sparse, is
+    not ranked from runs (None), and says so again on the next call."""
+    rng = np.random.default_rng(seed)
+    positions, values, first = [], [], 0
+    for size in sizes:
+        spread = first + np.cumsum(1 + (rng.random(size) < gap) * rng.integers(1, 5, size))
+        positions.append(spread.astype(np.int64))
+        first = int(spread[-1]) + 1 if size else first
+        per_run = rng.integers(0, n_outcomes, max(1, -(-size // run_length)))
+        values.append(np.repeat(per_run, run_length)[:size].astype(np.int32))
+    n_classes = first + int(rng.integers(0, 50))
+    runs, ranks = kernels.BranchRuns(max_share), kernels.EntryRanks()
+    n_runs = [int(np.count_nonzero((np.diff(v) != 0) | (np.diff(p) != 1))) + 1 if p.size else 0
+              for p, v in zip(positions, values)]
+    too_many = [n > kernels._FEW_RUNS and n * max_share > size for n, size in zip(n_runs, sizes)]
+    ranked_from_runs = 0
+    for _ in range(4):
+        ids = np.flatnonzero(rng.random(len(sizes)) < 0.7).astype(np.int64)
+        spans = runs.spans(ids, positions, values, (n_classes + 7) // 8)
+        expected = RowPart.ranked(*ranks([positions[b] for b in ids.tolist()], [values[b] for b in ids.tolist()],
+                                         n_outcomes, n_classes))
+        if expected.dense is None or any(too_many[b] for b in ids.tolist()):
+            assert spans is None
+            continue
+        assert spans[:, 1].tolist() == [n_runs[b] for b in ids.tolist()]
+        outcomes, dense, counts = ranks.from_runs(runs.runs, spans, n_outcomes, n_classes)
+        assert_same_part(RowPart.ranked(outcomes, dense, None, None, counts), expected)
+        ranked_from_runs += 1
+    note(f"ranked from runs: {ranked_from_runs}")
+
+
+def test_runs_that_pass_the_classes_or_the_outcome_ids_are_refused() -> None:
+    runs = np.array([[0, 2, 1], [2, 1, 5]], dtype=np.int32)
+    ranks = kernels.EntryRanks()
+    with pytest.raises(ValueError, match="past"):
+        ranks.from_runs(runs, np.array([[0, 2]], dtype=np.int64), 4, 10)  # outcome 5 of 4
+    with pytest.raises(ValueError, match="past"):
+        ranks.from_runs(runs, np.array([[0, 2]], dtype=np.int64), 8, 2)  # classes up to 3 of 2
+    with pytest.raises(ValueError, match="past"):
+        ranks.from_runs(runs, np.array([[1, 2]], dtype=np.int64), 8, 10)  # a span past the runs
+
+
 @settings(max_examples=40, deadline=None)
 @example(n_base=3, draws=[(i % 7, i * 7919) for i in range(6000)])  # past the first arrays and index
 @given(n_base=st.integers(1, 40), draws=st.lists(st.tuples(st.integers(0, 30), st.integers(-1, 1 << 20)), max_size=2500))
@@ -480,25 +532,33 @@ def test_packed_classes_are_numpys_packbits(classes: list[bool], data) -> None:
     token_class = np.asarray(data.draw(st.lists(st.integers(-1, len(classes) - 2), max_size=200)), dtype=np.intp) \
         if len(classes) > 1 else np.full(data.draw(st.integers(0, 70)), -1, dtype=np.intp)
     table = np.asarray(classes, dtype=bool)
-    packed, count = assembly.pack_classes(table, token_class)
+    packed, count = assembly.pack_classes(table, assembly.TokenClasses.of(token_class, len(classes) - 1))
     expected = Mask.of(table[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
 
 
+def ranks_in_runs(rng: np.random.Generator, n_ranks: int, n: int, run_length: int) -> np.ndarray:
+    """``n`` random ranks below ``n_ranks``, in runs of ``run_length`` (a string state's part)."""
+    return np.repeat(rng.integers(0, n_ranks, -(-n // run_length)), run_length)[:n]
+
+
 @given(n_ranks=st.integers(1, 300), n_classes=st.integers(0, 100), n_tokens=st.integers(0, 100),
-       rank_type=st.sampled_from([np.uint8, np.uint16, np.int32]), seed=st.integers(0, 2**32 - 1))
+       rank_type=st.sampled_from([np.uint8, np.uint16, np.int32]), run_length=st.sampled_from([1, 7, 8, 9, 30]),
+       seed=st.integers(0, 2**32 - 1))
 def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, rank_type,
-                                              seed: int) -> None:
+                                              run_length: int, seed: int) -> None:
     """The verdict of each class, the dependent classes ascending and the packed always-accepted
-    tokens, as MaskEngine's numpy path makes them (np.take, np.flatnonzero, Mask.of)."""
+    tokens, as MaskEngine's numpy path makes them (np.take, np.flatnonzero, Mask.of); ranks drawn
+    in runs too (the kernel reads a run of one byte rank 8 classes at a time)."""
     rng = np.random.default_rng(seed)
     n_ranks = min(n_ranks, np.iinfo(rank_type).max)
     always_of, dependent_of = rng.random(n_ranks) < 0.4, rng.random(n_ranks) < 0.3
     always_of[-1] = dependent_of[-1] = False  # the no-entry rank
     dependent_of &= ~always_of
-    dense = rng.integers(0, n_ranks, n_classes + 1).astype(rank_type)
+    dense = ranks_in_runs(rng, n_ranks, n_classes + 1, run_length).astype(rank_type)
     token_class = rng.integers(-1, n_classes, n_tokens) if n_classes else np.full(n_tokens, -1)
-    always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class)
+    always, dependent, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense,
+                                                                 assembly.TokenClasses.of(token_class, n_classes))
     expected_always = np.take(always_of, dense)
     expected_mask = Mask.of(expected_always[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(always, expected_always)
@@ -507,16 +567,16 @@ def test_a_dense_split_by_the_kernel_is_numpys(n_ranks: int, n_classes: int, n_t
 
 
 @given(n_ranks=st.integers(2, 40), n_classes=st.integers(1, 120), n_tokens=st.integers(0, 150),
-       changed=st.floats(0, 0.3), seed=st.integers(0, 2**32 - 1))
+       changed=st.floats(0, 0.3), run_length=st.sampled_from([1, 8, 9, 30]), seed=st.integers(0, 2**32 - 1))
 def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: int, n_tokens: int, changed: float,
-                                                    seed: int) -> None:
+                                                    run_length: int, seed: int) -> None:
     """A split packed from an earlier one (its words, the changed classes' tokens set or cleared:
     few changed, or too many and packed afresh; the last slot changed or not) is packed as numpy
     packs it: ``Mask.of`` of its own verdicts, whatever the earlier split was."""
     rng = np.random.default_rng(seed)
     always_of, dependent_of = rng.random(n_ranks) < 0.5, np.zeros(n_ranks, bool)
     dependent_of[-1] = False
-    dense = rng.integers(0, n_ranks, n_classes + 1).astype(np.uint8)
+    dense = ranks_in_runs(rng, n_ranks, n_classes + 1, run_length).astype(np.uint8)
     token_class = rng.integers(-1, n_classes, n_tokens)
     earlier_always = np.take(always_of, dense)
     flip = rng.random(n_classes + 1) < changed
@@ -526,7 +586,9 @@ def test_a_dense_split_from_an_earlier_one_is_numpys(n_ranks: int, n_classes: in
     counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
     members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
     since = assembly.PackedSplit(earlier_always, earlier.packed, earlier.n_allowed)
-    always, _, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense, token_class, since, members)
+    always, _, (packed, count) = assembly.classify_dense(always_of, dependent_of, dense,
+                                                         assembly.TokenClasses.of(token_class, n_classes, members),
+                                                         since, members)
     expected = Mask.of(np.take(always_of, dense)[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(always, np.take(always_of, dense))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
@@ -553,7 +615,7 @@ def test_a_mask_packed_by_ranks_is_numpys(n_ranks: int, n_fresh_ranks: int, n_cl
     classes = np.take(verdicts, dense)
     if with_fresh:
         classes[:-1] = np.where(emits, np.take(fresh_verdicts, fresh_dense)[:-1], classes[:-1])
-    packed, count = assembly.pack_ranks(verdicts, dense, token_class,
+    packed, count = assembly.pack_ranks(verdicts, dense, assembly.TokenClasses.of(token_class, n_classes),
                                         (fresh_verdicts, fresh_dense, emits) if with_fresh else None)
     expected = Mask.of(classes[token_class], False, np.empty(0, np.int64))
     assert np.array_equal(packed, expected.packed) and count == expected.n_allowed
@@ -577,13 +639,56 @@ def test_a_mask_packed_by_ranks_refuses_what_it_cannot_read(fresh) -> None:
     """The kernel reads verdicts by rank and the fresh part by class: what lies past them is named."""
     dense = np.array([0, 1], np.uint8) if fresh is not None else np.array([0, 2], np.uint8)
     with pytest.raises(ValueError):
-        assembly.pack_ranks(np.zeros(2, bool), dense, np.array([0, -1]), fresh)
+        assembly.pack_ranks(np.zeros(2, bool), dense, assembly.TokenClasses.of(np.array([0, -1]), 1), fresh)
 
 
-def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused() -> None:
-    """The kernel reads the verdicts by rank: one past them is named, not read."""
+PAST_RANKS = [np.array([0, 3], np.uint8), np.array([3, 0], np.uint16), np.array([0, 300], np.uint16),
+              np.array([0, 3], np.int32), np.array([-1, 0], np.int32)]
+
+
+@pytest.mark.parametrize("dense", PAST_RANKS, ids=["uint8", "uint16-class", "uint16-far", "int32", "int32-negative"])
+def test_a_dense_split_with_a_rank_past_the_verdicts_is_refused(dense: np.ndarray) -> None:
+    """The kernel reads the verdicts by rank (a table of every rank a uint8 or uint16 holds, an
+    int32 one clamped): one past them, or below them, is named, not read."""
     with pytest.raises(ValueError):
-        assembly.classify_dense(np.zeros(3, bool), np.zeros(3, bool), np.array([0, 3], np.uint8), np.array([0]))
+        assembly.classify_dense(np.zeros(3, bool), np.zeros(3, bool), dense,
+                                assembly.TokenClasses.of(np.array([0]), 1))
+
+
+@pytest.mark.parametrize("dense", PAST_RANKS, ids=["uint8", "uint16-class", "uint16-far", "int32", "int32-negative"])
+def test_a_mask_packed_by_ranks_refuses_a_rank_of_any_type_past_its_verdicts(dense: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        assembly.pack_ranks(np.zeros(3, bool), dense, assembly.TokenClasses.of(np.array([0, -1]), 1))
+
+
+@pytest.mark.parametrize("token_class, members", [
+    (np.array([0, 2]), None),  # a class past the classes
+    (np.array([0, 1]), (np.array([0, 5]), np.array([0, 1, 2]))),  # a member past the tokens
+    (np.array([0, 1]), (np.array([0]), np.array([0, 1, 1]))),  # members that are not the tokens
+], ids=["class-past", "member-past", "members-short"])
+def test_token_classes_out_of_range_are_refused(token_class: np.ndarray, members) -> None:
+    """The kernels write a member's bit unchecked: TokenClasses names what lies outside first."""
+    with pytest.raises(ValueError):
+        assembly.TokenClasses.of(token_class, 2, members)
+
+
+@given(n_classes=st.integers(1, 40), n_tokens=st.integers(0, 120), seed=st.integers(0, 2**32 - 1))
+def test_token_classes_from_the_class_members_are_the_same(n_classes: int, n_tokens: int, seed: int) -> None:
+    """From a spanner's class members or from the classes alone: the same members, each token once
+    (a class's first token apart where every class has one)."""
+    rng = np.random.default_rng(seed)
+    token_class = rng.integers(-1, n_classes, n_tokens)
+    order = np.argsort(token_class, kind="stable")
+    counts = np.bincount(token_class[token_class >= 0], minlength=n_classes)
+    members = (order[np.count_nonzero(token_class < 0):], np.concatenate(([0], np.cumsum(counts))))
+    made = [assembly.TokenClasses.of(token_class, n_classes, m) for m in (None, members)]
+    for found in made:
+        pairs = sorted(zip(found.extra_class.tolist(), found.extra_token.tolist()))
+        if found.class_token.size:
+            pairs = sorted(pairs + list(enumerate(found.class_token.tolist())))
+        assert pairs == sorted((int(token_class[t]), t) for t in range(n_tokens) if token_class[t] >= 0)
+        assert found.classless.tolist() == np.flatnonzero(token_class < 0).tolist()
+    assert all(np.array_equal(a, b) for a, b in zip(made[0].kernel_arrays()[:4], made[1].kernel_arrays()[:4]))
 
 
 # --------------------------------------------------------------------------
@@ -1025,3 +1130,17 @@ def test_flat_nodes_know_the_bytes_and_the_depth_below_each_node(vocab_kind: str
     for node, prefix in enumerate(prefixes):
         assert set(np.flatnonzero(bits[node]).tolist()) == expected_below[prefix], prefix
         assert int(nodes.height[node]) == expected_height[prefix], prefix
+
+
+def test_every_grammars_engine_over_a_trie_shares_its_tokens_by_class(load_vocab) -> None:
+    """The kernels' layout of the tokens by class depends on the trie's positions alone: made once
+    per trie, not once per grammar (0.5 ms of each grammar's first mask at 128K tokens)."""
+    import localgcd
+
+    vocab = load_vocab("llama-bpe")
+    spanners = [localgcd.compile_grammar(grammar, vocab, use_cache=False).spanner
+                for grammar in ('start: "a"+', 'start: /[0-9]+/ "x"')]
+    first, second = (spanner.token_order for spanner in spanners)
+    assert first is second
+    made = assembly.TokenClasses.of(spanners[0].token_class, spanners[0].n_classes)
+    assert all(np.array_equal(a, b) for a, b in zip(first.kernel_arrays(), made.kernel_arrays()))

@@ -27,9 +27,9 @@ SCHEMA = {"type": "object", "properties": {
 #: Every speed setting at an extreme (the other way of each choice).
 EXTREME_SPEED = [
     Tuning(eager_list_cells=-1, small_frontier=0, eager_step_rows=0, breadth_from=0, pair_rows_limit=-1,
-           max_unit_steps=0, scalar_below=0, tracked_modes=False, copy_states=0),
+           max_unit_steps=0, scalar_below=0, tracked_modes=False, copy_states=0, run_share=0),
     Tuning(eager_list_cells=1 << 62, small_frontier=1 << 30, eager_step_rows=1 << 30, breadth_from=1 << 40,
-           pair_rows_limit=1 << 62, group_rows_min=1 << 62, scalar_below=1 << 30, copy_entries=1),
+           pair_rows_limit=1 << 62, group_rows_min=1 << 62, scalar_below=1 << 30, copy_entries=1, run_share=1),
 ]
 SWITCHED = [Tuning(class_grammar=False), Tuning(class_min=2), Tuning(string_sets=False),
             Tuning(count_long_strings_left=False)]

@@ -115,12 +115,11 @@ class CompiledGrammar:
     def general_engine(self) -> GeneralMaskEngine:
         """A general grammar's mask engine (every live parse; its spanner rows are :attr:`engine`'s,
         so a lazy grammar's cache entry gets them as a deterministic one's does)."""
-        from localgcd.runtime.glr import general_engine_for
+        from localgcd.runtime.glr_layout import general_engine
 
         ignored = np.asarray([t.ignored for t in self.terminals], dtype=bool)
-        return general_engine_for(self.tables, self.spanner, self.engine.rows, self.lexer, ignored,
-                                  self.token_bytes, self.end_ids, self.indenter is not None, self.source,
-                                  self.tuning)
+        return general_engine(self.tables, self.spanner, self.engine.rows, self.lexer, ignored, self.token_bytes,
+                              self.end_ids, self.indenter, self.tuning)
 
     @property
     def parser_mode(self) -> str:

@@ -260,7 +260,7 @@ class Compiler:
             built_ahead=not lazy_requested, tuning=self.tuning, lexer_kind=lexer_kind,
         )
         if tables.is_general:
-            compiled.general_engine  # noqa: B018 (an Indenter grammar with conflicts is refused here)
+            compiled.general_engine  # noqa: B018 (made here: its tables are part of the compile)
         elif not lazy and tables.n_states * len(spanner.head) <= self.eager_status_limit:
             compiled.statuses = compiled.engine.classify_all().copy()
         t5 = time.perf_counter()

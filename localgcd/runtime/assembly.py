@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localgcd.spanner.token_classes import TokenClasses
+
 try:
     from localgcd.runtime import assembly_kernel
 except ImportError:  # not built: the numpy path serves
@@ -30,28 +32,31 @@ def _built() -> None:
         raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
 
 
-def pack_classes(classes: np.ndarray, token_class: np.ndarray) -> tuple[np.ndarray, int]:
-    """(packed uint32 words: token ``t``'s bit set when ``classes[token_class[t]]`` -- bool
+def pack_classes(classes: np.ndarray, order: TokenClasses) -> tuple[np.ndarray, int]:
+    """(packed uint32 words: token ``t``'s bit set when ``classes`` holds its class -- bool
     [n_classes + 1], class -1 reading the last slot --, how many bits are set)."""
     _built()
-    packed, count = assembly_kernel.pack_classes(np.ascontiguousarray(classes).view(np.uint8),
-                                           np.ascontiguousarray(token_class, dtype=np.int64))
+    if classes.size != order.n_classes + 1:
+        raise ValueError("verdicts of another number of classes")
+    packed, count = assembly_kernel.pack_classes(np.ascontiguousarray(classes).view(np.uint8), *order.kernel_arrays())
     return packed, int(count)
 
 
-def pack_ranks(verdicts: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
+def pack_ranks(verdicts: np.ndarray, dense: np.ndarray, order: TokenClasses,
                fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """:func:`pack_classes` of ``verdicts[dense]`` (bool per outcome rank, the last for no entry;
     a dense part's ranks per class), with ``fresh`` = (verdicts, dense ranks, bool [n_classes]
-    ``emits``) the fresh part's verdicts where ``emits`` -- in one pass over the tokens, no array
+    ``emits``) the fresh part's verdicts where ``emits`` -- in one pass over the classes, no array
     per class made."""
     _built()
+    if dense.size != order.n_classes + 1:
+        raise ValueError("ranks of another number of classes")
     empty = np.empty(0, dtype=np.uint8)
     fresh_verdicts, fresh_dense, emits = fresh if fresh is not None else (empty, dense, empty)
     found = assembly_kernel.pack_ranks(
         np.ascontiguousarray(verdicts).view(np.uint8), np.ascontiguousarray(dense),
         np.ascontiguousarray(fresh_verdicts).view(np.uint8), np.ascontiguousarray(fresh_dense),
-        np.ascontiguousarray(emits).view(np.uint8), np.ascontiguousarray(token_class, dtype=np.int64))
+        np.ascontiguousarray(emits).view(np.uint8), *order.kernel_arrays())
     if found is None:
         raise ValueError("a rank past the verdicts, or parts of other lengths")
     return found[0], int(found[1])
@@ -91,7 +96,7 @@ _NO_SPLIT = PackedSplit(np.empty(0, bool), np.empty(0, np.uint32), 0)
 _NO_CLASSES = np.empty(0, np.int64)
 
 
-def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, token_class: np.ndarray,
+def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.ndarray, order: TokenClasses,
                    since: PackedSplit | None = None, class_members: tuple[np.ndarray, np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, int]]:
     """A dense row part's split in one call: (bool [n_classes + 1] ``always_of[dense]``, the
@@ -102,13 +107,14 @@ def classify_dense(always_of: np.ndarray, dependent_of: np.ndarray, dense: np.nd
     with the tokens of the classes whose verdict changed set or cleared, where those are few
     (consecutive states of a counting string differ in the few tokens too long for one of them)."""
     _built()
-    if always_of.size != dependent_of.size or dense.dtype not in (np.uint8, np.uint16, np.int32):
-        raise ValueError("verdicts of two lengths, or ranks of another type")
+    if always_of.size != dependent_of.size or dense.dtype not in (np.uint8, np.uint16, np.int32) \
+            or dense.size != order.n_classes + 1:
+        raise ValueError("verdicts of two lengths, or ranks of another type or number of classes")
     since = since if since is not None and class_members is not None else _NO_SPLIT
     class_tokens, class_offsets = class_members if class_members is not None else (_NO_CLASSES, _NO_CLASSES)
     found = assembly_kernel.classify_dense(
         np.ascontiguousarray(always_of).view(np.uint8), np.ascontiguousarray(dependent_of).view(np.uint8),
-        np.ascontiguousarray(dense), np.ascontiguousarray(token_class, dtype=np.int64),
+        np.ascontiguousarray(dense), *order.kernel_arrays(),
         np.ascontiguousarray(since.always).view(np.uint8), np.ascontiguousarray(since.packed, dtype=np.uint32),
         since.count, np.ascontiguousarray(class_tokens, dtype=np.int64),
         np.ascontiguousarray(class_offsets, dtype=np.int64))

@@ -25,7 +25,7 @@ outcome of the row checked on it in Python (:meth:`GeneralMaskEngine._compute`; 
 A mask is cached on its (hash-consed) frontier, and per set of live stacks it spells (bounded by
 ``Tuning.general_memo_nodes``: past it the memo starts afresh).  Deterministic grammars never come
 here (the :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with
-lark's Indenter and conflicts are refused (:func:`general_engine_for`).
+lark's Indenter and conflicts: :mod:`localgcd.runtime.glr_layout`, the layout over every live stack.
 
 :class:`GeneralMaskEngine` offers what :class:`~localgcd.runtime.matcher.Matcher` asks of a mask
 engine, so the matcher (and its error contract) is the same object for both kinds of grammar.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from localgcd.arrays import sorted_unique
-from localgcd.errors import GrammarError
+from localgcd.grammar.indenter import IndenterSpec
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.parser.conflict_bounds import ConflictBounds
 from localgcd.parser.glr import Frontier, GraphParser
@@ -58,15 +58,18 @@ class GeneralMaskEngine:
 
     def __init__(self, tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
                  ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
-                 tuning: Tuning = Tuning()) -> None:
+                 tuning: Tuning = Tuning(), indenter: IndenterSpec | None = None) -> None:
+        """``indenter``: lark's Indenter, for the deterministic engine over the lower table (its layout
+        tracked as the LALR path tracks it; :mod:`localgcd.runtime.glr_layout` adds the rest)."""
         self.parser = GraphParser(tables, tuning)
         self._stack_limit = tuning.general_stacks
         self._memo_limit = tuning.general_memo_nodes
         self._by_signature: dict[tuple[int, bool, frozenset[int]], Mask] = {}  # (q, at start, stacks) -> mask
         bounds = ConflictBounds.of(tables)
         self._below = MaskEngine(spanner, PushdownAutomaton(bounds.below, ignored, tuning), lexer, token_bytes,
-                                 end_ids, rows=rows)
-        self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible)
+                                 end_ids, indenter, rows=rows)
+        self._above = OutcomeChecker(spanner, PushdownAutomaton(bounds.above, ignored, tuning), lexer.producible,
+                                     indenter, paren_cap=self._below.checker.paren_cap)
         n_columns = max(tables.action.shape[1], lexer.producible.shape[1])
         self._conflict_terminal = np.zeros(n_columns, dtype=bool)
         self._conflict_terminal[bounds.conflict_columns] = True
@@ -202,12 +205,12 @@ class GeneralMaskEngine:
 
     def _stack_by_stack(self, q: int, frontier: Frontier, at_start: bool, low_stacks: list[int]) -> Mask:
         """:meth:`_by_stacks` for the frontier's live stacks ``low_stacks`` (the lower table's)."""
-        below = _union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
+        below = packed_union([self._below.mask(q, n, at_start).packed for n in low_stacks]) & self._not_end
         accepting = self.is_accepting(q, frontier, at_start)[0]
         passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)  # the last: tokens of no class
         classes, outcomes, emits = self._continuing(q)
         pending_ends = emits is not None
-        refused = ~_unpacked(below, self.n_tokens)[self._class_token]  # per class: below refuses it
+        refused = ~unpacked_bits(below, self.n_tokens)[self._class_token]  # per class: below refuses it
         chosen = self._mentions(outcomes) & refused[classes]
         if chosen.any():
             passing[classes[chosen]] = self._passing_by_stacks(frontier, outcomes[chosen])
@@ -223,7 +226,7 @@ class GeneralMaskEngine:
         if not passing.any():
             n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
             return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
-        return Mask.of(_unpacked(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+        return Mask.of(unpacked_bits(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
 
     def _continuing(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(classes, outcomes) of lexer state ``q``'s row that go on from the pending lexeme, and,
@@ -397,17 +400,7 @@ class GeneralMaskEngine:
         return frontier if self._ignored[term] else self.parser.step(frontier, term)
 
 
-def general_engine_for(tables: ParseTables, spanner: TokenSpanner, rows: Rows, lexer: LexingTransducer,
-                       ignored: np.ndarray, token_bytes: tuple[bytes, ...], end_ids: np.ndarray,
-                       has_indenter: bool, source: str, tuning: Tuning = Tuning()) -> GeneralMaskEngine:
-    """The general engine of a grammar with conflict cells; an Indenter grammar's is refused."""
-    if has_indenter:
-        raise GrammarError("a grammar with lark's Indenter must be LALR(1) (its conflicts would need the general "
-                           "parser, which does not track the layout)", source)
-    return GeneralMaskEngine(tables, spanner, rows, lexer, ignored, token_bytes, end_ids, tuning)
-
-
-def _union(packed: list[np.ndarray]) -> np.ndarray:
+def packed_union(packed: list[np.ndarray]) -> np.ndarray:
     """The bitwise union of packed masks (a fresh array)."""
     out = packed[0].copy()
     for more in packed[1:]:
@@ -415,5 +408,5 @@ def _union(packed: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _unpacked(packed: np.ndarray, n_tokens: int) -> np.ndarray:
+def unpacked_bits(packed: np.ndarray, n_tokens: int) -> np.ndarray:
     return np.unpackbits(packed.view(np.uint8), count=n_tokens, bitorder="little").view(bool)

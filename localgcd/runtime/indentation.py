@@ -87,9 +87,11 @@ class IndentationPath:
 
     def __init__(self, pda: PushdownAutomaton, checker: OutcomeChecker, spanner: TokenSpanner, rows: Rows,
                  lexer: LexingTransducer, spec: IndenterSpec, token_bytes: tuple[bytes, ...],
-                 flat_tokens: tuple[np.ndarray, np.ndarray]) -> None:
+                 flat_tokens: tuple[np.ndarray, np.ndarray], groups_of: "IndentationPath | None" = None) -> None:
         """``flat_tokens``: (bytes, each token's start in them): token ``t``'s bytes are
-        ``token_bytes[t]``, from ``starts[t]`` on (the engine's ``_token_starts``)."""
+        ``token_bytes[t]``, from ``starts[t]`` on (the engine's ``_token_starts``); ``groups_of``: a
+        path over the same lexer and vocabulary whose token groups (the parser plays no part in
+        them) this one shares."""
         self.spec = spec
         self.pda, self.checker, self.spanner, self.rows = pda, checker, spanner, rows
         self.layout_lexer = LayoutLexer(lexer, spec)
@@ -97,7 +99,7 @@ class IndentationPath:
         self._lexer_accept = lexer.grammar_terminals(lexer.accept).tolist()  # a pending state's: its alias's
         self._token_bytes = token_bytes
         self._token_data, self._token_starts = flat_tokens
-        self._groups: dict[int, _LayoutGroups] = {}
+        self._groups: dict[int, _LayoutGroups] = {} if groups_of is None else groups_of._groups
         self._cells: dict[tuple[int, int, int], _LayoutCells] = {}
         self._sensitive: dict[int, bool] = {}
 
@@ -168,7 +170,7 @@ class IndentationPath:
             used = np.zeros(cells.tails.size + 1, dtype=bool)  # each distinct tail checked once
             used[cells.tail_rank[picked]] = True
             ranks = np.flatnonzero(used)
-            ok, check_low = self.checker.check_by_status(after, cells.tails[ranks], after_layout.paren)
+            ok, check_low = self.check_tails(after, cells.tails[ranks], after_layout.paren)
             low = min(low, check_low)
             used[ranks] = ok
             taken[picked[used[cells.tail_rank[picked]]]] = True
@@ -183,6 +185,18 @@ class IndentationPath:
             runs.append((np.asarray(singles, dtype=np.int64), np.arange(len(singles) + 1), np.arange(len(singles))))
         return LayoutTokens(tuple(runs)), low
 
+    # -- the parser's part (the general engine's path over live stacks replaces these two) --------
+
+    def check_tails(self, node: int, outcomes: np.ndarray, paren: int) -> tuple[np.ndarray, int]:
+        """bool per outcome (none emits a newline): does it pass on the stack with ``paren`` brackets
+        open?  And the lowest height read."""
+        return self.checker.check_by_status(node, outcomes, paren)
+
+    def final(self, node: int, state: int, inside_brackets: bool) -> tuple[bool, int]:
+        """Can the pending lexeme of lexer state ``state`` become a terminal the stack takes (a
+        newline inside brackets: dropped, so yes)?  And the lowest height read."""
+        return self.checker.final(node, state, inside_brackets)
+
     # -- the exact byte-level path --------------------------------------------------------
 
     def check_bytes(self, q: int, node: int, layout: Layout, data: bytes) -> tuple[int, int, Layout, int]:
@@ -195,7 +209,7 @@ class IndentationPath:
         node, after, low = feed_all(pda, self.spec, node, layout, events)
         if node == DEAD_STACK:
             return DEAD_STACK, DEAD_STACK, layout, low
-        ok, final_low = self.checker.final(node, state, after.paren > 0)
+        ok, final_low = self.final(node, state, after.paren > 0)
         layout = Layout(after.paren, after.levels, pending.has_newline, pending.width)
         return (state, node if ok else DEAD_STACK, layout, min(low, final_low))
 

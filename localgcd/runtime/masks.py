@@ -26,8 +26,7 @@ import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.runtime.assembly import (BranchSplit, PackedSplit, SplitStitcher, assembly_kernel_available,
-                                       classify_dense, marked_classes, pack_classes, pack_ranks,
-                                       set_class_tokens)
+                                       classify_dense, marked_classes, pack_classes, pack_ranks, set_class_tokens)
 from localgcd.runtime.checks import ALWAYS, DEPENDENT, UNKNOWN, OutcomeChecker
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.runtime.indentation import NO_LAYOUT_TOKENS, IndentationPath, LayoutTokens
@@ -406,7 +405,8 @@ class MaskEngine:
         if self.kernels and self._many_dependent(split, fresh):  # one pass over the tokens by their ranks
             fresh_part = None if fresh is None else (fresh.rank_verdicts(fresh_accepted), fresh.dense,
                                                      self.rows.class_emits(q))
-            packed, n_allowed = pack_ranks(split.rank_verdicts(accepted), split.dense, self._token_class, fresh_part)
+            packed, n_allowed = pack_ranks(split.rank_verdicts(accepted), split.dense, self.spanner.token_order,
+                                           fresh_part)
             n_allowed += tokens.set_in(packed)
             mask = Mask.of_packed(packed, self.n_tokens, n_allowed, accepting, self.end_ids)
             if key is not None:
@@ -452,7 +452,7 @@ class MaskEngine:
         if 4 * total > self.n_tokens:  # most tokens anyway: one pass over the classes with the extra ones
             classes = base.copy()
             classes[extra] = True
-            return pack_classes(classes, self._token_class)
+            return pack_classes(classes, self.spanner.token_order)
         found = self._base_packed.pop(id(base), None)
         if found is None:
             found = self._packed_base(base)
@@ -471,7 +471,7 @@ class MaskEngine:
             class_tokens, class_offsets = self.spanner.class_members
             packed = np.zeros((self.n_tokens + 31) // 32, dtype=np.uint32)
             return packed, set_class_tokens(packed, class_tokens, class_offsets, np.flatnonzero(base))
-        return pack_classes(base, self._token_class)
+        return pack_classes(base, self.spanner.token_order)
 
     def _remember_base_packed(self, base: np.ndarray, packed: tuple[np.ndarray, int]) -> None:
         """Memoize a base's packed mask (most recently used last; the oldest dropped past the budget)."""
@@ -711,7 +711,7 @@ class MaskEngine:
             # one kernel call: the verdicts by class, the dependent classes, and the token mask of
             # the always-accepted ones (the base most masks of this split start from), memoized
             always, dependent_classes, packed = classify_dense(always_of, np.append(dependent, False), part.dense,
-                                                               self._token_class, self._last_dense,
+                                                               self.spanner.token_order, self._last_dense,
                                                                self.spanner.class_members)
             self._last_dense = PackedSplit(always, *packed)
             if any_dependent:

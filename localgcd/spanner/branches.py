@@ -14,8 +14,8 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import (CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch, loop_bytes,
-                                      walk_branches)
+from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch,
+                                      loop_bytes, walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
@@ -52,6 +52,7 @@ class BranchRows:
         self.breadth_from = tuning.breadth_from  # the kernel's choice of walk (tests set it)
         self._distinct_values = DistinctValues() if self.kernels else None
         self._entry_ranks = EntryRanks() if self.kernels else None
+        self._runs = BranchRuns(tuning.run_share) if self.kernels and tuning.run_share > 0 else None
         root = trie.levels[0] if trie.levels else None
         self._root_bytes = root.byte.astype(np.int64) if root is not None else np.empty(0, np.int64)
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
@@ -66,6 +67,7 @@ class BranchRows:
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
+        self._template_children: set[int] = set()  # the root children of the templates (only those are sketched)
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
         self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
         self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_states(q)
@@ -189,9 +191,11 @@ class BranchRows:
         with the same root child and the same sketch of its state (:meth:`_sketches`), as
         :class:`~localgcd.spanner.kernels.CopyMatcher` finds: (key, the walked one's key, the states
         and the terminals that map); and the rest, to walk."""
-        rest, renamed = [], []
-        n_states = self.lexer.n_states
-        sketches = self._sketches(states[missing]) if self._templates else [b""] * len(missing)
+        n_states, with_templates = self.lexer.n_states, self._template_children
+        rest = [i for i in missing if children.item(i) not in with_templates]  # (no template: walked)
+        missing = [i for i in missing if children.item(i) in with_templates]
+        renamed = []
+        sketches = self._sketches(states[missing]) if missing else []
         for i, sketch in zip(missing, sketches):
             child, state = int(children[i]), int(states[i])
             made = self._templates.get((child, sketch))
@@ -214,6 +218,7 @@ class BranchRows:
         for i, sketch in zip(big, self._sketches(states[big])):
             child, state = int(children[i]), int(states[i])
             if self._copies.maps_onto_itself(state):
+                self._template_children.add(child)
                 made = self._templates.setdefault((child, sketch), ([], []))
                 made[0].append(state)
                 made[1].append(child * n_states + state)
@@ -345,6 +350,11 @@ class BranchRows:
         from the branches' entries in one pass, without joining them)."""
         if self._entry_ranks is None:
             return RowPart(*self.row_of(ids), self.distinct_outcomes_of(ids), n_classes)
+        spans = self._runs.spans(ids, self._positions, self._values, (n_classes + 7) // 8) \
+            if self._runs is not None else None
+        if spans is not None:  # a dense part whose branches are runs: ranked from the runs
+            outcomes, dense, counts = self._entry_ranks.from_runs(self._runs.runs, spans, len(self.outcomes), n_classes)
+            return RowPart.ranked(outcomes, dense, None, None, counts)
         ids = ids.tolist()
         return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], [self._values[b] for b in ids],
                                                  len(self.outcomes), n_classes))

@@ -286,10 +286,89 @@ class EntryRanks:
         rank or None) of the entries ``positions[b]`` (int64) and ``values[b]`` (int32, all below
         ``bound``)."""
         _built()
+        self._grow(bound)
+        return walk_kernel.rank_entries(positions, values, self._seen, self._rank_of, n_classes)
+
+    def from_runs(self, runs: np.ndarray, spans: np.ndarray, bound: int,
+                  n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(outcomes sorted, dense ranks, classes per rank) of a dense part from its branches' runs
+        (:class:`BranchRuns`: ``runs``, and each branch's ``spans`` in it): what :meth:`__call__`
+        gives for their entries, in a pass over the runs."""
+        _built()
+        self._grow(bound)
+        return walk_kernel.rank_runs(runs, spans, self._seen, self._rank_of, n_classes)
+
+    def _grow(self, bound: int) -> None:
         if self._seen.size < max(bound, 1):
             size = max(bound, 2 * self._seen.size, 1)
             self._seen, self._rank_of = np.zeros(size, dtype=np.uint8), np.zeros(size, dtype=np.int32)
-        return walk_kernel.rank_entries(positions, values, self._seen, self._rank_of, n_classes)
+
+
+_FEW_RUNS = 256  # a branch of this many runs or fewer keeps them whatever its entries
+
+
+class BranchRuns:
+    """Branches' entries as runs (consecutive positions with one outcome: ``walk_kernel.entry_runs``),
+    made once per branch and kept in one growing int32 [runs, 3] table, so a dense part is ranked
+    in a pass over its branches' runs (:meth:`EntryRanks.from_runs`) -- a string state's 123K
+    entries are ~3K runs, and its branches are shared by the rows of many states.  A branch with
+    more than 256 runs and more than one per ``max_share`` entries (a counted string's, whose tokens
+    end in as many states as they have lengths) is not kept as runs, found as its runs pass that
+    many: a part holding it is ranked from its entries."""
+
+    def __init__(self, max_share: int) -> None:
+        self.max_share = max_share
+        self.runs = np.empty((0, 3), dtype=np.int32)
+        self._used = 0
+        self._known = 0  # branches whose sizes are read
+        self._sizes = np.empty(0, dtype=np.int64)  # by branch id: its entries
+        self._spans = np.empty((0, 2), dtype=np.int64)  # by branch id: (first run, runs); -1: not made, -2: too
+        # many runs
+
+    def spans(self, ids: np.ndarray, positions: list[np.ndarray], values: list[np.ndarray],
+              least_entries: int) -> np.ndarray | None:
+        """int64 [len(ids), 2]: each branch's (first run, number of runs) in :attr:`runs`, made now
+        where new (branch ``b``'s entries: ``positions[b]`` int64, ``values[b]`` int32, for every
+        ``b`` below ``len(positions)``); None when the branches hold fewer than ``least_entries``
+        entries (no runs made) or one has too many runs."""
+        if self._known < len(positions):  # (each branch's size read once; the tables grown 2x at a time)
+            n = len(positions)
+            if n > self._sizes.size:
+                sizes = np.empty(max(n, 2 * self._sizes.size), dtype=np.int64)
+                sizes[:self._known] = self._sizes[:self._known]
+                spans = np.full((sizes.size, 2), -1, dtype=np.int64)
+                spans[:self._known] = self._spans[:self._known]
+                self._sizes, self._spans = sizes, spans
+            self._sizes[self._known:n] = [p.size for p in positions[self._known:n]]
+            self._known = n
+        sizes = self._sizes[ids]
+        if int(sizes.sum()) < least_entries:
+            return None
+        spans = self._spans[ids]
+        if (spans[:, 0] == -2).any():
+            return None
+        new = np.flatnonzero(spans[:, 0] == -1)
+        if not new.size:
+            return spans
+        new_ids = ids[new]
+        room = self._used + int(sizes[new].sum())
+        if room > self.runs.shape[0]:  # (rows past those written stay untouched: no memory until written)
+            grown = np.empty((max(room, 2 * self.runs.shape[0]), 3), dtype=np.int32)
+            grown[:self._used] = self.runs[:self._used]
+            self.runs = grown
+        n_runs = np.empty(new.size, dtype=np.int64)
+        listed = new_ids.tolist()
+        end, poor = walk_kernel.entry_runs([positions[b] for b in listed], [values[b] for b in listed], self.runs,
+                                           self._used, n_runs, _FEW_RUNS, self.max_share)
+        made = new.size if poor < 0 else poor  # (the kernel stops at a branch with too many runs)
+        n_runs = n_runs[:made]
+        spans[new[:made], 0] = self._spans[new_ids[:made], 0] = end - n_runs.sum() + np.cumsum(n_runs) - n_runs
+        spans[new[:made], 1] = self._spans[new_ids[:made], 1] = n_runs
+        self._used = end
+        if poor >= 0:
+            self._spans[new_ids[poor], 0] = -2
+            return None
+        return spans
 
 
 def _contiguous(array: np.ndarray, dtype: type | None = None) -> np.ndarray:

@@ -37,6 +37,7 @@ from localgcd.spanner.token_spanner import (
     build_token_spanner,
     first_kinds,
 )
+from localgcd.spanner.token_classes import TokenClasses
 from localgcd.spanner.trie import VocabTrie
 from localgcd.spanner.rows import class_tokens
 from localgcd.tuning import Tuning
@@ -134,6 +135,11 @@ class LazyTokenSpanner:
     def class_members(self) -> tuple[np.ndarray, np.ndarray]:
         """(token ids grouped by position, offsets): the trie's, shared by every grammar."""
         return self.trie.position_members
+
+    @property
+    def token_order(self) -> TokenClasses:
+        """The tokens by class for the mask kernels: the trie's, shared by every grammar."""
+        return self.trie.token_classes(self._n_tokens)
 
     def tokens_of(self, classes: np.ndarray) -> np.ndarray:
         """The token ids of the given classes (trie positions)."""

@@ -16,6 +16,7 @@ import numpy as np
 from localgcd.arrays import sorted_unique
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
+from localgcd.spanner.token_classes import TokenClasses
 
 FIRST_DEAD, FIRST_EMITS, FIRST_CONTINUES = 0, 1, 2
 _SPANNER_ARRAYS = ("first_kind", "token_class", "class_first_byte", "parent", "diff_offsets", "diff_classes",
@@ -76,6 +77,11 @@ class TokenSpanner:
         order = np.argsort(keys, kind="stable")
         counts = np.bincount(self.token_class[self.token_class >= 0], minlength=self.n_classes)
         return order[np.count_nonzero(self.token_class < 0):], np.concatenate(([0], np.cumsum(counts)))
+
+    @cached_property
+    def token_order(self) -> TokenClasses:
+        """The tokens by class for the mask kernels (made on first use, from :attr:`class_members`)."""
+        return TokenClasses.of(self.token_class, self.n_classes, self.class_members)
 
     def tokens_of(self, classes: np.ndarray) -> np.ndarray:
         """The token ids of the given classes."""

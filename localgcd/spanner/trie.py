@@ -18,6 +18,8 @@ from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 
+from localgcd.spanner.token_classes import TokenClasses
+
 try:
     from localgcd.spanner.walk_kernel import below_and_height as _below_and_height_kernel
 except ImportError:  # not built: numpy's level-by-level fold serves
@@ -188,6 +190,16 @@ class VocabTrie:
         tokens.flags.writeable = False
         offsets.flags.writeable = False
         return tokens, offsets
+
+    def token_classes(self, n_tokens: int) -> TokenClasses:
+        """The tokens by position as the mask kernels read them (made once per trie and
+        vocabulary size, shared by every grammar's mask engine: 0.5 ms at 128K tokens)."""
+        memo = self.__dict__.setdefault("_token_classes", {})
+        found = memo.get(n_tokens)
+        if found is None:
+            found = memo[n_tokens] = TokenClasses.of(self.token_positions(n_tokens), self.n_positions,
+                                                     self.position_members)
+        return found
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat arrays (levels concatenated) for the on-disk cache."""

@@ -45,7 +45,7 @@ and calls again; what was made stays valid (known entries, cells), so a second c
 Everything runs without the GIL.
 """
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t, INT32_MAX
 from libc.stdlib cimport free, malloc, qsort
 
 cdef extern from *:
@@ -892,6 +892,136 @@ def rank_entries(list positions, list values, uint8_t[::1] seen, int32_t[::1] ra
         free(val)
         free(sizes)
 
+
+
+def entry_runs(list positions, list values, int32_t[:, ::1] out, Py_ssize_t at, int64_t[::1] n_runs,
+               int64_t few, int64_t share):
+    """Branches' entries (``positions[b]`` int64 ascending, ``values[b]`` int32) as runs --
+    consecutive positions with one value, each a row ``(first position, length, value)`` --
+    written one branch after another to ``out[at:]``, which must have a row per entry;
+    ``n_runs[b]``: how many runs branch ``b`` has.  A string state's 123K entries are ~3K runs: a
+    part ranked from runs (:func:`rank_runs`) fills them instead of reading every entry.  Stops at
+    the first branch with more than ``few`` runs and more than one per ``share`` entries, as soon
+    as its runs are that many (its rows are then free again).  Returns (the row after the last
+    kept, that branch's index or -1)."""
+    cdef Py_ssize_t n_parts = len(positions), b, i, j, k = at, n, poor = -1
+    cdef const int64_t[::1] p_view
+    cdef const int32_t[::1] v_view
+    cdef int32_t value
+    cdef int64_t first, limit
+    if len(values) != n_parts or n_runs.shape[0] != n_parts or out.shape[1] != 3 or at < 0 or share < 1:
+        raise ValueError("as many branches, runs counts and outcome arrays, rows of 3, and a share")
+    for b in range(n_parts):
+        p_view, v_view = positions[b], values[b]
+        n = p_view.shape[0]
+        if v_view.shape[0] != n or out.shape[0] - k < n:
+            raise ValueError("a branch's positions and outcomes differ in length, or no room for its runs")
+        if n and (p_view[0] < 0 or p_view[n - 1] >= INT32_MAX):
+            raise ValueError("a position past int32")
+        limit = max(few, n // share) + at  # more runs than this: a branch not kept as runs
+        i = 0
+        with nogil:
+            while i < n and k <= limit:
+                value, first = v_view[i], p_view[i]
+                j = i + 1
+                while j < n and v_view[j] == value and p_view[j] == first + (j - i):
+                    j += 1
+                out[k, 0] = <int32_t> first
+                out[k, 1] = <int32_t> (j - i)
+                out[k, 2] = value
+                k += 1
+                i = j
+        if k > limit:
+            poor, k = b, at
+            break
+        n_runs[b], at = k - at, k
+    return k, poor
+
+
+cdef void fill_runs(rank_t[::1] out, int32_t n_ranks, const int32_t[:, ::1] runs, const int64_t[:, ::1] spans,
+                    const int32_t* rank_of, int64_t* counts) noexcept nogil:
+    cdef Py_ssize_t b, r, x
+    cdef int64_t first, stop
+    cdef int32_t rank
+    cdef rank_t* to = &out[0]
+    for x in range(out.shape[0]):
+        to[x] = <rank_t> n_ranks
+    for b in range(spans.shape[0]):
+        for r in range(spans[b, 0], spans[b, 0] + spans[b, 1]):
+            rank, first = rank_of[runs[r, 2]], runs[r, 0]
+            stop = first + runs[r, 1]
+            for x in range(first, stop):
+                to[x] = <rank_t> rank
+            counts[rank] += runs[r, 1]
+    counts[n_ranks] = out.shape[0] - 1
+    for x in range(n_ranks):
+        counts[n_ranks] -= counts[x]
+
+
+def rank_runs(const int32_t[:, ::1] runs, const int64_t[:, ::1] spans, uint8_t[::1] seen, int32_t[::1] rank_of,
+              int64_t n_classes):
+    """A dense row part from its branches' runs (:func:`entry_runs`; ``spans[b]``: branch ``b``'s
+    first run and number of runs in ``runs``, then any other columns, branches in position order): ``(outcomes, dense,
+    counts)``, what :func:`rank_entries` gives for the same entries -- in a pass over the runs,
+    not the entries.  ``seen`` (all zeros before and after) and ``rank_of`` are scratch over the
+    outcome ids; a run past them or past the classes is a ValueError."""
+    cdef Py_ssize_t n_spans = spans.shape[0], b, r, k = 0, bound = seen.shape[0]
+    cdef int32_t v
+    cdef bint bad = spans.shape[1] < 2 or runs.shape[1] != 3 or rank_of.shape[0] < bound
+    cdef int64_t n_runs = runs.shape[0]
+    if bad:
+        raise ValueError("runs or spans of another shape")
+    cdef int64_t total = 0
+    for b in range(n_spans):
+        if spans[b, 0] < 0 or spans[b, 1] < 0 or spans[b, 0] + spans[b, 1] > n_runs:
+            raise ValueError("a span past the runs")
+        total += spans[b, 1]
+    found_arr = np.empty(min(total, <int64_t> bound), dtype=np.int32)
+    cdef int32_t[::1] found = found_arr
+    with nogil:
+        for b in range(n_spans):
+            for r in range(spans[b, 0], spans[b, 0] + spans[b, 1]):
+                v = runs[r, 2]
+                if v < 0 or v >= bound or runs[r, 0] < 0 or runs[r, 1] < 1 \
+                        or <int64_t> runs[r, 0] + runs[r, 1] > n_classes:
+                    bad = True
+                    break
+                if not seen[v]:
+                    seen[v] = 1
+                    found[k] = v
+                    k += 1
+            if bad:
+                break
+        for r in range(k):
+            seen[found[r]] = 0
+    if bad:
+        raise ValueError("a run past the outcome ids or the classes")
+    with nogil:
+        if k > 1:
+            qsort(&found[0], k, sizeof(int32_t), compare_int32)
+        for r in range(k):
+            rank_of[found[r]] = <int32_t> r
+    outcomes = found_arr[:k].copy()
+    rank_type = np.uint8 if k < 255 else np.uint16 if k < 65535 else np.int32
+    out = np.empty(n_classes + 1, dtype=rank_type)
+    counts_arr = np.zeros(k + 1, dtype=np.int64)
+    cdef int64_t[::1] counts = counts_arr
+    cdef uint8_t[::1] out8
+    cdef uint16_t[::1] out16
+    cdef int32_t[::1] out32
+    if rank_type is np.uint8:
+        out8 = out
+        with nogil:
+            fill_runs[uint8_t](out8, <int32_t> k, runs, spans, &rank_of[0], &counts[0])
+    elif rank_type is np.uint16:
+        out16 = out
+        with nogil:
+            fill_runs[uint16_t](out16, <int32_t> k, runs, spans, &rank_of[0], &counts[0])
+    else:
+        out32 = out
+        with nogil:
+            fill_runs[int32_t](out32, <int32_t> k, runs, spans, &rank_of[0], &counts[0])
+    return outcomes, out, counts_arr
 
 
 def utf8_ends(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[:, ::1] canonical,
