@@ -13,19 +13,23 @@ loop's body against what comes after the loop), a greedy run of one class (``\*+
 where every choice is proven, such a run always stops where the text's run does (its next
 character is not of its class), in the higher branch as in the lower one; so does a greedy loop of
 one item (``(?:_?[0-9])*``), whose every iteration and whose end the next character decides.  (A
-loop is a step only where that holds in the lead at hand: nothing after it may begin as its item.)
+loop is a step only where that holds in the lead at hand: nothing after it may begin as its item;
+else a ``+`` is read one round, then as a ``*``.)  A choice whose branches overlap is proven too
+where every path through it meets again: a class ``S`` after it (``[pP]`` in a hex float) of which
+nothing before has a character, so each path reads ``S`` at the text's first one and goes on along
+the same nodes: the branch taken does not move where the pattern ends.
 
 A sufficient condition, cheap (a walk over the parse with a few set operations), where deciding it
 exactly (:func:`localgcd.lexer.first_match.reads_short`) determinizes automata: it proves Java's,
 Go's and Python's operators, identifiers, numbers, strings and comments, leaving the exact check
-to the patterns whose options overlap (``[ubf]?r?|r[ubf]``).  False where it cannot tell (a
+to patterns such as Python's ``_NEWLINE`` (a comment's run against the next round).  False where it cannot tell (a
 look-around, an anchor, a lazy or nullable loop, a choice whose branches overlap).
 """
 
 from __future__ import annotations
 
 from localgcd.regex.charset import CharSet
-from localgcd.regex.syntax import Alt, Chars, Concat, Node, Repeat
+from localgcd.regex.syntax import Alt, Chars, Concat, Node, Repeat, nodes_of
 
 __all__ = ["first_characters", "takes_words_whole"]
 
@@ -112,6 +116,8 @@ class _Proof:
 
     def __init__(self) -> None:
         self.firsts: dict[int, tuple[CharSet, bool]] = {}
+        self.unrolled: dict[int, Repeat] = {}
+        self.read: dict[int, CharSet | None] = {}
 
     def first(self, node: Node, depth: int) -> tuple[CharSet, bool]:
         """The characters a word of ``node`` may begin with, and whether it matches the empty word."""
@@ -171,6 +177,8 @@ class _Proof:
                     item = head.item.chars if isinstance(head.item, Chars) else head.item
                     tokens, pending = tokens + ((PLUS if head.lo else STAR, self.first(head.item, depth)[0], item),), \
                         pending[1:]
+                elif isinstance(head, Repeat) and head.greedy and head.lo >= 1 and head.hi is None:
+                    pending = (head.item, self.fewer(head)) + pending[1:]  # its first round, then the loop
                 elif isinstance(head, Repeat) and head.greedy and head.lo == 0 and head.hi == 1:
                     work.append((tokens, (head.item,) + pending[1:]))
                     pending = pending[1:]
@@ -181,6 +189,14 @@ class _Proof:
                     out.append((tokens, *self.first_of(pending, follow, ends, depth)))
                     break
         return out
+
+    def fewer(self, loop: Repeat) -> Repeat:
+        """``loop`` one round short (``X+`` → ``X*``): ``re`` reads ``X+`` as ``X`` then ``X*``, rounds
+        tried before stopping alike.  Kept while the proof runs (its nodes are memoized by id)."""
+        found = self.unrolled.get(id(loop))
+        if found is None:
+            found = self.unrolled[id(loop)] = Repeat(loop.item, loop.lo - 1, loop.hi, loop.greedy)
+        return found
 
     def reads_on_to_its_end(self, loop: Repeat, after: CharSet, depth: int) -> bool:
         """Whether every path that goes on past ``loop`` (``after``: the characters that may follow it)
@@ -226,6 +242,42 @@ class _Proof:
         if not all(_parts_ways(high, low) for high in higher for low in lower):
             raise _Unproven
 
+    def meet_again(self, branches: tuple[Node, ...], rest: tuple[Node, ...]) -> bool:
+        """Whether every path through any of ``branches`` and then ``rest`` reads one character
+        ``S`` of ``rest`` at the same place: ``rest`` has a class ``S`` none of the branches and
+        nothing in ``rest`` before it has a character of, so each path reads ``S`` at the text's first
+        character of it, and goes on from there along the same nodes.  Then which branch is taken
+        does not move where the pattern ends (a choice after ``S`` decides it, checked in its turn)."""
+        before = _NOTHING
+        for node in branches:
+            chars = self.characters(node)
+            if chars is None:
+                return False
+            before = before | chars
+        for item in rest:
+            if isinstance(item, Chars):
+                if _disjoint(item.chars, before):
+                    return True
+            chars = self.characters(item)
+            if chars is None:
+                return False
+            before = before | chars
+        return False
+
+    def characters(self, node: Node) -> CharSet | None:
+        """Every character ``node`` may read; None where a look-around or an anchor is in it."""
+        found = self.read.get(id(node), False)
+        if found is False:
+            found = _NOTHING
+            for part in nodes_of(node):
+                if isinstance(part, Chars):
+                    found = found | part.chars
+                elif not isinstance(part, (Concat, Alt, Repeat)):
+                    found = None
+                    break
+            self.read[id(node)] = found
+        return found  # type: ignore[return-value]
+
     def check(self, node: Node, rest: tuple[Node, ...], follow: CharSet, ends: bool, depth: int) -> None:
         """Raise :class:`_Unproven` unless every choice inside ``node`` is proven; ``rest``: the nodes
         read right after ``node``, then ``follow`` (the characters that may come next) and
@@ -239,7 +291,8 @@ class _Proof:
                 self.check(item, node.items[k + 1:] + rest, follow, ends, depth + 1)
             return
         if isinstance(node, Alt):
-            branches = [self.leads((option,) + rest, follow, ends, depth + 1) for option in node.options]
+            branches = [] if self.meet_again(node.options, rest) else \
+                [self.leads((option,) + rest, follow, ends, depth + 1) for option in node.options]
             for k, higher in enumerate(branches):
                 for lower in branches[k + 1:]:
                     self.branches_part(higher, lower)
@@ -254,9 +307,9 @@ class _Proof:
                 raise _Unproven
             after, after_ends = self.first_of(rest, follow, ends, depth + 1)
             again = node.hi is None or node.hi > 1
-            if node.hi != node.lo and not _disjoint(chars, after):  # once more (first) against stop
+            if node.hi != node.lo and not _disjoint(chars, after) and not self.meet_again((node.item,), rest):
                 self.branches_part(self.leads((node.item,), chars | after if again else after, after_ends, depth + 1),
-                                   self.leads(rest, follow, ends, depth + 1))
+                                   self.leads(rest, follow, ends, depth + 1))  # once more (first) against stop
             self.check(node.item, (), chars | after if again else after, after_ends, depth + 1)
             return
         raise _Unproven
