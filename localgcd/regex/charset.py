@@ -53,6 +53,10 @@ class CharSet:
         return cls([(0, MAX_CODE_POINT)])
 
     def __or__(self, other: "CharSet") -> "CharSet":
+        if not other.intervals or other.intervals == self.intervals:  # (immutable: no copy needed)
+            return self
+        if not self.intervals:
+            return other
         return CharSet(self.intervals + other.intervals)
 
     def complement(self) -> "CharSet":

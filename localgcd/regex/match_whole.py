@@ -291,11 +291,14 @@ class _Proof:
                 self.check(item, node.items[k + 1:] + rest, follow, ends, depth + 1)
             return
         if isinstance(node, Alt):
-            branches = [] if self.meet_again(node.options, rest) else \
-                [self.leads((option,) + rest, follow, ends, depth + 1) for option in node.options]
-            for k, higher in enumerate(branches):
-                for lower in branches[k + 1:]:
-                    self.branches_part(higher, lower)
+            branches = [self.leads((option,) + rest, follow, ends, depth + 1) for option in node.options]
+            try:
+                for k, higher in enumerate(branches):
+                    for lower in branches[k + 1:]:
+                        self.branches_part(higher, lower)
+            except _Unproven:
+                if not self.meet_again(node.options, rest):
+                    raise
             for option in node.options:
                 self.check(option, rest, follow, ends, depth + 1)
             return
@@ -307,9 +310,13 @@ class _Proof:
                 raise _Unproven
             after, after_ends = self.first_of(rest, follow, ends, depth + 1)
             again = node.hi is None or node.hi > 1
-            if node.hi != node.lo and not _disjoint(chars, after) and not self.meet_again((node.item,), rest):
-                self.branches_part(self.leads((node.item,), chars | after if again else after, after_ends, depth + 1),
-                                   self.leads(rest, follow, ends, depth + 1))  # once more (first) against stop
+            if node.hi != node.lo and not _disjoint(chars, after):  # once more (first) against stop
+                try:
+                    self.branches_part(self.leads((node.item,), chars | after if again else after, after_ends,
+                                                  depth + 1), self.leads(rest, follow, ends, depth + 1))
+                except _Unproven:
+                    if not self.meet_again((node.item,), rest):
+                        raise
             self.check(node.item, (), chars | after if again else after, after_ends, depth + 1)
             return
         raise _Unproven
