@@ -267,12 +267,13 @@ def match_dfa(regex: str, meter: BudgetMeter) -> DFA:
 
 
 @lru_cache(maxsize=4096)
-def reads_short(regex: str) -> bool:
+@lru_cache(maxsize=4096)  # (by its text too: the verdict and the lexer's backing terminals ask alike, and a
+def reads_short(regex: str) -> bool:  # tree read back from the parse memo is new, hashed node by node)
     """Whether some word of ``regex``'s language is no lexeme ``re.match`` returns (an alternative
     or a loop that stops short of it wins first), for a pattern without a lazy quantifier or a
     look-around (those are read by ``re.match`` everywhere).  Decided over the pattern's own
     character classes (a few symbols, not bytes): its language's automaton against the one of
-    the words ``re.match`` returns, which it contains.  Memoized per pattern."""
+    the words ``re.match`` returns, which it contains.  Memoized per pattern and per parsed tree."""
     if literal_bytes(regex) is not None or needs_priority(regex):
         return False
     if not _CHOICE.search(regex.replace("\\\\", "")):  # (one word per choice-free pattern)
