@@ -74,6 +74,22 @@ def test_the_exact_check_still_finds_the_patterns_that_read_short(pattern: str) 
     assert reads_short(pattern)
 
 
+@pytest.mark.parametrize("pattern", [
+    r"x/(?:a|ab)",  # past "x/" the rest reads "ab" short
+    r"x|x/",  # a choice outside the groups: its first option's "x", not the pattern's
+    r"x|x/(?:a|ab)",
+    r"a|b/",  # (whole; "a" taken off the front would leave an empty first option)
+    r"\*\*(?:a|ab)*b",
+    r"/\*+(?:a|ab)",  # a quantified character is no plain one
+    r"[|x](?:a|ab)",  # a "|" in a set is no choice
+    r"x\|?(?:b|bc)",
+    r"xa+b",
+    r"/\*(?:a|b)*\*/",
+])
+def test_a_pattern_past_its_leading_plain_characters_reads_short_as_the_whole_pattern(pattern: str) -> None:
+    assert reads_short(pattern) == (words_returned_short(pattern) != [])
+
+
 def random_pattern(draw: random.Random, depth: int = 0) -> str:
     atoms = ["a", "b", "c", "[ab]", "[^a/*]", "x", "\\*", "a+", "[ab]*", "\\*+", "b?", "(?:x?a)*", "(?:b?a)+", "/"]
     roll = draw.random()

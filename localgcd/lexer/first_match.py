@@ -267,18 +267,68 @@ def match_dfa(regex: str, meter: BudgetMeter) -> DFA:
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=4096)  # (by its text too: the verdict and the lexer's backing terminals ask alike, and a
-def reads_short(regex: str) -> bool:  # tree read back from the parse memo is new, hashed node by node)
+def reads_short(regex: str) -> bool:
     """Whether some word of ``regex``'s language is no lexeme ``re.match`` returns (an alternative
     or a loop that stops short of it wins first), for a pattern without a lazy quantifier or a
     look-around (those are read by ``re.match`` everywhere).  Decided over the pattern's own
     character classes (a few symbols, not bytes): its language's automaton against the one of
-    the words ``re.match`` returns, which it contains.  Memoized per pattern and per parsed tree."""
+    the words ``re.match`` returns, which it contains.  Memoized per pattern."""
     if literal_bytes(regex) is not None or needs_priority(regex):
         return False
     if not _CHOICE.search(regex.replace("\\\\", "")):  # (one word per choice-free pattern)
         return False
-    node = parse_python_regex(regex)
+    return _rest_reads_short(regex[_leading_characters(regex):])
+
+
+def _leading_characters(regex: str) -> int:
+    """The length of ``regex``'s leading plain characters (``=``, ``\\*``: no quantifier on the last),
+    which ``re.match`` reads one way each before the rest (none where a choice is written outside
+    the groups: they are its first option's)."""
+    if _has_outer_choice(regex):
+        return 0
+    end = 0
+    for atom in _PLAIN_CHARACTER.finditer(regex):
+        if atom.start() != end:
+            break
+        if atom.end() < len(regex) and regex[atom.end()] in "*+?{":
+            break
+        end = atom.end()
+    return end
+
+
+def _has_outer_choice(regex: str) -> bool:
+    """Whether ``regex`` has a ``|`` outside its groups (escapes and character sets skipped)."""
+    depth, at, n = 0, 0, len(regex)
+    while at < n:
+        c = regex[at]
+        if c == "\\":
+            at += 1
+        elif c == "[":
+            at += 1
+            if at < n and regex[at] == "^":
+                at += 1
+            if at < n and regex[at] == "]":  # (a set's first "]" is a character)
+                at += 1
+            while at < n and regex[at] != "]":
+                at += 2 if regex[at] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        at += 1
+    return False
+
+
+_PLAIN_CHARACTER = re.compile(r"[^\\.^$*+?{}\[\]|()#\s]|\\[^0-9A-Za-z\s]")
+
+
+@lru_cache(maxsize=4096)
+def _rest_reads_short(tail: str) -> bool:
+    """:func:`reads_short` of a pattern past its leading plain characters, by its text (Go's operators
+    share their trailing blanks': one parse, one proof; a parse memo's tree is new, hashed node by node)."""
+    node = parse_python_regex(tail)
     if isinstance(node, Concat):  # one character each first: re.match reads on with the rest alone
         rest = node.items
         while rest and isinstance(rest[0], Chars):
