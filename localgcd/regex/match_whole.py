@@ -17,12 +17,15 @@ loop is a step only where that holds in the lead at hand: nothing after it may b
 else a ``+`` is read one round, then as a ``*``.)  A choice whose branches overlap is proven too
 where every path through it meets again: a class ``S`` after it (``[pP]`` in a hex float) of which
 nothing before has a character, so each path reads ``S`` at the text's first one and goes on along
-the same nodes: the branch taken does not move where the pattern ends.
+the same nodes: the branch taken does not move where the pattern ends.  And a greedy run of one
+class ``C`` that ends a round of a loop nothing follows but the pattern's end (a comment's
+``[^\n]*`` in Python's ``_NEWLINE``) may read on into the next rounds where each round, from its
+first character outside ``C``, is a round itself: what the run leaves is read by the loop, whole.
 
 A sufficient condition, cheap (a walk over the parse with a few set operations), where deciding it
 exactly (:func:`localgcd.lexer.first_match.reads_short`) determinizes automata: it proves Java's,
 Go's and Python's operators, identifiers, numbers, strings and comments, leaving the exact check
-to patterns such as Python's ``_NEWLINE`` (a comment's run against the next round).  False where it cannot tell (a
+to the patterns whose options overlap otherwise.  False where it cannot tell (a
 look-around, an anchor, a lazy or nullable loop, a choice whose branches overlap).
 """
 
@@ -118,6 +121,8 @@ class _Proof:
         self.firsts: dict[int, tuple[CharSet, bool]] = {}
         self.unrolled: dict[int, Repeat] = {}
         self.read: dict[int, CharSet | None] = {}
+        self.rounds: list[Repeat | None] = []  # the loops whose rounds are being read, inside out (None: not
+        # one nothing but the pattern's end follows)
 
     def first(self, node: Node, depth: int) -> tuple[CharSet, bool]:
         """The characters a word of ``node`` may begin with, and whether it matches the empty word."""
@@ -264,6 +269,29 @@ class _Proof:
             before = before | chars
         return False
 
+    def ends_a_round(self, run: Repeat, rest: tuple[Node, ...]) -> bool:
+        """Whether ``run``, a greedy run of one class ``C`` (``[^\\n]*``), ends a round of the loop whose
+        round is being read, a loop nothing follows but the pattern's end (Python's ``_NEWLINE``), and
+        each round of that loop is, from its first character outside ``C``, a round itself (those before
+        it may be left out: ``\\r?\\n``), or has none.  Then reading the run on to the text's first
+        character outside ``C`` (or its end) leaves a text the loop's rounds read (the rounds the run
+        took are of ``C`` but for that one's start), which, being shorter, the loop reads whole."""
+        loop = self.rounds[-1] if self.rounds else None
+        if loop is None or rest or run.hi is not None or not isinstance(run.item, Chars):
+            return False
+        inside = run.item.chars
+        for option in loop.item.options if isinstance(loop.item, Alt) else (loop.item,):
+            items = option.items if isinstance(option, Concat) else (option,)
+            for k, item in enumerate(items):
+                if isinstance(item, Chars) and _disjoint(item.chars, inside):
+                    if not all(self.first(before, 0)[1] for before in items[:k]):
+                        return False
+                    break
+                chars = self.characters(item)
+                if chars is None or (chars - inside).intervals:
+                    return False
+        return True
+
     def characters(self, node: Node) -> CharSet | None:
         """Every character ``node`` may read; None where a look-around or an anchor is in it."""
         found = self.read.get(id(node), False)
@@ -315,8 +343,13 @@ class _Proof:
                     self.branches_part(self.leads((node.item,), chars | after if again else after, after_ends,
                                                   depth + 1), self.leads(rest, follow, ends, depth + 1))
                 except _Unproven:
-                    if not self.meet_again((node.item,), rest):
+                    if not self.meet_again((node.item,), rest) and not self.ends_a_round(node, rest):
                         raise
-            self.check(node.item, (), chars | after if again else after, after_ends, depth + 1)
+            tail = node.hi is None and node.lo <= 1 and not after.intervals and after_ends
+            self.rounds.append(node if tail else None)
+            try:
+                self.check(node.item, (), chars | after if again else after, after_ends, depth + 1)
+            finally:
+                self.rounds.pop()
             return
         raise _Unproven
