@@ -242,7 +242,10 @@ class FirstMatchLexer(ReferenceLexer):
         if t.is_string and not t.flag_letters:  # its one word
             return t.string_value.startswith(s) and self._ends_as(t.string_value, t)
         frontier, tests = [s], 0
-        for _depth in range(self.search_depth + 1):
+        depth = self.search_depth  # (a string with flags: its words, as long as its text, searched to their end)
+        if t.is_string:
+            depth = max(depth, len(t.string_value) - len(s))
+        for _depth in range(depth + 1):
             nxt: list[str] = []
             for w in frontier:
                 if self._ends_as(w, t):
@@ -252,6 +255,10 @@ class FirstMatchLexer(ReferenceLexer):
                     continue  # the lexeme is known whatever follows: not t's (else _ends_as)
                 if first[0] is t and not self.scan.lexer.callback.get(t.name):
                     return True  # t runs on, each terminal lark tries before it fails: some continuation is t's
+                if first[0] is not t and not t.is_string and not first[0].backtracking and \
+                        re.compile(first[0].regexp, first[0].re_flags).match(w) is not None:
+                    continue  # one lark tries before t matches already: on every text w begins, it or an
+                    # earlier one does (a path that matched still does), and only strings are retyped
                 for ch in self.alphabet:
                     tests += 1
                     if tests > self.search_budget:
