@@ -88,6 +88,7 @@ def test_the_exact_check_still_finds_the_patterns_that_read_short(pattern: str) 
     r"x\|?(?:b|bc)",
     r"xa+b",
     r"/\*(?:a|b)*\*/",
+    r"(?:ab|ab)",  # sre reads "ab(?:|)": past "ab", no character to read
 ])
 def test_a_pattern_past_its_leading_plain_characters_reads_short_as_the_whole_pattern(pattern: str) -> None:
     assert reads_short(pattern) == (words_returned_short(pattern) != [])

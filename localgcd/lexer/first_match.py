@@ -345,7 +345,10 @@ def _node_reads_short(node: Node) -> bool:
     where its choices prove it (:func:`takes_words_whole`, no automata), else decided exactly."""
     if takes_words_whole(node):
         return False
-    atoms = CharClasses.of(n.chars for n in nodes_of(node) if isinstance(n, Chars))
+    classes = [n.chars for n in nodes_of(node) if isinstance(n, Chars)]
+    if not classes:  # (no character left to read: the empty word alone; sre reads "ab|ab" as "ab(?:|)")
+        return False
+    atoms = CharClasses.of(classes)
     nfa = NFA()
     start, end = ThompsonBuilder(nfa, atoms.encode).node(node)
     nfa.accept[end] = 0
