@@ -48,6 +48,59 @@ cdef int buffer_push(Buffer* buf, int64_t value) noexcept nogil:
     return 0
 
 
+cdef struct Memo:  # int64 keys (>= 0) to int64 values, open addressing; what one call found
+    int64_t* keys  # -1: empty slot
+    int64_t* values
+    Py_ssize_t cap  # a power of two (0: nothing allocated yet)
+    Py_ssize_t count
+
+
+cdef inline Py_ssize_t memo_slot(const Memo* m, int64_t key) noexcept nogil:
+    """The slot of ``key``, or of the empty slot where it would go (``m.cap`` > 0)."""
+    cdef Py_ssize_t mask = m.cap - 1, at = <Py_ssize_t> ((<uint64_t> key * <uint64_t> 0x9E3779B97F4A7C15) >> 20) & mask
+    while m.keys[at] != -1 and m.keys[at] != key:
+        at = (at + 1) & mask
+    return at
+
+
+cdef inline int64_t memo_get(const Memo* m, int64_t key) noexcept nogil:
+    """The value of ``key``; -1 if none."""
+    cdef Py_ssize_t at
+    if m.cap == 0:
+        return -1
+    at = memo_slot(m, key)
+    return m.values[at] if m.keys[at] == key else -1
+
+
+cdef int memo_put(Memo* m, int64_t key, int64_t value) noexcept nogil:
+    """Add ``key`` (not in ``m``); -1 when out of memory."""
+    cdef Memo grown
+    cdef Py_ssize_t i, at
+    if 2 * (m.count + 1) > m.cap:  # at most half full
+        grown.cap = 2 * m.cap if m.cap else 1024
+        grown.count = 0
+        grown.keys = <int64_t*> malloc(grown.cap * sizeof(int64_t))
+        grown.values = <int64_t*> malloc(grown.cap * sizeof(int64_t))
+        if grown.keys == NULL or grown.values == NULL:
+            free(grown.keys)
+            free(grown.values)
+            return -1
+        for i in range(grown.cap):
+            grown.keys[i] = -1
+        for i in range(m.cap):
+            if m.keys[i] != -1:
+                at = memo_slot(&grown, m.keys[i])
+                grown.keys[at], grown.values[at] = m.keys[i], m.values[i]
+        grown.count = m.count
+        free(m.keys)
+        free(m.values)
+        m[0] = grown
+    at = memo_slot(m, key)
+    m.keys[at], m.values[at] = key, value
+    m.count += 1
+    return 0
+
+
 cdef struct Tables:
     const int32_t* action  # [S, n_terms]
     Py_ssize_t n_terms
@@ -250,19 +303,29 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     t.end_terminal, t.end_state = end_terminal, end_state
     cdef Stack s
     cdef Buffer local, visited  # visited: (status row, rest, height, height read by its step) per level
-    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v
-    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row
+    # Every virtual stack of this call is ``node`` and the terminals fed since: stack 0 is ``node``,
+    # stack e + 1 what the step of ``steps`` entry e left.  Outcomes share their first terminals
+    # (and statuses DEPENDENT send many down the same ones), so each (stack, terminal) is stepped
+    # once and each (stack, lexer state) decided by final() once.
+    cdef Memo stepped, finals  # (stack id, terminal) -> entry; (stack id, lexer state, dropped) -> low * 2 + verdict
+    cdef Buffer steps, states  # per entry: kind, height read, base, the pushed states' start and count in ``states``
+    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v, j
+    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row, stack_id, key, entry, memo
     cdef int verdict, found
-    cdef bint failed = False
+    cdef bint failed = False, dropped
     s.pushed.data, s.pushed.size, s.pushed.cap = NULL, 0, 0
     local.data, local.size, local.cap = NULL, 0, 0
     visited.data, visited.size, visited.cap = NULL, 0, 0
+    steps.data, steps.size, steps.cap = NULL, 0, 0
+    states.data, states.size, states.cap = NULL, 0, 0
+    stepped.keys, stepped.values, stepped.cap, stepped.count = NULL, NULL, 0, 0
+    finals.keys, finals.values, finals.cap, finals.count = NULL, NULL, 0, 0
     with nogil:
         for i in range(n):
             if unknown_only and status_table[t.node_state[node] * depth_keys + min(paren, paren_cap),
                                              outcomes[i]] != UNKNOWN:
                 continue
-            s.base, s.pushed.size, visited.size = node, 0, 0
+            s.base, s.pushed.size, visited.size, stack_id = node, 0, 0, 0
             rest = outcomes[i]
             while True:
                 top, height = top_of(&t, &s), height_of(&t, &s)
@@ -273,16 +336,41 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
                     verdict, low = known == ALWAYS, height
                     break
                 if rest < n_base:
-                    found = final(&t, &s, rest, depth_keys > 1 and depth > 0, &local, &low)
-                    if found < 0:
-                        failed = True
-                        break
+                    dropped = depth_keys > 1 and depth > 0
+                    key = (stack_id * n_base + rest) * 2 + dropped
+                    memo = memo_get(&finals, key)
+                    if memo >= 0:
+                        found, low = memo & 1, memo >> 1
+                    else:
+                        found = final(&t, &s, rest, dropped, &local, &low)
+                        if found < 0 or memo_put(&finals, key, low * 2 + found):
+                            failed = True
+                            break
                     verdict = found
                     if (buffer_push(&visited, row) or buffer_push(&visited, rest) or buffer_push(&visited, height)
                             or buffer_push(&visited, low)):
                         failed = True
                     break
-                kind = step(&t, &s, head[rest], &local, &step_low)
+                key = stack_id * t.n_terms + head[rest]
+                entry = memo_get(&stepped, key)
+                if entry >= 0:  # this stack met this terminal before: what its step left
+                    kind, step_low = steps.data[5 * entry], steps.data[5 * entry + 1]
+                    if kind == SHIFTED:
+                        s.base, s.pushed.size = steps.data[5 * entry + 2], 0
+                        for j in range(steps.data[5 * entry + 3], steps.data[5 * entry + 3] + steps.data[5 * entry + 4]):
+                            if buffer_push(&s.pushed, states.data[j]):
+                                kind = FAILED
+                else:
+                    kind = step(&t, &s, head[rest], &local, &step_low)
+                    entry = steps.size // 5
+                    if (buffer_push(&steps, kind) or buffer_push(&steps, step_low) or buffer_push(&steps, s.base)
+                            or buffer_push(&steps, states.size) or buffer_push(&steps, s.pushed.size)
+                            or memo_put(&stepped, key, entry)):
+                        kind = FAILED
+                    for j in range(s.pushed.size):
+                        if buffer_push(&states, s.pushed.data[j]):
+                            kind = FAILED
+                stack_id = entry + 1
                 if (kind == FAILED or buffer_push(&visited, row) or buffer_push(&visited, rest)
                         or buffer_push(&visited, height) or buffer_push(&visited, step_low)):
                     failed = True
@@ -304,6 +392,12 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     free(s.pushed.data)
     free(local.data)
     free(visited.data)
+    free(steps.data)
+    free(states.data)
+    free(stepped.keys)
+    free(stepped.values)
+    free(finals.keys)
+    free(finals.values)
     return not failed
 
 
