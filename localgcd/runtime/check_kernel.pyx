@@ -203,12 +203,15 @@ cdef int64_t simulate(const Tables* t, Stack* s, int64_t term, Buffer* local, in
             return ACCEPTED
 
 
-cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_t* low) noexcept nogil:
-    """Feed one terminal to the virtual stack (checks.py's ``_step_one``): the kind, and in
-    ``low`` the lowest height read."""
+cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_t* low,
+                  Py_ssize_t* kept) noexcept nogil:
+    """Feed one terminal to the virtual stack (checks.py's ``_step_one``): the kind, in ``low``
+    the lowest height read, and in ``kept`` how many of the states pushed on the stack's base
+    stay under the ones this step pushed (the last ``s.pushed.size - kept[0]``)."""
     cdef int64_t height = height_of(t, s), top, move, kind, pops = 0
     cdef Py_ssize_t i
     low[0] = height
+    kept[0] = s.pushed.size
     if t.ignored[term]:
         return SHIFTED
     top = top_of(t, s)
@@ -227,6 +230,7 @@ cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_
         else:
             s.base = t.node_parent[s.base]
         pops -= 1
+    kept[0] = s.pushed.size
     for i in range(local.size):
         if buffer_push(&s.pushed, local.data[i]):
             return FAILED
@@ -305,21 +309,20 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     cdef Buffer local, visited  # visited: (status row, rest, height, height read by its step) per level
     # Every virtual stack of this call is ``node`` and the terminals fed since: stack 0 is ``node``,
     # stack e + 1 what the step of ``steps`` entry e left.  Outcomes share their first terminals
-    # (and statuses DEPENDENT send many down the same ones), so each (stack, terminal) is stepped
-    # once and each (stack, lexer state) decided by final() once.
-    cdef Memo stepped, finals  # (stack id, terminal) -> entry; (stack id, lexer state, dropped) -> low * 2 + verdict
-    cdef Buffer steps, states  # per entry: kind, height read, base, the pushed states' start and count in ``states``
-    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v, j
-    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row, stack_id, key, entry, memo
+    # (and statuses DEPENDENT send many walks down the same ones), so each (stack, terminal) is
+    # stepped once; a step met again is replayed: its base, the pushed states it kept, the ones it pushed.
+    cdef Memo stepped  # (stack id, terminal) -> entry
+    cdef Buffer steps, states  # per entry: kind, height read, base, kept, start and count of its pushes in ``states``
+    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v, j, kept
+    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row, stack_id, key, entry
     cdef int verdict, found
-    cdef bint failed = False, dropped
+    cdef bint failed = False
     s.pushed.data, s.pushed.size, s.pushed.cap = NULL, 0, 0
     local.data, local.size, local.cap = NULL, 0, 0
     visited.data, visited.size, visited.cap = NULL, 0, 0
     steps.data, steps.size, steps.cap = NULL, 0, 0
     states.data, states.size, states.cap = NULL, 0, 0
     stepped.keys, stepped.values, stepped.cap, stepped.count = NULL, NULL, 0, 0
-    finals.keys, finals.values, finals.cap, finals.count = NULL, NULL, 0, 0
     with nogil:
         for i in range(n):
             if unknown_only and status_table[t.node_state[node] * depth_keys + min(paren, paren_cap),
@@ -336,16 +339,10 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
                     verdict, low = known == ALWAYS, height
                     break
                 if rest < n_base:
-                    dropped = depth_keys > 1 and depth > 0
-                    key = (stack_id * n_base + rest) * 2 + dropped
-                    memo = memo_get(&finals, key)
-                    if memo >= 0:
-                        found, low = memo & 1, memo >> 1
-                    else:
-                        found = final(&t, &s, rest, dropped, &local, &low)
-                        if found < 0 or memo_put(&finals, key, low * 2 + found):
-                            failed = True
-                            break
+                    found = final(&t, &s, rest, depth_keys > 1 and depth > 0, &local, &low)
+                    if found < 0:
+                        failed = True
+                        break
                     verdict = found
                     if (buffer_push(&visited, row) or buffer_push(&visited, rest) or buffer_push(&visited, height)
                             or buffer_push(&visited, low)):
@@ -353,23 +350,25 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
                     break
                 key = stack_id * t.n_terms + head[rest]
                 entry = memo_get(&stepped, key)
-                if entry >= 0:  # this stack met this terminal before: what its step left
-                    kind, step_low = steps.data[5 * entry], steps.data[5 * entry + 1]
+                if entry >= 0:  # this stack met this terminal before: what its step did
+                    kind, step_low = steps.data[6 * entry], steps.data[6 * entry + 1]
                     if kind == SHIFTED:
-                        s.base, s.pushed.size = steps.data[5 * entry + 2], 0
-                        for j in range(steps.data[5 * entry + 3], steps.data[5 * entry + 3] + steps.data[5 * entry + 4]):
+                        s.base, s.pushed.size = steps.data[6 * entry + 2], steps.data[6 * entry + 3]
+                        for j in range(steps.data[6 * entry + 4], steps.data[6 * entry + 4] + steps.data[6 * entry + 5]):
                             if buffer_push(&s.pushed, states.data[j]):
                                 kind = FAILED
                 else:
-                    kind = step(&t, &s, head[rest], &local, &step_low)
-                    entry = steps.size // 5
+                    kind = step(&t, &s, head[rest], &local, &step_low, &kept)
+                    entry = steps.size // 6
                     if (buffer_push(&steps, kind) or buffer_push(&steps, step_low) or buffer_push(&steps, s.base)
-                            or buffer_push(&steps, states.size) or buffer_push(&steps, s.pushed.size)
+                            or buffer_push(&steps, kept) or buffer_push(&steps, states.size)
+                            or buffer_push(&steps, s.pushed.size - kept if kind == SHIFTED else 0)
                             or memo_put(&stepped, key, entry)):
                         kind = FAILED
-                    for j in range(s.pushed.size):
-                        if buffer_push(&states, s.pushed.data[j]):
-                            kind = FAILED
+                    if kind == SHIFTED:
+                        for j in range(kept, s.pushed.size):
+                            if buffer_push(&states, s.pushed.data[j]):
+                                kind = FAILED
                 stack_id = entry + 1
                 if (kind == FAILED or buffer_push(&visited, row) or buffer_push(&visited, rest)
                         or buffer_push(&visited, height) or buffer_push(&visited, step_low)):
@@ -396,8 +395,6 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     free(states.data)
     free(stepped.keys)
     free(stepped.values)
-    free(finals.keys)
-    free(finals.values)
     return not failed
 
 
