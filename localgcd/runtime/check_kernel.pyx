@@ -48,6 +48,59 @@ cdef int buffer_push(Buffer* buf, int64_t value) noexcept nogil:
     return 0
 
 
+cdef struct Memo:  # int64 keys (>= 0) to int64 values, open addressing; what one call found
+    int64_t* keys  # -1: empty slot
+    int64_t* values
+    Py_ssize_t cap  # a power of two (0: nothing allocated yet)
+    Py_ssize_t count
+
+
+cdef inline Py_ssize_t memo_slot(const Memo* m, int64_t key) noexcept nogil:
+    """The slot of ``key``, or of the empty slot where it would go (``m.cap`` > 0)."""
+    cdef Py_ssize_t mask = m.cap - 1, at = <Py_ssize_t> ((<uint64_t> key * <uint64_t> 0x9E3779B97F4A7C15) >> 20) & mask
+    while m.keys[at] != -1 and m.keys[at] != key:
+        at = (at + 1) & mask
+    return at
+
+
+cdef inline int64_t memo_get(const Memo* m, int64_t key) noexcept nogil:
+    """The value of ``key``; -1 if none."""
+    cdef Py_ssize_t at
+    if m.cap == 0:
+        return -1
+    at = memo_slot(m, key)
+    return m.values[at] if m.keys[at] == key else -1
+
+
+cdef int memo_put(Memo* m, int64_t key, int64_t value) noexcept nogil:
+    """Add ``key`` (not in ``m``); -1 when out of memory."""
+    cdef Memo grown
+    cdef Py_ssize_t i, at
+    if 2 * (m.count + 1) > m.cap:  # at most half full
+        grown.cap = 2 * m.cap if m.cap else 1024
+        grown.count = 0
+        grown.keys = <int64_t*> malloc(grown.cap * sizeof(int64_t))
+        grown.values = <int64_t*> malloc(grown.cap * sizeof(int64_t))
+        if grown.keys == NULL or grown.values == NULL:
+            free(grown.keys)
+            free(grown.values)
+            return -1
+        for i in range(grown.cap):
+            grown.keys[i] = -1
+        for i in range(m.cap):
+            if m.keys[i] != -1:
+                at = memo_slot(&grown, m.keys[i])
+                grown.keys[at], grown.values[at] = m.keys[i], m.values[i]
+        grown.count = m.count
+        free(m.keys)
+        free(m.values)
+        m[0] = grown
+    at = memo_slot(m, key)
+    m.keys[at], m.values[at] = key, value
+    m.count += 1
+    return 0
+
+
 cdef struct Tables:
     const int32_t* action  # [S, n_terms]
     Py_ssize_t n_terms
@@ -150,12 +203,15 @@ cdef int64_t simulate(const Tables* t, Stack* s, int64_t term, Buffer* local, in
             return ACCEPTED
 
 
-cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_t* low) noexcept nogil:
-    """Feed one terminal to the virtual stack (checks.py's ``_step_one``): the kind, and in
-    ``low`` the lowest height read."""
+cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_t* low,
+                  Py_ssize_t* kept) noexcept nogil:
+    """Feed one terminal to the virtual stack (checks.py's ``_step_one``): the kind, in ``low``
+    the lowest height read, and in ``kept`` how many of the states pushed on the stack's base
+    stay under the ones this step pushed (the last ``s.pushed.size - kept[0]``)."""
     cdef int64_t height = height_of(t, s), top, move, kind, pops = 0
     cdef Py_ssize_t i
     low[0] = height
+    kept[0] = s.pushed.size
     if t.ignored[term]:
         return SHIFTED
     top = top_of(t, s)
@@ -174,6 +230,7 @@ cdef int64_t step(const Tables* t, Stack* s, int64_t term, Buffer* local, int64_
         else:
             s.base = t.node_parent[s.base]
         pops -= 1
+    kept[0] = s.pushed.size
     for i in range(local.size):
         if buffer_push(&s.pushed, local.data[i]):
             return FAILED
@@ -250,19 +307,28 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     t.end_terminal, t.end_state = end_terminal, end_state
     cdef Stack s
     cdef Buffer local, visited  # visited: (status row, rest, height, height read by its step) per level
-    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v
-    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row
+    # Every virtual stack of this call is ``node`` and the terminals fed since: stack 0 is ``node``,
+    # stack e + 1 what the step of ``steps`` entry e left.  Outcomes share their first terminals
+    # (and statuses DEPENDENT send many walks down the same ones), so each (stack, terminal) is
+    # stepped once; a step met again is replayed: its base, the pushed states it kept, the ones it pushed.
+    cdef Memo stepped  # (stack id, terminal) -> entry
+    cdef Buffer steps, states  # per entry: kind, height read, base, kept, start and count of its pushes in ``states``
+    cdef Py_ssize_t i, n = outcomes.shape[0], width = status_table.shape[1], v, j, kept
+    cdef int64_t rest, top, height, low, step_low, kind, known, depth, row, stack_id, key, entry
     cdef int verdict, found
     cdef bint failed = False
     s.pushed.data, s.pushed.size, s.pushed.cap = NULL, 0, 0
     local.data, local.size, local.cap = NULL, 0, 0
     visited.data, visited.size, visited.cap = NULL, 0, 0
+    steps.data, steps.size, steps.cap = NULL, 0, 0
+    states.data, states.size, states.cap = NULL, 0, 0
+    stepped.keys, stepped.values, stepped.cap, stepped.count = NULL, NULL, 0, 0
     with nogil:
         for i in range(n):
             if unknown_only and status_table[t.node_state[node] * depth_keys + min(paren, paren_cap),
                                              outcomes[i]] != UNKNOWN:
                 continue
-            s.base, s.pushed.size, visited.size = node, 0, 0
+            s.base, s.pushed.size, visited.size, stack_id = node, 0, 0, 0
             rest = outcomes[i]
             while True:
                 top, height = top_of(&t, &s), height_of(&t, &s)
@@ -282,7 +348,28 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
                             or buffer_push(&visited, low)):
                         failed = True
                     break
-                kind = step(&t, &s, head[rest], &local, &step_low)
+                key = stack_id * t.n_terms + head[rest]
+                entry = memo_get(&stepped, key)
+                if entry >= 0:  # this stack met this terminal before: what its step did
+                    kind, step_low = steps.data[6 * entry], steps.data[6 * entry + 1]
+                    if kind == SHIFTED:
+                        s.base, s.pushed.size = steps.data[6 * entry + 2], steps.data[6 * entry + 3]
+                        for j in range(steps.data[6 * entry + 4], steps.data[6 * entry + 4] + steps.data[6 * entry + 5]):
+                            if buffer_push(&s.pushed, states.data[j]):
+                                kind = FAILED
+                else:
+                    kind = step(&t, &s, head[rest], &local, &step_low, &kept)
+                    entry = steps.size // 6
+                    if (buffer_push(&steps, kind) or buffer_push(&steps, step_low) or buffer_push(&steps, s.base)
+                            or buffer_push(&steps, kept) or buffer_push(&steps, states.size)
+                            or buffer_push(&steps, s.pushed.size - kept if kind == SHIFTED else 0)
+                            or memo_put(&stepped, key, entry)):
+                        kind = FAILED
+                    if kind == SHIFTED:
+                        for j in range(kept, s.pushed.size):
+                            if buffer_push(&states, s.pushed.data[j]):
+                                kind = FAILED
+                stack_id = entry + 1
                 if (kind == FAILED or buffer_push(&visited, row) or buffer_push(&visited, rest)
                         or buffer_push(&visited, height) or buffer_push(&visited, step_low)):
                     failed = True
@@ -304,6 +391,10 @@ def check_outcomes(const int32_t[:, ::1] action, const int64_t[::1] goto_offsets
     free(s.pushed.data)
     free(local.data)
     free(visited.data)
+    free(steps.data)
+    free(states.data)
+    free(stepped.keys)
+    free(stepped.values)
     return not failed
 
 
