@@ -277,7 +277,19 @@ def reads_short(regex: str) -> bool:
         return False
     if not _CHOICE.search(regex.replace("\\\\", "")):  # (one word per choice-free pattern)
         return False
-    return _rest_reads_short(regex[_leading_characters(regex):])
+    tail = regex[_leading_characters(regex):]
+    found = _TAIL_VERDICTS.get(tail)
+    if found is None:
+        found = _node_reads_short(_past_leading_characters(parse_python_regex(regex)))
+        if len(_TAIL_VERDICTS) < _TAILS_KEPT:
+            _TAIL_VERDICTS[tail] = found
+    return found
+
+
+#: reads_short by a pattern's text past its leading plain characters: Go's operators share their
+#: trailing blanks', one proof for all (by text: a tree read back from the parse memo is new)
+_TAIL_VERDICTS: dict[str, bool] = {}
+_TAILS_KEPT = 4096
 
 
 def _leading_characters(regex: str) -> int:
@@ -324,26 +336,21 @@ def _has_outer_choice(regex: str) -> bool:
 _PLAIN_CHARACTER = re.compile(r"[^\\.^$*+?{}\[\]|()#\s]|\\[^0-9A-Za-z\s]")
 
 
-@lru_cache(maxsize=4096)
-def _rest_reads_short(tail: str) -> bool:
-    """:func:`reads_short` of a pattern past its leading plain characters, by its text (Go's operators
-    share their trailing blanks': one parse, one proof; a parse memo's tree is new, hashed node by node)."""
-    node = parse_python_regex(tail)
-    if isinstance(node, Concat):  # one character each first: re.match reads on with the rest alone
-        rest = node.items
-        while rest and isinstance(rest[0], Chars):
-            rest = rest[1:]
-        if not rest:
-            return False
-        node = rest[0] if len(rest) == 1 else Concat(rest)
-    return _node_reads_short(node)
+def _past_leading_characters(node: Node) -> Node | None:
+    """``node`` past its leading characters (one each: ``re.match`` reads on with the rest alone);
+    None where nothing is left."""
+    if not isinstance(node, Concat):
+        return node
+    rest = node.items
+    while rest and isinstance(rest[0], Chars):
+        rest = rest[1:]
+    return None if not rest else rest[0] if len(rest) == 1 else Concat(rest)
 
 
-@lru_cache(maxsize=4096)
-def _node_reads_short(node: Node) -> bool:
-    """:func:`reads_short` of a parsed pattern (Go's operators share their trailing blanks'): False
-    where its choices prove it (:func:`takes_words_whole`, no automata), else decided exactly."""
-    if takes_words_whole(node):
+def _node_reads_short(node: Node | None) -> bool:
+    """:func:`reads_short` of a parsed pattern past its leading characters: False where its choices
+    prove it (:func:`takes_words_whole`, no automata), else decided exactly."""
+    if node is None or takes_words_whole(node):
         return False
     classes = [n.chars for n in nodes_of(node) if isinstance(n, Chars)]
     if not classes:  # (no character left to read: the empty word alone; sre reads "ab|ab" as "ab(?:|)")
