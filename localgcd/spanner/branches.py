@@ -67,10 +67,11 @@ class BranchRows:
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
-        self._template_children: set[int] = set()  # the root children of the templates (only those are sketched)
+        # the root children of the templates (only those are sketched)
+        self._with_template = np.zeros(self._root_bytes.size, dtype=bool)
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
         self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
-        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_states(q)
+        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_producible(q)
         self._held: dict[int, np.ndarray] = {}  # q → _held_ids(q)
         self.n_renamed = 0  # branches made by renaming a copy's
 
@@ -126,8 +127,8 @@ class BranchRows:
         children, state = self._continuing_children(q)
         held = self._held_ids(q, children.size)  # each continuing child's branch id, -1 until known
         if first_terminals is not None:  # (by distinct state: a row's ~200 root children enter a few)
-            entered, which = self._entered_states(q)
-            keep = (self.lexer.producible[entered] & first_terminals).any(axis=1)[which]
+            producible, which = self._entered_producible(q)
+            keep = (producible & first_terminals).any(axis=1)[which]
             children, state, held_now = children[keep], state[keep], held[keep]
         else:
             keep, held_now = None, held.copy()
@@ -164,11 +165,12 @@ class BranchRows:
             missing, renamed = self._find_copies(children, state, missing)
         if missing:
             self._walk(children[missing], state[missing])
-            if self._copies is not None:
-                self._keep_templates(children[missing], state[missing])
         for key, template, state_pairs, term_pairs in renamed:
             self._rename(key, ids[template], state_pairs, term_pairs)
-        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        if missing and self._copies is not None:
+            self._keep_templates(children[missing], state[missing], found[missing])
+        return found
 
     def _with_aliases(self, q: int, first_terminals: np.ndarray | None, children: np.ndarray,
                       found: np.ndarray) -> np.ndarray:
@@ -191,9 +193,9 @@ class BranchRows:
         with the same root child and the same sketch of its state (:meth:`_sketches`), as
         :class:`~localgcd.spanner.kernels.CopyMatcher` finds: (key, the walked one's key, the states
         and the terminals that map); and the rest, to walk."""
-        n_states, with_templates = self.lexer.n_states, self._template_children
-        rest = [i for i in missing if children.item(i) not in with_templates]  # (no template: walked)
-        missing = [i for i in missing if children.item(i) in with_templates]
+        n_states, at = self.lexer.n_states, np.array(missing, dtype=np.int64)
+        with_template = self._with_template[children[at]]
+        rest, missing = at[~with_template].tolist(), at[with_template].tolist()  # (no template: walked)
         renamed = []
         sketches = self._sketches(states[missing]) if missing else []
         for i, sketch in zip(missing, sketches):
@@ -206,19 +208,20 @@ class BranchRows:
                 renamed.append((child * n_states + state, made[1][found[0]], found[1], found[2]))
         return rest, renamed
 
-    def _keep_templates(self, children: np.ndarray, states: np.ndarray) -> None:
-        """Keep the branches just walked that are worth renaming as templates for their copies:
-        ``Tuning.copy_entries`` entries or more (a smaller one is walked faster than renamed), and a
-        closure within the pair walk's limit (it maps onto itself: a copy's could map onto it)."""
-        n_states, least = self.lexer.n_states, self.tuning.copy_entries
-        big = [i for i, (child, state) in enumerate(zip(children.tolist(), states.tolist()))
-               if self._positions[self._ids[child * n_states + state]].size >= least]
+    def _keep_templates(self, children: np.ndarray, states: np.ndarray, walked: np.ndarray) -> None:
+        """Keep the branches just walked (ids ``walked``) that are worth renaming as templates for
+        their copies: ``Tuning.copy_entries`` entries or more (a smaller one is walked faster than
+        renamed), and a closure within the pair walk's limit (it maps onto itself: a copy's could
+        map onto it)."""
+        n_states, positions = self.lexer.n_states, self._positions
+        sizes = np.fromiter((len(positions[b]) for b in walked.tolist()), dtype=np.int64, count=walked.size)
+        big = np.flatnonzero(sizes >= self.tuning.copy_entries).tolist()
         if not big:
             return
         for i, sketch in zip(big, self._sketches(states[big])):
             child, state = int(children[i]), int(states[i])
             if self._copies.maps_onto_itself(state):
-                self._template_children.add(child)
+                self._with_template[child] = True
                 made = self._templates.setdefault((child, sketch), ([], []))
                 made[0].append(state)
                 made[1].append(child * n_states + state)
@@ -298,12 +301,14 @@ class BranchRows:
                 array.flags.writeable = False
         return found
 
-    def _entered_states(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """(the distinct states ``q``'s continuing root children enter, each child's among them)."""
+    def _entered_producible(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(bool [distinct states ``q``'s continuing root children enter, terminals]: the terminals
+        each can still become; each child's row in it), made once per state."""
         found = self._entered.get(q)
         if found is None:
-            entered, which = np.unique(self._continuing_children(q)[1], return_inverse=True)
-            found = self._entered[q] = (entered, which.ravel())
+            state = self._continuing_children(q)[1]  # (np.unique's inverse: 3x the sort and search here)
+            entered = sorted_unique(state)
+            found = self._entered[q] = (self.lexer.producible[entered], np.searchsorted(entered, state))
         return found
 
     def outcome_of(self, q: int, position: int) -> int:
