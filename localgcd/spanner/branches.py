@@ -70,9 +70,8 @@ class BranchRows:
         # the root children of the templates (only those are sketched)
         self._with_template = np.zeros(self._root_bytes.size, dtype=bool)
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
-        self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
+        self._continuing: dict[int, tuple[np.ndarray, ...]] = {}  # q → _continuing_children(q)
         self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_producible(q)
-        self._held: dict[int, np.ndarray] = {}  # q → _held_ids(q)
         self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
@@ -124,8 +123,7 @@ class BranchRows:
         is a terminal its branch's state can become, so the other branches'
         tokens all start with a terminal outside the set.
         """
-        children, state = self._continuing_children(q)
-        held = self._held_ids(q, children.size)  # each continuing child's branch id, -1 until known
+        children, state, held = self._continuing_children(q)
         if first_terminals is not None:  # (by distinct state: a row's ~200 root children enter a few)
             producible, which = self._entered_producible(q)
             keep = (producible & first_terminals).any(axis=1)[which]
@@ -143,13 +141,6 @@ class BranchRows:
         if self.lexer.alias_of is None:
             return found
         return self._with_aliases(q, first_terminals, children, found)
-
-    def _held_ids(self, q: int, n_children: int) -> np.ndarray:
-        """int64 [continuing children of ``q``]: the branch id each enters, -1 until looked up."""
-        found = self._held.get(q)
-        if found is None:
-            found = self._held[q] = np.full(n_children, -1, dtype=np.int64)
-        return found
 
     def _branch_ids(self, children: np.ndarray, state: np.ndarray) -> np.ndarray:
         """The ids of the branches (root child ``children[i]`` entered in ``state[i]``): taken from
@@ -287,18 +278,19 @@ class BranchRows:
         self._values.append(values[live].astype(np.int32))
         return self._ids[key]
 
-    def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """(root children whose byte continues ``q``'s lexeme, the state each enters), made once per
-        state (read-only: a lazy row asks again for each set of first terminals)."""
+    def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(root children whose byte continues ``q``'s lexeme, the state each enters -- both
+        read-only: a lazy row asks again for each set of first terminals --, the id of the branch
+        each enters, -1 until looked up), made once per state."""
         found = self._continuing.get(q)
         if found is None:
-            lexer = self.lexer
-            term = lexer.emitted[q, self._root_bytes]
-            state = lexer.next_state[q, self._root_bytes]
+            root_bytes = self._root_bytes
+            term = self.lexer.emitted[q].take(root_bytes)  # (a row's take: 2-D indexing costs 1.5x)
+            state = self.lexer.next_state[q].take(root_bytes)
             children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
-            found = self._continuing[q] = (children, state[children].astype(np.int64))
-            for array in found:
-                array.flags.writeable = False
+            state = state.take(children).astype(np.int64)
+            children.flags.writeable = state.flags.writeable = False
+            found = self._continuing[q] = (children, state, np.full(children.size, -1, dtype=np.int64))
         return found
 
     def _entered_producible(self, q: int) -> tuple[np.ndarray, np.ndarray]:
