@@ -67,11 +67,11 @@ class BranchRows:
         self._copies = CopyMatcher(lexer, tuning.copy_states) \
             if self.kernels and tuning.copy_states > 0 and lexer.alias_of is None else None
         self._templates: dict[tuple[int, bytes], tuple[list[int], list[int]]] = {}  # (child, sketch) → states, keys
-        self._template_children: set[int] = set()  # the root children of the templates (only those are sketched)
+        # the root children of the templates (only those are sketched)
+        self._with_template = np.zeros(self._root_bytes.size, dtype=bool)
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
-        self._continuing: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _continuing_children(q)
-        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_states(q)
-        self._held: dict[int, np.ndarray] = {}  # q → _held_ids(q)
+        self._continuing: dict[int, tuple[np.ndarray, ...]] = {}  # q → _continuing_children(q)
+        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_producible(q)
         self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
@@ -123,11 +123,10 @@ class BranchRows:
         is a terminal its branch's state can become, so the other branches'
         tokens all start with a terminal outside the set.
         """
-        children, state = self._continuing_children(q)
-        held = self._held_ids(q, children.size)  # each continuing child's branch id, -1 until known
+        children, state, held = self._continuing_children(q)
         if first_terminals is not None:  # (by distinct state: a row's ~200 root children enter a few)
-            entered, which = self._entered_states(q)
-            keep = (self.lexer.producible[entered] & first_terminals).any(axis=1)[which]
+            producible, which = self._entered_producible(q)
+            keep = (producible & first_terminals).any(axis=1)[which]
             children, state, held_now = children[keep], state[keep], held[keep]
         else:
             keep, held_now = None, held.copy()
@@ -143,13 +142,6 @@ class BranchRows:
             return found
         return self._with_aliases(q, first_terminals, children, found)
 
-    def _held_ids(self, q: int, n_children: int) -> np.ndarray:
-        """int64 [continuing children of ``q``]: the branch id each enters, -1 until looked up."""
-        found = self._held.get(q)
-        if found is None:
-            found = self._held[q] = np.full(n_children, -1, dtype=np.int64)
-        return found
-
     def _branch_ids(self, children: np.ndarray, state: np.ndarray) -> np.ndarray:
         """The ids of the branches (root child ``children[i]`` entered in ``state[i]``): taken from
         the saved ones, renamed from a copy's or walked where new."""
@@ -164,11 +156,12 @@ class BranchRows:
             missing, renamed = self._find_copies(children, state, missing)
         if missing:
             self._walk(children[missing], state[missing])
-            if self._copies is not None:
-                self._keep_templates(children[missing], state[missing])
         for key, template, state_pairs, term_pairs in renamed:
             self._rename(key, ids[template], state_pairs, term_pairs)
-        return np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        if missing and self._copies is not None:
+            self._keep_templates(children[missing], state[missing], found[missing])
+        return found
 
     def _with_aliases(self, q: int, first_terminals: np.ndarray | None, children: np.ndarray,
                       found: np.ndarray) -> np.ndarray:
@@ -191,9 +184,9 @@ class BranchRows:
         with the same root child and the same sketch of its state (:meth:`_sketches`), as
         :class:`~localgcd.spanner.kernels.CopyMatcher` finds: (key, the walked one's key, the states
         and the terminals that map); and the rest, to walk."""
-        n_states, with_templates = self.lexer.n_states, self._template_children
-        rest = [i for i in missing if children.item(i) not in with_templates]  # (no template: walked)
-        missing = [i for i in missing if children.item(i) in with_templates]
+        n_states, at = self.lexer.n_states, np.array(missing, dtype=np.int64)
+        with_template = self._with_template[children[at]]
+        rest, missing = at[~with_template].tolist(), at[with_template].tolist()  # (no template: walked)
         renamed = []
         sketches = self._sketches(states[missing]) if missing else []
         for i, sketch in zip(missing, sketches):
@@ -206,19 +199,20 @@ class BranchRows:
                 renamed.append((child * n_states + state, made[1][found[0]], found[1], found[2]))
         return rest, renamed
 
-    def _keep_templates(self, children: np.ndarray, states: np.ndarray) -> None:
-        """Keep the branches just walked that are worth renaming as templates for their copies:
-        ``Tuning.copy_entries`` entries or more (a smaller one is walked faster than renamed), and a
-        closure within the pair walk's limit (it maps onto itself: a copy's could map onto it)."""
-        n_states, least = self.lexer.n_states, self.tuning.copy_entries
-        big = [i for i, (child, state) in enumerate(zip(children.tolist(), states.tolist()))
-               if self._positions[self._ids[child * n_states + state]].size >= least]
+    def _keep_templates(self, children: np.ndarray, states: np.ndarray, walked: np.ndarray) -> None:
+        """Keep the branches just walked (ids ``walked``) that are worth renaming as templates for
+        their copies: ``Tuning.copy_entries`` entries or more (a smaller one is walked faster than
+        renamed), and a closure within the pair walk's limit (it maps onto itself: a copy's could
+        map onto it)."""
+        n_states, positions = self.lexer.n_states, self._positions
+        sizes = np.fromiter((len(positions[b]) for b in walked.tolist()), dtype=np.int64, count=walked.size)
+        big = np.flatnonzero(sizes >= self.tuning.copy_entries).tolist()
         if not big:
             return
         for i, sketch in zip(big, self._sketches(states[big])):
             child, state = int(children[i]), int(states[i])
             if self._copies.maps_onto_itself(state):
-                self._template_children.add(child)
+                self._with_template[child] = True
                 made = self._templates.setdefault((child, sketch), ([], []))
                 made[0].append(state)
                 made[1].append(child * n_states + state)
@@ -284,26 +278,29 @@ class BranchRows:
         self._values.append(values[live].astype(np.int32))
         return self._ids[key]
 
-    def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """(root children whose byte continues ``q``'s lexeme, the state each enters), made once per
-        state (read-only: a lazy row asks again for each set of first terminals)."""
+    def _continuing_children(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(root children whose byte continues ``q``'s lexeme, the state each enters -- both
+        read-only: a lazy row asks again for each set of first terminals --, the id of the branch
+        each enters, -1 until looked up), made once per state."""
         found = self._continuing.get(q)
         if found is None:
-            lexer = self.lexer
-            term = lexer.emitted[q, self._root_bytes]
-            state = lexer.next_state[q, self._root_bytes]
+            root_bytes = self._root_bytes
+            term = self.lexer.emitted[q].take(root_bytes)  # (a row's take: 2-D indexing costs 1.5x)
+            state = self.lexer.next_state[q].take(root_bytes)
             children = np.flatnonzero((term == NO_EMIT) & (state != DEAD_STATE))
-            found = self._continuing[q] = (children, state[children].astype(np.int64))
-            for array in found:
-                array.flags.writeable = False
+            state = state.take(children).astype(np.int64)
+            children.flags.writeable = state.flags.writeable = False
+            found = self._continuing[q] = (children, state, np.full(children.size, -1, dtype=np.int64))
         return found
 
-    def _entered_states(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """(the distinct states ``q``'s continuing root children enter, each child's among them)."""
+    def _entered_producible(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(bool [distinct states ``q``'s continuing root children enter, terminals]: the terminals
+        each can still become; each child's row in it), made once per state."""
         found = self._entered.get(q)
         if found is None:
-            entered, which = np.unique(self._continuing_children(q)[1], return_inverse=True)
-            found = self._entered[q] = (entered, which.ravel())
+            state = self._continuing_children(q)[1]  # (np.unique's inverse: 3x the sort and search here)
+            entered = sorted_unique(state)
+            found = self._entered[q] = (self.lexer.producible[entered], np.searchsorted(entered, state))
         return found
 
     def outcome_of(self, q: int, position: int) -> int:
