@@ -26,11 +26,18 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 import localgcd
+from localgcd.budget import unbounded
+from localgcd.grammar.formats import to_grammar
+from localgcd.lexer import product
+from localgcd.lexer.look_ahead import conditional_terminals
+from localgcd.lexer.match_agreement import longest_match_agrees
+from localgcd.lexer.scan_order import lark_scan_order
+from localgcd.lexer.text_start import lexer_modes
 from localgcd.vocab import Vocabulary
 
 from reference import RefState, ReferenceChecker, pattern_atoms, split_utf8, utf8_tail_ranges
@@ -52,8 +59,36 @@ def byte_vocabulary() -> Vocabulary:
 
 @functools.lru_cache(maxsize=None)
 def reference(grammar_text: str) -> ReferenceChecker:
-    """One reference checker per grammar text (it keeps useful caches)."""
-    return ReferenceChecker(grammar_text)
+    """One reference checker per grammar text (it keeps useful caches): a Lark grammar is read by
+    lark's own first match, by the longest-match reference where the two read it alike."""
+    return ReferenceChecker(grammar_text, first_match=True, longest_where=longest_match_reads(grammar_text))
+
+
+def longest_match_reads(grammar_text: str, source_path: str | None = None) -> Callable[[frozenset[str]], bool]:
+    """Which terminal sets of a Lark grammar (by name) lark's first match lexes as the longest match
+    does, by localgcd's verdict (lexer/match_agreement.py; its soundness against the first-match
+    automaton is test_match_agreement's, the first-match automaton's against lark test_first_match's
+    and test_lark_corpus's): the first-match reference backtracks through every terminal's re.match
+    and is ten times the longest-match one's time.  A set with a name localgcd does not know: no."""
+    try:
+        terminals = list(to_grammar(grammar_text, "lark", source_path or "<grammar>",
+                                    base_dir=str(Path(source_path).parent) if source_path else None).terminals)
+    except localgcd.LocalgcdError:
+        return lambda names: False
+    regexes, order = lexer_modes(terminals).regexes, lark_scan_order(terminals)
+    index = {t.name: i for i, t in enumerate(terminals)}
+    meter = unbounded()
+    known: dict[frozenset[str], bool] = {}
+
+    def agrees(names: frozenset[str]) -> bool:
+        if names not in known:
+            members = sorted(index[n] for n in names if n in index)
+            known[names] = order is not None and names <= index.keys() and not conditional_terminals(
+                [regexes[i] for i in members]) and longest_match_agrees(
+                members, regexes, order, lambda patterns: product._regex_overlaps(patterns, meter))
+        return known[names]
+
+    return agrees
 
 
 class SynCodeIndenter(StandardIndenter):
@@ -204,9 +239,9 @@ NUMBER: /[0-9]+(\.[0-9]+)?/
     extra_tokens=(b"1.", b".", b"1.+", b")" * 5, b"+" * 2),
 )
 
-# Ties between regexps: priority (NUM.2 takes "a", "aa"), then lark's order
-# between two equal regexps (HEX before NAME on "abc": same width and pattern
-# length, so the name decides); "abx" can only be a NAME.
+# Ties between regexps, read in lark's order: NUM.2 is tried first (it takes "a" of "abc"), then
+# HEX before NAME (same width and pattern length, so the name decides: HEX takes "bad", and "ba"
+# of "bax", where the longest match would read a NAME); "xyz" can only be a NAME.
 TIES = SmallGrammar(
     "ties",
     r"""
@@ -218,7 +253,7 @@ NUM.2: /[0-9a]+/
 %ignore " "
 """,
     pieces=("a", "b", "f", "g", "x", "ab", "abc", "1", "0a", "!", ";", " "),
-    sentences=("abc! abx a; 1a0; g", "aa;f!fx", "ba!"),
+    sentences=("bad! xyz a; 1a0; g", "aa;f!x", "ba!"),
     extra_tokens=(b"a", b"aa", b"ab", b"abc!", b"a;", b"abx"),
 )
 

@@ -59,9 +59,9 @@ STRING: /"[^"\\]*"/
         ('start: "x" /(a)\\1/', r"g\.lark:1:12: pattern /\(a\)\\1/: unsupported construct: back-reference$"),
         ("start: W\nW: /(a)\\1|\\n\t/", r"g\.lark:2:1: terminal W /\(a\)\\1\|\\n\\t/: unsupported construct: "
                                        r"back-reference$"),
-        # (one longest-match lexer: lark's contextual one, the default, lexes "a" where B is not taken)
+        # (one basic lexer: lark's contextual one, the default, lexes "a" where B is not taken)
         ('start: "a" B\nB.2: /a/\n// localgcd: lexer=basic',
-         r'g\.lark:1:8: string "a" can never be produced: every lexeme it matches'),
+         r'g\.lark:1:8: string "a" can never be produced: lark\'s lexer tries another terminal first wherever it matches'),
         ("start: /\\p{L}+/", r"g\.lark:1:8: pattern /\\p\{L\}\+/: \\p\{…\} \(a Unicode property\) is the regex module's "
                             r"syntax, which lark reads only with regex=True: compile with lark_regex=True"),
     ],

@@ -30,6 +30,7 @@ from exactness_support import (
     blind_spots,
     incomplete_tail,
     byte_vocabulary,
+    longest_match_reads,
     real_tokenize,
     reference_verdicts,
     sample_ids,
@@ -157,7 +158,8 @@ def edits(text: str, rng: random.Random, n: int) -> list[str]:
 def reference(name: str) -> ContextualChecker:
     text, start = grammar_text(name)
     options = {"source_path": str(BY_PATH[name].file)} if name in BY_PATH else {}
-    return ContextualChecker(text, start=start, **options)
+    return ContextualChecker(text, start=start, first_match=True,
+                             longest_where=longest_match_reads(text, options.get("source_path")), **options)
 
 
 # ---------------------------------------------------------------------------------------------

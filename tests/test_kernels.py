@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from localgcd.compiler.compiler import Compiler, compile_json_schema
 from localgcd.grammar.formats import to_grammar
-from localgcd.lexer import product
+from localgcd.lexer import exploration, first_match, product
 from localgcd.lexer.automaton import build_lexer_dfa
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.arrays import boolean_product, packed_words, sorted_unique
@@ -837,10 +837,12 @@ def product_cases():
 def test_the_compiled_product_exploration_is_numpys(monkeypatch, text: str, fmt: str) -> None:
     """Every product the lexer build explores, explored again by the kernel and by the numpy
     rounds: the same table, byte classes and state vectors (the same states, numbered alike)."""
-    real = product._explore_states
+    real = exploration.explore_states
     explored = []
     monkeypatch.setattr(product, "_REGEX_PRODUCTS", {})  # (a product memoized by an earlier test is not explored)
-    monkeypatch.setattr(product, "_explore_states", lambda p, *args, **kw: explored.append(p) or real(p, *args, **kw))
+    for module, name in ((exploration, "explore_states"), (product, "_explore_states"), (first_match, "explore_states")):
+        # (each place the walk is called from: a Lark grammar's modes by lark's first match)
+        monkeypatch.setattr(module, name, lambda p, *args, **kw: explored.append(p) or real(p, *args, **kw))
     grammar = to_grammar(text, fmt, "<grammar>")
     build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text)
     assert explored

@@ -19,10 +19,9 @@ The suite reads each grammar with ``lexer="basic"``, as it was written for; a La
 default is lark's contextual lexer, and where that reads a grammar otherwise
 (:data:`CONTEXTUAL_DIFFERS`) the default's masks are checked against the contextual reference.
 
-Where lark's basic lexer and localgcd's maximal-munch lexer differ by design,
-the grammar names the reason in ``lexer_difference``; a disagreement with lark
-is then accepted only on a text where lark's tokens differ from the
-maximal-munch tokens (the reference's) and localgcd agrees with the reference.
+localgcd reads a Lark grammar as lark's lexers do, by the first match in lark's order (README,
+"Lexing semantics"), and so does the reference here (``first_match=True``: lark's own order and
+retyping, each terminal read with ``re.match``): every grammar's masks are compared with it.
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from localgcd import GrammarError, IndenterOptions
 from exactness_support import (
     Mismatch,
     MismatchLog,
+    longest_match_reads,
     SmallGrammar,
     blind_spots,
     incomplete_tail,
@@ -71,12 +71,6 @@ OUTLINE = IndenterOptions(newline="_NL", indent="_IN", dedent="_OUT", opens=("OP
 TREE = IndenterOptions(newline="_NL", indent="_INDENT", dedent="_DEDENT", opens=(), closes=(), tab_len=8)
 
 
-# lark's basic lexer tries terminals in priority order and takes the first that matches (LEVEL.2
-# "INFO" out of "INFOS", HEXID.2 "0x1" out of "0x1g", KEY.2 "x" out of "x y"); localgcd takes the
-# longest match and uses priority only to break ties (README, "Lexing semantics").
-PRIORITY_FIRST = "terminal priority before length in lark's basic lexer"
-
-
 @dataclass(frozen=True)
 class Entry:
     path: str  # relative to tests/corpus/lark
@@ -87,7 +81,6 @@ class Entry:
     patch: tuple[tuple[str, str], ...] = ()  # (old, new) replacements; old "" appends new
     patched_conflicts: int = 0
     indenter: IndenterOptions | None = None
-    lexer_difference: str = ""  # why lark's basic lexer may tokenize differently (empty: it may not)
     walks: int = 2
 
     @property
@@ -122,7 +115,10 @@ ENTRIES = (
           accepted=('if (x < 1) if (y) a = 1; else b = "s\\"";', 'while (n != 0) { n = n; return; } // end\n',
                     'return 1.5; ifx = elsey;', "", 'if(a)if(b)if(c)x=1;else y=2;else z=3;'),
           rejected=("if (x) else y = 1;", "a = 1", 'return "a;', "if (x y) a=1;", "else a = 1;")),
-    Entry("java_dangling_else.lark", 1, walks=1,
+    # lark tries IDENT (unbounded width) before "non-sealed": it lexes "non" "-" "sealed", and the string is
+    # never produced; given a priority, lark tries it first
+    Entry("java_dangling_else.lark", None, error="NON_SEALED.*can never be produced", patched_conflicts=1, walks=1,
+          patch=(('NON_SEALED: "non-sealed"', 'NON_SEALED.2: "non-sealed"'),),
           accepted=("class A { void f() { if (a) if (b) x(); else y(); } }",
                     "class B { int g(int n) { if (n > 0) return 1; else if (n < 0) return -1; else return 0; } }",
                     "interface I { }"),
@@ -138,19 +134,16 @@ ENTRIES = (
           accepted=("2024-01-02T03:04:05 INFO started pid=12 0xff\n",
                     "2024-01-02T03:04:05 ERROR user=\"bob smith\" info 42 x\n2024-01-02T03:04:06 WARN a=0x1\n"),
           rejected=("INFO x\n", "2024-01-02T03:04:05 INFO a=\n", "2024-01-02T03:04:05 DEBUG x",
-                    "2024-01-02T03:04:05 NOTICE\n"),
-          lexer_difference=PRIORITY_FIRST),
+                    "2024-01-02T03:04:05 NOTICE\n")),
     Entry("lookahead_key.lark", None, error="KEY.*look-ahead", patch=(("KEY: /[a-z_]+(?==)/", "KEY.2: /[a-z_]+/"),),
-          accepted=("a=1\nb_c=9 x\n",), rejected=("a=\n", "=1\n", "a=1"),
-          lexer_difference=PRIORITY_FIRST),
+          accepted=("a=1\nb_c=9 x\n",), rejected=("a=\n", "=1\n", "a=1")),
     Entry("common_imports.lark", 0, patch=(("", GREEDY_ESCAPED_STRING),),
           accepted=('\nname = "x" # comment\n[server.http]\nport = -80\nflags = [true, false, [1.5e3]]\n',
                     "[a]\n[b]\nx=1\n", 'truex = "t"\n'),
           rejected=("name = \n", "[a.]\n", "x = true", "[a]x=1\n", "x = [1,]\n")),
     Entry("imports/main.lark", 0,
           accepted=("a := 1; b := [1, 'two', [ ]];", "", "x:=[[]] ;"),
-          rejected=("a = 1;", "a := ;", "a := [1,];", "a := 'x"),
-          lexer_difference=""),
+          rejected=("a = 1;", "a := ;", "a := [1,];", "a := 'x")),
     Entry("extend_override.lark", None, error="_MACRO.*%declare", patch=(("    | _MACRO NAME \";\"\n", ""),
                                                                        ("%declare _MACRO\n", "")),
           accepted=("let x = {a: 1, b: [null, 'q']}; print -3;", "print null;", "print [ {} ];"),
@@ -173,11 +166,7 @@ ENTRIES = (
           rejected=("a:\n  b: 1\n c: 2\n", "a: 1\n  b: 2\n", "a: [1\n", "a:\n", "- 1")),
     Entry("regex_alternation.lark", 0,
           accepted=("a < b;", "x > 1; y = z; 3 != 4;"),
-          rejected=("a < ;", "a <> b;", "a b;"),
-          lexer_difference="OP: /<|<=|...|=|==|!=/ under lark's basic lexer is Python's re alternation, "
-                           "which takes the first alternative that matches (\"<\" out of \"<=\"); localgcd "
-                           "and the reference read a terminal as a regular language and take the longest "
-                           "match"),
+          rejected=("a < ;", "a <> b;", "a b;")),
     Entry("lark_examples/json.lark", 0, patch=(("", GREEDY_ESCAPED_STRING),),
           accepted=('{"a": [1, -2.5e3, "x\\"y", true, null], "b": {}}', ' "s" ', "[]", "-0"),
           rejected=('{"a" 1}', "[1,]", '"\\"', "tru", '{"a": [}')),
@@ -303,9 +292,12 @@ def entry_reference(entry: Entry):
     if entry.name not in _REFS:
         if entry.indenter:
             _REFS[entry.name] = IndentedReferenceChecker(entry.text, lark_indenter(entry.indenter),
-                                                         source_path=str(entry.file))
+                                                         source_path=str(entry.file), first_match=True)
         else:
-            _REFS[entry.name] = ReferenceChecker(entry.text, source_path=str(entry.file))
+            # strict=False: a terminal lark tries later (lookahead_key's VALUE after KEY.2's letters) can
+            # become nothing while the one before it reads on, which the bounded search cannot prove
+            _REFS[entry.name] = ReferenceChecker(entry.text, source_path=str(entry.file), first_match=True,
+                                                 strict=False, longest_where=longest_match_reads(entry.text, str(entry.file)))
     return _REFS[entry.name]
 
 
@@ -444,8 +436,8 @@ def lark_tokens(entry: Entry, text: str) -> list[tuple[str, str]] | None:
         return None
 
 
-def maximal_munch_tokens(entry: Entry, text: str) -> list[tuple[str, str]] | None:
-    """The reference's (longest-match) non-ignored tokens (entries without an Indenter)."""
+def reference_tokens(entry: Entry, text: str) -> list[tuple[str, str]] | None:
+    """The reference's non-ignored tokens (entries without an Indenter)."""
     ref = entry_reference(entry)
     lexemes = ref.lex(text.encode())
     if lexemes is None:
@@ -477,20 +469,16 @@ def lark_backs_up(entry: Entry, text: str) -> bool:
 
 
 def agree_with_lark(entry: Entry, compiled, text: str) -> str | None:
-    """None if localgcd and lark agree on ``text``, or differ only by a
-    documented lexer difference (the entry's own, or lark backing up) while
-    localgcd agrees with the reference; else a description."""
+    """None if localgcd and lark agree on ``text``, or differ only where lark backs up more than a
+    byte past a lexeme and localgcd refuses the text (README, "Lexing semantics"); else a
+    description."""
     ours = localgcd_accepts(compiled, text.encode())
     theirs = entry_accepts(entry, text)
     if ours == theirs:
         return None
     why = f"{text!r}: localgcd {'accepts' if ours else 'rejects'}, lark {'accepts' if theirs else 'rejects'}"
-    if theirs and lark_backs_up(entry, text) and ours == reference_complete(entry, text.encode()):
+    if theirs and not ours and lark_backs_up(entry, text):
         return None  # lark backs up over more than one byte; localgcd's lexer does not (documented)
-    if entry.lexer_difference:
-        munch = maximal_munch_tokens(entry, text)
-        if lark_tokens(entry, text) != munch and ours == reference_complete(entry, text.encode()):
-            return None  # the documented difference: lark's tokens are not the longest-match ones
     return why
 
 
@@ -533,7 +521,7 @@ def test_check_agrees_with_lark(name: str) -> None:
         assert localgcd_accepts(compiled, text.encode()), f"localgcd rejects {text!r}"
     for text in entry.rejected:
         assert agree_with_lark(entry, compiled, text) is None, agree_with_lark(entry, compiled, text)
-        assert not localgcd_accepts(compiled, text.encode()) or entry.lexer_difference, text
+        assert not localgcd_accepts(compiled, text.encode()), text
     if entry.patch and entry.conflicts is None:  # the user's rewrite keeps lark's verdicts on these texts
         try:
             lark_parser(entry, original=True)
@@ -567,17 +555,19 @@ def test_hypothesis_mutations_agree_with_lark(name: str, data: st.DataObject) ->
     assert agree_with_lark(entry, checker(entry), text) is None, agree_with_lark(entry, checker(entry), text)
 
 
-def test_documented_lexer_differences_are_real() -> None:
-    """Each documented difference shows on a concrete text: lark rejects what
-    the longest-match lexer (localgcd and the reference) accepts."""
+def test_where_lark_reads_otherwise_than_the_longest_match_localgcd_reads_as_lark() -> None:
+    """Each text where lark's first match tokenizes otherwise than the longest match would ("<"
+    out of "<=" by re's alternation, LEVEL.2 "INFO" out of "INFOS", KEY.2 "x" out of "x y") is read
+    as lark reads it (lexer/first_match.py), by localgcd and the reference alike: lark rejects
+    these, and the reference's tokens are lark's."""
     cases = {"regex_alternation": "a <= b;", "terminal_priority": "2024-01-02T03:04:05 INFO INFOS\n",
              "lookahead_key": "a=x y\n"}
     for name, text in cases.items():
         entry = BY_NAME[name]
         ours = localgcd_accepts(checker(entry), text.encode())
-        assert ours == reference_complete(entry, text.encode()), name
-        assert ours != entry_accepts(entry, text), name
-        assert lark_tokens(entry, text) != maximal_munch_tokens(entry, text), name
+        assert ours == entry_accepts(entry, text) is False, name
+        assert not reference_complete(entry, text.encode()), name
+        assert lark_tokens(entry, text) == reference_tokens(entry, text), name
 
 
 @pytest.mark.parametrize("name, text", [("inlining", "a  <1"), ("inlining", "a  < 1 ; b == \"x\"")])
@@ -616,7 +606,7 @@ def test_by_default_masks_match_the_contextual_reference(name: str) -> None:
     entry = BY_NAME[name]
     compiled = compile_entry(entry, entry.text, lexer=None)
     assert compiled.lexer_kind == "contextual" and compiled.contextual_lexer
-    ref = ContextualChecker(entry.text, source_path=str(entry.file))
+    ref = ContextualChecker(entry.text, source_path=str(entry.file), first_match=True)
     lark_contextual = lark.Lark(entry.text, parser="lalr", source_path=str(entry.file))
     texts = [t for t in entry.accepted + entry.rejected if lark_accepts(lark_contextual, t)]
     assert texts

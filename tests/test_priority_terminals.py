@@ -153,12 +153,13 @@ def test_a_look_ahead_past_the_lexeme_keeps_the_lexer_from_ending_it_before_thos
 
 
 def test_a_look_ahead_that_would_hand_the_lexeme_to_another_terminal_is_refused() -> None:
-    """Before '"', S may not end as '""' but T matches it: the lexer would have to emit T there."""
+    """Before '"', S may not end as '""' but T matches it: lark, which tries S first, would take T's
+    lexeme there, a winner per byte (lexer/first_match.py names it)."""
     from localgcd.grammar.lark_frontend import load_lark_grammar
     from localgcd.lexer.automaton import build_lexer_dfa
 
     text = 'start: (S | T)+\nS: /"(?!"")[a-z]*"/\nT: /"[a-z]*"/\n'
-    with pytest.raises(GrammarError, match=r"g\.lark:2:1: terminal S .*another terminal"):
+    with pytest.raises(GrammarError, match=r"g\.lark:2:1: terminal S .*a terminal lark tries after it takes a lexeme"):
         build_lexer_dfa(list(load_lark_grammar(text, "g.lark").terminals), "g.lark", text)
 
 

@@ -42,7 +42,9 @@ if TYPE_CHECKING:  # (a general grammar's engine, GBNF's token elements: importe
 #: and says whether an eager compile made it.  13: a terminal may fork (lark's contextual lexer where
 #: the parser's stack picks the mode after it), and contextual tables have no terminal classes.
 #: 14: a lexer in which nothing backs up has no alias table (13 could store an empty one).
-TABLE_FORMAT_VERSION = 14
+#: 15: a Lark grammar's terminals carry lark's pattern length and flags, and its lexer reads lark's
+#: first match (lexer/first_match.py), not the longest.
+TABLE_FORMAT_VERSION = 15
 
 
 @dataclass

@@ -70,6 +70,7 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_rows, digraph
 from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.ir import GrammarIR
+from localgcd.lexer.scan_order import lark_scan_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce, reduced_rule
 from localgcd.regex.dfa import DEAD_STATE, DFA, is_prefix_of_some, trim
@@ -595,10 +596,17 @@ class LexemeClashes:
     A lexer over ``own`` and ``extra`` terminals lexes like ``own``'s lexer or emits an ``extra``
     terminal where ``own``'s fails (which the parser refuses) unless some ``own`` lexeme is a
     prefix of an ``extra`` one: longest match then takes ``extra``'s, where ``own``'s lexer takes
-    the shorter one (any other way the two differ would have longest match take a shorter lexeme)."""
+    the shorter one (any other way the two differ would have longest match take a shorter lexeme).
+
+    A Lark grammar's lexers take lark's first match (``order``: :mod:`localgcd.lexer.first_match`):
+    there the union lexes otherwise where an ``extra`` terminal lark tries before an ``own`` one
+    matches where it does (either lexeme a prefix of the other), or where an ``own`` pattern's
+    lexeme would be retyped to an ``extra`` string (one its ``re.match`` takes whole); an ``extra``
+    terminal tried after every ``own`` one that matches changes nothing."""
 
     def __init__(self, terminals: tuple[Terminal, ...], meter: BudgetMeter) -> None:
         self.terminals, self.meter = terminals, meter
+        self.order = lark_scan_order(terminals)
         #: a plain string's bytes (compared as bytes: no automaton made for it), else None
         self.literals = [literal_bytes(t.regex) for t in terminals]
         self._automata: dict[int, DFA | None] = {}
@@ -633,7 +641,13 @@ class LexemeClashes:
         if not self.start_alike[a, b]:
             return False
         if (a, b) not in self.known:
-            self.known[a, b] = self._prefix_of_some(a, b)
+            if self.order is None:
+                self.known[a, b] = self._prefix_of_some(a, b)
+            elif b in self.order.unless[a]:
+                self.known[a, b] = True
+            else:
+                self.known[a, b] = self.order.position[b] < self.order.position[a] and (
+                    self._prefix_of_some(a, b) or self._prefix_of_some(b, a))
         return self.known[a, b]
 
     def _prefix_of_some(self, a: int, b: int) -> bool:

@@ -205,7 +205,8 @@ def _ranked_terminals(defs: list[TermDef], ignore: list[str], origins: "_Termina
             regex = REGEX_MODULE_PREFIX + regex
         out.append(Terminal(name=t.name, regex=regex, priority=t.priority,
                             is_literal=t.pattern.type == "str", ignored=t.name in ignored,
-                            line=line, column=column, written=written))
+                            line=line, column=column, written=written,
+                            lark_pattern=(len(t.pattern.value), tuple(sorted(t.pattern.flags)))))
     return out
 
 

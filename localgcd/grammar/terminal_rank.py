@@ -8,12 +8,10 @@ lexer in the order lark's loader would give it.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from localgcd.regex.nfa import literal_alternatives, literal_bytes
-from localgcd.regex.python_syntax import sre_max_width
+from localgcd.regex.width import regex_max_width
 
 __all__ = ["RankedTerminal", "lark_pattern_length", "ranked", "regex_max_width"]
 
@@ -36,24 +34,6 @@ def ranked(terminals: Sequence[RankedTerminal]) -> list[str]:
     widths = {t.name: t.value_length if t.is_literal else regex_max_width(t.regex) for t in terminals}
     order = sorted(terminals, key=lambda t: (-t.priority, not t.is_literal, -widths[t.name], -t.value_length, t.name))
     return [t.name for t in order]
-
-
-@functools.lru_cache(maxsize=4096)
-def regex_max_width(regex: str) -> int:
-    """lark's ``max_width`` of a pattern, memoized per regex across grammars."""
-    data = literal_bytes(regex)  # a schema's keys: one string each, its width its characters
-    if data is not None:
-        return len(data.decode("utf-8"))
-    strings = literal_alternatives(regex)  # a big enum's strings: the longest one
-    if strings is not None:
-        return max(len(data.decode("utf-8")) for data in strings)
-    if "\\p{" not in regex:  # lark's own parse, made once already by the regex reader
-        width = sre_max_width(regex)
-        if width is not None:
-            return width
-    from lark.utils import get_regexp_width  # (lark and its regex module: imported by the first pattern that needs it)
-
-    return int(get_regexp_width(regex)[1])
 
 
 def lark_pattern_length(regex: str) -> int:

@@ -34,6 +34,10 @@ class Terminal:
     #: lark's contextual lexer where the parser's stack decides the mode after it: (parser state after
     #: it, the terminal whose restart lexing takes then: a copy lexed in no mode); None: ``next_mode``
     fork: tuple[tuple[int, int], ...] | None = None
+    #: a Lark grammar's terminal: lark's ``(len(pattern.value), pattern.flags)``, what lark's basic
+    #: lexer orders and retypes it by (localgcd.lexer.scan_order.lark_scan_order); None: a
+    #: generated grammar's (GBNF, JSON Schema, regex), lexed by the longest match
+    lark_pattern: tuple[int, tuple[str, ...]] | None = None
 
     @property
     def lexed_in(self) -> tuple[int, ...]:
@@ -52,7 +56,7 @@ class Terminal:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("modes", "fork"):  # (the form entries written before contextual lexing have)
+        for name in ("modes", "fork", "lark_pattern"):  # (the form entries written before contextual lexing have)
             if data[name] is None:
                 del data[name]
         return data
@@ -61,9 +65,10 @@ class Terminal:
     def from_json(cls, data: dict[str, Any]) -> "Terminal":
         also = tuple(Also(a["regex"], a["start"], None if a["ends"] is None else tuple(a["ends"]))
                      for a in data.get("also", ()))
-        modes, fork = data.get("modes"), data.get("fork")
+        modes, fork, pattern = data.get("modes"), data.get("fork"), data.get("lark_pattern")
         return cls(**{**data, "also": also, "modes": None if modes is None else tuple(modes),
-                      "fork": None if fork is None else tuple(tuple(pair) for pair in fork)})
+                      "fork": None if fork is None else tuple(tuple(pair) for pair in fork),
+                      "lark_pattern": None if pattern is None else (pattern[0], tuple(pattern[1]))})
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,11 @@ import numpy as np
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
+from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
+from localgcd.lexer.first_match import first_match_backing
 from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.lexer.text_start import lexer_modes, only_at_text_start
@@ -45,11 +47,21 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     emit_forbidden = dfa.emit_forbidden
     modes = lexer_modes(terminals)  # (memoized automata: the modes build_lexer_dfa read)
     lexer = LexingTransducer.from_dfa(dfa, len(terminals), modes.next_modes, take_table=True)
+    first_match = read_in_lark_order(terminals)
     backing = backing_terminals(modes.regexes)
-    if backing:
+    # (a greedy pattern whose re.match words back up, read so by lark's first match alone: where
+    # backing up as it does is not exact, the lexer does not back up there, as between terminals —
+    # a text that needs it is refused, README "Lexing semantics" — rather than the grammar)
+    greedy = first_match_backing(modes.regexes) - backing if first_match else set()
+    backing |= greedy
+    while backing:
         try:
             lexer = backing_up_lexer(lexer, backing, emit_forbidden)
+            break
         except PendingRefused as exc:
+            if exc.terminal in greedy:
+                backing = backing - {exc.terminal}
+                continue
             terminal = terminals[exc.terminal]
             raise _error(terminal, f"{terminal.describe()}: {backs_up(modes.regexes[exc.terminal])}, and backing up as it does "
                          f"is not exact here: {exc}", source, text) from None
@@ -113,9 +125,11 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         except CompileBudgetError as exc:
             raise error(terminal, f"{terminal.describe()}: {exc.message}", CompileBudgetError) from None
     modes = lexer_modes(terminals)  # (the text's start read as the loop above read it)
+    first_match = lark_scan_order(terminals)
     try:
         dfa = product_dfa(modes.regexes, modes.lexed_in, [terminal.also for terminal in terminals], meter, tuning,
-                          n_modes=max(max(modes.next_modes, default=0) + 1, modes.n_modes))
+                          n_modes=max(max(modes.next_modes, default=0) + 1, modes.n_modes),
+                          first_match=first_match)
     except TerminalUnsupported as exc:
         terminal = terminals[exc.terminal]
         raise error(terminal, f"{terminal.describe()}: {exc}") from None
@@ -134,8 +148,10 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
             continue
         if terminal.modes is not None and terminal.name in produced_names:
             continue  # (lark's contextual lexer: a copy in modes where another terminal wins; produced elsewhere)
-        message = (f"{terminal.describe()} can never be produced: every lexeme it matches is won by a "
-                   "higher-ranked terminal (longest match, then priority)")
+        message = f"{terminal.describe()} can never be produced: " + (
+            "lark's lexer tries another terminal first wherever it matches (lark's order: priority, longer "
+            "maximum width, longer definition, name)" if first_match else
+            "every lexeme it matches is won by a higher-ranked terminal (longest match, then priority)")
         hinted = f"{message} ({unproduced_hint})" if unproduced_hint else message
         ignored_over = _ignored_supersets(terminal, terminals, meter)
         if not ignored_over:

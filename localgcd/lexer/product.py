@@ -32,10 +32,17 @@ import numpy as np
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_table_rows
+from localgcd.lexer.scan_order import ScanOrder
 from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
 from localgcd.regex.dfa import DEAD_STATE, DFA, minimize_mapped, renumbered, run_edges
 from localgcd.regex.nfa import literal_bytes
+from localgcd.lexer.exploration import NEW_STATE as _NEW_STATE, NO_LABEL as _NO_LABEL, SINK as _SINK
+from localgcd.lexer.exploration import TerminalUnsupported, explore as _explore, explore_classes as _explore_classes
+from localgcd.lexer.exploration import explore_states as _explore_states, glue as _glue, live_states as _live_states
+from localgcd.lexer.exploration import product_kernel, product_kernel_available
+from localgcd.lexer.first_match import first_match_mode
+from localgcd.lexer.match_agreement import PatternOverlaps, longest_match_agrees, pattern_overlaps
 from localgcd.lexer.look_ahead import conditional_terminals, other_ends, without_earlier_end
 from localgcd.lexer.strings_trie import trie_over_dfa
 from localgcd.regex.priority import PriorityDFA
@@ -43,24 +50,10 @@ from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
 from localgcd.tuning import Tuning
 
-try:
-    from localgcd.lexer import product_kernel
-except ImportError:  # not built: the numpy rounds serve
-    product_kernel = None
-
-
-def product_kernel_available() -> bool:
-    """Whether the product exploration's kernel was built (``pip install`` builds it)."""
-    return product_kernel is not None
-
-_SINK = 0  # the product's dead component state (every component's DEAD_STATE maps here)
-_NEW_STATE = -2  # a successor not seen before, while a frontier is looked up
-_NO_LABEL = np.iinfo(np.int32).max
-
 
 def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | None = None,
                 also: Sequence[Sequence[Also]] | None = None, meter: BudgetMeter | None = None,
-                tuning: Tuning = Tuning(), n_modes: int = 1) -> DFA:
+                tuning: Tuning = Tuning(), n_modes: int = 1, first_match: ScanOrder | None = None) -> DFA:
     """The minimal lexer DFA of ``regexes`` (terminal ``i`` is ``regexes[i]``; a lower index wins
     a lexeme several terminals match).  Raises ``UnsupportedRegex`` naming the construct.
 
@@ -73,6 +66,8 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     terminal's automaton and each round of the product's exploration.  ``tuning.tracked_modes``:
     the tracked modes explored in one walk (off: each mode's own product; the same DFA).
     ``n_modes``: at least this many modes (one a terminal restarts in may lex none).
+    ``first_match``: a Lark grammar's terminals, read as lark's lexers read them: the first in lark's
+    order whose ``re.match`` succeeds wins (:mod:`localgcd.lexer.first_match`); None: the longest match.
     """
     meter = meter if meter is not None else unbounded()
     lexed_in = _lexed_in(modes, len(regexes))
@@ -88,6 +83,16 @@ def product_dfa(regexes: Sequence[str], modes: Sequence[int | Sequence[int]] | N
     alike_modes: dict[tuple[str, ...], tuple[tuple[np.ndarray, np.ndarray | None], np.ndarray, list[int]]] = {}
     for mode in range(n_modes):  # modes never meet in one product state
         members = members_of[mode]
+        if first_match is not None and members and (
+                mode in conditional_modes or any(also[i] for i in members) or not longest_match_agrees(
+                    members, regexes, first_match, lambda patterns: _regex_overlaps(patterns, meter))):
+            read = first_match_mode(members, regexes, first_match, meter, f"the lexer automaton (mode {mode})",
+                                    conditional)
+            tables.append((read.table, read.class_of))
+            labels.append(read.accept)
+            if read.forbidden is not None:
+                forbidden[mode], end_refused[mode] = read.forbidden, read.end_refused
+            continue
         if mode in conditional_modes:
             table, accept, forbidden[mode], end_refused[mode] = _conditional_mode(members, regexes, also,
                                                                                  conditional, meter)
@@ -152,14 +157,6 @@ def _lexed_in(modes: Sequence[int | Sequence[int]] | None, n: int) -> list[tuple
     return [(m,) if isinstance(m, (int, np.integer)) else tuple(m) for m in modes]
 
 
-class TerminalUnsupported(UnsupportedRegex):
-    """A terminal (``terminal``: its index) whose lexemes the lexer cannot make exact."""
-
-    def __init__(self, terminal: int, message: str) -> None:
-        super().__init__(message)
-        self.terminal = terminal
-
-
 def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tuple[Also, ...]],
                       conditional: dict[int, PriorityDFA], meter: BudgetMeter
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -221,6 +218,7 @@ _DEEP_TRIE = 1024  # ... unless a string is this long: the product's rounds (and
 
 
 _REGEX_PRODUCTS: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}  # the oldest goes first
+_REGEX_OVERLAPS: dict[tuple[str, ...], PatternOverlaps] = {}  # (the same bound)
 _REGEX_PRODUCTS_KEPT = 64  # products kept at most, each of at most _REGEX_PRODUCT_CELLS cells
 _REGEX_PRODUCT_CELLS = 1 << 20
 
@@ -234,24 +232,48 @@ def _regex_product(patterns: tuple[str, ...], meter: BudgetMeter | None = None) 
     if found is not None:
         meter.states(found[0].shape[0], "the lexer automaton of the regex terminals")
         return found
+    return _explored_regex_product(patterns, meter, False)[0]
+
+
+def _regex_overlaps(patterns: tuple[str, ...], meter: BudgetMeter) -> PatternOverlaps:
+    """The :class:`PatternOverlaps` of ranked regex terminals (whether lark's first match agrees with
+    the longest match over them); their minimal DFA memoized as :func:`_regex_product`'s, from the
+    same exploration."""
+    found = _REGEX_OVERLAPS.get(patterns)
+    if found is None:
+        found = _explored_regex_product(patterns, meter, True)[1]
+        assert found is not None
+    return found
+
+
+def _explored_regex_product(patterns: tuple[str, ...], meter: BudgetMeter, overlaps: bool
+                            ) -> tuple[tuple[np.ndarray, np.ndarray], PatternOverlaps | None]:
+    """:func:`_regex_product` made, memoized, with its :class:`PatternOverlaps` where asked for."""
+    what = "the lexer automaton of the regex terminals"
     automata = [terminal_dfa(pattern, meter, backing_up=True) for pattern in patterns]
     components = [DFA(d.transitions, np.where(d.accept >= 0, position, -1).astype(np.int32))
                   for position, d in enumerate(automata)]
-    table, best = _explore(_Product(components, [0] * len(components), len(components), {}, {},
-                                    [d.byte_classes for d in automata]), meter,
-                              "the lexer automaton of the regex terminals")
-    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32), meter,
-                                            "the lexer automaton of the regex terminals")
+    product = _Product(components, [0] * len(components), len(components), {}, {}, [d.byte_classes for d in automata])
+    by_class, class_of, vectors = _explore_states(product, meter, what)
+    meter.table(by_class.shape[0], 256, 4, what)
+    best = product.accept_labels(vectors)
+    found = pattern_overlaps(by_class, class_of, vectors, product.glued, product.labels != _NO_LABEL) \
+        if overlaps else None
+    table = np.ascontiguousarray(by_class[:, class_of])
+    table, winner, _block = minimize_mapped(table, np.where(best == _NO_LABEL, -1, best).astype(np.int32), meter, what)
     table.setflags(write=False)
     winner.setflags(write=False)
     if table.size <= _REGEX_PRODUCT_CELLS:
-        if len(_REGEX_PRODUCTS) >= _REGEX_PRODUCTS_KEPT:
-            try:  # the oldest (another thread compiling may have dropped it, or be adding one)
-                del _REGEX_PRODUCTS[next(iter(_REGEX_PRODUCTS))]
-            except (KeyError, RuntimeError, StopIteration):
-                pass
-        _REGEX_PRODUCTS[patterns] = (table, winner)
-    return table, winner
+        for memo, value in ((_REGEX_PRODUCTS, (table, winner)), (_REGEX_OVERLAPS, found)):
+            if value is None:
+                continue
+            if len(memo) >= _REGEX_PRODUCTS_KEPT:
+                try:  # the oldest (another thread compiling may have dropped it, or be adding one)
+                    del memo[next(iter(memo))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass
+            memo[patterns] = value  # type: ignore[index]
+    return (table, winner), found
 
 
 def _trie_over_regexes(members: list[int], regexes: Sequence[str], meter: BudgetMeter, kernel: bool = True
@@ -377,6 +399,7 @@ class _Product:
                  byte_classes: list[np.ndarray]) -> None:
         """``byte_classes[i]``: component ``i``'s :attr:`DFA.byte_classes` (its memoized automaton's)."""
         self.components, self.n_base = components, n_base  # trackers: the columns from n_base on
+        self.base_columns = np.arange(n_base)
         self.byte_classes = np.stack(byte_classes) if byte_classes else np.zeros((0, 256), dtype=np.int64)
         self.claims, self.trackers = claims, trackers
         sizes = [c.n_states for c in components]
@@ -429,22 +452,6 @@ class _Product:
         allowed[ends + 1] = True
         allowed[0] = condition.ends is not None and -1 in condition.ends
         return allowed[np.where(state == _SINK, 0, state - self.offsets[column] + 1)]
-
-
-def _glue(tables: list[np.ndarray], offsets: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
-    """int64 [1 + all tables' states, 256]: each component's transitions at its offset (row 0,
-    ``_SINK``, is where every dead transition goes, and stays); ``columns``: those bytes' columns
-    alone (the exploration reads one byte per class).  The components lie one after another from
-    row 1 (``offsets``), so they are glued in one pass, not one per component (Go: 79 regex terminals)."""
-    sizes = [t.shape[0] for t in tables]
-    assert _SINK == 0 and (not tables or offsets[0] == 1)  # a dead transition keeps the zero it was made with
-    stacked = np.concatenate(tables) if tables else np.zeros((0, 256), dtype=np.int64)
-    if columns is not None:
-        stacked = np.take(stacked, columns, axis=1)
-    glued = np.zeros((1 + sum(sizes), stacked.shape[1]), dtype=np.int64)
-    row_offsets = np.repeat(np.asarray(offsets, dtype=np.int64), sizes)[:, None]
-    np.add(stacked, row_offsets, out=glued[1:], where=stacked >= 0, casting="unsafe")
-    return glued
 
 
 def _explore_tracked_modes(members_of: dict[int, list[int]], regexes: Sequence[str],
@@ -566,132 +573,6 @@ class _TrackedModes:
                 for mode, rows in zip(self.order, np.split(order, bounds[1:-1]))}
 
 
-def _explore(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
-             what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray]:
-    """The product's transition table over bytes and each state's terminal (``_NO_LABEL``: none);
-    see :func:`_explore_states`."""
-    table, class_of, best = _explore_classes(product, meter, what)
-    return np.ascontiguousarray(table[:, class_of]), best
-
-
-def _explore_classes(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
-                     what: str = "the lexer automaton") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The product's transition table over byte classes, each byte's class, and each state's
-    terminal (``_NO_LABEL``: none); the budget checked for the table over bytes it becomes."""
-    table, class_of, vectors = _explore_states(product, meter, what)
-    if meter is not None:
-        meter.table(table.shape[0], 256, 4, what)
-    return table, class_of, product.accept_labels(vectors)
-
-
-def _explore_states(product: "_Product | _TrackedModes", meter: BudgetMeter | None = None,
-                    what: str = "the lexer automaton", kernel: bool = True
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Breadth-first product of the components from their start vectors.
-
-    A product state is identified by a 64-bit hash of its component vector;
-    a frontier's distinct hashes are looked up in a dict of the known ones,
-    and the new ones numbered and added with a few array operations.  Every
-    round checks that rows sharing a hash are one row, and falls back to
-    exact identities if not.  Returns the transition table over byte classes
-    (the starts are states 0, 1, ...), each byte's class, and each state's
-    component vector.  ``meter``: the compile budget, checked every round (states, the rows and
-    vectors kept, time).  ``kernel``: the rounds by the compiled kernel when it was built (the
-    same states, numbered alike; exact vector identities, no hashes).
-    """
-    meter = meter if meter is not None else unbounded()
-    starts = product.starts
-    # Byte classes: bytes whose columns agree in every component (read off each component's own
-    # classes, not the glued table), ordered by their least byte.
-    first_byte, class_of = distinct_rows(product.byte_classes.T)
-    order = np.argsort(first_byte, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    class_of = rank[class_of]
-    by_class = product.glued_columns(first_byte[order])  # [S, C]
-    n_classes = by_class.shape[1]
-    n_starts, k = starts.shape
-    if kernel and product_kernel is not None and len(set(map(tuple, starts.tolist()))) == n_starts \
-            and starts.any(axis=1).all():  # (else the hashes' exact fallback, as before)
-        return _explore_compiled(product, by_class, class_of, meter, what)
-    weights = mixed_weights(k)
-
-    sink_row = np.zeros((1, k), dtype=np.int64)
-    first_keys = _row_hash(np.vstack([starts, sink_row]), weights).tolist()
-    if len(set(first_keys)) != n_starts + 1:  # pragma: no cover - a collision
-        return _explore_exact(product)
-    known = dict(zip(first_keys, range(n_starts)))  # hash of a product state -> its id
-    known[first_keys[-1]] = DEAD_STATE
-    store = np.empty((max(64, n_starts), k), dtype=np.int64)  # product states, in discovery order
-    store[:n_starts] = starts
-    n_states, rows = n_starts, []
-    frontier = store[:n_starts]
-    while frontier.size:
-        succ = product.kill_dead(np.ascontiguousarray(by_class[frontier].transpose(0, 2, 1)).reshape(-1, k))
-        keys, first, inverse = unique_first_inverse(_row_hash(succ, weights))
-        keys = keys.tolist()
-        ids = np.fromiter(map(known.get, keys, repeat(_NEW_STATE)), dtype=np.int64, count=len(keys))
-        new = np.flatnonzero(ids == _NEW_STATE)
-        new = new[np.argsort(first[new], kind="stable")]  # numbered in first-appearance order
-        ids[new] = n_states + np.arange(new.size)
-        meter.states(n_states + new.size, what)
-        meter.table(n_states + new.size, n_classes + k, 8, what)
-        meter.time(what)
-        if n_states + new.size > store.shape[0]:
-            store = np.concatenate([store, np.empty((max(store.shape[0], new.size), k), dtype=np.int64)])
-        store[n_states:n_states + new.size] = succ[first[new]]
-        named = store[np.maximum(ids, 0)]
-        named[ids < 0] = 0
-        if not np.array_equal(succ, named[inverse]):  # pragma: no cover - a 64-bit hash collision
-            return _explore_exact(product)
-        known.update(zip(map(keys.__getitem__, new.tolist()), ids[new].tolist()))
-        rows.append(ids[inverse].reshape(-1, n_classes))
-        frontier = store[n_states:n_states + new.size]
-        n_states += new.size
-    return np.concatenate(rows).astype(np.int32), class_of, store[:n_states]
-
-
-def _explore_compiled(product: "_Product | _TrackedModes", by_class: np.ndarray, class_of: np.ndarray,
-                      meter: BudgetMeter, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_explore_states`'s rounds by ``product_kernel`` (distinct starts)."""
-    starts = np.ascontiguousarray(product.starts, dtype=np.int64)
-    is_base = np.zeros(starts.shape[1], dtype=bool)
-    if isinstance(product, _TrackedModes):
-        is_base[product.base_columns] = True
-    else:
-        is_base[:product.n_base] = True
-    explorer = product_kernel.ProductExplorer(np.ascontiguousarray(by_class, dtype=np.int64), is_base.view(np.uint8),
-                                              starts)
-    lo, hi, rows = 0, starts.shape[0], []
-    while lo < hi:
-        rows.append(np.empty((hi - lo, by_class.shape[1]), dtype=np.int32))
-        found = explorer.explore_round(lo, hi, rows[-1])
-        meter.states(found, what)
-        meter.table(found, by_class.shape[1] + starts.shape[1], 8, what)
-        meter.time(what)
-        lo, hi = hi, found
-    return np.concatenate(rows), class_of, explorer.vectors()
-
-
-def _explore_exact(product: "_Product | _TrackedModes") -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
-    """The product by exact row identity (Python tuples), for the never-seen hash collision."""
-    states = [tuple(row) for row in product.starts.tolist()]
-    index = {state: i for i, state in enumerate(states)}
-    rows = []
-    for state in states:
-        row = [DEAD_STATE] * 256
-        succ = product.kill_dead(product.glued[list(state)].T.copy()).tolist()
-        for byte in range(256):
-            nxt = tuple(succ[byte])
-            if any(nxt):
-                if nxt not in index:
-                    index[nxt] = len(states)
-                    states.append(nxt)
-                row[byte] = index[nxt]
-        rows.append(row)
-    return np.asarray(rows, dtype=np.int32), np.arange(256), np.asarray(states, dtype=np.int64)
-
-
 def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Send every transition into a state that reaches no accepting state to the dead state and
     drop such states (the start, state 0, stays).  Only a terminal with conditions leaves such
@@ -705,33 +586,4 @@ def _trim(table: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray
     new_id[keep] = np.arange(int(keep.sum()))
     new_id[~live] = DEAD_STATE
     return renumbered(table[keep], new_id), accept[keep]
-
-
-def _live_states(table: np.ndarray, accept: np.ndarray, kernels: bool | None = None) -> np.ndarray:
-    """bool [states]: some path reaches an accepting state.  By the compiled ``digraph`` kernel
-    (one bit per state, closed under the edges) unless ``kernels`` is False or it was not built;
-    else numpy, backwards from the accepting states a frontier at a time."""
-    live = accept >= 0
-    if kernels is not False and table.shape[0] < 2**31:
-        closed = closed_table_rows(table, live.view(np.uint8)[:, None])
-        if closed is not None:
-            return closed[:, 0].view(bool)
-    sources, columns = run_edges(table)
-    targets = table[sources, columns].astype(np.int64)
-    order = np.argsort(targets, kind="stable")
-    sources, targets = sources[order], targets[order]
-    frontier = np.flatnonzero(live)
-    while frontier.size:  # backwards from the accepting states, over the edges into the frontier
-        into = expand_ranges(np.searchsorted(targets, frontier, side="left"),
-                             np.searchsorted(targets, frontier, side="right"))[0]
-        reached = sorted_unique(sources[into])
-        reached = reached[~live[reached]]
-        live[reached] = True
-        frontier = reached
-    return live
-
-
-def _row_hash(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (rows.astype(np.uint64) + np.uint64(1)) @ weights
 

@@ -54,8 +54,15 @@ cdef class ProductExplorer:
     cdef int64_t* store  # [capacity, k]
     cdef int64_t* slots  # hash table of state ids, -1 empty
     cdef Py_ssize_t n_slots
+    # lark's first match (lexer/first_match.py): per glued state, the place of the terminal a base
+    # component accepts there and the earliest place it can still accept; the column of ``m``
+    cdef const int64_t[::1] accepts_place
+    cdef const int64_t[::1] reachable_place
+    cdef Py_ssize_t m_column
+    cdef int64_t m_offset
 
     def __cinit__(self):
+        self.m_column = -1
         self.is_base = NULL
         self.store = NULL
         self.slots = NULL
@@ -91,6 +98,17 @@ cdef class ProductExplorer:
                 memcpy(self.store + i * self.k, &starts[i, 0], self.k * sizeof(int64_t))
             if self.find_or_add(self.store + i * self.k) != i:
                 raise ValueError("repeated start vectors")
+
+    def first_match(self, const int64_t[::1] accepts_place, const int64_t[::1] reachable_place,
+                    Py_ssize_t m_column, int64_t m_offset):
+        """Explore as :class:`localgcd.lexer.first_match.FirstMatchProduct` does: ``m`` (component
+        ``m_column``, its place ``state - m_offset``) brought up to date in each successor, the base
+        components that can no longer win dropped."""
+        if accepts_place.shape[0] != self.by_class.shape[0] or reachable_place.shape[0] != self.by_class.shape[0] \
+                or not (0 <= m_column < self.k) or self.is_base[m_column]:
+            raise ValueError("first_match: a place per glued state, and m a column of its own")
+        self.accepts_place, self.reachable_place = accepts_place, reachable_place
+        self.m_column, self.m_offset = m_column, m_offset
 
     def __dealloc__(self):
         free(self.is_base)
@@ -161,6 +179,28 @@ cdef class ProductExplorer:
         self.slots, self.n_slots = slots, n_slots
         return 0
 
+    cdef bint first_match_step(self, int64_t* succ, const int64_t* live_at, Py_ssize_t n_live) noexcept nogil:
+        """``m`` brought up to date in ``succ`` and the base components after it dropped; whether a
+        base component lives."""
+        cdef int64_t m = succ[self.m_column] - self.m_offset, place
+        cdef Py_ssize_t t, j
+        cdef bint alive = False
+        for t in range(n_live):  # (a look-ahead terminal's delayed automaton, a tracker, counts too)
+            j = live_at[t]
+            if j != self.m_column and succ[j] != 0:
+                place = self.accepts_place[succ[j]]
+                if place < m:
+                    m = place
+        for t in range(n_live):
+            j = live_at[t]
+            if self.is_base[j] and succ[j] != 0:
+                if self.reachable_place[succ[j]] > m:
+                    succ[j] = 0
+                else:
+                    alive = True
+        succ[self.m_column] = m + self.m_offset
+        return alive
+
     def explore_round(self, Py_ssize_t lo, Py_ssize_t hi, int32_t[:, ::1] rows) -> int:
         """States ``lo..hi-1``'s successors by byte class into ``rows`` (``[hi - lo, classes]``:
         a state id, -1 for the dead state), numbering new states after the known ones; returns
@@ -200,6 +240,8 @@ cdef class ProductExplorer:
                         succ[live_at[t]] = target
                         if target != 0 and self.is_base[live_at[t]]:
                             alive = True
+                    if alive and self.m_column >= 0:
+                        alive = self.first_match_step(succ, live_at, n_live)
                     if not alive:
                         rows[i - lo, c] = -1
                     else:

@@ -13,6 +13,7 @@ import re
 import sys
 import unicodedata
 import zipfile
+from bisect import bisect_right
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -52,6 +53,10 @@ class CharSet:
         return cls([(0, MAX_CODE_POINT)])
 
     def __or__(self, other: "CharSet") -> "CharSet":
+        if not other.intervals or other.intervals == self.intervals:  # (immutable: no copy needed)
+            return self
+        if not self.intervals:
+            return other
         return CharSet(self.intervals + other.intervals)
 
     def complement(self) -> "CharSet":
@@ -69,7 +74,8 @@ class CharSet:
         return CharSet(_intersect(self.intervals, other.complement().intervals))
 
     def __contains__(self, cp: int) -> bool:
-        return any(lo <= cp <= hi for lo, hi in self.intervals)
+        at = bisect_right(self.intervals, (cp, MAX_CODE_POINT + 1)) - 1  # the last interval from cp down
+        return at >= 0 and self.intervals[at][1] >= cp
 
     def __bool__(self) -> bool:
         return bool(self.intervals)

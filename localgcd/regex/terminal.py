@@ -55,6 +55,12 @@ def terminal_dfa(pattern: str, meter: BudgetMeter | None = None, what: str | Non
     return dfa
 
 
+def built_terminal_dfa(pattern: str) -> DFA | None:
+    """:func:`terminal_dfa`'s automaton of ``pattern`` where it was built already (None: not yet)."""
+    entry = _MEMO.get(pattern)
+    return None if entry is None else entry[0]
+
+
 def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str | None]:
     """The first construction that fits ``pattern``: a set of plain strings as a trie, the
     leftmost-first construction for backtracking semantics, a counted chain, else the subset

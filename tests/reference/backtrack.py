@@ -27,8 +27,8 @@ from re import _constants as sre_c
 from re import _parser as sre_parse
 from typing import Callable
 
-_FAIL = -1
-_HIT_END = -2  # the path ran into the end of the subject: some continuation completes it
+_FAIL = FAIL = -1
+_HIT_END = HIT_END = -2  # the path ran into the end of the subject: some continuation completes it
 _FLAG_MASK = re.IGNORECASE | re.DOTALL | re.ASCII
 
 
@@ -156,14 +156,22 @@ def _parsed(pattern: str, flags: int):
     return list(tree), tree.state.flags
 
 
-def covers(pattern: str, flags: int, s: str, at_start: bool = False) -> bool:
-    """Is there a ``y`` such that ``re.match(pattern, s + y)`` matches all of ``s`` (or more)?
+def match_outcome(pattern: str, flags: int, s: str, at_start: bool = False) -> int:
+    """``re.match(pattern, s + y)`` over every continuation ``y``: the end of its match where that is
+    the same for every ``y``, :data:`FAIL` where it fails for every ``y``, :data:`HIT_END` where the
+    first path not failing inside ``s`` runs into its end (some ``y`` makes it cover all of ``s``).
     (``at_start``: ``s`` starts the text; else some character precedes it.)"""
     items, all_flags = _parsed(pattern, flags)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 50 * len(s) + 2000))
     try:
-        out = _Matcher(s, at_start).seq(items, 0, 0, all_flags, lambda j: j)
+        return _Matcher(s, at_start).seq(items, 0, 0, all_flags, lambda j: j)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def covers(pattern: str, flags: int, s: str, at_start: bool = False) -> bool:
+    """Is there a ``y`` such that ``re.match(pattern, s + y)`` matches all of ``s`` (or more)?
+    (``at_start``: ``s`` starts the text; else some character precedes it.)"""
+    out = match_outcome(pattern, flags, s, at_start)
     return out == _HIT_END or out == len(s)

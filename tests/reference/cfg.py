@@ -103,7 +103,7 @@ class ContextualChecker(ReferenceChecker):
     LARK_LEXER = "contextual"
 
     def __init__(self, grammar_text: str, *, start: str = "start", **options):
-        self._lexer_options = {k: v for k, v in options.items() if k != "source_path"}
+        self._lexer_options = {k: v for k, v in options.items() if k not in ("source_path", "first_match", "longest_where")}
         self._lexers: dict[frozenset[str], ReferenceLexer] = {}
         super().__init__(grammar_text, start=start, **options)
         self._table = self.lark.parser.parser.parser.parse_table.states
@@ -116,9 +116,9 @@ class ContextualChecker(ReferenceChecker):
         names = frozenset(n for n in self._table[parser.parser_state.position] if n in self._by_name) | self.ignore
         found = self._lexers.get((names, at_text_start))
         if found is None:
-            found = self._lexers[(names, at_text_start)] = ReferenceLexer(
+            found = self._lexers[(names, at_text_start)] = self.make_lexer(
                 [replace(RefTerminal.from_lark(self._by_name[n]), at_text_start=at_text_start) for n in names],
-                self.ignore, **self._lexer_options)
+                **self._lexer_options)
         return found
 
     def advance(self, state: RefState, data: bytes) -> RefState | None:
@@ -136,12 +136,10 @@ class ContextualChecker(ReferenceChecker):
                 continue
             if not pending:
                 return None
-            won, ends = lexer.winner(pending, c), len(pending)
-            if won is None:
-                backed = self._backed_up(lexer, pending)
-                if backed is None:
-                    return None
-                won, ends = backed
+            ended = lexer.end_lexeme(pending, c)
+            if ended is None:
+                return None
+            won, ends = ended
             lexeme = Lexeme(won.name, pending[:ends])
             emitted.append(lexeme)
             if won.name not in self.ignore:
@@ -156,27 +154,14 @@ class ContextualChecker(ReferenceChecker):
             return RefState(pending, parser, state, tuple(emitted), at_text_start=at_start)
         return RefState(pending, parser, state, tuple(emitted), state._accepts, at_text_start=at_start)
 
-    @staticmethod
-    def _backed_up(lexer: ReferenceLexer, pending: bytes) -> tuple[RefTerminal, int] | None:
-        """Where ``pending`` ends no lexeme: the longest complete lexeme at its start and its length,
-        if its terminal is read with ``re.match`` (which backs up to it; to any other: None, the
-        reference lexer's rule)."""
-        for k in range(len(pending) - 1, 0, -1):
-            won = lexer.winner(pending[:k], pending[k:k + 1])
-            if won is not None:
-                return (won, k) if won.backtracking else None
-        return None
-
     def state_is_complete(self, state: RefState) -> bool:
         """End of text: the pending lexeme ends (or backs up, the rest read again), then ``$END``."""
         if state.pending:
             lexer = self.lexer_at(state.parser, state.at_text_start)
-            won, ends = lexer.winner(state.pending), len(state.pending)
-            if won is None:
-                backed = self._backed_up(lexer, state.pending)
-                if backed is None:
-                    return False
-                won, ends = backed
+            ended = lexer.end_lexeme(state.pending, b"")
+            if ended is None:
+                return False
+            won, ends = ended
             parser = self._copy_parser(state.parser)
             lexeme = Lexeme(won.name, state.pending[:ends])
             if won.name not in self.ignore and not self._feed(parser, [lexeme]):

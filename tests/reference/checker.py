@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import copy as _copy
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import lark
 from lark.exceptions import UnexpectedInput
 
+from .first_match import FirstMatchLexer, lark_scan
 from .lexer import Lexeme, ReferenceLexer, RefTerminal, UndecidedError
 
 __all__ = ["RefState", "ReferenceChecker"]
@@ -94,21 +95,35 @@ class ReferenceChecker:
         search_budget: int = 200_000,
         strict: bool = True,
         source_path: str | None = None,
+        first_match: bool = False,
+        longest_where: Callable[[frozenset[str]], bool] | None = None,
     ):
         # source_path: the grammar's file, against which lark resolves relative %imports
         self.lark = lark.Lark(grammar_text, parser=self.LARK_PARSER, lexer=self.LARK_LEXER, start=start,
                               source_path=source_path)
         self.ignore: frozenset[str] = frozenset(self.lark.ignore_tokens)
         self._terminal_names = frozenset(t.name for t in self.lark.terminals)
-        self.lexer = ReferenceLexer(
+        self.first_match = first_match
+        #: the terminal sets (by name) the test knows lark's first match reads as the longest match
+        #: does: read by the (much cheaper) longest-match lexer
+        self.longest_where = longest_where
+        self.lexer = self.make_lexer(
             [RefTerminal.from_lark(t) for t in self.lark.terminals],
-            self.ignore,
             exhaustive_utf8=exhaustive_utf8,
             search_depth=search_depth,
             search_budget=search_budget,
             strict=strict,
         )
         self._initial = RefState(b"", self._fresh_parser())
+
+    def make_lexer(self, terminals: list[RefTerminal], **options) -> ReferenceLexer:
+        """The reference lexer over ``terminals`` (with the ignored ones): lark's first match
+        (:mod:`reference.first_match`, lark's own order and retyping over these terminals) or the
+        longest match."""
+        if self.first_match and not (self.longest_where and self.longest_where(frozenset(t.name for t in terminals))):
+            return FirstMatchLexer(terminals, lark_scan(self.lark, [t.name for t in terminals]), self.ignore,
+                                   **options)
+        return ReferenceLexer(terminals, self.ignore, **options)
 
     # -- parser helpers -------------------------------------------------------
 

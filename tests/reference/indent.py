@@ -17,6 +17,7 @@ import lark
 from lark.exceptions import UnexpectedInput
 from lark.indenter import DedentError, Indenter
 
+from .first_match import FirstMatchLexer, lark_scan
 from .lexer import Lexeme, ReferenceLexer, RefTerminal
 
 
@@ -37,17 +38,22 @@ class IndentedReferenceChecker:
     """Viability and completeness of byte prefixes under lark's Indenter."""
 
     def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter,
-                 source_path: str | None = None) -> None:
+                 source_path: str | None = None, first_match: bool = False) -> None:
         """``indenter``: lark's ``Indenter`` subclass naming the grammar's terminals (Python's by
-        default); ``source_path``: the grammar's file, for relative ``%import``s."""
+        default); ``source_path``: the grammar's file, for relative ``%import``s; ``first_match``:
+        lexed by lark's own rule (:mod:`reference.first_match`), not the longest match."""
         self.indenter = indenter
         self.lark = lark.Lark(grammar_text, parser="lalr", lexer="basic", source_path=source_path)
         self.ignore = frozenset(self.lark.ignore_tokens)
         # strict=False: in python.lark, _NEWLINE also matches a bare comment and outranks the
         # ignored COMMENT, so "can this become COMMENT" has no witness; the bounded search
         # then answers False, which is the truth for a terminal that is always shadowed.
-        self.lexer = ReferenceLexer([RefTerminal.from_lark(t) for t in self.lark.terminals], self.ignore,
-                                    strict=False, search_budget=500)
+        terminals = [RefTerminal.from_lark(t) for t in self.lark.terminals]
+        if first_match:
+            self.lexer = FirstMatchLexer(terminals, lark_scan(self.lark, [t.name for t in terminals]), self.ignore,
+                                         strict=False, search_budget=500)
+        else:
+            self.lexer = ReferenceLexer(terminals, self.ignore, strict=False, search_budget=500)
 
     # -- running lark's indenter and parser --------------------------------------
 

@@ -17,8 +17,8 @@ import copy
 
 import lark
 
-from .cfg import ContextualChecker
 from .indent import IndentedReferenceChecker, StandardIndenter, _Dead
+from .first_match import FirstMatchLexer, lark_scan
 from .lexer import Lexeme, ReferenceLexer, RefTerminal
 
 
@@ -26,8 +26,10 @@ class IndentedContextualChecker(IndentedReferenceChecker):
     """Viability and completeness of byte prefixes under lark's contextual lexer and Indenter."""
 
     def __init__(self, grammar_text: str, indenter: type[lark.indenter.Indenter] = StandardIndenter,
-                 source_path: str | None = None, start: str = "start", regex: bool = False) -> None:
+                 source_path: str | None = None, start: str = "start", regex: bool = False,
+                 first_match: bool = False) -> None:
         self.indenter = indenter
+        self.first_match = first_match  # lexed by lark's own rule (reference.first_match), not the longest match
         self.lark = lark.Lark(grammar_text, parser="lalr", lexer="contextual", postlex=indenter(),
                               source_path=source_path, start=start, regex=regex)
         self.ignore = frozenset(self.lark.ignore_tokens)
@@ -42,20 +44,23 @@ class IndentedContextualChecker(IndentedReferenceChecker):
         names |= self.ignore | {self.indenter.NL_type}
         found = self._lexers.get(names)
         if found is None:
-            found = self._lexers[names] = ReferenceLexer([RefTerminal.from_lark(ascii_classes(self._by_name[n]))
-                                                          for n in names], self.ignore, strict=False, search_budget=500)
+            terminals = [RefTerminal.from_lark(ascii_classes(self._by_name[n])) for n in names]
+            if self.first_match:
+                found = FirstMatchLexer(terminals, lark_scan(self.lark, names), self.ignore, strict=False,
+                                        search_budget=500)
+            else:
+                found = ReferenceLexer(terminals, self.ignore, strict=False, search_budget=500)
+            self._lexers[names] = found
         return found
 
     def _emit(self, indenter, ip, pending: bytes, after: bytes = b"") -> tuple[bytes, object, object]:
         """The lexeme ``pending`` ends in before ``after`` (backing up as re.match does) fed through
         the Indenter and the parser: (the bytes read again, indenter, parser); raises _Dead."""
         lexer = self.lexer_at(ip)
-        won, ends = lexer.winner(pending, after), len(pending)
-        if won is None:
-            backed = ContextualChecker._backed_up(lexer, pending)
-            if backed is None:
-                raise _Dead
-            won, ends = backed
+        ended = lexer.end_lexeme(pending, after)
+        if ended is None:
+            raise _Dead
+        won, ends = ended
         self._feed(indenter, ip, Lexeme(won.name, pending[:ends]))
         return pending[ends:], indenter, ip
 

@@ -692,6 +692,20 @@ class ReferenceLexer:
                 return [Lexeme(won.name, pending[:k]), *rest[0]], rest[1]
         return None
 
+    def end_lexeme(self, p: bytes, after: bytes) -> tuple[RefTerminal, int] | None:
+        """Where ``p + after`` is no lexeme prefix (``after`` b"": the text ends): the lexeme that
+        ends there, its terminal and length — ``p`` itself, or backed up to the longest complete
+        lexeme at its start where its terminal is read with ``re.match`` (:meth:`backed_up`'s rule);
+        None: dead."""
+        won = self.winner(p, after)
+        if won is not None:
+            return won, len(p)
+        for k in range(len(p) - 1, 0, -1):
+            won = self.winner(p[:k], p[k:k + 1])
+            if won is not None:
+                return (won, k) if won.backtracking else None
+        return None
+
     def flush(self, pending: bytes) -> tuple[bool, list[Lexeme]]:
         """End of text: ``(True, [])`` if nothing is pending, ``(True,
         lexemes)`` if the pending bytes are a complete lexeme (or back up to
