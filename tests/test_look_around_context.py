@@ -299,10 +299,10 @@ def test_masks_equal_the_contextual_reference_over_bytes(name: str) -> None:
 @pytest.mark.parametrize("name", LOOK_AROUND_CORPUS)
 def test_check_agrees_with_lark(name: str) -> None:
     """``localgcd check``'s verdict on whole texts and texts one edit away, against lark's LALR parser
-    with its contextual lexer: lark's first match (miniwdl's ``ESCAPED_STRING1``,
-    ``'(\\\\\\\\|\\\\'|[^'])*'``: ``re.match`` ends ``'\\\\\\\\'11'`` after ``'\\\\\\\\'``; pyquil's
-    ``IDENTIFIER`` before ``"SIN"i``) and its back-up to a shorter lexeme (pyquil's ``_NEWLINE_TAB``
-    after ``"\\n "``) are localgcd's too."""
+    with its contextual lexer (lark's first match is localgcd's: miniwdl's ``ESCAPED_STRING1``,
+    ``'(\\\\\\\\|\\\\'|[^'])*'``, pyquil's ``IDENTIFIER`` before ``"SIN"i``).  Where lark backs up
+    further than the byte after a lexeme (pyquil's ``_NEWLINE_TAB`` after ``"\\n "``), localgcd
+    refuses: ``test_contextual_lexer.LONG_BACKUP``, none of these texts."""
     from test_contextual_lexer import compile_contextual, edits, lark_parser
 
     compiled, parser, rng = compile_contextual(name, byte_vocabulary()), lark_parser(name), random.Random(1)
