@@ -78,7 +78,7 @@ def real_grammar(name: str) -> str:
 def test_the_kernels_are_built() -> None:
     """``pip install`` builds them (setup.py); without them everything would take the numpy paths."""
     assert kernels_available() and assembly.assembly_kernel_available() and check_kernel_available()
-    assert product.product_kernel_available() and digraph_kernel_available()
+    assert exploration.product_kernel_available() and digraph_kernel_available()
     assert automata_kernels.automata_kernel_available()
     assert lalr_analysis.lr0_kernel_available() and stack_free.stack_free_kernel_available()
 

@@ -71,7 +71,7 @@ def test_an_installed_wheel_finds_its_data_from_any_directory(wheel: Path, tmp_p
     probe = subprocess.run([sys.executable, "-c", "from localgcd.spanner.kernels import kernels_available as k; "
                             "from localgcd.runtime.assembly import assembly_kernel_available as a; "
                             "from localgcd.runtime.stack_checks import check_kernel_available as c; "
-                            "from localgcd.lexer.product import product_kernel_available as p; "
+                            "from localgcd.lexer.exploration import product_kernel_available as p; "
                             "from localgcd.digraph import digraph_kernel_available as d; "
                             "from localgcd.runtime.bitmask import logits_kernel_available as g; "
                             "from localgcd.regex.kernels import automata_kernel_available as r; "

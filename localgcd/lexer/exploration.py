@@ -15,11 +15,11 @@ import numpy as np
 from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
 from localgcd.digraph import closed_table_rows
-from localgcd.regex.dfa import DEAD_STATE, run_edges
+from localgcd.regex.dfa import DEAD_STATE, minimize_mapped, run_edges
 from localgcd.regex.syntax import UnsupportedRegex
 
 __all__ = ["NO_LABEL", "SINK", "TerminalUnsupported", "explore", "explore_classes", "explore_states", "glue",
-           "live_states", "ExploredProduct", "product_kernel_available"]
+           "live_states", "minimize_with_look_aheads", "ExploredProduct", "product_kernel_available"]
 
 try:
     from localgcd.lexer import product_kernel
@@ -202,6 +202,25 @@ def explore_exact(product: ExploredProduct) -> tuple[np.ndarray, np.ndarray, np.
                 row[byte] = index[nxt]
         rows.append(row)
     return np.asarray(rows, dtype=np.int32), np.arange(256), np.asarray(states, dtype=np.int64)
+
+
+def minimize_with_look_aheads(table: np.ndarray, accept: np.ndarray, forbid: np.ndarray, no_end: np.ndarray,
+                              meter: BudgetMeter | None, what: str
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Minimize a product whose states carry, beside the terminal they accept, a look-ahead past
+    the lexeme (``forbid``: bool [states, 256], the bytes that may not follow; ``no_end``: the
+    text may not end there): states merge only where all three agree.  Returns (table, accept,
+    forbid, no_end) of the minimal automaton."""
+    _, row_id = np.unique(np.concatenate([forbid, no_end[:, None]], axis=1), axis=0, return_inverse=True)
+    _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
+    table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32), meter, what)
+    new_accept = np.empty(table.shape[0], dtype=np.int32)
+    new_accept[block] = accept
+    new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
+    new_forbid[block] = forbid
+    new_no_end = np.zeros(table.shape[0], dtype=bool)
+    new_no_end[block] = no_end
+    return table, new_accept, new_forbid, new_no_end
 
 
 def live_states(table: np.ndarray, accept: np.ndarray, kernels: bool | None = None) -> np.ndarray:

@@ -29,7 +29,8 @@ import numpy as np
 
 from localgcd.budget import BudgetMeter
 from localgcd.lexer.scan_order import ScanOrder
-from localgcd.lexer.exploration import NO_LABEL, SINK, TerminalUnsupported, explore_states, glue, live_states
+from localgcd.lexer.exploration import (NO_LABEL, SINK, TerminalUnsupported, explore_states, glue, live_states,
+                                        minimize_with_look_aheads)
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
 from localgcd.regex.match_whole import takes_words_whole
 from localgcd.regex.nfa import NFA, CharClasses, ThompsonBuilder, literal_bytes
@@ -76,16 +77,8 @@ def first_match_mode(members: Sequence[int], regexes: Sequence[str], order: Scan
         table, accept, _block = minimize_mapped(table, accept, meter, what)
         return FirstMatchMode(table, class_of, accept, None, None)
     forbid, no_end = product.look_aheads(vectors, accept)
-    _, row_id = np.unique(np.concatenate([forbid, no_end[:, None]], axis=1), axis=0, return_inverse=True)
-    _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
-    table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32), meter, what)
-    new_accept = np.empty(table.shape[0], dtype=np.int32)
-    new_accept[block] = accept
-    new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
-    new_forbid[block] = forbid
-    new_no_end = np.zeros(table.shape[0], dtype=bool)
-    new_no_end[block] = no_end
-    return FirstMatchMode(table, class_of, new_accept, new_forbid, new_no_end)
+    table, accept, forbid, no_end = minimize_with_look_aheads(table, accept, forbid, no_end, meter, what)
+    return FirstMatchMode(table, class_of, accept, forbid, no_end)
 
 
 class FirstMatchProduct:

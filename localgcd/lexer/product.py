@@ -24,29 +24,25 @@ their union gives), numbered in breadth-first order over byte classes.
 from __future__ import annotations
 
 from functools import cached_property
-from itertools import repeat
 from typing import Sequence
 
 import numpy as np
 
-from localgcd.arrays import distinct_rows, expand_ranges, mixed_weights, sorted_unique, unique_first_inverse
 from localgcd.budget import BudgetMeter, unbounded
-from localgcd.digraph import closed_table_rows
 from localgcd.lexer.scan_order import ScanOrder
 from localgcd.regex import kernels as automata_kernels
 from localgcd.regex.conditions import Also
-from localgcd.regex.dfa import DEAD_STATE, DFA, minimize_mapped, renumbered, run_edges
+from localgcd.regex.dfa import DEAD_STATE, DFA, minimize_mapped, renumbered
 from localgcd.regex.nfa import literal_bytes
-from localgcd.lexer.exploration import NEW_STATE as _NEW_STATE, NO_LABEL as _NO_LABEL, SINK as _SINK
-from localgcd.lexer.exploration import TerminalUnsupported, explore as _explore, explore_classes as _explore_classes
+from localgcd.lexer.exploration import NO_LABEL as _NO_LABEL, SINK as _SINK, minimize_with_look_aheads
+from localgcd.lexer.exploration import TerminalUnsupported, explore_classes as _explore_classes
 from localgcd.lexer.exploration import explore_states as _explore_states, glue as _glue, live_states as _live_states
-from localgcd.lexer.exploration import product_kernel, product_kernel_available
+from localgcd.lexer.exploration import product_kernel
 from localgcd.lexer.first_match import first_match_mode
 from localgcd.lexer.match_agreement import PatternOverlaps, longest_match_agrees, pattern_overlaps
 from localgcd.lexer.look_ahead import conditional_terminals, other_ends, without_earlier_end
 from localgcd.lexer.strings_trie import trie_over_dfa
 from localgcd.regex.priority import PriorityDFA
-from localgcd.regex.syntax import UnsupportedRegex
 from localgcd.regex.terminal import literal_trie, terminal_dfa, trie_nodes
 from localgcd.tuning import Tuning
 
@@ -201,16 +197,7 @@ def _conditional_mode(members: list[int], regexes: Sequence[str], also: list[tup
             raise TerminalUnsupported(terminal, "its look-ahead refuses to end a lexeme that another terminal "
                                       "also matches, at the end of the text")
     accept = np.where(best == _NO_LABEL, -1, best).astype(np.int32)
-    _, row_id = np.unique(np.concatenate([forbid, no_end[:, None]], axis=1), axis=0, return_inverse=True)
-    _, label = np.unique(np.stack([accept, row_id.reshape(-1)], axis=1), axis=0, return_inverse=True)
-    table, _label, block = minimize_mapped(table, label.reshape(-1).astype(np.int32), meter, what)
-    new_accept = np.empty(table.shape[0], dtype=np.int32)
-    new_accept[block] = accept
-    new_forbid = np.zeros((table.shape[0], 256), dtype=bool)
-    new_forbid[block] = forbid
-    new_no_end = np.zeros(table.shape[0], dtype=bool)
-    new_no_end[block] = no_end
-    return table, new_accept, new_forbid, new_no_end
+    return minimize_with_look_aheads(table, accept, forbid, no_end, meter, what)
 
 
 _TRIE_NODES_LIMIT = 4096  # a bigger trie of plain strings is left to the whole product ...
