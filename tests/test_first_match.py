@@ -135,7 +135,11 @@ def _backs_up_past_a_byte(grammar: str, lexer: str, text: str) -> bool:
     would have to back up further)."""
     taken: list[lark.Token] = []
     names = [t.name for t in lark.Lark(grammar, parser="lalr", lexer="basic").terminals]
-    recording = lark.Lark(grammar, parser="lalr", lexer=lexer, lexer_callbacks={n: taken.append for n in names})
+    def record(token: lark.Token) -> lark.Token:  # a lexer callback returns the token it was given
+        taken.append(token)
+        return token
+
+    recording = lark.Lark(grammar, parser="lalr", lexer=lexer, lexer_callbacks={n: record for n in names})
     try:
         recording.parse(text)
     except lark.exceptions.LarkError:
