@@ -185,11 +185,8 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         spells too many, and every class is checked on it), and the refused classes that may cross a
         conflict cell checked on the frontier (see the module docstring)."""
         by_stacks = low_stacks is not None
-        if by_stacks:
-            packed = packed_union([self._below.mask(q, n, at_start, layout).packed for n in low_stacks])
-            packed &= self._not_end
-        else:
-            packed = np.zeros_like(self._not_end)
+        packed = (packed_union([self._below.mask(q, n, at_start, layout).packed for n in low_stacks]) if by_stacks
+                  else np.zeros_like(self._not_end))  # (the end tokens cleared once, at the end)
         ct = self._class_token  # per class (its tokens share a verdict where its outcome emits no newline)
         refused = (packed[ct >> 5] >> (ct & 31).astype(np.uint32)) & 1 == 0
         passing = np.zeros(self.spanner.n_classes + 1, dtype=bool)
