@@ -288,21 +288,31 @@ class GeneralMaskEngine:
         distinct, inverse = np.unique(outcomes, return_inverse=True)
         return self._decided_by_stacks(frontier, distinct, low_stacks, high_stacks)[inverse]
 
-    def _decided_by_stacks(self, frontier: Frontier, outcomes: np.ndarray, low_stacks: list[int],
-                           high_stacks: list[int]) -> np.ndarray:
-        """bool per distinct outcome (see :meth:`_passing_by_stacks`)."""
+    def _bounded_by_stacks(self, outcomes: np.ndarray, low_stacks: list[int], high_stacks: list[int],
+                           paren: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Two bools per outcome from the live stacks' deterministic checks over the bounding tables
+        (compiled kernels), ``paren`` brackets open: it passes on some stack over the lower table;
+        refused there, it mentions a conflict column and some stack passes it over the upper table
+        (it may cross a conflict cell: the frontier decides).  Neither: refused."""
         ok = np.zeros(outcomes.size, dtype=bool)
         below = self._below.checker
         below.grow()
         for node in low_stacks:
-            ok |= below.check(node, outcomes)[0]
-        crossing = np.flatnonzero(self._mentions(outcomes) & ~ok)  # (the rest meets no conflict cell)
-        if crossing.size:
-            maybe = np.zeros(crossing.size, dtype=bool)
+            ok |= below.check(node, outcomes, paren)[0]
+        crossing = self._mentions(outcomes) & ~ok  # (the rest meets no conflict cell)
+        if crossing.any():
+            maybe = np.zeros(int(crossing.sum()), dtype=bool)
             self._above.grow()
             for node in high_stacks:
-                maybe |= self._above.check(node, outcomes[crossing])[0]
-            crossing = crossing[maybe]
+                maybe |= self._above.check(node, outcomes[crossing], paren)[0]
+            crossing[np.flatnonzero(crossing)[~maybe]] = False
+        return ok, crossing
+
+    def _decided_by_stacks(self, frontier: Frontier, outcomes: np.ndarray, low_stacks: list[int],
+                           high_stacks: list[int]) -> np.ndarray:
+        """bool per distinct outcome (see :meth:`_passing_by_stacks`)."""
+        ok, crossing_any = self._bounded_by_stacks(outcomes, low_stacks, high_stacks)
+        crossing = np.flatnonzero(crossing_any)
         if crossing.size:
             crossed = outcomes[crossing]
             n_base = self.spanner.n_base

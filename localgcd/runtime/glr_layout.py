@@ -259,23 +259,13 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         the upper table (conflict cells shift to a wildcard state), is refused -- both checkers track
         the brackets as the LALR path does (compiled kernels).  The rest is walked on the frontier."""
         distinct, inverse = np.unique(outcomes, return_inverse=True)
-        ok = np.zeros(distinct.size, dtype=bool)
-        todo = np.ones(distinct.size, dtype=bool)
         low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
         high_stacks = None if low_stacks is None else self.parser.stack_ids(frontier, self._above.pda,
                                                                               self._stack_limit)
-        if distinct.size and high_stacks is not None:
-            below = self._below.checker
-            below.grow()
-            for node in low_stacks:
-                ok |= below.check(node, distinct, paren)[0]
-            todo = ~ok & self._mentions(distinct)
-            if todo.any():
-                maybe = np.zeros(int(todo.sum()), dtype=bool)
-                self._above.grow()
-                for node in high_stacks:
-                    maybe |= self._above.check(node, distinct[todo], paren)[0]
-                todo[np.flatnonzero(todo)[~maybe]] = False
+        if distinct.size and low_stacks is not None and high_stacks is not None:
+            ok, todo = self._bounded_by_stacks(distinct, low_stacks, high_stacks, paren)
+        else:
+            ok, todo = np.zeros(distinct.size, dtype=bool), np.ones(distinct.size, dtype=bool)
         chosen = np.flatnonzero(todo)
         ok[chosen] = np.fromiter((self._passes(frontier, paren, o) for o in distinct[chosen].tolist()), dtype=bool,
                                  count=chosen.size)
