@@ -27,6 +27,20 @@ mask is read while its prompt is evaluated (a grammar that allows only the
 empty text is then known after that evaluation).  The texts are the same
 as with ``overlap=False`` (step 1 in the sampling loop).
 
+Where ``llama_decode`` returns before the device is done (every layer offloaded
+to a GPU: ``advance_on_worker``, the default there), the main thread's path from
+one step's logits to the next decode is kept to what needs the logits: the mask
+applied and the token sampled.  Advancing the matcher by the token (tens of
+microseconds for a language grammar: a GPU's step is ~1.5 ms) is the worker's
+job, with the stop checks and the next mask, beside the decode; a text the
+grammar ends there was decoded once more, and those logits are dropped.  The
+stop conditions that need no matcher (an end token, a stop string, the length
+limit) are found on the main thread, before the decode, and such a sequence's
+token is accepted there.  Sequences sampled in the same step are sampled on a
+few threads at once (``llama_sampler_sample`` and the mask's pass run without
+the GIL; each sequence has its own chain and RNG, so the texts do not depend on
+the order).
+
 Why a line's text does not depend on N: with a separate KV cache per
 sequence, llama.cpp's CPU kernels compute a sequence's logits in a decode
 step of N one-token rows exactly as in a context of its own (bit for bit:
@@ -40,7 +54,9 @@ another matmul kernel: the last of 8 prompts batched together differed by
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +138,9 @@ class Sequence:
     t_first: float | None = None
     t_end: float = 0.0
     proc: Any = None  # made by the mask worker's first step for the sequence
+    #: the last sampled token, booked but not yet fed to the matcher: the worker's next step
+    #: advances it (``BatchDecoder.advance_on_worker``)
+    unadvanced: int | None = None
     chain: Any = None
     mask_wait_s: float = 0.0  # time its sampling waited for masks (the steps it sampled in)
     mask_wait_max_s: float = 0.0
@@ -148,12 +167,14 @@ class BatchDecoder:
     masks on a worker thread while the model decodes (see the module docstring).
     ``model_context``: one sequence in the model's own context (its n_ctx, n_batch and
     threads; no second KV cache), as single generation runs; closing the decoder leaves
-    that context open.
+    that context open.  ``advance_on_worker``: the matcher is advanced by a sampled token
+    on the worker, beside the decode (default: when the model is offloaded to a GPU, whose
+    decode returns before the device is done; see the module docstring).
     """
 
     def __init__(self, model: LoadedModel, n_parallel: int = 1, *, n_ctx: int | None = None,
                  n_threads: int | None = None, n_batch: int = 512, overlap: bool = True,
-                 model_context: bool = False) -> None:
+                 model_context: bool = False, advance_on_worker: bool | None = None) -> None:
         llama_cpp = import_llama_cpp()
 
         if n_parallel < 1:
@@ -178,6 +199,10 @@ class BatchDecoder:
         self.mask_s = 0.0  # in masks, sampling and booking tokens
         self.n_decodes = 0
         self.worker = MaskWorker(overlap)
+        self.advance_on_worker = bool(model.offload_active if advance_on_worker is None else advance_on_worker)
+        # sequences sampled in one step are sampled on this many threads at once (made on first use)
+        self._sampler_threads = min(self.n_parallel, os.cpu_count() or 1)
+        self._sampler_pool: ThreadPoolExecutor | None = None
         self._handoffs: list[Handoff[_Answer]] = []  # the worker's steps not yet taken back, in order
 
     def _new_context(self, n_threads: int | None) -> Any:
@@ -296,19 +321,23 @@ class BatchDecoder:
         n_waits = len(self.worker.wait_ns)
         finished = self._take_answers(block=True)
         waited = sum(self.worker.wait_ns[n_waits:]) / 1e9
+        rows = [(slot, idx, seq) for slot, idx in sampling
+                if (seq := self.slots[slot]) is not None]  # (None: the grammar ended it; its logits unused)
         complete: list[tuple[int, Sequence]] = []  # going on after a complete text: may be over
         going_on: list[tuple[int, Sequence]] = []
-        for slot, idx in sampling:
-            seq = self.slots[slot]
-            if seq is None:  # the grammar ended it: these logits are not needed
-                continue
+        for (slot, _idx, seq), tok in zip(rows, self._pick_tokens(rows)):
             seq.mask_wait_s += waited
             seq.mask_wait_max_s = max(seq.mask_wait_max_s, waited)
-            if not self._sample_one(seq, slot, idx):
-                (complete if seq.proc.is_complete() else going_on).append((slot, seq))
-            else:
+            t_booking = time.perf_counter_ns()
+            over = self._book(seq, tok)
+            seq.grammar_ns[-1] += time.perf_counter_ns() - t_booking
+            if over:
                 self.slots[slot] = None
                 finished.append(seq)
+            elif seq.unadvanced is None and seq.proc.is_complete():
+                complete.append((slot, seq))
+            else:
+                going_on.append((slot, seq))
         if complete:  # their step says whether they are over: waited for, so none is decoded past its end
             self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
             finished += self._take_answers(block=True)
@@ -316,12 +345,41 @@ class BatchDecoder:
             # In place when every next mask is computed already and several sequences share the step (a
             # thread's hand-over costs more than the lookups); one sequence's step goes to the worker
             # all the same: beside a decode, the only other work, it is off the main thread's path.
-            ready = self.n_parallel > 1 and all(seq.proc.next_mask_ready() for _, seq in going_on)
-            # their texts are not complete, so none of them is over: only their masks are read
-            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on, may_stop=False), defer=True,
-                                                     inline=ready))
+            # A step that advances the matchers may find a text over (it was complete): its decode's
+            # logits are then dropped.
+            advance = self.advance_on_worker
+            ready = (not advance and self.n_parallel > 1
+                     and all(seq.proc.next_mask_ready() for _, seq in going_on))
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on, may_stop=advance),
+                                                     defer=True, inline=ready))
         self.mask_s += time.perf_counter() - t0
         return finished
+
+    def _pick_tokens(self, rows: list[tuple[int, int, Sequence]]) -> list[int]:
+        """Each row's logits masked by its bitmask row and a token sampled by its sequence's chain;
+        several rows on a few threads at once (the chains' samples and the masks' passes release
+        the GIL)."""
+        # llama_get_logits_ith waits for the device and puts the outputs in order: once, here
+        logits = [np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,)) for _, idx, _ in rows]
+        if len(rows) < 2 or self._sampler_threads < 2:
+            return [self._pick(seq, slot, idx, row) for (slot, idx, seq), row in zip(rows, logits)]
+        if self._sampler_pool is None:
+            self._sampler_pool = ThreadPoolExecutor(self._sampler_threads, thread_name_prefix="localgcd-sample")
+        return list(self._sampler_pool.map(lambda r: self._pick(r[0][2], r[0][0], r[0][1], r[1]),
+                                           zip(rows, logits)))
+
+    def _pick(self, seq: Sequence, slot: int, idx: int, logits: np.ndarray) -> int:
+        """Mask ``logits`` (batch index ``idx``'s row) with the slot's bitmask row and sample a token
+        with ``seq``'s chain; records the mask's time (``grammar_ns`` grows by the booking's)."""
+        t0 = time.perf_counter_ns()
+        apply_token_bitmask_inplace(logits, self.bitmask[slot], self.n_tokens)
+        t_masked = time.perf_counter_ns()
+        tok = int(seq.chain.sample(self.ctx, idx))
+        if seq.t_first is None:
+            seq.t_first = time.perf_counter()
+        seq.apply_ns.append(t_masked - t0)
+        seq.grammar_ns.append(t_masked - t0)
+        return tok
 
     def _prepare(self, items: list[tuple[int, Sequence]], may_stop: bool = True) -> _Answer:
         """The worker's step for sequences whose matcher is advanced by their last token (a new
@@ -335,7 +393,10 @@ class BatchDecoder:
                 seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
                                                   prompt_len=len(seq.prompt), record_timings=False)
             proc = seq.proc
-            if may_stop and proc.should_stop():
+            if seq.unadvanced is not None:
+                self._advance(seq, seq.unadvanced)
+                seq.unadvanced = None
+            if may_stop and proc.is_complete() and proc.should_stop():
                 answer.over[slot] = proc.is_complete()
             else:
                 live.append((slot, proc.matcher))
@@ -359,8 +420,14 @@ class BatchDecoder:
 
     def settle(self) -> list[Sequence]:
         """Wait for the worker's steps and take them back (the sequences the grammar ended are
-        returned): the matchers, and their compiled grammars, are the caller's again."""
-        return self._take_answers(block=True)
+        returned): the matchers, and their compiled grammars, are the caller's again, each advanced
+        by its sequence's last token (also where the step that would have was dropped)."""
+        finished = self._take_answers(block=True)
+        for seq in self.slots:
+            if seq is not None and seq.unadvanced is not None:
+                self._advance(seq, seq.unadvanced)
+                seq.unadvanced = None
+        return finished
 
     def cancel(self, seq: Sequence) -> list[Sequence]:
         """Take ``seq`` out of its slot between steps (its ``stop_reason`` becomes ``"cancelled"``);
@@ -382,43 +449,38 @@ class BatchDecoder:
         b.seq_id[i][0] = slot
         b.n_tokens = i + 1
 
-    def _sample_one(self, seq: Sequence, slot: int, idx: int) -> bool:
-        """Mask, sample and book one token for ``seq`` (its matcher advanced); True when it is
-        finished (the end token, a stop string, the length limit)."""
-        t0 = time.perf_counter_ns()
-        logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,))
-        apply_token_bitmask_inplace(logits, self.bitmask[slot], self.n_tokens)
-        t_masked = time.perf_counter_ns()
-        tok = int(seq.chain.sample(self.ctx, idx))
-        t_sampled = time.perf_counter_ns()
-        if seq.t_first is None:
-            seq.t_first = time.perf_counter()
-        try:
-            return self._book(seq, tok)
-        finally:
-            seq.apply_ns.append(t_masked - t0)
-            seq.grammar_ns.append(t_masked - t0 + time.perf_counter_ns() - t_sampled)
-
     def _book(self, seq: Sequence, tok: int) -> bool:
-        """Advance ``seq``'s matcher by its sampled ``tok`` and book it; True when it is finished."""
-        if not seq.proc.accept(tok):
-            raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
-                                   f"does not allow ({seq.proc.matcher.error})")
+        """Book ``seq``'s sampled ``tok`` and advance its matcher by it (or leave that to the worker's
+        next step: ``advance_on_worker``, for a sequence that goes on); True when it is finished
+        (the end token, a stop string, the length limit)."""
         if tok in self.end_ids:
+            self._advance(seq, tok)
             self._finish(seq, "end_token")
             return True
         seq.tokens.append(tok)
         piece = self.token_bytes[tok]
         seq.raw += piece
-        if seq.stop and cut_at_stop(seq.raw, len(piece), seq.stop):
+        stopped = bool(seq.stop) and cut_at_stop(seq.raw, len(piece), seq.stop)
+        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
+        if self.advance_on_worker and not stopped and len(seq.tokens) < limit:
+            seq.unadvanced = tok
+            return False  # it goes on: the worker's step advances it and reads its next mask
+        self._advance(seq, tok)
+        if stopped:
             self._finish(seq, "stop_string")
             return True
-        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
         if len(seq.tokens) >= limit:  # (no worker's step is in flight now: the matcher is read here)
             self._finish(seq, "grammar" if seq.proc.should_stop() else
                          "max_tokens" if limit == seq.max_tokens else "context_full")
             return True
         return False  # it goes on: the worker's step reads its next mask
+
+    @staticmethod
+    def _advance(seq: Sequence, tok: int) -> None:
+        """Feed ``tok`` to ``seq``'s matcher (the mask allowed it: a refusal is an internal error)."""
+        if not seq.proc.accept(tok):
+            raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
+                                   f"does not allow ({seq.proc.matcher.error})")
 
     def _finish(self, seq: Sequence, reason: str, complete: bool | None = None) -> Sequence:
         """Book ``seq``'s end; its matcher is read only when ``complete`` is not given (then no
@@ -444,6 +506,9 @@ class BatchDecoder:
 
     def close(self) -> None:
         self.worker.close()
+        if self._sampler_pool is not None:
+            self._sampler_pool.shutdown()
+            self._sampler_pool = None
         for name in ("batch", "ctx"):
             obj = getattr(self, name, None)
             if obj is not None and (name == "batch" or self._owns_ctx):

@@ -102,7 +102,7 @@ def apply_token_bitmask_inplace(logits: np.ndarray, words: np.ndarray, n_tokens:
     if row.ndim != 1 or row.shape[0] * 32 < n_tokens:
         raise ValueError(f"a bitmask row of {row.shape} words cannot hold {n_tokens} tokens")
     if kernels is None:
-        kernels = logits_kernel is not None and logits.dtype == np.float32
+        kernels = logits_kernel is not None and logits.dtype == np.float32 and logits.strides[0] % 4 == 0
     if kernels:
         if logits_kernel is None:
             raise RuntimeError("localgcd's compiled kernels are not built (pip install the package)")
