@@ -27,19 +27,9 @@ mask is read while its prompt is evaluated (a grammar that allows only the
 empty text is then known after that evaluation).  The texts are the same
 as with ``overlap=False`` (step 1 in the sampling loop).
 
-Where ``llama_decode`` returns before the device is done (every layer offloaded
-to a GPU: ``advance_on_worker``, the default there), the main thread's path from
-one step's logits to the next decode is kept to what needs the logits: the mask
-applied and the token sampled.  Advancing the matcher by the token (tens of
-microseconds for a language grammar: a GPU's step is ~1.5 ms) is the worker's
-job, with the stop checks and the next mask, beside the decode; a text the
-grammar ends there was decoded once more, and those logits are dropped.  The
-stop conditions that need no matcher (an end token, a stop string, the length
-limit) are found on the main thread, before the decode, and such a sequence's
-token is accepted there.  Sequences sampled in the same step are sampled on a
-few threads at once (``llama_sampler_sample`` and the mask's pass run without
-the GIL; each sequence has its own chain and RNG, so the texts do not depend on
-the order).
+Sequences sampled in the same step are masked and sampled on a few threads at
+once: ``llama_sampler_sample`` and the mask's pass run without the GIL, and each
+sequence has its own chain and RNG, so the texts do not depend on the order.
 
 Why a line's text does not depend on N: with a separate KV cache per
 sequence, llama.cpp's CPU kernels compute a sequence's logits in a decode
@@ -138,9 +128,6 @@ class Sequence:
     t_first: float | None = None
     t_end: float = 0.0
     proc: Any = None  # made by the mask worker's first step for the sequence
-    #: the last sampled token, booked but not yet fed to the matcher: the worker's next step
-    #: advances it (``BatchDecoder.advance_on_worker``)
-    unadvanced: int | None = None
     chain: Any = None
     mask_wait_s: float = 0.0  # time its sampling waited for masks (the steps it sampled in)
     mask_wait_max_s: float = 0.0
@@ -167,14 +154,12 @@ class BatchDecoder:
     masks on a worker thread while the model decodes (see the module docstring).
     ``model_context``: one sequence in the model's own context (its n_ctx, n_batch and
     threads; no second KV cache), as single generation runs; closing the decoder leaves
-    that context open.  ``advance_on_worker``: the matcher is advanced by a sampled token
-    on the worker, beside the decode (default: when the model is offloaded to a GPU, whose
-    decode returns before the device is done; see the module docstring).
+    that context open.
     """
 
     def __init__(self, model: LoadedModel, n_parallel: int = 1, *, n_ctx: int | None = None,
                  n_threads: int | None = None, n_batch: int = 512, overlap: bool = True,
-                 model_context: bool = False, advance_on_worker: bool | None = None) -> None:
+                 model_context: bool = False) -> None:
         llama_cpp = import_llama_cpp()
 
         if n_parallel < 1:
@@ -199,7 +184,6 @@ class BatchDecoder:
         self.mask_s = 0.0  # in masks, sampling and booking tokens
         self.n_decodes = 0
         self.worker = MaskWorker(overlap)
-        self.advance_on_worker = bool(model.offload_active if advance_on_worker is None else advance_on_worker)
         # sequences sampled in one step are sampled on this many threads at once (made on first use)
         self._sampler_threads = min(self.n_parallel, os.cpu_count() or 1)
         self._sampler_pool: ThreadPoolExecutor | None = None
@@ -334,10 +318,8 @@ class BatchDecoder:
             if over:
                 self.slots[slot] = None
                 finished.append(seq)
-            elif seq.unadvanced is None and seq.proc.is_complete():
-                complete.append((slot, seq))
             else:
-                going_on.append((slot, seq))
+                (complete if seq.proc.is_complete() else going_on).append((slot, seq))
         if complete:  # their step says whether they are over: waited for, so none is decoded past its end
             self._handoffs.append(self.worker.submit(lambda: self._prepare(complete)))
             finished += self._take_answers(block=True)
@@ -345,13 +327,10 @@ class BatchDecoder:
             # In place when every next mask is computed already and several sequences share the step (a
             # thread's hand-over costs more than the lookups); one sequence's step goes to the worker
             # all the same: beside a decode, the only other work, it is off the main thread's path.
-            # A step that advances the matchers may find a text over (it was complete): its decode's
-            # logits are then dropped.
-            advance = self.advance_on_worker
-            ready = (not advance and self.n_parallel > 1
-                     and all(seq.proc.next_mask_ready() for _, seq in going_on))
-            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on, may_stop=advance),
-                                                     defer=True, inline=ready))
+            ready = self.n_parallel > 1 and all(seq.proc.next_mask_ready() for _, seq in going_on)
+            # their texts are not complete, so none of them is over: only their masks are read
+            self._handoffs.append(self.worker.submit(lambda: self._prepare(going_on, may_stop=False), defer=True,
+                                                     inline=ready))
         self.mask_s += time.perf_counter() - t0
         return finished
 
@@ -393,10 +372,7 @@ class BatchDecoder:
                 seq.proc = GrammarLogitsProcessor(seq.compiled.matcher(), n_vocab=self.n_tokens,
                                                   prompt_len=len(seq.prompt), record_timings=False)
             proc = seq.proc
-            if seq.unadvanced is not None:
-                self._advance(seq, seq.unadvanced)
-                seq.unadvanced = None
-            if may_stop and proc.is_complete() and proc.should_stop():
+            if may_stop and proc.should_stop():
                 answer.over[slot] = proc.is_complete()
             else:
                 live.append((slot, proc.matcher))
@@ -420,14 +396,8 @@ class BatchDecoder:
 
     def settle(self) -> list[Sequence]:
         """Wait for the worker's steps and take them back (the sequences the grammar ended are
-        returned): the matchers, and their compiled grammars, are the caller's again, each advanced
-        by its sequence's last token (also where the step that would have was dropped)."""
-        finished = self._take_answers(block=True)
-        for seq in self.slots:
-            if seq is not None and seq.unadvanced is not None:
-                self._advance(seq, seq.unadvanced)
-                seq.unadvanced = None
-        return finished
+        returned): the matchers, and their compiled grammars, are the caller's again."""
+        return self._take_answers(block=True)
 
     def cancel(self, seq: Sequence) -> list[Sequence]:
         """Take ``seq`` out of its slot between steps (its ``stop_reason`` becomes ``"cancelled"``);
@@ -450,37 +420,25 @@ class BatchDecoder:
         b.n_tokens = i + 1
 
     def _book(self, seq: Sequence, tok: int) -> bool:
-        """Book ``seq``'s sampled ``tok`` and advance its matcher by it (or leave that to the worker's
-        next step: ``advance_on_worker``, for a sequence that goes on); True when it is finished
-        (the end token, a stop string, the length limit)."""
+        """Advance ``seq``'s matcher by its sampled ``tok`` and book it; True when it is finished."""
+        if not seq.proc.accept(tok):
+            raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
+                                   f"does not allow ({seq.proc.matcher.error})")
         if tok in self.end_ids:
-            self._advance(seq, tok)
             self._finish(seq, "end_token")
             return True
         seq.tokens.append(tok)
         piece = self.token_bytes[tok]
         seq.raw += piece
-        stopped = bool(seq.stop) and cut_at_stop(seq.raw, len(piece), seq.stop)
-        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
-        if self.advance_on_worker and not stopped and len(seq.tokens) < limit:
-            seq.unadvanced = tok
-            return False  # it goes on: the worker's step advances it and reads its next mask
-        self._advance(seq, tok)
-        if stopped:
+        if seq.stop and cut_at_stop(seq.raw, len(piece), seq.stop):
             self._finish(seq, "stop_string")
             return True
+        limit = min(seq.max_tokens, self.n_ctx - len(seq.prompt))
         if len(seq.tokens) >= limit:  # (no worker's step is in flight now: the matcher is read here)
             self._finish(seq, "grammar" if seq.proc.should_stop() else
                          "max_tokens" if limit == seq.max_tokens else "context_full")
             return True
         return False  # it goes on: the worker's step reads its next mask
-
-    @staticmethod
-    def _advance(seq: Sequence, tok: int) -> None:
-        """Feed ``tok`` to ``seq``'s matcher (the mask allowed it: a refusal is an internal error)."""
-        if not seq.proc.accept(tok):
-            raise GrammarViolation(f"internal error: the sampler chose token {tok}, which the grammar "
-                                   f"does not allow ({seq.proc.matcher.error})")
 
     def _finish(self, seq: Sequence, reason: str, complete: bool | None = None) -> Sequence:
         """Book ``seq``'s end; its matcher is read only when ``complete`` is not given (then no
