@@ -100,6 +100,12 @@ class Sampling:
     repeat_penalty: float = DEFAULT_SAMPLING.repeat_penalty
     seed: int = 0
 
+    @property
+    def greedy(self) -> bool:
+        """``Llama.generate``'s chain for these settings is its greedy sampler alone (temperature 0;
+        its penalties sampler does nothing without a repeat penalty): the first maximum."""
+        return self.temperature == 0.0 and self.repeat_penalty == 1.0
+
 
 @dataclass
 class _Answer:
@@ -234,9 +240,9 @@ class BatchDecoder:
         self.llama.set_seed(int(s.seed))
         # The very chain Llama.generate builds for one generation (top-k, typical, top-p,
         # min-p, temperature, dist(seed)), without its logits-processor hook: the mask is
-        # applied to the logits beforehand.
-        seq.chain = sampler_chain(self.llama, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p, temp=s.temperature,
-                                  repeat_penalty=s.repeat_penalty)
+        # applied to the logits beforehand.  Greedy needs none: numpy's argmax is its pick.
+        seq.chain = None if s.greedy else sampler_chain(self.llama, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p,
+                                                        temp=s.temperature, repeat_penalty=s.repeat_penalty)
         self.ctx.kv_cache_seq_rm(slot, -1, -1)
         seq.n_evaluated = 0
         self.slots[slot] = seq
@@ -353,7 +359,10 @@ class BatchDecoder:
         t0 = time.perf_counter_ns()
         apply_token_bitmask_inplace(logits, self.bitmask[slot], self.n_tokens)
         t_masked = time.perf_counter_ns()
-        tok = int(seq.chain.sample(self.ctx, idx))
+        if seq.sampling.greedy:  # llama.cpp's greedy sampler is the first maximum, as argmax: without the
+            tok = int(np.argmax(logits))  # chain's copy of every logit into its candidates (~0.1 ms a token)
+        else:
+            tok = int(seq.chain.sample(self.ctx, idx))
         if seq.t_first is None:
             seq.t_first = time.perf_counter()
         seq.apply_ns.append(t_masked - t0)
