@@ -1,4 +1,5 @@
-"""The token spanner's compiled kernels (``walk_kernel.pyx``, ``lex_kernel.pyx``), behind small typed interfaces.
+"""The token spanner's compiled kernels (``walk_kernel.pyx``, ``lex_kernel.pyx``, ``branch_kernel.pyx``), behind
+small typed interfaces.
 
 :class:`~localgcd.spanner.token_spanner.BranchRows` walks the vocabulary trie
 from each new branch (a root child entered in a lexer state) to find every
@@ -23,14 +24,14 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.trie import VocabTrie
 
 try:
-    from localgcd.spanner import lex_kernel, walk_kernel
+    from localgcd.spanner import branch_kernel, lex_kernel, walk_kernel
 except ImportError:  # not built: the numpy paths serve
-    lex_kernel = walk_kernel = None
+    branch_kernel = lex_kernel = walk_kernel = None
 
 
 def kernels_available() -> bool:
     """Whether the compiled kernels were built (``pip install`` builds them)."""
-    return walk_kernel is not None and lex_kernel is not None
+    return walk_kernel is not None and lex_kernel is not None and branch_kernel is not None
 
 
 def _built() -> None:
@@ -252,6 +253,33 @@ class CopyMatcher:
         if found < 0:
             return None
         return found, np.array(pairs).reshape(-1, 2), np.array(terms).reshape(-1, 2)
+
+
+class RowBranches:
+    """A lexer state's row branches looked up in one kernel call (``branch_kernel.row_branches``):
+    the root children whose byte continues the state's lexeme, entered in a state that can still
+    become one of the first terminals when given, and each one's branch id in ``ids`` (-1: not
+    there) -- what ``BranchRows``' numpy path finds with some ten array calls on a first visit."""
+
+    def __init__(self, lexer: LexingTransducer, root_bytes: np.ndarray) -> None:
+        _built()
+        self.lexer = lexer
+        self._next_state, self._emitted = _contiguous(lexer.next_state), _contiguous(lexer.emitted)
+        self._producible = _contiguous(lexer.producible).view(np.uint8)
+        self._root_bytes = _contiguous(root_bytes, np.int64)
+        self._none = np.zeros(0, dtype=np.uint8)
+
+    def __call__(self, q: int, first_terminals: np.ndarray | None,
+                 ids: dict[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(root children, the state each enters, each one's branch id or -1, how many are -1)."""
+        size = self._root_bytes.size
+        children, states, found = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                                   np.empty(size, dtype=np.int64))
+        wanted = self._none if first_terminals is None else _contiguous(first_terminals, np.bool_).view(np.uint8)
+        n, missing = branch_kernel.row_branches(self._next_state[q], self._emitted[q], self._root_bytes,
+                                                self._producible, wanted, ids, self.lexer.n_states,
+                                                children, states, found)
+        return children[:n], states[:n], found[:n], missing
 
 
 class DistinctValues:
