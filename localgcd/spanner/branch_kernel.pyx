@@ -75,3 +75,29 @@ def row_branches(const int32_t[::1] next_row, const emit_t[::1] emitted_row, con
             found[n] = <int64_t> hit
         n += 1
     return n, missing
+
+
+def branch_ids(dict ids, const int64_t[::1] children, const int64_t[::1] states, int64_t n_states,
+               int64_t[::1] found):
+    """``found[i]``: the id in ``ids`` of branch key ``children[i] * n_states + states[i]`` (each
+    one there)."""
+    cdef Py_ssize_t i
+    for i in range(children.shape[0]):
+        found[i] = <int64_t> ids[children[i] * n_states + states[i]]
+
+
+def number_branches(dict ids, const int64_t[::1] children, const int64_t[::1] states, int64_t n_states):
+    """Give the branch keys ``children[i] * n_states + states[i]``, in order, the next ids in
+    ``ids`` (as many as it holds: ids are numbered from 0 in the order keys came)."""
+    cdef Py_ssize_t i
+    for i in range(children.shape[0]):
+        ids[children[i] * n_states + states[i]] = len(ids)
+
+
+def append_branches(list positions_out, list values_out, positions, values, const int64_t[::1] bounds):
+    """Append each branch's entries, ``positions[bounds[i]:bounds[i + 1]]`` and ``values[...]``
+    (views), to ``positions_out`` and ``values_out``."""
+    cdef Py_ssize_t i
+    for i in range(bounds.shape[0] - 1):
+        positions_out.append(positions[bounds[i]:bounds[i + 1]])
+        values_out.append(values[bounds[i]:bounds[i + 1]])

@@ -15,7 +15,8 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
 from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, RowBranches,
-                                      WalkScratch, loop_bytes, walk_branches)
+                                      WalkScratch, append_branches, branch_ids, loop_bytes, number_branches,
+                                      walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
@@ -172,7 +173,8 @@ class BranchRows:
             self._walk(children[missing], state[missing])
         for key, template, state_pairs, term_pairs in renamed:
             self._rename(key, ids[template], state_pairs, term_pairs)
-        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        found = branch_ids(ids, children, state, self.lexer.n_states) if self.kernels else \
+            np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
         if missing and self._copies is not None:
             self._keep_templates(children[missing], state[missing], found[missing])
         return found
@@ -397,16 +399,13 @@ class BranchRows:
         gives the final entries in position order."""
         order = np.argsort(roots, kind="stable")
         roots, states = roots[order], states[order]
-        for key in (roots * self.lexer.n_states + states).tolist():
-            self._ids[key] = len(self._ids)
+        number_branches(self._ids, roots, states, self.lexer.n_states)  # (numbered before the walk stores them)
         with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:
             positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, self._chains, roots,
                                                       states, scratch,
                                                       self.breadth_from, self.suffix.kernel_arrays, self._grammar_of,
                                                       self.outcomes)
-        for start, stop in zip(bounds[:-1], bounds[1:]):
-            self._positions.append(positions[start:stop])
-            self._values.append(values[start:stop])
+        append_branches(self._positions, self._values, positions, values, bounds)
 
     def _walk_numpy(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them.

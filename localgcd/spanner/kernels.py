@@ -171,7 +171,7 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
 def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
                   chains: LexerChains, roots: np.ndarray, states: np.ndarray, scratch: WalkScratch, breadth_from: int,
                   suffix: SuffixArrays, grammar_of: np.ndarray,
-                  cells: CellTable) -> tuple[np.ndarray, np.ndarray, list[int]]:
+                  cells: CellTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Walk the branches ``(roots[i], states[i])`` -- root child ``roots[i]`` (ascending) entered in
     lexer state ``states[i]`` -- to their final entries: (positions ascending, outcome ids, bounds:
     branch ``i``'s entries are ``[bounds[i], bounds[i + 1])``); tokens that die are left out.
@@ -203,7 +203,7 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
 
     cells.run_kernel(walk)
     n = int(bounds[-1])
-    return positions[:n], values[:n], bounds.tolist()
+    return positions[:n], values[:n], bounds
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -280,6 +280,29 @@ class RowBranches:
                                                 self._producible, wanted, ids, self.lexer.n_states,
                                                 children, states, found)
         return children[:n], states[:n], found[:n], missing
+
+
+def number_branches(ids: dict[int, int], children: np.ndarray, states: np.ndarray, n_states: int) -> None:
+    """Give the branch keys ``children[i] * n_states + states[i]`` (new ones), in order, the next ids
+    in ``ids``."""
+    _built()
+    branch_kernel.number_branches(ids, _contiguous(children, np.int64), _contiguous(states, np.int64), n_states)
+
+
+def branch_ids(ids: dict[int, int], children: np.ndarray, states: np.ndarray, n_states: int) -> np.ndarray:
+    """int64: the id in ``ids`` of each branch key ``children[i] * n_states + states[i]`` (all there)."""
+    _built()
+    found = np.empty(children.size, dtype=np.int64)
+    branch_kernel.branch_ids(ids, _contiguous(children, np.int64), _contiguous(states, np.int64), n_states, found)
+    return found
+
+
+def append_branches(positions_out: list[np.ndarray], values_out: list[np.ndarray], positions: np.ndarray,
+                    values: np.ndarray, bounds: np.ndarray) -> None:
+    """Append each branch's entries -- views ``positions[bounds[i]:bounds[i + 1]]`` and
+    ``values[...]`` -- to ``positions_out`` and ``values_out``."""
+    _built()
+    branch_kernel.append_branches(positions_out, values_out, positions, values, _contiguous(bounds, np.int64))
 
 
 class DistinctValues:
