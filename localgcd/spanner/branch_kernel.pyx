@@ -101,3 +101,10 @@ def append_branches(list positions_out, list values_out, positions, values, cons
     for i in range(bounds.shape[0] - 1):
         positions_out.append(positions[bounds[i]:bounds[i + 1]])
         values_out.append(values[bounds[i]:bounds[i + 1]])
+
+
+def entry_counts(list arrays, const int64_t[::1] ids, int64_t[::1] out):
+    """``out[i]``: the length of ``arrays[ids[i]]`` (a branch's entries)."""
+    cdef Py_ssize_t i
+    for i in range(ids.shape[0]):
+        out[i] = len(arrays[ids[i]])

@@ -15,8 +15,8 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
 from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, RowBranches,
-                                      WalkScratch, append_branches, branch_ids, loop_bytes, number_branches,
-                                      walk_branches)
+                                      WalkScratch, append_branches, branch_ids, entry_counts, loop_bytes,
+                                      number_branches, walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
@@ -221,7 +221,7 @@ class BranchRows:
         renamed), and a closure within the pair walk's limit (it maps onto itself: a copy's could
         map onto it)."""
         n_states, positions = self.lexer.n_states, self._positions
-        sizes = np.fromiter((len(positions[b]) for b in walked.tolist()), dtype=np.int64, count=walked.size)
+        sizes = entry_counts(positions, walked)
         big = np.flatnonzero(sizes >= self.tuning.copy_entries).tolist()
         if not big:
             return

@@ -297,6 +297,14 @@ def branch_ids(ids: dict[int, int], children: np.ndarray, states: np.ndarray, n_
     return found
 
 
+def entry_counts(arrays: list[np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """int64: the length of each ``arrays[ids[i]]`` (how many entries each branch holds)."""
+    _built()
+    out = np.empty(ids.size, dtype=np.int64)
+    branch_kernel.entry_counts(arrays, _contiguous(ids, np.int64), out)
+    return out
+
+
 def append_branches(positions_out: list[np.ndarray], values_out: list[np.ndarray], positions: np.ndarray,
                     values: np.ndarray, bounds: np.ndarray) -> None:
     """Append each branch's entries -- views ``positions[bounds[i]:bounds[i + 1]]`` and
@@ -390,7 +398,7 @@ class BranchRuns:
                 spans = np.full((sizes.size, 2), -1, dtype=np.int64)
                 spans[:self._known] = self._spans[:self._known]
                 self._sizes, self._spans = sizes, spans
-            self._sizes[self._known:n] = [p.size for p in positions[self._known:n]]
+            self._sizes[self._known:n] = entry_counts(positions, np.arange(self._known, n))
             self._known = n
         sizes = self._sizes[ids]
         if int(sizes.sum()) < least_entries:
