@@ -9,6 +9,7 @@ from setuptools import Extension, setup
 
 KERNELS = [
     Extension("localgcd.spanner.walk_kernel", ["localgcd/spanner/walk_kernel.pyx"], extra_compile_args=["-O3"]),
+    Extension("localgcd.spanner.branch_kernel", ["localgcd/spanner/branch_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.spanner.lex_kernel", ["localgcd/spanner/lex_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.runtime.check_kernel", ["localgcd/runtime/check_kernel.pyx"], extra_compile_args=["-O3"]),
     Extension("localgcd.lexer.product_kernel", ["localgcd/lexer/product_kernel.pyx"], extra_compile_args=["-O3"]),

@@ -156,6 +156,46 @@ def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, voca
     assert_same_rows(compiled.lexer, trie, len(vocab), 7, breadth_from)
 
 
+def branch_keys(spanner: LazyTokenSpanner, ids: np.ndarray) -> list[int]:
+    """Each branch's key (root child * lexer states + the state it enters), in order."""
+    keys = spanner._branches.walked()[0]
+    return keys[ids].tolist()
+
+
+def assert_same_branches(lexer, trie, n_tokens: int, seed: int) -> None:
+    """Every lexer state's row branches, the kernel's lookup (``branch_kernel.row_branches``: one
+    call) and numpy's (its array calls): the same branches in the same order, with no first
+    terminals, with random sets of them and with none of them; looked up again, the same ids."""
+    rng = np.random.default_rng(seed)
+    compiled = LazyTokenSpanner(lexer, trie, n_tokens, kernels=True)
+    reference = LazyTokenSpanner(lexer, trie, n_tokens, kernels=False)
+    n_terminals = lexer.producible.shape[1]
+    choices = [None, np.zeros(n_terminals, dtype=bool)] + [rng.random(n_terminals) < share for share in (0.1, 0.5)]
+    for q in range(lexer.n_states):
+        for first_terminals in choices:
+            got, expected = compiled.branches_of(q, first_terminals), reference.branches_of(q, first_terminals)
+            assert branch_keys(compiled, got) == branch_keys(reference, expected), f"state {q}"
+            assert np.array_equal(compiled.branches_of(q, first_terminals), got), f"state {q}: looked up again"
+
+
+@pytest.mark.parametrize(("name", "vocab_kind"), SMALL_CASES)
+def test_the_compiled_branch_lookup_gives_numpys_branches_small(name: str, vocab_kind: str) -> None:
+    grammar = SMALL_GRAMMARS[name]
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else small_vocabulary(grammar)
+    compiled = Compiler(use_cache=False).compile(grammar.text, vocab)
+    assert_same_branches(compiled.lexer, compiled.spanner.trie, len(vocab), len(name))
+
+
+@pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
+def test_the_compiled_branch_lookup_gives_numpys_branches_real(load_vocab, grammar: str, vocab_name: str) -> None:
+    vocab = load_vocab(vocab_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SynCode's Python: LALR conflicts, a terminal an ignored one swallows
+        compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    assert_same_branches(compiled.lexer, trie, len(vocab), 11)
+
+
 @pytest.mark.parametrize("breadth_from", WALKS)
 def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from: int) -> None:
     """SynCode's Python: a pending state's alias bytes (its branches of suffix entries) and the

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import random
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,13 +27,16 @@ from localgcd.compiler.compiler import Compiler
 from localgcd.grammar.json_schema import schema_to_grammar
 from localgcd.lexer.transducer import NO_EMIT
 from localgcd.spanner import token_spanner
-from localgcd.spanner.lazy import LazyTokenSpanner
+from localgcd.spanner.lazy import FirstKindRows, LazyTokenSpanner
+from localgcd.spanner.rows import first_kinds
 from localgcd.spanner.token_spanner import TokenSpanner
 from localgcd.spanner.trie import VocabTrie
 from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 from exactness_support import SMALL_GRAMMARS, byte_vocabulary, small_vocabulary
+
+SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
 
 SCHEMA = {
     "type": "object",
@@ -212,3 +217,18 @@ def test_parser_states_that_agree_on_a_rows_statuses_share_its_split(eager: bool
     assert walk_masks([compiled, other], vocab, seed=3, walks=12) > 0
     engine = compiled.engine
     assert 0 < len(engine._splits_by_status) < len(engine._splits)
+
+
+def test_first_kind_rows_made_alone_are_the_tables_where_a_lexer_backs_up() -> None:
+    """A lazy spanner's first-kind row, made alone on its state's first read, is the whole table's
+    row -- SynCode's Python too, whose pending states emit aliases (their bytes read again inside a
+    lexeme, so they do not end it there)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LALR conflicts, a terminal an ignored one swallows
+        text = (SYNCODE / "python.lark").read_text(encoding="utf-8") + "\n// localgcd: lexer=basic\n"
+        lexer = Compiler(use_cache=False).compile(text, byte_vocabulary()).lexer
+    assert lexer.alias_of is not None
+    whole = first_kinds(lexer)
+    rows = FirstKindRows(lexer)
+    for q in reversed(range(lexer.n_states)):
+        assert np.array_equal(rows[q], whole[q]), f"state {q}"

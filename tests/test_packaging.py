@@ -42,10 +42,10 @@ def test_the_wheel_holds_grammars_and_models_toml(wheel: Path) -> None:
     assert "localgcd/data/unicode_classes.npz" in names  # re's Unicode classes, read without a scan
     shipped = {p.name for p in (ROOT / "grammars").glob("*.lark")}
     assert shipped and {f"localgcd/data/grammars/{g}" for g in shipped} <= names
-    kernels = {"localgcd/spanner/walk_kernel", "localgcd/spanner/lex_kernel", "localgcd/runtime/assembly_kernel",
-               "localgcd/runtime/check_kernel", "localgcd/lexer/product_kernel", "localgcd/digraph_kernel",
-               "localgcd/runtime/logits_kernel", "localgcd/regex/automata_kernel", "localgcd/lr0_kernel",
-               "localgcd/parser/stack_free_kernel"}
+    kernels = {"localgcd/spanner/walk_kernel", "localgcd/spanner/lex_kernel", "localgcd/spanner/branch_kernel",
+               "localgcd/runtime/assembly_kernel", "localgcd/runtime/check_kernel", "localgcd/lexer/product_kernel",
+               "localgcd/digraph_kernel", "localgcd/runtime/logits_kernel", "localgcd/regex/automata_kernel",
+               "localgcd/lr0_kernel", "localgcd/parser/stack_free_kernel"}
     assert {n.split(".")[0] for n in names if n.endswith(".so")} == kernels  # compiled by the build
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "localgcd = localgcd.cli.app:app" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -14,8 +14,9 @@ from localgcd.errors import CacheWarning
 from localgcd.regex.dfa import DEAD_STATE
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.spanner.trie import TrieLevel, VocabTrie
-from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, WalkScratch,
-                                      loop_bytes, walk_branches)
+from localgcd.spanner.kernels import (BranchRuns, CopyMatcher, DistinctValues, EntryRanks, LexerChains, RowBranches,
+                                      WalkScratch, append_branches, branch_ids, entry_counts, loop_bytes,
+                                      number_branches, walk_branches)
 from localgcd.spanner.outcomes import OutcomeTable, SuffixOutcomes, SuffixTable, use_kernels
 from localgcd.spanner.rows import EMPTY_ROW, RowPart, SparseRow
 from localgcd.tuning import Tuning
@@ -70,8 +71,11 @@ class BranchRows:
         # the root children of the templates (only those are sketched)
         self._with_template = np.zeros(self._root_bytes.size, dtype=bool)
         self._sketch_of: dict[int, bytes] = {}  # lexer state → its sketch (_sketches), made once
-        self._continuing: dict[int, tuple[np.ndarray, ...]] = {}  # q → _continuing_children(q)
-        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # q → _entered_producible(q)
+        # with the kernels, a row's branches are looked up in one call (RowBranches); numpy's path keeps
+        # per state _continuing_children(q) and _entered_producible(q)
+        self._row_branches = RowBranches(lexer, self._root_bytes) if self.kernels else None
+        self._continuing: dict[int, tuple[np.ndarray, ...]] = {}
+        self._entered: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.n_renamed = 0  # branches made by renaming a copy's
 
     def __len__(self) -> int:
@@ -123,6 +127,19 @@ class BranchRows:
         is a terminal its branch's state can become, so the other branches'
         tokens all start with a terminal outside the set.
         """
+        if self._row_branches is not None:  # one kernel call; only a first visit's new branches in Python
+            children, state, found, n_missing = self._row_branches(q, first_terminals, self._ids)
+            if n_missing:
+                missing = np.flatnonzero(found < 0)
+                found[missing] = self._branch_ids(children[missing], state[missing])
+        else:
+            children, found = self._numpy_branches_of(q, first_terminals)
+        if self.lexer.alias_of is None:
+            return found
+        return self._with_aliases(q, first_terminals, children, found)
+
+    def _numpy_branches_of(self, q: int, first_terminals: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`branches_of` by numpy, before the aliases: (the root children, their branch ids)."""
         children, state, held = self._continuing_children(q)
         if first_terminals is not None:  # (by distinct state: a row's ~200 root children enter a few)
             producible, which = self._entered_producible(q)
@@ -138,9 +155,7 @@ class BranchRows:
                 held[:] = found
             else:
                 held[keep] = found
-        if self.lexer.alias_of is None:
-            return found
-        return self._with_aliases(q, first_terminals, children, found)
+        return children, found
 
     def _branch_ids(self, children: np.ndarray, state: np.ndarray) -> np.ndarray:
         """The ids of the branches (root child ``children[i]`` entered in ``state[i]``): taken from
@@ -158,7 +173,8 @@ class BranchRows:
             self._walk(children[missing], state[missing])
         for key, template, state_pairs, term_pairs in renamed:
             self._rename(key, ids[template], state_pairs, term_pairs)
-        found = np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
+        found = branch_ids(ids, children, state, self.lexer.n_states) if self.kernels else \
+            np.fromiter((ids[key] for key in keys), dtype=np.int64, count=len(keys))
         if missing and self._copies is not None:
             self._keep_templates(children[missing], state[missing], found[missing])
         return found
@@ -205,7 +221,7 @@ class BranchRows:
         renamed), and a closure within the pair walk's limit (it maps onto itself: a copy's could
         map onto it)."""
         n_states, positions = self.lexer.n_states, self._positions
-        sizes = np.fromiter((len(positions[b]) for b in walked.tolist()), dtype=np.int64, count=walked.size)
+        sizes = entry_counts(positions, walked)
         big = np.flatnonzero(sizes >= self.tuning.copy_entries).tolist()
         if not big:
             return
@@ -383,16 +399,13 @@ class BranchRows:
         gives the final entries in position order."""
         order = np.argsort(roots, kind="stable")
         roots, states = roots[order], states[order]
-        for key in (roots * self.lexer.n_states + states).tolist():
-            self._ids[key] = len(self._ids)
+        number_branches(self._ids, roots, states, self.lexer.n_states)  # (numbered before the walk stores them)
         with self.trie.scratch.taken(lambda: WalkScratch(self.trie)) as scratch:
             positions, values, bounds = walk_branches(self.lexer, self.trie, *self._loops, self._chains, roots,
                                                       states, scratch,
                                                       self.breadth_from, self.suffix.kernel_arrays, self._grammar_of,
                                                       self.outcomes)
-        for start, stop in zip(bounds[:-1], bounds[1:]):
-            self._positions.append(positions[start:stop])
-            self._values.append(values[start:stop])
+        append_branches(self._positions, self._values, positions, values, bounds)
 
     def _walk_numpy(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them.

@@ -1,4 +1,5 @@
-"""The token spanner's compiled kernels (``walk_kernel.pyx``, ``lex_kernel.pyx``), behind small typed interfaces.
+"""The token spanner's compiled kernels (``walk_kernel.pyx``, ``lex_kernel.pyx``, ``branch_kernel.pyx``), behind
+small typed interfaces.
 
 :class:`~localgcd.spanner.token_spanner.BranchRows` walks the vocabulary trie
 from each new branch (a root child entered in a lexer state) to find every
@@ -23,14 +24,14 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.trie import VocabTrie
 
 try:
-    from localgcd.spanner import lex_kernel, walk_kernel
+    from localgcd.spanner import branch_kernel, lex_kernel, walk_kernel
 except ImportError:  # not built: the numpy paths serve
-    lex_kernel = walk_kernel = None
+    branch_kernel = lex_kernel = walk_kernel = None
 
 
 def kernels_available() -> bool:
     """Whether the compiled kernels were built (``pip install`` builds them)."""
-    return walk_kernel is not None and lex_kernel is not None
+    return walk_kernel is not None and lex_kernel is not None and branch_kernel is not None
 
 
 def _built() -> None:
@@ -170,7 +171,7 @@ def loop_bytes(lexer: LexingTransducer) -> np.ndarray:
 def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, has_loop: np.ndarray,
                   chains: LexerChains, roots: np.ndarray, states: np.ndarray, scratch: WalkScratch, breadth_from: int,
                   suffix: SuffixArrays, grammar_of: np.ndarray,
-                  cells: CellTable) -> tuple[np.ndarray, np.ndarray, list[int]]:
+                  cells: CellTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Walk the branches ``(roots[i], states[i])`` -- root child ``roots[i]`` (ascending) entered in
     lexer state ``states[i]`` -- to their final entries: (positions ascending, outcome ids, bounds:
     branch ``i``'s entries are ``[bounds[i], bounds[i + 1])``); tokens that die are left out.
@@ -202,7 +203,7 @@ def walk_branches(lexer: LexingTransducer, trie: VocabTrie, loops: np.ndarray, h
 
     cells.run_kernel(walk)
     n = int(bounds[-1])
-    return positions[:n], values[:n], bounds.tolist()
+    return positions[:n], values[:n], bounds
 
 
 def first_emissions(lexer: LexingTransducer, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -252,6 +253,64 @@ class CopyMatcher:
         if found < 0:
             return None
         return found, np.array(pairs).reshape(-1, 2), np.array(terms).reshape(-1, 2)
+
+
+class RowBranches:
+    """A lexer state's row branches looked up in one kernel call (``branch_kernel.row_branches``):
+    the root children whose byte continues the state's lexeme, entered in a state that can still
+    become one of the first terminals when given, and each one's branch id in ``ids`` (-1: not
+    there) -- what ``BranchRows``' numpy path finds with some ten array calls on a first visit."""
+
+    def __init__(self, lexer: LexingTransducer, root_bytes: np.ndarray) -> None:
+        _built()
+        self.lexer = lexer
+        self._next_state, self._emitted = _contiguous(lexer.next_state), _contiguous(lexer.emitted)
+        self._producible = _contiguous(lexer.producible).view(np.uint8)
+        self._root_bytes = _contiguous(root_bytes, np.int64)
+        self._none = np.zeros(0, dtype=np.uint8)
+
+    def __call__(self, q: int, first_terminals: np.ndarray | None,
+                 ids: dict[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(root children, the state each enters, each one's branch id or -1, how many are -1)."""
+        size = self._root_bytes.size
+        children, states, found = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                                   np.empty(size, dtype=np.int64))
+        wanted = self._none if first_terminals is None else _contiguous(first_terminals, np.bool_).view(np.uint8)
+        n, missing = branch_kernel.row_branches(self._next_state[q], self._emitted[q], self._root_bytes,
+                                                self._producible, wanted, ids, self.lexer.n_states,
+                                                children, states, found)
+        return children[:n], states[:n], found[:n], missing
+
+
+def number_branches(ids: dict[int, int], children: np.ndarray, states: np.ndarray, n_states: int) -> None:
+    """Give the branch keys ``children[i] * n_states + states[i]`` (new ones), in order, the next ids
+    in ``ids``."""
+    _built()
+    branch_kernel.number_branches(ids, _contiguous(children, np.int64), _contiguous(states, np.int64), n_states)
+
+
+def branch_ids(ids: dict[int, int], children: np.ndarray, states: np.ndarray, n_states: int) -> np.ndarray:
+    """int64: the id in ``ids`` of each branch key ``children[i] * n_states + states[i]`` (all there)."""
+    _built()
+    found = np.empty(children.size, dtype=np.int64)
+    branch_kernel.branch_ids(ids, _contiguous(children, np.int64), _contiguous(states, np.int64), n_states, found)
+    return found
+
+
+def entry_counts(arrays: list[np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """int64: the length of each ``arrays[ids[i]]`` (how many entries each branch holds)."""
+    _built()
+    out = np.empty(ids.size, dtype=np.int64)
+    branch_kernel.entry_counts(arrays, _contiguous(ids, np.int64), out)
+    return out
+
+
+def append_branches(positions_out: list[np.ndarray], values_out: list[np.ndarray], positions: np.ndarray,
+                    values: np.ndarray, bounds: np.ndarray) -> None:
+    """Append each branch's entries -- views ``positions[bounds[i]:bounds[i + 1]]`` and
+    ``values[...]`` -- to ``positions_out`` and ``values_out``."""
+    _built()
+    branch_kernel.append_branches(positions_out, values_out, positions, values, _contiguous(bounds, np.int64))
 
 
 class DistinctValues:
@@ -339,7 +398,7 @@ class BranchRuns:
                 spans = np.full((sizes.size, 2), -1, dtype=np.int64)
                 spans[:self._known] = self._spans[:self._known]
                 self._sizes, self._spans = sizes, spans
-            self._sizes[self._known:n] = [p.size for p in positions[self._known:n]]
+            self._sizes[self._known:n] = entry_counts(positions, np.arange(self._known, n))
             self._known = n
         sizes = self._sizes[ids]
         if int(sizes.sum()) < least_entries:

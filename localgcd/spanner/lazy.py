@@ -35,11 +35,10 @@ from localgcd.spanner.token_spanner import (
     SuffixOutcomes,
     TokenSpanner,
     build_token_spanner,
-    first_kinds,
 )
 from localgcd.spanner.token_classes import TokenClasses
 from localgcd.spanner.trie import VocabTrie
-from localgcd.spanner.rows import class_tokens
+from localgcd.spanner.rows import class_tokens, first_kind_row
 from localgcd.tuning import Tuning
 
 
@@ -55,7 +54,7 @@ class FirstKindRows:
     def __getitem__(self, q: int) -> np.ndarray:
         row = self._rows.get(q)
         if row is None:
-            row = self._rows[q] = first_kinds(self.lexer, np.array([q]))[0]
+            row = self._rows[q] = first_kind_row(self.lexer, q)
             row.flags.writeable = False
         return row
 

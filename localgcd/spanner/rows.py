@@ -258,6 +258,20 @@ def first_kinds(lexer: LexingTransducer, states: np.ndarray | None = None) -> np
     return kind
 
 
+def first_kind_row(lexer: LexingTransducer, q: int) -> np.ndarray:
+    """``first_kinds(lexer)[q]`` made alone (a lazy spanner's row on its state's first visit: a few
+    array calls over 256 bytes, not the table's gathers)."""
+    step = lexer.next_state[q]
+    kind = np.where(step != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
+    if lexer.accept[q] >= 0:  # only an accepting state emits
+        emitted = lexer.emitted[q]
+        ends = (emitted != NO_EMIT) & (step != DEAD_STATE)
+        if lexer.alias_of is not None:  # as first_kinds: an alias's byte is read again inside a lexeme
+            ends &= emitted < lexer.n_terminals
+        kind[ends] = FIRST_EMITS
+    return kind
+
+
 def class_tokens(class_members: tuple[np.ndarray, np.ndarray], classes: np.ndarray) -> np.ndarray:
     """The token ids of the given classes, from a spanner's ``class_members``."""
     ids, offsets = class_members
