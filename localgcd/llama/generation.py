@@ -12,8 +12,10 @@ How it runs: one sequence of the :class:`~localgcd.llama.decoding.BatchDecoder`
 in the model's own context -- its own ``llama_decode`` calls, the packed mask
 applied in one pass to ``llama_get_logits_ith``'s row, and the very sampler chain
 ``Llama.generate`` builds (top-k, typical, top-p, min-p, temperature,
-dist(seed)) sampling from it -- so a token costs the decode, the mask's one
-pass, the chain's sample and the matcher's advance: no llama-cpp-python
+dist(seed)) sampling from it (greedy decoding -- temperature 0, no repeat penalty -- takes the
+row's first maximum, the token that chain's greedy sampler takes, without the chain's copy of
+every logit) -- so a token costs the decode, the mask's one
+pass, the sample and the matcher's advance: no llama-cpp-python
 sampling in Python, no logits-processor callback, and the same texts for a seed
 as ``Llama.generate`` with :class:`~localgcd.llama.sampling.GrammarLogitsProcessor`.
 Every sampled id is fed to the matcher and the text is built from the
