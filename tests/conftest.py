@@ -21,12 +21,26 @@ from hypothesis import settings  # noqa: E402
 from localgcd.llama.vocabulary import load_vocabulary  # noqa: E402
 from localgcd.vocab import Vocabulary  # noqa: E402
 from localgcd.llama.vocab_sources import vocab_path  # noqa: E402
+from source_support import every_localgcd_module  # noqa: E402
 
 # The suite's verdict must not depend on the run: property tests draw the same
 # examples every time (a failure reproduces as is). To hunt with fresh random
 # examples: LOCALGCD_HYPOTHESIS=explore python -m pytest
-settings.register_profile("repeatable", derandomize=True)
-settings.register_profile("explore", derandomize=False)
+#
+# A test's draws depend on the test alone, never on the tests run before it in the
+# same process (an xdist worker runs some; -n 0 all, in another order):
+# * derandomize seeds each test from its own source, but hypothesis also draws, now
+#   and then, a literal from the source of the local (non-site-packages, non-test)
+#   modules in sys.modules *at that moment* (its "local constants"); so every
+#   localgcd module is imported here, before any test draws, and that pool is the
+#   same in every process;
+# * both profiles descend from hypothesis's "default" profile, not from whichever
+#   profile hypothesis picked itself (it loads "ci" where $CI is set);
+# * no deadline: a verdict never depends on the machine's load.
+for _ in every_localgcd_module():
+    pass
+settings.register_profile("repeatable", settings.get_profile("default"), derandomize=True, deadline=None)
+settings.register_profile("explore", settings.get_profile("default"), derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("LOCALGCD_HYPOTHESIS", "repeatable"))
 
 

@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
+import pkgutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+
+import localgcd
+
+OPTIONAL_ENGINES = {"sglang", "vllm", "torch", "transformers", "tokenizers"}  # integrations/' engines
+
+
+def every_localgcd_module() -> Iterator[ModuleType]:
+    """Each of the package's modules, imported (not an integration whose engine is not installed here)."""
+    for info in pkgutil.walk_packages(localgcd.__path__, "localgcd."):
+        try:
+            yield importlib.import_module(info.name)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in OPTIONAL_ENGINES:
+                raise
 
 
 @functools.lru_cache(maxsize=None)

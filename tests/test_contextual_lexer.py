@@ -11,6 +11,7 @@ lark's ``parse`` on those texts and on texts one edit away from them.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
@@ -104,7 +105,19 @@ def grammar_text(name: str) -> tuple[str, str]:
     return entry.file.read_text(encoding="utf-8"), entry.start
 
 
+_COMPILED: dict[tuple[str, str], localgcd.CompiledGrammar] = {}
+
+
 def compile_contextual(name: str, vocab) -> localgcd.CompiledGrammar:
+    """The grammar compiled with lexer="contextual" for ``vocab``, once per (grammar, vocabulary) and test
+    process (the tests here and test_look_around_context's read the same tables; each takes its own matcher)."""
+    key = (name, vocab.fingerprint)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile_contextual(name, vocab)
+    return _COMPILED[key]
+
+
+def _compile_contextual(name: str, vocab) -> localgcd.CompiledGrammar:
     text, start = grammar_text(name)
     if start != "start":
         text += f"\nstart: {start}\n"
@@ -113,6 +126,7 @@ def compile_contextual(name: str, vocab) -> localgcd.CompiledGrammar:
                                     source=str(BY_PATH[name].file) if name in BY_PATH else "<grammar>")
 
 
+@functools.lru_cache(maxsize=None)
 def lark_parser(name: str, parser: str = "lalr") -> lark.Lark:
     text, start = grammar_text(name)
     if name in BY_PATH:
@@ -123,11 +137,16 @@ def lark_parser(name: str, parser: str = "lalr") -> lark.Lark:
 def sample_texts(name: str, n: int, seed: int = 0) -> list[str]:
     """Up to ``n`` texts lark's Earley parser derives from the grammar, that lark's LALR parser with its
     contextual lexer accepts (derived texts are lexed as lark lexes them only most of the time)."""
+    return list(_sample_texts(name, n, seed))
+
+
+@functools.lru_cache(maxsize=None)  # (the same draws for the same arguments: derived once per process)
+def _sample_texts(name: str, n: int, seed: int = 0) -> tuple[str, ...]:
     found: list[str] = []
     lalr = lark_parser(name)
     if name in WRITTEN:
         assert all(lark_accepts(lalr, text) for text in WRITTEN[name])
-        return WRITTEN[name][:n]
+        return tuple(WRITTEN[name][:n])
     earley = lark_parser(name, "earley")
     start = grammar_text(name)[1]
 
@@ -140,7 +159,7 @@ def sample_texts(name: str, n: int, seed: int = 0) -> list[str]:
 
     collect()
     assert found, f"no text of {name} derived"
-    return found
+    return tuple(found)
 
 
 def edits(text: str, rng: random.Random, n: int) -> list[str]:
@@ -155,6 +174,7 @@ def edits(text: str, rng: random.Random, n: int) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=None)  # (one checker per grammar: it keeps useful caches, as exactness_support's)
 def reference(name: str) -> ContextualChecker:
     text, start = grammar_text(name)
     options = {"source_path": str(BY_PATH[name].file)} if name in BY_PATH else {}

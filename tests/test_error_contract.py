@@ -7,14 +7,13 @@ module raises for its caller in the tree to turn into a named error with a posit
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 
 import pytest
 
-import localgcd
 from localgcd.errors import LocalgcdError, MatcherError, UnsupportedConstruct
+
+from source_support import every_localgcd_module
 
 #: Control flow within the tree, each caught and turned into a named error by the caller named.
 IN_TREE_CONTROL_FLOW = {
@@ -30,22 +29,13 @@ IN_TREE_CONTROL_FLOW = {
     "localgcd.serve.app.ClientGone": "serve.app (a client that left before its reply: nobody to answer)",
 }
 
-OPTIONAL_ENGINES = {"sglang", "vllm", "torch", "transformers", "tokenizers"}  # integrations/' engines
-
-
 def exception_classes() -> dict[str, type[BaseException]]:
     found = {}
-    for info in pkgutil.walk_packages(localgcd.__path__, "localgcd."):
-        try:
-            module = importlib.import_module(info.name)
-        except ModuleNotFoundError as exc:  # an integration whose engine is not installed here
-            if (exc.name or "").split(".")[0] in OPTIONAL_ENGINES:
-                continue
-            raise
+    for module in every_localgcd_module():
         for name, obj in vars(module).items():
             if (inspect.isclass(obj) and issubclass(obj, BaseException) and not issubclass(obj, Warning)
-                    and obj.__module__ == info.name):
-                found[f"{info.name}.{name}"] = obj
+                    and obj.__module__ == module.__name__):
+                found[f"{module.__name__}.{name}"] = obj
     return found
 
 

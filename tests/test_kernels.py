@@ -112,13 +112,14 @@ def compiled_spanner(lexer, trie, n_tokens: int, breadth_from: int) -> LazyToken
     return LazyTokenSpanner(lexer, trie, n_tokens, kernels=True, tuning=Tuning(breadth_from=breadth_from))
 
 
-def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int) -> None:
+def assert_same_rows(lexer, trie, n_tokens: int, seed: int, breadth_from: int,
+                     reference: LazyTokenSpanner | None = None) -> None:
     """Every lexer state's row, the kernel's and numpy's: the same positions with the same meaning.
     The kernel's spanner first walks a random part of each row's branches (several branches in
     one call, with gaps between them), then the rest; one token's outcome walks its branch alone."""
     rng = np.random.default_rng(seed)
     compiled = compiled_spanner(lexer, trie, n_tokens, breadth_from)
-    reference = LazyTokenSpanner(lexer, trie, n_tokens, kernels=False)
+    reference = reference or LazyTokenSpanner(lexer, trie, n_tokens, kernels=False)
     alone = compiled_spanner(lexer, trie, n_tokens, breadth_from)
     n_terminals = lexer.producible.shape[1]
     for q in range(lexer.n_states):
@@ -145,15 +146,28 @@ def test_the_compiled_walk_gives_numpys_rows_small(name: str, vocab_kind: str, b
     assert_same_rows(compiled.lexer, compiled.spanner.trie, len(vocab), len(name), breadth_from)
 
 
+_REAL_ROWS: dict[tuple[str, str], tuple[object, VocabTrie, LazyTokenSpanner]] = {}
+
+
+def real_rows(grammar: str, vocab) -> tuple[object, VocabTrie, LazyTokenSpanner]:
+    """(lexer, trie, numpy's spanner) of a real case, once per process: each walk's kernel spanner is
+    compared with the same numpy rows, which no walk setting changes (read once, kept by the spanner)."""
+    key = (grammar, vocab.fingerprint)
+    if key not in _REAL_ROWS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SynCode's Python: LALR conflicts, a terminal an ignored one swallows
+            compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
+        trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+        _REAL_ROWS[key] = compiled.lexer, trie, LazyTokenSpanner(compiled.lexer, trie, len(vocab), kernels=False)
+    return _REAL_ROWS[key]
+
+
 @pytest.mark.parametrize("breadth_from", WALKS)
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
 def test_the_compiled_walk_gives_numpys_rows_real(load_vocab, grammar: str, vocab_name: str, breadth_from: int) -> None:
     vocab = load_vocab(vocab_name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SynCode's Python: LALR conflicts, a terminal an ignored one swallows
-        compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
-    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
-    assert_same_rows(compiled.lexer, trie, len(vocab), 7, breadth_from)
+    lexer, trie, reference = real_rows(grammar, vocab)
+    assert_same_rows(lexer, trie, len(vocab), 7, breadth_from, reference)
 
 
 def branch_keys(spanner: LazyTokenSpanner, ids: np.ndarray) -> list[int]:

@@ -6,6 +6,7 @@ build other tables for the same language (so they are in it).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import fields
 
@@ -40,8 +41,10 @@ def grammar(name: str) -> tuple[str, str]:
     return (json.dumps(SCHEMA), "json_schema") if name == "schema" else (SMALL_GRAMMARS[name].text, "lark")
 
 
+@functools.lru_cache(maxsize=None)
 def built(text: str, fmt: str, tuning: Tuning):
-    """Header and arrays of an eager compile over single bytes."""
+    """Header and arrays of an eager compile over single bytes (once per process: the default tables
+    each case compares with are the same for every case of a grammar)."""
     compiled = Compiler(use_cache=False, eager=True, tuning=tuning).compile(text, byte_vocabulary(), fmt)
     return compiled.to_arrays()
 
