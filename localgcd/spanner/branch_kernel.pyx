@@ -12,13 +12,9 @@ it, and looks each key up in the branch ids (a dict: ``root child * n_states + s
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
-ctypedef fused emit_t:
-    int16_t
-    int32_t
+from localgcd.spanner.lexer_codes cimport DEAD, NO_EMIT, emit_t
 
 cdef enum:
-    DEAD = -1
-    NO_EMIT = -1
     KNOWN = 16  # entered states whose verdict (can become a first terminal) a call remembers
 
 

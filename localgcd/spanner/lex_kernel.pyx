@@ -7,15 +7,9 @@ GIL: the suffix outcomes every row's emissions read (``SuffixOutcomes``, ``suffi
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
+from localgcd.spanner.lexer_codes cimport DEAD, NO_EMIT, emit_t
+
 import numpy as np
-
-ctypedef fused emit_t:
-    int16_t
-    int32_t
-
-cdef enum:
-    DEAD = -1
-    NO_EMIT = -1
 
 
 def first_emissions(const int32_t[:, ::1] next_state, const emit_t[:, ::1] emitted, const uint8_t[::1] data,

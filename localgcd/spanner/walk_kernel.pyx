@@ -48,18 +48,14 @@ Everything runs without the GIL.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t, INT32_MAX
 from libc.stdlib cimport free, malloc, qsort
 
+from localgcd.spanner.lexer_codes cimport DEAD, NO_EMIT, emit_t
+
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 import numpy as np
 
-ctypedef fused emit_t:
-    int16_t
-    int32_t
-
 cdef enum:
-    DEAD = -1
-    NO_EMIT = -1
     EMITS_BASE = -2  # a code at or below this ends the lexeme emitting EMITS_BASE - code
     NEEDS_ROOM = -3  # (a resolver's answer) the cells or the index are full
     CHAIN_TOO_LONG = -4  # a suffix chain longer than its token allows (a cycle: a lexer bug)
