@@ -345,13 +345,13 @@ class BatchDecoder:
         several rows on a few threads at once (the chains' samples and the masks' passes release
         the GIL)."""
         # llama_get_logits_ith waits for the device and puts the outputs in order: once, here
-        logits = [np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,)) for _, idx, _ in rows]
-        if len(rows) < 2 or self._sampler_threads < 2:
-            return [self._pick(seq, slot, idx, row) for (slot, idx, seq), row in zip(rows, logits)]
+        picks = [(seq, slot, idx, np.ctypeslib.as_array(self.ctx.get_logits_ith(idx), shape=(self.n_vocab,)))
+                 for slot, idx, seq in rows]
+        if len(picks) < 2 or self._sampler_threads < 2:
+            return [self._pick(*pick) for pick in picks]
         if self._sampler_pool is None:
             self._sampler_pool = ThreadPoolExecutor(self._sampler_threads, thread_name_prefix="localgcd-sample")
-        return list(self._sampler_pool.map(lambda r: self._pick(r[0][2], r[0][0], r[0][1], r[1]),
-                                           zip(rows, logits)))
+        return list(self._sampler_pool.map(lambda pick: self._pick(*pick), picks))
 
     def _pick(self, seq: Sequence, slot: int, idx: int, logits: np.ndarray) -> int:
         """Mask ``logits`` (batch index ``idx``'s row) with the slot's bitmask row and sample a token

@@ -241,35 +241,32 @@ class Rows:
         return np.append(self.class_emits(q), False)[self.spanner.token_class]
 
 
-def first_kinds(lexer: LexingTransducer, states: np.ndarray | None = None) -> np.ndarray:
-    """int8 [Q, 256] (or [len(states), 256]): whether byte ``b`` kills, ends or extends the pending
-    lexeme of ``q``."""
-    whole = states is None  # the whole table is read in place, not gathered
-    next_state, accept = (lexer.next_state, lexer.accept) if whole else (lexer.next_state[states], lexer.accept[states])
-    kind = np.where(next_state != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
-    accepting = np.flatnonzero(accept >= 0)  # only an accepting state emits (a big lexer has few)
+def first_kinds(lexer: LexingTransducer) -> np.ndarray:
+    """int8 [Q, 256]: whether byte ``b`` kills, ends or extends the pending lexeme of ``q``."""
+    kind = np.where(lexer.next_state != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
+    accepting = np.flatnonzero(lexer.accept >= 0)  # only an accepting state emits (a big lexer has few)
     rows = kind[accepting]
-    emitted = lexer.emitted[accepting if whole else states[accepting]]
-    ends = (emitted != NO_EMIT) & (rows != FIRST_DEAD)
-    if lexer.alias_of is not None:  # an alias's byte is read again inside a lexeme: the row's walk has it
-        ends &= emitted < lexer.n_terminals
-    rows[ends] = FIRST_EMITS
+    rows[_ends_lexeme(lexer, lexer.emitted[accepting], rows != FIRST_DEAD)] = FIRST_EMITS
     kind[accepting] = rows
     return kind
 
 
 def first_kind_row(lexer: LexingTransducer, q: int) -> np.ndarray:
     """``first_kinds(lexer)[q]`` made alone (a lazy spanner's row on its state's first visit: a few
-    array calls over 256 bytes, not the table's gathers)."""
-    step = lexer.next_state[q]
-    kind = np.where(step != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
+    array calls over 256 bytes, not the whole table)."""
+    kind = np.where(lexer.next_state[q] != DEAD_STATE, np.int8(FIRST_CONTINUES), np.int8(FIRST_DEAD))
     if lexer.accept[q] >= 0:  # only an accepting state emits
-        emitted = lexer.emitted[q]
-        ends = (emitted != NO_EMIT) & (step != DEAD_STATE)
-        if lexer.alias_of is not None:  # as first_kinds: an alias's byte is read again inside a lexeme
-            ends &= emitted < lexer.n_terminals
-        kind[ends] = FIRST_EMITS
+        kind[_ends_lexeme(lexer, lexer.emitted[q], kind != FIRST_DEAD)] = FIRST_EMITS
     return kind
+
+
+def _ends_lexeme(lexer: LexingTransducer, emitted: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """Where a byte ends an accepting state's pending lexeme: it emits, and the next lexeme goes on
+    (``live``); an alias's byte is read again inside a lexeme, so the row's walk has it instead."""
+    ends = (emitted != NO_EMIT) & live
+    if lexer.alias_of is not None:
+        ends &= emitted < lexer.n_terminals
+    return ends
 
 
 def class_tokens(class_members: tuple[np.ndarray, np.ndarray], classes: np.ndarray) -> np.ndarray:
