@@ -4,7 +4,8 @@ masks along a text (issue 37).
     python bench/dynamic_lexer.py [--vocab llama-bpe] [--general-stacks N]
 
 For issue 37's corpus Earley entries that needed the dynamic lexer (and those it reads otherwise than
-the basic lexer; lark's dynamic_complete example with the lexer its project names): the compile in memory (lazy, the default: grammar, lexer, tables; the spanner rows
+the basic lexer; lark's dynamic_complete example with the lexer its project names): the compile in
+memory (lazy, the default: grammar, lexer, tables; the spanner rows
 on first use), its grammar stage's share, or the refusal; then forced decoding of a text ``Lark(g)``
 accepts, cut by the model's tokenizer, twice: every token's mask (``allowed_token_bitmask``; the
 first pass builds the rows: cold, the second meets them again: warm).  One Markdown table.

@@ -335,8 +335,8 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"contextual"``, ``"basic"``, ``"dynamic"`` or
-    ``"dynamic_complete"`` (Lark grammars; None: the grammar's own ``// localgcd: lexer=...`` line, else lark's default —
-    ``contextual`` with LALR, ``dynamic`` with Earley; see :meth:`Compiler.compile`).
+    ``"dynamic_complete"`` (Lark grammars; None: the grammar's own ``// localgcd: lexer=...`` line, else
+    lark's default — ``contextual`` with LALR, ``dynamic`` with Earley; see :meth:`Compiler.compile`).
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the

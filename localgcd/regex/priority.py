@@ -474,7 +474,8 @@ class _Construction:
 
     def byte_classes(self) -> np.ndarray:
         cuts = np.zeros(self.n_symbols + 1, dtype=bool)
-        cuts[[0, 0x80, 0xC0] if self.over_bytes else [0]] = True  # character starts (look-behind widths count characters)
+        # character starts (look-behind widths count characters)
+        cuts[[0, 0x80, 0xC0] if self.over_bytes else [0]] = True
         for edges in self.nfa.edges:
             for lo, hi, _ in edges:
                 cuts[lo] = cuts[hi + 1] = True
