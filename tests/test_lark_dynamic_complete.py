@@ -336,3 +336,49 @@ def test_the_cache_tells_the_two_dynamic_readings_apart(tmp_path: Path) -> None:
             matcher = compiled.matcher()
             assert (matcher.accept_bytes(b"1E+5;") and matcher.is_accepting()) == accepted
             compiled.flush()
+
+
+#: grammar → a text lark accepts, whose every prefix is a place the masks over a real vocabulary are checked
+REAL_VOCABULARY_TEXTS = {
+    "dynamic_complete (lark's example)": "{_a_:_b_, _c\\\\_ :  [1, -2.5e3, true, _x_y_]}",
+    "a terminal twice": "aaaa",
+    "an exponent cut short": "1E+5; 2e+3y;",
+    "an ignored terminal a rule takes": "ab  cd ;",
+    "a look-behind inside the lexeme": "'a\\' b' cd",
+}
+
+
+@pytest.mark.parametrize("name", REAL_VOCABULARY_TEXTS)
+def test_masks_over_smollm2_equal_the_reference(name: str, load_vocab) -> None:
+    """At every prefix of a sentence, SmolLM2's end tokens and 120 text tokens the mask allows and 120 it
+    masks (all where fewer; tokens that are whole UTF-8 text): allowed iff the reference finds the text
+    after the token viable (an end token: iff the text is complete)."""
+    import numpy as np
+
+    from exactness_support import sample_ids
+
+    vocab = load_vocab("smollm2")
+    grammar = localgcd.compile_grammar(grammar_text(name), vocab, parser="earley", lexer="dynamic_complete",
+                                       use_cache=False)
+    text = REAL_VOCABULARY_TEXTS[name]
+    assert lark_accepts(lark_parser(name), text)
+    rng = np.random.default_rng(7)
+    problems: list[str] = []
+    for cut in range(len(text) + 1):
+        prefix = text[:cut]
+        matcher = grammar.matcher()
+        assert matcher.accept_bytes(prefix.encode()), prefix
+        mask = matcher.allowed_token_mask()
+        for token in sample_ids(mask, vocab, rng, 120).tolist():
+            data = vocab.token_bytes[token]
+            if not data:
+                want = reference(name).complete(prefix.encode()) if token in vocab.end_ids else False
+            else:
+                try:
+                    piece = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                want = reference(name)._alive(prefix + piece)
+            if bool(mask[token]) != want:
+                problems.append(f"after {prefix!r}: token {data!r} localgcd {bool(mask[token])}")
+    assert not problems, "\n".join(problems[:20])
