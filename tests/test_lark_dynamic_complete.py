@@ -20,6 +20,7 @@ before the lexeme) is refused naming the terminal.
 from __future__ import annotations
 
 import functools
+import json
 import random
 from pathlib import Path
 
@@ -275,7 +276,8 @@ def test_each_dynamic_lexer_reads_as_lark_does(name: str, text: bytes, dynamic: 
     ('start: A "b"\nA: /(?<=x)a/\n', "terminal A /(?<=x)a/ has a look-behind that may look before its lexeme's first"),
     ('start: A "b"\nA: /c?(?<!x)a/\n', "has a look-behind that may look before its lexeme's first character"),
     ('start: A "c"\nA: /a*/\n', "matches the empty string"),
-    ('start: A "c"\nA: /(?<!x)a*/\n', "has a look-behind that may look before"),
+    ('start: A "c"\nA: /(?<!x)a+/\n', "has a look-behind that may look before"),
+    ('start: A "c"\nA: /a*(?<=a)/\n', "matches the empty string"),  # (lark: width zero, look-behinds aside)
     ('start: A "c"\nA: /(a)\\1/\n', "cannot be read exactly"),
 ])
 def test_what_localgcd_cannot_read_exactly_is_refused_naming_the_terminal(grammar: str, why: str) -> None:
@@ -323,6 +325,9 @@ def test_the_cli_takes_lexer_dynamic_complete_and_says_it(tmp_path: Path, monkey
                                 "dynamic_complete", "--model", "smollm2-135m"])
     assert shown.exit_code == 0, shown.output
     assert "lark's dynamic_complete lexer" in shown.output, shown.output
+    as_json = runner.invoke(app, ["compile", "--grammar", str(grammar), "--parser", "earley", "--lexer",
+                                  "dynamic_complete", "--model", "smollm2-135m", "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output)["lexer"] == "dynamic_complete", as_json.output
 
 
 def test_the_cache_tells_the_two_dynamic_readings_apart(tmp_path: Path) -> None:

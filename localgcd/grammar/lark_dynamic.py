@@ -120,11 +120,11 @@ def _reads_in_order(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter, 
             if lexer == "dynamic":
                 raise refused("uses a look-around or an anchor: lark's dynamic lexer takes the lexeme re.match "
                               "returns at each place, which then depends on the text around it")
+            if nullable(tree):  # (lark refuses the grammar itself then)
+                raise refused("matches the empty string (lark: \"Dynamic Earley doesn't allow zero-width regexps\")")
             why = look_behind_refusal(tree)
             if why is not None:
                 raise refused(why)
-            if nullable(tree):
-                raise refused("matches the empty string (lark: \"Dynamic Earley doesn't allow zero-width regexps\")")
             return True  # (its lexemes: the priority automaton's, look-behinds read there)
         lazy = needs_priority(terminal.regex)
         whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}", backing_up=True))
