@@ -387,3 +387,37 @@ def test_masks_over_smollm2_equal_the_reference(name: str, load_vocab) -> None:
             if bool(mask[token]) != want:
                 problems.append(f"after {prefix!r}: token {data!r} localgcd {bool(mask[token])}")
     assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("pattern", [r"a|ab", r"ab|a", r"<.*?>", r"(?:a|ab)(?:c|bcd)", r"a+", r"a+?b*",
+                                     r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", r"x_(?:[a-z0-9]|\{[a-z]+\}|[a-z]+)",
+                                     r"_.*(?<!\\)(\\\\)*?_", r"c[a-c]*?(?<!a)c", r"[a-c]{2,}(?<=bc)d"])
+def test_the_lexemes_lark_reads_are_the_priority_automatons_words_the_text_starts_with(pattern: str) -> None:
+    """The module's claim (grammar/lark_dynamic_complete.py), on random texts: the ends of the lexemes
+    lark's dynamic_complete scan reads at the text's start (``match(text)``, then ``match(s[:-j])``) are
+    exactly the prefixes the priority automaton over character classes accepts."""
+    import re
+
+    from localgcd.regex.nfa import CharClasses
+    from localgcd.regex.priority import priority_symbol_dfa
+    from localgcd.regex.python_syntax import parse_python_regex
+    from localgcd.regex.syntax import character_sets
+    from reference.dynamic_complete import lark_lexemes
+
+    tree = parse_python_regex(pattern)
+    atoms = CharClasses.of(character_sets(tree))
+    own = priority_symbol_dfa(tree, atoms.encode, atoms.n_symbols, look_behind=True)
+    alphabet = list("abcdx_\\<>0123.eE+-{}z\n")
+    compiled_pattern = re.compile(pattern)
+    rng = random.Random(pattern)
+    for _ in range(1500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(10)))
+        accepted, state = set(), 0
+        for i, char in enumerate(text):
+            symbol = next((k for k, chars in enumerate(atoms.classes) if ord(char) in chars), None)
+            state = -1 if symbol is None else int(own.transitions[state, symbol])
+            if state < 0:
+                break
+            if own.accept[state] >= 0:
+                accepted.add(i + 1)
+        assert lark_lexemes(compiled_pattern, text, 0) == accepted, (pattern, text)
