@@ -2,7 +2,7 @@
 
     python bench/general_masks.py [--grammar tests/corpus/gbnf/c.gbnf]
                                   [--document tests/corpus/gbnf/c_documents/gcd.c] [--vocab llama-bpe --vocab smollm2]
-                                  [--tokens N]
+                                  [--tokens N] [--general-stacks N]
     python bench/general_masks.py --grammar tests/corpus/lark/third_party/lark__python2.lark --indenter \
                                   --start file_input --document /usr/lib/python3.11/keyword.py --vocab llama-bpe
 
@@ -16,6 +16,8 @@ id, what it does per sampled token without a top-k before it; then ``llama_sampl
 Prints one Markdown table (milliseconds, p50/p99 over the document's tokens).  ``--indenter``: a
 Lark grammar read as lark's python_parser.py example reads python2.lark (``parser="earley",
 lexer="basic"``, lark's Python Indenter names; no llama.cpp column: llama.cpp has no Indenter).
+``--general-stacks``: ``Tuning.general_stacks`` (live stacks up to which a mask is made stack by stack,
+past which every outcome is checked on the frontier; the default's, else).
 """
 
 from __future__ import annotations
@@ -43,26 +45,28 @@ def llama_apply_ms(L, sampler, n_tokens: int) -> float:  # noqa: ANN001
 
 
 def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None, indenter: bool = False,
-        start: str = "start") -> dict:
+        start: str = "start", general_stacks: int | None = None) -> dict:
     import llama_cpp
 
     import localgcd
     from localgcd.llama.vocab_sources import vocab_path
     from localgcd.llama.vocabulary import load_vocabulary
+    from localgcd.tuning import Tuning
 
     path = vocab_path(vocab_name)
     vocab = load_vocabulary(path)
     text = grammar.read_text(encoding="utf-8")
     fmt = "gbnf" if grammar.suffix == ".gbnf" else "lark"
+    tuned = {"tuning": Tuning(general_stacks=general_stacks)} if general_stacks is not None else {}
     t0 = time.perf_counter()
     if indenter:
         from localgcd.grammar.indenter import IndenterOptions
 
         compiled = localgcd.compile_grammar(text + (f"\nstart: {start}\n" if start != "start" else ""), vocab,
                                             source=str(grammar), use_cache=False, parser="earley", lexer="basic",
-                                            indenter=IndenterOptions())
+                                            indenter=IndenterOptions(), **tuned)
     else:
-        compiled = localgcd.compile_grammar(text, vocab, fmt=fmt, source=str(grammar), use_cache=False)
+        compiled = localgcd.compile_grammar(text, vocab, fmt=fmt, source=str(grammar), use_cache=False, **tuned)
     compile_s = time.perf_counter() - t0
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     tokens = list(llm.tokenize(document.read_bytes(), add_bos=False, special=False))[:limit]
@@ -105,8 +109,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=None, help="only the document's first N tokens")
     ap.add_argument("--indenter", action="store_true", help="lark's Earley with lexer='basic' and lark's Indenter")
     ap.add_argument("--start", default="start", help="the start rule (with --indenter)")
+    ap.add_argument("--general-stacks", type=int, default=None, help="Tuning.general_stacks (default: Tuning's)")
     args = ap.parse_args()
-    rows = [run(args.grammar, args.document, v, args.tokens, args.indenter, args.start)
+    rows = [run(args.grammar, args.document, v, args.tokens, args.indenter, args.start, args.general_stacks)
             for v in args.vocab or ["llama-bpe", "smollm2"]]
     print(f"{args.grammar.name} along {args.document.name} (ms per token; live stacks: tops / GSS nodes)\n")
     print("| vocab | tokens | parser | compile s | mask p50 cold | p99 cold | p50 warm | p99 warm | tops p50/max "

@@ -442,7 +442,9 @@ def test_the_compile_command_says_the_lexer_a_grammar_got(grammar: str, options:
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"lexer": "dynamic_complete"}, "unknown lexer 'dynamic_complete'"),
+    ({"lexer": "dynamic_plus"}, "unknown lexer 'dynamic_plus': use one of contextual, basic, dynamic, "
+                                "dynamic_complete"),
+    ({"lexer": "dynamic_complete"}, "lexer='dynamic_complete' is lark's lexer for parser='earley', not for parser='lalr'"),
     ({"lexer": "dynamic"}, "lexer='dynamic' is lark's lexer for parser='earley', not for parser='lalr'"),
     ({"lexer": "contextual", "fmt": "gbnf"}, "applies to a Lark grammar only"),
     ({"parser": "earley", "lexer": "contextual"}, "not for parser='earley'"),

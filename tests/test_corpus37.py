@@ -4,7 +4,8 @@ the tool they were written for.
 Each entry names a grammar under ``tests/corpus/`` and how its project runs it (``mode``):
 
 * ``earley`` — ``Lark(g)`` / ``parser="earley"``: lark's Earley parser with its default ``dynamic``
-  lexer (the whole context-free language; a terminal is matched wherever the parse wants it);
+  lexer (the whole context-free language; a terminal is matched wherever the parse wants it), or the
+  lexer the entry names (``lexer="dynamic_complete"``: every prefix of that match too);
 * ``lalr`` — ``Lark(g, parser="lalr")``: lark's LALR parser with its default ``contextual`` lexer
   (a terminal the parser cannot take at that point does not compete for the lexeme);
 * ``gbnf`` — llama.cpp's grammar sampler (the whole context-free language over characters).
@@ -64,6 +65,7 @@ class WildGrammar:
     start: str = "start"
     lark_regex: bool = False
     note: str = ""  # why it is not must_fix, or what it shows
+    lexer: str | None = None  # lark's lexer where the project names one (else its parser's default)
 
     @property
     def file(self) -> Path:
@@ -110,10 +112,10 @@ CORPUS37 = (
     third_party("lark__templates_example.lark", "earley"),
     third_party("lark__turtle_dsl.lark", "earley"),
     third_party("lark_composition/storage.lark", "earley"),
-    third_party("lark__dynamic_complete.lark", "earley", must_fix=False,
+    third_party("lark__dynamic_complete.lark", "earley", lexer="dynamic_complete",
                 note="its project (lark's examples/advanced/dynamic_complete.py) runs lexer='dynamic_complete', "
-                     "which also takes every shorter prefix of re.match's lexeme: a mode localgcd does not offer; "
-                     "read with 'dynamic' it is refused for STRING's look-behind"),
+                     "which also takes every shorter prefix of re.match's lexeme (STRING's look-behind reads "
+                     "inside the lexeme there; read with 'dynamic' it is refused)"),
     third_party("sympy/latex.lark", "earley", start="latex_string"),
     # LALR with lark's contextual lexer (other projects)
     new("d20__grammar.lark", "lalr", start="expr"),
@@ -168,7 +170,7 @@ def todays_verdict(entry: WildGrammar) -> str:
             grammar = load_lark_grammar(text, source, start=entry.start, lark_regex=entry.lark_regex) \
                 if entry.fmt == "lark" else to_grammar(text, entry.fmt, source)
             if entry.mode == "earley":  # lark's dynamic lexer, as compile_grammar(..., parser="earley") reads it
-                grammar = dynamic_lexing(grammar)
+                grammar = dynamic_lexing(grammar, complete=entry.lexer == "dynamic_complete")
             tables, conflicts = build_parse_tables(grammar, general=grammar.general or entry.mode == "earley",
                                                    tuning=Tuning(class_grammar=entry.mode != "lalr"))
             if entry.mode == "lalr":  # lark's contextual lexer, as compile_grammar(..., lexer="contextual") reads it
@@ -223,14 +225,15 @@ def test_every_entry_is_refused_or_read_another_way_today() -> None:
 
 def lark_in_mode(entry: WildGrammar) -> lark.Lark:
     parser = "earley" if entry.mode == "earley" else "lalr"
-    return lark.Lark.open(str(entry.file), parser=parser, start=entry.start, regex=entry.lark_regex)
+    lexer = {"lexer": entry.lexer} if entry.lexer is not None else {}
+    return lark.Lark.open(str(entry.file), parser=parser, start=entry.start, regex=entry.lark_regex, **lexer)
 
 
 @pytest.mark.parametrize("entry", [e for e in CORPUS37 if e.fmt == "lark"], ids=str)
 def test_lark_builds_it_in_its_projects_mode(entry: WildGrammar) -> None:
     built = lark_in_mode(entry)
     assert built.options.parser == ("earley" if entry.mode == "earley" else "lalr")
-    assert built.options.lexer == ("dynamic" if entry.mode == "earley" else "contextual")
+    assert built.options.lexer == (entry.lexer or "dynamic" if entry.mode == "earley" else "contextual")
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +269,8 @@ def compile_in_its_projects_mode(entry: WildGrammar) -> localgcd.CompiledGrammar
     if entry.start != "start":
         text += f"\nstart: {entry.start}\n"
     mode = {"parser": "earley"} if entry.mode == "earley" else {"parser": "lalr", "lexer": "contextual"}
+    if entry.lexer is not None:
+        mode["lexer"] = entry.lexer
     return localgcd.compile_grammar(text, byte_vocabulary(), fmt="lark", source=str(entry.file), use_cache=False,
                                     lark_regex=entry.lark_regex, base_dir=entry.file.parent, **mode)
 
@@ -279,12 +284,16 @@ def compile_in_its_projects_mode(entry: WildGrammar) -> localgcd.CompiledGrammar
 DYNAMIC_NOT_EXACT = frozenset({"lark/third_party/sympy/latex.lark"})
 #: Earley entries whose lexemes only ``re.match``'s own reading makes exact (checked against lark below):
 #: storage's ``SIGNED_FLOAT`` reads on into ``E`` of a following ``WORD`` and ``+5`` after it
-#: (``1.5E+5`` is one lexeme, ``1.5E+x`` is not)
-READ_AS_RE_MATCH_DOES = ("lark/third_party/lark_composition/storage.lark",)
+#: (``1.5E+5`` is one lexeme, ``1.5E+x`` is not); dynamic_complete's ``STRING`` (lazy, with a look-behind)
+#: is every prefix ``re.match`` returns, its ignored blanks the longest run
+READ_AS_RE_MATCH_DOES = ("lark/third_party/lark_composition/storage.lark", "lark/third_party/lark__dynamic_complete.lark")
 #: texts where re.match's lexeme end is decided characters on, beside hypothesis's (lark's verdict first)
 RE_MATCH_TEXTS = {"lark/third_party/lark_composition/storage.lark": [
     ("#a\n1.5E+5\n", True), ("#a\n1.5E+x\n", False), ("#a\n1E\n", True), ("#a\n+1.5E+5x\n", True),
-    ("#a\n1.5E5 2e\n", True), ("#a\n1.5E+\n", False)]}
+    ("#a\n1.5E5 2e\n", True), ("#a\n1.5E+\n", False)],
+    "lark/third_party/lark__dynamic_complete.lark": [
+    ("{_a_:_b_, _c_ :  1}", True), ("[_a\\\\_, _b_]", True), ("[_a\\_, 1]", False), ("[_a\\_, _]", True),
+    ("_a\n_", False), ("[1 ,\t-2.5e3, true]", True), ("[1 2]", False), ("{_a_:_b_:_c_}", True)]}
 DYNAMIC_LEXER = pytest.mark.xfail(strict=True, raises=GrammarError,
                                   reason="lark's dynamic lexer ends lexemes where characters far on decide, which "
                                          "localgcd's variants say only with too large a grammar (refused naming the "

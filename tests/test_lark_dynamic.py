@@ -316,11 +316,15 @@ def test_what_re_match_would_read_otherwise_is_refused_naming_the_terminal(gramm
 
 def test_a_refused_grammar_is_also_read_otherwise_by_lark() -> None:
     """``A A`` with ``A: /a+/``: the sub-grammar would accept ``aa`` (two lexemes); lark's dynamic
-    lexer takes ``aa`` as one (``dynamic_complete`` would accept it: localgcd means ``dynamic``)."""
+    lexer takes ``aa`` as one (``dynamic_complete`` accepts it, and so does localgcd with
+    ``lexer="dynamic_complete"``: tests/test_lark_dynamic_complete.py)."""
     grammar = "start: A A\nA: /a+/\n"
     with pytest.raises(lark.exceptions.LarkError):
         lark.Lark(grammar).parse("aa")
     assert lark.Lark(grammar, lexer="dynamic_complete").parse("aa")
+    matcher = localgcd.compile_grammar(grammar, byte_vocabulary(), parser="earley", lexer="dynamic_complete",
+                                       use_cache=False).matcher()
+    assert matcher.accept_bytes(b"aa") and matcher.is_accepting()
 
 
 def test_the_cli_takes_lexer_dynamic_and_refuses_in_one_line(tmp_path: Path, monkeypatch) -> None:
@@ -335,7 +339,7 @@ def test_the_cli_takes_lexer_dynamic_and_refuses_in_one_line(tmp_path: Path, mon
     text = tmp_path / "t.txt"
     text.write_text("letx=1; print x+2;")
     runner = CliRunner()
-    for lexer in ([], ["--lexer", "dynamic"]):
+    for lexer in ([], ["--lexer", "dynamic"], ["--lexer", "dynamic_complete"]):  # ("letx": "let" and "x" in both)
         ok = runner.invoke(app, ["check", "--grammar", str(grammar), "--parser", "earley", *lexer, str(text)])
         assert ok.exit_code == 0, ok.output
     basic = runner.invoke(app, ["check", "--grammar", str(grammar), "--parser", "earley", "--lexer", "basic", str(text)])

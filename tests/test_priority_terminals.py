@@ -197,11 +197,18 @@ def test_syncode_grammars_check_as_lark_parses(name: str, texts: list[str], tmp_
     assert {lark for _i, lark, _ours, _out in verdicts} == {0, 1}  # both verdicts are tested
 
 
+#: look-behinds that read characters of the lexeme alone (lark's dynamic_complete lexer reads them)
+INNER_LOOK_BEHINDS = [r"_.*(?<!\\)(\\\\)*?_", r"c[a-c]*?(?<!a)c", r"[a-c]{2,}(?<=bc)d", r"x(?<=x)y|x",
+                      r"a[ab]+(?<![^a]b)c"]
+
+
 @pytest.mark.parametrize("pattern", [r"a|ab", r"x_(?:[a-z0-9]|\{(?:[a-z0-9]|[a-z]+'*)\}|[a-z]+)", r"<.*?>",
-                                     r"(?:a|ab)(?:c|bcd)", r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", r"é+?|éa"])
+                                     r"(?:a|ab)(?:c|bcd)", r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", r"é+?|éa",
+                                     *INNER_LOOK_BEHINDS])
 def test_over_character_classes_the_longest_match_is_what_re_match_returns(pattern: str) -> None:
-    """The automaton over character classes (lark's dynamic lexer, :mod:`localgcd.grammar.lark_cuts`):
-    its longest match on a text, backing up as far as needed, is ``re.match``'s lexeme."""
+    """The automaton over character classes (lark's dynamic lexers, :mod:`localgcd.grammar.lark_cuts`):
+    its longest match on a text, backing up as far as needed, is ``re.match``'s lexeme; a look-behind
+    that reads the lexeme's characters alone is read too (``look_behind``: dynamic_complete's)."""
     from localgcd.regex.nfa import CharClasses
     from localgcd.regex.priority import priority_symbol_dfa
     from localgcd.regex.python_syntax import parse_python_regex
@@ -209,7 +216,7 @@ def test_over_character_classes_the_longest_match_is_what_re_match_returns(patte
 
     tree = parse_python_regex(pattern)
     atoms = CharClasses.of(character_sets(tree))
-    own = priority_symbol_dfa(tree, atoms.encode, atoms.n_symbols)
+    own = priority_symbol_dfa(tree, atoms.encode, atoms.n_symbols, look_behind=pattern in INNER_LOOK_BEHINDS)
     alphabet = sorted({c for chars in atoms.classes for lo, hi in chars.intervals for c in map(chr, range(lo, min(hi, lo + 2) + 1))}
                       | {"z", "\n"})
     rng = random.Random(pattern)
@@ -225,3 +232,28 @@ def test_over_character_classes_the_longest_match_is_what_re_match_returns(patte
                 longest = i + 1
         found = re.match(pattern, text)
         assert (found.end() if found else None) == longest, (pattern, text)
+
+
+@pytest.mark.parametrize("pattern, why", [
+    (r"(?<=x)a", "before the lexeme's first character"),
+    (r"a?(?<!b)c", "before the lexeme's first character"),  # (after no "a", it looks before the lexeme)
+    (r"a(?=b)", "look-around or anchor"),
+    (r"a$", "look-around or anchor"),
+    (r"a(?<=a{1}?)", "inside a look-around"),
+])
+def test_over_character_classes_a_look_behind_before_the_lexeme_is_refused(pattern: str, why: str) -> None:
+    """A look-behind that may see the text before the lexeme (or a look-ahead, an anchor) is an
+    :class:`UnsupportedRegex` naming why, also with ``look_behind``; without it, any look-behind is."""
+    from localgcd.regex.nfa import CharClasses
+    from localgcd.regex.priority import priority_symbol_dfa
+    from localgcd.regex.python_syntax import parse_python_regex
+    from localgcd.regex.syntax import character_sets
+
+    tree = parse_python_regex(pattern)
+    atoms = CharClasses.of(character_sets(tree))
+    with pytest.raises(UnsupportedRegex, match=re.escape(why)):
+        priority_symbol_dfa(tree, atoms.encode, atoms.n_symbols, look_behind=True)
+    inner = parse_python_regex(INNER_LOOK_BEHINDS[0])
+    atoms = CharClasses.of(character_sets(inner))
+    with pytest.raises(UnsupportedRegex, match="look-around or anchor"):
+        priority_symbol_dfa(inner, atoms.encode, atoms.n_symbols)

@@ -46,13 +46,14 @@ LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enfo
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
-LEXER = typer.Option(None, "--lexer", metavar="contextual|basic|dynamic",
+LEXER = typer.Option(None, "--lexer", metavar="contextual|basic|dynamic|dynamic_complete",
                      help="Lark grammar: contextual (lark's default for parser='lalr', and localgcd's: only the "
                           "terminals the parser can take compete, so a keyword is a name where no keyword is "
                           "taken), basic (one longest-match lexer over every terminal: keywords reserved; what the "
-                          "shipped grammars declare with a '// localgcd: lexer=basic' line) or dynamic (lark's "
+                          "shipped grammars declare with a '// localgcd: lexer=basic' line), dynamic (lark's "
                           "default for --parser earley, and localgcd's: a terminal is matched wherever the parse "
-                          "expects it); an error where localgcd cannot lex that exactly.")
+                          "expects it) or dynamic_complete (--parser earley too: every prefix of that match as "
+                          "well); an error where localgcd cannot lex that exactly.")
 LARK_REGEX = typer.Option(False, "--lark-regex",
                           help="Lark grammar: read terminals as lark's regex=True does (\\p{...} Unicode "
                                "properties, the `regex` module's Unicode data).")

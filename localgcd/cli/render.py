@@ -93,4 +93,7 @@ def lexer_line(compiled: Any) -> str:
         return f"lark's contextual lexer, {plural(modes, 'mode')} (by parser state){after}"
     if compiled.lexer_kind == "dynamic":
         return "lark's dynamic lexer (each terminal matched where the parse expects it)"
+    if compiled.lexer_kind == "dynamic_complete":
+        return ("lark's dynamic_complete lexer (each terminal matched where the parse expects it, and every "
+                "shorter prefix of that match)")
     return "one longest-match lexer" + (f", {modes} modes" if modes > 1 else "")

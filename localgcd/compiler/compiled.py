@@ -68,7 +68,7 @@ class CompiledGrammar:
     cache_entry: object | None = None  # a lazy grammar's write-back (compiler.writeback.LazyEntry), if cached
     tuning: Tuning = Tuning()  # the compiler's thresholds, for the tables built from here on (not stored)
     #: the lexer the grammar was read with: "basic", "contextual" (lark's, where every parser state may
-    #: lex alike: then one mode, the basic tables) or "dynamic"
+    #: lex alike: then one mode, the basic tables), "dynamic" or "dynamic_complete"
     lexer_kind: str = "basic"
     token_moves: TokenMoves | None = None  # GBNF's token elements, resolved for the vocabulary (None: none)
 

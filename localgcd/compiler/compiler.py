@@ -29,7 +29,7 @@ from localgcd.compiler.store import TRIE_PREFIX, TableStore
 from localgcd.budget import CompileBudget
 from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
-from localgcd.grammar.formats import LEXERS, check_format, declared_lexer, to_grammar
+from localgcd.grammar.formats import EARLEY_LEXERS, LEXERS, check_format, declared_lexer, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.pending import window_bytes
@@ -121,9 +121,11 @@ class Compiler:
         it as lark does.  ``lexer`` (Lark grammars): ``"contextual"`` (lexed as
         ``Lark(g, parser="lalr")``'s default contextual lexer does, where that is exact:
         :mod:`localgcd.compiler.contextual`; the default with ``parser="lalr"``), ``"basic"`` (one
-        longest-match lexer over every terminal, where a keyword is never a name) or ``"dynamic"``
+        longest-match lexer over every terminal, where a keyword is never a name), ``"dynamic"``
         (lark's default with ``parser="earley"``: a terminal is ``re.match``ed wherever the parse
-        expects it, translated as GBNF is where that is exact: :mod:`localgcd.grammar.lark_dynamic`);
+        expects it, translated as GBNF is where that is exact: :mod:`localgcd.grammar.lark_dynamic`)
+        or ``"dynamic_complete"`` (with ``parser="earley"`` too: every prefix of that lexeme as well,
+        :mod:`localgcd.grammar.lark_dynamic_complete`);
         ``None``: the grammar's own declaration (``// localgcd: lexer=basic``, as the shipped
         grammars say), else lark's default for ``parser``.  ``base_dir``: the folder a Lark text's relative
         ``%import .x`` reads from (a grammar whose ``source`` is a file uses
@@ -142,7 +144,7 @@ class Compiler:
         check_lexer(lexer, source)
         if lexer != "basic" and fmt != "lark":
             raise GrammarError(f"lexer={lexer!r} applies to a Lark grammar only, not to {fmt}", source)
-        wanted = "earley" if lexer == "dynamic" else "lalr"
+        wanted = "earley" if lexer in EARLEY_LEXERS else "lalr"
         if lexer != "basic" and parser != wanted:
             raise GrammarError(f"lexer={lexer!r} is lark's lexer for parser={wanted!r}, not for parser={parser!r}",
                                source)
@@ -208,10 +210,10 @@ class Compiler:
         grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
         for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
-        if lexer_kind == "dynamic":
+        if lexer_kind in EARLEY_LEXERS:
             from localgcd.grammar.lark_dynamic import dynamic_lexing  # (over GBNF's translation: imported when used)
 
-            grammar = dynamic_lexing(grammar, meter)
+            grammar = dynamic_lexing(grammar, meter, complete=lexer_kind == "dynamic_complete")
         general = grammar.general or parser == "earley"
         # lark's contextual lexer lexes by the rows of lark's own LALR states: no terminal classes there
         tuning = replace(self.tuning, class_grammar=False) if lexer_kind == "contextual" else self.tuning
@@ -332,9 +334,9 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str | None = None) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
-    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"contextual"``, ``"basic"`` or ``"dynamic"``
-    (Lark grammars; None: the grammar's own ``// localgcd: lexer=...`` line, else lark's default —
-    ``contextual`` with LALR, ``dynamic`` with Earley; see :meth:`Compiler.compile`).
+    ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"contextual"``, ``"basic"``, ``"dynamic"`` or
+    ``"dynamic_complete"`` (Lark grammars; None: the grammar's own ``// localgcd: lexer=...`` line, else
+    lark's default — ``contextual`` with LALR, ``dynamic`` with Earley; see :meth:`Compiler.compile`).
 
     ``cache_dir=None`` uses ``$LOCALGCD_CACHE`` or the user cache dir;
     ``use_cache=False`` compiles in memory only.  ``lark_regex=True`` (Lark grammars) reads the

@@ -27,8 +27,11 @@ if TYPE_CHECKING:  # (the typed grammar: imported by the front end that builds o
 FORMATS: tuple[str, ...] = ("lark", "gbnf", "json_schema", "regex", "choices")
 
 #: ``lexer=`` values of a Lark grammar: lark's contextual lexer (``parser="lalr"``'s default), one
-#: longest-match lexer over every terminal, or lark's dynamic lexer (``parser="earley"``'s default)
-LEXERS: tuple[str, ...] = ("contextual", "basic", "dynamic")
+#: longest-match lexer over every terminal, lark's dynamic lexer (``parser="earley"``'s default) or
+#: its dynamic_complete one (every prefix of a terminal's lexeme too)
+LEXERS: tuple[str, ...] = ("contextual", "basic", "dynamic", "dynamic_complete")
+#: the lexers of lark's Earley parser alone (``parser="earley"``)
+EARLEY_LEXERS: tuple[str, ...] = ("dynamic", "dynamic_complete")
 
 #: A Lark grammar's own declaration of its reading: a comment line ``// localgcd: lexer=basic``
 _DECLARATION = re.compile(r"^[ \t]*//[ \t]*localgcd:(.*)$", re.MULTILINE)

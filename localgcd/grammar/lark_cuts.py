@@ -93,13 +93,15 @@ def lexemes_over_atoms(exprs: dict[str, Expr], ordered: dict[str, regex.Node], f
     """Each terminal's :class:`Lexemes` and the atoms that can come right after each (its followers'
     first atoms; ``followers``: what can come right after each, ignored terminals included).
     ``exprs``: each terminal's language; ``ordered``: the terminals whose ``re.match`` returns fewer
-    words (alternation order, a lazy quantifier), as regex trees over the same character sets."""
-    atoms = CharClasses.of(c.chars for e in exprs.values() for c in chars_in(e))
+    words (alternation order, a lazy quantifier, a look-behind inside the lexeme: ``exprs`` holds
+    their characters), as regex trees."""
+    atoms = CharClasses.of([*(c.chars for e in exprs.values() for c in chars_in(e)),
+                            *(chars for node in ordered.values() for chars in regex.character_sets(node))])
     dfas: dict[str, DFA] = {}
     for name, e in exprs.items():
         if name in ordered:
             meter.time("the dynamic lexer's priority automata")
-            found = trim(priority_symbol_dfa(ordered[name], atoms.encode, atoms.n_symbols))
+            found = trim(priority_symbol_dfa(ordered[name], atoms.encode, atoms.n_symbols, look_behind=True))
         else:
             found = atom_dfa([e], {}, atoms, meter)
         assert found is not None  # (a terminal that matches nothing is refused before)
@@ -138,6 +140,7 @@ class _Variants:
     after: dict[str, frozenset[int]]  # terminal → the atoms that can come right after its lexeme
     ignored: list[str]
     meter: BudgetMeter
+    lexer: str = "dynamic"  # lark's lexer read ("dynamic" or "dynamic_complete"), for messages
     rules: dict[str, Expr] = field(default_factory=dict)
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     classes: dict[Class, int] = field(default_factory=dict)
@@ -276,7 +279,7 @@ class _Variants:
         ends: dict[Class, list[int]] = {}
         for i, (q, watches) in enumerate(states):  # grows while iterating
             if len(states) > _MAX_PRODUCT:
-                raise CompileBudgetError(f"lexer='dynamic': terminal {name}'s automaton read through the open "
+                raise CompileBudgetError(f"lexer={self.lexer!r}: terminal {name}'s automaton read through the open "
                                          f"watches ran past {_MAX_PRODUCT:,} states", self.grammar.source)
             if d.accept[q] >= 0:
                 opened = watches | {(name, q)} if q in lex.watched else watches
@@ -419,7 +422,7 @@ class _Variants:
                 self.meter.time("the dynamic lexer's rules in variants")
                 if self.written > _MAX_ALTERNATIVES:
                     raise CompileBudgetError(
-                        f"lexer='dynamic': the rules in variants by lexeme end ran past {_MAX_ALTERNATIVES:,} "
+                        f"lexer={self.lexer!r}: the rules in variants by lexeme end ran past {_MAX_ALTERNATIVES:,} "
                         "alternatives", self.grammar.source)
             options += [Seq(tuple(refs), at) for refs, c in paths if c == y]
         self.rules[f"{name}<{self.cid(x)}>{self.cid(y)}>"] = options[0] if len(options) == 1 else Alt(tuple(options), at)
@@ -427,15 +430,16 @@ class _Variants:
 
 def variants_as_gbnf(grammar: GrammarIR, atoms: CharClasses, lexemes: dict[str, Lexemes],
                      after: dict[str, frozenset[int]], ignored: list[str], start_name: str,
-                     meter: BudgetMeter) -> GbnfGrammar:
+                     meter: BudgetMeter, lexer: str = "dynamic") -> GbnfGrammar:
     """The grammar in variants by the watches open at each place (see the module doc), as GBNF's
     syntax tree (within the compile budget ``meter``); ``after``: each terminal's atoms that can
     come right after its lexeme."""
-    v = _Variants(grammar, atoms, lexemes, after, ignored, meter)
+    v = _Variants(grammar, atoms, lexemes, after, ignored, meter, lexer)
     v.settle(grammar.start)
     if not v.out[(grammar.start, NO_CLASS)]:
-        raise grammar.error(f"lexer='dynamic': rule '{grammar.start}' matches no text as lark's dynamic lexer reads "
-                            "it (each lexeme the one re.match returns at its place)", grammar.start)
+        raise grammar.error(f"lexer={lexer!r}: rule '{grammar.start}' matches no text as lark's {lexer} lexer reads "
+                            f"it (each {'ignored ' if lexer == 'dynamic_complete' else ''}lexeme the one re.match "
+                            "returns at its place)", grammar.start)
     pending: list[tuple[str, Class, Class]] = []
     at = grammar.origins.get(grammar.start, (1, 1))
     options = tuple(Seq((Ref(v.nonterminal(grammar.start, NO_CLASS, y, pending), at), Ref(v.block(y, z), at)), at)
@@ -464,7 +468,7 @@ def eliminated(n: int, edges: dict[tuple[int, int], list[Expr]], start: int, fin
         nonlocal made
         made += 1
         if made > _MAX_EXPRESSION:
-            raise CompileBudgetError(f"lexer='dynamic': a terminal's sub-grammar ran past {_MAX_EXPRESSION:,} "
+            raise CompileBudgetError(f"lark's dynamic lexer: a terminal's sub-grammar ran past {_MAX_EXPRESSION:,} "
                                      "expression nodes")
         old = paths.get((i, j))
         paths[(i, j)] = e if old is None else Alt((old, e), at)

@@ -7,8 +7,10 @@ compete with one another.  Each ``%ignore`` terminal is matched (by ``re.match``
 position, and the expecting items are carried past it, so ignored lexemes may come before, between
 and after the grammar's terminals.  ``lexer="dynamic_complete"`` also tries every shorter prefix of
 that lexeme; ``dynamic`` does not, so ``start: A A`` with ``A: /a+/`` rejects ``aa`` under
-``dynamic`` (``A`` takes both ``a``) and accepts it under ``dynamic_complete``.  localgcd means
-``dynamic``, lark's default, the one ``Lark(g)`` parses with.
+``dynamic`` (``A`` takes both ``a``) and accepts it under ``dynamic_complete``.  ``dynamic`` is lark's
+default, the one ``Lark(g)`` parses with; ``dynamic_lexing(..., complete=True)`` reads
+``dynamic_complete`` (:mod:`.lark_dynamic_complete`: each terminal every word of its priority
+automaton that the text starts with, no watch but the ignored lexemes').
 
 The translation: each terminal becomes a sub-grammar of its regular language (the regex AST as
 GBNF's syntax tree), preceded by ``%ignore``'s terminals repeated, and the start is followed by
@@ -44,6 +46,8 @@ from localgcd.grammar.gbnf import translate
 from localgcd.grammar.gbnf.syntax import Alt, Chars, Expr, GbnfGrammar, Ref, Rep, Seq
 from localgcd.grammar.lark_cuts import (Lexemes, TooManyClasses, constrained, lexemes_over_atoms,
                                         variants_as_gbnf)
+from localgcd.grammar.lark_dynamic_complete import (grammar_name, ignored_apart, look_behind_refusal, nullable,
+                                                    unwatched, without_looks)
 from localgcd.grammar.ir import GrammarIR, source_line
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex import syntax as regex
@@ -59,29 +63,36 @@ IGNORED, START = "%ignore", "%start"
 _BASIC = "use lexer='basic' (lark's basic lexer: one longest-match lexer over every terminal)"
 
 
-def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> GrammarIR:
-    """``grammar`` (a Lark grammar's rules and terminals) as lark's dynamic lexer reads it: the
-    typed grammar of its character-level translation (``general`` when it is not LALR(1)), or a
-    :class:`GrammarError` where that translation would not be lark's language (see the module doc)."""
+def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None, complete: bool = False) -> GrammarIR:
+    """``grammar`` (a Lark grammar's rules and terminals) as lark's dynamic lexer reads it (``complete``:
+    its ``dynamic_complete`` lexer, :mod:`.lark_dynamic_complete`): the typed grammar of its
+    character-level translation (``general`` when it is not LALR(1)), or a :class:`GrammarError`
+    where that translation would not be lark's language (see the module doc)."""
     meter = meter if meter is not None else unbounded()
+    lexer = "dynamic_complete" if complete else "dynamic"
     if grammar.indenter is not None:
-        raise GrammarError("lexer='dynamic' with an Indenter: lark's dynamic lexer takes no postlexer; "
+        raise GrammarError(f"lexer={lexer!r} with an Indenter: lark's dynamic lexer takes no postlexer; "
                            f"{_BASIC}", grammar.source)
     used = {s for rule in grammar.rules for s in rule.rhs if grammar.is_terminal(s)}
     terminals = [t for t in grammar.terminals if t.name in used or t.ignored]
-    in_order = [t.name for t in terminals if _reads_in_order(grammar, t, meter)]  # (refuses what it cannot read)
+    if complete:  # (an ignored terminal a rule takes too: every prefix there, re.match's lexeme where skipped)
+        terminals = ignored_apart(terminals, used)
+    in_order = [t.name for t in terminals if _reads_in_order(grammar, t, meter, lexer)]  # (refuses what it cannot read)
     nodes = {t.name: _without_surrogates(parse_python_regex(t.regex)) for t in terminals}
     ordered = {name: nodes[name] for name in in_order}
-    exprs = {t.name: _expr(nodes[t.name], (t.line or 1, t.column or 1)) for t in terminals}
+    # (a look-behind, dynamic_complete's: its lexemes are its priority automaton's, the rest says its characters)
+    exprs = {t.name: _expr(without_looks(nodes[t.name]), (t.line or 1, t.column or 1)) for t in terminals}
     atoms, lexemes, after = _lexemes(grammar, terminals, exprs, ordered, used, meter)
     ignored = [t.name for t in terminals if t.ignored]
+    if complete:
+        lexemes = unwatched(lexemes, set(ignored))
     if constrained(lexemes):
         try:
-            tree = variants_as_gbnf(grammar, atoms, lexemes, after, ignored, START, meter)
+            tree = variants_as_gbnf(grammar, atoms, lexemes, after, ignored, START, meter, lexer)
         except TooManyClasses as many:
             bound, names = many.args
             far = ", ".join(_named(grammar, name) for name in names) or "its terminals"
-            raise grammar.error(f"lexer='dynamic': where lark's dynamic lexer ends a lexeme (re.match: no longer "
+            raise grammar.error(f"lexer={lexer!r}: where lark's dynamic lexer ends a lexeme (re.match: no longer "
                                 f"match may follow) depends on characters further on, which the grammar in variants "
                                 f"says with more than {bound} (most often open after {far}); {_BASIC}",
                                 grammar.start) from None
@@ -95,18 +106,26 @@ def dynamic_lexing(grammar: GrammarIR, meter: BudgetMeter | None = None) -> Gram
 # Each terminal's automaton, and which of its lexemes re.match returns
 
 
-def _reads_in_order(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter) -> bool:
+def _reads_in_order(grammar: GrammarIR, terminal: Terminal, meter: BudgetMeter, lexer: str = "dynamic") -> bool:
     """Whether ``re.match`` of ``terminal`` returns fewer lexemes than its language (a lazy
-    quantifier, or an earlier alternative that wins: ``/a|ab/`` reads ``a`` of ``ab``); refused: a
-    look-around or an anchor, a terminal that matches nothing or the empty string."""
+    quantifier, or an earlier alternative that wins: ``/a|ab/`` reads ``a`` of ``ab``; a look-behind,
+    which ``dynamic_complete`` reads inside the lexeme); refused: a look-around or an anchor
+    (``dynamic_complete``: but such a look-behind), a terminal that matches nothing or the empty string."""
     def refused(why: str) -> GrammarError:
-        return _error(grammar, terminal, f"lexer='dynamic': {terminal.describe()} {why}; {_BASIC}")
+        return _error(grammar, terminal, f"lexer={lexer!r}: {terminal.describe()} {why}; {_BASIC}")
 
     try:
         tree = parse_python_regex(terminal.regex)
         if any(isinstance(n, (regex.Look, regex.Anchor)) for n in regex.nodes_of(tree)):
-            raise refused("uses a look-around or an anchor: lark's dynamic lexer takes the lexeme re.match "
-                          "returns at each place, which then depends on the text around it")
+            if lexer == "dynamic":
+                raise refused("uses a look-around or an anchor: lark's dynamic lexer takes the lexeme re.match "
+                              "returns at each place, which then depends on the text around it")
+            if nullable(tree):  # (lark refuses the grammar itself then)
+                raise refused("matches the empty string (lark: \"Dynamic Earley doesn't allow zero-width regexps\")")
+            why = look_behind_refusal(tree)
+            if why is not None:
+                raise refused(why)
+            return True  # (its lexemes: the priority automaton's, look-behinds read there)
         lazy = needs_priority(terminal.regex)
         whole = trim(terminal_dfa(terminal.regex, meter, f"the automaton of {terminal.describe()}", backing_up=True))
         first = None if lazy else trim(priority_dfa(terminal.regex).dfa)
@@ -177,7 +196,7 @@ def _error(grammar: GrammarIR, terminal: Terminal, message: str) -> GrammarError
 
 
 def _named(grammar: GrammarIR, name: str) -> str:
-    return next(t.describe() for t in grammar.terminals if t.name == name)
+    return next(t.describe() for t in grammar.terminals if t.name == grammar_name(name))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,6 +247,8 @@ def _without_surrogates(node: regex.Node) -> regex.Node:
         return regex.Alt(tuple(_without_surrogates(option) for option in node.options))
     if isinstance(node, regex.Repeat):
         return regex.Repeat(_without_surrogates(node.item), node.lo, node.hi, node.greedy)
+    if isinstance(node, regex.Look):
+        return regex.Look(_without_surrogates(node.item), node.ahead, node.negate)
     return node
 
 

@@ -125,14 +125,20 @@ def reads_before_lexeme(pattern: str) -> bool:
                or isinstance(n, Anchor) and "word" in n.kind for n in nodes_of(parse_python_regex(pattern)))
 
 
-def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int) -> DFA:
+def priority_symbol_dfa(node: Node, encoding: Encoding, n_symbols: int, look_behind: bool = False) -> DFA:
     """The DFA over an alphabet of ``n_symbols`` symbols (``encoding`` spells a character set in
     them: character classes) of the lexemes ``re.match`` returns for ``node``, a regex without
-    look-around or anchors: alternation order and lazy quantifiers (see the module docstring).  Its
+    look-ahead or anchors: alternation order and lazy quantifiers (see the module docstring).  Its
     longest match (the last accepting state before it dies, backing up as far as needed) is
-    ``re.match``'s lexeme.  Raises :class:`UnsupportedRegex` for a look-around or an anchor."""
-    if any(isinstance(n, (Look, Anchor)) for n in nodes_of(node)):
+    ``re.match``'s lexeme.  ``look_behind``: a look-behind is read too, as a test of the characters
+    of the lexeme read so far (one symbol is one character), where every thread that meets it has
+    read at least its width (``_.*(?<!\\\\)_``); one that may look before the lexeme's first
+    character -- which sees the text before the lexeme -- is an :class:`UnsupportedRegex`, as is a
+    look-ahead, an anchor, or a look-behind without ``look_behind``."""
+    if any(isinstance(n, Anchor) or isinstance(n, Look) and (n.ahead or not look_behind) for n in nodes_of(node)):
         raise UnsupportedRegex("unsupported construct: look-around or anchor over character classes")
+    if any(isinstance(n, Look) and has_backtracking_semantics(n.item) for n in nodes_of(node)):
+        raise UnsupportedRegex("unsupported construct: look-around, anchor or lazy quantifier inside a look-around")
     found = _Construction(node, encoding, n_symbols).run()
     if found is None:
         raise UnsupportedRegex("the terminal matches nothing")
@@ -222,17 +228,19 @@ class _PriorityBuilder(ThompsonBuilder):
         return start, end
 
 
-def _language_dfa(node: Node, prefix_any: bool = False) -> DFA:
-    """The minimal DFA of ``node``'s language (``prefix_any``: of ``(any byte)* node``)."""
+def _language_dfa(node: Node, prefix_any: bool = False, encoding: Encoding = utf8_sequences,
+                  n_symbols: int = 256) -> DFA:
+    """The minimal DFA of ``node``'s language (``prefix_any``: of ``(any symbol)* node``), over bytes
+    or the ``n_symbols`` symbols of ``encoding``."""
     nfa = NFA()
-    start, end = _PriorityBuilder(nfa).node(node)
+    start, end = _PriorityBuilder(nfa, encoding).node(node)
     nfa.accept[end] = 0
     if prefix_any:
         loop = nfa.new_state()
-        nfa.edges[loop].append((0, 0xFF, loop))
+        nfa.edges[loop].append((0, n_symbols - 1, loop))
         nfa.eps[loop].append(start)
         start = loop
-    return determinize(nfa, [start], [0])
+    return determinize(nfa, [start], [0], n_symbols=n_symbols)
 
 
 @dataclass(frozen=True)
@@ -322,12 +330,13 @@ class _Behind:
     any_character: bool  # X is any one character (``^``: "no character before")
 
     @classmethod
-    def of(cls, look: Look) -> "_Behind":
+    def of(cls, look: Look, encoding: Encoding = utf8_sequences, n_symbols: int = 256) -> "_Behind":
+        """``look`` over bytes, or over the ``n_symbols`` symbols of ``encoding`` (characters)."""
         width = _fixed_width(look.item)
         if width is None:  # pragma: no cover - Python's re refuses it first
             raise UnsupportedRegex("unsupported construct: look-behind of variable width")
         any_character = isinstance(look.item, Chars) and look.item.chars == CharSet.everything()
-        return cls(_language_dfa(look.item, prefix_any=True), width, look.negate, any_character)
+        return cls(_language_dfa(look.item, True, encoding, n_symbols), width, look.negate, any_character)
 
 
 def _fixed_width(node: Node) -> int | None:
@@ -357,11 +366,13 @@ State = tuple[tuple[int, ...], int, tuple[Thread, ...]]  # (look-behind states, 
 
 class _Construction:
     """The subset construction over bytes (``encoding``: UTF-8) or over another alphabet of
-    ``n_symbols`` symbols (character classes: a regex without look-around, :func:`priority_symbol_dfa`)."""
+    ``n_symbols`` symbols (character classes: a regex without look-ahead or anchors,
+    :func:`priority_symbol_dfa`)."""
 
     def __init__(self, root: Node, encoding: Encoding = utf8_sequences, n_symbols: int = 256,
                  text_start: bool = False) -> None:
         self.text_start = text_start  # the lexeme is at the text's start: nothing before it
+        self.over_bytes = encoding is utf8_sequences  # (else each symbol is a class of characters)
         self.nfa = NFA()
         self.n_symbols = n_symbols
         builder = _PriorityBuilder(self.nfa, encoding)
@@ -372,7 +383,7 @@ class _Construction:
         for state, look in builder.looks.items():
             kinds = self.watches if look.ahead else self.behinds
             self.look_index[state] = len(kinds)
-            kinds.append(_Watch.of(look) if look.ahead else _Behind.of(look))
+            kinds.append(_Watch.of(look) if look.ahead else _Behind.of(look, encoding, n_symbols))
         self.looks = builder.looks
         self.max_width = max((b.width for b in self.behinds), default=0)
 
@@ -442,7 +453,7 @@ class _Construction:
         going: list[Thread] = []
         for state, pending in threads:
             if state == self.final:
-                advanced = self.advance_watches(pending, byte, past_lexeme=self.n_symbols == 256)
+                advanced = self.advance_watches(pending, byte, past_lexeme=self.over_bytes)
                 if advanced is None:
                     continue
                 if advanced:
@@ -463,14 +474,15 @@ class _Construction:
 
     def byte_classes(self) -> np.ndarray:
         cuts = np.zeros(self.n_symbols + 1, dtype=bool)
-        cuts[[0, 0x80, 0xC0] if self.n_symbols == 256 else [0]] = True  # character starts (look-behind widths count characters)
+        # character starts (look-behind widths count characters)
+        cuts[[0, 0x80, 0xC0] if self.over_bytes else [0]] = True
         for edges in self.nfa.edges:
             for lo, hi, _ in edges:
                 cuts[lo] = cuts[hi + 1] = True
         tables = [w.table for w in self.watches] + [w.after_lead for w in self.watches] + \
             [b.dfa.transitions for b in self.behinds]
         for table in tables:
-            cuts[1:256] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
+            cuts[1:table.shape[1]] |= (table[:, 1:] != table[:, :-1]).any(axis=0)
         return (np.cumsum(cuts[:self.n_symbols]) - 1).astype(np.int32)
 
     def run(self) -> PriorityDFA | None:
@@ -499,7 +511,8 @@ class _Construction:
                     continue
                 new_behind = tuple(int(b.dfa.transitions[s, byte]) if s >= 0 else DEAD_STATE
                                    for b, s in zip(self.behinds, behind))
-                new_read = min(read + (not 0x80 <= byte < 0xC0), self.max_width)
+                starts_character = not self.over_bytes or not 0x80 <= byte < 0xC0  # (a symbol: a character)
+                new_read = min(read + starts_character, self.max_width)
                 nxt_threads = self.closure(seeds, new_behind, new_read)
                 if not nxt_threads:
                     continue
@@ -516,7 +529,7 @@ class _Construction:
             forbidden.append([ends and not ok for ok in allowed])
         table = np.asarray(rows, dtype=np.int32).reshape(len(states), n_classes)
         forbid = np.asarray(forbidden, dtype=bool).reshape(len(states), n_classes)
-        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of, self.n_symbols == 256,
+        return _finish(table, np.asarray(accepting, dtype=bool), forbid, class_of, self.over_bytes,
                        np.asarray(end_refused, dtype=bool))
 
 

@@ -54,9 +54,12 @@ class Thread:
 class DynamicReference:
     """Lark's dynamic Earley reading of a grammar, for prefixes (module docstring)."""
 
+    lexer = "dynamic"  # the lark lexer read (the grammar is loaded with it)
+
     def __init__(self, text: str, start: str = "start", languages: dict[str, str] | None = None,
                  source_path: str | None = None):
-        loaded = lark.Lark(text, parser="earley", start=start, source_path=source_path)  # (a path: relative imports)
+        loaded = lark.Lark(text, parser="earley", lexer=self.lexer, start=start,
+                           source_path=source_path)  # (a path: relative imports)
         self.earley = EarleyRecognizer(lark_rules(loaded), start)
         self.ignored = tuple(loaded.ignore_tokens)
         self.patterns = {}  # terminal → the language its pending text may grow into
@@ -68,12 +71,32 @@ class DynamicReference:
             self.matchers[terminal.name] = re.compile(languages.get(pattern, pattern) if pattern == LARK_ESCAPED_STRING
                                                       else pattern)
         self._threads: dict[str, frozenset[Thread]] = {}
+        self._charts: dict[tuple, Chart] = {}  # a chart's sets -> the one chart object for them
 
     def _returned(self, name: str, text: str, begin: int, at: int) -> bool:
         """Whether ``re.match`` of terminal ``name`` on ``text[:at]`` from ``begin`` reads all of it."""
         found = self.matchers[name].match(text, begin, at)
         return found is not None and found.end() == at
-        self._threads: dict[str, frozenset[Thread]] = {}
+
+    def _lexeme(self, name: str, text: str, begin: int, at: int, ignored: bool) -> bool:
+        """Whether lark reads ``text[begin:at]`` as a lexeme of ``name`` (a terminal the parse
+        expects, or, ``ignored``, one it skips) while nothing longer is read: ``re.match`` returns it."""
+        return self._returned(name, text, begin, at)
+
+    def _scanned(self, chart: Chart, name: str) -> Chart | None:
+        """The chart after a lexeme of ``name``, one object per content (so threads that read the
+        same terminals are one: cuts of a text may be exponentially many, their charts are not)."""
+        scanned = self.earley.scan_terminal(chart, name)
+        if scanned is None:
+            return None
+        if len(self._charts) > 200_000:
+            self._charts.clear()
+        return self._charts.setdefault(scanned.sets, scanned)
+
+    def _watched_after(self, ignored: bool) -> bool:
+        """Whether a lexeme (of a terminal the parse expects, or, ``ignored``, of one it skips) must
+        be the longest ``re.match`` reads at its place."""
+        return True
 
     def _candidates(self, chart: Chart) -> list[str]:
         return sorted(self.earley.expected(chart)) + list(self.ignored)
@@ -106,11 +129,13 @@ class DynamicReference:
                     found.add(Thread(thread.chart, thread.start, watches))
             ended = set()
             for thread in found:
-                for name in self._candidates(thread.chart):
-                    if self._returned(name, text, thread.start, at):
-                        chart = thread.chart if name in self.ignored else self.earley.scan_terminal(thread.chart, name)
+                expected = sorted(self.earley.expected(thread.chart))
+                for name, skipped in [(n, False) for n in expected] + [(n, True) for n in self.ignored]:
+                    if self._lexeme(name, text, thread.start, at, skipped):
+                        chart = thread.chart if skipped else self._scanned(thread.chart, name)
                         if chart is not None:
-                            ended.add(Thread(chart, at, thread.watches | {(name, thread.start, at)}))
+                            watch = {(name, thread.start, at)} if self._watched_after(skipped) else set()
+                            ended.add(Thread(chart, at, thread.watches | watch))
             found = frozenset(t for t in found | ended)
         if len(self._threads) > 20000:
             self._threads.clear()
