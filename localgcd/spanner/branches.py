@@ -298,7 +298,7 @@ class BranchRows:
         self._values.append(None)
         self._renamed[b] = (template, lookup)
         if self._runs is not None:
-            self._runs.renamed(b, template, lookup, self._positions, self._readable_values())
+            self._runs.renamed(b, template, lookup, self._positions)
         self._distinct[b] = np.sort(renamed).astype(np.int32)
         self._distinct[b].flags.writeable = False
         self.n_renamed += 1

@@ -405,16 +405,17 @@ class BranchRuns:
             return None
         return self._spans[ids]
 
-    def renamed(self, b: int, template: int, lookup: np.ndarray, positions: Sequence[np.ndarray],
-                values: Sequence[np.ndarray]) -> None:
-        """Branch ``b``'s runs from branch ``template``'s (made now where new): ``b`` holds the same
+    def renamed(self, b: int, template: int, lookup: np.ndarray, positions: Sequence[np.ndarray]) -> None:
+        """Branch ``b``'s runs from branch ``template``'s, where those are made: ``b`` holds the same
         positions, each outcome ``v`` renamed ``lookup[v]`` (a one-to-one renaming: runs stay runs),
         so its runs are the template's with their outcomes renamed -- what :meth:`spans` would make
-        from ``b``'s entries, without reading them (``BranchRows._rename``)."""
+        from ``b``'s entries, without reading them (``BranchRows._rename``).  Where the template's
+        are not made (its parts were ranked from entries), neither are ``b``'s: :meth:`spans` makes
+        them from ``b``'s entries if a part asks."""
         self._cover(positions)
-        if self._spans[template, 0] == -1:
-            self._make(np.array([template], dtype=np.int64), positions, values)
         first, n = self._spans[template].tolist()
+        if first == -1:
+            return
         if first == -2:  # too many runs: so has b
             self._spans[b, 0] = -2
             return
