@@ -11,7 +11,9 @@ clocked (masks are deterministic: the i-th step of both runs is the same computa
 Split (thread CPU): row walk (a lexer state's first-visit row, its parts and outcomes), Alg. 5
 statuses, the split by status, checks (context-dependent outcomes on the stack, the Indenter's
 newline tokens, acceptance), assembly (classes to packed token mask), the Python between them,
-and the advance (the token fed).  Run it from each tree to compare (PYTHONPATH=<tree>).
+and the advance (the token fed).  Minor page faults are counted per cold step (each 4 KB of fresh
+memory: on a VM a fault costs microseconds, and the CPU clock counts it).  Run it from each tree to
+compare (PYTHONPATH=<tree>).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import cProfile
 import importlib
 import os
 import pstats
+import resource
 import sys
 import tempfile
 import time
@@ -52,6 +55,12 @@ STAGES = {
 # the thread's CPU clock: on a loaded machine the wall clock counts other processes' turns too
 # (bench/tables.py reports the wall clock)
 CLOCK = time.thread_time
+
+
+def minor_faults() -> int:
+    """The thread's minor page faults so far: a step's fresh memory, each 4 KB page a fault (on a VM,
+    a cost the CPU clock counts)."""
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
 
 
 class StageClock:
@@ -97,11 +106,12 @@ class StageClock:
 
 def forced_masks(grammar: str, vocab_name: str, docs: list[str], split: bool,
                  walls: dict[str, list[float]] | None = None,
-                 profiled: tuple[set[int], cProfile.Profile] | None = None) -> list[tuple[float, float, dict]]:
+                 profiled: tuple[set[int], cProfile.Profile] | None = None,
+                 faults: list[int] | None = None) -> list[tuple[float, float, dict]]:
     """(mask seconds, advance seconds, split of the mask) of every token of the cold pass, in order
     (thread CPU); ``walls``: filled with the wall-clock seconds of each step, cold and then warm
     (a second pass over the same documents); ``profiled``: (the steps, by index, to run under the
-    profile, the profile)."""
+    profile, the profile); ``faults``: filled with each cold step's minor page faults."""
     import llama_cpp
 
     from localgcd.grammar.formats import format_of_path
@@ -123,6 +133,7 @@ def forced_masks(grammar: str, vocab_name: str, docs: list[str], split: bool,
                 profile = profiled[1] if profiled is not None and len(out) in profiled[0] else None
                 if profile is not None:
                     profile.enable()
+                f0 = minor_faults() if faults is not None else 0
                 w0, t0 = time.perf_counter(), CLOCK()
                 mask = m.allowed_token_bitmask()
                 t1 = CLOCK()
@@ -131,6 +142,8 @@ def forced_masks(grammar: str, vocab_name: str, docs: list[str], split: bool,
                 if profile is not None:
                     profile.disable()
                 out.append((t1 - t0, t2 - t1, clock.take() if clock else {}))
+                if faults is not None:
+                    faults.append(minor_faults() - f0)
                 if walls is not None:
                     walls["cold"].append(w2 - w0)
                 assert ok and (int(mask[t // 32]) >> (t % 32)) & 1, (grammar, t)
@@ -160,12 +173,16 @@ def main() -> None:
     docs = [open(f, encoding="utf-8").read() for f in args.file] or tables.documents(args.grammar)[: args.docs]
     load = os.getloadavg()[0]
     walls: dict[str, list[float]] = {"cold": [], "warm": []}
-    timed = forced_masks(args.grammar, args.vocab, docs, split=False, walls=walls)
+    faults: list[int] = []
+    timed = forced_masks(args.grammar, args.vocab, docs, split=False, walls=walls, faults=faults)
     steps = [mask + advance for mask, advance, _ in timed]
     p = lambda values, q: 1e3 * float(np.percentile(values, q))  # noqa: E731
     print(f"{args.grammar} x {args.vocab}: {len(timed)} tokens, mask+advance ms: cold p50 {p(walls['cold'], 50):.3f} "
           f"p99 {p(walls['cold'], 99):.3f} (thread CPU p50 {p(steps, 50):.3f} p99 {p(steps, 99):.3f}), warm p50 "
           f"{p(walls['warm'], 50):.4f} p99 {p(walls['warm'], 99):.4f}; load {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    top = sorted(range(1, len(timed)), key=lambda i: -steps[i])[: max(1, len(timed) // 100)]  # the slowest 1%
+    print(f"minor page faults (4 KB of fresh memory each): cold pass {sum(faults)}, its slowest 1% "
+          f"{sum(faults[i] for i in top)} in {len(top)} steps of {1e3 * sum(steps[i] for i in top):.1f} ms CPU")
     # the slowest from --from-rank on, but the first mask (time to first mask, another target)
     slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[args.from_rank: args.from_rank + args.top]
     split = forced_masks(args.grammar, args.vocab, docs, split=True)

@@ -3,6 +3,7 @@ process (as bench/mask_tail.py), the stages' entry points timed by the thread's 
 exclusively (a stage's time leaves out the stages it calls), without cProfile's overhead per call.
 
     python bench/mask_split.py --every 8 --slowest 30    # the 30 slowest masks, and the sums over those over 0.5 ms
+    python bench/mask_split.py --every 8 --slowest 0 --slow-us 100 --band   # and over the p99 band
 
 Prints the sums by stage over the masks slower than ``--slow-us``, how many of them each stage
 leads, and the slowest masks (schema, token index, stages over 20 µs).
@@ -65,6 +66,9 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=8)
     ap.add_argument("--slowest", type=int, default=30)
     ap.add_argument("--slow-us", type=float, default=500.0)
+    ap.add_argument("--band", action="store_true",
+                    help="also the sums by stage over the p99 band: the masks ranked 0.5%%-1.5%% slowest (those must be "
+                         "over --slow-us: set it low)")
     args = ap.parse_args()
     spent: collections.Counter = collections.Counter()
     stack: list[float] = []
@@ -105,6 +109,15 @@ def main() -> None:
     print(f"masks {n_masks}, over {args.slow_us:.0f} µs: {len(slow)}, {sum(row[0] for row in slow):.3f} s CPU")
     for label, seconds in total.most_common():
         print(f"  {label:24s} {seconds:7.3f} s, leads {leads[label]} masks")
+    if args.band:  # the masks around the p99: what moves it
+        band = slow[int(n_masks * 0.005): int(n_masks * 0.015)]
+        in_band: collections.Counter = collections.Counter()
+        for _, _, _, split in band:
+            in_band.update(split)
+        print(f"p99 band (ranks 0.5-1.5%): {len(band)} masks from {band[-1][0] * 1e6:.0f} to {band[0][0] * 1e6:.0f} µs, "
+              f"{sum(row[0] for row in band) * 1e3:.1f} ms CPU" if band else "p99 band: no masks over --slow-us")
+        for label, seconds in in_band.most_common():
+            print(f"  {label:24s} {seconds * 1e3:7.1f} ms")
     for took, name, i, split in slow[: args.slowest]:
         parts = ", ".join(f"{label} {s * 1e6:.0f}" for label, s in sorted(split.items(), key=lambda kv: -kv[1])
                           if s > 20e-6)

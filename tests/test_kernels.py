@@ -243,6 +243,37 @@ def test_branches_renamed_from_a_copy_are_numpys_rows(load_vocab, vocab_name: st
     assert_same_rows(compiled.lexer, trie, len(vocab), 3, Tuning().breadth_from)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama-bpe"])
+def test_a_renamed_branch_is_read_before_its_outcome_ids_are_made(load_vocab, vocab_name: str) -> None:
+    """A renamed branch's outcome ids are made on their first read: before that, its part of a row is
+    ranked from the template's runs renamed, and a token's outcome is read through the template's
+    ids -- both numpy's, in Go's rows, while some renamed branch's own ids are not made yet."""
+    vocab = load_vocab(vocab_name)
+    compiled = Compiler(use_cache=False).compile(grammar_file("go"), vocab)
+    trie = Compiler(use_cache=False).vocabulary_trie(vocab)
+    spanner = LazyTokenSpanner(compiled.lexer, trie, len(vocab), kernels=True)
+    reference = LazyTokenSpanner(compiled.lexer, trie, len(vocab), kernels=False)
+    rng = np.random.default_rng(17)
+    read_unmade = 0  # rows whose part and outcomes were read while a renamed branch's ids were not made
+    for q in range(compiled.lexer.n_states):
+        ids = spanner.branches_of(q)
+        unmade = [b for b in ids.tolist() if b in spanner._branches._renamed]
+        part = spanner.branch_part(ids)
+        positions, values = reference.continuing(q)
+        at = rng.integers(0, positions.size, size=min(16, positions.size)) if positions.size else []
+        for position, outcome in zip(positions[at].tolist(), values[at].tolist()):
+            found = spanner.outcome_of(q, position)
+            assert (spanner.terminals(found), int(spanner.end[found])) == \
+                (reference.terminals(outcome), int(reference.end[outcome])), f"state {q}, position {position}"
+        read_unmade += bool(unmade) and all(b in spanner._branches._renamed for b in unmade)
+        (got_positions, got_values), outcomes = spanner.branch_row(ids)  # (makes the renamed ids)
+        assert_same_part(part, RowPart(got_positions, got_values, outcomes, spanner.n_classes))
+        assert np.array_equal(got_positions, positions), f"state {q}: positions differ"
+        assert meanings(spanner, got_values) == meanings(reference, values), f"state {q}: outcomes differ"
+    assert spanner.n_renamed > 0 and read_unmade > 0
+
+
 # JSON Schema strings with a length bound count their characters in lexer states (q_k → q_(k+1)):
 # the kernel ends a trie node's tokens along that chain without walking them where it can.
 BOUNDED_STRINGS = {

@@ -59,7 +59,8 @@ class BranchRows:
         self._root_child = {byte: child for child, byte in enumerate(self._root_bytes.tolist())}
         self._ids: dict[int, int] = {}  # root child * n_lexer_states + state → branch id
         self._positions: list[np.ndarray] = []
-        self._values: list[np.ndarray] = []
+        self._values: list[np.ndarray | None] = []  # None: a renamed branch's, made when first read
+        self._renamed: dict[int, tuple[int, np.ndarray]] = {}  # such a branch → (its template, outcome lookup)
         self._distinct: dict[int, np.ndarray] = {}  # branch id → its distinct outcomes
         self._saved: SavedBranches | None = None  # branches to take instead of walking (see restore)
         self.n_taken = 0  # branches taken from the saved ones
@@ -87,7 +88,7 @@ class BranchRows:
         n = len(self._positions)  # (keys are numbered before their walk stores the entries)
         keys = np.fromiter((key for key, b in self._ids.items() if b < n), dtype=np.int64)
         ids = np.fromiter((b for b in self._ids.values() if b < n), dtype=np.int64)
-        return keys[np.argsort(ids)], self._positions[:n], self._values[:n]
+        return keys[np.argsort(ids)], self._positions[:n], self._values_in(list(range(n)))
 
     def restore(self, saved: "SavedBranches") -> None:
         """Take branches from ``saved`` (another instance's over the same lexer and trie, e.g. read
@@ -117,7 +118,37 @@ class BranchRows:
 
     def branch(self, b: int) -> SparseRow:
         """(sorted trie positions, outcome ids) of branch ``b``; dead entries left out."""
-        return self._positions[b], self._values[b]
+        return self._positions[b], self._values_of(b)
+
+    def _values_of(self, b: int) -> np.ndarray:
+        """Branch ``b``'s outcome ids (a renamed branch's made now, on their first read)."""
+        values = self._values[b]
+        if values is None:
+            template, lookup = self._renamed.pop(b)
+            values = self._values[b] = np.take(lookup, self._values[template])
+        return values
+
+    def _values_in(self, ids: list[int]) -> list[np.ndarray]:
+        """The given branches' outcome ids (those of renamed ones made now where not yet)."""
+        values = self._values
+        if self._renamed:
+            for b in ids:
+                if values[b] is None:
+                    self._values_of(b)
+        return [values[b] for b in ids]
+
+    def _readable_values(self) -> "list[np.ndarray | None] | _LazyValues":
+        """Every branch's outcome ids by branch id, as :class:`BranchRuns` reads them: the list itself
+        while no renamed branch's ids wait to be made (no call per branch)."""
+        return _LazyValues(self) if self._renamed else self._values
+
+    def _value_at(self, b: int, at: int) -> int:
+        """The outcome id of branch ``b``'s entry ``at`` (a renamed branch's read through its template's)."""
+        renamed = self._renamed.get(b)
+        if renamed is None:
+            return int(self._values[b][at])
+        template, lookup = renamed
+        return int(lookup[self._values[template][at]])
 
     def branches_of(self, q: int, first_terminals: np.ndarray | None = None) -> np.ndarray:
         """Ids of the branches that make up ``q``'s row, in position order (walked if new).
@@ -262,7 +293,12 @@ class BranchRows:
         lookup[distinct] = renamed
         b = self._ids[key] = len(self._ids)
         self._positions.append(self._positions[template])
-        self._values.append(np.take(lookup, self._values[template]))
+        # its outcome ids are made when first read: a part is ranked from runs (the template's, renamed), a
+        # token's outcome read through the template's (a big branch's 57K ids are fresh memory, 0.2-0.4 ms)
+        self._values.append(None)
+        self._renamed[b] = (template, lookup)
+        if self._runs is not None:
+            self._runs.renamed(b, template, lookup, self._positions)
         self._distinct[b] = np.sort(renamed).astype(np.int32)
         self._distinct[b].flags.writeable = False
         self.n_renamed += 1
@@ -335,9 +371,10 @@ class BranchRows:
         key = child * self.lexer.n_states + state
         if key not in self._ids and not (self._saved is not None and self._take_saved([key])[0]):
             self._walk(np.array([child], dtype=np.int64), np.array([state], dtype=np.int64))
-        positions, values = self.branch(self._ids[key])
+        b = self._ids[key]
+        positions = self._positions[b]
         at = int(np.searchsorted(positions, position))
-        return int(values[at]) if at < positions.size and positions[at] == position else DEAD_STATE
+        return self._value_at(b, at) if at < positions.size and positions[at] == position else DEAD_STATE
 
     def distinct_outcomes(self, q: int) -> np.ndarray:
         """The distinct outcomes of ``q``'s row (each branch's are found once and shared)."""
@@ -349,7 +386,7 @@ class BranchRows:
         for b in ids.tolist():
             found = self._distinct.get(b)
             if found is None:
-                values = self._values[b]
+                values = self._values_of(b)
                 found = self._distinct[b] = sorted_unique(values) if self._distinct_values is None \
                     else self._distinct_values(values, len(self.outcomes))
                 found.flags.writeable = False
@@ -363,13 +400,13 @@ class BranchRows:
         from the branches' entries in one pass, without joining them)."""
         if self._entry_ranks is None:
             return RowPart(*self.row_of(ids), self.distinct_outcomes_of(ids), n_classes)
-        spans = self._runs.spans(ids, self._positions, self._values, (n_classes + 7) // 8) \
+        spans = self._runs.spans(ids, self._positions, self._readable_values(), (n_classes + 7) // 8) \
             if self._runs is not None else None
         if spans is not None:  # a dense part whose branches are runs: ranked from the runs
             outcomes, dense, counts = self._entry_ranks.from_runs(self._runs.runs, spans, len(self.outcomes), n_classes)
             return RowPart.ranked(outcomes, dense, None, None, counts)
         ids = ids.tolist()
-        return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], [self._values[b] for b in ids],
+        return RowPart.ranked(*self._entry_ranks([self._positions[b] for b in ids], self._values_in(ids),
                                                  len(self.outcomes), n_classes))
 
     def row(self, q: int) -> SparseRow:
@@ -382,9 +419,9 @@ class BranchRows:
         if not ids:
             return EMPTY_ROW
         if len(ids) == 1:
-            return self._positions[ids[0]], self._values[ids[0]]
+            return self._positions[ids[0]], self._values_of(ids[0])
         return (np.concatenate([self._positions[b] for b in ids]),
-                np.concatenate([self._values[b] for b in ids]))
+                np.concatenate(self._values_in(ids)))
 
     def _walk(self, roots: np.ndarray, states: np.ndarray) -> None:
         """Walk the branches (root child ``roots[i]`` entered in ``states[i]``) and store them."""
@@ -549,6 +586,22 @@ class BranchRows:
         positions_out.append(positions)
         values_out.append(self.outcomes.cons(self.lexer.grammar_terminals(terms),
                                              self.suffix.after(terms, self.trie.offsets[positions] + depth)))
+
+class _LazyValues:
+    """The branches' outcome ids by branch id, as :class:`~localgcd.spanner.kernels.BranchRuns` reads
+    them (a renamed branch's made on their first read)."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: BranchRows) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows._values)
+
+    def __getitem__(self, b: int) -> np.ndarray:
+        return self._rows._values_of(b)
+
 
 _EMITS_BASE = DEAD_STATE - 1  # a step code at or below this emits terminal ``_EMITS_BASE - code``
 

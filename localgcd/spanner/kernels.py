@@ -14,6 +14,7 @@ as the path when the extensions were not built (a source tree used without
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -384,22 +385,13 @@ class BranchRuns:
         self._spans = np.empty((0, 2), dtype=np.int64)  # by branch id: (first run, runs); -1: not made, -2: too
         # many runs
 
-    def spans(self, ids: np.ndarray, positions: list[np.ndarray], values: list[np.ndarray],
+    def spans(self, ids: np.ndarray, positions: Sequence[np.ndarray], values: Sequence[np.ndarray],
               least_entries: int) -> np.ndarray | None:
         """int64 [len(ids), 2]: each branch's (first run, number of runs) in :attr:`runs`, made now
         where new (branch ``b``'s entries: ``positions[b]`` int64, ``values[b]`` int32, for every
         ``b`` below ``len(positions)``); None when the branches hold fewer than ``least_entries``
         entries (no runs made) or one has too many runs."""
-        if self._known < len(positions):  # (each branch's size read once; the tables grown 2x at a time)
-            n = len(positions)
-            if n > self._sizes.size:
-                sizes = np.empty(max(n, 2 * self._sizes.size), dtype=np.int64)
-                sizes[:self._known] = self._sizes[:self._known]
-                spans = np.full((sizes.size, 2), -1, dtype=np.int64)
-                spans[:self._known] = self._spans[:self._known]
-                self._sizes, self._spans = sizes, spans
-            self._sizes[self._known:n] = entry_counts(positions, np.arange(self._known, n))
-            self._known = n
+        self._cover(positions)
         sizes = self._sizes[ids]
         if int(sizes.sum()) < least_entries:
             return None
@@ -409,25 +401,71 @@ class BranchRuns:
         new = np.flatnonzero(spans[:, 0] == -1)
         if not new.size:
             return spans
-        new_ids = ids[new]
-        room = self._used + int(sizes[new].sum())
-        if room > self.runs.shape[0]:  # (rows past those written stay untouched: no memory until written)
+        if not self._make(ids[new], positions, values):
+            return None
+        return self._spans[ids]
+
+    def renamed(self, b: int, template: int, lookup: np.ndarray, positions: Sequence[np.ndarray]) -> None:
+        """Branch ``b``'s runs from branch ``template``'s, where those are made: ``b`` holds the same
+        positions, each outcome ``v`` renamed ``lookup[v]`` (a one-to-one renaming: runs stay runs),
+        so its runs are the template's with their outcomes renamed -- what :meth:`spans` would make
+        from ``b``'s entries, without reading them (``BranchRows._rename``).  Where the template's
+        are not made (its parts were ranked from entries), neither are ``b``'s: :meth:`spans` makes
+        them from ``b``'s entries if a part asks."""
+        self._cover(positions)
+        first, n = self._spans[template].tolist()
+        if first == -1:
+            return
+        if first == -2:  # too many runs: so has b
+            self._spans[b, 0] = -2
+            return
+        self._room(n)
+        rows = self.runs[first:first + n]
+        self.runs[self._used:self._used + n, :2] = rows[:, :2]
+        self.runs[self._used:self._used + n, 2] = np.take(lookup, rows[:, 2])
+        self._spans[b] = (self._used, n)
+        self._used += n
+
+    def _cover(self, positions: Sequence[np.ndarray]) -> None:
+        """The sizes and spans tables over every branch of ``positions`` (each branch's size read
+        once; the tables grown 2x at a time)."""
+        if self._known < len(positions):
+            n = len(positions)
+            if n > self._sizes.size:
+                sizes = np.empty(max(n, 2 * self._sizes.size), dtype=np.int64)
+                sizes[:self._known] = self._sizes[:self._known]
+                spans = np.full((sizes.size, 2), -1, dtype=np.int64)
+                spans[:self._known] = self._spans[:self._known]
+                self._sizes, self._spans = sizes, spans
+            self._sizes[self._known:n] = entry_counts(positions, np.arange(self._known, n))
+            self._known = n
+
+    def _room(self, n_rows: int) -> None:
+        """Room in :attr:`runs` for ``n_rows`` more rows (rows past those written stay untouched:
+        no memory until written)."""
+        room = self._used + n_rows
+        if room > self.runs.shape[0]:
             grown = np.empty((max(room, 2 * self.runs.shape[0]), 3), dtype=np.int32)
             grown[:self._used] = self.runs[:self._used]
             self.runs = grown
-        n_runs = np.empty(new.size, dtype=np.int64)
+
+    def _make(self, new_ids: np.ndarray, positions: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> bool:
+        """Make the runs of branches ``new_ids`` (none made yet); False where one has too many
+        runs (it is marked so, and those after it are left unmade)."""
+        self._room(int(self._sizes[new_ids].sum()))
+        n_runs = np.empty(new_ids.size, dtype=np.int64)
         listed = new_ids.tolist()
         end, poor = walk_kernel.entry_runs([positions[b] for b in listed], [values[b] for b in listed], self.runs,
                                            self._used, n_runs, _FEW_RUNS, self.max_share)
-        made = new.size if poor < 0 else poor  # (the kernel stops at a branch with too many runs)
+        made = new_ids.size if poor < 0 else poor  # (the kernel stops at a branch with too many runs)
         n_runs = n_runs[:made]
-        spans[new[:made], 0] = self._spans[new_ids[:made], 0] = end - n_runs.sum() + np.cumsum(n_runs) - n_runs
-        spans[new[:made], 1] = self._spans[new_ids[:made], 1] = n_runs
+        self._spans[new_ids[:made], 0] = end - n_runs.sum() + np.cumsum(n_runs) - n_runs
+        self._spans[new_ids[:made], 1] = n_runs
         self._used = end
         if poor >= 0:
             self._spans[new_ids[poor], 0] = -2
-            return None
-        return spans
+            return False
+        return True
 
 
 def _contiguous(array: np.ndarray, dtype: type | None = None) -> np.ndarray:
