@@ -31,12 +31,12 @@ from hypothesis import strategies as st
 
 import localgcd
 from exactness_support import byte_vocabulary, random_viable_walk
+from piece_texts_support import mask_differences, piece_texts
 from localgcd.errors import GrammarError
 from reference.dynamic_complete import DynamicCompleteReference, LarkSteps
 from reference.lark_oracle import lark_accepts
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "lark"
-END = 256  # byte_vocabulary's end token
 
 
 def corpus(path: str) -> str:
@@ -156,14 +156,7 @@ def lark_accepts_bytes(name: str, text: bytes, lexer: str = "dynamic_complete") 
 
 
 def differences(name: str, matcher, prefix: bytes) -> list[str]:
-    mask = matcher.allowed_token_mask()
-    want = reference(name).viable_bytes(prefix)
-    got = {b for b in range(128) if mask[b]}  # (the reference answers for ASCII bytes and the end)
-    problems = [f"{kind} after {prefix!r}: {sorted(found)[:10]}"
-                for kind, found in (("UNSOUND", got - want), ("INCOMPLETE", want - got)) if found]
-    if bool(mask[END]) != reference(name).complete(prefix):
-        problems.append(f"END after {prefix!r}: localgcd {bool(mask[END])}")
-    return problems
+    return mask_differences(matcher, reference(name), prefix)
 
 
 @pytest.mark.parametrize("name", GRAMMARS)
@@ -183,40 +176,8 @@ def checked(name: str, text: bytes) -> bool:
     return matcher.accept_bytes(text) and matcher.is_accepting()
 
 
-def walk(name: str, rng: random.Random) -> str:
-    """Pieces one after another while the reference finds the text viable, stopping at random where
-    it is complete (mostly sentences, then)."""
-    pieces, text = GRAMMARS[name][2], ""
-    for _ in range(16):
-        if reference(name).complete(text.encode()) and rng.random() < 0.3:
-            break
-        viable = [p for p in pieces if reference(name)._alive(text + p)]
-        if not viable:
-            break
-        text += rng.choice(viable)
-    return text
-
-
 def texts(name: str) -> st.SearchStrategy[bytes]:
-    """Texts of the grammar's pieces, half of them walks the reference finds viable, some mutated (a
-    character dropped, doubled or replaced by another piece's)."""
-    pieces = GRAMMARS[name][2]
-    alphabet = sorted({c for piece in pieces for c in piece})
-    made = st.one_of(st.lists(st.sampled_from(pieces), max_size=8).map(lambda xs: "".join(xs)),
-                     st.randoms(use_true_random=False).map(lambda rng: walk(name, rng)))
-
-    def mutate(text: str, data) -> str:
-        if not text or not data.draw(st.booleans()):
-            return text
-        at = data.draw(st.integers(0, len(text) - 1))
-        how = data.draw(st.sampled_from(["drop", "double", "replace"]))
-        if how == "drop":
-            return text[:at] + text[at + 1:]
-        if how == "double":
-            return text[:at] + text[at] + text[at:]
-        return text[:at] + data.draw(st.sampled_from(alphabet)) + text[at + 1:]
-
-    return st.builds(lambda text, data: mutate(text, data).encode(), made, st.data())
+    return piece_texts(reference(name), GRAMMARS[name][2], max_pieces=8, walk_steps=16)
 
 
 @pytest.mark.parametrize("name", GRAMMARS)

@@ -239,17 +239,8 @@ _NO_SURROGATES = CharSet([SURROGATES])
 
 def _without_surrogates(node: regex.Node) -> regex.Node:
     """``node`` with no surrogate code point (lark's text is UTF-8: none can occur)."""
-    if isinstance(node, regex.Chars):
-        return regex.Chars(node.chars - _NO_SURROGATES)
-    if isinstance(node, regex.Concat):
-        return regex.Concat(tuple(_without_surrogates(item) for item in node.items))
-    if isinstance(node, regex.Alt):
-        return regex.Alt(tuple(_without_surrogates(option) for option in node.options))
-    if isinstance(node, regex.Repeat):
-        return regex.Repeat(_without_surrogates(node.item), node.lo, node.hi, node.greedy)
-    if isinstance(node, regex.Look):
-        return regex.Look(_without_surrogates(node.item), node.ahead, node.negate)
-    return node
+    return regex.rewritten(node, lambda n: regex.Chars(n.chars - _NO_SURROGATES) if isinstance(n, regex.Chars)
+                           else None)
 
 
 def _expr(node: regex.Node, at: tuple[int, int]) -> Expr:

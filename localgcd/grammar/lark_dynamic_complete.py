@@ -124,12 +124,4 @@ def nullable(node: regex.Node) -> bool:
 def without_looks(node: regex.Node) -> regex.Node:
     """``node`` with every look-around dropped: the sets of characters it reads, as a language that
     holds the terminal's (its exact lexemes come from its priority automaton)."""
-    if isinstance(node, regex.Look):
-        return regex.EMPTY
-    if isinstance(node, regex.Concat):
-        return regex.Concat(tuple(without_looks(item) for item in node.items))
-    if isinstance(node, regex.Alt):
-        return regex.Alt(tuple(without_looks(option) for option in node.options))
-    if isinstance(node, regex.Repeat):
-        return regex.Repeat(without_looks(node.item), node.lo, node.hi, node.greedy)
-    return node
+    return regex.rewritten(node, lambda n: regex.EMPTY if isinstance(n, regex.Look) else None)

@@ -11,7 +11,7 @@ anchors.  Automata are built from these nodes (:mod:`localgcd.regex.nfa`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Union
+from typing import Callable, Iterator, Union
 
 from localgcd.errors import UnsupportedConstruct
 from localgcd.regex.charset import CharSet
@@ -103,6 +103,23 @@ def nodes_of(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(children_of(current)))
+
+
+def rewritten(node: Node, rewrite: Callable[[Node], "Node | None"]) -> Node:
+    """``node`` rewritten top down: where ``rewrite`` returns a node, it stands for that subtree;
+    where it returns None, the node is kept and its children rewritten."""
+    new = rewrite(node)
+    if new is not None:
+        return new
+    if isinstance(node, Concat):
+        return Concat(tuple(rewritten(item, rewrite) for item in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(rewritten(option, rewrite) for option in node.options))
+    if isinstance(node, Repeat):
+        return Repeat(rewritten(node.item, rewrite), node.lo, node.hi, node.greedy)
+    if isinstance(node, Look):
+        return Look(rewritten(node.item, rewrite), node.ahead, node.negate)
+    return node
 
 
 def has_backtracking_semantics(node: Node) -> bool:
