@@ -9,9 +9,11 @@ can still grow into one (``_alive``).
 from __future__ import annotations
 
 import random
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from hypothesis import strategies as st
+
+from exactness_support import random_viable_walk
 
 END = 256  # byte_vocabulary's end token
 
@@ -34,6 +36,19 @@ def mask_differences(matcher, reference: LexemeReference, prefix: bytes) -> list
                 for kind, found in (("UNSOUND", got - want), ("INCOMPLETE", want - got)) if found]
     if bool(mask[END]) != reference.complete(prefix):
         problems.append(f"END after {prefix!r}: localgcd {bool(mask[END])}")
+    return problems
+
+
+def walks_mask_differences(new_matcher: Callable[[], object], reference: LexemeReference, rng: random.Random,
+                           walks: int = 6) -> list[str]:
+    """:func:`mask_differences` at the start and at every byte of ``walks`` random walks through
+    texts the reference finds viable, each from a fresh matcher."""
+    problems: list[str] = []
+    for _ in range(walks):
+        matcher = new_matcher()
+        problems += mask_differences(matcher, reference, b"")
+        problems += random_viable_walk(rng, matcher, reference.viable_bytes,
+                                       lambda prefix: mask_differences(matcher, reference, prefix))[1]
     return problems
 
 

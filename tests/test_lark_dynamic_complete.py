@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import localgcd
-from exactness_support import byte_vocabulary, random_viable_walk
-from piece_texts_support import mask_differences, piece_texts
+from exactness_support import byte_vocabulary
+from piece_texts_support import piece_texts, walks_mask_differences
 from localgcd.errors import GrammarError
 from reference.dynamic_complete import DynamicCompleteReference, LarkSteps
 from reference.lark_oracle import lark_accepts
@@ -155,19 +155,9 @@ def lark_accepts_bytes(name: str, text: bytes, lexer: str = "dynamic_complete") 
     return lark_accepts(lark_parser(name, lexer), text.decode("utf-8"))
 
 
-def differences(name: str, matcher, prefix: bytes) -> list[str]:
-    return mask_differences(matcher, reference(name), prefix)
-
-
 @pytest.mark.parametrize("name", GRAMMARS)
 def test_masks_equal_the_reference(name: str) -> None:
-    rng = random.Random(name)
-    problems: list[str] = []
-    for _ in range(6):
-        matcher = compiled(name).matcher()
-        problems += differences(name, matcher, b"")
-        problems += random_viable_walk(rng, matcher, reference(name).viable_bytes,
-                                       lambda prefix: differences(name, matcher, prefix))[1]
+    problems = walks_mask_differences(compiled(name).matcher, reference(name), random.Random(name))
     assert not problems, "\n".join(problems[:20])
 
 
