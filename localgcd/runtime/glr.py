@@ -29,8 +29,9 @@ stack, so the frontier is read stack by stack when it spells at most
 ``(steps - general_mask_steps) // general_stack_steps`` stacks (and at most
 ``Tuning.general_stacks``; an ε-loop spells infinitely many): a row of a few hundred short outcomes
 goes outcome by outcome even on one stack, lark's dynamic_complete example's tens of thousands of
-character-by-character outcomes stack by stack on hundreds of stacks.  A crossing's rest goes the
-same way, priced at one step per distinct outcome.
+character-by-character outcomes stack by stack on hundreds of stacks.  A crossing's rest (few
+outcomes: a walk on the frontier costs more per outcome than a kernel's check per stack) goes stack
+by stack wherever the frontier spells at most ``Tuning.general_stacks`` stacks.
 A mask is cached on its (hash-consed) frontier, and per set of live stacks it spells (bounded by
 ``Tuning.general_memo_nodes``: past it the memo starts afresh).  Deterministic grammars never come
 here (the :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with
@@ -74,7 +75,8 @@ class GeneralMaskEngine:
         self.parser = GraphParser(tables, tuning)
         self._stack_cap = tuning.general_stacks
         self._stack_steps, self._mask_steps = tuning.general_stack_steps, tuning.general_mask_steps
-        self._row_steps: dict[int, int] = {}  # lexer state -> the steps its mask's outcome path takes
+        # (lexer state q, counted) -> the steps of its mask's outcome path; (-1 - q, counted): q's whole row
+        self._row_steps: dict[tuple[int, bool], int] = {}
         self._memo_limit = tuning.general_memo_nodes
         self._by_signature: dict[tuple[int, bool, frozenset[int]], Mask] = {}  # (q, at start, stacks) -> mask
         bounds = ConflictBounds.of(tables)
@@ -206,8 +208,7 @@ class GeneralMaskEngine:
         terminals, or one its pending lexeme may become: a reduction chain reads only its
         lookahead's column), so the rest is decided; the outcomes that mention one are checked
         again, crossings included (:meth:`_passing_by_stacks`).  Acceptance is the frontier's."""
-        limit = self._mask_stack_limit(q)
-        low_stacks = None if limit == 0 else self.parser.stack_ids(frontier, self._below.pda, limit)
+        low_stacks = self._mask_stacks(q, frontier)
         if low_stacks is None:
             return None
         signature = (q, at_start, frozenset(low_stacks))  # the stacks decide the mask, whatever the GSS's shape
@@ -251,19 +252,44 @@ class GeneralMaskEngine:
             return self._stack_cap
         return min(self._stack_cap, max(0, (steps - fixed) // self._stack_steps))
 
+    def _mask_stacks(self, q: int, frontier: Frontier) -> list[int] | None:
+        """The live stacks (the lower table's) a mask of lexer state ``q`` on ``frontier`` reads stack
+        by stack, or None: outcome by outcome costs less (or the stacks are past
+        ``Tuning.general_stacks``, or infinitely many).  The row's distinct outcomes (a step each at
+        least) bound its steps from below: stacks within that bound's limit are decided without
+        counting the steps (a big row's prefixes are not hashed); past it, the steps are counted."""
+        bound = self._stack_limit(self._mask_row_steps(q, counted=False), self._mask_steps)
+        stacks = None if bound == 0 else self.parser.stack_ids(frontier, self._below.pda, bound)
+        if stacks is None and bound < self._stack_cap:
+            limit = self._mask_stack_limit(q)
+            if limit > bound:
+                stacks = self.parser.stack_ids(frontier, self._below.pda, limit)
+        return stacks
+
     def _mask_stack_limit(self, q: int) -> int:
-        """:meth:`_stack_limit` for a mask of lexer state ``q``: the steps of its row's outcomes (and,
-        where the pending lexeme can end, those of the restart state's row the emitting classes
-        take, after one step more), counted once per lexer state (a row is fixed once built)."""
-        steps = self._row_steps.get(q)
+        """:meth:`_stack_limit` for a mask of lexer state ``q``, its steps counted."""
+        return self._stack_limit(self._mask_row_steps(q, counted=True), self._mask_steps)
+
+    def _mask_row_steps(self, q: int, counted: bool) -> int:
+        """The steps of a mask of lexer state ``q``'s outcomes: its row's and, where the pending lexeme
+        can end, one more and those of the restart state's whole row; ``counted``: by
+        :meth:`_steps_of`, else the distinct outcomes (a bound from below).  Once per lexer state (a
+        row is fixed once built)."""
+        key = (q, counted)
+        steps = self._row_steps.get(key)
         if steps is None:
             classes, outcomes, emits = self._continuing(q)
-            steps = self._steps_of(outcomes)
+            steps = self._steps_of(outcomes) if counted else int(sorted_unique(outcomes).size)
             if emits is not None:
-                fresh_classes, fresh_outcomes = self.rows.continuing(self._restart[self._accept[q]])
-                steps += 1 + self._steps_of(fresh_outcomes[emits[fresh_classes]])
-            self._row_steps[q] = steps
-        return self._stack_limit(steps, self._mask_steps)
+                restart = self._restart[self._accept[q]]
+                whole = self._row_steps.get((-1 - restart, counted))
+                if whole is None:
+                    fresh = self.rows.continuing(restart)[1]
+                    whole = self._steps_of(fresh) if counted else int(sorted_unique(fresh).size)
+                    self._row_steps[(-1 - restart, counted)] = whole
+                steps += 1 + whole
+            self._row_steps[key] = steps
+        return steps
 
     def _steps_of(self, outcomes: np.ndarray) -> int:
         """About how many general-parser steps :meth:`_passing` takes on a cold frontier for
@@ -343,12 +369,12 @@ class GeneralMaskEngine:
         a conflict cell, and goes on from the frontier after its first terminal (the general
         parser's step, shared by the outcomes that start alike), its rest checked so again.
         (Not memoized per outcome: the masks that ask are, per frontier.)"""
-        distinct, inverse = np.unique(outcomes, return_inverse=True)
-        limit = self._stack_limit(distinct.size, 0)  # (at least one step per outcome; few outcomes come here)
+        limit = self._stack_cap  # (the few outcomes that cross: stack by stack wherever it can)
         low_stacks = None if limit == 0 else self.parser.stack_ids(frontier, self._below.pda, limit)
         if low_stacks is None:
             return self._passing(frontier, outcomes)
         high_stacks = self.parser.stack_ids(frontier, self._above.pda, limit)
+        distinct, inverse = np.unique(outcomes, return_inverse=True)
         return self._decided_by_stacks(frontier, distinct, low_stacks, high_stacks)[inverse]
 
     def _bounded_by_stacks(self, outcomes: np.ndarray, low_stacks: list[int], high_stacks: list[int],

@@ -141,8 +141,7 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         key = (_MASK, q, at_start, layout)
         found = frontier.memo.get(key)
         if found is None:
-            limit = self._mask_stack_limit(q)
-            low_stacks = None if limit == 0 else self.parser.stack_ids(frontier, self._below.pda, limit)
+            low_stacks = self._mask_stacks(q, frontier)
             if low_stacks is None:
                 found = self._layout_mask(q, frontier, at_start, layout, None)
             else:
@@ -260,7 +259,7 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         the upper table (conflict cells shift to a wildcard state), is refused -- both checkers track
         the brackets as the LALR path does (compiled kernels).  The rest is walked on the frontier."""
         distinct, inverse = np.unique(outcomes, return_inverse=True)
-        limit = self._stack_limit(distinct.size, 0)  # (at least one step per outcome)
+        limit = self._stack_cap  # (as a crossing's rest: stack by stack wherever it can)
         low_stacks = None if limit == 0 else self.parser.stack_ids(frontier, self._below.pda, limit)
         high_stacks = None if low_stacks is None else self.parser.stack_ids(frontier, self._above.pda, limit)
         if distinct.size and low_stacks is not None and high_stacks is not None:
