@@ -50,9 +50,13 @@ class Tuning:
     counted once per row), the stack path ``general_mask_steps`` such steps per mask and
     ``general_stack_steps`` per live stack, so a frontier is read stack by stack when it spells at
     most ``(steps - general_mask_steps) // general_stack_steps`` stacks, never more than
-    ``general_stacks`` (and no ε-loop); ``general_stacks=0``: always outcome by outcome;
-    ``general_stack_steps=0``: stack by stack up to ``general_stacks``.  ``general_memo_nodes``: hash-consed stack nodes and frontiers the general parser keeps
-    for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
+    ``general_stacks`` (and no ε-loop; with lark's Indenter, whose outcome path feeds the layout too:
+    stack by stack wherever it can, unpriced); ``general_stacks=0``: always outcome by outcome;
+    ``general_stack_steps=0``: stack by stack up to ``general_stacks``.  (The prices: a step took
+    1–40 µs, a stack's cold mask 0.3–1 ms and a mask's fixed part about 1 ms on the expression,
+    palindrome and dynamic_complete grammars of bench/ambiguous_masks.py and bench/dynamic_lexer.py;
+    chosen so each of them goes the way it measured cheaper.)  ``general_memo_nodes``: hash-consed
+    stack nodes and frontiers the general parser keeps for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
     (sharing lost, nothing else: the nodes a matcher holds stay whole).  ``copy_states``,
     ``copy_entries``: a lazy row's new branch entered in a lexer state whose closure (the states a
     lexeme reaches from it without ending) is a copy of the closure of a walked branch of the same

@@ -141,7 +141,9 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         key = (_MASK, q, at_start, layout)
         found = frontier.memo.get(key)
         if found is None:
-            low_stacks = self._mask_stacks(q, frontier)
+            # stack by stack wherever it can: the outcome path's steps feed the layout too, so the
+            # prices of Tuning (measured without an Indenter) do not hold here
+            low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_cap) if self._stack_cap else None
             if low_stacks is None:
                 found = self._layout_mask(q, frontier, at_start, layout, None)
             else:
