@@ -42,11 +42,21 @@ class Tuning:
     byte by byte).  ``scalar_below``: the outcome checker goes on in plain Python with fewer live
     (stack, outcome) pairs.  ``tracked_modes``: the lexer's tracked modes with conditions and no
     plain strings (a JSON Schema's chunk modes) explored in one walk (False: each mode's own
-    product; the same DFA).  ``general_stacks``: a general grammar's frontier spelling at most this
-    many stacks (and no ε-loop) has its mask computed stack by stack by the deterministic engine up
-    to the conflict cells (more: every outcome checked on the graph-structured stack; the same
-    mask).  ``general_memo_nodes``: hash-consed stack nodes and frontiers the general parser keeps
-    for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
+    product; the same DFA).  ``general_stacks``, ``general_stack_steps``, ``general_mask_steps``: a
+    general grammar's mask is made either stack by stack by the deterministic engine up to the
+    conflict cells, or by checking every distinct outcome of the row on the graph-structured stack
+    (the same mask), whichever would cost less: the outcome path costs about one general-parser step
+    per distinct prefix of the row's outcomes (and per distinct place one ends: its ``steps``,
+    counted once per row), the stack path ``general_mask_steps`` such steps per mask and
+    ``general_stack_steps`` per live stack, so a frontier is read stack by stack when it spells at
+    most ``(steps - general_mask_steps) // general_stack_steps`` stacks, never more than
+    ``general_stacks`` (and no ε-loop; with lark's Indenter, whose outcome path feeds the layout too:
+    stack by stack wherever it can, unpriced); ``general_stacks=0``: always outcome by outcome;
+    ``general_stack_steps=0``: stack by stack up to ``general_stacks``.  (The prices: a step took
+    1–40 µs, a stack's cold mask 0.3–1 ms and a mask's fixed part about 1 ms on the expression,
+    palindrome and dynamic_complete grammars of bench/ambiguous_masks.py and bench/dynamic_lexer.py;
+    chosen so each of them goes the way it measured cheaper.)  ``general_memo_nodes``: hash-consed
+    stack nodes and frontiers the general parser keeps for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
     (sharing lost, nothing else: the nodes a matcher holds stay whole).  ``copy_states``,
     ``copy_entries``: a lazy row's new branch entered in a lexer state whose closure (the states a
     lexeme reaches from it without ending) is a copy of the closure of a walked branch of the same
@@ -76,7 +86,9 @@ class Tuning:
     max_unit_steps: int = 1 << 22
     scalar_below: int = 32
     tracked_modes: bool = True
-    general_stacks: int = 16
+    general_stacks: int = 1024
+    general_stack_steps: int = 64
+    general_mask_steps: int = 512
     general_memo_nodes: int = 1 << 18
     copy_states: int = 64
     copy_entries: int = 4096

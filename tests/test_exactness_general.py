@@ -81,14 +81,17 @@ def test_general_masks_equal_the_earley_reference(name: str, vocab_name: str, lo
     assert positions and not log, log.report(f"{name} × {vocab_name}")
 
 
-@pytest.mark.parametrize("tuning", [Tuning(general_stacks=1), Tuning(), Tuning(general_memo_nodes=3)],
-                         ids=["one stack at most", "default", "memos of 3"])
+@pytest.mark.parametrize("tuning", [Tuning(general_stacks=1, general_stack_steps=0), Tuning(general_stack_steps=0),
+                                    Tuning(), Tuning(general_memo_nodes=3, general_stack_steps=0)],
+                         ids=["one stack at most", "stack by stack wherever it can", "default", "memos of 3"])
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_masks_stack_by_stack_equal_masks_outcome_by_outcome(name: str, tuning: Tuning) -> None:
     """The mask read off each live stack by the deterministic engine (conflict crossings checked on
     the frontier) is the mask that checks every outcome on the frontier (``general_stacks=0``), at
-    every position of walks where stacks split and merge -- also with one stack at most, where a
-    split frontier takes the other way, and with memos so small they start afresh all the time."""
+    every position of walks where stacks split and merge -- stack by stack wherever the frontier
+    spells at most ``general_stacks`` stacks (``general_stack_steps=0``: whatever the cost), also with
+    one stack at most, where a split frontier takes the other way, with the default's choice by
+    cost, and with memos so small they start afresh all the time."""
     text, start = GRAMMARS[name]
     vocab = byte_vocabulary()
     by_stacks = compiled_general(text, start, vocab, tuning)

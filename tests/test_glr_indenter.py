@@ -153,8 +153,9 @@ def test_masks_equal_the_reference_along_random_walks(name: str) -> None:
     assert not problems, "\n".join(problems[:10]) + f"\n({len(problems)} in all)"
 
 
-@pytest.mark.parametrize("tuning", [Tuning(general_stacks=1), Tuning(general_memo_nodes=2)],
-                         ids=["one stack at most", "memos of 2"])
+@pytest.mark.parametrize("tuning", [Tuning(general_stacks=1, general_stack_steps=0), Tuning(general_stack_steps=0),
+                                    Tuning(general_memo_nodes=2, general_stack_steps=0)],
+                         ids=["one stack at most", "stack by stack wherever it can", "memos of 2"])
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_masks_stack_by_stack_equal_masks_on_the_frontier(name: str, tuning: Tuning) -> None:
     """The masks read off each live stack (the deterministic engine over the lower table, with the

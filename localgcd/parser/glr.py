@@ -178,7 +178,8 @@ class GraphParser:
     def stack_ids(self, frontier: Frontier, pda: PushdownAutomaton, limit: int) -> list[int] | None:
         """The live stacks the frontier spells, as ``pda``'s hash-consed stacks (each path from a
         top down to the root, its states pushed bottom first; distinct), or None when they are more
-        than ``limit`` or infinitely many (a cycle below: ε-loops).  Memoized per node and PDA."""
+        than ``limit`` or infinitely many (a cycle below: ε-loops).  Memoized per node and PDA (a node
+        found to spell more than some limit is spelled again when asked with a higher one)."""
         found: list[int] = []
         for top in frontier.tops:
             ids = self._node_stack_ids(top, pda, limit)
@@ -198,8 +199,9 @@ class GraphParser:
             if memo is None:
                 memo = n.memo = {}
             if not expanded:
-                if pda in memo:
-                    continue
+                seen = memo.get(pda, 0)
+                if seen != 0 and not (type(seen) is int and seen < limit):
+                    continue  # (an int: more stacks than that limit, spelled again under a higher one)
                 memo[pda] = visiting
                 todo.append((n, True))
                 for b in n.below:
@@ -209,25 +211,26 @@ class GraphParser:
                             if m.memo is not None and m.memo.get(pda) is visiting:
                                 m.memo[pda] = None
                         return None
-                    if seen == 0:
+                    if type(seen) is int and (seen == 0 or seen < limit):
                         todo.append((b, False))
                 continue
             if not n.below:
                 memo[pda] = (pda.push(DEAD_STACK, n.state),)
                 continue
-            spelled: dict[int, None] = {}
+            spelled: dict[int, None] | None | int = {}
             for b in n.below:
                 ids = b.memo[pda]
-                if ids is None:
-                    spelled = None
+                if ids is None or type(ids) is int:  # infinitely many, or more than the limit
+                    spelled = ids
                     break
                 for i in ids:
                     spelled[pda.push(i, n.state)] = None
                 if len(spelled) > limit:
-                    spelled = None
+                    spelled = limit
                     break
-            memo[pda] = None if spelled is None else tuple(spelled)
-        return node.memo[pda]
+            memo[pda] = tuple(spelled) if type(spelled) is dict else spelled
+        found = node.memo[pda]
+        return found if type(found) is tuple else None
 
     def takes(self, frontier: Frontier, terminal: int) -> bool:
         """Some live stack takes ``terminal`` (for ``$END``: the text is complete)."""

@@ -10,8 +10,8 @@ taken after them (or it can become an ignored terminal) — exactly the determin
 :mod:`localgcd.runtime.checks` with "the stack takes" read as "some live stack takes".
 
 Cost: LALR speed on deterministic stretches.  Outside a few conflict cells one stack has one
-move, so each live stack the frontier spells (:meth:`~localgcd.parser.glr.GraphParser.stack_ids`,
-up to ``Tuning.general_stacks`` of them) gets its mask from the deterministic
+move, so each live stack the frontier spells (:meth:`~localgcd.parser.glr.GraphParser.stack_ids`)
+can get its mask from the deterministic
 :class:`~localgcd.runtime.masks.MaskEngine` (Alg. 5 statuses, the stack-free analysis, Pre3's
 edges, the kernels) over the *lower* bounding table, conflict cells refused
 (:mod:`localgcd.parser.conflict_bounds`): what it allows on some stack is allowed.  A reduction
@@ -20,8 +20,18 @@ pending lexeme may become) is a conflict column's meets no conflict cell and is 
 others that the lower bound refuses are checked again stack by stack: those the *upper* table
 (conflict cells shift to a wildcard) refuses are refused; the rest cross a conflict cell, and go on
 from the frontier after their first terminal (the general parser's step), their rests checked so
-in turn.  A frontier that spells more stacks, or infinitely many (an ε-loop), has every distinct
-outcome of the row checked on it in Python (:meth:`GeneralMaskEngine._compute`; the same mask).
+in turn.  The other way to the same mask checks every distinct outcome of the row on the frontier
+in Python (:meth:`GeneralMaskEngine._compute`).  Each mask takes the way that costs less: the
+outcome path about one general-parser step per distinct prefix of the row's outcomes and per
+distinct place one ends (:meth:`GeneralMaskEngine._steps_of`, counted once per lexer state), the
+stack path ``Tuning.general_mask_steps`` such steps plus ``Tuning.general_stack_steps`` per live
+stack, so the frontier is read stack by stack when it spells at most
+``(steps - general_mask_steps) // general_stack_steps`` stacks (and at most
+``Tuning.general_stacks``; an ε-loop spells infinitely many): a row of a few hundred short outcomes
+goes outcome by outcome even on one stack, lark's dynamic_complete example's tens of thousands of
+character-by-character outcomes stack by stack on hundreds of stacks.  A crossing's rest (few
+outcomes: a walk on the frontier costs more per outcome than a kernel's check per stack) goes stack
+by stack wherever the frontier spells at most ``Tuning.general_stacks`` stacks.
 A mask is cached on its (hash-consed) frontier, and per set of live stacks it spells (bounded by
 ``Tuning.general_memo_nodes``: past it the memo starts afresh).  Deterministic grammars never come
 here (the :class:`~localgcd.runtime.masks.MaskEngine` serves them as before).  Grammars with
@@ -51,6 +61,7 @@ from localgcd.tuning import Tuning
 
 _MASK = "mask"  # Frontier.memo keys: (_MASK, q, at_start) → Mask; (_FINAL, q') → bool; outcome → bool
 _FINAL = "final"
+_HASH_FACTOR = np.uint64(0x9E3779B97F4A7C15)  # a prefix's hash: hash * this + terminal + 1 (mod 2**64)
 
 
 class GeneralMaskEngine:
@@ -62,7 +73,10 @@ class GeneralMaskEngine:
         """``indenter``: lark's Indenter, for the deterministic engine over the lower table (its layout
         tracked as the LALR path tracks it; :mod:`localgcd.runtime.glr_layout` adds the rest)."""
         self.parser = GraphParser(tables, tuning)
-        self._stack_limit = tuning.general_stacks
+        self._stack_cap = tuning.general_stacks
+        self._stack_steps, self._mask_steps = tuning.general_stack_steps, tuning.general_mask_steps
+        # (lexer state q, counted) -> the steps of its mask's outcome path; (-1 - q, counted): q's whole row
+        self._row_steps: dict[tuple[int, bool], int] = {}
         self._memo_limit = tuning.general_memo_nodes
         self._by_signature: dict[tuple[int, bool, frozenset[int]], Mask] = {}  # (q, at start, stacks) -> mask
         bounds = ConflictBounds.of(tables)
@@ -82,6 +96,8 @@ class GeneralMaskEngine:
         self.end_id_set = frozenset(end_ids.tolist())
         self.terminated_mask = Mask.of(np.zeros(self.n_tokens, dtype=bool), True, end_ids[:0])
         self._ignored = ignored.tolist()
+        self._ignored_column = np.zeros(n_columns, dtype=bool)
+        self._ignored_column[:ignored.size] = ignored
         self._meaningful = np.flatnonzero(~ignored).tolist()
         seen = np.zeros(lexer.producible.shape[1], dtype=bool)
         seen[:ignored.size] = ~ignored
@@ -192,7 +208,7 @@ class GeneralMaskEngine:
         terminals, or one its pending lexeme may become: a reduction chain reads only its
         lookahead's column), so the rest is decided; the outcomes that mention one are checked
         again, crossings included (:meth:`_passing_by_stacks`).  Acceptance is the frontier's."""
-        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        low_stacks = self._mask_stacks(q, frontier)
         if low_stacks is None:
             return None
         signature = (q, at_start, frozenset(low_stacks))  # the stacks decide the mask, whatever the GSS's shape
@@ -227,6 +243,78 @@ class GeneralMaskEngine:
             n_allowed = int(np.unpackbits(below.view(np.uint8)).sum())
             return Mask.of_packed(below, self.n_tokens, n_allowed, accepting, self.end_ids)
         return Mask.of(unpacked_bits(below, self.n_tokens) | passing[self._token_class], accepting, self.end_ids)
+
+    def _stack_limit(self, steps: int, fixed: int) -> int:
+        """The most live stacks worth reading stack by stack where the outcome path takes ``steps``
+        general-parser steps and the stack path ``fixed`` plus ``Tuning.general_stack_steps`` per
+        stack (never more than ``Tuning.general_stacks``; 0: outcome by outcome)."""
+        if self._stack_steps == 0:
+            return self._stack_cap
+        return min(self._stack_cap, max(0, (steps - fixed) // self._stack_steps))
+
+    def _mask_stacks(self, q: int, frontier: Frontier) -> list[int] | None:
+        """The live stacks (the lower table's) a mask of lexer state ``q`` on ``frontier`` reads stack
+        by stack, or None: outcome by outcome costs less (or the stacks are past
+        ``Tuning.general_stacks``, or infinitely many).  The row's distinct outcomes (a step each at
+        least) bound its steps from below: stacks within that bound's limit are decided without
+        counting the steps (a big row's prefixes are not hashed); past it, the steps are counted."""
+        bound = self._stack_limit(self._mask_row_steps(q, counted=False), self._mask_steps)
+        stacks = None if bound == 0 else self.parser.stack_ids(frontier, self._below.pda, bound)
+        if stacks is None and bound < self._stack_cap:
+            limit = self._mask_stack_limit(q)
+            if limit > bound:
+                stacks = self.parser.stack_ids(frontier, self._below.pda, limit)
+        return stacks
+
+    def _mask_stack_limit(self, q: int) -> int:
+        """:meth:`_stack_limit` for a mask of lexer state ``q``, its steps counted."""
+        return self._stack_limit(self._mask_row_steps(q, counted=True), self._mask_steps)
+
+    def _mask_row_steps(self, q: int, counted: bool) -> int:
+        """The steps of a mask of lexer state ``q``'s outcomes: its row's and, where the pending lexeme
+        can end, one more and those of the restart state's whole row; ``counted``: by
+        :meth:`_steps_of`, else the distinct outcomes (a bound from below).  Once per lexer state (a
+        row is fixed once built)."""
+        key = (q, counted)
+        steps = self._row_steps.get(key)
+        if steps is None:
+            classes, outcomes, emits = self._continuing(q)
+            steps = self._steps_of(outcomes) if counted else int(sorted_unique(outcomes).size)
+            if emits is not None:
+                restart = self._restart[self._accept[q]]
+                whole = self._row_steps.get((-1 - restart, counted))
+                if whole is None:
+                    fresh = self.rows.continuing(restart)[1]
+                    whole = self._steps_of(fresh) if counted else int(sorted_unique(fresh).size)
+                    self._row_steps[(-1 - restart, counted)] = whole
+                steps += 1 + whole
+            self._row_steps[key] = steps
+        return steps
+
+    def _steps_of(self, outcomes: np.ndarray) -> int:
+        """About how many general-parser steps :meth:`_passing` takes on a cold frontier for
+        ``outcomes``: one per distinct prefix of their terminals (ignored ones take no step; a
+        frontier's steps are memoized, so outcomes that start alike share them) and one per distinct
+        (prefix, end lexer state) (the final check).  Prefixes are told apart by a 64-bit rolling
+        hash (an estimate: a collision only miscounts)."""
+        head, tail, n_base = self.spanner.head, self.spanner.tail, self.spanner.n_base
+        at = sorted_unique(outcomes).astype(np.int64)
+        prefix = np.zeros(at.size, dtype=np.uint64)  # 0: the empty prefix
+        seen = []
+        live = np.flatnonzero(at >= n_base)
+        with np.errstate(over="ignore"):
+            while live.size:
+                terms = head[at[live]]
+                stepping = ~self._ignored_column[terms]
+                if stepping.any():
+                    moved = live[stepping]
+                    prefix[moved] = prefix[moved] * _HASH_FACTOR + (terms[stepping].astype(np.uint64) + 1)
+                    seen.append(prefix[moved])
+                at[live] = tail[at[live]]
+                live = live[at[live] >= n_base]
+            ends = prefix * _HASH_FACTOR + at.astype(np.uint64)
+        n_prefixes = sorted_unique(np.concatenate(seen)).size if seen else 0
+        return n_prefixes + sorted_unique(ends).size
 
     def _continuing(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(classes, outcomes) of lexer state ``q``'s row that go on from the pending lexeme, and,
@@ -281,10 +369,11 @@ class GeneralMaskEngine:
         a conflict cell, and goes on from the frontier after its first terminal (the general
         parser's step, shared by the outcomes that start alike), its rest checked so again.
         (Not memoized per outcome: the masks that ask are, per frontier.)"""
-        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+        limit = self._stack_cap  # (the few outcomes that cross: stack by stack wherever it can)
+        low_stacks = None if limit == 0 else self.parser.stack_ids(frontier, self._below.pda, limit)
         if low_stacks is None:
             return self._passing(frontier, outcomes)
-        high_stacks = self.parser.stack_ids(frontier, self._above.pda, self._stack_limit)
+        high_stacks = self.parser.stack_ids(frontier, self._above.pda, limit)
         distinct, inverse = np.unique(outcomes, return_inverse=True)
         return self._decided_by_stacks(frontier, distinct, low_stacks, high_stacks)[inverse]
 

@@ -141,7 +141,9 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         key = (_MASK, q, at_start, layout)
         found = frontier.memo.get(key)
         if found is None:
-            low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
+            # stack by stack wherever it can: the outcome path's steps feed the layout too, so the
+            # prices of Tuning (measured without an Indenter) do not hold here
+            low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_cap) if self._stack_cap else None
             if low_stacks is None:
                 found = self._layout_mask(q, frontier, at_start, layout, None)
             else:
@@ -259,9 +261,9 @@ class IndentedGeneralMaskEngine(GeneralMaskEngine):
         the upper table (conflict cells shift to a wildcard state), is refused -- both checkers track
         the brackets as the LALR path does (compiled kernels).  The rest is walked on the frontier."""
         distinct, inverse = np.unique(outcomes, return_inverse=True)
-        low_stacks = self.parser.stack_ids(frontier, self._below.pda, self._stack_limit)
-        high_stacks = None if low_stacks is None else self.parser.stack_ids(frontier, self._above.pda,
-                                                                              self._stack_limit)
+        limit = self._stack_cap  # (as a crossing's rest: stack by stack wherever it can)
+        low_stacks = None if limit == 0 else self.parser.stack_ids(frontier, self._below.pda, limit)
+        high_stacks = None if low_stacks is None else self.parser.stack_ids(frontier, self._above.pda, limit)
         if distinct.size and low_stacks is not None and high_stacks is not None:
             ok, todo = self._bounded_by_stacks(distinct, low_stacks, high_stacks, paren)
         else:
