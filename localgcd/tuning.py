@@ -56,8 +56,9 @@ class Tuning:
     1–40 µs, a stack's cold mask 0.3–1 ms and a mask's fixed part about 1 ms on the expression,
     palindrome and dynamic_complete grammars of bench/ambiguous_masks.py and bench/dynamic_lexer.py;
     chosen so each of them goes the way it measured cheaper.)  ``general_memo_nodes``: hash-consed
-    stack nodes and frontiers the general parser keeps for sharing, and masks kept per set of live stacks, each; past it the table starts afresh
-    (sharing lost, nothing else: the nodes a matcher holds stay whole).  ``copy_states``,
+    stack nodes and frontiers the general parser keeps for sharing, and masks kept per set of live
+    stacks, each; past it the table starts afresh (sharing lost, nothing else: the nodes a matcher
+    holds stay whole).  ``copy_states``,
     ``copy_entries``: a lazy row's new branch entered in a lexer state whose closure (the states a
     lexeme reaches from it without ending) is a copy of the closure of a walked branch of the same
     first byte with ``copy_entries`` entries or more -- found by walking the two closures in pairs,
