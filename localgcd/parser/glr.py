@@ -16,7 +16,7 @@ reductions push (gotos), with their edges — then the shift of ``t`` from every
 layer that can shift it.  The closure is the least fixpoint of "for every node ``v`` of tops ∪
 layer, every reduce action of ``v`` on ``t`` by a rule of length ``L``, and every path of ``L``
 edges from ``v`` ending at ``u``: the layer node of ``goto(u, lhs)`` has an edge to ``u``",
-computed by repeating rounds until a round adds no edge.
+computed by a worklist (:meth:`GraphParser._closure`).
 
 Why this is exact and terminates (ε-rules, hidden left recursion, cycles):
 
@@ -25,14 +25,14 @@ Why this is exact and terminates (ε-rules, hidden left recursion, cycles):
   state, ending in a shift of ``t`` (or an error).  Every such run's stacks are paths of the
   fixpoint (induction on the run: a reduction of a path-stack pops along a path of ``L`` edges
   and the goto edge the fixpoint adds spells the stack it pushes), and every path of the
-  fixpoint is such a run's stack (induction on the round an edge is added: it was added for a
+  fixpoint is such a run's stack (induction on the order edges are added: each was added for a
   reduction of a path that was a run's stack, and a node's state alone decides its actions, so
-  a new edge ``w → u`` serves every path through ``w``; the rounds repeat until no new path
-  gives a new edge, Farshi's correction).  Merging equal states at one position is the same
-  set of paths as keeping them apart.
+  a new edge ``w → u`` serves every path through ``w``: the paths that start with it, and those
+  of the layer nodes that reach ``w`` within the layer, are reduced again, Farshi's correction).
+  Merging equal states at one position is the same set of paths as keeping them apart.
 * *Termination.*  A layer has at most one node per parser state, and an edge joins a layer node
-  to a node of this position or an earlier one, of which there are finitely many: each round
-  adds an edge or ends the closure.  An ε-reduction pushes a node of the same position; hidden
+  to a node of this position or an earlier one, of which there are finitely many: work is queued
+  only for a new node or a new edge.  An ε-reduction pushes a node of the same position; hidden
   left recursion (``A: B A "x"``, ``B:`` empty) pushes the same state on itself — a self-loop,
   the infinitely many stacks ``p p' p' …`` as one edge; a cycle (``A: A``) re-adds an edge
   that is there already.  Paths have a fixed length ``L``, so enumerating them ends too.
@@ -249,31 +249,54 @@ class GraphParser:
 
     def _closure(self, frontier: Frontier, terminal: int) -> tuple[list[StackNode], bool]:
         """The reduction closure on lookahead ``terminal`` (see the module docstring): the layer's
-        nodes; and whether a goto reached the end state (``$END`` accepted)."""
+        nodes; and whether a goto reached the end state (``$END`` accepted).
+
+        The fixpoint is computed by a worklist rather than by rounds over every node: a node is
+        reduced along all its paths once, when it is made; an edge added to a layer node later
+        is reduced along the paths that start with it, and the layer nodes above that node (the
+        same position: they reach it by ε-reductions' edges) are reduced again along all their
+        paths, since theirs may pass through the new edge.  Every new edge queues work and edges
+        are finitely many, so it ends; every path of the fixpoint is reduced once it exists."""
         layer: dict[int, StackNode] = {}
+        edges: dict[int, set[int]] = {}  # a layer node -> the nodes below it (ids)
+        above: dict[int, list[StackNode]] = {}  # a layer node -> the layer nodes with an edge to it
         accepted = False
         actions, goto, lengths, lhs = self.actions, self._goto, self._rule_length, self._rule_lhs
-        changed = True
-        while changed:
-            changed = False
-            for node in list(frontier.tops) + list(layer.values()):
-                for move in actions(node.state, terminal):
-                    if not is_reduce(move):
+        accepting = terminal == self.end_terminal
+        work: list[tuple[StackNode, StackNode | None]] = [(top, None) for top in frontier.tops]
+        while work:
+            node, first = work.pop()  # (first: only the paths whose first edge leads to it)
+            for move in actions(node.state, terminal):
+                if not is_reduce(move):
+                    continue
+                rule = reduced_rule(move)
+                length = lengths[rule]
+                if first is None:
+                    ends = _path_ends(node, length)
+                elif length:
+                    ends = _path_ends(first, length - 1)
+                else:
+                    continue  # (an ε-reduction reads no edge: done when the node was made)
+                for bottom in ends:
+                    target = goto[bottom.state].get(lhs[rule], NO_ACTION)
+                    if target == NO_ACTION:
                         continue
-                    rule = reduced_rule(move)
-                    for bottom in _path_ends(node, lengths[rule]):
-                        target = goto[bottom.state].get(lhs[rule], NO_ACTION)
-                        if target == NO_ACTION:
-                            continue
-                        if target == self._end_state and terminal == self.end_terminal:
-                            accepted = True
-                        pushed = layer.get(target)
-                        if pushed is None:
-                            layer[target] = StackNode(target, [bottom])
-                            changed = True
-                        elif bottom not in pushed.below:
-                            pushed.below.append(bottom)
-                            changed = True
+                    if accepting and target == self._end_state:
+                        accepted = True
+                    pushed = layer.get(target)
+                    if pushed is None:
+                        pushed = layer[target] = StackNode(target, [bottom])
+                        edges[id(pushed)] = {id(bottom)}
+                        work.append((pushed, None))
+                    elif id(bottom) not in edges[id(pushed)]:
+                        pushed.below.append(bottom)
+                        edges[id(pushed)].add(id(bottom))
+                        work.append((pushed, bottom))
+                        work.extend((x, None) for x in _reaching(pushed, above))
+                    else:
+                        continue
+                    if id(bottom) in edges:  # (an edge within the layer: ε-reductions)
+                        above.setdefault(id(bottom), []).append(pushed)
         return list(layer.values()), accepted
 
     def live_nodes(self, frontier: Frontier) -> int:
@@ -287,6 +310,19 @@ class GraphParser:
             seen.add(id(node))
             todo.extend(node.below)
         return len(seen)
+
+
+def _reaching(node: StackNode, above: dict[int, list[StackNode]]) -> list[StackNode]:
+    """The layer nodes from which ``node`` is reached by edges within the layer (``node`` itself
+    where it is on a cycle of them)."""
+    found: dict[int, StackNode] = {}
+    todo = list(above.get(id(node), ()))
+    while todo:
+        x = todo.pop()
+        if id(x) not in found:
+            found[id(x)] = x
+            todo.extend(above.get(id(x), ()))
+    return list(found.values())
 
 
 def _path_ends(node: StackNode, length: int) -> list[StackNode]:
