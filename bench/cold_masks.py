@@ -7,6 +7,7 @@ clocked (masks are deterministic: the i-th step of both runs is the same computa
     python bench/cold_masks.py --grammar java --from-rank 100 --top 20     # the 20 masks from the p99
     python bench/cold_masks.py --grammar go --file <go>/src/sort/search.go --file <go>/src/strings/reader.go
     python bench/cold_masks.py --grammar python --functions 30              # and those steps' cProfile
+    python bench/cold_masks.py --grammar go --top 0 --what-if                # the p99 with each stage cut
 
 Split (thread CPU): row walk (a lexer state's first-visit row, its parts and outcomes), Alg. 5
 statuses, the split by status, checks (context-dependent outcomes on the stack, the Indenter's
@@ -32,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tables  # noqa: E402  (bench/tables.py: the grammars and their documents)
+import what_if  # noqa: E402
 
 import localgcd  # noqa: E402
 
@@ -169,6 +171,9 @@ def main() -> None:
     ap.add_argument("--from-rank", type=int, default=0, help="list from this rank on (the p99 mask: 1%% of the tokens)")
     ap.add_argument("--functions", type=int, default=0, help="also cProfile the slowest masks (summed), this many rows")
     ap.add_argument("--file", action="append", default=[], help="force-decode these files instead (repeatable)")
+    ap.add_argument("--what-if", action="store_true",
+                    help="also the CPU p99 of the clocked run with each stage, and the page faults, taken out or "
+                         "halved (bench/what_if.py): what a lead that cuts one stage can gain at most")
     args = ap.parse_args()
     docs = [open(f, encoding="utf-8").read() for f in args.file] or tables.documents(args.grammar)[: args.docs]
     load = os.getloadavg()[0]
@@ -185,7 +190,8 @@ def main() -> None:
           f"{sum(faults[i] for i in top)} in {len(top)} steps of {1e3 * sum(steps[i] for i in top):.1f} ms CPU")
     # the slowest from --from-rank on, but the first mask (time to first mask, another target)
     slowest = sorted(range(1, len(timed)), key=lambda i: -steps[i])[args.from_rank: args.from_rank + args.top]
-    split = forced_masks(args.grammar, args.vocab, docs, split=True)
+    split_faults: list[int] = []
+    split = forced_masks(args.grammar, args.vocab, docs, split=True, faults=split_faults)
     print(f"slowest {args.top} from rank {args.from_rank} (but the first), thread CPU ms; split from a second run "
           "with the stages clocked")
     print(f"{'token':>6} {'step':>6} {'mask':>6} " + " ".join(f"{s[:14]:>14}" for s in STAGES)
@@ -198,6 +204,13 @@ def main() -> None:
         sums += row
         print(f"{i:6d} " + " ".join(f"{1e3 * v:{w}.2f}" for v, w in zip(row, [6, 6] + [14] * len(STAGES) + [8, 8])))
     print(f"{'sum':>6} " + " ".join(f"{1e3 * v:{w}.2f}" for v, w in zip(sums, [6, 6] + [14] * len(STAGES) + [8, 8])))
+    if args.what_if:  # (the first mask left out, as above: time to first mask is another target)
+        per_fault = what_if.fault_cost()
+        print(f"a page fault here: {per_fault * 1e6:.2f} µs of CPU")
+        what_if.print_what_if([mask + advance for mask, advance, _ in split[1:]],
+                              [{**stages, "between": mask - sum(stages.values()), "advance": advance,
+                                what_if.FAULTS: faults * per_fault}
+                               for (mask, advance, stages), faults in zip(split[1:], split_faults[1:])])
     if args.functions:  # a third cold run, those steps under cProfile (by the thread's CPU clock)
         profile = cProfile.Profile(CLOCK)
         forced_masks(args.grammar, args.vocab, docs, split=False, profiled=(set(slowest), profile))

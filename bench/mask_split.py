@@ -4,6 +4,7 @@ exclusively (a stage's time leaves out the stages it calls), without cProfile's 
 
     python bench/mask_split.py --every 8 --slowest 30    # the 30 slowest masks, and the sums over those over 0.5 ms
     python bench/mask_split.py --every 8 --slowest 0 --slow-us 100 --band   # and over the p99 band
+    python bench/mask_split.py --every 8 --slowest 0 --what-if   # the p99 with each stage cut (bench/what_if.py)
 
 Prints the sums by stage over the masks slower than ``--slow-us``, how many of them each stage
 leads, and the slowest masks (schema, token index, stages over 20 µs).
@@ -17,11 +18,13 @@ import functools
 import glob
 import json
 import os
+import resource
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jsonschema as maskbench  # noqa: E402  (bench/jsonschema.py: the tokenizer, data and warm-up schema)
+import what_if  # noqa: E402
 
 import localgcd  # noqa: E402
 from localgcd.compiler.compiler import default_compiler  # noqa: E402
@@ -69,6 +72,9 @@ def main() -> None:
     ap.add_argument("--band", action="store_true",
                     help="also the sums by stage over the p99 band: the masks ranked 0.5%%-1.5%% slowest (those must be "
                          "over --slow-us: set it low)")
+    ap.add_argument("--what-if", action="store_true",
+                    help="also the p99 of every mask with each stage, and the page faults, taken out or halved "
+                         "(bench/what_if.py): what a lead that cuts one stage can gain at most")
     args = ap.parse_args()
     spent: collections.Counter = collections.Counter()
     stack: list[float] = []
@@ -80,6 +86,8 @@ def main() -> None:
     maskbench.run_one_here("localgcd", maskbench.WARMUP_SCHEMA)
     bitmask = localgcd.allocate_token_bitmask(1, len(vocab))
     slow, n_masks = [], 0
+    every_mask: list[tuple[float, dict]] = []  # --what-if: (CPU, split with the faults' cost) of each mask
+    per_fault = what_if.fault_cost() if args.what_if else 0.0
     for path in sorted(glob.glob(os.path.join(args.data, "*.json")))[:: args.every]:
         data = json.loads(open(path, encoding="utf-8").read())
         try:
@@ -92,10 +100,14 @@ def main() -> None:
             matcher = grammar.matcher()
             for i, token in enumerate(tok.tokenize(text, add_bos=False, special=False)):
                 spent.clear()
+                faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt if args.what_if else 0
                 start = time.thread_time()
                 localgcd.fill_next_token_bitmask([matcher], bitmask)
                 took = time.thread_time() - start
                 n_masks += 1
+                if args.what_if:
+                    faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults
+                    every_mask.append((took, {**spent, what_if.FAULTS: faults * per_fault}))
                 if took * 1e6 > args.slow_us:
                     slow.append((took, os.path.basename(path), i, dict(spent)))
                 if not (int(bitmask[0, token // 32]) >> (token % 32)) & 1 or not matcher.advance(token):
@@ -118,6 +130,9 @@ def main() -> None:
               f"{sum(row[0] for row in band) * 1e3:.1f} ms CPU" if band else "p99 band: no masks over --slow-us")
         for label, seconds in in_band.most_common():
             print(f"  {label:24s} {seconds * 1e3:7.1f} ms")
+    if args.what_if:
+        print(f"a page fault here: {per_fault * 1e6:.2f} µs of CPU")
+        what_if.print_what_if([took for took, _ in every_mask], [split for _, split in every_mask])
     for took, name, i, split in slow[: args.slowest]:
         parts = ", ".join(f"{label} {s * 1e6:.0f}" for label, s in sorted(split.items(), key=lambda kv: -kv[1])
                           if s > 20e-6)
