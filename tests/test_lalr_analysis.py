@@ -39,7 +39,11 @@ MASKBENCH = "/work/shared/data/jsonschema/maskbench-dev"
 
 LARK_FILES = sorted(
     [p for p in (ROOT / "grammars").glob("*.lark")]
-    + [p for p in (ROOT / "tests" / "corpus" / "lark").glob("*.lark") if p.stem not in ("lark", "lookahead_key")]
+    + [p for p in (ROOT / "tests" / "corpus" / "lark").glob("*.lark")
+       # (java_dangling_else is java.lark with its if statements written naively, one conflict on
+       # "else": lark's analyzer takes ~35 s over it, and conflicts are the small grammars' and
+       # c.gbnf's here too)
+       if p.stem not in ("lark", "lookahead_key", "java_dangling_else")]
 )
 GBNF_FILES = sorted((ROOT / "tests" / "corpus" / "gbnf").glob("*.gbnf"))
 SCHEMA_FILES = sorted(glob.glob(f"{MASKBENCH}/*.json"))[::13]

@@ -25,8 +25,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "localgcd", src / "localgcd",  # sources only: the build compiles the kernels
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so", "*.c"))
+    # sources only: the build compiles the kernels (Cython's C, where the tree's build left it and it
+    # is newer than its .pyx, is kept: cythonize then skips its translation, half the build's time)
+    shutil.copytree(ROOT / "localgcd", src / "localgcd",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so", "*.html"))
     out = tmp / "dist"
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                            "-q", str(src), "-w", str(out)], capture_output=True, text=True, cwd=tmp)
