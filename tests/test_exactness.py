@@ -116,9 +116,11 @@ def small_case(name: str) -> Case:
 
 SMALL_NAMES = list(SMALL_GRAMMARS)
 # The reference is slow on sql_select (lark's accepts() tries each of its 60
-# terminals): fewer cuts and walks there, still every token at every prefix.
+# terminals) and on backtracking (re.match over the whole unclosed string or
+# comment a walk leaves pending, at every byte): fewer cuts and walks there,
+# still every token at every prefix.
 SEGMENTATIONS = {"sql_select": 1}
-WALKS = {"sql_select": 2}
+WALKS = {"sql_select": 2, "backtracking": 2}
 
 
 # --------------------------------------------------------------------------
@@ -514,7 +516,7 @@ REAL_CASES = [
       if os.environ.get("LOCALGCD_TEST_LONG") else []),
 ]
 POSITIONS_PER_DOC = {"json": 12, "java": 8, "syncode/go": 10, "syncode/java": 10, "syncode/python": 8}
-SAMPLE_PER_SIDE = {"json": 1500, "java": 700, "syncode/go": 700, "syncode/java": 700, "syncode/python": 30}
+SAMPLE_PER_SIDE = {"json": 1500, "java": 350, "syncode/go": 700, "syncode/java": 700, "syncode/python": 30}
 SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 SYNCODE_DOCUMENTS = {"syncode/go": ["greet.go"], "syncode/java": ["Joiner.java"]}
@@ -559,7 +561,8 @@ def documents(grammar: str, vocab_name: str) -> list[str]:
 def test_real_documents_force_decode_and_sampled_masks(real_case, grammar: str, vocab_name: str) -> None:
     """Feed each document's real tokens: every actual next token is allowed,
     end tokens are allowed exactly where the text so far is complete (for the
-    JSON documents: only at the very end), and at random positions samples of
+    JSON documents: only at the very end; for a real JDK class, checked at the
+    sampled positions), and at random positions samples of
     allowed and of masked tokens (and every end/control token; for JSON ×
     SmolLM2 at a few positions every token) agree with the reference.  Tokens
     that involve a blind spot of the comparison are left out (see
@@ -583,10 +586,16 @@ def test_real_documents_force_decode_and_sampled_masks(real_case, grammar: str, 
         for pos in range(len(tokens) + 1):
             m = walker.matcher
             mask = m.allowed_token_mask()
-            complete = case.ref.state_is_complete(walker.state)
             where = f"document {doc_index}, token {pos}/{len(tokens)}, after ...{walker.prefix[-60:]!r}"
-            assert mask[end_ids].tolist() == [complete] * len(end_ids), f"end tokens ({complete=}) at {where}"
-            assert m.is_accepting() == complete, where
+            # the end tokens against the reference: at every position, but at the checked ones of a
+            # real JDK class (inside its Javadoc the reference's end-of-text flush backs up byte by
+            # byte: at every token, half the test's time)
+            if not (grammar == "java" and doc_index > 0) or pos in checked:
+                complete = case.ref.state_is_complete(walker.state)
+                assert mask[end_ids].tolist() == [complete] * len(end_ids), f"end tokens ({complete=}) at {where}"
+                assert m.is_accepting() == complete, where
+            else:
+                complete = m.is_accepting()
             if grammar == "json":
                 assert complete == (pos == len(tokens)), f"JSON documents are complete only at the end: {where}"
             if pos in full:
