@@ -428,6 +428,14 @@ def pattern_atoms(pattern: str, flags: int) -> set[tuple[str, int]]:
     return atoms
 
 
+@functools.lru_cache(maxsize=None)
+def _atom_runs(src: str, flags: int, everything: str) -> tuple[tuple[int, int], ...]:
+    """The runs of code points one atom matches (once per process: the atoms of many grammars'
+    references repeat)."""
+    # Python's re, as lark reads terminals (the regex module's \\s \\w \\d differ: python_re_classes)
+    return tuple(m.span() for m in re.finditer("(?:%s)+" % src, everything, flags))
+
+
 class CharClasses:
     """Partition of all code points into classes no terminal can tell apart.
 
@@ -457,8 +465,7 @@ class CharClasses:
         run_ends: list[list[int]] = []
         cuts = {0, MAX_CODE_POINT + 1, SURROGATES[0], SURROGATES[1] + 1}
         for src, f in atoms:
-            # Python's re, as lark reads terminals (the regex module's \\s \\w \\d differ: python_re_classes)
-            spans = [m.span() for m in re.finditer("(?:%s)+" % src, everything, f)]
+            spans = _atom_runs(src, f, everything)
             run_starts.append([a for a, _ in spans])
             run_ends.append([b for _, b in spans])
             for a, b in spans:
