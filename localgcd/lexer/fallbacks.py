@@ -9,8 +9,9 @@ pending terminal of :mod:`localgcd.lexer.pending` (the terminals whose own ``re.
 where that is exact).  Every other such back-up would make localgcd refuse a text lark accepts.
 
 :func:`unmet_fallbacks` finds them: the pending-state exploration of :mod:`localgcd.lexer.pending`
-(``P = (q_long, T, q_restart)``) over every terminal the transducer does not back up for, run on
-arrays a frontier at a time, up to the *fallback events* — the longer attempt dies while the
+(``P = (q_long, T, q_restart)``) over every terminal the transducer does not back up for — as
+pairs ``(q_long, q_restart)`` each with the set of ``T`` it may fall back to, a fixpoint run on
+arrays a frontier at a time (the moves do not depend on ``T``) —, up to the *fallback events* — the longer attempt dies while the
 restart lexing lives (lark emits ``T`` and reads the byte again), the restart lexing ends a lexeme
 while the longer attempt lives (lark emits ``T`` and that lexeme should the longer attempt die
 later: python's ``x = \"\"\"\"``), or the text ends where the restart's lexeme is complete.  An
@@ -18,7 +19,8 @@ event matters only where the parser could take the fallback: ``T`` followed by a
 the restart lexing can still become (``Prod`` of its state) must be a pair of ``follows`` (the
 grammar's terminal bigrams, an over-approximation from its rules made by the compiler; an ignored
 ``t'`` or ``T`` lets anything follow).  A fallback no parse can take leaves both lark and localgcd
-refusing the text.
+refusing the text.  The shortest witness of a terminal whose fallback matters is found by a
+breadth-first walk of its triples alone (:func:`_witness`), only then.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from localgcd.arrays import boolean_product
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.dfa import DEAD_STATE
 
-#: pending states explored before giving up (a grammar past it is refused: undecided is not exact)
+#: pairs explored before giving up (the builder then says it could not decide)
 MAX_FALLBACK_STATES = 200_000
 
 
@@ -57,7 +59,7 @@ class Fallback:
 
 
 class TooManyFallbackStates(Exception):
-    """The exploration outgrew :data:`MAX_FALLBACK_STATES` (the builder refuses the grammar)."""
+    """The exploration outgrew :data:`MAX_FALLBACK_STATES` (the builder says it could not decide)."""
 
 
 class _Moves:
