@@ -535,7 +535,7 @@ def lexer_dfa(grammar_text: str):
     from localgcd.grammar.lark_frontend import load_lark_grammar
     from localgcd.lexer.automaton import build_lexer_dfa
 
-    return build_lexer_dfa(list(load_lark_grammar(grammar_text).terminals))
+    return build_lexer_dfa(list(load_lark_grammar(grammar_text).terminals), backing_up=True)
 
 
 def state_witnesses(transitions: np.ndarray) -> dict[int, bytes]:

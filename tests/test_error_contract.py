@@ -22,6 +22,8 @@ IN_TREE_CONTROL_FLOW = {
     "localgcd.grammar.lark_cuts.TooManyClasses": "grammar.lark_dynamic (a GrammarError naming the terminals)",
     "localgcd.grammar.json_schema.context.NoInstance": "json_schema.output (a GrammarError at the schema)",
     "localgcd.grammar.json_schema.validation.UnknownKeyword": "json_schema.literals and .disjointness",
+    "localgcd.lexer.fallbacks.TooManyFallbackStates": "lexer.automaton (the refused backing terminal's GrammarError, "
+                                                      "else a GrammarWarning: not decided)",
     "localgcd.regex.dfa.TooManyStates": "the JSON Schema patterns (an Unsupported at the keyword)",
     "localgcd.regex.ecma_properties.UnknownProperty": "regex.ecma_syntax (an UnsupportedRegex)",
     "localgcd.regex.gbnf_syntax.GbnfSyntaxError": "grammar.gbnf (a GrammarError at its line and column)",

@@ -929,7 +929,7 @@ def test_the_compiled_product_exploration_is_numpys(monkeypatch, text: str, fmt:
         # (each place the walk is called from: a Lark grammar's modes by lark's first match)
         monkeypatch.setattr(module, name, lambda p, *args, **kw: explored.append(p) or real(p, *args, **kw))
     grammar = to_grammar(text, fmt, "<grammar>")
-    build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text)
+    build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text, backing_up=True)  # (as a compile does)
     assert explored
     for explored_product in explored:
         compiled, numpys = real(explored_product, kernel=True), real(explored_product, kernel=False)
@@ -973,7 +973,7 @@ def test_rows_closed_over_a_table_are_closed_over_its_edges(case) -> None:
 
 def lexer_and_grammar(text: str, fmt: str):
     grammar = to_grammar(text, fmt, "<grammar>")
-    return build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text), grammar
+    return build_lexer_dfa(list(grammar.terminals), "<grammar>", grammar.text or text, backing_up=True), grammar
 
 
 @pytest.mark.parametrize(("text", "fmt"), list(product_cases()))

@@ -247,7 +247,10 @@ def test_compiles_with_the_expected_conflicts(name: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = compile_entry(entry, text)
-    grammar_warnings = [w for w in caught if issubclass(w.category, localgcd.GrammarWarning)]
+    # (a conflict resolved as lark resolves it is one warning each; where lark's lexer backs up to another
+    # terminal the parser could take next, one more: tests/test_lark_fallbacks.py)
+    grammar_warnings = [w for w in caught if issubclass(w.category, localgcd.GrammarWarning)
+                        and "lark backs up" not in str(w.message)]
     assert len(compiled.conflicts) == expected, "\n".join(compiled.conflicts)
     assert len(grammar_warnings) == expected
     if expected:  # strict mode (lark's strict=True) refuses the same grammar

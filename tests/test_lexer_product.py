@@ -45,7 +45,9 @@ def union_dfa(regexes: list[str]):
 def assert_same_dfa(regexes: list[str]) -> None:
     try:
         expected = union_dfa(regexes)
-    except UnsupportedRegex:  # then the product refuses too
+    except UnsupportedRegex:  # then the product refuses too, but for a look-ahead past the lexeme, which it reads
+        if any("(?!" in regex for regex in regexes):  # (the shipped python, go and sql_select: test_look_around_context)
+            pytest.skip("a look-ahead past the lexeme: the subset construction reads none")
         with pytest.raises(UnsupportedRegex):
             product_dfa(regexes)
         return

@@ -63,9 +63,12 @@ def _agreement(text: str) -> tuple[bool, bool]:
     return verdict, same
 
 
-@pytest.mark.parametrize("name", ["java", "go", "python"])
+#: (go's "/" not before "*" and python's numbers and empty string are look-aheads past the lexeme, written
+#: so that lark's lexer cannot back up to another terminal there: those modes take the first match's product)
+@pytest.mark.parametrize("name", ["java", "json", "arithmetic"])
 def test_the_shipped_grammars_take_the_longest_matchs_product(name: str) -> None:
     assert _agreement((GRAMMARS / f"{name}.lark").read_text(encoding="utf-8")) == (True, True)
+
 
 
 @pytest.mark.parametrize("grammar, agrees", [

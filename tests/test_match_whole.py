@@ -120,8 +120,10 @@ def test_every_pattern_it_proves_reads_no_word_short_by_re_match(seed: int) -> N
 
 @pytest.mark.parametrize("grammar, unproven", [
     ("grammars/java.lark", set()),
-    ("grammars/go.lark", set()),
-    ("grammars/python.lark", set()),
+    # (a look-ahead past the lexeme, written so that lark's lexer cannot back up to another terminal: README's
+    # grammar notes; the first match's product reads those)
+    ("grammars/go.lark", {"HEX_INT", "QUO"}),
+    ("grammars/python.lark", {"DEC_NUMBER", "FLOAT_NUMBER", "STRING"}),
 ])
 def test_the_shipped_grammars_patterns_are_proven_but_a_few(grammar: str, unproven: set[str]) -> None:
     from localgcd.grammar.formats import to_grammar

@@ -24,6 +24,7 @@ from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
+from localgcd.lexer.fallbacks import Adjacency, Fallback, TooManyFallbackStates, unmet_fallbacks
 from localgcd.lexer.first_match import first_match_backing
 from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
@@ -36,10 +37,16 @@ from localgcd.tuning import Tuning
 
 def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
                 meter: BudgetMeter | None = None, tuning: Tuning = Tuning(), *,
-                unproduced_hint: str = "") -> LexingTransducer:
+                unproduced_hint: str = "", follows: Adjacency | None = None) -> LexingTransducer:
     """The lexing transducer of ``terminals``: :func:`build_lexer_dfa`'s automaton read with one
     byte of lookahead, and where a terminal's ``re.match`` backs up further (SynCode's Python
-    ``_NL``), the tables of :mod:`localgcd.lexer.pending` that back up as it does."""
+    ``_NL``), the tables of :mod:`localgcd.lexer.pending` that back up as it does.
+
+    ``follows`` (a Lark grammar's: what the parser may take after a terminal, an
+    over-approximation): where lark's lexer backs up to a terminal that
+    these tables do not back up for, and the parser could take what lark lexes then, the grammar
+    is refused naming that terminal (:mod:`localgcd.lexer.fallbacks`); None: not checked (the
+    longest-match lexers of GBNF, JSON Schema and regex mean one byte past a lexeme)."""
     meter = meter if meter is not None else unbounded()
     dfa = build_lexer_dfa(terminals, source, text, meter, tuning, backing_up=True, unproduced_hint=unproduced_hint)
     # the transducer's tables: next state and emitted terminal per byte, producible terminals
@@ -54,22 +61,72 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     # a text that needs it is refused, README "Lexing semantics" — rather than the grammar)
     greedy = first_match_backing(modes.regexes) - backing if first_match else set()
     backing |= greedy
+    plain = lexer
+    refused: dict[int, GrammarError] = {}  # a backing terminal whose pending states are not exact: why
     while backing:
         try:
             lexer = backing_up_lexer(lexer, backing, emit_forbidden)
             break
         except PendingRefused as exc:
-            if exc.terminal in greedy:
-                backing = backing - {exc.terminal}
-                continue
             terminal = terminals[exc.terminal]
-            raise _error(terminal, f"{terminal.describe()}: {backs_up(modes.regexes[exc.terminal])}, and backing up as it does "
-                         f"is not exact here: {exc}", source, text) from None
+            error = _error(terminal, f"{terminal.describe()}: {backs_up(modes.regexes[exc.terminal])}, and backing up "
+                           f"as it does is not exact here: {exc}", source, text)
+            # (a Lark grammar's: refused below only where the parser could take what it backs up to)
+            if exc.terminal in greedy or (follows is not None and first_match):
+                backing = backing - {exc.terminal}
+                if exc.terminal not in greedy:
+                    refused[exc.terminal] = error
+                continue
+            raise error from None
+    if follows is not None and first_match:
+        _refuse_unmet_fallbacks(plain, backing, emit_forbidden, follows, terminals, source, text, refused)
     if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
         kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
         kept[:emit_forbidden.shape[0]] = emit_forbidden
         lexer = dataclasses.replace(lexer, emit_forbidden=kept)
     return lexer
+
+
+def _refuse_unmet_fallbacks(plain: LexingTransducer, handled: set[int], emit_forbidden: np.ndarray | None,
+                            follows: Adjacency, terminals: list[Terminal], source: str, text: str,
+                            refused: dict[int, GrammarError]) -> None:
+    """A :class:`GrammarWarning` at the first terminal lark's lexer backs up to where the pending
+    states do not, and the parser could take what lark lexes then (a quietly different language
+    otherwise: README, "Lexing semantics"), naming the others; the error of ``refused`` (a
+    terminal whose own ``re.match`` backs up, and whose pending states are not exact) where its
+    own fallback is one of them."""
+    try:
+        found = unmet_fallbacks(plain, handled, follows, emit_forbidden)
+    except TooManyFallbackStates as exc:
+        if refused:
+            raise next(iter(refused.values())) from None
+        warnings.warn(f"{source}: lark's lexer may back up to another terminal, and {exc}: not decided",
+                      GrammarWarning, stacklevel=4)
+        return
+    for fallback in found:
+        if fallback.terminal in refused:
+            raise refused[fallback.terminal] from None
+    if not found:
+        return
+    found = sorted(found, key=lambda f: (len(f.witness), f.terminal))
+    names = [terminals[f.terminal].name for f in found]
+    found = [f for i, f in enumerate(found) if names[i] not in names[:i]]  # (a terminal's copies: once)
+
+    def said(fallback: Fallback) -> str:
+        tried = ", ".join(dict.fromkeys(terminals[t].name for t in fallback.tried)) or "a longer lexeme"
+        return f"from the longer attempt of {tried} on {ascii(fallback.witness.decode('utf-8', 'backslashreplace'))}"
+
+    first = found[0]
+    terminal = terminals[first.terminal]
+    more = "".join(f"; and to {terminals[f.terminal].name} {said(f)}" for f in found[1:4]) + \
+        (f" (and {len(found) - 4} more)" if len(found) > 4 else "")
+    line = f"{source}:{terminal.line}:{terminal.column}: " if terminal.line else f"{source}: "
+    # (a warning, not yet the GrammarError it should be: most Lark grammars of the test corpora meet it
+    # (lark's common numbers beside a name, blanks beside a longer terminal): docs/architecture.md, Known debts)
+    warnings.warn(f"{line}{terminal.describe()}: lark backs up to it {said(first)} and then lexes "
+                  f"{terminals[first.follower].name}, which localgcd's lexer does not do (it looks one byte past a "
+                  f"lexeme){more}, so localgcd refuses texts lark accepts there: write the terminals so that re.match "
+                  "cannot fall back", GrammarWarning, stacklevel=4)
 
 
 def _error(terminal: Terminal, message: str, source: str, text: str,
