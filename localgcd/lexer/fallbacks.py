@@ -25,12 +25,12 @@ breadth-first walk of its triples alone (:func:`_witness`), only then.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from localgcd.arrays import boolean_product
+from localgcd.lexer.pending import shortest_texts
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.dfa import DEAD_STATE
 
@@ -253,19 +253,3 @@ def _note(found: dict[int, tuple[int, int, int]], follows: np.ndarray, index: np
         term = int(terms[k])
         if term not in found or found[term][0] > index[k]:
             found[term] = (int(index[k]), int(followers[k]), int(lasts[k]))
-
-
-def shortest_texts(lexer: LexingTransducer) -> dict[int, bytes]:
-    """Each plain state's shortest text without an emission from a start state (of its mode)."""
-    starts = sorted({0, *lexer.restart[:lexer.n_terminals].tolist()})
-    texts = {start: b"" for start in starts}
-    order = deque(starts)
-    while order:
-        q = order.popleft()
-        row, out = lexer.next_state[q], lexer.emitted[q]
-        for byte in np.flatnonzero((row != DEAD_STATE) & (out == NO_EMIT)).tolist():
-            nxt = int(row[byte])
-            if nxt not in texts:
-                texts[nxt] = texts[q] + bytes([byte])
-                order.append(nxt)
-    return texts

@@ -92,7 +92,7 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
     """Explore the pending-emission states of ``lexer`` for the terminals in ``backing``
     (breadth-first, at most ``limit`` states; the first obstruction of each kind and pair kept)."""
     found = PendingStates()
-    prefix = _shortest_texts(lexer)
+    prefix = shortest_texts(lexer)
     seen_kinds: set[tuple[str, int, int]] = set()
     queue: deque[tuple[Pending, int]] = deque()
 
@@ -191,9 +191,9 @@ def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int,
     return (TWO_AT_ONCE, out) if out != NO_EMIT else (_EMITS, step)
 
 
-def _shortest_texts(lexer: LexingTransducer) -> dict[int, bytes]:
-    """Each state's shortest text without an emission from a start state (of its mode)."""
-    starts = sorted({0, *lexer.restart.tolist()})
+def shortest_texts(lexer: LexingTransducer) -> dict[int, bytes]:
+    """Each plain state's shortest text without an emission from a start state (of its mode)."""
+    starts = sorted({0, *lexer.restart[:lexer.n_terminals].tolist()})
     texts = {start: b"" for start in starts}
     order = deque(starts)
     while order:
