@@ -179,12 +179,14 @@ def unmet_fallbacks(lexer: LexingTransducer, handled: set[int], adjacency: Adjac
         frontier_L, frontier_A, frontier_bits = frontier_L[alive], frontier_A[alive], frontier_bits[alive]
     if not mattering.any():
         return []
-    return [_witness(moves, int(term), limit) for term in np.flatnonzero(mattering).tolist()]
+    prefixes = shortest_texts(moves.lexer)  # (once: a walk over every state)
+    return [_witness(moves, int(term), limit, prefixes) for term in np.flatnonzero(mattering).tolist()]
 
 
-def _witness(moves: _Moves, term: int, limit: int) -> Fallback:
+def _witness(moves: _Moves, term: int, limit: int, prefixes: dict[int, bytes]) -> Fallback:
     """The shortest text on which lark backs up to ``term`` and the parser could take what follows
-    (a breadth-first walk of the pending triples of that terminal alone)."""
+    (a breadth-first walk of the pending triples of that terminal alone; ``prefixes``: each plain
+    state's shortest text, :func:`~localgcd.lexer.pending.shortest_texts`)."""
     lexer, adjacency = moves.lexer, moves.adjacency
     follows, n_states = adjacency.follows, lexer.n_states
     wanted = np.zeros(lexer.n_terminals, dtype=bool)
@@ -234,7 +236,7 @@ def _witness(moves: _Moves, term: int, limit: int) -> Fallback:
         if flat[2][walk] < 0:
             break
         walk = int(flat[2][walk])
-    witness = shortest_texts(lexer).get(int(flat[4][walk]), b"") + bytes(reversed(text)) + \
+    witness = prefixes.get(int(flat[4][walk]), b"") + bytes(reversed(text)) + \
         (bytes([last]) if last >= 0 else b"")
     tried = tuple(np.flatnonzero(lexer.producible[int(flat[0][walk])]).tolist())
     return Fallback(term, tried, follower, witness)
