@@ -147,7 +147,7 @@ def analyze(rules: Sequence[tuple[int, Sequence[int]]], n_terminals: int, start:
         automaton = _lr0_by_kernel(all_rules, n_terminals, root_symbol + 1, meter)
     else:
         automaton = _lr0(all_rules, n_terminals, meter)
-    automaton.reductions, automaton.completions = _lookaheads(automaton, _nullable(all_rules, n_terminals), kernels)
+    automaton.reductions, automaton.completions = _lookaheads(automaton, nullable_symbols(all_rules, n_terminals), kernels)
     return automaton
 
 
@@ -441,7 +441,7 @@ def _kernel_of(advanced: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(set(advanced))) if len(advanced) > 1 else tuple(advanced)
 
 
-def _nullable(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> set[int]:
+def nullable_symbols(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int) -> set[int]:
     """The symbols that derive the empty string, by a worklist: per rule, the occurrences in its
     body not yet known nullable, counted down once each (passes over every rule until none changed
     took one pass per link of the longest chain).  A rule with a terminal in its body is never

@@ -16,6 +16,7 @@ import numpy as np
 
 from localgcd.digraph import digraph
 from localgcd.grammar.ir import GrammarIR
+from localgcd.lalr_analysis import nullable_symbols
 from localgcd.lexer.fallbacks import Adjacency
 
 
@@ -26,7 +27,7 @@ def terminal_follows(grammar: GrammarIR) -> Adjacency:
     n_cols = max(columns.values(), default=-1) + 1
     rules = grammar.rules
     nonterminals = {name: i for i, name in enumerate(dict.fromkeys(rule.lhs for rule in rules))}
-    nullable = _nullable(grammar)
+    nullable = _nullable(grammar, nonterminals)
     n_nt = len(nonterminals)
 
     # FIRST of each nonterminal, as bits over the parser's columns
@@ -100,14 +101,12 @@ def _newline_mask(grammar: GrammarIR) -> np.ndarray:
     return np.asarray([t.name == name for t in grammar.terminals], dtype=bool)
 
 
-def _nullable(grammar: GrammarIR) -> set[str]:
-    """The nonterminals that derive the empty string."""
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rule in grammar.rules:
-            if rule.lhs not in nullable and all(s in nullable for s in rule.rhs):
-                nullable.add(rule.lhs)
-                changed = True
-    return nullable
+def _nullable(grammar: GrammarIR, nonterminals: dict[str, int]) -> set[str]:
+    """The nonterminals that derive the empty string (the LALR analysis's worklist, over the rules
+    with terminals numbered below the nonterminals)."""
+    n_terminals = 1  # (every terminal is symbol 0: none is nullable)
+    numbered = [(n_terminals + nonterminals[rule.lhs],
+                 tuple(n_terminals + nonterminals[s] if s in nonterminals else 0 for s in rule.rhs))
+                for rule in grammar.rules]
+    names = list(nonterminals)
+    return {names[symbol - n_terminals] for symbol in nullable_symbols(numbered, n_terminals)}
