@@ -318,7 +318,7 @@ def test_masks_equal_the_contextual_reference_over_smollm2(name: str, load_vocab
     """Tokens that cross a fragment's end, a ``$`` before ``{`` or the text's first newline, as the
     model's tokenizer cuts the texts (sampled allowed and masked tokens at each position)."""
     from exactness_support import MismatchLog, real_tokenize
-    from test_contextual_lexer import blind_of, compile_contextual, reference, walk_and_compare
+    from test_contextual_lexer import blind_of, compile_contextual, reference, uncarried_of, walk_and_compare
 
     vocab = load_vocab("smollm2")
     compiled, ref = compile_contextual(name, vocab), reference(name)
@@ -326,6 +326,6 @@ def test_masks_equal_the_contextual_reference_over_smollm2(name: str, load_vocab
     for text in corpus_texts(name, 3):
         tokens = real_tokenize("smollm2", text)
         if b"".join(vocab.token_bytes[t] for t in tokens) == text.encode():
-            walk_and_compare(compiled, ref, vocab, tokens, log, rng, 24, blind_of(name))
+            walk_and_compare(compiled, ref, vocab, tokens, log, rng, 24, blind_of(name), uncarried_of(name))
             walked += 1
     assert walked and not log, log.report(name)

@@ -14,7 +14,7 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from localgcd.grammar.lark_frontend import load_lark_grammar
-from localgcd.lexer.pending import AT_END, NESTED, TWO_AT_ONCE, PendingRefused, lexer_backing_up, pending_states
+from localgcd.lexer.pending import AT_END, MAX_HELD, TWO_AT_ONCE, PendingRefused, lexer_backing_up, pending_states
 from localgcd.lexer.product import product_dfa
 from localgcd.lexer.transducer import LexingTransducer
 from localgcd.regex.dfa import DEAD_STATE
@@ -31,9 +31,17 @@ NAME: /[a-z]+/
 %ignore " "
 """
 # "abbx": WORD's re.match reads "abb" and backs up to "a", where "b" has ended a lexeme already
-NESTED_BACKUP = r"""
+# (held: lark then lexes "b", "b", "x"); its window is as long as the b's
+UNBOUNDED_HOLD = r"""
 start: (WORD | B | X)*
 WORD: /a(?:b+?c)?/
+B: "b"
+X: "x"
+"""
+# the same with a window of three bytes: "abbbx" is "a", "b", "b", "b", "x"
+HELD_BACKUP = r"""
+start: (WORD | B | X)*
+WORD: /a(?:b{1,3}?c)?/
 B: "b"
 X: "x"
 """
@@ -83,9 +91,22 @@ def test_the_backing_up_lexer_lexes_random_texts_as_lark_does() -> None:
     assert any(ours(t, NUMBERS) is None for t in texts) and any(ours(t, NUMBERS) for t in texts)
 
 
-def test_a_pending_terminal_inside_another_pending_one_is_refused_with_a_witness() -> None:
-    with pytest.raises(PendingRefused, match="would back up too on 'abb'"):
-        lexer_of(NESTED_BACKUP)
+@pytest.mark.parametrize("text", ["abbbx", "abbx", "abbbc", "abbbcx", "ab", "abbb", "abx", "aabbba"])
+def test_lexemes_the_restart_ends_inside_the_window_are_held_and_emitted_after_it(text: str) -> None:
+    assert ours(text, HELD_BACKUP) == larks(text, HELD_BACKUP)
+
+
+def test_the_held_backup_lexes_random_texts_as_lark_does() -> None:
+    rng = random.Random(1)
+    texts = ["".join(rng.choice("abcx") for _ in range(rng.randint(0, 9))) for _ in range(1500)]
+    differ = [t for t in texts if ours(t, HELD_BACKUP) != larks(t, HELD_BACKUP)]
+    assert not differ, differ[:5]
+    assert any(ours(t, HELD_BACKUP) is None for t in texts) and any(len(ours(t, HELD_BACKUP) or ()) > 3 for t in texts)
+
+
+def test_a_window_that_holds_more_lexemes_than_the_tables_carry_is_refused_with_a_witness() -> None:
+    with pytest.raises(PendingRefused, match=f"would back up too on 'a{'b' * (MAX_HELD + 2)}'"):
+        lexer_of(UNBOUNDED_HOLD)
 
 
 STDLIB_FILES = ["abc.py", "bisect.py", "colorsys.py", "keyword.py", "heapq.py"]
@@ -141,39 +162,55 @@ NUMBER_TOKENS = [b"</s>", *(bytes([b]) for b in b"0123456789.x? "), b"0.", b"0.x
 NUMBER_TEXTS = [b"0.x", b"0..5", b"12.5 x0.x", b"0. x 1.", b"3.14.15", b"x0.?"]
 
 
-@pytest.fixture(scope="module")
-def numbers_compiled():
+# the parser restricts what follows a held lexeme: a WORD takes b's, then an x
+HELD_ITEMS = r"""
+// localgcd: lexer=basic
+start: item*
+item: WORD B* X | B
+WORD: /a(?:b{1,3}?c)?/
+B: "b"
+X: "x"
+"""
+HELD_TOKENS = [b"</s>", b"a", b"b", b"c", b"x", b"ab", b"bb", b"bbx", b"abbbc", b"bx", b"cb", b"abx", b"xb"]
+HELD_TEXTS = [b"abbx", b"abbbcx", b"abbbx", b"babbbbx", b"abcbx"]
+BACKING = {"numbers": (NUMBERS, NUMBER_TOKENS, NUMBER_TEXTS), "held": (HELD_ITEMS, HELD_TOKENS, HELD_TEXTS)}
+
+
+@functools.lru_cache(maxsize=None)
+def backing_compiled(name: str):
     import localgcd
 
-    vocab = localgcd.Vocabulary.from_tokens(NUMBER_TOKENS, end_ids=[0], name="numbers")
-    return localgcd.compile_grammar(NUMBERS, vocab, use_cache=False), vocab
+    grammar, tokens, _ = BACKING[name]
+    vocab = localgcd.Vocabulary.from_tokens(tokens, end_ids=[0], name=name)
+    return localgcd.compile_grammar(grammar, vocab, use_cache=False)
 
 
-@pytest.mark.parametrize("text", NUMBER_TEXTS)
-def test_masks_of_a_grammar_that_backs_up_equal_the_reference_at_every_byte(numbers_compiled, text: bytes) -> None:
-    """A lexer that backs up without an Indenter (lazy rows, the mask engine's own byte loop):
-    every token at every prefix, the end token and advance() as the reference that backs up as
-    lark does (tests/reference/lexer.py) says."""
+@pytest.mark.parametrize("name, text", [(name, text) for name, (_, _, texts) in BACKING.items() for text in texts])
+def test_masks_of_a_grammar_that_backs_up_equal_the_reference_at_every_byte(name: str, text: bytes) -> None:
+    """A lexer that backs up without an Indenter (lazy rows, the mask engine's own byte loop), also
+    where lexemes are held in the window: every token at every prefix, the end token and advance()
+    as the reference that backs up as lark does (tests/reference/lexer.py) says."""
     from reference.checker import ReferenceChecker
 
-    compiled, vocab = numbers_compiled
+    grammar, tokens, _ = BACKING[name]
+    compiled = backing_compiled(name)
     assert compiled.lexer.alias_of is not None
-    ref = ReferenceChecker(NUMBERS)
+    ref = ReferenceChecker(grammar)
     m = compiled.matcher()
     problems = []
     for i in range(len(text) + 1):
         prefix = text[:i]
         mask = m.allowed_token_mask()
-        expected = ref.allowed_many(prefix, NUMBER_TOKENS[1:])
-        problems += [f"{prefix!r} + {tok!r}: {bool(got)}" for tok, got, want in zip(NUMBER_TOKENS[1:], mask[1:], expected)
+        expected = ref.allowed_many(prefix, tokens[1:])
+        problems += [f"{prefix!r} + {tok!r}: {bool(got)}" for tok, got, want in zip(tokens[1:], mask[1:], expected)
                      if bool(got) != want]
         if bool(mask[0]) != ref.is_complete(prefix) or m.is_accepting() != ref.is_complete(prefix):
             problems.append(f"{prefix!r}: end {bool(mask[0])}")
-        for t in range(1, len(NUMBER_TOKENS)):
+        for t in range(1, len(tokens)):
             if m.copy().advance(t) != bool(mask[t]):
-                problems.append(f"{prefix!r} + {NUMBER_TOKENS[t]!r}: advance() differs from the mask")
+                problems.append(f"{prefix!r} + {tokens[t]!r}: advance() differs from the mask")
         if i < len(text):
-            assert m.advance(NUMBER_TOKENS.index(text[i:i + 1])) == ref.is_viable(text[:i + 1])
+            assert m.advance(tokens.index(text[i:i + 1])) == ref.is_viable(text[:i + 1])
             if m.is_terminated() or m.error:
                 break
     assert not problems, "\n".join(problems[:8])

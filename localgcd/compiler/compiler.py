@@ -31,7 +31,7 @@ from localgcd.compiler.writeback import LazyEntry
 from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
 from localgcd.grammar.formats import EARLEY_LEXERS, LEXERS, check_format, declared_lexer, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.compiler.terminal_follows import terminal_follows
+from localgcd.compiler.terminal_follows import parser_moves, terminal_follows
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.scan_order import read_in_lark_order
 from localgcd.lexer.pending import window_bytes
@@ -232,6 +232,8 @@ class Compiler:
                 "default, does not make them compete (drop lexer='basic')") if parser == "earley" else ""
         # (a Lark grammar: where lark's lexer backs up to another terminal, the parser's adjacency)
         follows = terminal_follows(grammar) if fmt == "lark" and read_in_lark_order(grammar.terminals) else None
+        if follows is not None:  # (which terminal the parser takes wherever it takes another: lark's back-ups)
+            follows = replace(follows, moves=parser_moves(grammar, tables))
         lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning,
                             unproduced_hint=hint, follows=follows)
         forked = [t for i, t in enumerate(grammar.terminals) if t.fork is not None and lexer.alias_of is not None

@@ -7,7 +7,9 @@ asks "can the parser take ``T`` then ``t'``?" refuses more than it needs, never 
 an ``%ignore``d terminal may stand anywhere (anything may follow it, it may follow anything); so may
 lark's Indenter's newline (dropped inside brackets), and a terminal followed by one the Indenter
 declares (``_INDENT``/``_DEDENT``) is followed by anything.  The lexer reads the matrix
-(:func:`localgcd.lexer.fallbacks.unmet_fallbacks`) without importing the parser.
+(:func:`localgcd.lexer.fallbacks.unmet_fallbacks`) without importing the parser, and, for which
+terminal covers which where lark backs up (:meth:`~localgcd.lexer.fallbacks.Adjacency.covers`), the
+parse table's moves by lexer terminal (:func:`parser_moves`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import numpy as np
 from localgcd.digraph import digraph
 from localgcd.grammar.ir import GrammarIR
 from localgcd.lalr_analysis import nullable_symbols
-from localgcd.lexer.fallbacks import Adjacency
+from localgcd.lexer.adjacency import Adjacency
+from localgcd.parser.tables import NO_ACTION, ParseTables, is_reduce
 
 
 def terminal_follows(grammar: GrammarIR) -> Adjacency:
@@ -93,6 +96,21 @@ def terminal_follows(grammar: GrammarIR) -> Adjacency:
     result[:, anywhere] = True
     last[anywhere] = True
     return Adjacency(follows=result, last=last, anywhere=anywhere)
+
+
+def parser_moves(grammar: GrammarIR, tables: ParseTables) -> np.ndarray | None:
+    """int32 [parser states, lexer terminals]: the parse table's move on each lexer terminal (a copy
+    reads its terminal's column), every shift 0, a reduction its action, none -1; None where one move
+    per cell does not say what the parser takes (conflict cells kept, lark's Indenter)."""
+    if tables.is_general or grammar.indenter is not None:
+        return None
+    columns = grammar.parser_terminals
+    col_of = np.asarray([columns.get(t.name, -1) for t in grammar.terminals], dtype=np.int64)
+    moves = np.full((tables.n_states, col_of.size), -1, dtype=np.int32)
+    seen = col_of >= 0
+    action = tables.action[:, col_of[seen]]
+    moves[:, seen] = np.where(action == NO_ACTION, -1, np.where(is_reduce(action), action, 0))
+    return moves
 
 
 def _newline_mask(grammar: GrammarIR) -> np.ndarray:

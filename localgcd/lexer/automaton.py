@@ -24,7 +24,8 @@ from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.fallbacks import Adjacency, Fallback, TooManyFallbackStates, unmet_fallbacks
+from localgcd.lexer.adjacency import Adjacency
+from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, unmet_fallbacks
 from localgcd.lexer.first_match import first_match_backing
 from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
@@ -79,12 +80,55 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
                 continue
             raise error from None
     if follows is not None and first_match:
+        lexer, backing = _back_up_where_covered(plain, lexer, backing, emit_forbidden, follows, terminals)
         _refuse_unmet_fallbacks(plain, backing, emit_forbidden, follows, terminals, source, text, refused)
     if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
         kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
         kept[:emit_forbidden.shape[0]] = emit_forbidden
         lexer = dataclasses.replace(lexer, emit_forbidden=kept)
     return lexer
+
+
+def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, backing: set[int],
+                           emit_forbidden: np.ndarray | None, follows: Adjacency, terminals: list[Terminal]
+                           ) -> tuple[LexingTransducer, set[int]]:
+    """``lexer`` backing up, as lark's lexer does, also to the terminals lark falls back to where the
+    parser could take what it lexes then, wherever the pending states are exact for them (the longer
+    attempt can still become a terminal that covers the one backed up to: :meth:`Adjacency.covers`);
+    (the lexer, the terminals it backs up for).  A terminal whose pending states are not exact, or
+    too many, is left out (the fallback check then names it); so is one lexed before a fork (the
+    parser's state picks the mode after it, and aliases are not read there)."""
+    if follows.moves is None:
+        return lexer, backing
+    try:
+        wanted = {f.terminal for f in unmet_fallbacks(plain, backing, follows, emit_forbidden, witnesses=False)}
+    except TooManyFallbackStates:
+        return lexer, backing
+    wanted -= {i for i, t in enumerate(terminals) if t.fork is not None}
+    if not wanted:
+        return lexer, backing
+    taken = set()
+    for term in sorted(wanted):  # (each alone first: a refusal names its own terminal)
+        try:
+            backing_up_lexer(plain, backing | {term}, emit_forbidden, parser=follows, limit=_COVERED_PENDING)
+            taken.add(term)
+        except PendingRefused:
+            pass
+    if not taken:
+        return lexer, backing
+    try:
+        made = backing_up_lexer(plain, backing | taken, emit_forbidden, parser=follows,
+                                limit=len(taken) * _COVERED_PENDING)
+    except PendingRefused:
+        return lexer, backing
+    if made.alias_of is not None and any(terminals[t].fork is not None for t in made.alias_of.tolist()):
+        return lexer, backing  # (a fork terminal's lexeme ends inside a window: aliases are not read there)
+    return made, backing | taken
+
+
+#: pending states explored for the terminals lark falls back to (a window over a string's body, where
+#: the restart lexing would hold its words, is refused long before)
+_COVERED_PENDING = 5_000
 
 
 def _refuse_unmet_fallbacks(plain: LexingTransducer, handled: set[int], emit_forbidden: np.ndarray | None,

@@ -29,23 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localgcd.arrays import boolean_product
+from localgcd.lexer.adjacency import Adjacency
 from localgcd.lexer.pending import shortest_texts
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.dfa import DEAD_STATE
 
 #: pairs explored before giving up (the builder then says it could not decide)
 MAX_FALLBACK_STATES = 200_000
-
-
-@dataclass(frozen=True)
-class Adjacency:
-    """What the parser may take after a terminal (over-approximated: a check on it refuses more,
-    never less), made by the compiler from the grammar's rules."""
-
-    follows: np.ndarray  # bool [terminals, terminals]: the second may follow the first
-    last: np.ndarray  # bool [terminals]: it may end the text
-    anywhere: np.ndarray  # bool [terminals]: it may stand anywhere (ignored; lark's Indenter's newline)
 
 
 @dataclass(frozen=True)
@@ -78,7 +68,7 @@ class _Moves:
         self.wins = self.accepts & ~may_back_up
         # useful[T, q]: the restart lexing in q can still become a terminal that may follow T (what it
         # emits later, and the terminal its lexeme becomes, are among its state's Prod)
-        self.useful = boolean_product(adjacency.follows, lexer.producible.T)
+        self.useful = adjacency.useful(lexer.producible)
 
     def formations(self, terms_wanted: np.ndarray) -> tuple[np.ndarray, ...]:
         """(plain state, byte, longer attempt, T, restart state) where a pending state forms: a plain
@@ -122,10 +112,11 @@ class _Moves:
 
 
 def unmet_fallbacks(lexer: LexingTransducer, handled: set[int], adjacency: Adjacency,
-                    emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES) -> list[Fallback]:
+                    emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES,
+                    witnesses: bool = True) -> list[Fallback]:
     """The fallbacks of the plain transducer ``lexer`` (no pending states) to a terminal not in
     ``handled`` (those the pending states back up for) that the parser could take, one per such
-    terminal, with the shortest witness.
+    terminal, with the shortest witness (``witnesses``: False, the terminals alone).
 
     Decided over pairs (longer attempt, restart state), each with the set of terminals ``T`` it
     may back up to (a fixpoint: the moves do not depend on ``T``); the witnesses, only where some
@@ -179,6 +170,8 @@ def unmet_fallbacks(lexer: LexingTransducer, handled: set[int], adjacency: Adjac
         frontier_L, frontier_A, frontier_bits = frontier_L[alive], frontier_A[alive], frontier_bits[alive]
     if not mattering.any():
         return []
+    if not witnesses:  # (the terminals alone)
+        return [Fallback(int(term), (), -1, b"") for term in np.flatnonzero(mattering).tolist()]
     prefixes = shortest_texts(moves.lexer)  # (once: a walk over every state)
     return [_witness(moves, int(term), limit, prefixes) for term in np.flatnonzero(mattering).tolist()]
 

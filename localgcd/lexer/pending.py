@@ -6,34 +6,44 @@ looks one byte past a lexeme and no further.  This module explores, for the term
 ``re.match`` backs up further (``backing``: see ``regex/priority.py``), the *pending-emission*
 states such a lexer would need:
 
-``P = (q_long, T, q_restart)``: ``q_long`` the longer attempt, still alive and not accepting (or
-accepting only where a look-ahead past it lets it: before some bytes, not at the text's end —
-miniwdl's ``(\\$(?=[^{])|[^$])+`` after ``"x$"``, which backs up to ``"x"`` before ``"{"``); ``T``
-the terminal of the last accept point; ``q_restart`` the transducer state reached from the state
-lexing restarts in after ``T`` over the bytes read since that point.  On a byte ``b``:
+``P = (q_long, (T, e1 … ek), q_restart)``: ``q_long`` the longer attempt, still alive and not
+accepting (or accepting only where a look-ahead past it lets it: before some bytes, not at the
+text's end — miniwdl's ``(\\$(?=[^{])|[^$])+`` after ``"x$"``, which backs up to ``"x"`` before
+``"{"``); ``T`` the terminal of the last accept point; ``e1 … ek`` the lexemes the restart lexing has
+ended since (at most :data:`MAX_HELD`; lark's ``0E+x`` after ``0E``: ``SIGNED_INT`` ``0``, then
+``CNAME`` ``E`` before ``+``); ``q_restart`` the transducer state the restart lexing is in.  On a
+byte ``b``:
 
 * ``q_long`` survives and accepts, or its lexeme ends before ``b``: the longer lexeme wins, ``P``
   becomes the plain state (or the pending state the plain state enters on ``b``);
 * ``q_long`` survives, ``q_restart`` dies: backing up can no longer succeed, the plain state;
-* ``q_long`` survives, ``q_restart`` grows: the next pending state;
-* ``q_long`` dies (an accepting one: its look-ahead refuses ``b``): ``T`` ends before ``b``, and
-  ``b`` is read again from ``q_restart`` (where it may end a second lexeme: lark lexes "\\nf(" as
-  ``_NL`` "\\n", ``NAME`` "f", then "(");
+* ``q_long`` survives, ``q_restart`` grows: the next pending state (where the restart lexing ends
+  a lexeme ``e`` before ``b``, one that holds ``e`` too);
+* ``q_long`` dies (an accepting one: its look-ahead refuses ``b``): ``T`` and the held lexemes end
+  before ``b``, and ``b`` is read again from ``q_restart`` (where it may end one more lexeme: lark
+  lexes "\\nf(" as ``_NL`` "\\n", ``NAME`` "f", then "(");
 * an accepting ``q_long`` whose look-ahead lets ``b`` follow but no lexeme goes on with ``b``: dead
   (``re.match`` takes the longer lexeme; lark fails on ``b``);
-* the end of the text: ``T``, then the restart's lexeme — but where ``q_long`` accepts and its
+* the end of the text: ``T``, the held lexemes, then the restart's lexeme — but where ``q_long`` accepts and its
   look-ahead lets the text end there, the longer lexeme (the pending state's accept label is then
   that terminal, not an alias: lark's ``DEC_NUMBER``, ``0(?:_?0)*(?![1-9])|…``, after ``"00"``).
 
-:func:`pending_states` reports what one emission per byte cannot express (:class:`Obstruction`):
-the restart lexing ends a lexeme while the longer attempt lives (*nested*, refused), it ends one
-on the very byte that kills the longer attempt (*two emissions at one byte*), a pending state
-whose longer attempt cannot become ``T`` (its next-terminal set would not be exact, refused), and
-the end of the text inside a window (``T`` and then the restart's terminal).
+:func:`pending_states` reports what stands in the way (:class:`Obstruction`): more than
+:data:`MAX_HELD` lexemes held, or a held lexeme that would back up itself (*nested*, refused); the
+restart lexing ending a lexeme on the very byte that kills the longer attempt (*two emissions at
+one byte*); a pending state whose next-terminal set would not be exact (refused): its longer attempt
+can become no terminal that *covers* ``T`` — ``T`` itself, or one the parser takes wherever it takes
+``T`` (:meth:`~localgcd.lexer.adjacency.Adjacency.covers`, from the parse table), so
+that where the back-up leads to a sentence the longer lexeme's own terminal does too, and ``Prod`` of
+the longer attempt is the pending state's, exactly —; and the end of the text inside a window (``T``
+and then the restart's terminal).
 
 :func:`backing_up_lexer` writes the tables with *alias* terminals ``A = (T, q_restart)`` whose
 restart is a state inside a lexeme, read with re-read semantics (the byte after an alias is read
 again from ``q_restart``, where it may end a second lexeme: :mod:`localgcd.lexer.transducer`).
+Held lexemes are a chain of aliases at one byte: ``(T, H(e1 … ek, q_restart))``, where the *holding
+state* ``H`` emits the alias ``(e1, H(e2 … ek, q_restart))`` on every byte (and at the end of the
+text), and ``H((), q) = q``; a holding state is only ever read again, never lexed into.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from localgcd.errors import UnsupportedConstruct
+from localgcd.lexer.adjacency import Adjacency
 from localgcd.lexer.product import product_dfa
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.conditions import Also
@@ -53,10 +64,12 @@ from localgcd.regex.nfa import literal_bytes
 from localgcd.regex.priority import backs_up
 
 _MAX_PENDING = 100_000
-Pending = tuple[int, int, int]  # (q_long, T, q_restart)
-NESTED = "nested"  # the restart lexing ends a lexeme while the longer attempt lives
+#: lexemes the restart lexing may end while the longer attempt lives (each a link of an alias chain)
+MAX_HELD = 4
+Pending = tuple[int, tuple[int, ...], int]  # (q_long, (T, e1 … ek), q_restart)
+NESTED = "nested"  # the restart lexing holds too many lexemes, or one that would back up itself
 TWO_AT_ONCE = "two emissions at one byte"  # the byte that kills the longer attempt also ends the restart's lexeme
-NOT_PRODUCIBLE = "T not producible"  # the longer attempt can no longer become T
+NOT_PRODUCIBLE = "T not producible"  # the longer attempt can no longer become a terminal covering T
 AT_END = "end of text"  # the text ends in a window where the restart's lexeme is complete
 _REASONS = {  # what a refusal says
     NESTED: "the lexeme after it would back up too",
@@ -88,9 +101,17 @@ class PendingStates:
 
 
 def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None = None,
-                   limit: int = 200_000) -> PendingStates:
+                   limit: int = 200_000, *, parser: Adjacency | None = None, fail_fast: bool = False) -> PendingStates:
     """Explore the pending-emission states of ``lexer`` for the terminals in ``backing``
-    (breadth-first, at most ``limit`` states; the first obstruction of each kind and pair kept)."""
+    (breadth-first, at most ``limit`` states; the first obstruction of each kind and pair kept;
+    ``fail_fast``: up to the first that refuses the tables, NESTED or NOT_PRODUCIBLE).
+    ``parser`` (a Lark grammar's): which terminals cover which, and a back-up whose next terminals
+    the parser cannot take is no longer pending (lark would back up, and then the parser refuses)."""
+    return _explore(lexer, _Rules.of(lexer, backing, emit_forbidden, parser), limit, fail_fast)
+
+
+def _explore(lexer: LexingTransducer, rules: _Rules, limit: int, fail_fast: bool) -> PendingStates:
+    """:func:`pending_states` under ``rules``."""
     found = PendingStates()
     prefix = shortest_texts(lexer)
     seen_kinds: set[tuple[str, int, int]] = set()
@@ -107,17 +128,18 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
             found.longest_window = max(found.longest_window, depth)
             queue.append((state, depth))
 
-    for q, byte, state in _formations(lexer, backing, emit_forbidden):
+    for q, byte, state in _formations(lexer, rules):
         enter(state, prefix.get(q, b"") + bytes([byte]), 1)
-    while queue:
+    while queue and not (fail_fast and _refused(found)):
         state, depth = queue.popleft()
-        (longer, term, again), text = state, found.states[state]
-        if not lexer.producible[longer, term]:
+        (longer, chain, again), text = state, found.states[state]
+        term = chain[0]
+        if not _covered(lexer, longer, term, rules.covers):
             obstruct(NOT_PRODUCIBLE, term, text)
         if lexer.accept[again] >= 0:
             obstruct(AT_END, term, text, int(lexer.accept[again]))
         for byte in range(256):
-            kind, value = _step(lexer, backing, state, byte, emit_forbidden)
+            kind, value = _step(lexer, rules, state, byte)
             if kind == _PENDING:
                 enter(value, text + bytes([byte]), depth + 1)
             elif kind == _EMITS:
@@ -127,30 +149,68 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
     return found
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """What the exploration reads besides the lexer: the terminals backed up for, the look-aheads
+    past lexemes, and the parser's (which terminal covers which; after ``T``, whether the lexing in
+    a state can still become a terminal the parser may take)."""
+
+    backing: set[int]
+    emit_forbidden: np.ndarray | None = None
+    covers: np.ndarray | None = None  # bool [T, t]: t covers T (None: T alone)
+    useful: np.ndarray | None = None  # bool [T, q] (None: every back-up path kept)
+
+    @classmethod
+    def of(cls, lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None,
+           parser: Adjacency | None) -> "_Rules":
+        if parser is None:
+            return cls(backing, emit_forbidden)
+        return cls(backing, emit_forbidden, parser.covers(backing), parser.useful(lexer.producible))
+
+    def forbids(self, state: int, byte: int) -> bool:
+        return self.emit_forbidden is not None and bool(self.emit_forbidden[state, byte])
+
+    def leads_nowhere(self, last: int, state: int) -> bool:
+        """After terminal ``last``, no terminal the lexing in ``state`` can still become is one the
+        parser may take."""
+        return self.useful is not None and not self.useful[last, state]
+
+
+def _refused(found: PendingStates) -> bool:
+    return any(o.kind in (NESTED, NOT_PRODUCIBLE) for o in found.obstructions)
+
+
+def _covered(lexer: LexingTransducer, longer: int, term: int, covers: np.ndarray | None) -> bool:
+    """The longer attempt can still become ``term`` or a terminal covering it."""
+    if covers is None:
+        return bool(lexer.producible[longer, term])
+    return bool((lexer.producible[longer] & covers[term]).any())
+
+
 _PLAIN, _PENDING, _EMITS, _DEAD = "plain", "pending", "emits", "dead"
 
 
-def _formations(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None
-                ) -> Iterator[tuple[int, int, Pending]]:
+def _formations(lexer: LexingTransducer, rules: _Rules) -> Iterator[tuple[int, int, Pending]]:
     """(q, b, P): plain state ``q`` accepts a terminal in ``backing``, and on ``b`` enters the
     pending state ``P`` (its longer attempt does not accept, or only where a look-ahead lets it and
-    may back up, ``T`` may end before ``b``, and a lexeme can start with ``b`` after it)."""
+    may back up, ``T`` may end before ``b``, and a lexeme the parser may take after it can start
+    with ``b``)."""
     next_state, emitted, accept = lexer.next_state, lexer.emitted, lexer.accept
     for q in np.flatnonzero(accept >= 0).tolist():
         term = int(accept[q])
-        if term not in backing:
+        if term not in rules.backing:
             continue
         restart = int(lexer.restart[term])
         for byte in range(256):
             longer = int(next_state[q, byte])
             if emitted[q, byte] != NO_EMIT or longer == DEAD_STATE or \
-                    (accept[longer] >= 0 and not _may_back_up(lexer, longer, emit_forbidden)):
+                    (accept[longer] >= 0 and not _may_back_up(lexer, longer, rules.emit_forbidden)):
                 continue  # no longer attempt, or it accepts at once: nothing pending
-            if emit_forbidden is not None and emit_forbidden[q, byte]:
+            if rules.forbids(q, byte):
                 continue
             again = int(next_state[restart, byte])
-            if again != DEAD_STATE:
-                yield q, byte, (longer, term, again)
+            if again != DEAD_STATE and not rules.leads_nowhere(term, again):
+                yield q, byte, (longer, (term,), again)
 
 
 def _may_back_up(lexer: LexingTransducer, state: int, emit_forbidden: np.ndarray | None) -> bool:
@@ -164,29 +224,32 @@ def _refuses_end(lexer: LexingTransducer, state: int) -> bool:
     return lexer.end_refused is not None and bool(lexer.end_refused[state])
 
 
-def _step(lexer: LexingTransducer, backing: set[int], state: Pending, byte: int,
-          emit_forbidden: np.ndarray | None = None) -> tuple[str, Any]:
+def _step(lexer: LexingTransducer, rules: _Rules, state: Pending, byte: int) -> tuple[str, Any]:
     """What pending state ``state`` does on ``byte``: (_PLAIN, q), (_PENDING, P), (_EMITS, the
     restart's step), (_DEAD, None), or an obstruction (NESTED or TWO_AT_ONCE, the restart's
     terminal)."""
-    longer, term, again = state
+    longer, chain, again = state
     long_next = int(lexer.next_state[longer, byte])
     step, out = int(lexer.next_state[again, byte]), int(lexer.emitted[again, byte])
     if long_next != DEAD_STATE:
         if lexer.emitted[longer, byte] != NO_EMIT or step == DEAD_STATE:
             return _PLAIN, long_next  # the longer lexeme won, or backing up can no longer succeed
-        if lexer.accept[longer] >= 0 and not (emit_forbidden is not None and emit_forbidden[longer, byte]):
+        if lexer.accept[longer] >= 0 and not rules.forbids(longer, byte):
             return _PLAIN, long_next  # the longer lexeme may end before the byte: the accept point moves
-        if lexer.accept[long_next] >= 0 and not _may_back_up(lexer, long_next, emit_forbidden):
+        if lexer.accept[long_next] >= 0 and not _may_back_up(lexer, long_next, rules.emit_forbidden):
             return _PLAIN, long_next  # the longer lexeme won
-        if out != NO_EMIT:
-            return NESTED, out
-        if int(lexer.accept[again]) in backing and lexer.accept[step] < 0:
+        if out != NO_EMIT:  # the restart's lexeme ended before the byte: held
+            if rules.leads_nowhere(chain[-1], again) or rules.leads_nowhere(out, step):
+                return _PLAIN, long_next  # (backing up would give the parser what it cannot take)
+            return (NESTED, out) if len(chain) > MAX_HELD else (_PENDING, (long_next, (*chain, out), step))
+        if rules.leads_nowhere(chain[-1], step):
+            return _PLAIN, long_next
+        if int(lexer.accept[again]) in rules.backing and lexer.accept[step] < 0:
             return NESTED, int(lexer.accept[again])  # the restart's own lexeme would back up
-        return _PENDING, (long_next, term, step)
+        return _PENDING, (long_next, chain, step)
     if step == DEAD_STATE:
         return _DEAD, None
-    if lexer.accept[longer] >= 0 and not (emit_forbidden is not None and emit_forbidden[longer, byte]):
+    if lexer.accept[longer] >= 0 and not rules.forbids(longer, byte):
         return _DEAD, None  # re.match takes the longer lexeme, and no lexeme goes on with the byte
     return (TWO_AT_ONCE, out) if out != NO_EMIT else (_EMITS, step)
 
@@ -216,72 +279,111 @@ class PendingRefused(UnsupportedConstruct):
         self.terminal = terminal
 
 
-def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None = None
-                     ) -> LexingTransducer:
+def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None = None, *,
+                     parser: Adjacency | None = None, limit: int = _MAX_PENDING) -> LexingTransducer:
     """The tables of ``lexer`` (a plain transducer) where the terminals in ``backing`` back up past
-    their pending lexeme as ``re.match`` does: pending states after the plain ones, alias
-    terminals after the grammar's (see :mod:`localgcd.lexer.transducer`).  Raises
-    :class:`PendingRefused` naming a nested pending emission or a pending state whose longer
-    attempt cannot become ``T``."""
-    found = pending_states(lexer, backing, emit_forbidden, limit=_MAX_PENDING + 1)
-    if len(found.states) > _MAX_PENDING:
-        raise PendingRefused(min(backing), f"it needs more than {_MAX_PENDING} pending-emission states")
+    their pending lexeme as ``re.match`` does: pending states and holding states after the plain
+    ones, alias terminals after the grammar's (see :mod:`localgcd.lexer.transducer`).  Raises
+    :class:`PendingRefused` naming a nested pending emission, more than ``limit`` pending states,
+    or a pending state whose longer attempt cannot become a terminal covering ``T`` (``parser``: as
+    :func:`pending_states` takes it)."""
+    rules = _Rules.of(lexer, backing, emit_forbidden, parser)
+    found = _explore(lexer, rules, limit + 1, fail_fast=True)
+    if len(found.states) > limit:
+        raise PendingRefused(min(backing), f"it needs more than {limit} pending-emission states")
     for obstruction in found.obstructions:
         if obstruction.kind in (NESTED, NOT_PRODUCIBLE):
             raise PendingRefused(obstruction.terminal, f"{_REASONS[obstruction.kind]} on {_shown(obstruction.witness)}")
     if not found.states:  # nothing backs up past a lexeme here: the plain tables, without an alias table
         return LexingTransducer(next_state=lexer.next_state, emitted=lexer.emitted, accept=lexer.accept,
                                 producible=lexer.producible, restart=lexer.restart, end_refused=lexer.end_refused)
-    n_states, n_terms = lexer.n_states, lexer.producible.shape[1]
-    pending = list(found.states)
-    state_id = {p: n_states + i for i, p in enumerate(pending)}
-    # (a longer attempt that accepts where its look-ahead lets it ends its own lexeme before some
-    # bytes: an alias whose restart is that terminal's own, so that the byte after a pending state is
-    # always read on by the row's walk)
-    pairs = sorted({(term, again) for _, term, again in pending} |
-                   {(int(lexer.accept[longer]), int(lexer.restart[lexer.accept[longer]]))
-                    for longer, _, _ in pending if lexer.accept[longer] >= 0})
-    alias_id = {pair: n_terms + i for i, pair in enumerate(pairs)}
-    total = n_states + len(pending)
-    next_state = np.full((total, 256), DEAD_STATE, dtype=np.int32)
-    emitted = np.full((total, 256), NO_EMIT, dtype=lexer.emitted.dtype if n_terms + len(pairs) < 2**15 else np.int32)
-    next_state[:n_states], emitted[:n_states] = lexer.next_state, lexer.emitted
-    accept = np.concatenate([lexer.accept, np.full(len(pending), -1, dtype=lexer.accept.dtype)])
-    producible = np.zeros((total, n_terms), dtype=bool)
-    producible[:n_states] = lexer.producible
-    restart = np.concatenate([lexer.restart, np.asarray([again for _, again in pairs], dtype=np.int32)])
-    alias_of = np.asarray([t for t, _ in pairs], dtype=np.int32)
-    formations = list(_formations(lexer, backing, emit_forbidden))
-    entering = {(q, byte): state for q, byte, state in formations}
-    forming = set(entering)
-    for state, p in state_id.items():
-        longer, term, again = state
-        accept[p] = alias_id[(term, again)]  # at the end of the text: T, then the restart's lexeme
-        if lexer.accept[longer] >= 0 and not _refuses_end(lexer, longer):
-            accept[p] = lexer.accept[longer]  # the longer lexeme, which its look-ahead lets end there
-        producible[p] = lexer.producible[longer]  # exact: T is one of them (NOT_PRODUCIBLE otherwise)
-        for byte in range(256):
-            kind, value = _step(lexer, backing, state, byte, emit_forbidden)
-            if kind == _PLAIN:  # the longer lexeme won (ended before the byte, or goes on)
-                entered = entering.get((longer, byte))  # (a plain state's own pending state)
-                next_state[p, byte] = value if entered is None else state_id[entered]
-                ended = int(lexer.emitted[longer, byte])
-                if ended != NO_EMIT:
-                    emitted[p, byte] = alias_id[(ended, int(lexer.restart[ended]))]
-            elif kind == _PENDING:
-                next_state[p, byte] = state_id[value]
-            elif kind in (_EMITS, TWO_AT_ONCE):  # T ends before the byte, read again from q_restart
-                if (again, byte) in forming:  # the restart's own lexeme would back up: not in these tables
-                    raise PendingRefused(term, f"{_REASONS[NESTED]} on {_shown(found.states[state] + bytes([byte]))}")
-                emitted[p, byte] = alias_id[(term, again)]
-                next_state[p, byte] = lexer.next_state[again, byte]
-    for q, byte, state in formations:  # where the plain states enter them
-        next_state[q, byte] = state_id[state]
-    end_refused = None
-    if lexer.end_refused is not None:  # (a pending state's end is its alias's: T, then its restart's)
-        end_refused = np.concatenate([lexer.end_refused, np.zeros(len(pending), dtype=bool)])
-    return LexingTransducer(next_state=next_state, emitted=emitted, accept=accept, producible=producible,
-                            restart=restart, alias_of=alias_of, end_refused=end_refused)
+    return _Tables(lexer, rules, found).written()
+
+
+class _Tables:
+    """The backing-up lexer's tables, written from the pending states found: pending states after
+    the plain ones, then the holding states; aliases after the grammar's terminals."""
+
+    def __init__(self, lexer: LexingTransducer, rules: _Rules, found: PendingStates) -> None:
+        self.lexer, self.rules, self.found = lexer, rules, found
+        self.pending = list(found.states)
+        self.state_id = {p: lexer.n_states + i for i, p in enumerate(self.pending)}
+        self.holding: dict[tuple[tuple[int, ...], int], int] = {}  # (e1 … ek, q_restart) -> its state
+        self.aliases: dict[tuple[int, int], int] = {}  # (grammar terminal, restart state) -> alias
+        for longer, chain, again in self.pending:  # (every alias and holding state, before the arrays)
+            self.alias(chain[0], self.restart_of(chain[1:], again))
+            if lexer.accept[longer] >= 0:  # a longer attempt that accepts where its look-ahead lets it ends its
+                ended = int(lexer.accept[longer])  # own lexeme before some bytes: an alias of its own restart,
+                self.alias(ended, int(lexer.restart[ended]))  # so that the byte after is read on by the row's walk
+
+    def restart_of(self, held: tuple[int, ...], again: int) -> int:
+        """The state a chain's next link re-reads from: ``again``, or the holding state of ``held``."""
+        if not held:
+            return again
+        key = (held, again)
+        if key not in self.holding:
+            self.alias(held[0], self.restart_of(held[1:], again))
+            self.holding[key] = self.lexer.n_states + len(self.pending) + len(self.holding)
+        return self.holding[key]
+
+    def alias(self, term: int, restart: int) -> int:
+        return self.aliases.setdefault((term, restart), self.lexer.n_terminals + len(self.aliases))
+
+    def written(self) -> LexingTransducer:
+        lexer, rules, found = self.lexer, self.rules, self.found
+        n_states, n_terms = lexer.n_states, lexer.n_terminals
+        n_pending = len(self.pending)
+        total = n_states + n_pending + len(self.holding)
+        n_aliases = len(self.aliases)
+        next_state = np.full((total, 256), DEAD_STATE, dtype=np.int32)
+        emitted = np.full((total, 256), NO_EMIT, dtype=lexer.emitted.dtype if n_terms + n_aliases < 2**15 else np.int32)
+        next_state[:n_states], emitted[:n_states] = lexer.next_state, lexer.emitted
+        accept = np.concatenate([lexer.accept, np.full(total - n_states, -1, dtype=lexer.accept.dtype)])
+        producible = np.zeros((total, n_terms), dtype=bool)
+        producible[:n_states] = lexer.producible
+        restart = np.concatenate([lexer.restart, np.zeros(n_aliases, dtype=np.int32)])
+        alias_of = np.zeros(n_aliases, dtype=np.int32)
+        for (term, again), alias in self.aliases.items():
+            restart[alias], alias_of[alias - n_terms] = again, term
+        formations = list(_formations(lexer, rules))
+        entering = {(q, byte): state for q, byte, state in formations}
+        forming = set(entering)
+        for state, p in self.state_id.items():
+            longer, chain, again = state
+            term, back = chain[0], self.restart_of(chain[1:], again)
+            accept[p] = self.aliases[(term, back)]  # at the end of the text: T, the held lexemes, the restart's
+            if lexer.accept[longer] >= 0 and not _refuses_end(lexer, longer):
+                accept[p] = lexer.accept[longer]  # the longer lexeme, which its look-ahead lets end there
+            producible[p] = lexer.producible[longer]  # exact: it covers T (NOT_PRODUCIBLE otherwise)
+            for byte in range(256):
+                kind, value = _step(lexer, rules, state, byte)
+                if kind == _PLAIN:  # the longer lexeme won (ended before the byte, or goes on)
+                    entered = entering.get((longer, byte))  # (a plain state's own pending state)
+                    next_state[p, byte] = value if entered is None else self.state_id[entered]
+                    ended = int(lexer.emitted[longer, byte])
+                    if ended != NO_EMIT:
+                        emitted[p, byte] = self.aliases[(ended, int(lexer.restart[ended]))]
+                elif kind == _PENDING:
+                    next_state[p, byte] = self.state_id[value]
+                elif kind in (_EMITS, TWO_AT_ONCE):  # T and the held lexemes end before the byte, read again
+                    if (again, byte) in forming:  # the restart's own lexeme would back up: not in these tables
+                        raise PendingRefused(term, f"{_REASONS[NESTED]} on {_shown(found.states[state] + bytes([byte]))}")
+                    emitted[p, byte] = self.aliases[(term, back)]
+                    next_state[p, byte] = lexer.next_state[again, byte]
+        for (held, again), h in self.holding.items():  # every byte (and the end) emits the next link
+            link = self.aliases[(held[0], self.restart_of(held[1:], again))]
+            accept[h] = link
+            producible[h] = lexer.producible[again]
+            live = lexer.next_state[again] != DEAD_STATE
+            next_state[h, live] = lexer.next_state[again, live]
+            emitted[h, live] = link
+        for q, byte, state in formations:  # where the plain states enter them
+            next_state[q, byte] = self.state_id[state]
+        end_refused = None
+        if lexer.end_refused is not None:  # (a pending state's end is its alias's: T, then its restart's)
+            end_refused = np.concatenate([lexer.end_refused, np.zeros(total - n_states, dtype=bool)])
+        return LexingTransducer(next_state=next_state, emitted=emitted, accept=accept, producible=producible,
+                                restart=restart, alias_of=alias_of, end_refused=end_refused)
 
 
 def window_bytes(lexer: LexingTransducer) -> np.ndarray:

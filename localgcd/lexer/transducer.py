@@ -19,8 +19,9 @@ A lexer with a terminal whose ``re.match`` backs up further (:mod:`localgcd.lexe
 *pending states* and *alias* terminals ``n …`` (``n`` the grammar's terminals), each standing for
 grammar terminal ``alias_of[A - n]``: emitting alias ``A`` before byte ``b``, lexing goes on by
 reading ``b`` *again* from ``restart[A]``, a state inside a lexeme, where ``b`` may end a second
-lexeme (that second emission is ``emitted[restart[A], b]``; ``next_state`` is the state after
-both).  At end of text an alias is followed by its restart state's terminal.  A lexer without one
+lexeme (that second emission is ``emitted[restart[A], b]``, itself an alias where lexemes were held:
+a chain, :mod:`localgcd.lexer.pending`; ``next_state`` is the state after them all).  At end of text
+an alias is followed by its restart state's end.  A lexer without one
 has ``alias_of`` None and reads as above.
 ``Prod(q)`` — the terminals the pending lexeme can still become — is
 reachability to accepting states.
@@ -85,26 +86,23 @@ class LexingTransducer:
         return np.where(terms >= n, self.alias_of[np.maximum(terms - n, 0)], terms)
 
     def emissions(self, state: int, byte: int) -> tuple[int, ...]:
-        """The grammar terminals ``byte`` ends in ``state`` (none, one, or two after an alias)."""
+        """The grammar terminals ``byte`` ends in ``state`` (none, one, or an alias chain's)."""
         term = int(self.emitted[state, byte])
-        if term == NO_EMIT:
-            return ()
-        if term < self.n_terminals:
-            return (term,)
-        second = int(self.emitted[int(self.restart[term]), byte])
-        first = int(self.alias_of[term - self.n_terminals])
-        return (first,) if second == NO_EMIT else (first, second)
+        found: list[int] = []
+        while term != NO_EMIT and term >= self.n_terminals:  # an alias: its terminal, then the byte read again
+            found.append(int(self.alias_of[term - self.n_terminals]))
+            term = int(self.emitted[int(self.restart[term]), byte])
+        return (*found, term) if term != NO_EMIT else tuple(found)
 
     def final_terminals(self, state: int) -> tuple[int, ...] | None:
         """The grammar terminals the end of the text emits in ``state`` (None: it cannot end there;
         () in a start state)."""
         term = self._ends(state)
-        if term < 0:
-            return None
-        if term < self.n_terminals:
-            return (term,)
-        after = self._ends(int(self.restart[term]))
-        return None if after < 0 else (int(self.alias_of[term - self.n_terminals]), after)
+        found: list[int] = []
+        while term >= self.n_terminals:  # an alias: its terminal, then its restart state's end
+            found.append(int(self.alias_of[term - self.n_terminals]))
+            term = self._ends(int(self.restart[term]))
+        return None if term < 0 else (*found, term)
 
     def _ends(self, state: int) -> int:
         """The terminal (or alias) the end of the text emits in ``state``, -1 if none."""

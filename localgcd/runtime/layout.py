@@ -171,11 +171,11 @@ def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, off
 
     A closing bracket emitted while a token is read is its lexeme ended either before the
     token (the pending lexeme) or at one of the token's bytes, the byte that entered the state
-    which emits it; an emission is one terminal, or an alias's two.  So a token emits at most
+    which emits it; an emission is one terminal, or an alias chain's (lexer/pending.py).  So a token emits at most
     the most closing brackets one state emits at a byte, plus, per byte of the token, the most
     that a state this byte enters emits.
     """
-    # (uint8 over [Q, 256]: a contextual lexer's many modes make Q large, and a state emits at most two)
+    # (uint8 over [Q, 256]: a contextual lexer's many modes make Q large, and a state emits a few)
     is_close = np.zeros(lexer.n_terminals + 1, dtype=np.uint8)  # the last slot: NO_EMIT
     is_close[list(spec.closes)] = 1
     emitted = lexer.emitted  # NO_EMIT (-1) reads the last slot, as an alias (past the terminals) does
@@ -184,9 +184,16 @@ def paren_cap(lexer: LexingTransducer, spec: IndenterSpec, data: np.ndarray, off
     if lexer.alias_of is not None:
         alias = np.flatnonzero(emitted.ravel() >= lexer.n_terminals)
         states, byte = np.divmod(alias, 256)
-        term = emitted.ravel()[alias]
-        second = emitted[lexer.restart[term], byte]
-        closing.ravel()[alias] = is_close[lexer.alias_of[term - lexer.n_terminals]] + is_close[second]
+        term = emitted.ravel()[alias].astype(np.int64)
+        count = np.zeros(alias.size, dtype=np.uint8)
+        chain = np.arange(alias.size)  # an alias's terminal, then the byte read again
+        while chain.size:
+            count[chain] += is_close[lexer.alias_of[term - lexer.n_terminals]]
+            term = emitted[lexer.restart[term], byte[chain]].astype(np.int64)
+            more = term >= lexer.n_terminals
+            count[chain[~more]] += is_close[term[~more]]
+            chain, term = chain[more], term[more]
+        closing.ravel()[alias] = count
     per_state = closing.max(axis=1)
     nexts = lexer.next_state
     per_byte = np.append(per_state, 0)[nexts].max(axis=0).astype(np.int64)  # [256] (DEAD_STATE, -1: the 0 appended)

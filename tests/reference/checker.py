@@ -97,6 +97,7 @@ class ReferenceChecker:
         source_path: str | None = None,
         first_match: bool = False,
         longest_where: Callable[[frozenset[str]], bool] | None = None,
+        back_up_to_others: bool = False,
     ):
         # source_path: the grammar's file, against which lark resolves relative %imports
         self.lark = lark.Lark(grammar_text, parser=self.LARK_PARSER, lexer=self.LARK_LEXER, start=start,
@@ -113,6 +114,7 @@ class ReferenceChecker:
             search_depth=search_depth,
             search_budget=search_budget,
             strict=strict,
+            back_up_to_others=back_up_to_others,
         )
         self._initial = RefState(b"", self._fresh_parser())
 

@@ -13,9 +13,10 @@ of three outcomes (:func:`reference.backtrack.match_outcome`, which walks the pa
 end of what is known (some continuation makes it cover all of it).  The first terminal in lark's
 order that does not fail whatever follows decides: if it ends, the lexeme is known; if it runs into
 the end, the lexeme may still cover the text so far (the *pending* lexeme grows).  That is the whole
-lexer (:class:`FirstMatchLexer`); it reads the byte after a lexeme, as localgcd's does, and backs up
-further only to the terminal whose own ``re.match`` read on past its lexeme (README, "Lexing
-semantics": a text that needs lark to back up into another terminal's lexeme is dead here).
+lexer (:class:`FirstMatchLexer`): where the pending lexeme can grow no more, lark's scan of the text
+read so far and the next character takes a lexeme at its start — the one the pending lexeme was, or
+a shorter one, its own terminal's or another's (lark backs up; not another's where
+``back_up_to_others`` is False) — and the bytes after it are lexed again.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ class FirstMatchLexer(ReferenceLexer):
         t, k = scanned
         if k > len(text):
             return None
-        if k < len(text):
+        if k < len(text) and not self.back_up_to_others:
             running = self.first_outcome(text)
             if running is None or running[0] is not t:  # lark backs up into another terminal's lexeme
                 return None

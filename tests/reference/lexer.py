@@ -18,7 +18,9 @@ Rules implemented here (the spec the fast lexer is tested against):
   Where the pending lexeme is not complete, lark's lexer backs up as
   ``re.match`` does: the longest complete lexeme at its start is emitted and
   the bytes after it are lexed again (:meth:`ReferenceLexer.backed_up`); the
-  end of the text likewise.
+  end of the text likewise.  Into another terminal's lexeme only with
+  ``back_up_to_others`` (localgcd carries such a back-up only where the
+  parser could take what follows, and says where it does not).
 * Tie-break between terminals that fully match the same lexeme: see
   :func:`rank_key`.
 * "Can the pending lexeme still become T" (:meth:`ReferenceLexer.can_become`):
@@ -557,8 +559,13 @@ class ReferenceLexer:
         search_depth: int = 8,
         search_budget: int = 200_000,
         strict: bool = True,
+        back_up_to_others: bool = False,
     ):
         self.terminals: list[RefTerminal] = sorted(terminals, key=rank_key)
+        #: False (the default): where lark backs up into another terminal's lexeme the text is dead —
+        #: localgcd's lexer carries such a back-up only where the parser could take what follows
+        #: (lexer/pending.py), so a test of the lexer alone reads this; True: as lark does
+        self.back_up_to_others = back_up_to_others
         self.by_name: dict[str, RefTerminal] = {t.name: t for t in self.terminals}
         self.rank: dict[str, int] = {t.name: i for i, t in enumerate(self.terminals)}
         self.ignore: frozenset[str] = frozenset(ignore)
@@ -684,14 +691,12 @@ class ReferenceLexer:
     def backed_up(self, pending: bytes, after: bytes) -> tuple[list[Lexeme], bytes] | None:
         """Where the longer attempt fails before ``after`` (b"": the end of the text) and
         ``pending`` is no complete lexeme: the longest complete lexeme at its start (where
-        ``re.match`` backs up to), then the rest of ``pending`` and ``after`` lexed afresh.  Only
-        to a terminal read with ``re.match`` (backtracking semantics), whose own match backs up
-        there; to any other, None (where lark's lexer backs up past it, localgcd refuses the text:
-        README, "Lexing semantics")."""
+        lark's lexer backs up to: its own terminal's, or another's unless ``back_up_to_others`` is
+        False), then the rest of ``pending`` and ``after`` lexed afresh."""
         for k in range(len(pending) - 1, 0, -1):
             won = self.winner(pending[:k], pending[k:k + 1])
             if won is not None:
-                if not won.backtracking:  # lark would back up to it too: the known debt (README)
+                if not (won.backtracking or self.back_up_to_others):
                     return None
                 rest = self.lex(b"", pending[k:] + after)
                 if rest is None:
@@ -702,15 +707,14 @@ class ReferenceLexer:
     def end_lexeme(self, p: bytes, after: bytes) -> tuple[RefTerminal, int] | None:
         """Where ``p + after`` is no lexeme prefix (``after`` b"": the text ends): the lexeme that
         ends there, its terminal and length — ``p`` itself, or backed up to the longest complete
-        lexeme at its start where its terminal is read with ``re.match`` (:meth:`backed_up`'s rule);
-        None: dead."""
+        lexeme at its start (:meth:`backed_up`'s rule); None: dead."""
         won = self.winner(p, after)
         if won is not None:
             return won, len(p)
         for k in range(len(p) - 1, 0, -1):
             won = self.winner(p[:k], p[k:k + 1])
             if won is not None:
-                return (won, k) if won.backtracking else None
+                return (won, k) if won.backtracking or self.back_up_to_others else None
         return None
 
     def flush(self, pending: bytes) -> tuple[bool, list[Lexeme]]:

@@ -1,0 +1,55 @@
+"""What the parser may take after a terminal, as the lexer reads it without importing the parser.
+
+Made by the compiler from a Lark grammar's rules and parse table
+(:mod:`localgcd.compiler.terminal_follows`); read where lark's lexer backs up past a lexeme: which
+back-ups the parser could take (:mod:`localgcd.lexer.fallbacks`), which pending-emission paths can
+still lead to a text the parser takes, and where the longer attempt's own terminals say exactly what
+may come next (:mod:`localgcd.lexer.pending`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from localgcd.arrays import boolean_product
+
+
+@dataclass(frozen=True)
+class Adjacency:
+    """What the parser may take after a terminal (over-approximated: a check on it refuses more,
+    never less), made by the compiler from the grammar's rules."""
+
+    follows: np.ndarray  # bool [terminals, terminals]: the second may follow the first
+    last: np.ndarray  # bool [terminals]: it may end the text
+    anywhere: np.ndarray  # bool [terminals]: it may stand anywhere (ignored; lark's Indenter's newline)
+    #: int32 [parser states, terminals]: the parser's move on each terminal, shifts alike (0), a
+    #: reduction its own (<= -2), none -1; a terminal the parser never sees (ignored) -1 throughout.
+    #: None: the pending states back up only to a terminal the longer attempt can still become
+    #: (an Indenter's or a general parser's grammar, where one move per cell does not tell it)
+    moves: np.ndarray | None = None
+
+    def covers(self, terms: Iterable[int]) -> np.ndarray | None:
+        """bool [terminals, terminals]: ``t`` *covers* ``T`` — wherever the parser takes ``T`` it
+        takes ``t`` (the same reductions, then a shift), so a text the parser takes after ``T`` has a
+        prefix it takes after ``t`` —, decided for the rows ``terms`` (the others: ``T`` alone).
+        A terminal the parser never sees covers every one; an ignored ``T`` only those."""
+        if self.moves is None:
+            return None
+        n = self.follows.shape[0]
+        covers = np.eye(n, dtype=bool)
+        unseen = (self.moves == -1).all(axis=0) & self.anywhere
+        covers[:, unseen] = True
+        for term in terms:
+            if unseen[term]:
+                continue
+            rows = self.moves[:, term] != -1
+            covers[term] |= (self.moves[rows] == self.moves[rows, term][:, None]).all(axis=0)
+        return covers
+
+    def useful(self, producible: np.ndarray) -> np.ndarray:
+        """bool [terminals, states]: after terminal ``T``, the lexing in state ``q`` can still become
+        a terminal the parser may take (``producible``: a lexer's ``Prod``, [states, terminals])."""
+        return boolean_product(self.follows, producible.T)
