@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from localgcd.grammar.formats import to_grammar
 from localgcd.regex.dfa import determinize
-from localgcd.regex.nfa import NFA, UnsupportedRegex, literal_bytes
+from localgcd.regex import terminal
+from localgcd.regex.nfa import NFA, UnsupportedRegex, literal_bytes, literal_prefix_split
 from localgcd.lexer.product import product_dfa
 from localgcd.regex.terminal import literal_trie, terminal_dfa
 from localgcd.budget import unbounded
@@ -143,6 +144,27 @@ def test_a_literal_prefix_chained_into_its_rest_is_the_subset_construction(patte
     built = terminal_dfa(pattern)
     assert np.array_equal(built.transitions, whole.transitions)
     assert np.array_equal(built.accept, whole.accept)
+
+
+@pytest.mark.parametrize("prefixed_first", [True, False])
+def test_a_wide_rest_is_built_once_for_a_short_prefix_and_for_itself(prefixed_first: bool) -> None:
+    """Java's identifier and its annotation (``@`` + identifier): a rest whose Unicode classes spell
+    hundreds of UTF-8 sequences is one automaton, whichever pattern comes first, and each pattern's
+    automaton is still the subset construction's, state for state."""
+    rest = r"(?:[^\W\d]|\$)(?:\w|\$|" + ("ŝ" if prefixed_first else "ĉ") + ")*"  # (fresh per case: memos)
+    patterns = ["@" + rest, rest] if prefixed_first else [rest, "@" + rest]
+    built = {pattern: terminal_dfa(pattern) for pattern in patterns}
+    for pattern, dfa in built.items():
+        nfa = NFA()
+        whole = determinize(nfa, [nfa.add_regex(pattern, 0)], [0])
+        assert np.array_equal(dfa.transitions, whole.transitions)
+        assert np.array_equal(dfa.accept, whole.accept)
+    prefix, rest_key = literal_prefix_split("@" + rest, 1)
+    assert prefix == b"@" and literal_prefix_split(rest, 0)[1] == rest_key
+    if prefixed_first:
+        assert built[rest] is terminal._RESTS.get(rest_key)  # the bare pattern read the rest built first
+    else:
+        assert terminal._RESTS.get(rest_key) is built[rest]  # the bare pattern's automaton, kept as a rest
 
 
 @pytest.mark.parametrize("pattern, expected", [

@@ -16,8 +16,10 @@ from localgcd.memo import BoundedMemo
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
 from localgcd.regex.nfa import (NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives,
                                 literal_prefix_split)
+from localgcd.regex.charset import utf8_sequences
 from localgcd.regex.parse_memo import PackedNode, unpack
 from localgcd.regex.priority import needs_priority, priority_dfa
+from localgcd.regex.syntax import Chars, nodes_of
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 _MIN_SHARED_PREFIX = 4  # a shorter literal prefix is determinized with the rest of its pattern
@@ -77,13 +79,41 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
     dfa = _counted_dfa(counted, meter, what) if counted is not None else None
     if dfa is not None:
         return dfa, None
-    split = literal_prefix_split(pattern, _MIN_SHARED_PREFIX)
-    dfa = _prefixed_dfa(*split, meter, what) if split is not None else None
-    if dfa is not None:
-        return dfa, None
+    split = literal_prefix_split(pattern, 0)
+    shared = wide = None
+    if split is not None:
+        prefix, rest_key = split
+        shared = _RESTS.get(rest_key)
+        if prefix:
+            if shared is not None or len(prefix) >= _MIN_SHARED_PREFIX or (wide := _wide_rest(rest_key)):
+                dfa = _prefixed_dfa(prefix, rest_key, meter, what)
+                if dfa is not None:
+                    return dfa, None
+        elif shared is not None:  # (no prefix: the rest is the whole pattern, built for another's rest)
+            if meter is not None:
+                meter.states(shared.n_states, what)
+            return shared, None
     nfa = NFA()
     start = nfa.add_regex(pattern, 0)
-    return determinize(nfa, [start], [0], meter=meter, what=what), None
+    dfa = determinize(nfa, [start], [0], meter=meter, what=what)
+    if split is not None and not split[0] and (wide if wide is not None else _wide_rest(split[1])):
+        _RESTS.put(split[1], dfa)  # (the minimal automaton, numbered breadth first: the rest's own)
+    return dfa, None
+
+
+_WIDE_CLASS_SEQUENCES = 256  # a rest whose classes spell this many UTF-8 sequences is built once
+
+
+def _wide_rest(rest_key: PackedNode) -> bool:
+    """Whether a pattern's rest reads Unicode classes wide enough (``\\w``: 849 UTF-8 sequences,
+    ~15 ms a subset construction) that its automaton is built once for every pattern it ends, after
+    any literal prefix (Java's identifier and its annotation ``@`` + identifier), short as it is."""
+    try:
+        rest = unpack(rest_key)
+    except (UnicodeEncodeError, UnsupportedRegex):
+        return False
+    return sum(len(utf8_sequences(node.chars)) for node in nodes_of(rest) if isinstance(node, Chars)) \
+        >= _WIDE_CLASS_SEQUENCES
 
 
 def _shortened(pattern: str, keep: int = 60) -> str:
