@@ -7,7 +7,7 @@ asks "can the parser take ``T`` then ``t'``?" refuses more than it needs, never 
 an ``%ignore``d terminal may stand anywhere (anything may follow it, it may follow anything); so may
 lark's Indenter's newline (dropped inside brackets), and a terminal followed by one the Indenter
 declares (``_INDENT``/``_DEDENT``) is followed by anything.  The lexer reads the matrix
-(:func:`localgcd.lexer.fallbacks.unmet_fallbacks`) without importing the parser, and, for which
+(:func:`localgcd.lexer.fallbacks.fallback_terminals`) without importing the parser, and, for which
 terminal covers which where lark backs up (:meth:`~localgcd.lexer.fallbacks.Adjacency.covers`), the
 parse table's moves by lexer terminal (:func:`parser_moves`).
 """

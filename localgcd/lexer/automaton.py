@@ -25,7 +25,7 @@ from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.lexer.adjacency import Adjacency
-from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, unmet_fallbacks
+from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, fallback_terminals, fallback_witnesses
 from localgcd.lexer.first_match import first_match_backing
 from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
@@ -80,8 +80,16 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
                 continue
             raise error from None
     if follows is not None and first_match:
-        lexer, backing = _back_up_where_covered(plain, lexer, backing, emit_forbidden, follows, terminals)
-        _refuse_unmet_fallbacks(plain, backing, emit_forbidden, follows, terminals, source, text, refused)
+        try:
+            unmet = fallback_terminals(plain, backing, follows, emit_forbidden)
+        except TooManyFallbackStates as exc:
+            if refused:
+                raise next(iter(refused.values())) from None
+            warnings.warn(f"{source}: lark's lexer may back up to another terminal, and {exc}: not decided",
+                          GrammarWarning, stacklevel=3)
+            unmet = set()
+        lexer, backing = _back_up_where_covered(plain, lexer, backing, emit_forbidden, follows, terminals, unmet)
+        _refuse_unmet_fallbacks(plain, unmet - backing, emit_forbidden, follows, terminals, source, text, refused)
     if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
         kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
         kept[:emit_forbidden.shape[0]] = emit_forbidden
@@ -90,22 +98,16 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
 
 
 def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, backing: set[int],
-                           emit_forbidden: np.ndarray | None, follows: Adjacency, terminals: list[Terminal]
-                           ) -> tuple[LexingTransducer, set[int]]:
+                           emit_forbidden: np.ndarray | None, follows: Adjacency, terminals: list[Terminal],
+                           unmet: set[int]) -> tuple[LexingTransducer, set[int]]:
     """``lexer`` backing up, as lark's lexer does, also to the terminals lark falls back to where the
     parser could take what it lexes then, wherever the pending states are exact for them (the longer
     attempt can still become a terminal that covers the one backed up to: :meth:`Adjacency.covers`);
     (the lexer, the terminals it backs up for).  A terminal whose pending states are not exact, or
     too many, is left out (the fallback check then names it); so is one lexed before a fork (the
     parser's state picks the mode after it, and aliases are not read there)."""
-    if follows.moves is None:
-        return lexer, backing
-    try:
-        wanted = {f.terminal for f in unmet_fallbacks(plain, backing, follows, emit_forbidden, witnesses=False)}
-    except TooManyFallbackStates:
-        return lexer, backing
-    wanted -= {i for i, t in enumerate(terminals) if t.fork is not None}
-    if not wanted:
+    wanted = unmet - {i for i, t in enumerate(terminals) if t.fork is not None}
+    if follows.moves is None or not wanted:
         return lexer, backing
     taken = set()
     for term in sorted(wanted):  # (each alone first: a refusal names its own terminal)
@@ -131,26 +133,24 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
 _COVERED_PENDING = 5_000
 
 
-def _refuse_unmet_fallbacks(plain: LexingTransducer, handled: set[int], emit_forbidden: np.ndarray | None,
+def _refuse_unmet_fallbacks(plain: LexingTransducer, unmet: set[int], emit_forbidden: np.ndarray | None,
                             follows: Adjacency, terminals: list[Terminal], source: str, text: str,
                             refused: dict[int, GrammarError]) -> None:
-    """A :class:`GrammarWarning` at the first terminal lark's lexer backs up to where the pending
-    states do not, and the parser could take what lark lexes then (a quietly different language
-    otherwise: README, "Lexing semantics"), naming the others; the error of ``refused`` (a
-    terminal whose own ``re.match`` backs up, and whose pending states are not exact) where its
-    own fallback is one of them."""
+    """A :class:`GrammarWarning` at the first terminal of ``unmet`` — lark's lexer backs up to it
+    where the pending states do not, and the parser could take what lark lexes then (a quietly
+    different language otherwise: README, "Lexing semantics") —, naming the others; the error of
+    ``refused`` (a terminal whose own ``re.match`` backs up, and whose pending states are not exact)
+    where its own fallback is one of them."""
+    for term in sorted(unmet):
+        if term in refused:
+            raise refused[term] from None
+    if not unmet:
+        return
     try:
-        found = unmet_fallbacks(plain, handled, follows, emit_forbidden)
+        found = fallback_witnesses(plain, unmet, follows, emit_forbidden)
     except TooManyFallbackStates as exc:
-        if refused:
-            raise next(iter(refused.values())) from None
         warnings.warn(f"{source}: lark's lexer may back up to another terminal, and {exc}: not decided",
                       GrammarWarning, stacklevel=4)
-        return
-    for fallback in found:
-        if fallback.terminal in refused:
-            raise refused[fallback.terminal] from None
-    if not found:
         return
     found = sorted(found, key=lambda f: (len(f.witness), f.terminal))
     names = [terminals[f.terminal].name for f in found]

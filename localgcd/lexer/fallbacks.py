@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.lexer.adjacency import Adjacency
-from localgcd.lexer.pending import shortest_texts
+from localgcd.lexer.pending import ShortestTexts, shortest_texts
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.dfa import DEAD_STATE
 
@@ -112,22 +112,37 @@ class _Moves:
 
 
 def unmet_fallbacks(lexer: LexingTransducer, handled: set[int], adjacency: Adjacency,
-                    emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES,
-                    witnesses: bool = True) -> list[Fallback]:
+                    emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES) -> list[Fallback]:
     """The fallbacks of the plain transducer ``lexer`` (no pending states) to a terminal not in
     ``handled`` (those the pending states back up for) that the parser could take, one per such
-    terminal, with the shortest witness (``witnesses``: False, the terminals alone).
+    terminal, with the shortest witness (:func:`fallback_terminals`, then :func:`fallback_witnesses`)."""
+    found = fallback_terminals(lexer, handled, adjacency, emit_forbidden, limit)
+    return fallback_witnesses(lexer, found, adjacency, emit_forbidden, limit)
 
-    Decided over pairs (longer attempt, restart state), each with the set of terminals ``T`` it
-    may back up to (a fixpoint: the moves do not depend on ``T``); the witnesses, only where some
-    fallback matters, by a breadth-first walk of the triples for those terminals alone."""
+
+def fallback_witnesses(lexer: LexingTransducer, terms: set[int], adjacency: Adjacency,
+                       emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES) -> list[Fallback]:
+    """For each of ``terms`` (lark's fallbacks to it matter: :func:`fallback_terminals`), the
+    shortest witness, by a breadth-first walk of that terminal's triples alone."""
+    if not terms:
+        return []
+    moves = _Moves(lexer, adjacency, emit_forbidden)
+    prefixes = shortest_texts(moves.lexer)  # (once: a walk over every state)
+    return [_witness(moves, term, limit, prefixes) for term in sorted(terms)]
+
+
+def fallback_terminals(lexer: LexingTransducer, handled: set[int], adjacency: Adjacency,
+                       emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES) -> set[int]:
+    """The terminals not in ``handled`` that the plain transducer ``lexer`` falls back to where the
+    parser could take what follows: decided over pairs (longer attempt, restart state), each with the
+    set of terminals ``T`` it may back up to (a fixpoint: the moves do not depend on ``T``)."""
     moves = _Moves(lexer, adjacency, emit_forbidden)
     n_terms, n_states = lexer.n_terminals, lexer.n_states
     wanted = np.ones(n_terms, dtype=bool)
     wanted[sorted(handled)] = False
     _, _, longer, terms, again = moves.formations(wanted)
     if not terms.size:
-        return []
+        return set()
     index: dict[int, int] = {}
     sets = np.zeros((0, n_terms), dtype=bool)
     bits = np.zeros((terms.size, n_terms), dtype=bool)
@@ -168,15 +183,10 @@ def unmet_fallbacks(lexer: LexingTransducer, handled: set[int], adjacency: Adjac
         frontier_bits = delta[i] & moves.useful[:, frontier_A].T
         alive = frontier_bits.any(axis=1)
         frontier_L, frontier_A, frontier_bits = frontier_L[alive], frontier_A[alive], frontier_bits[alive]
-    if not mattering.any():
-        return []
-    if not witnesses:  # (the terminals alone)
-        return [Fallback(int(term), (), -1, b"") for term in np.flatnonzero(mattering).tolist()]
-    prefixes = shortest_texts(moves.lexer)  # (once: a walk over every state)
-    return [_witness(moves, int(term), limit, prefixes) for term in np.flatnonzero(mattering).tolist()]
+    return set(np.flatnonzero(mattering).tolist())
 
 
-def _witness(moves: _Moves, term: int, limit: int, prefixes: dict[int, bytes]) -> Fallback:
+def _witness(moves: _Moves, term: int, limit: int, prefixes: ShortestTexts) -> Fallback:
     """The shortest text on which lark backs up to ``term`` and the parser could take what follows
     (a breadth-first walk of the pending triples of that terminal alone; ``prefixes``: each plain
     state's shortest text, :func:`~localgcd.lexer.pending.shortest_texts`)."""

@@ -254,20 +254,40 @@ def _step(lexer: LexingTransducer, rules: _Rules, state: Pending, byte: int) -> 
     return (TWO_AT_ONCE, out) if out != NO_EMIT else (_EMITS, step)
 
 
-def shortest_texts(lexer: LexingTransducer) -> dict[int, bytes]:
+def shortest_texts(lexer: LexingTransducer) -> "ShortestTexts":
     """Each plain state's shortest text without an emission from a start state (of its mode)."""
-    starts = sorted({0, *lexer.restart[:lexer.n_terminals].tolist()})
-    texts = {start: b"" for start in starts}
-    order = deque(starts)
-    while order:
-        q = order.popleft()
-        row, out = lexer.next_state[q], lexer.emitted[q]
-        for byte in np.flatnonzero((row != DEAD_STATE) & (out == NO_EMIT)).tolist():
-            nxt = int(row[byte])
-            if nxt not in texts:
-                texts[nxt] = texts[q] + bytes([byte])
-                order.append(nxt)
-    return texts
+    return ShortestTexts(lexer)
+
+
+class ShortestTexts:
+    """The shortest texts of :func:`shortest_texts`: a breadth-first walk on arrays, a level at a
+    time, keeping each state's parent and byte; a text is spelled when asked for (:meth:`get`)."""
+
+    def __init__(self, lexer: LexingTransducer) -> None:
+        n = lexer.n_states
+        self.parent = np.full(n, -2, dtype=np.int64)  # -1: a start state, -2: not reached
+        self.byte = np.zeros(n, dtype=np.uint8)
+        starts = np.asarray(sorted({0, *lexer.restart[:lexer.n_terminals].tolist()}), dtype=np.int64)
+        self.parent[starts] = -1
+        frontier = starts
+        while frontier.size:
+            rows, out = lexer.next_state[frontier], lexer.emitted[frontier]
+            i, b = np.nonzero((rows != DEAD_STATE) & (out == NO_EMIT))
+            nxt = rows[i, b].astype(np.int64)
+            fresh = self.parent[nxt] == -2
+            nxt, i, b = nxt[fresh], i[fresh], b[fresh]
+            nxt, first = np.unique(nxt, return_index=True)  # (the first way in, in row and byte order)
+            self.parent[nxt], self.byte[nxt] = frontier[i[first]], b[first]
+            frontier = nxt
+
+    def get(self, state: int, default: bytes = b"") -> bytes:
+        if self.parent[state] == -2:
+            return default
+        spelled = bytearray()
+        while self.parent[state] >= 0:
+            spelled.append(int(self.byte[state]))
+            state = int(self.parent[state])
+        return bytes(reversed(spelled))
 
 
 class PendingRefused(UnsupportedConstruct):
