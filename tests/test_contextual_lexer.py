@@ -189,8 +189,7 @@ def reference(name: str, back_up_to_others: bool = True) -> ContextualChecker:
 #: terminals (tests/test_lark_fallbacks.py), and there localgcd refuses what lark accepts — the masks
 #: tests leave out exactly what a reference that does not back up into another terminal's lexeme
 #: agrees with localgcd on (``uncarried``), never a token localgcd allows and lark refuses
-UNCARRIED = frozenset({"lark/issue37/pyquil__grammar.lark", "lark/third_party/syncode__sql.lark",
-                       "lark/issue37/lark-dbml__dbml.lark"})
+UNCARRIED = frozenset({"lark/issue37/pyquil__grammar.lark", "lark/third_party/syncode__sql.lark"})
 
 
 # ---------------------------------------------------------------------------------------------
