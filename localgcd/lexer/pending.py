@@ -66,13 +66,16 @@ from localgcd.regex.priority import backs_up
 _MAX_PENDING = 100_000
 #: lexemes the restart lexing may end while the longer attempt lives (each a link of an alias chain)
 MAX_HELD = 4
+#: pending states that hold lexemes, explored before the window is refused as nested (a window over a
+#: string's body, where the restart lexing would hold its words, reaches it long before MAX_HELD)
+MAX_HOLDING = 2_000
 Pending = tuple[int, tuple[int, ...], int]  # (q_long, (T, e1 … ek), q_restart)
 NESTED = "nested"  # the restart lexing holds too many lexemes, or one that would back up itself
 TWO_AT_ONCE = "two emissions at one byte"  # the byte that kills the longer attempt also ends the restart's lexeme
 NOT_PRODUCIBLE = "T not producible"  # the longer attempt can no longer become a terminal covering T
 AT_END = "end of text"  # the text ends in a window where the restart's lexeme is complete
 _REASONS = {  # what a refusal says
-    NESTED: "the lexeme after it would back up too",
+    NESTED: "the lexemes after it end inside its window, more than the tables hold, or one would back up too",
     NOT_PRODUCIBLE: "a longer attempt that can no longer become it (the next terminal would not be exact)",
 }
 
@@ -122,8 +125,16 @@ def _explore(lexer: LexingTransducer, rules: _Rules, limit: int, fail_fast: bool
             seen_kinds.add((kind, term, other))
             found.obstructions.append(Obstruction(kind, term, witness, other))
 
+    holding = 0
+
     def enter(state: Pending, text: bytes, depth: int) -> None:
+        nonlocal holding
         if state not in found.states and len(found.states) < limit:
+            if len(state[1]) > 1:
+                holding += 1
+                if holding > MAX_HOLDING:
+                    obstruct(NESTED, state[1][0], text, state[1][-1])
+                    return
             found.states[state] = text
             found.longest_window = max(found.longest_window, depth)
             queue.append((state, depth))
