@@ -3,8 +3,8 @@
 
 Its compile takes ~20 s (the lexer stage: docs/architecture.md, Known debts), and
 tests/test_corpus37.py (it compiles in its project's mode) and tests/test_indent_contextual.py (its
-masks against lark's) read the very same compile.  The tests that read it carry :data:`GDSCRIPT_GROUP`,
-so that pytest-xdist (``--dist loadgroup``, pyproject.toml) runs them in one worker, which compiles it once.
+masks against lark's) read the very same compile.  tests/conftest.py (``SHARED_BUILDS``) sends the tests that read it to one
+xdist worker, which compiles it once.
 """
 
 from __future__ import annotations
@@ -12,14 +12,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import pytest
-
 import localgcd
 from exactness_support import byte_vocabulary
 
 GDSCRIPT = Path(__file__).resolve().parent / "corpus" / "lark" / "third_party" / "gdtoolkit__gdscript.lark"
-#: the xdist group of the tests that read :func:`gdscript_compiled`
-GDSCRIPT_GROUP = pytest.mark.xdist_group("gdscript")
 
 
 @functools.lru_cache(maxsize=None)

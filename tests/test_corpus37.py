@@ -42,7 +42,7 @@ import pytest
 
 import localgcd
 from exactness_support import byte_vocabulary
-from gdscript_support import GDSCRIPT, GDSCRIPT_GROUP, gdscript_compiled
+from gdscript_support import GDSCRIPT, gdscript_compiled
 from reference.lark_oracle import lark_accepts
 from localgcd.errors import GrammarError, LocalgcdError
 from localgcd.grammar.formats import to_grammar
@@ -320,8 +320,7 @@ def marks_of(entry: WildGrammar) -> list:
     return [DYNAMIC_LEXER] if entry.path in DYNAMIC_NOT_EXACT else []
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, marks=marks_of(e) + ([pytest.mark.slow] if e.path in SLOW_STAGE else [])
-                                                  + ([GDSCRIPT_GROUP] if e.file == GDSCRIPT else []))
+@pytest.mark.parametrize("entry", [pytest.param(e, marks=marks_of(e) + ([pytest.mark.slow] if e.path in SLOW_STAGE else []))
                                    for e in CORPUS37 if e.must_fix], ids=str)
 def test_compiles_in_its_projects_mode(entry: WildGrammar) -> None:
     compiled = compile_in_its_projects_mode(entry)

@@ -21,7 +21,7 @@ import pytest
 
 import localgcd
 from exactness_support import MismatchLog, byte_vocabulary, reference_verdicts
-from gdscript_support import GDSCRIPT, GDSCRIPT_GROUP, gdscript_compiled
+from gdscript_support import GDSCRIPT, gdscript_compiled
 from reference.indent_contextual import IndentedContextualChecker, with_names
 from localgcd.parser.pda import DEAD_STACK
 from reference.lark_oracle import lark_accepts
@@ -53,8 +53,8 @@ SMALL_TEXTS = ["if a:\n  f(b)\nelse:\n  g()\n", "if a:\n  elsewhere(x, y)\n  if 
                "\nf(a,\n  b)\nif x:\n\tg()\n"]
 
 
-#: the two grammars; gdscript's tests run in one xdist worker, which compiles it once (tests/gdscript_support.py)
-NAMES = ["small", pytest.param("gdscript", marks=GDSCRIPT_GROUP)]
+#: the two grammars; gdscript's tests run in one xdist worker, which compiles it once (tests/conftest.py, SHARED_BUILDS)
+NAMES = ["small", "gdscript"]
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: both tests read one wheel (the module's fixture): one xdist worker runs them and builds it once
-pytestmark = pytest.mark.xdist_group("wheel")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """(Both tests read it: tests/conftest.py's SHARED_BUILDS sends them to one xdist worker, which builds it once.)"""
     pytest.importorskip("setuptools")
     pytest.importorskip("wheel")
     tmp = tmp_path_factory.mktemp("wheel")
