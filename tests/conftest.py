@@ -66,3 +66,33 @@ def sigint_raises() -> Iterator[None]:
     yield
     signal.signal(signal.SIGINT, previous)
 
+
+#: tests that read one slow build (a module fixture, or a memo in a tests/*_support.py module), by node id:
+#: (the start of the id, a part it holds) -- each group runs in one xdist worker, which makes the build once.
+#: (xdist's own ``xdist_group`` marks group nothing under pytest 9: xdist 3.8 renames ``item._nodeid``,
+#: which pytest 9's node ids no longer read, so the controller groups by these ids itself.)
+SHARED_BUILDS = {
+    "wheel": [("tests/test_packaging.py::", "")],
+    "gdscript": [("tests/test_indent_contextual.py::", "[gdscript]"),
+                 ("tests/test_corpus37.py::test_compiles_in_its_projects_mode[", "gdscript")],
+}
+
+
+def shared_build_of(nodeid: str) -> str | None:
+    """The group of :data:`SHARED_BUILDS` a test belongs to, if any."""
+    return next((group for group, members in SHARED_BUILDS.items()
+                 if any(nodeid.startswith(start) and part in nodeid for start, part in members)), None)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist load`` (addopts' ``-n 2``), but the tests of one :data:`SHARED_BUILDS` group go to one worker."""
+    if config.getvalue("dist") != "load":
+        return None  # (another mode asked for: xdist's own)
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedBuildScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_build_of(nodeid) or nodeid
+
+    return SharedBuildScheduling(config, log)
+

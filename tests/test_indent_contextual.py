@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import random
-from pathlib import Path
 
 import lark
 import numpy as np
@@ -22,12 +21,11 @@ import pytest
 
 import localgcd
 from exactness_support import MismatchLog, byte_vocabulary, reference_verdicts
+from gdscript_support import GDSCRIPT, gdscript_compiled
 from reference.indent_contextual import IndentedContextualChecker, with_names
 from localgcd.parser.pda import DEAD_STACK
 from reference.lark_oracle import lark_accepts
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
-GDSCRIPT = CORPUS / "lark" / "third_party" / "gdtoolkit__gdscript.lark"
 #: lark's Indenter as localgcd reads gdscript's names (detected: _NL, _INDENT, _DEDENT, lark's brackets
 #: and its default tab length; gdtoolkit's own GDScriptIndenter is a subclass that also reads lambdas)
 GD_INDENTER = with_names({"NL_type": "_NL", "tab_len": 8})
@@ -55,12 +53,16 @@ SMALL_TEXTS = ["if a:\n  f(b)\nelse:\n  g()\n", "if a:\n  elsewhere(x, y)\n  if 
                "\nf(a,\n  b)\nif x:\n\tg()\n"]
 
 
+#: the two grammars; gdscript's tests run in one xdist worker, which compiles it once (tests/conftest.py, SHARED_BUILDS)
+NAMES = ["small", "gdscript"]
+
+
 @functools.lru_cache(maxsize=None)
 def compiled(name: str) -> localgcd.CompiledGrammar:
-    text = GDSCRIPT.read_text(encoding="utf-8") if name == "gdscript" else SMALL
-    return localgcd.compile_grammar(text, byte_vocabulary(), fmt="lark", parser="lalr", lexer="contextual",
-                                    lark_regex=name == "gdscript", use_cache=False,
-                                    source=str(GDSCRIPT) if name == "gdscript" else "<small>")
+    if name == "gdscript":
+        return gdscript_compiled()  # (the compile tests/test_corpus37.py reads too)
+    return localgcd.compile_grammar(SMALL, byte_vocabulary(), fmt="lark", parser="lalr", lexer="contextual",
+                                    use_cache=False, source="<small>")
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,7 +93,7 @@ def edits(text: str, rng: random.Random, n: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["small", "gdscript"])
+@pytest.mark.parametrize("name", NAMES)
 def test_the_texts_are_the_languages_own(name: str) -> None:
     """Each text is a viable prefix for lark, and the first ones are sentences."""
     parser, ref = lark_parser(name), reference(name)
@@ -99,14 +101,14 @@ def test_the_texts_are_the_languages_own(name: str) -> None:
     assert all(lark_accepts(parser, text) for text in texts_of(name)[:3])
 
 
-@pytest.mark.parametrize("name", ["small", "gdscript"])
+@pytest.mark.parametrize("name", NAMES)
 def test_the_newline_forks_where_the_parser_states_lex_differently(name: str) -> None:
     grammar = compiled(name)
     newline = grammar.terminals[grammar.indenter.newline]
     assert newline.fork and len(newline.lexed_in) == grammar.lexer_modes
 
 
-@pytest.mark.parametrize("name", ["small", "gdscript"])
+@pytest.mark.parametrize("name", NAMES)
 def test_masks_equal_the_reference_over_bytes(name: str) -> None:
     """Every byte and the end at every prefix of each text: localgcd's mask against lark's
     contextual lexer and Indenter (0 unsound, 0 incomplete); gdscript's ASCII bytes and the end (its
@@ -127,7 +129,7 @@ def test_masks_equal_the_reference_over_bytes(name: str) -> None:
     assert not log, log.report(name)
 
 
-@pytest.mark.parametrize("name", ["small", "gdscript"])
+@pytest.mark.parametrize("name", NAMES)
 def test_check_agrees_with_lark_on_whole_texts(name: str) -> None:
     """``check``'s verdict (the matcher over the whole text) against lark's parse with its Indenter,
     on the texts and on texts one edit away."""
@@ -150,12 +152,13 @@ def compiled_for(name: str, vocab_name: str) -> localgcd.CompiledGrammar:
     from localgcd import load_vocabulary
     from localgcd.llama.vocab_sources import vocab_path
 
-    text = GDSCRIPT.read_text(encoding="utf-8") if name == "gdscript" else SMALL
-    return localgcd.compile_grammar(text, load_vocabulary(vocab_path(vocab_name)), fmt="lark", parser="lalr",
-                                    lexer="contextual", lark_regex=name == "gdscript", use_cache=False)
+    if name == "gdscript":
+        return gdscript_compiled(vocab_name)
+    return localgcd.compile_grammar(SMALL, load_vocabulary(vocab_path(vocab_name)), fmt="lark", parser="lalr",
+                                    lexer="contextual", use_cache=False)
 
 
-@pytest.mark.parametrize("name", ["small", "gdscript"])
+@pytest.mark.parametrize("name", NAMES)
 def test_crossing_tokens_read_along_the_trie_are_each_tokens_own_reading(name: str) -> None:
     """At every byte of each text, the mask's verdict on each crossing token (a fork lexeme — the
     newline's above all — ends inside it; read once per trie node for every token below it, the
@@ -181,7 +184,7 @@ def test_crossing_tokens_read_along_the_trie_are_each_tokens_own_reading(name: s
     assert checked
 
 
-@pytest.mark.parametrize("name", ["small", "gdscript"])
+@pytest.mark.parametrize("name", NAMES)
 def test_masks_equal_the_reference_over_smollm2(name: str) -> None:
     """Along each text cut into smollm2's longest tokens the grammar allows, 24 allowed and 24 masked
     tokens per position (ASCII ones for gdscript) against lark's contextual lexer and Indenter."""
