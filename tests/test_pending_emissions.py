@@ -83,25 +83,23 @@ def test_a_terminal_backs_up_and_the_byte_that_ended_it_is_read_again(text: str)
     assert ours(text, NUMBERS) == larks(text, NUMBERS)
 
 
-def test_the_backing_up_lexer_lexes_random_texts_as_lark_does() -> None:
-    rng = random.Random(0)
-    texts = ["".join(rng.choice("0.5x ?") for _ in range(rng.randint(0, 8))) for _ in range(1500)]
-    differ = [t for t in texts if ours(t, NUMBERS) != larks(t, NUMBERS)]
+#: (grammar, the characters of its random texts, their longest length): each back-up kind
+RANDOM_TEXTS = {"numbers": (NUMBERS, "0.5x ?", 8), "held": (HELD_BACKUP, "abcx", 9)}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_TEXTS))
+def test_the_backing_up_lexer_lexes_random_texts_as_lark_does(name: str) -> None:
+    grammar, alphabet, longest = RANDOM_TEXTS[name]
+    rng = random.Random(name)
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest))) for _ in range(1500)]
+    differ = [t for t in texts if ours(t, grammar) != larks(t, grammar)]
     assert not differ, differ[:5]
-    assert any(ours(t, NUMBERS) is None for t in texts) and any(ours(t, NUMBERS) for t in texts)
+    assert any(ours(t, grammar) is None for t in texts) and any(len(ours(t, grammar) or ()) > 3 for t in texts)
 
 
 @pytest.mark.parametrize("text", ["abbbx", "abbx", "abbbc", "abbbcx", "ab", "abbb", "abx", "aabbba"])
 def test_lexemes_the_restart_ends_inside_the_window_are_held_and_emitted_after_it(text: str) -> None:
     assert ours(text, HELD_BACKUP) == larks(text, HELD_BACKUP)
-
-
-def test_the_held_backup_lexes_random_texts_as_lark_does() -> None:
-    rng = random.Random(1)
-    texts = ["".join(rng.choice("abcx") for _ in range(rng.randint(0, 9))) for _ in range(1500)]
-    differ = [t for t in texts if ours(t, HELD_BACKUP) != larks(t, HELD_BACKUP)]
-    assert not differ, differ[:5]
-    assert any(ours(t, HELD_BACKUP) is None for t in texts) and any(len(ours(t, HELD_BACKUP) or ()) > 3 for t in texts)
 
 
 def test_a_window_that_holds_more_lexemes_than_the_tables_carry_is_refused_with_a_witness() -> None:
