@@ -43,8 +43,10 @@ if TYPE_CHECKING:  # (a general grammar's engine, GBNF's token elements: importe
 #: the parser's stack picks the mode after it), and contextual tables have no terminal classes.
 #: 14: a lexer in which nothing backs up has no alias table (13 could store an empty one).
 #: 15: a Lark grammar's terminals carry lark's pattern length and flags, and its lexer reads lark's
-#: first match (lexer/first_match.py), not the longest.
-TABLE_FORMAT_VERSION = 15
+#: first match (lexer/first_match.py), not the longest.  16: a Lark grammar's lexer backs up into
+#: another terminal where a covering terminal makes it exact, and holds lexemes in a window (alias
+#: chains through holding states: lexer/pending.py): the same text compiles to other tables.
+TABLE_FORMAT_VERSION = 16
 
 
 @dataclass
