@@ -8,7 +8,7 @@ an ``%ignore``d terminal may stand anywhere (anything may follow it, it may foll
 lark's Indenter's newline (dropped inside brackets), and a terminal followed by one the Indenter
 declares (``_INDENT``/``_DEDENT``) is followed by anything.  The lexer reads the matrix
 (:func:`localgcd.lexer.fallbacks.fallback_terminals`) without importing the parser, and, for which
-terminal covers which where lark backs up (:meth:`~localgcd.lexer.fallbacks.Adjacency.covers`), the
+terminal covers which where lark backs up (:meth:`~localgcd.lexer.adjacency.Adjacency.covers`), the
 parse table's moves by lexer terminal (:func:`parser_moves`).
 """
 

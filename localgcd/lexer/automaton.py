@@ -27,7 +27,8 @@ from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.lexer.adjacency import Adjacency
 from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, fallback_terminals, fallback_witnesses
 from localgcd.lexer.first_match import first_match_backing
-from localgcd.lexer.pending import PendingRefused, backing_terminals, backing_up_lexer
+from localgcd.lexer.pending import (BackUpRules, PendingRefused, backing_terminals, backing_up_lexer,
+                                    backing_up_tables, refusal)
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
@@ -109,18 +110,15 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
     wanted = unmet - {i for i, t in enumerate(terminals) if t.fork is not None}
     if follows.moves is None or not wanted:
         return lexer, backing
-    taken = set()
-    for term in sorted(wanted):  # (each alone first: a refusal names its own terminal)
-        try:
-            backing_up_lexer(plain, backing | {term}, emit_forbidden, parser=follows, limit=_COVERED_PENDING)
-            taken.add(term)
-        except PendingRefused:
-            pass
+    rules = BackUpRules.of(plain, backing, emit_forbidden, follows, covering=wanted)
+    # (each alone first, explored without writing tables: a refusal names its own terminal)
+    taken = {term for term in sorted(wanted)
+             if refusal(plain, dataclasses.replace(rules, backing=backing | {term}), _COVERED_PENDING) is None}
     if not taken:
         return lexer, backing
     try:
-        made = backing_up_lexer(plain, backing | taken, emit_forbidden, parser=follows,
-                                limit=len(taken) * _COVERED_PENDING)
+        made = backing_up_tables(plain, dataclasses.replace(rules, backing=backing | taken),
+                                 limit=len(taken) * _COVERED_PENDING)
     except PendingRefused:
         return lexer, backing
     if made.alias_of is not None and any(terminals[t].fork is not None for t in made.alias_of.tolist()):

@@ -8,7 +8,7 @@ then ``else``).  The transducer looks one byte past a lexeme; it backs up furthe
 pending terminal of :mod:`localgcd.lexer.pending` (the terminals whose own ``re.match`` backs up,
 where that is exact).  Every other such back-up would make localgcd refuse a text lark accepts.
 
-:func:`unmet_fallbacks` finds them: the pending-state exploration of :mod:`localgcd.lexer.pending`
+:func:`fallback_terminals` finds them: the pending-state exploration of :mod:`localgcd.lexer.pending`
 (``P = (q_long, T, q_restart)``) over every terminal the transducer does not back up for — as
 pairs ``(q_long, q_restart)`` each with the set of ``T`` it may fall back to, a fixpoint run on
 arrays a frontier at a time (the moves do not depend on ``T``) —, up to the *fallback events* — the longer attempt dies while the
@@ -19,8 +19,9 @@ event matters only where the parser could take the fallback: ``T`` followed by a
 the restart lexing can still become (``Prod`` of its state) must be a pair of ``follows`` (the
 grammar's terminal bigrams, an over-approximation from its rules made by the compiler; an ignored
 ``t'`` or ``T`` lets anything follow).  A fallback no parse can take leaves both lark and localgcd
-refusing the text.  The shortest witness of a terminal whose fallback matters is found by a
-breadth-first walk of its triples alone (:func:`_witness`), only then.
+refusing the text.  The shortest witness of a terminal whose fallback matters, and that the
+pending states do not carry, is found by a breadth-first walk of its triples alone
+(:func:`fallback_witnesses`), only then.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localgcd.lexer.adjacency import Adjacency
-from localgcd.lexer.pending import ShortestTexts, shortest_texts
+from localgcd.lexer.pending import ShortestTexts
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.dfa import DEAD_STATE
 
@@ -111,15 +112,6 @@ class _Moves:
                                       adjacency.follows[T, t_end] & adjacency.last[t_end])
 
 
-def unmet_fallbacks(lexer: LexingTransducer, handled: set[int], adjacency: Adjacency,
-                    emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES) -> list[Fallback]:
-    """The fallbacks of the plain transducer ``lexer`` (no pending states) to a terminal not in
-    ``handled`` (those the pending states back up for) that the parser could take, one per such
-    terminal, with the shortest witness (:func:`fallback_terminals`, then :func:`fallback_witnesses`)."""
-    found = fallback_terminals(lexer, handled, adjacency, emit_forbidden, limit)
-    return fallback_witnesses(lexer, found, adjacency, emit_forbidden, limit)
-
-
 def fallback_witnesses(lexer: LexingTransducer, terms: set[int], adjacency: Adjacency,
                        emit_forbidden: np.ndarray | None = None, limit: int = MAX_FALLBACK_STATES) -> list[Fallback]:
     """For each of ``terms`` (lark's fallbacks to it matter: :func:`fallback_terminals`), the
@@ -127,7 +119,7 @@ def fallback_witnesses(lexer: LexingTransducer, terms: set[int], adjacency: Adja
     if not terms:
         return []
     moves = _Moves(lexer, adjacency, emit_forbidden)
-    prefixes = shortest_texts(moves.lexer)  # (once: a walk over every state)
+    prefixes = ShortestTexts(moves.lexer)  # (once: a walk over every state)
     return [_witness(moves, term, limit, prefixes) for term in sorted(terms)]
 
 
@@ -189,7 +181,7 @@ def fallback_terminals(lexer: LexingTransducer, handled: set[int], adjacency: Ad
 def _witness(moves: _Moves, term: int, limit: int, prefixes: ShortestTexts) -> Fallback:
     """The shortest text on which lark backs up to ``term`` and the parser could take what follows
     (a breadth-first walk of the pending triples of that terminal alone; ``prefixes``: each plain
-    state's shortest text, :func:`~localgcd.lexer.pending.shortest_texts`)."""
+    state's shortest text, :class:`~localgcd.lexer.pending.ShortestTexts`)."""
     lexer, adjacency = moves.lexer, moves.adjacency
     follows, n_states = adjacency.follows, lexer.n_states
     wanted = np.zeros(lexer.n_terminals, dtype=bool)

@@ -74,10 +74,15 @@ NESTED = "nested"  # the restart lexing holds too many lexemes, or one that woul
 TWO_AT_ONCE = "two emissions at one byte"  # the byte that kills the longer attempt also ends the restart's lexeme
 NOT_PRODUCIBLE = "T not producible"  # the longer attempt can no longer become a terminal covering T
 AT_END = "end of text"  # the text ends in a window where the restart's lexeme is complete
+#: the byte that kills the longer attempt enters a pending state of the restart's own lexeme (refused,
+#: but only where neither NESTED nor NOT_PRODUCIBLE is found: the tables' writing met it last)
+BACKS_UP_AGAIN = "the restart backs up again"
 _REASONS = {  # what a refusal says
     NESTED: "the lexemes after it end inside its window, more than the tables hold, or one would back up too",
     NOT_PRODUCIBLE: "a longer attempt that can no longer become it (the next terminal would not be exact)",
 }
+_REASONS[BACKS_UP_AGAIN] = _REASONS[NESTED]
+_FATAL = (NESTED, NOT_PRODUCIBLE)  # found first, they end the exploration (fail_fast)
 
 
 @dataclass(frozen=True)
@@ -104,26 +109,29 @@ class PendingStates:
 
 
 def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None = None,
-                   limit: int = 200_000, *, parser: Adjacency | None = None, fail_fast: bool = False) -> PendingStates:
+                   limit: int = 200_000, *, parser: Adjacency | None = None) -> PendingStates:
     """Explore the pending-emission states of ``lexer`` for the terminals in ``backing``
-    (breadth-first, at most ``limit`` states; the first obstruction of each kind and pair kept;
-    ``fail_fast``: up to the first that refuses the tables, NESTED or NOT_PRODUCIBLE).
+    (breadth-first, at most ``limit`` states; the first obstruction of each kind and pair kept).
     ``parser`` (a Lark grammar's): which terminals cover which, and a back-up whose next terminals
     the parser cannot take is no longer pending (lark would back up, and then the parser refuses)."""
-    return _explore(lexer, _Rules.of(lexer, backing, emit_forbidden, parser), limit, fail_fast)
+    return _explore(lexer, BackUpRules.of(lexer, backing, emit_forbidden, parser), limit, fail_fast=False)
 
 
-def _explore(lexer: LexingTransducer, rules: _Rules, limit: int, fail_fast: bool) -> PendingStates:
-    """:func:`pending_states` under ``rules``."""
+def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast: bool) -> PendingStates:
+    """:func:`pending_states` under ``rules`` (``fail_fast``: up to the first obstruction that
+    refuses the tables, NESTED or NOT_PRODUCIBLE)."""
     found = PendingStates()
-    prefix = shortest_texts(lexer)
+    prefix = ShortestTexts(lexer)
     seen_kinds: set[tuple[str, int, int]] = set()
     queue: deque[tuple[Pending, int]] = deque()
+    fatal = False
 
     def obstruct(kind: str, term: int, witness: bytes, other: int = -1) -> None:
+        nonlocal fatal
         if (kind, term, other) not in seen_kinds:  # the shortest witness of each
             seen_kinds.add((kind, term, other))
             found.obstructions.append(Obstruction(kind, term, witness, other))
+            fatal = fatal or kind in _FATAL
 
     holding = 0
 
@@ -139,9 +147,11 @@ def _explore(lexer: LexingTransducer, rules: _Rules, limit: int, fail_fast: bool
             found.longest_window = max(found.longest_window, depth)
             queue.append((state, depth))
 
-    for q, byte, state in _formations(lexer, rules):
+    formations = list(_formations(lexer, rules))
+    forming = {(q, byte) for q, byte, _ in formations}
+    for q, byte, state in formations:
         enter(state, prefix.get(q, b"") + bytes([byte]), 1)
-    while queue and not (fail_fast and _refused(found)):
+    while queue and not (fail_fast and fatal):
         state, depth = queue.popleft()
         (longer, chain, again), text = state, found.states[state]
         term = chain[0]
@@ -157,12 +167,14 @@ def _explore(lexer: LexingTransducer, rules: _Rules, limit: int, fail_fast: bool
                 found.emitting.setdefault((term, again), text + bytes([byte]))
             elif kind in (NESTED, TWO_AT_ONCE):
                 obstruct(kind, term, text + bytes([byte]), value)
+            if kind in (_EMITS, TWO_AT_ONCE) and (again, byte) in forming:  # (the restart's own lexeme)
+                obstruct(BACKS_UP_AGAIN, term, text + bytes([byte]), int(lexer.accept[again]))
     return found
 
 
 @dataclass(frozen=True)
-class _Rules:
-    """What the exploration reads besides the lexer: the terminals backed up for, the look-aheads
+class BackUpRules:
+    """What the exploration of pending states reads besides the lexer: the terminals backed up for, the look-aheads
     past lexemes, and the parser's (which terminal covers which; after ``T``, whether the lexing in
     a state can still become a terminal the parser may take)."""
 
@@ -173,10 +185,12 @@ class _Rules:
 
     @classmethod
     def of(cls, lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None,
-           parser: Adjacency | None) -> "_Rules":
+           parser: Adjacency | None, covering: set[int] = frozenset()) -> "BackUpRules":
+        """The rules for ``backing`` (``covering``: more terminals whose covers to decide now, for
+        the same rules over other ``backing`` sets: ``dataclasses.replace``)."""
         if parser is None:
             return cls(backing, emit_forbidden)
-        return cls(backing, emit_forbidden, parser.covers(backing), parser.useful(lexer.producible))
+        return cls(backing, emit_forbidden, parser.covers(backing | covering), parser.useful(lexer.producible))
 
     def forbids(self, state: int, byte: int) -> bool:
         return self.emit_forbidden is not None and bool(self.emit_forbidden[state, byte])
@@ -185,10 +199,6 @@ class _Rules:
         """After terminal ``last``, no terminal the lexing in ``state`` can still become is one the
         parser may take."""
         return self.useful is not None and not self.useful[last, state]
-
-
-def _refused(found: PendingStates) -> bool:
-    return any(o.kind in (NESTED, NOT_PRODUCIBLE) for o in found.obstructions)
 
 
 def _covered(lexer: LexingTransducer, longer: int, term: int, covers: np.ndarray | None) -> bool:
@@ -201,7 +211,7 @@ def _covered(lexer: LexingTransducer, longer: int, term: int, covers: np.ndarray
 _PLAIN, _PENDING, _EMITS, _DEAD = "plain", "pending", "emits", "dead"
 
 
-def _formations(lexer: LexingTransducer, rules: _Rules) -> Iterator[tuple[int, int, Pending]]:
+def _formations(lexer: LexingTransducer, rules: BackUpRules) -> Iterator[tuple[int, int, Pending]]:
     """(q, b, P): plain state ``q`` accepts a terminal in ``backing``, and on ``b`` enters the
     pending state ``P`` (its longer attempt does not accept, or only where a look-ahead lets it and
     may back up, ``T`` may end before ``b``, and a lexeme the parser may take after it can start
@@ -235,7 +245,7 @@ def _refuses_end(lexer: LexingTransducer, state: int) -> bool:
     return lexer.end_refused is not None and bool(lexer.end_refused[state])
 
 
-def _step(lexer: LexingTransducer, rules: _Rules, state: Pending, byte: int) -> tuple[str, Any]:
+def _step(lexer: LexingTransducer, rules: BackUpRules, state: Pending, byte: int) -> tuple[str, Any]:
     """What pending state ``state`` does on ``byte``: (_PLAIN, q), (_PENDING, P), (_EMITS, the
     restart's step), (_DEAD, None), or an obstruction (NESTED or TWO_AT_ONCE, the restart's
     terminal)."""
@@ -265,14 +275,10 @@ def _step(lexer: LexingTransducer, rules: _Rules, state: Pending, byte: int) -> 
     return (TWO_AT_ONCE, out) if out != NO_EMIT else (_EMITS, step)
 
 
-def shortest_texts(lexer: LexingTransducer) -> "ShortestTexts":
-    """Each plain state's shortest text without an emission from a start state (of its mode)."""
-    return ShortestTexts(lexer)
-
-
 class ShortestTexts:
-    """The shortest texts of :func:`shortest_texts`: a breadth-first walk on arrays, a level at a
-    time, keeping each state's parent and byte; a text is spelled when asked for (:meth:`get`)."""
+    """Each plain state's shortest text without an emission from a start state (of its mode): a
+    breadth-first walk on arrays, a level at a time, keeping each state's parent and byte; a text is
+    spelled when asked for (:meth:`get`)."""
 
     def __init__(self, lexer: LexingTransducer) -> None:
         n = lexer.n_states
@@ -315,29 +321,47 @@ def backing_up_lexer(lexer: LexingTransducer, backing: set[int], emit_forbidden:
     """The tables of ``lexer`` (a plain transducer) where the terminals in ``backing`` back up past
     their pending lexeme as ``re.match`` does: pending states and holding states after the plain
     ones, alias terminals after the grammar's (see :mod:`localgcd.lexer.transducer`).  Raises
-    :class:`PendingRefused` naming a nested pending emission, more than ``limit`` pending states,
-    or a pending state whose longer attempt cannot become a terminal covering ``T`` (``parser``: as
-    :func:`pending_states` takes it)."""
-    rules = _Rules.of(lexer, backing, emit_forbidden, parser)
+    :class:`PendingRefused` (:func:`refusal`'s; ``parser``: as :func:`pending_states` takes it)."""
+    return backing_up_tables(lexer, BackUpRules.of(lexer, backing, emit_forbidden, parser), limit)
+
+
+def backing_up_tables(lexer: LexingTransducer, rules: BackUpRules, limit: int = _MAX_PENDING) -> LexingTransducer:
+    """:func:`backing_up_lexer` under ``rules``."""
     found = _explore(lexer, rules, limit + 1, fail_fast=True)
-    if len(found.states) > limit:
-        raise PendingRefused(min(backing), f"it needs more than {limit} pending-emission states")
-    for obstruction in found.obstructions:
-        if obstruction.kind in (NESTED, NOT_PRODUCIBLE):
-            raise PendingRefused(obstruction.terminal, f"{_REASONS[obstruction.kind]} on {_shown(obstruction.witness)}")
+    refused = _refusal(found, rules, limit)
+    if refused is not None:
+        raise refused
     if not found.states:  # nothing backs up past a lexeme here: the plain tables, without an alias table
         return LexingTransducer(next_state=lexer.next_state, emitted=lexer.emitted, accept=lexer.accept,
                                 producible=lexer.producible, restart=lexer.restart, end_refused=lexer.end_refused)
-    return _Tables(lexer, rules, found).written()
+    return _Tables(lexer, rules, list(found.states)).written()
+
+
+def refusal(lexer: LexingTransducer, rules: BackUpRules, limit: int = _MAX_PENDING) -> PendingRefused | None:
+    """Why :func:`backing_up_tables` would refuse ``rules`` (None: it would not), without writing
+    the tables: more than ``limit`` pending states, a nested pending emission, a pending state whose
+    longer attempt cannot become a terminal covering ``T``, or a restart whose own lexeme backs up
+    where the longer attempt dies."""
+    return _refusal(_explore(lexer, rules, limit + 1, fail_fast=True), rules, limit)
+
+
+def _refusal(found: PendingStates, rules: BackUpRules, limit: int) -> PendingRefused | None:
+    if len(found.states) > limit:
+        return PendingRefused(min(rules.backing), f"it needs more than {limit} pending-emission states")
+    for kinds in (_FATAL, (BACKS_UP_AGAIN,)):
+        for obstruction in found.obstructions:
+            if obstruction.kind in kinds:
+                return PendingRefused(obstruction.terminal,
+                                      f"{_REASONS[obstruction.kind]} on {_shown(obstruction.witness)}")
+    return None
 
 
 class _Tables:
     """The backing-up lexer's tables, written from the pending states found: pending states after
     the plain ones, then the holding states; aliases after the grammar's terminals."""
 
-    def __init__(self, lexer: LexingTransducer, rules: _Rules, found: PendingStates) -> None:
-        self.lexer, self.rules, self.found = lexer, rules, found
-        self.pending = list(found.states)
+    def __init__(self, lexer: LexingTransducer, rules: BackUpRules, pending: list[Pending]) -> None:
+        self.lexer, self.rules, self.pending = lexer, rules, pending
         self.state_id = {p: lexer.n_states + i for i, p in enumerate(self.pending)}
         self.holding: dict[tuple[tuple[int, ...], int], int] = {}  # (e1 … ek, q_restart) -> its state
         self.aliases: dict[tuple[int, int], int] = {}  # (grammar terminal, restart state) -> alias
@@ -361,7 +385,7 @@ class _Tables:
         return self.aliases.setdefault((term, restart), self.lexer.n_terminals + len(self.aliases))
 
     def written(self) -> LexingTransducer:
-        lexer, rules, found = self.lexer, self.rules, self.found
+        lexer, rules = self.lexer, self.rules
         n_states, n_terms = lexer.n_states, lexer.n_terminals
         n_pending = len(self.pending)
         total = n_states + n_pending + len(self.holding)
@@ -378,7 +402,6 @@ class _Tables:
             restart[alias], alias_of[alias - n_terms] = again, term
         formations = list(_formations(lexer, rules))
         entering = {(q, byte): state for q, byte, state in formations}
-        forming = set(entering)
         for state, p in self.state_id.items():
             longer, chain, again = state
             term, back = chain[0], self.restart_of(chain[1:], again)
@@ -397,8 +420,6 @@ class _Tables:
                 elif kind == _PENDING:
                     next_state[p, byte] = self.state_id[value]
                 elif kind in (_EMITS, TWO_AT_ONCE):  # T and the held lexemes end before the byte, read again
-                    if (again, byte) in forming:  # the restart's own lexeme would back up: not in these tables
-                        raise PendingRefused(term, f"{_REASONS[NESTED]} on {_shown(found.states[state] + bytes([byte]))}")
                     emitted[p, byte] = self.aliases[(term, back)]
                     next_state[p, byte] = lexer.next_state[again, byte]
         for (held, again), h in self.holding.items():  # every byte (and the end) emits the next link

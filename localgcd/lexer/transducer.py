@@ -89,7 +89,7 @@ class LexingTransducer:
         """The grammar terminals ``byte`` ends in ``state`` (none, one, or an alias chain's)."""
         term = int(self.emitted[state, byte])
         found: list[int] = []
-        while term != NO_EMIT and term >= self.n_terminals:  # an alias: its terminal, then the byte read again
+        while term >= self.n_terminals:  # an alias: its terminal, then the byte read again (NO_EMIT is -1)
             found.append(int(self.alias_of[term - self.n_terminals]))
             term = int(self.emitted[int(self.restart[term]), byte])
         return (*found, term) if term != NO_EMIT else tuple(found)
