@@ -16,10 +16,11 @@ from localgcd.memo import BoundedMemo
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
 from localgcd.regex.nfa import (NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives,
                                 literal_prefix_split)
-from localgcd.regex.charset import utf8_sequences
+from localgcd.regex.class_automaton import class_byte_dfa, is_wide
 from localgcd.regex.parse_memo import PackedNode, unpack
 from localgcd.regex.priority import needs_priority, priority_dfa
-from localgcd.regex.syntax import Chars, nodes_of
+from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 _MIN_SHARED_PREFIX = 4  # a shorter literal prefix is determinized with the rest of its pattern
@@ -93,27 +94,40 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
             if meter is not None:
                 meter.states(shared.n_states, what)
             return shared, None
-    nfa = NFA()
-    start = nfa.add_regex(pattern, 0)
-    dfa = determinize(nfa, [start], [0], meter=meter, what=what)
+    node = parse_python_regex(pattern)
+    dfa = class_byte_dfa(node, meter, what) if is_wide(node) else None
+    if dfa is None:
+        nfa = NFA()
+        start = nfa.add_regex(pattern, 0)
+        dfa = determinize(nfa, [start], [0], meter=meter, what=what)
     if split is not None and not split[0] and (wide if wide is not None else _wide_rest(split[1])):
         _RESTS.put(split[1], dfa)  # (the minimal automaton, numbered breadth first: the rest's own)
     return dfa, None
 
 
-_WIDE_CLASS_SEQUENCES = 256  # a rest whose classes spell this many UTF-8 sequences is built once
-
-
 def _wide_rest(rest_key: PackedNode) -> bool:
-    """Whether a pattern's rest reads Unicode classes wide enough (``\\w``: 849 UTF-8 sequences,
-    ~15 ms a subset construction) that its automaton is built once for every pattern it ends, after
-    any literal prefix (Java's identifier and its annotation ``@`` + identifier), short as it is."""
+    """Whether a pattern's rest reads Unicode classes wide enough (``\\w``'s 700 intervals: a few
+    ms even over its classes, :mod:`~localgcd.regex.class_automaton`) that its automaton is built
+    once for every pattern it ends, after any literal prefix (Java's identifier and its annotation
+    ``@`` + identifier), short as it is."""
     try:
         rest = unpack(rest_key)
     except (UnicodeEncodeError, UnsupportedRegex):
         return False
-    return sum(len(utf8_sequences(node.chars)) for node in nodes_of(rest) if isinstance(node, Chars)) \
-        >= _WIDE_CLASS_SEQUENCES
+    return is_wide(rest)
+
+
+def _subset_dfa(node: Node, meter: BudgetMeter | None, what: str) -> DFA:
+    """The minimal DFA of ``node`` (accept label 0) by the subset construction: over its character
+    classes where they are wide (the same table, :mod:`~localgcd.regex.class_automaton`), else
+    over the bytes of its Thompson NFA."""
+    if is_wide(node):
+        dfa = class_byte_dfa(node, meter, what)
+        if dfa is not None:
+            return dfa
+    nfa = NFA()
+    start = nfa.add_node(node, 0)
+    return determinize(nfa, [start], [0], meter=meter, what=what)
 
 
 def _shortened(pattern: str, keep: int = 60) -> str:
@@ -129,12 +143,10 @@ def _prefixed_dfa(prefix: bytes, rest_key: PackedNode, meter: BudgetMeter | None
     Thompson construction refuses the rest (the whole pattern is built, and refused, as before)."""
     rest = _RESTS.get(rest_key)
     if rest is None:
-        nfa = NFA()
         try:
-            start = nfa.add_node(unpack(rest_key), 0)
+            rest = _RESTS.put(rest_key, _subset_dfa(unpack(rest_key), meter, what))
         except (UnicodeEncodeError, UnsupportedRegex):
             return None
-        rest = _RESTS.put(rest_key, determinize(nfa, [start], [0], meter=meter, what=what))
     table, accept = _after_prefix(prefix, rest.transitions, rest.accept, meter, what)
     table, accept = minimize(table, accept, meter, what)
     return DFA(transitions=np.ascontiguousarray(table, dtype=np.int32), accept=accept)
