@@ -20,10 +20,12 @@ from localgcd.budget import CompileBudget
 from localgcd.errors import CompileBudgetError
 from localgcd.grammar.formats import to_grammar
 from localgcd.regex import terminal
-from localgcd.regex.class_automaton import class_byte_dfa, is_wide
+from localgcd.regex.class_automaton import WIDE_INTERVALS, class_byte_dfa, is_wide
 from localgcd.regex.dfa import determinize
 from localgcd.regex.nfa import NFA
-from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.parse_memo import packed_backtracking, packed_set_sizes
+from localgcd.regex.python_syntax import packed_python_regex, parse_python_regex
+from localgcd.regex.syntax import Chars, has_backtracking_semantics, nodes_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,10 +68,10 @@ def test_the_shipped_language_grammars_identifiers_are_wide() -> None:
         grammar = to_grammar(path.read_text(encoding="utf-8"), "lark", source=str(path))
         for t in grammar.terminals:
             try:
-                node = parse_python_regex(t.regex)
+                node, packed = parse_python_regex(t.regex), packed_python_regex(t.regex)
             except ValueError:
                 continue
-            if is_wide(node) and class_byte_dfa(node) is not None:
+            if is_wide(packed) and class_byte_dfa(node) is not None:
                 wide.append(t.name)
                 assert_same_tables(t.regex)
     assert {"IDENT", "AT_NAME", "NAME"} <= set(wide)
@@ -117,3 +119,15 @@ def test_a_wide_pattern_beyond_the_budget_is_refused_naming_it() -> None:
     meter = CompileBudget(max_states=2_000).meter()
     with pytest.raises(CompileBudgetError, match="needs more than 2,000 states"):
         class_byte_dfa(parse_python_regex(r"\w{20}"), meter, "the automaton of /\\w{20}/")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(_patterns(), st.sampled_from(["a*?b", "(?=a)a", "^a", r"a\b", "(?:ab)+?", "a{2,3}?", "(?!x)\\w"])))
+def test_what_is_read_off_a_packed_parse_is_what_the_tree_says(pattern: str) -> None:
+    """Whether a pattern backtracks, and how wide its character sets are, read off its packed parse
+    without making a tree: what the tree itself says."""
+    node, packed = parse_python_regex(pattern), packed_python_regex(pattern)
+    assert packed_backtracking(packed) == has_backtracking_semantics(node)
+    sets = {n.chars for n in nodes_of(node) if isinstance(n, Chars)}
+    assert sorted(packed_set_sizes(packed).values()) == sorted(len(chars.intervals) for chars in sets)
+    assert is_wide(packed) == (sum(len(chars.intervals) for chars in sets) >= WIDE_INTERVALS)

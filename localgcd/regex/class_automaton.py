@@ -29,6 +29,7 @@ from localgcd.budget import BudgetMeter, unbounded
 from localgcd.regex.charset import MAX_CODE_POINT, SURROGATES, CharSet
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
 from localgcd.regex.nfa import NFA
+from localgcd.regex.parse_memo import PackedNode, packed_set_sizes
 from localgcd.regex.syntax import Chars, Node, nodes_of
 
 #: A pattern whose distinct character sets hold this many intervals in all is built over its classes.
@@ -42,11 +43,10 @@ _LEAD = {1: 0x00, 2: 0xC0, 3: 0xE0, 4: 0xF0}
 Edge = tuple[int, int, int]
 
 
-def is_wide(node: Node) -> bool:
-    """Whether ``node``'s character sets are wide enough (``\\w``: 700 intervals) for
-    :func:`class_byte_dfa` to pay."""
-    sets = {n.chars for n in nodes_of(node) if isinstance(n, Chars)}
-    return sum(len(chars.intervals) for chars in sets) >= WIDE_INTERVALS
+def is_wide(packed: PackedNode) -> bool:
+    """Whether the character sets of the tree ``packed`` packs are wide enough (``\\w``: 700
+    intervals) for :func:`class_byte_dfa` to pay (read off the packed tuple)."""
+    return sum(packed_set_sizes(packed).values()) >= WIDE_INTERVALS
 
 
 def class_byte_dfa(node: Node, meter: BudgetMeter | None = None, what: str = "the automaton") -> DFA | None:

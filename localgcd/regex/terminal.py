@@ -19,7 +19,7 @@ from localgcd.regex.nfa import (NFA, CountedPattern, UnsupportedRegex, counted_p
 from localgcd.regex.class_automaton import class_byte_dfa, is_wide
 from localgcd.regex.parse_memo import PackedNode, unpack
 from localgcd.regex.priority import needs_priority, priority_dfa
-from localgcd.regex.python_syntax import parse_python_regex
+from localgcd.regex.python_syntax import packed_python_regex, parse_python_regex
 from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
@@ -94,8 +94,8 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
             if meter is not None:
                 meter.states(shared.n_states, what)
             return shared, None
-    node = parse_python_regex(pattern)
-    dfa = class_byte_dfa(node, meter, what) if is_wide(node) else None
+    wide_pattern = is_wide(packed_python_regex(pattern))
+    dfa = class_byte_dfa(parse_python_regex(pattern), meter, what) if wide_pattern else None
     if dfa is None:
         nfa = NFA()
         start = nfa.add_regex(pattern, 0)
@@ -110,18 +110,15 @@ def _wide_rest(rest_key: PackedNode) -> bool:
     ms even over its classes, :mod:`~localgcd.regex.class_automaton`) that its automaton is built
     once for every pattern it ends, after any literal prefix (Java's identifier and its annotation
     ``@`` + identifier), short as it is."""
-    try:
-        rest = unpack(rest_key)
-    except (UnicodeEncodeError, UnsupportedRegex):
-        return False
-    return is_wide(rest)
+    return is_wide(rest_key)
 
 
-def _subset_dfa(node: Node, meter: BudgetMeter | None, what: str) -> DFA:
-    """The minimal DFA of ``node`` (accept label 0) by the subset construction: over its character
-    classes where they are wide (the same table, :mod:`~localgcd.regex.class_automaton`), else
-    over the bytes of its Thompson NFA."""
-    if is_wide(node):
+def _subset_dfa(rest_key: PackedNode, meter: BudgetMeter | None, what: str) -> DFA:
+    """The minimal DFA of the tree ``rest_key`` packs (accept label 0) by the subset construction:
+    over its character classes where they are wide (the same table,
+    :mod:`~localgcd.regex.class_automaton`), else over the bytes of its Thompson NFA."""
+    node = unpack(rest_key)
+    if is_wide(rest_key):
         dfa = class_byte_dfa(node, meter, what)
         if dfa is not None:
             return dfa
@@ -144,7 +141,7 @@ def _prefixed_dfa(prefix: bytes, rest_key: PackedNode, meter: BudgetMeter | None
     rest = _RESTS.get(rest_key)
     if rest is None:
         try:
-            rest = _RESTS.put(rest_key, _subset_dfa(unpack(rest_key), meter, what))
+            rest = _RESTS.put(rest_key, _subset_dfa(rest_key, meter, what))
         except (UnicodeEncodeError, UnsupportedRegex):
             return None
     table, accept = _after_prefix(prefix, rest.transitions, rest.accept, meter, what)
