@@ -86,7 +86,7 @@ class _Moves:
         forms &= ~self.wins[np.maximum(longer, 0)]
         rows, byte = np.nonzero(forms)
         terms, again_b = terms[rows], again[rows, byte]
-        keep = self.useful[terms, again_b]
+        keep = self.useful.at(terms, again_b)
         return qs[rows][keep], byte[keep], longer[rows, byte][keep], terms[keep], again_b[keep]
 
     def step(self, L: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -185,7 +185,7 @@ def fallback_terminals(lexer: LexingTransducer, handled: set[int], adjacency: Ad
         held_next = O[ni, nb].astype(np.int64)
         next_bits = np.concatenate([context.still_useful(i, S[i, b]),
                                     context.followed_by(ni, held_next) & words.all_or_none(
-                                        moves.useful[held_next, S[ni, nb]])])
+                                        moves.useful.at(held_next, S[ni, nb]))])
         next_L = np.concatenate([LN[i, b], LN[ni, nb]])
         next_A = np.concatenate([S[i, b], S[ni, nb]])
         next_held = np.concatenate([held[i], held_next])
@@ -207,7 +207,7 @@ class _TermWords:
         self.moves = moves
         self.single = packed_words(np.eye(n_terms, dtype=bool))  # [t]: {t}
         self.width = self.single.shape[1]
-        self.useful_in = packed_words(moves.useful.T)  # [state]: the T after which it is useful
+        self.useful_in = moves.useful.by_state  # [state]: the T after which it is useful
         self.preceding = packed_words(adjacency.follows.T)  # [t]: the T that t may follow
         self.ends = packed_words(adjacency.last[None, :])[0]  # the T that may end the text
         self.full = np.full(self.width, np.uint64(0xFFFFFFFFFFFFFFFF))
@@ -253,7 +253,7 @@ class _Context:
         """words [len(rows)]: the row's ``T``s after which the restart lexing in ``states`` can still
         become a terminal that may follow."""
         useful = self.words.moves.useful
-        return self._after(rows, self.words.useful_in[states], lambda h: useful[self.held[rows[h]], states[h]])
+        return self._after(rows, self.words.useful_in[states], lambda h: useful.at(self.held[rows[h]], states[h]))
 
     def at_end(self, longer: np.ndarray, restart: np.ndarray) -> np.ndarray:
         """words [rows]: a row's ``T``s that the text may end after (the longer attempt not a whole
@@ -307,8 +307,8 @@ def _witness(moves: _Moves, term: int, limit: int, prefixes: ShortestTexts) -> F
         i, b = np.nonzero(pending)
         ni, nb = np.nonzero(nested)
         next_held = np.concatenate([held[i], O[ni, nb].astype(np.int64)])
-        keep = np.concatenate([moves.useful[context[i], S[i, b]],
-                               follows[context[ni], O[ni, nb]] & moves.useful[O[ni, nb], S[ni, nb]]])
+        keep = np.concatenate([moves.useful.at(context[i], S[i, b]),
+                               follows[context[ni], O[ni, nb]] & moves.useful.at(O[ni, nb], S[ni, nb])])
         i, b = np.concatenate([i, ni])[keep], np.concatenate([b, nb])[keep]
         next_held = next_held[keep]
         base += n
