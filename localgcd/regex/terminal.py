@@ -23,7 +23,6 @@ from localgcd.regex.python_syntax import packed_python_regex, parse_python_regex
 from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
-_MIN_SHARED_PREFIX = 4  # a shorter literal prefix is determinized with the rest of its pattern
 #: Terminal automata by pattern, and a counted pattern's unit automaton by the unit's parse: pure
 #: (a pattern's automaton depends on the pattern alone; a compile's budget is checked on a hit),
 #: so shared by the process, bounded by entries and table cells (the oldest goes first).
@@ -81,16 +80,13 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
     if dfa is not None:
         return dfa, None
     split = literal_prefix_split(pattern, 0)
-    shared = wide = None
     if split is not None:
         prefix, rest_key = split
-        shared = _RESTS.get(rest_key)
-        if prefix:
-            if shared is not None or len(prefix) >= _MIN_SHARED_PREFIX or (wide := _wide_rest(rest_key)):
-                dfa = _prefixed_dfa(prefix, rest_key, meter, what)
-                if dfa is not None:
-                    return dfa, None
-        elif shared is not None:  # (no prefix: the rest is the whole pattern, built for another's rest)
+        if prefix:  # (its rest's automaton built once for every pattern it ends: Go's operators' ``_SP``)
+            dfa = _prefixed_dfa(prefix, rest_key, meter, what)
+            if dfa is not None:
+                return dfa, None
+        elif (shared := _RESTS.get(rest_key)) is not None:  # (the whole pattern, built as another's rest)
             if meter is not None:
                 meter.states(shared.n_states, what)
             return shared, None
@@ -100,7 +96,7 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
         nfa = NFA()
         start = nfa.add_regex(pattern, 0)
         dfa = determinize(nfa, [start], [0], meter=meter, what=what)
-    if split is not None and not split[0] and (wide if wide is not None else _wide_rest(split[1])):
+    if split is not None and not split[0] and _wide_rest(split[1]):
         _RESTS.put(split[1], dfa)  # (the minimal automaton, numbered breadth first: the rest's own)
     return dfa, None
 
@@ -134,8 +130,8 @@ def _shortened(pattern: str, keep: int = 60) -> str:
 
 def _prefixed_dfa(prefix: bytes, rest_key: PackedNode, meter: BudgetMeter | None, what: str) -> DFA | None:
     """``prefix rest``: the chain of the prefix's bytes into the automaton of the rest, memoized per
-    rest (its parse, packed), then minimized (a chain state can be one of the rest's, as in
-    ``ab(ab)*``): the minimal automaton, numbered as the subset construction of the whole pattern
+    rest (its parse, packed), then minimized where a chain state may be one of the rest's (as in
+    ``ab(ab)*``, :func:`_chain_may_merge`): the minimal automaton, numbered as the subset construction of the whole pattern
     numbers it (breadth first: the chain, then the rest's own breadth-first order).  None where the
     Thompson construction refuses the rest (the whole pattern is built, and refused, as before)."""
     rest = _RESTS.get(rest_key)
@@ -145,8 +141,24 @@ def _prefixed_dfa(prefix: bytes, rest_key: PackedNode, meter: BudgetMeter | None
         except (UnicodeEncodeError, UnsupportedRegex):
             return None
     table, accept = _after_prefix(prefix, rest.transitions, rest.accept, meter, what)
-    table, accept = minimize(table, accept, meter, what)
+    if _chain_may_merge(prefix, rest):
+        table, accept = minimize(table, accept, meter, what)
     return DFA(transitions=np.ascontiguousarray(table, dtype=np.int32), accept=accept)
+
+
+def _chain_may_merge(prefix: bytes, rest: DFA) -> bool:
+    """Whether a state of the chain of ``prefix``'s bytes may be one of ``rest``'s (minimal) states:
+    only where some state of the rest reads the prefix's last byte alone, into the rest's start, and
+    accepts nothing (``ab(ab)*``'s), or where the rest is not trim.  Else the chain and the rest are
+    the minimal automaton as they stand — the last chain state is no rest state (its one move, into
+    the rest's start, is no rest state's), so neither is any chain state before it (each moves into
+    the next alone), and a chain state's words are all one longer than the next one's — numbered
+    breadth first as :func:`_after_prefix` lays them out."""
+    if not rest.is_trim:
+        return True
+    moves = rest.transitions
+    live = (moves != DEAD_STATE).sum(axis=1)
+    return bool(((live == 1) & (moves[:, prefix[-1]] == 0) & (rest.accept < 0)).any())
 
 
 #: The automaton of a pattern's rest after its literal prefix, by the rest's packed parse.
