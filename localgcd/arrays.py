@@ -56,12 +56,24 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def mixed_weights(count: int) -> np.ndarray:
-    """``count`` odd pseudo-random 64-bit weights (splitmix64 of 1, 2, …; no ``np.random`` import)."""
+    """``count`` odd pseudo-random 64-bit weights (splitmix64 of 1, 2, …; no ``np.random`` import):
+    a fresh copy of the first ``count`` of one sequence, made once up to the longest asked for (a
+    lexer asks per terminal automaton and per product: ~100 times a compile)."""
+    global _WEIGHTS
+    if count > _WEIGHTS.size:
+        _WEIGHTS = _splitmix64(max(count, 2 * _WEIGHTS.size))
+    return _WEIGHTS[:count].copy()
+
+
+def _splitmix64(count: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return (x ^ (x >> np.uint64(31))) | np.uint64(1)
+
+
+_WEIGHTS = _splitmix64(512)
 
 
 def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

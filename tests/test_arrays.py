@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localgcd.arrays import (distinct_rows, expand_ranges, row_lists, sorted_unique, sparse_zeros, true_columns,
-                             unique_first_inverse)
+from localgcd.arrays import (distinct_rows, expand_ranges, mixed_weights, row_lists, sorted_unique, sparse_zeros,
+                             true_columns, unique_first_inverse)
 
 
 def _check_distinct_rows(table: np.ndarray) -> None:
@@ -115,3 +115,21 @@ def test_sparse_zeros_maps_a_page_per_touched_row_not_the_table() -> None:
     table[::256, :100] = 1
     assert int(table.any(axis=1).sum()) == 32
     assert _resident_kb() - before < 8 * 1024
+
+
+def test_mixed_weights_are_splitmix64_of_1_2_and_on_whatever_was_asked_before() -> None:
+    """The weights of a count are the same sequence's first entries, whether a longer one was made
+    before or not, each call a fresh array (a caller may write to it)."""
+    def splitmix64(i: int) -> int:
+        x = (i * 0x9E3779B97F4A7C15) % 2**64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) % 2**64
+        return (x ^ (x >> 31)) | 1
+
+    for count in (0, 3, 700, 5000, 17):
+        weights = mixed_weights(count)
+        assert weights.dtype == np.uint64 and weights.shape == (count,)
+        assert weights.tolist() == [splitmix64(i) for i in range(1, count + 1)]
+    first = mixed_weights(4)
+    first[:] = 0
+    assert mixed_weights(4).tolist() == [splitmix64(i) for i in range(1, 5)]

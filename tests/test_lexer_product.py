@@ -131,7 +131,11 @@ def test_a_counted_repetition_written_level_by_level_is_the_subset_construction(
 BCP47 = (r"(?:(?:[A-Za-z]{2,3}(?:-(?:[A-Za-z]{3}(?:-[A-Za-z]{3}){0,2}))?)|[A-Za-z]{4}|[A-Za-z]{5,8})"
          r"(?:-(?:[A-Za-z]{4}))?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*")
 PREFIXED = ['"name_(?:' + BCP47 + ')"', '"(?:(?:title_(?:' + BCP47 + ')))"', "abab(?:ab|abab)*", "abab(?:ab)*c?",
-            "abcd(?:abcd|cd)+", "éééé[a-z]+", "wxyz(?:[0-9]+|z)*", "aaaa(?:a*b|c)", "keyword(?:[ \t]+)?"]
+            "abcd(?:abcd|cd)+", "éééé[a-z]+", "wxyz(?:[0-9]+|z)*", "aaaa(?:a*b|c)", "keyword(?:[ \t]+)?",
+            # short prefixes (any prefix shares its rest), a chain state that is one of the rest's
+            # (b(ab)*c?: the rest's state after a), a rest that is not trim, a wide rest
+            "b(?:ab)*c?", "a(?:ab)*c?", "\\+(?:[ \t]|//[^\n]*\n)*x?", "<<=(?:[ \t]|//[^\n]*\n)*x?", "a[^\s\S]",
+            "a(?:b|[^\s\S]c)", "é(?:[^\W\d]|ŝ)\w*", "x(?:x|y)*z?"]
 
 
 @pytest.mark.parametrize("pattern", PREFIXED)

@@ -236,7 +236,13 @@ def shipped_unicode_tables() -> dict[str, np.ndarray] | None:
     read them (:func:`write_unicode_tables`), shipped in ``localgcd/data``, when that interpreter's
     :func:`unicode_tables_key` is this one's; else None (the scans then, as exact and 30 ms slower:
     what every fresh process's first language grammar paid)."""
+    # the file in the package's folder, opened as a file (importing importlib.resources' readers was
+    # ~5 ms of a process's first grammar); through them where the package is not a folder (a zip)
+    beside = Path(__file__).resolve().parent.parent / "data" / UNICODE_TABLES
     try:
+        if beside.is_file():
+            with open(beside, "rb") as stream:
+                return read_unicode_tables(stream)
         with resources.files("localgcd").joinpath("data", UNICODE_TABLES).open("rb") as stream:
             return read_unicode_tables(stream)
     except OSError:

@@ -86,6 +86,11 @@ class DFA:
         return not bool((self.transitions[self.accept >= 0] != DEAD_STATE).any())
 
     @cached_property
+    def is_trim(self) -> bool:
+        """Every state can reach an accepting state (decided once per automaton)."""
+        return trim(self) is self
+
+    @cached_property
     def byte_classes(self) -> np.ndarray:
         """``class_of[b]``: bytes whose transition columns are equal share a class (made once per
         automaton: a memoized terminal's serves every product it joins)."""

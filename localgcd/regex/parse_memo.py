@@ -95,6 +95,28 @@ def unpack(packed: PackedNode) -> Node:
     return root
 
 
+def _walk(packed: PackedNode):
+    """(kind, offset) of each node of a packed tree, in its post-order, without building nodes."""
+    at, end = 0, len(packed)
+    while at < end:
+        kind = packed[at]
+        yield kind, at
+        at += 2 + 2 * packed[at + 1] if kind == CHARS else 4 if kind == REPEAT else 3 if kind == LOOK else 2
+
+
+def packed_backtracking(packed: PackedNode) -> bool:
+    """:func:`~localgcd.regex.syntax.has_backtracking_semantics` of the tree ``packed`` packs,
+    read off the packed tuple (a lazy quantifier, a look-around or an anchor)."""
+    return any(kind == LOOK or kind == ANCHOR or (kind == REPEAT and not packed[at + 3])
+               for kind, at in _walk(packed))
+
+
+def packed_set_sizes(packed: PackedNode) -> dict[tuple, int]:
+    """The distinct character sets of the tree ``packed`` packs (their interval ends, flat) and
+    each one's number of intervals, read off the packed tuple."""
+    return {packed[at + 2: at + 2 + 2 * packed[at + 1]]: packed[at + 1] for kind, at in _walk(packed) if kind == CHARS}
+
+
 class ParseMemo:
     """Parsed patterns, packed: at most ``max_entries`` of them and ``max_items`` items of their
     packed tuples in all (a node is 2 to 4 items, a character set 2 more per interval; a tree bigger
@@ -103,6 +125,14 @@ class ParseMemo:
 
     def __init__(self, max_entries: int, max_items: int) -> None:
         self.packed: BoundedMemo[PackedNode] = BoundedMemo(max_entries, max_items, len)
+
+    def packed_parse(self, pattern: str, parse: Callable[[str], Node]) -> PackedNode:
+        """``pack(parse(pattern))``, from the memo when it holds it (no tree unpacked)."""
+        found = self.packed.get(pattern)
+        if found is None:
+            found = pack(parse(pattern))
+            self.packed.put(pattern, found)
+        return found
 
     def parsed(self, pattern: str, parse: Callable[[str], Node]) -> Node:
         """``parse(pattern)``, from the memo when it holds it (an error is raised again, not kept)."""

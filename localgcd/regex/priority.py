@@ -40,7 +40,8 @@ import numpy as np
 from localgcd.regex.charset import CharSet, category, utf8_sequences
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize_mapped
 from localgcd.regex.nfa import NFA, Encoding, ThompsonBuilder
-from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX, parse_python_regex
+from localgcd.regex.parse_memo import packed_backtracking
+from localgcd.regex.python_syntax import REGEX_MODULE_PREFIX, packed_python_regex, parse_python_regex
 from localgcd.regex.syntax import (Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex,
                                    has_backtracking_semantics, nodes_of)
 
@@ -80,8 +81,8 @@ def needs_priority(pattern: str) -> bool:
     """Whether ``pattern`` has a lazy quantifier, a look-around or an anchor (its lexeme is then
     what a backtracking matcher returns, not its longest match).  Memoized: each of a grammar's
     regex terminals asks it three times (the lexer's product, its automaton, whether it backs up),
-    a walk over its whole parse each time."""
-    return has_backtracking_semantics(parse_python_regex(pattern))
+    and it is read off the packed parse (no tree made: Go's operators each end in ``_SP``'s)."""
+    return packed_backtracking(packed_python_regex(pattern))
 
 
 def priority_dfa(pattern: str) -> PriorityDFA:

@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from localgcd.memo import BoundedMemo
 from localgcd.regex.charset import CharSet, case_closure, category
-from localgcd.regex.parse_memo import ParseMemo
+from localgcd.regex.parse_memo import PackedNode, ParseMemo
 from localgcd.regex.syntax import EMPTY, Alt, Anchor, Chars, Concat, Look, Node, Repeat, UnsupportedRegex
 from localgcd.regex.unicode_properties import property_chars, regex_module_case_closure, regex_module_category
 
@@ -73,6 +73,12 @@ def parse_python_regex(pattern: str) -> Node:
     """``pattern`` as Python's ``re`` reads it.  Raises :class:`UnsupportedRegex` naming the
     construct, or the syntax error, for a pattern it cannot read."""
     return PARSES.parsed(pattern, _parse)
+
+
+def packed_python_regex(pattern: str) -> PackedNode:
+    """:func:`parse_python_regex`'s tree packed (:mod:`localgcd.regex.parse_memo`): for the questions
+    answered off the packed tuple, with no nodes made."""
+    return PARSES.packed_parse(pattern, _parse)
 
 
 def _parse(pattern: str) -> Node:

@@ -16,13 +16,13 @@ from localgcd.memo import BoundedMemo
 from localgcd.regex.dfa import DEAD_STATE, DFA, determinize, minimize
 from localgcd.regex.nfa import (NFA, CountedPattern, UnsupportedRegex, counted_pattern, literal_alternatives,
                                 literal_prefix_split)
-from localgcd.regex.charset import utf8_sequences
+from localgcd.regex.class_automaton import class_byte_dfa, is_wide
 from localgcd.regex.parse_memo import PackedNode, unpack
 from localgcd.regex.priority import needs_priority, priority_dfa
-from localgcd.regex.syntax import Chars, nodes_of
+from localgcd.regex.python_syntax import packed_python_regex, parse_python_regex
+from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
-_MIN_SHARED_PREFIX = 4  # a shorter literal prefix is determinized with the rest of its pattern
 #: Terminal automata by pattern, and a counted pattern's unit automaton by the unit's parse: pure
 #: (a pattern's automaton depends on the pattern alone; a compile's budget is checked on a hit),
 #: so shared by the process, bounded by entries and table cells (the oldest goes first).
@@ -80,40 +80,47 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
     if dfa is not None:
         return dfa, None
     split = literal_prefix_split(pattern, 0)
-    shared = wide = None
     if split is not None:
         prefix, rest_key = split
-        shared = _RESTS.get(rest_key)
-        if prefix:
-            if shared is not None or len(prefix) >= _MIN_SHARED_PREFIX or (wide := _wide_rest(rest_key)):
-                dfa = _prefixed_dfa(prefix, rest_key, meter, what)
-                if dfa is not None:
-                    return dfa, None
-        elif shared is not None:  # (no prefix: the rest is the whole pattern, built for another's rest)
+        if prefix:  # (its rest's automaton built once for every pattern it ends: Go's operators' ``_SP``)
+            dfa = _prefixed_dfa(prefix, rest_key, meter, what)
+            if dfa is not None:
+                return dfa, None
+        elif (shared := _RESTS.get(rest_key)) is not None:  # (the whole pattern, built as another's rest)
             if meter is not None:
                 meter.states(shared.n_states, what)
             return shared, None
-    nfa = NFA()
-    start = nfa.add_regex(pattern, 0)
-    dfa = determinize(nfa, [start], [0], meter=meter, what=what)
-    if split is not None and not split[0] and (wide if wide is not None else _wide_rest(split[1])):
+    wide_pattern = is_wide(packed_python_regex(pattern))
+    dfa = class_byte_dfa(parse_python_regex(pattern), meter, what) if wide_pattern else None
+    if dfa is None:
+        nfa = NFA()
+        start = nfa.add_regex(pattern, 0)
+        dfa = determinize(nfa, [start], [0], meter=meter, what=what)
+    if split is not None and not split[0] and _wide_rest(split[1]):
         _RESTS.put(split[1], dfa)  # (the minimal automaton, numbered breadth first: the rest's own)
     return dfa, None
 
 
-_WIDE_CLASS_SEQUENCES = 256  # a rest whose classes spell this many UTF-8 sequences is built once
-
-
 def _wide_rest(rest_key: PackedNode) -> bool:
-    """Whether a pattern's rest reads Unicode classes wide enough (``\\w``: 849 UTF-8 sequences,
-    ~15 ms a subset construction) that its automaton is built once for every pattern it ends, after
-    any literal prefix (Java's identifier and its annotation ``@`` + identifier), short as it is."""
-    try:
-        rest = unpack(rest_key)
-    except (UnicodeEncodeError, UnsupportedRegex):
-        return False
-    return sum(len(utf8_sequences(node.chars)) for node in nodes_of(rest) if isinstance(node, Chars)) \
-        >= _WIDE_CLASS_SEQUENCES
+    """Whether a pattern's rest reads Unicode classes wide enough (``\\w``'s 700 intervals: a few
+    ms even over its classes, :mod:`~localgcd.regex.class_automaton`) that its automaton is built
+    once for every pattern it ends, after any literal prefix (Java's identifier and its annotation
+    ``@`` + identifier), short as it is."""
+    return is_wide(rest_key)
+
+
+def _subset_dfa(rest_key: PackedNode, meter: BudgetMeter | None, what: str) -> DFA:
+    """The minimal DFA of the tree ``rest_key`` packs (accept label 0) by the subset construction:
+    over its character classes where they are wide (the same table,
+    :mod:`~localgcd.regex.class_automaton`), else over the bytes of its Thompson NFA."""
+    node = unpack(rest_key)
+    if is_wide(rest_key):
+        dfa = class_byte_dfa(node, meter, what)
+        if dfa is not None:
+            return dfa
+    nfa = NFA()
+    start = nfa.add_node(node, 0)
+    return determinize(nfa, [start], [0], meter=meter, what=what)
 
 
 def _shortened(pattern: str, keep: int = 60) -> str:
@@ -123,21 +130,35 @@ def _shortened(pattern: str, keep: int = 60) -> str:
 
 def _prefixed_dfa(prefix: bytes, rest_key: PackedNode, meter: BudgetMeter | None, what: str) -> DFA | None:
     """``prefix rest``: the chain of the prefix's bytes into the automaton of the rest, memoized per
-    rest (its parse, packed), then minimized (a chain state can be one of the rest's, as in
-    ``ab(ab)*``): the minimal automaton, numbered as the subset construction of the whole pattern
+    rest (its parse, packed), then minimized where a chain state may be one of the rest's (as in
+    ``ab(ab)*``, :func:`_chain_may_merge`): the minimal automaton, numbered as the subset construction of the whole pattern
     numbers it (breadth first: the chain, then the rest's own breadth-first order).  None where the
     Thompson construction refuses the rest (the whole pattern is built, and refused, as before)."""
     rest = _RESTS.get(rest_key)
     if rest is None:
-        nfa = NFA()
         try:
-            start = nfa.add_node(unpack(rest_key), 0)
+            rest = _RESTS.put(rest_key, _subset_dfa(rest_key, meter, what))
         except (UnicodeEncodeError, UnsupportedRegex):
             return None
-        rest = _RESTS.put(rest_key, determinize(nfa, [start], [0], meter=meter, what=what))
     table, accept = _after_prefix(prefix, rest.transitions, rest.accept, meter, what)
-    table, accept = minimize(table, accept, meter, what)
+    if _chain_may_merge(prefix, rest):
+        table, accept = minimize(table, accept, meter, what)
     return DFA(transitions=np.ascontiguousarray(table, dtype=np.int32), accept=accept)
+
+
+def _chain_may_merge(prefix: bytes, rest: DFA) -> bool:
+    """Whether a state of the chain of ``prefix``'s bytes may be one of ``rest``'s (minimal) states:
+    only where some state of the rest reads the prefix's last byte alone, into the rest's start, and
+    accepts nothing (``ab(ab)*``'s), or where the rest is not trim.  Else the chain and the rest are
+    the minimal automaton as they stand — the last chain state is no rest state (its one move, into
+    the rest's start, is no rest state's), so neither is any chain state before it (each moves into
+    the next alone), and a chain state's words are all one longer than the next one's — numbered
+    breadth first as :func:`_after_prefix` lays them out."""
+    if not rest.is_trim:
+        return True
+    moves = rest.transitions
+    live = (moves != DEAD_STATE).sum(axis=1)
+    return bool(((live == 1) & (moves[:, prefix[-1]] == 0) & (rest.accept < 0)).any())
 
 
 #: The automaton of a pattern's rest after its literal prefix, by the rest's packed parse.
