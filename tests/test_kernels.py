@@ -1217,6 +1217,26 @@ def test_flat_nodes_know_the_bytes_and_the_depth_below_each_node(vocab_kind: str
         assert int(nodes.height[node]) == expected_height[prefix], prefix
 
 
+@pytest.mark.parametrize("vocab_kind", ["bytes", "llama-spm"])
+def test_a_trie_read_back_from_the_cache_keeps_the_flat_nodes_made_with_it(vocab_kind: str, load_vocab,
+                                                                           tmp_path) -> None:
+    """The flat nodes depend on the vocabulary alone: made with the trie and kept in its cache entry,
+    so a process that reads the trie back has them as they were made (no grammar's first mask
+    makes them), array for array."""
+    from localgcd.compiler.compiler import Compiler
+
+    vocab = byte_vocabulary() if vocab_kind == "bytes" else load_vocab(vocab_kind)
+    made = Compiler(cache_dir=tmp_path).vocabulary_trie(vocab)
+    assert "flat_nodes" in made.__dict__  # (made with the trie)
+    read = Compiler(cache_dir=tmp_path).vocabulary_trie(vocab)
+    assert read is not made and "flat_nodes" in read.__dict__
+    fresh = read.make_flat_nodes(kernel=False)
+    for name in ("lo", "hi", "byte", "token_at", "first_child", "below", "height"):
+        assert np.array_equal(getattr(read.flat_nodes, name), getattr(fresh, name)), name
+        assert getattr(read.flat_nodes, name).dtype == getattr(fresh, name).dtype, name
+    assert read.flat_nodes.n_levels == fresh.n_levels
+
+
 def test_every_grammars_engine_over_a_trie_shares_its_tokens_by_class(load_vocab) -> None:
     """The kernels' layout of the tokens by class depends on the trie's positions alone: made once
     per trie, not once per grammar (0.5 ms of each grammar's first mask at 128K tokens)."""

@@ -44,7 +44,7 @@ from localgcd.spanner.trie import VocabTrie
 from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
-TRIE_FORMAT_VERSION = 1
+TRIE_FORMAT_VERSION = 2  # 2: the trie's flat nodes (what the compiled walks read) kept with it
 _BLANKS = (9, 10, 32)  # tab, line feed, space: what the Indenter measures
 
 
@@ -276,9 +276,11 @@ class Compiler:
         return compiled
 
     def vocabulary_trie(self, vocab: Vocabulary) -> VocabTrie:
-        """The byte trie of a vocabulary's text tokens: memoized, and cached on disk.
+        """The byte trie of a vocabulary's text tokens, with the flat nodes the compiled walks read:
+        memoized, and cached on disk.
 
-        It depends on the vocabulary alone, so every grammar compiled for it shares one.
+        It depends on the vocabulary alone, so every grammar compiled for it shares one (and no
+        grammar's first mask makes its flat nodes).
         """
         trie = self._tries.get(vocab.fingerprint)
         if trie is not None:
@@ -290,6 +292,7 @@ class Compiler:
         else:
             lengths = np.fromiter(map(len, vocab.token_bytes), dtype=np.int64, count=len(vocab))
             trie = VocabTrie.build(vocab.token_bytes, np.flatnonzero((lengths > 0) & ~vocab.is_special))
+            trie.flat_nodes  # noqa: B018 (made with the trie: they depend on the vocabulary alone, as it does)
             if self.use_cache:
                 self.store.write(name, vocab.fingerprint, TRIE_FORMAT_VERSION, {}, trie.to_arrays())
         self._tries[vocab.fingerprint] = trie

@@ -70,6 +70,7 @@ class FlatNodes:
 
 _LEVEL_FIELDS = ("lo", "hi", "byte", "parent", "token_at", "child_start", "child_end")
 _FLAT_FIELDS = ("token_ids", "text_tokens", "text_positions", "lengths", "offsets", "data")
+_NODE_FIELDS = ("lo", "hi", "byte", "token_at", "first_child", "below", "height")
 
 
 @dataclass(frozen=True)
@@ -202,12 +203,16 @@ class VocabTrie:
         return found
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Flat arrays (levels concatenated) for the on-disk cache."""
+        """Flat arrays (levels concatenated) for the on-disk cache, with :attr:`flat_nodes` (made now
+        if they were not: a process that reads the trie back then need not make them before its
+        first mask)."""
         arrays = {name: getattr(self, name) for name in _FLAT_FIELDS}
         arrays["level_sizes"] = np.asarray([level.lo.size for level in self.levels], dtype=np.int64)
         for name in _LEVEL_FIELDS:
             parts = [getattr(level, name) for level in self.levels]
             arrays[f"level_{name}"] = np.concatenate(parts) if parts else np.empty(0, np.int32)
+        nodes = self.flat_nodes
+        arrays.update({f"node_{name}": getattr(nodes, name) for name in _NODE_FIELDS})
         return arrays
 
     @classmethod
@@ -219,7 +224,11 @@ class VocabTrie:
             for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
         )
         n_root = levels[0].lo.size if levels else 0
-        return cls(**{name: arrays[name] for name in _FLAT_FIELDS}, levels=levels, root_children=(0, n_root))
+        trie = cls(**{name: arrays[name] for name in _FLAT_FIELDS}, levels=levels, root_children=(0, n_root))
+        # (the cached property's value, as it was made: FlatNodes of the arrays read back)
+        trie.__dict__["flat_nodes"] = FlatNodes(**{name: arrays[f"node_{name}"] for name in _NODE_FIELDS},
+                                                n_levels=len(levels))
+        return trie
 
     @classmethod
     def build(cls, token_bytes: tuple[bytes, ...], text_ids: np.ndarray) -> "VocabTrie":
