@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-from localgcd.arrays import boolean_product
+from localgcd.arrays import boolean_product, distinct_rows, packed_words
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,23 @@ class Adjacency:
             covers[term] |= (self.moves[rows] == self.moves[rows, term][:, None]).all(axis=0)
         return covers
 
-    def useful(self, producible: np.ndarray) -> np.ndarray:
-        """bool [terminals, states]: after terminal ``T``, the lexing in state ``q`` can still become
-        a terminal the parser may take (``producible``: a lexer's ``Prod``, [states, terminals])."""
-        return boolean_product(self.follows, producible.T)
+    def useful(self, producible: np.ndarray) -> "UsefulAfter":
+        """After terminal ``T``, whether the lexing in state ``q`` can still become a terminal the
+        parser may take (``producible``: a lexer's ``Prod``, [states, terminals])."""
+        first, inverse = distinct_rows(producible)  # (states share their Prod: an Indenter's modes, 87K: 2K)
+        after = boolean_product(producible[first], self.follows.T)  # [distinct Prod, T]
+        return UsefulAfter(packed_words(after)[inverse])
+
+
+@dataclass(frozen=True)
+class UsefulAfter:
+    """For each lexer state, the terminals ``T`` after which the lexing there can still become a
+    terminal the parser may take: rows of 64-bit words over ``T`` (bit ``T % 64`` of word ``T // 64``)."""
+
+    by_state: np.ndarray  # uint64 [states, ceil(terminals / 64)]
+
+    def at(self, term: np.ndarray | int, state: np.ndarray | int) -> np.ndarray:
+        """bool (elementwise): the lexing in ``state`` is useful after ``term``."""
+        term = np.asarray(term, dtype=np.int64)
+        words = self.by_state[state, term >> 6]
+        return ((words >> (term & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)

@@ -55,7 +55,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from localgcd.errors import UnsupportedConstruct
-from localgcd.lexer.adjacency import Adjacency
+from localgcd.lexer.adjacency import Adjacency, UsefulAfter
 from localgcd.lexer.product import product_dfa
 from localgcd.lexer.transducer import NO_EMIT, LexingTransducer
 from localgcd.regex.conditions import Also
@@ -181,7 +181,7 @@ class BackUpRules:
     backing: set[int]
     emit_forbidden: np.ndarray | None = None
     covers: np.ndarray | None = None  # bool [T, t]: t covers T (None: T alone)
-    useful: np.ndarray | None = None  # bool [T, q] (None: every back-up path kept)
+    useful: UsefulAfter | None = None  # (None: every back-up path kept)
 
     @classmethod
     def of(cls, lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None,
@@ -198,7 +198,7 @@ class BackUpRules:
     def leads_nowhere(self, last: int, state: int) -> bool:
         """After terminal ``last``, no terminal the lexing in ``state`` can still become is one the
         parser may take."""
-        return self.useful is not None and not self.useful[last, state]
+        return self.useful is not None and not self.useful.at(last, state)
 
 
 def _covered(lexer: LexingTransducer, longer: int, term: int, covers: np.ndarray | None) -> bool:
