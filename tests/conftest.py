@@ -75,6 +75,9 @@ SHARED_BUILDS = {
     "wheel": [("tests/test_packaging.py::", "")],
     "gdscript": [("tests/test_indent_contextual.py::", "[gdscript]"),
                  ("tests/test_corpus37.py::test_compiles_in_its_projects_mode[", "gdscript")],
+    # (the byte-vocabulary compiles its fallback warning pin and its LONG_BACKUP text read: test_contextual_lexer.py)
+    "syncode go": [("tests/test_contextual_lexer.py::", "syncode__go")],
+    "vyper": [("tests/test_contextual_lexer.py::", "vyper__grammar")],
 }
 
 

@@ -141,9 +141,9 @@ CORPUS37 = (
     WildGrammar("gbnf/llama_cpp_tests/simple_with_tokens.gbnf", "gbnf", True, note=TOKEN_ELEMENTS),
     WildGrammar("gbnf/llama_cpp_tests/complex_with_tokens.gbnf", "gbnf", True, note=TOKEN_ELEMENTS),
     # GBNF written by other projects (tests/corpus/gbnf/third_party; masks and check against llama.cpp in
-    # tests/test_gbnf_third_party.py), but smallwords' offline_quickstart, whose grammar stage takes 94 s
+    # tests/test_gbnf_third_party.py)
     *(WildGrammar(f"gbnf/third_party/{p.name}", "gbnf", True, note=THIRD_PARTY_GBNF)
-      for p in sorted((CORPUS / "gbnf" / "third_party").glob("*.gbnf")) if p.stem != "smallwords__offline_quickstart"),
+      for p in sorted((CORPUS / "gbnf" / "third_party").glob("*.gbnf"))),
 )
 #: grammars whose grammar stage takes seconds (bench/gbnf_compile.py): their verdict and compile run under ``slow``
 SLOW_STAGE = frozenset({"gbnf/third_party/pydantic-gbnf-grammar-generator__book.gbnf",

@@ -3,8 +3,9 @@ as ``re.match`` does (lexer/pending.py), so masks are checked against the refere
 as lark's lexer does (tests/reference/lexer.py, ``backed_up``) under lark's own Indenter
 (tests/reference/indent.py), and ``localgcd check`` against lark (LALR, basic lexer, the Indenter).
 Real files with real vocabularies: tests/test_exactness.py (``syncode-python-*``).  Read with
-``lexer="basic"`` throughout (lark's contextual lexer, a Lark grammar's default, is refused for an
-Indenter grammar whose parser states lex apart, as this one's do).
+``lexer="basic"`` throughout (lark's contextual lexer, a Lark grammar's default, is refused for this
+one: after ``_NL`` the parser's state picks the lexer mode, and ``_NL`` backs up past its lexeme's end,
+which the forking engine does not follow; tests/test_contextual_lexer.py, ``NOT_QUALIFYING``).
 
 ``_NL: (/(\\r?\\n[\\t ]*)+/ | COMMENT)+`` with ``COMMENT: /#.*(\\n[\\t ]*)+/ | LONG_STRING``: after a
 newline, a line starting ``r``, ``b``, ``u``, ``f``, a quote or ``#`` may still be the rest of the
