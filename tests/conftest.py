@@ -74,7 +74,8 @@ def sigint_raises() -> Iterator[None]:
 SHARED_BUILDS = {
     "wheel": [("tests/test_packaging.py::", "")],
     "gdscript": [("tests/test_indent_contextual.py::", "[gdscript]"),
-                 ("tests/test_corpus37.py::test_compiles_in_its_projects_mode[", "gdscript")],
+                 ("tests/test_corpus37.py::test_compiles_in_its_projects_mode[", "gdscript"),
+                 ("tests/test_lark_fallbacks.py::", "gdscript")],
 }
 
 
