@@ -176,10 +176,16 @@ def test_each_corpus_grammar_lark_backs_up_in_is_refused_at_the_terminal_naming_
     assert error.context == text.splitlines()[error.line - 1]
     subject = re.match(r"terminal (\w+) ", error.message)
     assert subject and text.splitlines()[error.line - 1][error.column - 1:].startswith(subject[1]), error.message
-    assert re.search(r": lark backs up to it from the longer attempt of \w+(, \w+)* on ('.+?'|".+?") and then "
+    assert re.search(r": lark backs up to it from the longer attempt of \w+(, \w+)* on (?:'.+?'|\".+?\") and then "
                      r"lexes \w+, which localgcd's lexer does not do", error.message), error.message
     assert error.message.endswith("or compile with lenient=True (--lenient) to accept the grammar with those texts "
                                   "refused")
+
+
+#: refused with lenient=True too, for something else (the warning said first): miniwdl development's
+#: COMMAND2_FRAGMENT backs up past a fork terminal (tests/test_look_around_context.py)
+LENIENT_REFUSED_TOO = {"lark/issue37/miniwdl__wdl_development.lark": "206:1: lexer='contextual': after terminal "
+                                                                     "COMMAND2_FRAGMENT"}
 
 
 @pytest.mark.parametrize("name, where", STRICT_CORPUS)
@@ -191,7 +197,15 @@ def test_each_corpus_grammar_lark_backs_up_in_compiles_leniently_with_the_errors
         return
     with pytest.raises(GrammarError) as caught:
         compile_known(name)
-    said = fallback_warnings(lambda: compile_known(name, lenient=True))
+
+    def compile_it() -> None:
+        if name not in LENIENT_REFUSED_TOO:
+            assert compile_known(name, lenient=True).lexer.n_states > 0
+            return
+        with pytest.raises(GrammarError, match=re.escape(LENIENT_REFUSED_TOO[name])):
+            compile_known(name, lenient=True)
+
+    said = fallback_warnings(compile_it)
     assert len(said) == 1, said
     words = caught.value.message.split(", so localgcd would refuse")[0]
     assert said[0].startswith(f"{BY_PATH[name].file}:{where}: {words}, so localgcd refuses texts lark accepts there")
