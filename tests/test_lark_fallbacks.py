@@ -295,3 +295,29 @@ def test_check_agrees_with_lark_around_the_former_back_up_points(name: str) -> N
             differ.append((sample, theirs))
     assert True in verdicts and False in verdicts
     assert differ == []
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_a_fallback_check_too_big_to_finish_is_refused_as_not_decided_or_warned_leniently(monkeypatch,
+                                                                                         lenient: bool) -> None:
+    """Whether lark and localgcd lex alike is then not known: an error naming the source (no terminal
+    to point at), or with ``lenient=True`` a warning, the grammar taken as it is."""
+    from localgcd.lexer import automaton
+    from localgcd.lexer.fallbacks import TooManyFallbackStates
+
+    def too_many(*args, **kwargs):
+        raise TooManyFallbackStates("more than 3 states of lark's fallbacks to explore")
+
+    monkeypatch.setattr(automaton, "fallback_terminals", too_many)
+    compile_it = lambda: localgcd.compile_grammar(OLD_PYTHON_NUMBERS, byte_vocabulary(), source="n.lark",  # noqa: E731
+                                                  use_cache=False, lenient=lenient)
+    said = "n.lark: lark's lexer may back up to another terminal, and more than 3 states of lark's fallbacks to " \
+           "explore: not decided"
+    if not lenient:
+        with pytest.raises(GrammarError) as caught:
+            compile_it()
+        assert str(caught.value).startswith(said) and "lenient=True (--lenient)" in str(caught.value)
+        return
+    with pytest.warns(GrammarWarning) as caught_warnings:
+        assert compile_it().matcher().accept_bytes(b"1 else 2.5")
+    assert [w for w in caught_warnings if str(w.message).startswith(said)]
