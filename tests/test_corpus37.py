@@ -359,7 +359,7 @@ PYTHON2 = CORPUS / "lark" / "third_party" / "lark__python2.lark"
 def compile_python2() -> localgcd.CompiledGrammar:
     """python2.lark as lark's own examples/advanced/python_parser.py reads it (``python_parser2_earley``):
     ``parser='earley', lexer='basic'`` and lark's ``PythonIndenter``; ``lenient=True``, for lark's basic lexer
-    backs up to ``OCT_NUMBER`` where localgcd's does not (``0o8``: refused strictly, tests/test_lark_fallbacks.py)."""
+    backs up to ``OCT_NUMBER`` where localgcd's does not (from ``0el``: refused by default)."""
     from localgcd.grammar.indenter import IndenterOptions
 
     return localgcd.compile_grammar(PYTHON2.read_text(encoding="utf-8") + "\nstart: file_input\n", byte_vocabulary(),
