@@ -3,13 +3,15 @@
     python bench/tables.py                          # the default matrix
     python bench/tables.py --grammar json --vocab llama-bpe --docs 3
     python bench/tables.py --grammar tests/corpus/gbnf/json.gbnf --vocab llama-bpe   # any .gbnf/.lark file
-    python bench/tables.py --grammar tests/corpus/lark/java_dangling_else.lark --docs-of java --vocab llama-bpe
+    python bench/tables.py --grammar tests/corpus/lark/java_dangling_else.lark --docs-of java --vocab llama-bpe --lenient
 
 ``--grammar`` takes a shipped name (json, java, python, go) or the path of a
 .gbnf or .lark file (the format comes from the suffix); a file's documents are
 those of the shipped grammar named by its stem (json.gbnf -> the JSON
 documents), none otherwise (then only compile time and table sizes).
-A grammar that does not compile shows as a FAILED row with its error.
+A grammar that does not compile shows as a FAILED row with its error.  ``--lenient``: compile with
+``lenient=True`` (a Lark grammar lark's lexer backs up in where localgcd's does not, such as
+java_dangling_else.lark, is refused without it).
 
 Each (grammar, vocabulary) runs in a fresh subprocess (so peak RSS is its own):
 cold compile into an empty cache (stages timed: grammar + LALR, lexer DFA,
@@ -131,7 +133,8 @@ def documents(spec: str, docs_of: str | None = None) -> list[str]:
     return make() if make else []
 
 
-def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = None, eager: bool = False) -> dict:
+def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = None, eager: bool = False,
+            lenient: bool = False) -> dict:
     """Measure one pair in this process (``eager``: every row and status built by the compile, as
     ``localgcd compile --full`` does; else the default lazy compile)."""
     import llama_cpp
@@ -149,13 +152,15 @@ def run_one(grammar: str, vocab_name: str, n_docs: int, docs_of: str | None = No
     with tempfile.TemporaryDirectory() as cache_dir:
         started = time.perf_counter()
         try:
-            compiled = localgcd.Compiler(cache_dir, eager=eager).compile(text, vocab, fmt=fmt, source=file.name)
+            compiled = localgcd.Compiler(cache_dir, eager=eager).compile(text, vocab, fmt=fmt, source=file.name,
+                                                                         lenient=lenient)
         except localgcd.GrammarError as err:
             raise SystemExit(f"GrammarError after {time.perf_counter() - started:.2f}s: {err}") from None
         cold = time.perf_counter() - started
         compiled.flush()  # the default compile is lazy and writes its entry on release, exit or flush
         started = time.perf_counter()
-        reloaded = localgcd.Compiler(cache_dir).compile(text, vocab, fmt=fmt, source=file.name)  # nothing memoized
+        reloaded = localgcd.Compiler(cache_dir).compile(text, vocab, fmt=fmt, source=file.name,  # nothing memoized
+                                                        lenient=lenient)
         warm = time.perf_counter() - started
         assert "cache_load" in reloaded.timings
     tokenizer = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
@@ -261,11 +266,13 @@ def main() -> None:
                         help="fresh processes per pair; timings are then medians [min–max] over them")
     parser.add_argument("--eager", action="store_true",
                         help="build every row and status at compile time (localgcd compile --full), not lazily")
+    parser.add_argument("--lenient", action="store_true",
+                        help="compile with lenient=True (what localgcd cannot enforce exactly: a warning)")
     parser.add_argument("--out", help="also write every run's figures as JSON here (bench/plots.py reads it)")
     parser.add_argument("--one", nargs=2, metavar=("GRAMMAR", "VOCAB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one[0], args.one[1], args.docs, args.docs_of, args.eager)))
+        print(json.dumps(run_one(args.one[0], args.one[1], args.docs, args.docs_of, args.eager, args.lenient)))
         return
     matrix = [(g, v) for g, v in DEFAULT_MATRIX if not args.vocab or v in args.vocab]
     if args.grammar:
@@ -278,8 +285,9 @@ def main() -> None:
         for _ in range(args.repeat):
             docs_of = ["--docs-of", args.docs_of] if args.docs_of else []
             eager = ["--eager"] if args.eager else []
+            lenient = ["--lenient"] if args.lenient else []
             out = subprocess.run([sys.executable, __file__, "--one", grammar, vocab, "--docs", str(args.docs), *docs_of,
-                                  *eager],
+                                  *eager, *lenient],
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 error = out.stderr.strip().splitlines()[-1:]

@@ -74,7 +74,8 @@ def sigint_raises() -> Iterator[None]:
 SHARED_BUILDS = {
     "wheel": [("tests/test_packaging.py::", "")],
     "gdscript": [("tests/test_indent_contextual.py::", "[gdscript]"),
-                 ("tests/test_corpus37.py::test_compiles_in_its_projects_mode[", "gdscript")],
+                 ("tests/test_corpus37.py::test_compiles_in_its_projects_mode[", "gdscript"),
+                 ("tests/test_lark_fallbacks.py::", "gdscript")],
     # (the byte-vocabulary compiles its fallback warning pin and its LONG_BACKUP text read: test_contextual_lexer.py)
     "syncode go": [("tests/test_contextual_lexer.py::", "syncode__go")],
     "vyper": [("tests/test_contextual_lexer.py::", "vyper__grammar")],

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from localgcd.batch.jobs import LineError, Request, default_seed, parse_line, parse_lines
 from localgcd.batch.journal import Journal, read_done
 from localgcd.cli.app import app
-from localgcd.errors import LocalgcdError
+from localgcd.errors import GrammarWarning, LocalgcdError
 from localgcd.llama.decoding import Sampling
 from localgcd.llama.sampling import DEFAULT_SAMPLING
 
@@ -287,7 +287,7 @@ def test_identical_constraints_compile_once_and_a_compile_error_is_on_every_line
 
     calls = []
 
-    def fake_compile(kind, value, vocab, cache_dir=None, open_objects=False):
+    def fake_compile(kind, value, vocab, cache_dir=None, open_objects=False, lenient=False):
         calls.append((kind, json.dumps(value, sort_keys=True)))
         if value == "((":
             raise GrammarError("invalid regex", "regex", 1, 2)
@@ -312,7 +312,8 @@ def test_batch_is_a_command_with_its_options_and_exit_codes() -> None:
     assert "batch" in run("--help").stdout
     h = run("batch", "--help")
     assert h.exit_code == 0
-    for opt in ("--output", "--model", "--parallel", "--resume", "--openai", "--n-ctx", "--threads", "130"):
+    for opt in ("--output", "--model", "--parallel", "--resume", "--openai", "--n-ctx", "--threads", "--lenient",
+                "130"):
         assert opt in h.stdout, opt
 
 
@@ -334,6 +335,26 @@ def test_a_constraint_that_does_not_compile_is_that_lines_grammar_error(tmp_path
     err = BatchJob([], tmp_path / "out.jsonl", cache_dir=tmp_path / "cache")._compile(req, byte_vocabulary())
     assert isinstance(err, LineError) and err.code == "grammar_error" and err.line == 4
     assert err.message.startswith("line 4: ") and fragment in err.message and "\n" not in err.message
+
+
+def test_a_lark_grammar_lark_backs_up_in_is_a_line_error_unless_the_job_is_lenient(tmp_path: Path) -> None:
+    """lark backs up from an unclosed LONG_STRING to two empty STRINGs, which localgcd's lexer does not:
+    the line's grammar_error says --lenient; a ``lenient=True`` job (``--lenient``) compiles it."""
+    from exactness_support import byte_vocabulary
+
+    from localgcd.batch.runner import BatchJob
+
+    grammar = tmp_path / "strings.lark"
+    grammar.write_text('start: (STRING | LONG_STRING)+\nSTRING: /"[^"]*"/\nLONG_STRING: /"""(?:[^"]|"(?!""))*"""/\n'
+                       '%ignore " "\n', encoding="utf-8")
+    req = parse_line(line(custom_id="x", prompt="p", grammar=str(grammar)), 2)
+    err = BatchJob([], tmp_path / "out.jsonl", cache_dir=tmp_path / "cache")._compile(req, byte_vocabulary())
+    assert isinstance(err, LineError) and err.code == "grammar_error"
+    assert f"{grammar}:2:1: terminal STRING" in err.message and "lenient=True (--lenient)" in err.message
+    with pytest.warns(GrammarWarning, match="lark backs up to it"):
+        compiled = BatchJob([], tmp_path / "out.jsonl", cache_dir=tmp_path / "cache", lenient=True)._compile(
+            req, byte_vocabulary())
+    assert not isinstance(compiled, LineError) and compiled.matcher().accept_bytes(b'"a" """b"""')
 
 
 def test_the_output_is_fsynced_at_least_every_second_and_on_close(tmp_path: Path, monkeypatch) -> None:

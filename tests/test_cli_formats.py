@@ -2,8 +2,8 @@
 
 Exactly one of ``--grammar NAME|FILE`` (``--format`` overrides the suffix),
 ``--json-schema FILE|-``, ``--regex PATTERN``, ``--choice TEXT`` (repeatable);
-``--lenient``, ``--whitespace`` and ``--property-order`` with a JSON Schema
-only.  Every bad input is one ``error:`` line on stderr (plus the offending
+``--whitespace`` and ``--property-order`` with a JSON Schema only, ``--lenient``
+with a JSON Schema or a Lark grammar.  Every bad input is one ``error:`` line on stderr (plus the offending
 line and a caret where there is a position), exit status 2, no traceback.
 
 The command runs through typer's CliRunner (in-process, as tests/test_cli.py
@@ -55,6 +55,10 @@ FILES = {
     "ba.json": '{"b": "x", "a": 1}',
     "a_only.json": '{"a": 7}',
     "ab_extra.json": '{"a": 7, "c": 1}',
+    # lark backs up from an unclosed LONG_STRING to two empty STRINGs (""""), which localgcd's lexer does not
+    "backs_up.lark": 'start: (STRING | LONG_STRING)+\nSTRING: /"[^"]*"/\nLONG_STRING: /"""(?:[^"]|"(?!""))*"""/\n'
+                     '%ignore " "\n',
+    "strings.txt": '"a" """b""" ""',
 }
 
 
@@ -109,8 +113,11 @@ BAD_INPUT = {
                          ["error: schema.txt: grammar format 'yaml' is not supported (use one of lark, gbnf, "
                           "json_schema, regex, choices)"]),
     "schema options need a schema": (["check", "--regex", "a+", "--lenient", "ab.json"],
-                                     ["error: --lenient applies to a JSON Schema only (--json-schema, or a --grammar "
-                                      ".json file), not to --regex (regex)"]),
+                                     ["error: --lenient applies to a JSON Schema or a Lark grammar (--json-schema, or "
+                                      "a --grammar .json or .lark file), not to --regex (regex)"]),
+    "--lenient on a gbnf grammar": (["check", "-g", "yes_no.gbnf", "--lenient", "ab.json"],
+                                    ["error: --lenient applies to a JSON Schema or a Lark grammar (--json-schema, or "
+                                     "a --grammar .json or .lark file), not to --grammar (gbnf)"]),
     "--whitespace on a lark grammar": (["check", "-g", "json", "--whitespace", "compact", "ab.json"],
                                        ["error: --whitespace applies to a JSON Schema only (--json-schema, or a "
                                         "--grammar .json file), not to --grammar (lark)"]),
@@ -264,6 +271,32 @@ def test_lenient_makes_an_unsupported_keyword_a_warning(work: Path) -> None:
         assert r.stderr.splitlines() == [
             "warning: unsupported.json: /properties/tags: keyword 'uniqueItems' is not supported (dropped)"]
     assert len(list((work / "cache").rglob("*.npz"))) >= 1
+
+
+def test_a_lark_grammar_lark_backs_up_in_is_refused_with_one_error_line_and_its_caret(work: Path) -> None:
+    """Exit 2, no traceback: the error at the terminal lark backs up to, saying --lenient, and its line."""
+    for r in (run("check", "-g", "backs_up.lark", "strings.txt"), lgcd(work, "check", "-g", "backs_up.lark",
+                                                                       "strings.txt")):
+        status, stderr = (r.exit_code, r.stderr) if hasattr(r, "exit_code") else (r.returncode, r.stderr)
+        assert status == 2 and "Traceback" not in stderr, stderr
+        lines = stderr.splitlines()
+        assert lines[0].startswith("error: backs_up.lark:2:1: terminal STRING /\"[^\"]*\"/: lark backs up to it from "
+                                   "the longer attempt of LONG_STRING on '\"\"\"\"' and then lexes STRING"), lines
+        assert "compile with lenient=True (--lenient)" in lines[0]
+        assert lines[1:] == ['    STRING: /"[^"]*"/', "    ^"]
+
+
+def test_lenient_takes_a_lark_grammar_lark_backs_up_in_with_a_warning(work: Path) -> None:
+    """``--lenient`` compiles it (warning once, where the tables are made) and checks a text; the text
+    where lark backs up is refused, as the warning says."""
+    r = run("check", "-g", "backs_up.lark", "--lenient", "strings.txt")
+    assert r.exit_code == 0, r.stderr
+    assert [line for line in r.stderr.splitlines() if line.startswith("warning: backs_up.lark:2:1: terminal STRING")]
+    (work / "unclosed.txt").write_text('""""', encoding="utf-8")
+    r = run("check", "-g", "backs_up.lark", "--lenient", "unclosed.txt")
+    assert r.exit_code == 1 and "unclosed.txt" in r.stderr, r.stderr
+    r = run("check", "-g", "backs_up.lark", "strings.txt")  # (strict: its own cache entry, never the lenient one)
+    assert r.exit_code == 2, r.stderr
 
 
 def test_help_shows_the_constraint_options() -> None:

@@ -238,6 +238,40 @@ def test_a_corrupt_cache_entry_is_rebuilt_and_rewritten(tmp_path, damage, which)
         Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)  # and the rewritten tables
 
 
+#: lark backs up from an unclosed LONG_STRING ('""""') to two empty STRINGs, which localgcd's lexer does not:
+#: refused by default, compiled with lenient=True (tests/test_lark_fallbacks.py)
+BACKS_UP = r"""start: (STRING | LONG_STRING)+
+STRING: /"[^"]*"/
+LONG_STRING: /\"\"\"(?:[^"]|"(?!""))*\"\"\"/
+%ignore " "
+"""
+
+
+def test_a_lenient_compile_and_a_strict_one_never_share_a_cache_entry(tmp_path) -> None:
+    """A grammar refused strictly is refused again after a lenient compile cached it, and the
+    lenient one is read back from its own entry; a grammar both take gets two entries."""
+    with pytest.raises(GrammarError, match="lark backs up to it"):
+        localgcd.compile_grammar(BACKS_UP, BYTES_VOCAB, cache_dir=tmp_path)
+    with pytest.warns(localgcd.GrammarWarning, match="lark backs up to it"):
+        lenient = localgcd.compile_grammar(BACKS_UP, BYTES_VOCAB, cache_dir=tmp_path, lenient=True)
+    assert lenient.flush() and len(entry_files(tmp_path)) == 1
+    with pytest.raises(GrammarError, match="lark backs up to it"):
+        localgcd.compile_grammar(BACKS_UP, BYTES_VOCAB, cache_dir=tmp_path)
+    again = localgcd.compile_grammar(BACKS_UP, BYTES_VOCAB, cache_dir=tmp_path, lenient=True)
+    assert "cache_load" in again.timings
+    for lenient_first in (False, True):
+        root = tmp_path / f"both-{lenient_first}"
+        for lenient in (lenient_first, not lenient_first):
+            compiled = localgcd.compile_grammar(JSONISH, BYTES_VOCAB, cache_dir=root, lenient=lenient)
+            assert "cache_load" not in compiled.timings and compiled.flush()
+        assert len(entry_files(root)) == 2
+
+
+def test_lenient_is_refused_for_a_format_whose_constraints_are_all_exact() -> None:
+    with pytest.raises(GrammarError, match="lenient=True applies to a Lark grammar or a JSON Schema, not to gbnf"):
+        localgcd.compile_grammar('root ::= "a"', BYTES_VOCAB, fmt="gbnf", use_cache=False, lenient=True)
+
+
 def test_a_new_table_version_is_a_new_key(tmp_path, monkeypatch) -> None:
     Compiler(tmp_path).compile(JSONISH, BYTES_VOCAB)
     before = entry_files(tmp_path)

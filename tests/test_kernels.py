@@ -53,7 +53,7 @@ from localgcd.regex.dfa import DEAD_STATE
 from localgcd.spanner.token_spanner import OutcomeTable, build_token_spanner, first_emissions, restart_slots
 from localgcd.spanner.trie import VocabTrie
 
-from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, small_vocabulary
+from exactness_support import SMALL_GRAMMARS, byte_vocabulary, grammar_file, lenient_for, small_vocabulary
 
 SMALL_CASES = [pytest.param(name, "own", id=f"{name}-own") for name in SMALL_GRAMMARS]
 SMALL_CASES += [pytest.param(name, "bytes", id=f"{name}-bytes") for name in SMALL_GRAMMARS]
@@ -156,7 +156,8 @@ def real_rows(grammar: str, vocab) -> tuple[object, VocabTrie, LazyTokenSpanner]
     if key not in _REAL_ROWS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SynCode's Python: LALR conflicts, a terminal an ignored one swallows
-            compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
+            compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab,
+                                                         lenient=lenient_for(real_grammar(grammar)))
         trie = Compiler(use_cache=False).vocabulary_trie(vocab)
         _REAL_ROWS[key] = compiled.lexer, trie, LazyTokenSpanner(compiled.lexer, trie, len(vocab), kernels=False)
     return _REAL_ROWS[key]
@@ -205,7 +206,8 @@ def test_the_compiled_branch_lookup_gives_numpys_branches_real(load_vocab, gramm
     vocab = load_vocab(vocab_name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SynCode's Python: LALR conflicts, a terminal an ignored one swallows
-        compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab)
+        compiled = Compiler(use_cache=False).compile(real_grammar(grammar), vocab,
+                                                     lenient=lenient_for(real_grammar(grammar)))
     trie = Compiler(use_cache=False).vocabulary_trie(vocab)
     assert_same_branches(compiled.lexer, trie, len(vocab), 11)
 
@@ -217,7 +219,8 @@ def test_the_compiled_walk_gives_numpys_rows_where_a_lexer_backs_up(breadth_from
     vocab = byte_vocabulary()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # LALR conflicts, a terminal an ignored one swallows
-        compiled = Compiler(use_cache=False).compile(real_grammar("syncode/python"), vocab)
+        compiled = Compiler(use_cache=False).compile(real_grammar("syncode/python"), vocab,
+                                                     lenient=lenient_for(real_grammar("syncode/python")))
     assert compiled.lexer.alias_of is not None
     trie = Compiler(use_cache=False).vocabulary_trie(vocab)
     assert_same_rows(compiled.lexer, trie, len(vocab), 33, breadth_from)
@@ -581,7 +584,8 @@ def test_masks_assembled_by_the_kernel_are_numpys_small(name: str, vocab_kind: s
 def test_masks_assembled_by_the_kernel_are_numpys_real(load_vocab, grammar: str, vocab_name: str) -> None:
     """Real vocabularies (classes of many tokens), Python's Indenter (tokens set one by one), and Go's
     operators (a split by ranks and the fresh one after the pending operator, packed in one call)."""
-    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name),
+                                                 lenient=lenient_for(real_grammar(grammar)))
     assert_same_masks_along_walks(compiled, 11, 3, 40)
 
 
@@ -828,14 +832,16 @@ def test_checks_by_the_kernel_are_pythons_small(name: str, vocab_kind: str) -> N
 def test_checks_by_the_kernel_are_pythons_with_an_indenter(grammar: str) -> None:
     """Bracket depths in the status rows, newlines dropped inside brackets: single bytes reach
     every depth and indentation the walks meet."""
-    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), byte_vocabulary())
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), byte_vocabulary(),
+                                                 lenient=lenient_for(real_grammar(grammar)))
     assert compiled.indenter is not None
     assert_same_checks_along_walks(compiled, 11, 4, 60)
 
 
 @pytest.mark.parametrize(("grammar", "vocab_name"), REAL_CASES)
 def test_checks_by_the_kernel_are_pythons_real(load_vocab, grammar: str, vocab_name: str) -> None:
-    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name))
+    compiled = Compiler(use_cache=False).compile(real_grammar(grammar), load_vocab(vocab_name),
+                                                 lenient=lenient_for(real_grammar(grammar)))
     assert_same_checks_along_walks(compiled, 7, 3, 40)
 
 

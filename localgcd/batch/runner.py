@@ -97,7 +97,7 @@ class BatchJob:
                  resume: bool = False, openai: bool = False, n_ctx: int | None = None,
                  n_threads: int | None = None, n_gpu_layers: int | str | None = None, cache_dir: Any = None,
                  progress: Callable[[BatchSummary], None] | None = None, open_objects: bool = False,
-                 overlap: bool = True) -> None:
+                 lenient: bool = False, overlap: bool = True) -> None:
         if parallel < 1:
             raise LocalgcdError(f"--parallel must be at least 1, not {parallel}")
         self.source, self.output, self.model = source, output, model
@@ -105,6 +105,7 @@ class BatchJob:
         self.n_ctx, self.n_threads, self.n_gpu_layers, self.cache_dir = n_ctx, n_threads, n_gpu_layers, cache_dir
         self.progress = progress or (lambda s: None)
         self.open_objects = open_objects
+        self.lenient = lenient  # (a JSON Schema's or a Lark grammar's inexact constructs: warnings)
         self.overlap = bool(overlap)  # masks on a worker thread while the model decodes
         self.summary = BatchSummary()
         self._compiled: dict[str, Any] = {}
@@ -210,7 +211,7 @@ class BatchJob:
         if got is None:
             try:
                 got = compile_constraint(req.constraint.kind, req.constraint.value, vocab, self.cache_dir,
-                                         open_objects=self.open_objects)
+                                         open_objects=self.open_objects, lenient=self.lenient)
             except LocalgcdError as exc:
                 got = exc
             except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
@@ -345,7 +346,8 @@ def batch(input: Any, output: str | os.PathLike[str], **options: Any) -> BatchSu
 
     Options: ``model`` (a name, a .gguf path, or a loaded model, which stays open), ``parallel``, ``resume``, ``openai``, ``n_ctx``, ``n_threads``,
     ``n_gpu_layers``, ``cache_dir``, ``open_objects`` (JSON Schema objects open where the schema leaves them
-    open; default closed), ``overlap`` (masks on a worker thread while the model decodes; default True;
+    open; default closed), ``lenient`` (what a JSON Schema or a Lark grammar asks that localgcd cannot
+    enforce exactly is a warning, not the line's error), ``overlap`` (masks on a worker thread while the model decodes; default True;
     the texts are the same without), ``progress`` (called with the
     :class:`BatchSummary` as the job goes).  Returns the summary; its
     ``exit_code`` is 0 when every line is complete, else 1.

@@ -39,6 +39,9 @@ def batch_command(
     open_objects: bool = typer.Option(False, "--open-objects",
                                       help="json_schema lines: objects without additionalProperties are open, as "
                                            "JSON Schema reads them (default: closed, as generation tools read them)."),
+    lenient: bool = typer.Option(False, "--lenient",
+                                 help="json_schema and Lark grammar lines: what localgcd cannot enforce exactly is a "
+                                      "warning naming it, not the line's error (see generate --help)."),
 ) -> None:
     """Run many constrained generations from a JSONL file, each answer written once.
 
@@ -57,7 +60,8 @@ def batch_command(
     with _Progress() as bar, user_errors():
         warn_unused_gpu_layers(int(layers) if isinstance(layers, str) and layers.lstrip("-").isdigit() else layers)
         job = BatchJob(input, output, model=model, parallel=parallel, resume=resume, openai=openai, n_ctx=n_ctx,
-                       n_threads=threads, n_gpu_layers=layers, progress=bar.update, open_objects=open_objects)
+                       n_threads=threads, n_gpu_layers=layers, progress=bar.update, open_objects=open_objects,
+                       lenient=lenient)
         freeze_startup_objects()  # a full collection no longer walks the imports
         try:
             job.run()

@@ -2,8 +2,8 @@
 
 Exactly one of ``--grammar NAME|FILE`` (format from the suffix, ``--format``
 overrides), ``--json-schema FILE``, ``--regex PATTERN`` or ``--choice TEXT``
-(repeatable); the JSON Schema options (``--lenient``, ``--whitespace``,
-``--property-order``, ``--open-objects``) only with a JSON Schema.  :func:`resolve_constraint`
+(repeatable); the JSON Schema options (``--whitespace``, ``--property-order``,
+``--open-objects``) only with a JSON Schema, ``--lenient`` with a JSON Schema or a Lark grammar.  :func:`resolve_constraint`
 turns them into the grammar source and the front end's options; every
 misuse is a one-line :class:`~localgcd.errors.GrammarError`.
 """
@@ -41,8 +41,10 @@ JSON_SCHEMA = typer.Option(None, "--json-schema", metavar="FILE",
                                 "OpenAI's response_format is accepted).")
 REGEX = typer.Option(None, "--regex", metavar="PATTERN", help="Output text that fully matches this Python regex.")
 CHOICE = typer.Option(None, "--choice", metavar="TEXT", help="Output exactly one of the --choice texts (repeat it).")
-LENIENT = typer.Option(False, "--lenient", help="JSON Schema: a keyword not enforced exactly is a warning "
-                                                "(keyword and JSON pointer), not an error.")
+LENIENT = typer.Option(False, "--lenient", help="What localgcd cannot enforce exactly is a warning naming it, not an "
+                                                "error: a JSON Schema keyword (with its JSON pointer), or a Lark "
+                                                "grammar's terminal that lark's lexer backs up to where localgcd's "
+                                                "does not (those texts are then refused).")
 WHITESPACE_OPTION = typer.Option(None, "--whitespace", metavar="|".join(WHITESPACE),
                                  help="JSON Schema: 'default' allows ', ' and ': ' as well as ',' and ':'; "
                                       "'compact' only ',' and ':'.")
@@ -91,8 +93,9 @@ MAX_STATES = typer.Option(None, "--max-states", min=1, metavar="N",
 
 @dataclass(frozen=True)
 class Constraint:
-    """The grammar text and format to compile, the front end's options (JSON Schema only) and,
-    with ``--lenient``, the front end's warnings as the compiler words them (``source: message``)."""
+    """The grammar text and format to compile, the compile's options (a JSON Schema's front end's, a Lark
+    grammar's parser, lexer, ``lark_regex`` and ``lenient``) and, with ``--lenient`` and a JSON Schema,
+    the front end's warnings as the compiler words them (``source: message``)."""
 
     source: GrammarSource
     options: dict[str, Any] = field(default_factory=dict)
@@ -126,7 +129,10 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
         source = _regex_source(regex, budget or CompileBudget())
     else:
         source = _choices_source(choices or [])
-    schema_options = [name for name, given_ in (("--lenient", lenient), ("--whitespace", whitespace is not None),
+    if lenient and source.fmt not in ("lark", "json_schema"):
+        raise GrammarError(f"--lenient applies to a JSON Schema or a Lark grammar (--json-schema, or a --grammar "
+                           f".json or .lark file), not to {given[0]} ({source.fmt})")
+    schema_options = [name for name, given_ in (("--whitespace", whitespace is not None),
                                                 ("--property-order", property_order is not None),
                                                 ("--open-objects", open_objects)) if given_]
     if lark_regex and source.fmt != "lark":
@@ -140,11 +146,15 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
     if lexer is not None:
         check_lexer(lexer, source.source)
     # (a lexer named is passed on even where it is lark's default: the grammar may declare another)
-    lark_options = {**({"lark_regex": True} if lark_regex else {}),
-                    **({"parser": parser} if parser not in (None, "lalr") else {}),
-                    **({"lexer": lexer} if lexer is not None else {})}
-    if lark_options:
-        return Constraint(source, lark_options)
+    if source.fmt == "lark":
+        if schema_options:
+            raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
+                               f".json file), not to {given[0]} ({source.fmt})")
+        # (lenient: lark's back-ups localgcd's lexer does not make are warned of as the grammar compiles)
+        return Constraint(source, {**({"lark_regex": True} if lark_regex else {}),
+                                   **({"parser": parser} if parser not in (None, "lalr") else {}),
+                                   **({"lexer": lexer} if lexer is not None else {}),
+                                   **({"lenient": True} if lenient else {})})
     if source.fmt != "json_schema":
         if schema_options:
             raise GrammarError(f"{schema_options[0]} applies to a JSON Schema only (--json-schema, or a --grammar "
@@ -167,8 +177,10 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
 def show_grammar(constraint: Constraint, budget: CompileBudget) -> str:
     """The constraint's grammar as the front end makes it, written as Lark text (``compile --show``)."""
     src = constraint.source
+    front_end = {key: value for key, value in constraint.options.items()  # (not the parser, lexer or lenient)
+                 if src.fmt == "json_schema" or key == "lark_regex"}
     with held_warnings():  # the front end's warnings are the constraint's (shown when it compiles)
-        grammar = to_grammar(src.text, src.fmt, src.source, budget.meter(), **constraint.options)
+        grammar = to_grammar(src.text, src.fmt, src.source, budget.meter(), **front_end)
     return grammar.to_lark()
 
 

@@ -45,8 +45,11 @@ if TYPE_CHECKING:  # (a general grammar's engine, GBNF's token elements: importe
 #: 15: a Lark grammar's terminals carry lark's pattern length and flags, and its lexer reads lark's
 #: first match (lexer/first_match.py), not the longest.  16: a Lark grammar's lexer backs up into
 #: another terminal where a covering terminal makes it exact, and holds lexemes in a window (alias
-#: chains through holding states: lexer/pending.py): the same text compiles to other tables.
-TABLE_FORMAT_VERSION = 16
+#: chains through holding states: lexer/pending.py): the same text compiles to other tables.  17: a
+#: Lark grammar where lark's lexer backs up to another terminal and localgcd's does not is refused
+#: unless compiled with ``lenient=True`` (its own key), so an entry 16 wrote for it under the default
+#: key is not read.
+TABLE_FORMAT_VERSION = 17
 
 
 @dataclass

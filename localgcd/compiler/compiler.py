@@ -116,7 +116,7 @@ class Compiler:
     def compile(self, text: str, vocab: Vocabulary, fmt: str = "lark", source: str = "<grammar>",
                 strict: bool = False, indenter: IndenterOptions | None = None,
                 base_dir: str | Path | None = None, parser: str = "lalr", lexer: str | None = None, *,
-                document: Any = None, **options: Any) -> CompiledGrammar:
+                lenient: bool = False, document: Any = None, **options: Any) -> CompiledGrammar:
         """Compile grammar ``text`` for ``vocab``, from the cache when it holds it.
 
         ``strict=True`` makes every LALR conflict an error instead of resolving
@@ -139,11 +139,19 @@ class Compiler:
         whole language (deterministic tables when they are LALR(1)).  ``document``: the JSON Schema
         ``text`` spells, when the caller holds it parsed (the front end reads it instead of the text;
         the text stays the cache key).  Raises :class:`GrammarError` for invalid or unsupported grammars.
+        ``lenient`` (a Lark grammar or a JSON Schema): what localgcd cannot enforce exactly there is a
+        :class:`GrammarWarning` naming it instead of that error — a JSON Schema keyword it drops, a Lark
+        grammar's terminal that lark's lexer backs up to where localgcd's does not (the compiled grammar
+        then refuses texts lark accepts: README, "Lexing semantics"); a lenient compile has its own cache
+        entry.
         """
         check_format(fmt, source)
         check_parser(parser, fmt, source)
         lexer = default_lexer(parser, fmt, text, source) if lexer is None else lexer
         check_lexer(lexer, source)
+        if lenient and fmt not in ("lark", "json_schema"):
+            raise GrammarError(f"lenient=True applies to a Lark grammar or a JSON Schema, not to {fmt} (whose "
+                               "constraints are all enforced exactly)", source)
         if lexer != "basic" and fmt != "lark":
             raise GrammarError(f"lexer={lexer!r} applies to a Lark grammar only, not to {fmt}", source)
         wanted = "earley" if lexer in EARLEY_LEXERS else "lalr"
@@ -156,8 +164,9 @@ class Compiler:
         lexed = (f"lexer={lexer}",) if lexer != "basic" else ()  # (basic: the key it always had)
         # what GBNF's token elements (<|im_start|>) name: the special tokens' own text (no text token's)
         named = (f"specials={vocab.special_digest}",) if fmt == "gbnf" and vocab.special_digest else ()
+        lenient_key = ("lenient=True",) if lenient else ()  # (strict, the default: the key it always had)
         key = _cache_key(fmt, text, vocab.fingerprint, f"strict={strict}", repr(indenter), repr(sorted(options.items())),
-                         *where, *tuned, *general, *lexed, *named)
+                         *where, *tuned, *general, *lexed, *named, *lenient_key)
         if self.use_cache:
             started = time.perf_counter()
             with _collector_paused():  # (as a build is: a load makes only objects that live with the grammar)
@@ -175,7 +184,8 @@ class Compiler:
                 return compiled
             unusable = entry is None and self.store.path(key).is_file()  # (corrupt: said so; rewritten now)
         compiled = self.build(text, vocab, source, strict, indenter, fmt, lazy=not self.eager,
-                              base_dir=base_dir, parser=parser, lexer=lexer, document=document, **options)
+                              base_dir=base_dir, parser=parser, lexer=lexer, lenient=lenient, document=document,
+                              **options)
         if self.use_cache:
             written = compiled.built_ahead or unusable or not isinstance(compiled.spanner, LazyTokenSpanner)
             if written:
@@ -187,18 +197,18 @@ class Compiler:
     def build(self, text: str, vocab: Vocabulary, source: str = "<grammar>", strict: bool = False,
               indenter: IndenterOptions | None = None, fmt: str = "lark", *, lazy: bool = False,
               base_dir: str | Path | None = None, parser: str = "lalr", lexer: str | None = None,
-              document: Any = None, **options: Any) -> CompiledGrammar:
+              lenient: bool = False, document: Any = None, **options: Any) -> CompiledGrammar:
         """Run the whole pipeline (the vocabulary trie may come from the cache).
 
         ``lazy``: spanner rows and Alg. 5 statuses are left to the first
         visits; else every row is built
-        now (but for a lexer above ``eager_lexer_limit``).
+        now (but for a lexer above ``eager_lexer_limit``).  ``lenient``: as :meth:`compile` takes it.
         """
         lexer = default_lexer(parser, fmt, text, source) if lexer is None else lexer
         with _collector_paused():
             try:
                 return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, lexer,
-                                   document, **options)
+                                   document, lenient, **options)
             except CompileBudgetError as exc:
                 if exc.source is not None:
                     raise
@@ -206,9 +216,12 @@ class Compiler:
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
                fmt: str, lazy: bool, base_dir: str | Path | None = None, parser: str = "lalr",
-               lexer_kind: str = "basic", document: Any = None, **options: Any) -> CompiledGrammar:
+               lexer_kind: str = "basic", document: Any = None, lenient: bool = False,
+               **options: Any) -> CompiledGrammar:
         t0 = time.perf_counter()
         meter = self.budget.meter()
+        if fmt == "json_schema":  # (the front end drops a keyword with a warning)
+            options = {**options, "lenient": lenient}
         grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
         for warning in grammar.warnings:
             warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
@@ -235,7 +248,7 @@ class Compiler:
         if follows is not None:  # (which terminal the parser takes wherever it takes another: lark's back-ups)
             follows = replace(follows, moves=parser_moves(grammar, tables))
         lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning,
-                            unproduced_hint=hint, follows=follows)
+                            unproduced_hint=hint, follows=follows, lenient=lenient)
         forked = [t for i, t in enumerate(grammar.terminals) if t.fork is not None and lexer.alias_of is not None
                   and i in lexer.alias_of]
         if forked:
@@ -340,7 +353,8 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
                     cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                     indenter: IndenterOptions | None = None, lark_regex: bool = False,
                     base_dir: str | Path | None = None, budget: CompileBudget = CompileBudget(),
-                    tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str | None = None) -> CompiledGrammar:
+                    tuning: Tuning = Tuning(), parser: str = "lalr", lexer: str | None = None,
+                    lenient: bool = False) -> CompiledGrammar:
     """Compile ``grammar`` (text) for ``vocab``: the one-line convenience over :class:`Compiler`.
 
     ``parser``: ``"lalr"`` or ``"earley"``; ``lexer``: ``"contextual"``, ``"basic"``, ``"dynamic"`` or
@@ -355,12 +369,15 @@ def compile_grammar(grammar: str, vocab: Vocabulary, fmt: str = "lark", source: 
     (:class:`~localgcd.budget.CompileBudget`; beyond them, a :class:`~localgcd.errors.CompileBudgetError`).
     ``tuning``: the pipeline's thresholds and switches (:class:`~localgcd.tuning.Tuning`).
     ``parser``: ``"lalr"`` or ``"earley"`` (Lark grammars; see :meth:`Compiler.compile`).
+    ``lenient=True`` (a Lark grammar): where lark's lexer backs up to another terminal and localgcd's
+    cannot, a :class:`GrammarWarning` naming it rather than a :class:`GrammarError` (the compiled
+    grammar then refuses texts lark accepts there; see :meth:`Compiler.compile`).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     compiler = default_compiler(str(root), use_cache, budget, tuning)
     options = {"lark_regex": True} if lark_regex else {}  # the default keeps the cache key it always had
     return compiler.compile(grammar, vocab, fmt, source, strict=strict, indenter=indenter, base_dir=base_dir,
-                            parser=parser, lexer=lexer, **options)
+                            parser=parser, lexer=lexer, lenient=lenient, **options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, lenient: bool = False, whitespace: str = "default",

@@ -39,16 +39,21 @@ class Constraint:
 
 
 def compile_constraint(kind: str, value: Any, vocab: Vocabulary, cache_dir: Any = None,
-                       open_objects: bool = False) -> CompiledGrammar:
+                       open_objects: bool = False, lenient: bool = False) -> CompiledGrammar:
     """``value`` compiled as a constraint of ``kind`` (:data:`TEXT_KINDS`, ``grammar``,
     :data:`JSON_OBJECT`) through the on-disk cache; a JSON Schema's objects without
-    additionalProperties are closed unless ``open_objects``; ``choices`` is a list of texts."""
+    additionalProperties are closed unless ``open_objects``; ``choices`` is a list of texts.
+    ``lenient``: a JSON Schema's or a Lark grammar's constructs localgcd cannot enforce exactly are
+    warnings, not errors (``compile_grammar(..., lenient=True)``); the other kinds have none."""
     if kind == "json_schema":
-        return compile_json_schema(value, vocab, source="json_schema", cache_dir=cache_dir,
+        return compile_json_schema(value, vocab, source="json_schema", cache_dir=cache_dir, lenient=lenient,
                                    additional_properties="schema" if open_objects else "closed")
     if kind == "grammar":
         src = resolve_grammar(value)
-        return compile_grammar(src.text, vocab, fmt=src.fmt, source=src.source, cache_dir=cache_dir)
+        return compile_grammar(src.text, vocab, fmt=src.fmt, source=src.source, cache_dir=cache_dir,
+                               lenient=lenient and src.fmt in ("lark", "json_schema"))
+    if kind == "lark":
+        return compile_grammar(value, vocab, fmt=kind, source=kind, cache_dir=cache_dir, lenient=lenient)
     if kind == JSON_OBJECT:  # the shipped JSON grammar (RFC 8259), its start an object
         return compile_grammar(JSON_OBJECT_GRAMMAR, vocab, source="response_format json_object",
                                cache_dir=cache_dir, base_dir=grammars_dir())

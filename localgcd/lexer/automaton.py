@@ -39,7 +39,8 @@ from localgcd.tuning import Tuning
 
 def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str = "",
                 meter: BudgetMeter | None = None, tuning: Tuning = Tuning(), *,
-                unproduced_hint: str = "", follows: Adjacency | None = None) -> LexingTransducer:
+                unproduced_hint: str = "", follows: Adjacency | None = None,
+                lenient: bool = False) -> LexingTransducer:
     """The lexing transducer of ``terminals``: :func:`build_lexer_dfa`'s automaton read with one
     byte of lookahead, and where a terminal's ``re.match`` backs up further (SynCode's Python
     ``_NL``), the tables of :mod:`localgcd.lexer.pending` that back up as it does.
@@ -48,7 +49,9 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
     over-approximation): where lark's lexer backs up to a terminal that
     these tables do not back up for, and the parser could take what lark lexes then, the grammar
     is refused naming that terminal (:mod:`localgcd.lexer.fallbacks`); None: not checked (the
-    longest-match lexers of GBNF, JSON Schema and regex mean one byte past a lexeme)."""
+    longest-match lexers of GBNF, JSON Schema and regex mean one byte past a lexeme).  ``lenient``: such
+    a terminal (or a fallback check too big to decide) is a :class:`GrammarWarning` instead, and the
+    lexer refuses the texts where lark backs up there."""
     meter = meter if meter is not None else unbounded()
     dfa = build_lexer_dfa(terminals, source, text, meter, tuning, backing_up=True, unproduced_hint=unproduced_hint)
     # the transducer's tables: next state and emitted terminal per byte, producible terminals
@@ -86,11 +89,11 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
         except TooManyFallbackStates as exc:
             if refused:
                 raise next(iter(refused.values())) from None
-            warnings.warn(f"{source}: lark's lexer may back up to another terminal, and {exc}: not decided",
-                          GrammarWarning, stacklevel=3)
+            _not_decided(exc, source, lenient, stacklevel=3)
             unmet = set()
         lexer, backing = _back_up_where_covered(plain, lexer, backing, emit_forbidden, follows, terminals, unmet)
-        _refuse_unmet_fallbacks(plain, unmet - backing, emit_forbidden, follows, terminals, source, text, refused)
+        _refuse_unmet_fallbacks(plain, unmet - backing, emit_forbidden, follows, terminals, source, text, refused,
+                                lenient)
     if emit_forbidden is not None and any(t.fork is not None for t in terminals):  # (the forking engine reads
         kept = np.zeros((lexer.n_states, 256), dtype=bool)  # it; pending states, after the plain ones: none)
         kept[:emit_forbidden.shape[0]] = emit_forbidden
@@ -133,12 +136,13 @@ _COVERED_PENDING = 5_000
 
 def _refuse_unmet_fallbacks(plain: LexingTransducer, unmet: set[int], emit_forbidden: np.ndarray | None,
                             follows: Adjacency, terminals: list[Terminal], source: str, text: str,
-                            refused: dict[int, GrammarError]) -> None:
-    """A :class:`GrammarWarning` at the first terminal of ``unmet`` — lark's lexer backs up to it
+                            refused: dict[int, GrammarError], lenient: bool = False) -> None:
+    """A :class:`GrammarError` at the first terminal of ``unmet`` — lark's lexer backs up to it
     where the pending states do not, and the parser could take what lark lexes then (a quietly
-    different language otherwise: README, "Lexing semantics") —, naming the others; the error of
-    ``refused`` (a terminal whose own ``re.match`` backs up, and whose pending states are not exact)
-    where its own fallback is one of them."""
+    different language otherwise: README, "Lexing semantics") —, naming the others and the shortest
+    text where lark backs up; with ``lenient``, the same words as a :class:`GrammarWarning`, and the
+    lexer refuses those texts.  The error of ``refused`` (a terminal whose own ``re.match`` backs up,
+    and whose pending states are not exact) where its own fallback is one of them, lenient or not."""
     for term in sorted(unmet):
         if term in refused:
             raise refused[term] from None
@@ -147,8 +151,7 @@ def _refuse_unmet_fallbacks(plain: LexingTransducer, unmet: set[int], emit_forbi
     try:
         found = fallback_witnesses(plain, unmet, follows, emit_forbidden)
     except TooManyFallbackStates as exc:
-        warnings.warn(f"{source}: lark's lexer may back up to another terminal, and {exc}: not decided",
-                      GrammarWarning, stacklevel=4)
+        _not_decided(exc, source, lenient, stacklevel=4)
         return
     found = sorted(found, key=lambda f: (len(f.witness), f.terminal))
     names = [terminals[f.terminal].name for f in found]
@@ -162,13 +165,26 @@ def _refuse_unmet_fallbacks(plain: LexingTransducer, unmet: set[int], emit_forbi
     terminal = terminals[first.terminal]
     more = "".join(f"; and to {terminals[f.terminal].name} {said(f)}" for f in found[1:4]) + \
         (f" (and {len(found) - 4} more)" if len(found) > 4 else "")
+    said_all = (f"{terminal.describe()}: lark backs up to it {said(first)} and then lexes "
+                f"{terminals[first.follower].name}, which localgcd's lexer does not do (it looks one byte past a "
+                f"lexeme){more}")
+    if not lenient:  # (the project's rule: never a quietly different language; lenient=True asks for one, said)
+        raise _error(terminal, f"{said_all}, so localgcd would refuse texts lark accepts there: write the terminals "
+                     "so that re.match cannot fall back, or compile with lenient=True (--lenient) to accept the "
+                     "grammar with those texts refused", source, text)
     line = f"{source}:{terminal.line}:{terminal.column}: " if terminal.line else f"{source}: "
-    # (a warning, not yet the GrammarError it should be: most Lark grammars of the test corpora meet it
-    # (lark's common numbers beside a name, blanks beside a longer terminal): docs/architecture.md, Known debts)
-    warnings.warn(f"{line}{terminal.describe()}: lark backs up to it {said(first)} and then lexes "
-                  f"{terminals[first.follower].name}, which localgcd's lexer does not do (it looks one byte past a "
-                  f"lexeme){more}, so localgcd refuses texts lark accepts there: write the terminals so that re.match "
-                  "cannot fall back", GrammarWarning, stacklevel=4)
+    warnings.warn(f"{line}{said_all}, so localgcd refuses texts lark accepts there: write the terminals so that "
+                  "re.match cannot fall back", GrammarWarning, stacklevel=4)
+
+
+def _not_decided(exc: TooManyFallbackStates, source: str, lenient: bool, stacklevel: int) -> None:
+    """Where lark's fallbacks are too many to explore: whether localgcd reads the grammar as lark does
+    is not decided — a :class:`GrammarError`, or with ``lenient`` a :class:`GrammarWarning`."""
+    said = f"lark's lexer may back up to another terminal, and {exc}: not decided"
+    if not lenient:
+        raise GrammarError(f"{said} whether localgcd lexes this grammar as lark does; compile with lenient=True "
+                           "(--lenient) to take it with a warning", source)
+    warnings.warn(f"{source}: {said} (lenient: taken as it is)", GrammarWarning, stacklevel=stacklevel + 1)
 
 
 def _error(terminal: Terminal, message: str, source: str, text: str,
