@@ -266,9 +266,11 @@ NOT_QUALIFYING = {
     "lark/third_party/python-hcl2__hcl2.lark":
         (GrammarError, r"26:1: terminal STRING_CHARS .*: unsupported construct: look-ahead .* reaching more than one "
                        r"byte past the lexeme"),
+    # (by default, lark's back-ups it does not make; with lenient=True, "168:1: lexer='contextual': after
+    # terminal _NL ... backing up past a fork terminal is not supported": tests/test_syncode_python.py)
     "lark/third_party/syncode__python.lark":
-        (GrammarError, r"168:1: lexer='contextual': after terminal _NL .* the parser's state picks the lexer mode .*"
-                       r"backing up past a fork terminal is not supported"),
+        (GrammarError, r"180:1: terminal DEC_NUMBER .*: lark backs up to it from the longer attempt of FLOAT_NUMBER "
+                       r"on '0el' and then lexes ELSE"),
     "lark/third_party/syncode__go.lark":
         (GrammarWarning, r"191:33: string \"/\": lark backs up to it from the longer attempt of EOS on '/\*\\t' and "
                          r"then lexes STAR"),
