@@ -20,7 +20,6 @@ import sysconfig
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 from lark import Lark
 from lark.exceptions import LarkError
@@ -179,33 +178,13 @@ def test_the_suffix_table_and_the_lazy_entries_agree_where_an_alias_emits_at_its
     """Every suffix entry (each restart state, aliases' inside a lexeme included, each token byte):
     the table made up front orders a walker that emits at its first byte after the entry it reads,
     as the entries made on demand do."""
-    from localgcd.compiler.compiler import Compiler
-    from localgcd.spanner.token_spanner import OutcomeTable, SuffixOutcomes, suffix_outcomes
+    from test_pending_emissions import suffix_meanings
 
     lexer = compiled.lexer
-    trie = Compiler(use_cache=False).vocabulary_trie(VOCAB)
-    table_outcomes, lazy_outcomes = OutcomeTable(lexer.n_states), OutcomeTable(lexer.n_states)
-    table = suffix_outcomes(lexer, trie, table_outcomes)
-    lazy = SuffixOutcomes(lexer, trie, lazy_outcomes)
-    terms = np.arange(lexer.restart.size)
-    flat = np.arange(int(trie.offsets[-1]))
-    every_term, every_flat = np.repeat(terms, flat.size), np.tile(flat, terms.size)
-
-    def meaning(outcomes: OutcomeTable, ids: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
-        head, tail, _ = outcomes.arrays()
-        found = []
-        for outcome in ids.tolist():
-            emitted = []
-            while outcome >= lexer.n_states:
-                emitted.append(int(head[outcome]))
-                outcome = int(tail[outcome])
-            found.append((tuple(emitted), outcome))
-        return found
-
     first_byte_aliases = 0
     for alias in range(lexer.n_terminals, lexer.restart.size):
         row = lexer.emitted[int(lexer.restart[alias])]
         first_byte_aliases += int((row != -1).any())
     assert first_byte_aliases > 0  # (some alias's restart state ends a lexeme on its first byte)
-    assert meaning(table_outcomes, table.after(every_term, every_flat)) == \
-        meaning(lazy_outcomes, lazy.after(every_term, every_flat))
+    up_front, on_demand = suffix_meanings(lexer, VOCAB)
+    assert up_front == on_demand

@@ -211,9 +211,12 @@ def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeT
     # the outcome of bytes j: of the same token, from the state lexing restarts in after it.
     suffix = end_state  # "nothing emitted" outcomes are the end states
     # (an alias's walker may emit at its first byte: it reads the entry at its own start, in another
-    # slot, so it comes after the other walkers of that start)
+    # slot, so it comes after the other walkers of that start -- and after that entry's own walker
+    # where that one emits at its first byte too: a holding state's chain, one level a link)
     emitting = np.nonzero(emit_at >= 0)[0]
-    order_key = -2 * start[emitting] + (emit_at[emitting] == flat[emitting])
+    level = _first_byte_levels(emitting[emit_at[emitting] == flat[emitting]], emit_term, emit_at,
+                               slot_of_terminal, total, flat.size)
+    order_key = -(int(level.max(initial=0)) + 1) * start[emitting] + level[emitting]
     order = np.argsort(order_key, kind="stable")
     emitting = emitting[order]
     bounds = np.flatnonzero(np.diff(order_key[order])) + 1
@@ -222,6 +225,29 @@ def suffix_outcomes(lexer: LexingTransducer, trie: VocabTrie, outcomes: OutcomeT
             after = slot_of_terminal[emit_term[idx]] * total + emit_at[idx]
             suffix[idx] = outcomes.cons(lexer.grammar_terminals(emit_term[idx]), suffix[after])
     return SuffixTable(suffix.reshape(states.size, total), slot_of_terminal)
+
+
+def _first_byte_levels(first: np.ndarray, emit_term: np.ndarray, emit_at: np.ndarray,
+                       slot_of_terminal: np.ndarray, total: int, n_walkers: int) -> np.ndarray:
+    """int64 [n_walkers]: 0 for a walker that does not emit at its first byte; for one that does
+    (``first``), 1 + the level of the walker whose entry it reads (same start, the slot after its
+    terminal), so that resolving by increasing level reads only entries already resolved."""
+    level = np.zeros(n_walkers, dtype=np.int64)
+    if not first.size:
+        return level
+    target = slot_of_terminal[emit_term[first]] * total + emit_at[first]
+    is_first = np.zeros(n_walkers, dtype=bool)
+    is_first[first] = True
+    level[first] = np.where(is_first[target], -1, 1)
+    unknown = level[first] < 0
+    while unknown.any():
+        known = level[target] > 0
+        settle = unknown & known
+        if not settle.any():
+            raise RuntimeError("a cycle of aliases emitted at their first byte (a lexer bug)")
+        level[first[settle]] = level[target[settle]] + 1
+        unknown &= ~settle
+    return level
 
 
 def use_kernels(kernels: bool | None) -> bool:
