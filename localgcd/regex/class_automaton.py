@@ -249,19 +249,3 @@ def _breadth_first(edges: list[list[Edge]]) -> list[int]:
                 seen.add(target)
                 order.append(target)
     return order
-def _breadth_first(edges: list[list[Edge]]) -> list[int]:
-    """The states reached from state 0, in the order a breadth-first walk in byte order meets them."""
-    order = [0]
-    seen = {0}
-    for state in order:  # (grows while iterating)
-        for _lo, _hi, target in edges[state]:
-            if target not in seen:
-                seen.add(target)
-                order.append(target)
-    return order
-    @staticmethod
-    def _piece(partial: dict, pending: list[int], unit: int, lo: int, hi: int, target: int) -> None:
-        if unit not in partial:
-            partial[unit] = []
-            pending.append(unit)
-        partial[unit].append((lo, hi, target))
