@@ -71,8 +71,8 @@ class _Moves:
         self.ends_long = self.accepts & ~ended_refused
         # a longer attempt that accepts at once (and whose look-ahead cannot make it back up): no fallback
         self.wins = self.accepts & ~may_back_up
-        # useful[T, q]: the restart lexing in q can still become a terminal that may follow T (what it
-        # emits later, and the terminal its lexeme becomes, are among its state's Prod)
+        # after T, whether the restart lexing in q can still become a terminal that may follow T (what
+        # it emits later, and the terminal its lexeme becomes, are among its state's Prod)
         self.useful = adjacency.useful(lexer.producible)
 
     def formations(self, terms_wanted: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -105,15 +105,11 @@ class _Moves:
         return LN, S, O, nested, backs, pending
 
     def taken_at_end(self, T: np.ndarray, L: np.ndarray, A: np.ndarray) -> np.ndarray:
-        """bool [n, terms] or [n]: the text ending in the window where the longer attempt ``L`` is not
-        a whole lexeme, T then the restart's lexeme end it."""
+        """bool [n]: the text ending in the window where the longer attempt ``L`` is not a whole
+        lexeme, ``T`` then the restart's lexeme end it (:class:`_TermWords` for sets of ``T``)."""
         adjacency = self.adjacency
         ends = np.where(self.ends_long[L], -1, self.lexer.accept[A])
         t_end = np.maximum(ends, 0)
-        if T.ndim == 2:  # rows of candidate T's
-            through = np.where(adjacency.anywhere[t_end][:, None], adjacency.last[None, :],
-                               adjacency.follows[:, t_end].T & adjacency.last[t_end][:, None])
-            return T & through & (ends >= 0)[:, None]
         return (ends >= 0) & np.where(adjacency.anywhere[t_end], adjacency.last[T],
                                       adjacency.follows[T, t_end] & adjacency.last[t_end])
 
