@@ -20,7 +20,6 @@ from localgcd.regex.class_automaton import class_byte_dfa, is_wide
 from localgcd.regex.parse_memo import PackedNode, unpack
 from localgcd.regex.priority import needs_priority, priority_dfa
 from localgcd.regex.python_syntax import packed_python_regex, parse_python_regex
-from localgcd.regex.syntax import Node
 
 _MAX_COUNTED_LEVELS = 4096  # a longer chain of copies is left to the subset construction
 #: Terminal automata by pattern, and a counted pattern's unit automaton by the unit's parse: pure
@@ -96,17 +95,11 @@ def _build(pattern: str, meter: BudgetMeter | None, what: str) -> tuple[DFA, str
         nfa = NFA()
         start = nfa.add_regex(pattern, 0)
         dfa = determinize(nfa, [start], [0], meter=meter, what=what)
-    if split is not None and not split[0] and _wide_rest(split[1]):
+    # (a pattern whose Unicode classes are wide, ``\w``'s 700 intervals, is a rest built once for every
+    # pattern it ends after a literal prefix: Java's identifier and its annotation ``@`` + identifier)
+    if split is not None and not split[0] and is_wide(split[1]):
         _RESTS.put(split[1], dfa)  # (the minimal automaton, numbered breadth first: the rest's own)
     return dfa, None
-
-
-def _wide_rest(rest_key: PackedNode) -> bool:
-    """Whether a pattern's rest reads Unicode classes wide enough (``\\w``'s 700 intervals: a few
-    ms even over its classes, :mod:`~localgcd.regex.class_automaton`) that its automaton is built
-    once for every pattern it ends, after any literal prefix (Java's identifier and its annotation
-    ``@`` + identifier), short as it is."""
-    return is_wide(rest_key)
 
 
 def _subset_dfa(rest_key: PackedNode, meter: BudgetMeter | None, what: str) -> DFA:
