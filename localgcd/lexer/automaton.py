@@ -24,11 +24,11 @@ from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.adjacency import Adjacency
+from localgcd.lexer.adjacency import LAYOUT_BLANKS, Adjacency
 from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, fallback_terminals, fallback_witnesses
 from localgcd.lexer.first_match import first_match_backing
-from localgcd.lexer.pending import (BackUpRules, PendingRefused, backing_terminals, backing_up_lexer,
-                                    backing_up_tables, refusal)
+from localgcd.lexer.pending import (BackUpRules, PendingRefused, Window, backing_terminals, backing_up_lexer,
+                                    backing_up_tables, explored_window)
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
@@ -109,14 +109,20 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
     attempt can still become a terminal that covers the one backed up to: :meth:`Adjacency.covers`);
     (the lexer, the terminals it backs up for).  A terminal whose pending states are not exact, or
     too many, is left out (the fallback check then names it); so is one lexed before a fork (the
-    parser's state picks the mode after it, and aliases are not read there)."""
+    parser's state picks the mode after it, and aliases are not read there), and, with lark's
+    Indenter, one whose window may hold what the Indenter reads (:func:`_indenter_reads`)."""
     wanted = unmet - {i for i, t in enumerate(terminals) if t.fork is not None}
+    if follows.layout is not None:
+        wanted -= set(np.flatnonzero(follows.layout).tolist())
     if follows.moves is None or not wanted:
         return lexer, backing
     rules = BackUpRules.of(plain, backing, emit_forbidden, follows, covering=wanted)
-    # (each alone first, explored without writing tables: a refusal names its own terminal)
-    taken = {term for term in sorted(wanted)
-             if refusal(plain, dataclasses.replace(rules, backing=backing | {term}), _COVERED_PENDING) is None}
+    taken = set()
+    for term in sorted(wanted):  # (each alone first, without writing tables: a refusal names its own terminal)
+        refused, window = explored_window(plain, dataclasses.replace(rules, backing=backing | {term}), {term},
+                                          _COVERED_PENDING)
+        if refused is None and not _indenter_reads(window, follows):
+            taken.add(term)
     if not taken:
         return lexer, backing
     try:
@@ -127,6 +133,15 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
     if made.alias_of is not None and any(terminals[t].fork is not None for t in made.alias_of.tolist()):
         return lexer, backing  # (a fork terminal's lexeme ends inside a window: aliases are not read there)
     return made, backing | taken
+
+
+def _indenter_reads(window: Window, follows: Adjacency) -> bool:
+    """With lark's Indenter, a window that may hold what it reads: blanks (it measures a line's
+    indentation up to them, and the newline's width would be read at the wrong byte) or a lexeme of
+    its newline or brackets (ended inside the window)."""
+    if follows.layout is None:
+        return False
+    return bool(window.bytes_read[list(LAYOUT_BLANKS)].any()) or any(follows.layout[t] for t in window.held)
 
 
 #: pending states explored for the terminals lark falls back to (a window over a string's body, where

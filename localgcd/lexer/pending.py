@@ -103,6 +103,10 @@ class PendingStates:
     emitting: dict[tuple[int, int], bytes] = field(default_factory=dict)  # (T, q_restart) emitting -> a witness
     obstructions: list[Obstruction] = field(default_factory=list)
     longest_window: int = 0  # bytes past the accept point, over the states found (breadth-first depth)
+    #: where recorded (:func:`window`): (P or None for a plain state, byte, P') for every move into a
+    #: pending state, and the pending states that back up on some byte
+    into: list[tuple[Pending | None, int, Pending]] | None = None
+    backs: set[Pending] | None = None
 
     def first(self, kind: str) -> Obstruction | None:
         return next((o for o in self.obstructions if o.kind == kind), None)
@@ -117,10 +121,13 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
     return _explore(lexer, BackUpRules.of(lexer, backing, emit_forbidden, parser), limit, fail_fast=False)
 
 
-def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast: bool) -> PendingStates:
+def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast: bool,
+             record: bool = False) -> PendingStates:
     """:func:`pending_states` under ``rules`` (``fail_fast``: up to the first obstruction that
-    refuses the tables, NESTED or NOT_PRODUCIBLE)."""
+    refuses the tables, NESTED or NOT_PRODUCIBLE; ``record``: the moves into pending states too)."""
     found = PendingStates()
+    if record:
+        found.into, found.backs = [], set()
     prefix = ShortestTexts(lexer)
     seen_kinds: set[tuple[str, int, int]] = set()
     queue: deque[tuple[Pending, int]] = deque()
@@ -151,6 +158,8 @@ def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast:
     forming = {(q, byte) for q, byte, _ in formations}
     for q, byte, state in formations:
         enter(state, prefix.get(q, b"") + bytes([byte]), 1)
+        if record:
+            found.into.append((None, byte, state))
     while queue and not (fail_fast and fatal):
         state, depth = queue.popleft()
         (longer, chain, again), text = state, found.states[state]
@@ -163,10 +172,14 @@ def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast:
             kind, value = _step(lexer, rules, state, byte)
             if kind == _PENDING:
                 enter(value, text + bytes([byte]), depth + 1)
+                if record:
+                    found.into.append((state, byte, value))
             elif kind == _EMITS:
                 found.emitting.setdefault((term, again), text + bytes([byte]))
             elif kind in (NESTED, TWO_AT_ONCE):
                 obstruct(kind, term, text + bytes([byte]), value)
+            if record and kind in (_EMITS, TWO_AT_ONCE):
+                found.backs.add(state)
             if kind in (_EMITS, TWO_AT_ONCE) and (again, byte) in forming:  # (the restart's own lexeme)
                 obstruct(BACKS_UP_AGAIN, term, text + bytes([byte]), int(lexer.accept[again]))
     return found
@@ -343,6 +356,41 @@ def refusal(lexer: LexingTransducer, rules: BackUpRules, limit: int = _MAX_PENDI
     longer attempt cannot become a terminal covering ``T``, or a restart whose own lexeme backs up
     where the longer attempt dies."""
     return _refusal(_explore(lexer, rules, limit + 1, fail_fast=True), rules, limit)
+
+
+@dataclass(frozen=True)
+class Window:
+    """What the lexer reads past a lexeme it may back up to, on the way to where it does (an alias is
+    emitted, or the text may end there): the bytes, and the lexemes held (ended inside the window)."""
+
+    bytes_read: np.ndarray  # bool [256]
+    held: frozenset[int]
+
+
+def explored_window(lexer: LexingTransducer, rules: BackUpRules, terms: set[int],
+                    limit: int = _MAX_PENDING) -> tuple[PendingRefused | None, Window]:
+    """:func:`refusal` of ``rules``, and the :class:`Window` of the pending states that back up to a
+    terminal of ``terms`` (as :func:`window_bytes` reads the tables, before they are written)."""
+    found = _explore(lexer, rules, limit + 1, fail_fast=True, record=True)
+    refused = _refusal(found, rules, limit)
+    ours = [p for p in found.states if p[1][0] in terms]
+    # a pending state backs up where a byte emits its alias, or where the text may end in two lexemes
+    reaches = {p for p in ours if p in found.backs or len(p[1]) > 1 or lexer.accept[p[2]] >= 0}
+    came_from: dict[Pending, list[Pending]] = {}
+    for source, _, target in found.into:
+        if source is not None:
+            came_from.setdefault(target, []).append(source)
+    work = list(reaches)
+    while work:  # backwards over the moves between pending states
+        for source in came_from.get(work.pop(), ()):
+            if source not in reaches and source[1][0] in terms:
+                reaches.add(source)
+                work.append(source)
+    read = np.zeros(256, dtype=bool)
+    for _, byte, target in found.into:
+        if target in reaches:
+            read[byte] = True
+    return refused, Window(read, frozenset(t for p in reaches for t in p[1][1:]))
 
 
 def _refusal(found: PendingStates, rules: BackUpRules, limit: int) -> PendingRefused | None:
