@@ -27,8 +27,8 @@ from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
 from localgcd.lexer.adjacency import LAYOUT_BLANKS, Adjacency
 from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, fallback_terminals, fallback_witnesses
 from localgcd.lexer.first_match import first_match_backing
-from localgcd.lexer.pending import (BackUpRules, PendingRefused, Window, backing_terminals, backing_up_lexer,
-                                    backing_up_tables, explored_window)
+from localgcd.lexer.pending import (BackUpRules, IndenterScreen, PendingRefused, ShortestTexts, backing_terminals,
+                                    backing_up_lexer, backing_up_tables, refusal)
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
@@ -110,19 +110,20 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
     (the lexer, the terminals it backs up for).  A terminal whose pending states are not exact, or
     too many, is left out (the fallback check then names it); so is one lexed before a fork (the
     parser's state picks the mode after it, and aliases are not read there), and, with lark's
-    Indenter, one whose window may hold what the Indenter reads (:func:`_indenter_reads`)."""
+    Indenter, one of the terminals it reads or whose window reads what it reads (:class:`IndenterScreen`)."""
     wanted = unmet - {i for i, t in enumerate(terminals) if t.fork is not None}
     if follows.layout is not None:
         wanted -= set(np.flatnonzero(follows.layout).tolist())
     if follows.moves is None or not wanted:
         return lexer, backing
     rules = BackUpRules.of(plain, backing, emit_forbidden, follows, covering=wanted)
-    taken = set()
-    for term in sorted(wanted):  # (each alone first, without writing tables: a refusal names its own terminal)
-        refused, window = explored_window(plain, dataclasses.replace(rules, backing=backing | {term}), {term},
-                                          _COVERED_PENDING)
-        if refused is None and not _indenter_reads(window, follows):
-            taken.add(term)
+    if follows.layout is not None:
+        blanks = np.zeros(256, dtype=bool)
+        blanks[list(LAYOUT_BLANKS)] = True
+        rules = dataclasses.replace(rules, screen=IndenterScreen(frozenset(wanted), blanks, follows.layout))
+    texts = ShortestTexts(plain)  # (each alone first, explored without writing tables: a refusal names its terminal)
+    taken = {term for term in sorted(wanted)
+             if refusal(plain, dataclasses.replace(rules, backing=backing | {term}), _COVERED_PENDING, texts) is None}
     if not taken:
         return lexer, backing
     try:
@@ -133,15 +134,6 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
     if made.alias_of is not None and any(terminals[t].fork is not None for t in made.alias_of.tolist()):
         return lexer, backing  # (a fork terminal's lexeme ends inside a window: aliases are not read there)
     return made, backing | taken
-
-
-def _indenter_reads(window: Window, follows: Adjacency) -> bool:
-    """With lark's Indenter, a window that may hold what it reads: blanks (it measures a line's
-    indentation up to them, and the newline's width would be read at the wrong byte) or a lexeme of
-    its newline or brackets (ended inside the window)."""
-    if follows.layout is None:
-        return False
-    return bool(window.bytes_read[list(LAYOUT_BLANKS)].any()) or any(follows.layout[t] for t in window.held)
 
 
 #: pending states explored for the terminals lark falls back to (a window over a string's body, where
