@@ -143,7 +143,8 @@ class Compiler:
         :class:`GrammarWarning` naming it instead of that error — a JSON Schema keyword it drops, a Lark
         grammar's terminal that lark's lexer backs up to where localgcd's does not (the compiled grammar
         then refuses texts lark accepts: README, "Lexing semantics"); a lenient compile has its own cache
-        entry.
+        entry.  The warnings a build says (those, a resolved conflict's) are kept with what it compiled
+        (:attr:`CompiledGrammar.warnings`, and in its cache entry): loaded from the cache, it says them again.
         """
         check_format(fmt, source)
         check_parser(parser, fmt, source)
