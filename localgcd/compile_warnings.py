@@ -55,7 +55,8 @@ class CompileWarning:
 
     @classmethod
     def from_json(cls, data: dict) -> "CompileWarning":
-        return cls(data["message"], data.get("line"), data.get("column"), CATEGORIES[data["category"]])
+        return cls(data["message"], data.get("line"), data.get("column"),
+                   CATEGORIES.get(data.get("category", ""), GrammarWarning))  # (unknown: a GrammarWarning)
 
 
 _KEPT: contextvars.ContextVar[list[CompileWarning] | None] = contextvars.ContextVar("localgcd_kept_warnings",
