@@ -19,9 +19,9 @@ from typing import Any, Optional
 import typer
 
 from localgcd.budget import CompileBudget
-from localgcd.cli.console import held_warnings, warning
+from localgcd.cli.console import held_warnings
 from localgcd.cli.progress import with_spinner
-from localgcd.errors import GrammarError
+from localgcd.errors import GrammarError, GrammarWarning
 from localgcd.grammar.formats import FORMATS, to_grammar
 from localgcd.grammar.sources import GrammarSource, resolve_grammar
 from localgcd.user_files import read_user_file
@@ -93,13 +93,11 @@ MAX_STATES = typer.Option(None, "--max-states", min=1, metavar="N",
 
 @dataclass(frozen=True)
 class Constraint:
-    """The grammar text and format to compile, the compile's options (a JSON Schema's front end's, a Lark
-    grammar's parser, lexer, ``lark_regex`` and ``lenient``) and, with ``--lenient`` and a JSON Schema,
-    the front end's warnings as the compiler words them (``source: message``)."""
+    """The grammar text and format to compile and the compile's options (a JSON Schema's front end's, a Lark
+    grammar's parser, lexer, ``lark_regex`` and ``lenient``)."""
 
     source: GrammarSource
     options: dict[str, Any] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
 
 
 def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None, json_schema: Optional[str] = None,
@@ -167,11 +165,7 @@ def resolve_constraint(grammar: Optional[str] = None, fmt: Optional[str] = None,
                                   PROPERTY_ORDER),
         "additional_properties": "schema" if open_objects else "closed",
     }
-    if not lenient:
-        return Constraint(source, options)
-    # Tables loaded from the cache do not repeat the front end's warnings: ask the front end here.
-    dropped = to_grammar(source.text, source.fmt, source.source, (budget or CompileBudget()).meter(), **options).warnings
-    return Constraint(source, options, tuple(f"{source.source}: {w}" for w in dropped))
+    return Constraint(source, options)  # (--lenient's warnings: the compile's, from the cache too)
 
 
 def show_grammar(constraint: Constraint, budget: CompileBudget) -> str:
@@ -251,14 +245,17 @@ def cli_compiler(eager: bool = False, budget: Optional[CompileBudget] = None):  
 
 
 def compile_shown(compiler, constraint: Constraint, vocab, strict: bool, label: str):  # noqa: ANN001, ANN201
-    """Compile (or load from the cache) under a spinner; the --lenient warnings are shown once, cache or not."""
+    """Compile (or load from the cache) under a spinner; its warnings (the --lenient ones, a resolved
+    conflict's: said alike when the tables are loaded from the cache) go on to the caller's display, or
+    its held list, once the spinner is gone."""
     src = constraint.source
-    for message in constraint.warnings:
-        warning(message)
-    with held_warnings() as held:
-        compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
-                                strict=strict, **constraint.options)
-    for category, message in held:  # the rest go on to the caller's display (or its held list)
-        if message not in constraint.warnings:
+    said: list[tuple[type, str]] = []
+    try:
+        with warnings.catch_warnings(), held_warnings() as said:
+            warnings.simplefilter("always", GrammarWarning)  # (every compile's: not once per process and place)
+            compiled = with_spinner(label, compiler.compile, src.text, vocab, fmt=src.fmt, source=src.source,
+                                    strict=strict, **constraint.options)
+    finally:  # (before the error that may end the compile, as the compile said them before it)
+        for category, message in said:
             warnings.showwarning(message, category, __file__, 0)
     return compiled

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from localgcd.compile_warnings import CompileWarning
 from localgcd.grammar.indenter import IndenterSpec
 from localgcd.grammar.terminals import Terminal
 from localgcd.lexer.transducer import LexingTransducer
@@ -48,9 +49,11 @@ if TYPE_CHECKING:  # (a general grammar's engine, GBNF's token elements: importe
 #: chains through holding states: lexer/pending.py): the same text compiles to other tables.  17: a
 #: Lark grammar where lark's lexer backs up to another terminal and localgcd's does not is refused
 #: unless compiled with ``lenient=True`` (its own key), so an entry 16 wrote for it under the default
-#: key is not read.  18: covered back-ups also in general-parser and Indenter grammars (a lenient
-#: compile of gdscript or vyper now carries some it refused), so the same text compiles to other tables.
-TABLE_FORMAT_VERSION = 18
+#: key is not read.  18: an entry keeps the warnings its compile said (a lenient compile's, a resolved
+#: conflict's), which a load says again; a 17 entry would load saying none.  19: covered back-ups also
+#: in general-parser and Indenter grammars (a lenient compile of gdscript or vyper now carries some it
+#: refused), so the same text compiles to other tables.
+TABLE_FORMAT_VERSION = 19
 
 
 @dataclass
@@ -77,6 +80,8 @@ class CompiledGrammar:
     #: lex alike: then one mode, the basic tables), "dynamic" or "dynamic_complete"
     lexer_kind: str = "basic"
     token_moves: TokenMoves | None = None  # GBNF's token elements, resolved for the vocabulary (None: none)
+    #: the warnings the compile said (localgcd.compile_warnings), in order; a load from the cache says them again
+    warnings: tuple[CompileWarning, ...] = ()
 
     def __repr__(self) -> str:
         stats = self.stats
@@ -214,6 +219,7 @@ class CompiledGrammar:
             "conflicts": list(self.conflicts),
             "built_ahead": self.built_ahead,
             "lexer_kind": self.lexer_kind,
+            "warnings": [w.to_json() for w in self.warnings],
         }
         arrays = {f"lexer_{n}": a for n, a in self.lexer.to_arrays().items()}
         arrays.update({f"spanner_{n}": a for n, a in spanner_arrays.items()})
@@ -314,6 +320,7 @@ class CompiledGrammar:
             lexer_kind=header.get("lexer_kind", "contextual" if any(t.get("modes") is not None
                                                                      for t in header["terminals"]) else "basic"),
             token_moves=_token_moves(arrays),
+            warnings=tuple(CompileWarning.from_json(w) for w in header.get("warnings", ())),
         )
 
 

@@ -18,7 +18,6 @@ import gc
 import hashlib
 import json
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ from localgcd.compiler.compiled import TABLE_FORMAT_VERSION, CompiledGrammar
 from localgcd.compiler.store import TRIE_PREFIX, TableStore
 from localgcd.budget import CompileBudget
 from localgcd.compiler.writeback import LazyEntry
-from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
+from localgcd.compile_warnings import grammar_warning, kept_warnings, say
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.formats import EARLEY_LEXERS, LEXERS, check_format, declared_lexer, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
 from localgcd.compiler.terminal_follows import layout_terminals, parser_moves, terminal_follows
@@ -143,7 +143,8 @@ class Compiler:
         :class:`GrammarWarning` naming it instead of that error — a JSON Schema keyword it drops, a Lark
         grammar's terminal that lark's lexer backs up to where localgcd's does not (the compiled grammar
         then refuses texts lark accepts: README, "Lexing semantics"); a lenient compile has its own cache
-        entry.
+        entry.  The warnings a build says (those, a resolved conflict's) are kept with what it compiled
+        (:attr:`CompiledGrammar.warnings`, and in its cache entry): loaded from the cache, it says them again.
         """
         check_format(fmt, source)
         check_parser(parser, fmt, source)
@@ -179,6 +180,7 @@ class Compiler:
             if loaded:
                 compiled.token_mask_budget = self.token_mask_budget
                 compiled.timings["cache_load"] = time.perf_counter() - started
+                say(compiled.warnings, source)  # (what its build said, in the same words)
                 if isinstance(compiled.spanner, LazyTokenSpanner):
                     LazyEntry(self.store, key, TABLE_FORMAT_VERSION, compiled, loaded=True)
                 return compiled
@@ -205,14 +207,18 @@ class Compiler:
         now (but for a lexer above ``eager_lexer_limit``).  ``lenient``: as :meth:`compile` takes it.
         """
         lexer = default_lexer(parser, fmt, text, source) if lexer is None else lexer
-        with _collector_paused():
+        with _collector_paused(), kept_warnings() as said:
             try:
-                return self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, lexer,
-                                   document, lenient, **options)
+                compiled = self._build(text, vocab, source, strict, indenter, fmt, lazy, base_dir, parser, lexer,
+                                       document, lenient, **options)
             except CompileBudgetError as exc:
                 if exc.source is not None:
                     raise
                 raise CompileBudgetError(exc.message, source) from None  # a stage that knows no place
+            finally:  # (said at the user's call, before an error that ends the build too)
+                say(said, source)
+        compiled.warnings = tuple(said)  # (part of what it compiled: its cache entry says them again)
+        return compiled
 
     def _build(self, text: str, vocab: Vocabulary, source: str, strict: bool, indenter: IndenterOptions | None,
                fmt: str, lazy: bool, base_dir: str | Path | None = None, parser: str = "lalr",
@@ -224,7 +230,7 @@ class Compiler:
             options = {**options, "lenient": lenient}
         grammar = to_grammar(text, fmt, source, meter, self.tuning, indenter, base_dir, document, **options)
         for warning in grammar.warnings:
-            warnings.warn(f"{source}: {warning}", GrammarWarning, stacklevel=3)
+            grammar_warning(warning, source)
         if lexer_kind in EARLEY_LEXERS:
             from localgcd.grammar.lark_dynamic import dynamic_lexing  # (over GBNF's translation: imported when used)
 
@@ -235,7 +241,7 @@ class Compiler:
         tables, conflicts = build_parse_tables(grammar, strict=strict, meter=meter, tuning=tuning, general=general)
         described = tuple(dict.fromkeys(c.describe() for c in conflicts))  # (cells alike in words: said once)
         for conflict in described if not tables.is_general else ():  # (kept conflicts: the compile's mode says them)
-            warnings.warn(f"{source}: {conflict}", GrammarWarning, stacklevel=3)
+            grammar_warning(conflict, source)
         if lexer_kind == "contextual":
             from localgcd.compiler.contextual import contextual_lexing  # (opt-in: imported when used)
 

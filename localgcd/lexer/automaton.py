@@ -13,13 +13,13 @@ keywords; across priorities it is what priority means.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 
 from localgcd.arrays import sorted_unique
 from localgcd.budget import BudgetMeter, unbounded
-from localgcd.errors import CompileBudgetError, GrammarError, GrammarWarning
+from localgcd.compile_warnings import grammar_warning
+from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
@@ -89,7 +89,7 @@ def build_lexer(terminals: list[Terminal], source: str = "<grammar>", text: str 
         except TooManyFallbackStates as exc:
             if refused:
                 raise next(iter(refused.values())) from None
-            _not_decided(exc, source, lenient, stacklevel=3)
+            _not_decided(exc, source, lenient)
             unmet = set()
         lexer, backing = _back_up_where_covered(plain, lexer, backing, emit_forbidden, follows, terminals, unmet)
         _refuse_unmet_fallbacks(plain, unmet - backing, emit_forbidden, follows, terminals, source, text, refused,
@@ -158,7 +158,7 @@ def _refuse_unmet_fallbacks(plain: LexingTransducer, unmet: set[int], emit_forbi
     try:
         found = fallback_witnesses(plain, unmet, follows, emit_forbidden)
     except TooManyFallbackStates as exc:
-        _not_decided(exc, source, lenient, stacklevel=4)
+        _not_decided(exc, source, lenient)
         return
     found = sorted(found, key=lambda f: (len(f.witness), f.terminal))
     names = [terminals[f.terminal].name for f in found]
@@ -179,19 +179,18 @@ def _refuse_unmet_fallbacks(plain: LexingTransducer, unmet: set[int], emit_forbi
         raise _error(terminal, f"{said_all}, so localgcd would refuse texts lark accepts there: write the terminals "
                      "so that re.match cannot fall back, or compile with lenient=True (--lenient) to accept the "
                      "grammar with those texts refused", source, text)
-    line = f"{source}:{terminal.line}:{terminal.column}: " if terminal.line else f"{source}: "
-    warnings.warn(f"{line}{said_all}, so localgcd refuses texts lark accepts there: write the terminals so that "
-                  "re.match cannot fall back", GrammarWarning, stacklevel=4)
+    grammar_warning(f"{said_all}, so localgcd refuses texts lark accepts there: write the terminals so that "
+                    "re.match cannot fall back", source, terminal.line or None, terminal.column)
 
 
-def _not_decided(exc: TooManyFallbackStates, source: str, lenient: bool, stacklevel: int) -> None:
+def _not_decided(exc: TooManyFallbackStates, source: str, lenient: bool) -> None:
     """Where lark's fallbacks are too many to explore: whether localgcd reads the grammar as lark does
     is not decided — a :class:`GrammarError`, or with ``lenient`` a :class:`GrammarWarning`."""
     said = f"lark's lexer may back up to another terminal, and {exc}: not decided"
     if not lenient:
         raise GrammarError(f"{said} whether localgcd lexes this grammar as lark does; compile with lenient=True "
                            "(--lenient) to take it with a warning", source)
-    warnings.warn(f"{source}: {said} (lenient: taken as it is)", GrammarWarning, stacklevel=stacklevel + 1)
+    grammar_warning(f"{said} (lenient: taken as it is)", source)
 
 
 def _error(terminal: Terminal, message: str, source: str, text: str,
@@ -281,8 +280,7 @@ def build_lexer_dfa(terminals: list[Terminal], source: str = "<grammar>", text: 
         # every lexeme of it is one of an %ignore'd terminal's, which outranks it: whichever lexer
         # lark runs (basic, or contextual, which keeps ignored terminals in every state), it never
         # produces it (SynCode's Python: LONG_STRING inside the ignored COMMENT)
-        line = f"{source}:{terminal.line}:{terminal.column}: " if terminal.line else f"{source}: "
-        warnings.warn(f"{line}{message}: each is a lexeme of %ignore'd {', '.join(ignored_over)} too, so it "
-                      "matches nothing here, as in lark", GrammarWarning, stacklevel=3)
+        grammar_warning(f"{message}: each is a lexeme of %ignore'd {', '.join(ignored_over)} too, so it "
+                        "matches nothing here, as in lark", source, terminal.line or None, terminal.column)
     return dfa
 
