@@ -16,8 +16,7 @@ id, what it does per sampled token without a top-k before it; then ``llama_sampl
 Prints one Markdown table (milliseconds, p50/p99 over the document's tokens).  ``--indenter``: a
 Lark grammar read as lark's python_parser.py example reads python2.lark (``parser="earley",
 lexer="basic"``, lark's Python Indenter names; no llama.cpp column: llama.cpp has no Indenter), compiled
-with ``lenient=True`` (lark's basic lexer backs up to python2's ``OCT_NUMBER`` where localgcd's does not:
-refused by default).
+by default (strictly: lark's back-up from a float's ``0e`` to python2's ``OCT_NUMBER`` is carried).
 ``--general-stacks``: ``Tuning.general_stacks`` (live stacks up to which a mask is made stack by stack,
 past which every outcome is checked on the frontier; the default's, else).
 """
@@ -66,7 +65,7 @@ def run(grammar: Path, document: Path, vocab_name: str, limit: int | None = None
 
         compiled = localgcd.compile_grammar(text + (f"\nstart: {start}\n" if start != "start" else ""), vocab,
                                             source=str(grammar), use_cache=False, parser="earley", lexer="basic",
-                                            indenter=IndenterOptions(), lenient=True, **tuned)
+                                            indenter=IndenterOptions(), **tuned)
     else:
         compiled = localgcd.compile_grammar(text, vocab, fmt=fmt, source=str(grammar), use_cache=False, **tuned)
     compile_s = time.perf_counter() - t0

@@ -50,7 +50,7 @@ from localgcd.grammar.lark_dynamic import dynamic_lexing
 from localgcd.grammar.lark_frontend import load_lark_grammar
 from localgcd.lexer.automaton import build_lexer
 from localgcd.compiler.contextual import contextual_lexing
-from localgcd.compiler.terminal_follows import parser_moves, terminal_follows
+from localgcd.compiler.terminal_follows import layout_terminals, parser_moves, terminal_follows
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.tuning import Tuning
 
@@ -194,7 +194,8 @@ def todays_verdict(entry: WildGrammar) -> str:
             follows = None
             if entry.mode == "lalr":  # lark's contextual lexer, as compile_grammar(..., lexer="contextual") reads it
                 grammar, tables = contextual_lexing(grammar, tables)  # (and lark's back-ups, as the compiler checks them)
-                follows = replace(terminal_follows(grammar), moves=parser_moves(grammar, tables))
+                follows = replace(terminal_follows(grammar), moves=parser_moves(grammar, tables),
+                                  layout=layout_terminals(grammar))
             build_lexer(list(grammar.terminals), source, grammar.text or text, follows=follows)  # (re.match's back-ups)
     except LocalgcdError as error:
         message = str(error).replace(f"{source}:", "", 1).strip()
@@ -358,13 +359,13 @@ PYTHON2 = CORPUS / "lark" / "third_party" / "lark__python2.lark"
 
 def compile_python2() -> localgcd.CompiledGrammar:
     """python2.lark as lark's own examples/advanced/python_parser.py reads it (``python_parser2_earley``):
-    ``parser='earley', lexer='basic'`` and lark's ``PythonIndenter``; ``lenient=True``, for lark's basic lexer
-    backs up to ``OCT_NUMBER`` where localgcd's does not (from ``0el``: refused by default)."""
+    ``parser='earley', lexer='basic'`` and lark's ``PythonIndenter``, by default (strictly): where lark's basic
+    lexer backs up from a float's ``0e`` to ``OCT_NUMBER`` ``0`` before ``else``, localgcd's does too (``FLOAT``
+    covers ``OCT_NUMBER``: README, "Lexing semantics")."""
     from localgcd.grammar.indenter import IndenterOptions
 
     return localgcd.compile_grammar(PYTHON2.read_text(encoding="utf-8") + "\nstart: file_input\n", byte_vocabulary(),
-                                    parser="earley", lexer="basic", use_cache=False, indenter=IndenterOptions(),
-                                    lenient=True)
+                                    parser="earley", lexer="basic", use_cache=False, indenter=IndenterOptions())
 
 
 def test_lark_s_python2_example_compiles_as_its_earley_parser_reads_it() -> None:
@@ -376,11 +377,14 @@ def test_lark_s_python2_example_compiles_as_its_earley_parser_reads_it() -> None
 
 
 #: real Python files that are python2 too (lark's Earley parser with its PythonIndenter takes them), and
-#: texts that tell the layout apart (lark's verdict beside each)
+#: texts that tell the layout apart and texts where lark's lexer backs up from a float's exponent to a
+#: number before ``else`` (lark's verdict beside each)
 PYTHON2_SOURCES = ("this.py", "keyword.py")
 PYTHON2_TEXTS = [("if x:\n    y\n  z\n", False), ("if x:\n  if y:\n    print a,\n\n  else: pass\n", True),
                  ("f(1,\n2)\n", True), ("x = 1 # no newline after", False), ("print (1,\n  2)\n", True),
-                 ("class A:\n\tdef m(self): pass\n        x\n", True)]
+                 ("class A:\n\tdef m(self): pass\n        x\n", True), ("x = 1 if 0else 2\n", True),
+                 ("x = [1 if 1else.5, 2 if .0else 0e+1j]\n", True), ("x = 1 if 0e else 2\n", False),
+                 ("x = 0el\n", False)]
 
 
 def test_check_agrees_with_lark_earley_and_its_indenter_on_python2_sources() -> None:

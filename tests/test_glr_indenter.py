@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import lark
 import numpy as np
 import pytest
 
@@ -57,6 +58,9 @@ GRAMMARS = {
         b"def f(x):\n    if x:\n        print x, (1,\n  2)\n    else:\n        return [y for y in x]\n",
         b"class A(object):\n\tdef m(self):  # tab\n\t\tpass\n\n\nx = `1` + 2L\n",
         b"try:\n    exec 'a' in d\nexcept E, e:\n    raise\nwhile 1:\n    # only a comment\n    break\n",
+        # lark's lexer tries FLOAT and IMAG_NUMBER first: it backs up from "0e" to OCT_NUMBER "0", from "1e" to
+        # DEC_NUMBER "1", from ".0e" to FLOAT ".0", each before "else"; "0e+1j" is one IMAG_NUMBER
+        b"x = 1 if 0else 2\ny = [0e+1j, 1 if 1else.5, 2 if .0else 0L]\n",
     ], "_NEWLINE"),
     "dangling else under blocks": (DANGLING_ELSE, "start", [
         b"if a: if b: x else: y\nif c:\n    if d: p else: pass\n    (a b\n  c)\nelse:\n    z\n",
@@ -65,7 +69,7 @@ GRAMMARS = {
     "nested lists read two ways": (NESTED_TWO_WAYS, "start", [
         b"a\n  b\n    c\n  d\ne\n", b"\na\n b\n [x\n y]\n"], "_INDENT"),
 }
-EXTRA_TOKENS = [b"    ", b"\n    ", b"\n", b":\n", b"\n\n", b"  ", b" return", b"\n        ", b"\t", b"\n\t",
+EXTRA_TOKENS = [b"else", b"0e", b"e+", b"lse", b"0else", b"    ", b"\n    ", b"\n", b":\n", b"\n\n", b"  ", b" return", b"\n        ", b"\t", b"\n\t",
                 b"):\n", b" # ", b"pass\n", b"\nx", b"x\n", b" =", b"1\n", b"\n  ", b" else:", b"\n\n  a", b"]\n"]
 END_ID = 0
 
@@ -76,9 +80,11 @@ def vocabulary(name: str) -> localgcd.Vocabulary:
     return localgcd.Vocabulary.from_tokens(tokens, end_ids=[END_ID], name=f"{name}-bytes")
 
 
-#: lark's basic lexer backs up to another terminal where localgcd's does not (python2's OCT_NUMBER from
-#: "0el", the dangling else's NAME from "el\n"): refused by default, compiled with lenient=True
-REFUSED_STRICTLY = frozenset({"python2", "dangling else under blocks"})
+#: lark's basic lexer backs up to another terminal where localgcd's does not (the dangling else's NAME
+#: from "el\n": "else" does not cover NAME): refused by default, compiled with lenient=True.  python2's
+#: back-ups (OCT_NUMBER "0" from "0el", where FLOAT and IMAG_NUMBER are tried first) are carried: FLOAT
+#: covers OCT_NUMBER (both are a number), and no window holds a blank, newline or bracket
+REFUSED_STRICTLY = frozenset({"dangling else under blocks"})
 
 
 def compiled(name: str, tuning: Tuning = Tuning()) -> localgcd.CompiledGrammar:
@@ -94,7 +100,7 @@ _REFERENCES: dict[str, IndentedEarleyChecker] = {}
 def reference(name: str) -> IndentedEarleyChecker:
     if name not in _REFERENCES:
         text, start, _, _ = GRAMMARS[name]
-        _REFERENCES[name] = IndentedEarleyChecker(text, start=start)
+        _REFERENCES[name] = IndentedEarleyChecker(text, start=start, back_up_to_others=name not in REFUSED_STRICTLY)
     return _REFERENCES[name]
 
 
@@ -185,3 +191,44 @@ def test_layout_errors_are_refused(text: bytes, why: str) -> None:
     matcher = grammar.matcher()
     assert not (matcher.accept_bytes(text) and matcher.is_accepting()), why
     assert not ref.is_complete(text), why
+
+
+#: python2 texts around lark's back-ups from a float's exponent to a number (lark's verdict beside each):
+#: "0else" is OCT_NUMBER "0" then "else", "0e else" and "0el" leave a NAME after a number
+BACK_UP_TEXTS = [(b"x = 1 if 0else 2\n", True), (b"x = 1 if 1else 2\n", True), (b"x = 1 if .0else(2)\n", True),
+                 (b"x = 1 if 0e1else 0\n", True), (b"x = [0e+1, 1 if 0else 2]\n", True), (b"x = 0e+1j\n", True),
+                 (b"x = 1 if 0e else 2\n", False), (b"x = 0el\n", False), (b"x = 0e+x\n", False), (b"x = 0ej\n", False),
+                 (b"x = 0e\n", False), (b"x = 1 if 0else", False)]
+
+
+def test_python2_backs_up_from_a_float_to_a_number_before_else_as_lark_does() -> None:
+    """Compiled by default (strictly), python2 reads ``1 if 0else 2`` as lark's basic lexer does (it
+    tries FLOAT first, whose ``0e`` dies at ``l``, and backs up to OCT_NUMBER ``0``): ``check`` agrees
+    with lark's Earley parser and ``PythonIndenter``, and the masks at every byte of each text equal the
+    reference's (which backs up as lark does), ``else`` and ``e`` allowed after ``if 0``."""
+    from lark.indenter import PythonIndenter
+
+    grammar, ref, vocab = compiled("python2"), reference("python2"), vocabulary("python2")
+    parser = lark.Lark(PYTHON2, parser="earley", lexer="basic", postlex=PythonIndenter(), start="file_input")
+    for text, accepted in BACK_UP_TEXTS:
+        try:
+            parser.parse(text.decode())
+            lark_says = True
+        except lark.exceptions.LarkError:
+            lark_says = False
+        assert lark_says == accepted, text
+        matcher = grammar.matcher()
+        assert (matcher.accept_bytes(text) and matcher.is_accepting()) == accepted, text
+    problems: list[str] = []
+    for text in (b"x = 1 if 0else 2\n", b"x = [0e+1, 1 if .0else 0e+x]\n"):
+        matcher, state = grammar.matcher(), ref.initial_state
+        for i in range(len(text) + 1):
+            problems += mismatches(matcher, state, text[:i], vocab, ref)
+            if state is None or not matcher.accept_bytes(text[i:i + 1]) or i == len(text):
+                break
+            state = ref.advance(state, text[i:i + 1])
+    assert not problems, "\n".join(problems[:10]) + f"\n({len(problems)} in all)"
+    after_if_0 = grammar.matcher()
+    assert after_if_0.accept_bytes(b"x = 1 if 0")
+    mask = after_if_0.allowed_token_mask()
+    assert all(mask[vocab.token_bytes.index(t)] for t in (b"else", b"e", b"e+")), "refused where lark backs up"

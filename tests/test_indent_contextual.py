@@ -223,3 +223,34 @@ def test_read_back_from_the_cache_the_indenter_names_the_copies_it_named(tmp_pat
     for text in SMALL_TEXTS + ["if a:\n  f()\n else:\n  g()\n", "f(a,\nb)\n  g()\n"]:
         matcher = loaded.matcher()
         assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == lark_accepts(parser, text), text
+
+
+#: gdscript texts where lark's lexer backs up from a number's exponent to the number before ``else``
+#: (NUMBER's own re.match, from "0el"), lark's verdict beside each: carried with gdscript's Indenter, for
+#: the window holds no blank, newline or bracket
+BACK_UP_TEXTS = [("var x = 1 if 0else 2\n", True), ("var x = 1 if 1e5else 2\n", True),
+                 ("var x = 1 if 0e else 2\n", False), ("var x = 0e+x\n", False)]
+
+
+@pytest.mark.parametrize("name", ["gdscript"])
+def test_a_number_backs_up_from_its_exponent_before_else_as_lark_does(name: str) -> None:
+    """``check`` agrees with lark's parse with its Indenter, and along the first text the masks over
+    ASCII bytes equal those of the reference that backs up into another terminal's lexeme as lark does."""
+    grammar, parser = compiled(name), lark_parser(name)
+    for text, accepted in BACK_UP_TEXTS:
+        matcher = grammar.matcher()
+        assert lark_accepts(parser, text) == accepted, text
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == accepted, text
+    ref = IndentedContextualChecker(GDSCRIPT.read_text(encoding="utf-8"), GD_INDENTER, regex=True,
+                                    back_up_to_others=True)
+    vocab, log = byte_vocabulary(), MismatchLog()
+    ids = np.r_[0:128, vocab.end_ids[0]]
+    matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
+    for byte in [*BACK_UP_TEXTS[0][0].encode(), None]:
+        log.compare(prefix, vocab, matcher.allowed_token_mask()[ids], reference_verdicts(ref, state, vocab, ids), ids)
+        if byte is None:
+            break
+        assert matcher.advance(byte), prefix + bytes([byte])
+        state = ref.advance(state, bytes([byte]))
+        prefix += bytes([byte])
+    assert not log, log.report(name)

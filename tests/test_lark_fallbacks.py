@@ -325,3 +325,43 @@ def test_a_fallback_check_too_big_to_finish_is_refused_as_not_decided_or_warned_
     with pytest.warns(GrammarWarning) as caught_warnings:
         assert compile_it().matcher().accept_bytes(b"1 else 2.5")
     assert [w for w in caught_warnings if str(w.message).startswith(said)]
+
+
+#: a blank may stand before FLOAT's exponent, and lark's lexer tries FLOAT first: from "1 e" it backs up
+#: to INT "1" before "else" (the blank then ignored).  FLOAT covers INT (both a value), so the back-up is
+#: carried — but with lark's Indenter (``%declare _INDENT _DEDENT``, its newline ``_NL``) the window holds
+#: a blank, which the Indenter measures a line's indentation by: not carried there, refused as before
+BLANK_BEFORE_EXPONENT = r"""start: (_NL | stmt)*
+value: INT | FLOAT | NAME
+INT: /[0-9]+/
+FLOAT: /[0-9]+ ?e[0-9]+/
+NAME: /[a-z]+/
+_NL: /(\r?\n[\t ]*)+/
+%ignore " "
+"""
+WITH_INDENTER = BLANK_BEFORE_EXPONENT + ('stmt: value ("else" value)* _NL | "if" value ":" _NL _INDENT stmt+ _DEDENT\n'
+                                         '%declare _INDENT _DEDENT\n')
+WITHOUT_INDENTER = BLANK_BEFORE_EXPONENT + 'stmt: value ("else" value)* _NL | "if" value ":" _NL stmt+ "end" _NL\n'
+
+
+def test_a_covered_back_up_is_carried_with_lark_s_indenter_only_where_its_window_holds_no_blank() -> None:
+    from lark.indenter import Indenter
+
+    class BlankIndenter(Indenter):
+        NL_type, INDENT_type, DEDENT_type, OPEN_PAREN_types, CLOSE_PAREN_types, tab_len = \
+            "_NL", "_INDENT", "_DEDENT", [], [], 8
+
+    text = "x\nif 1 :\n  1 else 2\n"
+    assert accepts(lark.Lark(WITH_INDENTER, parser="lalr", postlex=BlankIndenter()), text)
+    with pytest.raises(GrammarError) as caught:
+        localgcd.compile_grammar(WITH_INDENTER, byte_vocabulary(), use_cache=False)
+    assert caught.value.message.startswith("terminal INT /[0-9]+/: lark backs up to it from the longer attempt of FLOAT")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lenient = localgcd.compile_grammar(WITH_INDENTER, byte_vocabulary(), use_cache=False, lenient=True).matcher()
+    assert not (lenient.accept_bytes(text.encode()) and lenient.is_accepting())  # (the texts it warns of)
+
+    plain = text.replace("\n  1 else 2\n", "\n1 else 2\nend\n")
+    assert accepts(lark.Lark(WITHOUT_INDENTER, parser="lalr"), plain)
+    matcher = localgcd.compile_grammar(WITHOUT_INDENTER, byte_vocabulary(), use_cache=False).matcher()
+    assert matcher.accept_bytes(plain.encode()) and matcher.is_accepting()

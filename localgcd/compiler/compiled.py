@@ -50,8 +50,10 @@ if TYPE_CHECKING:  # (a general grammar's engine, GBNF's token elements: importe
 #: Lark grammar where lark's lexer backs up to another terminal and localgcd's does not is refused
 #: unless compiled with ``lenient=True`` (its own key), so an entry 16 wrote for it under the default
 #: key is not read.  18: an entry keeps the warnings its compile said (a lenient compile's, a resolved
-#: conflict's), which a load says again; a 17 entry would load saying none.
-TABLE_FORMAT_VERSION = 18
+#: conflict's), which a load says again; a 17 entry would load saying none.  19: covered back-ups also
+#: in general-parser and Indenter grammars (a lenient compile of gdscript or vyper now carries some it
+#: refused), so the same text compiles to other tables.
+TABLE_FORMAT_VERSION = 19
 
 
 @dataclass

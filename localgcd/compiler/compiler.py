@@ -31,9 +31,10 @@ from localgcd.compile_warnings import grammar_warning, kept_warnings, say
 from localgcd.errors import CompileBudgetError, GrammarError
 from localgcd.grammar.formats import EARLEY_LEXERS, LEXERS, check_format, declared_lexer, to_grammar
 from localgcd.grammar.indenter import IndenterOptions
-from localgcd.compiler.terminal_follows import parser_moves, terminal_follows
+from localgcd.compiler.terminal_follows import layout_terminals, parser_moves, terminal_follows
 from localgcd.lexer.automaton import build_lexer
 from localgcd.lexer.scan_order import read_in_lark_order
+from localgcd.lexer.adjacency import LAYOUT_BLANKS
 from localgcd.lexer.pending import window_bytes
 from localgcd.parser.lalr import build_parse_tables
 from localgcd.regex.priority import backs_up
@@ -45,7 +46,6 @@ from localgcd.tuning import Tuning
 from localgcd.vocab import Vocabulary
 
 TRIE_FORMAT_VERSION = 2  # 2: the trie's flat nodes (what the compiled walks read) kept with it
-_BLANKS = (9, 10, 32)  # tab, line feed, space: what the Indenter measures
 
 
 @contextlib.contextmanager
@@ -252,7 +252,7 @@ class Compiler:
         # (a Lark grammar: where lark's lexer backs up to another terminal, the parser's adjacency)
         follows = terminal_follows(grammar) if fmt == "lark" and read_in_lark_order(grammar.terminals) else None
         if follows is not None:  # (which terminal the parser takes wherever it takes another: lark's back-ups)
-            follows = replace(follows, moves=parser_moves(grammar, tables))
+            follows = replace(follows, moves=parser_moves(grammar, tables), layout=layout_terminals(grammar))
         lexer = build_lexer(list(grammar.terminals), source, grammar.text or text, meter, self.tuning,
                             unproduced_hint=hint, follows=follows, lenient=lenient)
         forked = [t for i, t in enumerate(grammar.terminals) if t.fork is not None and lexer.alias_of is not None
@@ -264,7 +264,7 @@ class Compiler:
                                ": the bytes read past its end are lexed before that mode is known (backing up past a "
                                "fork terminal is not supported); use lexer='basic'",
                                source, forked[0].line, forked[0].column)
-        if grammar.indenter is not None and window_bytes(lexer)[list(_BLANKS)].any():
+        if grammar.indenter is not None and window_bytes(lexer)[list(LAYOUT_BLANKS)].any():
             raise GrammarError("a newline terminal that backs up past blanks: the Indenter would measure "
                                "its indentation at the wrong byte", source)
         t2 = time.perf_counter()

@@ -98,19 +98,40 @@ def terminal_follows(grammar: GrammarIR) -> Adjacency:
     return Adjacency(follows=result, last=last, anywhere=anywhere)
 
 
-def parser_moves(grammar: GrammarIR, tables: ParseTables) -> np.ndarray | None:
-    """int32 [parser states, lexer terminals]: the parse table's move on each lexer terminal (a copy
-    reads its terminal's column), every shift 0, a reduction its action, none -1; None where one move
-    per cell does not say what the parser takes (conflict cells kept, lark's Indenter)."""
-    if tables.is_general or grammar.indenter is not None:
-        return None
+def parser_moves(grammar: GrammarIR, tables: ParseTables) -> np.ndarray:
+    """int32 [parser states, lexer terminals]: the parse table's moves on each lexer terminal (a copy
+    reads its terminal's column), as a code per cell: every shift 0, a reduction its action, none -1,
+    and a general parser's conflict cell, which keeps all its actions, a code of its own (>= 1) per
+    distinct set of actions — two cells with the same set, the same code —, so that equal codes say
+    the parser moves alike there (:meth:`~localgcd.lexer.adjacency.Adjacency.covers`)."""
     columns = grammar.parser_terminals
     col_of = np.asarray([columns.get(t.name, -1) for t in grammar.terminals], dtype=np.int64)
     moves = np.full((tables.n_states, col_of.size), -1, dtype=np.int32)
     seen = col_of >= 0
     action = tables.action[:, col_of[seen]]
     moves[:, seen] = np.where(action == NO_ACTION, -1, np.where(is_reduce(action), action, 0))
+    if tables.conflicts is not None and len(tables.conflicts):
+        width = tables.action.shape[1]
+        codes: dict[tuple[int, ...], int] = {}
+        by_column: dict[int, list[int]] = {}
+        for term, col in enumerate(col_of.tolist()):
+            if col >= 0:
+                by_column.setdefault(col, []).append(term)
+        for cell, actions in tables.conflicts.as_dict().items():
+            state, col = divmod(cell, width)
+            code = codes.setdefault(tuple(sorted(0 if not is_reduce(a) else a for a in set(actions))), len(codes) + 1)
+            moves[state, by_column.get(col, [])] = code
     return moves
+
+
+def layout_terminals(grammar: GrammarIR) -> np.ndarray | None:
+    """bool [lexer terminals]: the terminals lark's Indenter reads (its newline and its brackets, with
+    their copies, by name); None without an Indenter."""
+    if grammar.indenter is None:
+        return None
+    spec = grammar.indenter
+    names = {grammar.terminals[i].name for i in (spec.newline, *spec.opens, *spec.closes)}
+    return np.asarray([t.name in names for t in grammar.terminals], dtype=bool)
 
 
 def _newline_mask(grammar: GrammarIR) -> np.ndarray:

@@ -17,6 +17,10 @@ import numpy as np
 from localgcd.arrays import boolean_product, distinct_rows, packed_words
 
 
+#: the bytes lark's Indenter measures a line's indentation by (tab, line feed, space)
+LAYOUT_BLANKS = (9, 10, 32)
+
+
 @dataclass(frozen=True)
 class Adjacency:
     """What the parser may take after a terminal (over-approximated: a check on it refuses more,
@@ -26,16 +30,21 @@ class Adjacency:
     last: np.ndarray  # bool [terminals]: it may end the text
     anywhere: np.ndarray  # bool [terminals]: it may stand anywhere (ignored; lark's Indenter's newline)
     #: int32 [parser states, terminals]: the parser's move on each terminal, shifts alike (0), a
-    #: reduction its own (<= -2), none -1; a terminal the parser never sees (ignored) -1 throughout.
-    #: None: the pending states back up only to a terminal the longer attempt can still become
-    #: (an Indenter's or a general parser's grammar, where one move per cell does not tell it)
+    #: reduction its own (<= -2), a general parser's conflict cell a code per set of actions (>= 1),
+    #: none -1; a terminal the parser never sees (ignored) -1 throughout.  None: the pending states
+    #: back up only to a terminal the longer attempt can still become
     moves: np.ndarray | None = None
+    #: bool [terminals]: the terminals lark's Indenter reads, its newline and brackets (what it emits
+    #: or drops after them depends on the layout, not on the parse table); None without an Indenter
+    layout: np.ndarray | None = None
 
     def covers(self, terms: Iterable[int]) -> np.ndarray | None:
         """bool [terminals, terminals]: ``t`` *covers* ``T`` — wherever the parser takes ``T`` it
-        takes ``t`` (the same reductions, then a shift), so a text the parser takes after ``T`` has a
-        prefix it takes after ``t`` —, decided for the rows ``terms`` (the others: ``T`` alone).
-        A terminal the parser never sees covers every one; an ignored ``T`` only those."""
+        takes ``t`` (the same reductions, then a shift; a general parser: the same set of actions in
+        every cell where it takes ``T``), so a text the parser takes after ``T`` has a prefix it takes
+        after ``t`` —, decided for the rows ``terms`` (the others: ``T`` alone).  A terminal the parser
+        never sees covers every one; an ignored ``T`` only those.  A terminal the Indenter reads
+        (:attr:`layout`) covers no other and is covered by none: the parser does not see it as it is."""
         if self.moves is None:
             return None
         n = self.follows.shape[0]
@@ -47,6 +56,10 @@ class Adjacency:
                 continue
             rows = self.moves[:, term] != -1
             covers[term] |= (self.moves[rows] == self.moves[rows, term][:, None]).all(axis=0)
+        if self.layout is not None:
+            covers[self.layout] = False
+            covers[:, self.layout] = False
+            covers[np.diag_indices(n)] = True
         return covers
 
     def useful(self, producible: np.ndarray) -> "UsefulAfter":

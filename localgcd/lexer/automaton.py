@@ -24,11 +24,11 @@ from localgcd.lexer.scan_order import lark_scan_order, read_in_lark_order
 from localgcd.grammar.terminals import Terminal
 from localgcd.regex.dfa import DFA, relation, trim
 from localgcd.regex.nfa import UnsupportedRegex, literal_bytes
-from localgcd.lexer.adjacency import Adjacency
+from localgcd.lexer.adjacency import LAYOUT_BLANKS, Adjacency
 from localgcd.lexer.fallbacks import Fallback, TooManyFallbackStates, fallback_terminals, fallback_witnesses
 from localgcd.lexer.first_match import first_match_backing
-from localgcd.lexer.pending import (BackUpRules, PendingRefused, backing_terminals, backing_up_lexer,
-                                    backing_up_tables, refusal)
+from localgcd.lexer.pending import (BackUpRules, IndenterScreen, PendingRefused, ShortestTexts, backing_terminals,
+                                    backing_up_lexer, backing_up_tables, refusal)
 from localgcd.lexer.product import TerminalUnsupported, product_dfa
 from localgcd.lexer.text_start import lexer_modes, only_at_text_start
 from localgcd.lexer.transducer import LexingTransducer
@@ -109,14 +109,21 @@ def _back_up_where_covered(plain: LexingTransducer, lexer: LexingTransducer, bac
     attempt can still become a terminal that covers the one backed up to: :meth:`Adjacency.covers`);
     (the lexer, the terminals it backs up for).  A terminal whose pending states are not exact, or
     too many, is left out (the fallback check then names it); so is one lexed before a fork (the
-    parser's state picks the mode after it, and aliases are not read there)."""
+    parser's state picks the mode after it, and aliases are not read there), and, with lark's
+    Indenter, one of the terminals it reads or whose window reads what it reads (:class:`IndenterScreen`)."""
     wanted = unmet - {i for i, t in enumerate(terminals) if t.fork is not None}
+    if follows.layout is not None:
+        wanted -= set(np.flatnonzero(follows.layout).tolist())
     if follows.moves is None or not wanted:
         return lexer, backing
     rules = BackUpRules.of(plain, backing, emit_forbidden, follows, covering=wanted)
-    # (each alone first, explored without writing tables: a refusal names its own terminal)
+    if follows.layout is not None:
+        blanks = np.zeros(256, dtype=bool)
+        blanks[list(LAYOUT_BLANKS)] = True
+        rules = dataclasses.replace(rules, screen=IndenterScreen(frozenset(wanted), blanks, follows.layout))
+    texts = ShortestTexts(plain)  # (each alone first, explored without writing tables: a refusal names its terminal)
     taken = {term for term in sorted(wanted)
-             if refusal(plain, dataclasses.replace(rules, backing=backing | {term}), _COVERED_PENDING) is None}
+             if refusal(plain, dataclasses.replace(rules, backing=backing | {term}), _COVERED_PENDING, texts) is None}
     if not taken:
         return lexer, backing
     try:

@@ -73,6 +73,8 @@ Pending = tuple[int, tuple[int, ...], int]  # (q_long, (T, e1 … ek), q_restart
 NESTED = "nested"  # the restart lexing holds too many lexemes, or one that would back up itself
 TWO_AT_ONCE = "two emissions at one byte"  # the byte that kills the longer attempt also ends the restart's lexeme
 NOT_PRODUCIBLE = "T not producible"  # the longer attempt can no longer become a terminal covering T
+#: with lark's Indenter, the window of a screened terminal reads what the Indenter reads (BackUpRules.screen)
+INDENTER_READS = "the Indenter reads inside the window"
 AT_END = "end of text"  # the text ends in a window where the restart's lexeme is complete
 #: the byte that kills the longer attempt enters a pending state of the restart's own lexeme (refused,
 #: but only where neither NESTED nor NOT_PRODUCIBLE is found: the tables' writing met it last)
@@ -80,9 +82,10 @@ BACKS_UP_AGAIN = "the restart backs up again"
 _REASONS = {  # what a refusal says
     NESTED: "the lexemes after it end inside its window, more than the tables hold, or one would back up too",
     NOT_PRODUCIBLE: "a longer attempt that can no longer become it (the next terminal would not be exact)",
+    INDENTER_READS: "a window that reads a blank or holds a newline or bracket, which lark's Indenter reads",
 }
 _REASONS[BACKS_UP_AGAIN] = _REASONS[NESTED]
-_FATAL = (NESTED, NOT_PRODUCIBLE)  # found first, they end the exploration (fail_fast)
+_FATAL = (NESTED, NOT_PRODUCIBLE, INDENTER_READS)  # found first, they end the exploration (fail_fast)
 
 
 @dataclass(frozen=True)
@@ -117,11 +120,12 @@ def pending_states(lexer: LexingTransducer, backing: set[int], emit_forbidden: n
     return _explore(lexer, BackUpRules.of(lexer, backing, emit_forbidden, parser), limit, fail_fast=False)
 
 
-def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast: bool) -> PendingStates:
+def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast: bool,
+             prefix: "ShortestTexts | None" = None) -> PendingStates:
     """:func:`pending_states` under ``rules`` (``fail_fast``: up to the first obstruction that
-    refuses the tables, NESTED or NOT_PRODUCIBLE)."""
+    refuses the tables, one of ``_FATAL``; ``prefix``: the plain states' shortest texts, if made)."""
     found = PendingStates()
-    prefix = ShortestTexts(lexer)
+    prefix = prefix if prefix is not None else ShortestTexts(lexer)
     seen_kinds: set[tuple[str, int, int]] = set()
     queue: deque[tuple[Pending, int]] = deque()
     fatal = False
@@ -150,8 +154,10 @@ def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast:
     formations = list(_formations(lexer, rules))
     forming = {(q, byte) for q, byte, _ in formations}
     for q, byte, state in formations:
+        if rules.screen is not None and rules.screen.reads(state, byte):
+            obstruct(INDENTER_READS, state[1][0], prefix.get(q, b"") + bytes([byte]))
         enter(state, prefix.get(q, b"") + bytes([byte]), 1)
-    while queue and not (fail_fast and fatal):
+    while queue and not (fail_fast and (fatal or len(found.states) >= limit)):  # (at the limit: refused as too many)
         state, depth = queue.popleft()
         (longer, chain, again), text = state, found.states[state]
         term = chain[0]
@@ -162,6 +168,8 @@ def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast:
         for byte in range(256):
             kind, value = _step(lexer, rules, state, byte)
             if kind == _PENDING:
+                if rules.screen is not None and rules.screen.reads(value, byte):
+                    obstruct(INDENTER_READS, term, text + bytes([byte]))
                 enter(value, text + bytes([byte]), depth + 1)
             elif kind == _EMITS:
                 found.emitting.setdefault((term, again), text + bytes([byte]))
@@ -170,6 +178,23 @@ def _explore(lexer: LexingTransducer, rules: BackUpRules, limit: int, fail_fast:
             if kind in (_EMITS, TWO_AT_ONCE) and (again, byte) in forming:  # (the restart's own lexeme)
                 obstruct(BACKS_UP_AGAIN, term, text + bytes([byte]), int(lexer.accept[again]))
     return found
+
+
+@dataclass(frozen=True)
+class IndenterScreen:
+    """With lark's Indenter, the terminals whose windows may not hold what it reads: blanks (it measures
+    a line's indentation up to them, so a newline's width would be read at the wrong byte) and lexemes
+    of its newline or brackets.  Decided on every byte the window reads, whether or not that window
+    backs up (more than :func:`window_bytes` refuses: a screened terminal is left out, not the grammar)."""
+
+    terms: frozenset[int]  # the terminals screened (backed up to)
+    bytes_read: np.ndarray  # bool [256]: not to be read in their windows
+    held: np.ndarray  # bool [terminals]: not to be held in their windows
+
+    def reads(self, state: Pending, byte: int) -> bool:
+        """Entering pending state ``state`` on ``byte``, its window reads what the Indenter reads."""
+        _, chain, _ = state
+        return chain[0] in self.terms and (bool(self.bytes_read[byte]) or any(self.held[t] for t in chain[1:]))
 
 
 @dataclass(frozen=True)
@@ -182,6 +207,7 @@ class BackUpRules:
     emit_forbidden: np.ndarray | None = None
     covers: np.ndarray | None = None  # bool [T, t]: t covers T (None: T alone)
     useful: UsefulAfter | None = None  # (None: every back-up path kept)
+    screen: IndenterScreen | None = None  # (None: no window screened)
 
     @classmethod
     def of(cls, lexer: LexingTransducer, backing: set[int], emit_forbidden: np.ndarray | None,
@@ -337,12 +363,14 @@ def backing_up_tables(lexer: LexingTransducer, rules: BackUpRules, limit: int = 
     return _Tables(lexer, rules, list(found.states)).written()
 
 
-def refusal(lexer: LexingTransducer, rules: BackUpRules, limit: int = _MAX_PENDING) -> PendingRefused | None:
+def refusal(lexer: LexingTransducer, rules: BackUpRules, limit: int = _MAX_PENDING,
+            prefix: "ShortestTexts | None" = None) -> PendingRefused | None:
     """Why :func:`backing_up_tables` would refuse ``rules`` (None: it would not), without writing
     the tables: more than ``limit`` pending states, a nested pending emission, a pending state whose
     longer attempt cannot become a terminal covering ``T``, or a restart whose own lexeme backs up
-    where the longer attempt dies."""
-    return _refusal(_explore(lexer, rules, limit + 1, fail_fast=True), rules, limit)
+    where the longer attempt dies, or a screened window that reads what lark's Indenter reads
+    (``prefix``: the plain states' shortest texts, made once for many calls)."""
+    return _refusal(_explore(lexer, rules, limit + 1, fail_fast=True, prefix=prefix), rules, limit)
 
 
 def _refusal(found: PendingStates, rules: BackUpRules, limit: int) -> PendingRefused | None:

@@ -27,8 +27,11 @@ class IndentedContextualChecker(IndentedReferenceChecker):
 
     def __init__(self, grammar_text: str, indenter: type[lark.indenter.Indenter] = StandardIndenter,
                  source_path: str | None = None, start: str = "start", regex: bool = False,
-                 first_match: bool = False) -> None:
+                 first_match: bool = False, back_up_to_others: bool = False) -> None:
+        """``back_up_to_others``: where lark's lexer backs up into another terminal's lexeme, as it does
+        (False: the text is dead there, as where localgcd's lexer does not carry such a back-up)."""
         self.indenter = indenter
+        self.back_up_to_others = back_up_to_others
         self.first_match = first_match  # lexed by lark's own rule (reference.first_match), not the longest match
         self.lark = lark.Lark(grammar_text, parser="lalr", lexer="contextual", postlex=indenter(),
                               source_path=source_path, start=start, regex=regex)
@@ -47,9 +50,10 @@ class IndentedContextualChecker(IndentedReferenceChecker):
             terminals = [RefTerminal.from_lark(ascii_classes(self._by_name[n])) for n in names]
             if self.first_match:
                 found = FirstMatchLexer(terminals, lark_scan(self.lark, names), self.ignore, strict=False,
-                                        search_budget=500)
+                                        search_budget=500, back_up_to_others=self.back_up_to_others)
             else:
-                found = ReferenceLexer(terminals, self.ignore, strict=False, search_budget=500)
+                found = ReferenceLexer(terminals, self.ignore, strict=False, search_budget=500,
+                                       back_up_to_others=self.back_up_to_others)
             self._lexers[names] = found
         return found
 

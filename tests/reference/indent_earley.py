@@ -59,12 +59,16 @@ class _EarleyParse:
 class IndentedEarleyChecker(IndentedReferenceChecker):
     """Viability and completeness of byte prefixes under lark's Indenter and the Earley parser."""
 
-    def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter, start: str = "start") -> None:
+    def __init__(self, grammar_text: str, indenter: type[Indenter] = StandardIndenter, start: str = "start",
+                 back_up_to_others: bool = False) -> None:
+        """``back_up_to_others``: where lark's lexer backs up into another terminal's lexeme, as it
+        does (False: the text is dead there, as localgcd's lexer reads a grammar compiled with
+        ``lenient=True`` that it refuses strictly)."""
         self.indenter = indenter
         self.lark = lark.Lark(grammar_text, parser="earley", lexer="basic", start=start)
         self.ignore = frozenset(self.lark.ignore_tokens)
         self.lexer = ReferenceLexer([RefTerminal.from_lark(t) for t in self.lark.terminals], self.ignore,
-                                    strict=False, search_budget=500)
+                                    strict=False, search_budget=500, back_up_to_others=back_up_to_others)
         self.earley = EarleyRecognizer(lark_rules(self.lark), start)
         self._scans = _Scans(self.earley)
 
