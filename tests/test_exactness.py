@@ -516,7 +516,7 @@ REAL_CASES = [
       if os.environ.get("LOCALGCD_TEST_LONG") else []),
 ]
 POSITIONS_PER_DOC = {"json": 12, "java": 8, "syncode/go": 10, "syncode/java": 10, "syncode/python": 8}
-SAMPLE_PER_SIDE = {"json": 1500, "java": 350, "syncode/go": 700, "syncode/java": 700, "syncode/python": 15}
+SAMPLE_PER_SIDE = {"json": 1500, "java": 200, "syncode/go": 700, "syncode/java": 700, "syncode/python": 15}
 SYNCODE = Path(__file__).resolve().parent / "corpus" / "lark" / "syncode"
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 SYNCODE_DOCUMENTS = {"syncode/go": ["greet.go"], "syncode/java": ["Joiner.java"]}
