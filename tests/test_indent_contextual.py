@@ -117,16 +117,22 @@ def test_masks_equal_the_reference_over_bytes(name: str) -> None:
     log = MismatchLog()
     ids = np.r_[0:128, vocab.end_ids[0]] if name == "gdscript" else np.arange(len(vocab))
     for text in texts_of(name):
-        matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
-        for byte in [*text.encode(), None]:
-            log.compare(prefix, vocab, matcher.allowed_token_mask()[ids], reference_verdicts(ref, state, vocab, ids),
-                        ids)
-            if byte is None:
-                break
-            assert matcher.advance(byte), prefix + bytes([byte])
-            state = ref.advance(state, bytes([byte]))
-            prefix += bytes([byte])
+        compare_along_bytes(grammar, ref, vocab, ids, text, log)
     assert not log, log.report(name)
+
+
+def compare_along_bytes(grammar: localgcd.CompiledGrammar, ref, vocab, ids: np.ndarray, text: str,
+                        log: MismatchLog) -> None:
+    """Feed ``text`` byte by byte (a byte vocabulary's ids are the bytes); at every prefix and at its
+    end, the mask on ``ids`` against the reference's verdicts, into ``log``."""
+    matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
+    for byte in [*text.encode(), None]:
+        log.compare(prefix, vocab, matcher.allowed_token_mask()[ids], reference_verdicts(ref, state, vocab, ids), ids)
+        if byte is None:
+            break
+        assert matcher.advance(byte), prefix + bytes([byte])
+        state = ref.advance(state, bytes([byte]))
+        prefix += bytes([byte])
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -244,13 +250,5 @@ def test_a_number_backs_up_from_its_exponent_before_else_as_lark_does(name: str)
     ref = IndentedContextualChecker(GDSCRIPT.read_text(encoding="utf-8"), GD_INDENTER, regex=True,
                                     back_up_to_others=True)
     vocab, log = byte_vocabulary(), MismatchLog()
-    ids = np.r_[0:128, vocab.end_ids[0]]
-    matcher, state, prefix = grammar.matcher(), ref.initial_state, b""
-    for byte in [*BACK_UP_TEXTS[0][0].encode(), None]:
-        log.compare(prefix, vocab, matcher.allowed_token_mask()[ids], reference_verdicts(ref, state, vocab, ids), ids)
-        if byte is None:
-            break
-        assert matcher.advance(byte), prefix + bytes([byte])
-        state = ref.advance(state, bytes([byte]))
-        prefix += bytes([byte])
+    compare_along_bytes(grammar, ref, vocab, np.r_[0:128, vocab.end_ids[0]], BACK_UP_TEXTS[0][0], log)
     assert not log, log.report(name)
