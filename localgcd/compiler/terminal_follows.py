@@ -130,14 +130,17 @@ def layout_terminals(grammar: GrammarIR) -> np.ndarray | None:
     if grammar.indenter is None:
         return None
     spec = grammar.indenter
-    names = {grammar.terminals[i].name for i in (spec.newline, *spec.opens, *spec.closes)}
-    return np.asarray([t.name in names for t in grammar.terminals], dtype=bool)
+    return _named(grammar, {grammar.terminals[i].name for i in (spec.newline, *spec.opens, *spec.closes)})
 
 
 def _newline_mask(grammar: GrammarIR) -> np.ndarray:
     """The Indenter's newline terminal and its copies (by name)."""
-    name = grammar.terminals[grammar.indenter.newline].name  # type: ignore[union-attr]
-    return np.asarray([t.name == name for t in grammar.terminals], dtype=bool)
+    return _named(grammar, {grammar.terminals[grammar.indenter.newline].name})  # type: ignore[union-attr]
+
+
+def _named(grammar: GrammarIR, names: set[str]) -> np.ndarray:
+    """bool [lexer terminals]: those named ``names`` (a terminal and its copies share its name)."""
+    return np.asarray([t.name in names for t in grammar.terminals], dtype=bool)
 
 
 def _nullable(grammar: GrammarIR, nonterminals: dict[str, int]) -> set[str]:
